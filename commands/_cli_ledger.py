@@ -1,0 +1,105 @@
+"""`swecl init`, `swecl log`, `swecl verify`: the ledger itself."""
+
+from __future__ import annotations
+
+import click
+import msgspec
+
+from ledger import IntegrityError, Recorded
+
+from ._cli_common import echo_json_line, results_of, results_option
+
+
+@click.command("init")
+@results_option
+@click.pass_context
+def init_cmd(ctx: click.Context) -> None:
+    """Create the experiment root and its ledger (a no-op if they exist)."""
+    results = results_of(ctx)
+    existed = results.ledger_path.exists()
+    with results.open_ledger(create=True) as ledger:
+        state = "exists" if existed else "created"
+        click.echo(f"ledger {state}: {ledger.path} ({ledger.count()} events)")
+
+
+@click.command("log")
+@results_option
+@click.option("--type", "types", multiple=True, metavar="T", help="Only events of this type (repeatable).")
+@click.option("--stream", "streams", multiple=True, metavar="S", help="Only this stream and the streams under it (repeatable).")
+@click.option("--after", type=int, default=0, show_default=True, help="Only events with seq greater than this.")
+@click.option("--upto", type=int, default=None, help="Only events with seq up to this.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.pass_context
+def log_cmd(
+    ctx: click.Context, types: tuple[str, ...], streams: tuple[str, ...], after: int, upto: int | None, as_json: bool
+) -> None:
+    """Print the events of the ledger in order."""
+    from ledger import StreamRange
+
+    results = results_of(ctx)
+    with results.open_ledger(readonly=True) as ledger:
+        events = ledger.read(
+            after=after,
+            upto=upto,
+            types=list(types) if types else None,
+            ranges=[StreamRange(s) for s in streams] if streams else None,
+        )
+        for rec in events:
+            if as_json:
+                echo_json_line(_as_dict(rec))
+            else:
+                click.echo(_as_line(rec))
+
+
+def _as_dict(rec: Recorded) -> dict[str, object]:
+    payload = msgspec.to_builtins(rec.event)
+    if isinstance(payload, dict):
+        payload.pop("type", None)
+    return {
+        "seq": rec.seq,
+        "event_id": rec.event_id,
+        "stream": rec.stream,
+        "stream_version": rec.stream_version,
+        "type": rec.type,
+        "schema": rec.schema,
+        "time": rec.time,
+        "payload": payload,
+        "hash": bytes(rec.hash).hex(),
+    }
+
+
+def _as_line(rec: Recorded) -> str:
+    payload = msgspec.to_builtins(rec.event)
+    summary = ""
+    if isinstance(payload, dict):
+        payload.pop("type", None)
+        parts = []
+        for key, value in payload.items():
+            if isinstance(value, dict | list) or value is None or value == "":
+                continue
+            text = str(value)
+            parts.append(f"{key}={text if len(text) <= 40 else text[:37] + '...'}")
+        summary = " ".join(parts[:6])
+    return f"{rec.seq:>7}  {rec.time[:19]}  {rec.stream}@{rec.stream_version}  {rec.type}  {summary}"
+
+
+@click.command("verify")
+@results_option
+@click.pass_context
+def verify_cmd(ctx: click.Context) -> None:
+    """Check the hash chain, every blob's hash and every blob reference.
+
+    Exit 0 when the ledger is intact; exit 1 naming the first bad seq otherwise.
+    """
+    results = results_of(ctx)
+    with results.open_ledger(readonly=True) as ledger:
+        try:
+            report = ledger.verify()
+        except IntegrityError as exc:
+            raise click.exceptions.Exit(_fail(str(exc))) from None
+        click.echo(f"ledger OK: {report.events} events, {report.blobs} blobs, head hash {report.head_hash}")
+
+
+def _fail(message: str) -> int:
+    click.echo(f"swecl: verify failed: {message}", err=True)
+    return 1

@@ -1,0 +1,48 @@
+"""The experiment root: `results/` with `ledger.db`, `projections.db` and `v{version}/`."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ledger import Ledger
+from projections import CheckpointStore, Projector
+
+DEFAULT_RESULTS = "results"
+LEDGER_FILE = "ledger.db"
+PROJECTIONS_FILE = "projections.db"
+
+
+def resolve_results_dir(explicit: str | os.PathLike[str] | None) -> Path:
+    """--results DIR, else $SWECL_RESULTS, else ./results."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("SWECL_RESULTS")
+    return Path(env) if env else Path(DEFAULT_RESULTS)
+
+
+@dataclass(frozen=True)
+class Results:
+    root: Path
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.root / LEDGER_FILE
+
+    @property
+    def projections_path(self) -> Path:
+        return self.root / PROJECTIONS_FILE
+
+    def version_dir(self, version: str) -> Path:
+        return self.root / f"v{version}"
+
+    def open_ledger(self, *, create: bool = False, readonly: bool = False) -> Ledger:
+        return Ledger.open(self.ledger_path, create=create, readonly=readonly)
+
+    def checkpoints(self) -> CheckpointStore:
+        return CheckpointStore(self.projections_path)
+
+    def projector(self, ledger: Ledger) -> Projector:
+        # A read-only ledger usually sits in a read-only directory: don't try to cache there.
+        return Projector(ledger, None if ledger.readonly else self.checkpoints())

@@ -1,0 +1,81 @@
+"""The `swecl` command line: a thin click layer over the command handlers.
+
+Every command works on the experiment root `./results/` (its `ledger.db` inside),
+overridable with `--results DIR` or `SWECL_RESULTS`. A user error is one line on
+stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from ledger import SweclError
+
+from ._cli_common import CONTEXT_SETTINGS, ResultsParam
+from ._cli_ledger import init_cmd, log_cmd, verify_cmd
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.option(
+    "--results",
+    "results",
+    type=ResultsParam(),
+    default=None,
+    metavar="DIR",
+    help="Experiment root holding ledger.db (default: $SWECL_RESULTS or ./results).",
+)
+@click.version_option(package_name="swecl", prog_name="swecl")
+@click.pass_context
+def cli(ctx: click.Context, results: Any) -> None:
+    """swecl: a continual-learning benchmark harness for coding agents.
+
+    Runs an agent task by task over ordered sequences of SWE-bench tasks, grades every
+    patch, lets a memory substrate accumulate, and scores learning, retention and
+    transfer. Every action is an event in one SQLite ledger; everything else is
+    rebuilt from it.
+    """
+    ctx.obj = results
+
+
+for _command in (init_cmd, log_cmd, verify_cmd):
+    cli.add_command(_command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="swecl", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("swecl: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except SweclError as exc:
+        click.echo(f"swecl: error: {_one_line(str(exc))}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("swecl: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        # `swecl log | head`: the reader left; not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    except Exception as exc:  # a bug: say so in one line, full traceback on request
+        if os.environ.get("SWECL_DEBUG"):
+            traceback.print_exc()
+        click.echo(
+            f"swecl: internal error: {type(exc).__name__}: {_one_line(str(exc))} (set SWECL_DEBUG=1 for the traceback)",
+            err=True,
+        )
+        sys.exit(70)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

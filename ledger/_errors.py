@@ -1,0 +1,40 @@
+"""Errors every layer raises for conditions a user can act on.
+
+The CLI turns any `SweclError` into one line on stderr and its `exit_code`, never a
+traceback; anything else escaping is a bug.
+"""
+
+from __future__ import annotations
+
+
+class SweclError(Exception):
+    """A problem the user can fix: bad input, a missing tool, a refused operation."""
+
+    exit_code: int = 2
+
+
+class LedgerError(SweclError):
+    """The ledger file cannot be used as asked (not a ledger, newer schema, locked, read-only)."""
+
+
+class ConcurrencyConflict(LedgerError):
+    """An append at a stream version that another writer already took; nothing was written."""
+
+    def __init__(self, stream: str, expected: int, actual: int) -> None:
+        super().__init__(
+            f"stream {stream!r} is at version {actual}, not {expected}: another writer "
+            "appended first; nothing of this batch was written"
+        )
+        self.stream = stream
+        self.expected = expected
+        self.actual = actual
+
+
+class IntegrityError(LedgerError):
+    """The ledger's contents do not match their hashes (tampering or corruption)."""
+
+    exit_code = 1
+
+    def __init__(self, seq: int | None, message: str) -> None:
+        super().__init__(message)
+        self.seq = seq

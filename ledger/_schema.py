@@ -1,0 +1,71 @@
+"""The ledger's SQL schema and the store's own schema version.
+
+The triggers make the log append-only at the database level, so even a writer that is
+not swecl (the sqlite3 shell, another library) cannot update or delete an event, leave a
+gap in `seq`, or break the link of the hash chain. Whether each `hash` is right is for
+`verify` to check: plain SQLite has no SHA-256 to check it with.
+"""
+
+from __future__ import annotations
+
+STORE_SCHEMA = 1
+"""Bumped when the tables change; a ledger of a newer store schema is refused, not guessed at."""
+
+GENESIS_HASH = bytes(32)
+
+DDL = """
+CREATE TABLE swecl_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE events (
+    seq            INTEGER PRIMARY KEY,
+    event_id       TEXT    NOT NULL UNIQUE,
+    stream         TEXT    NOT NULL,
+    stream_version INTEGER NOT NULL CHECK (stream_version >= 0),
+    type           TEXT    NOT NULL,
+    schema         INTEGER NOT NULL CHECK (schema >= 1),
+    time           TEXT    NOT NULL,
+    payload        BLOB    NOT NULL,
+    prev_hash      BLOB    NOT NULL CHECK (length(prev_hash) = 32),
+    hash           BLOB    NOT NULL CHECK (length(hash) = 32),
+    UNIQUE (stream, stream_version)
+) STRICT;
+
+CREATE INDEX events_by_type ON events (type, seq);
+
+CREATE TRIGGER events_append_only BEFORE INSERT ON events
+WHEN NEW.seq IS NOT (SELECT COALESCE(MAX(seq), 0) + 1 FROM events)
+  OR NEW.prev_hash IS NOT COALESCE((SELECT hash FROM events WHERE seq = NEW.seq - 1), zeroblob(32))
+BEGIN
+    SELECT RAISE(ABORT, 'events are appended at the next seq, linked to the previous hash');
+END;
+
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN
+    SELECT RAISE(ABORT, 'events are immutable: append a correction instead');
+END;
+
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+BEGIN
+    SELECT RAISE(ABORT, 'events are immutable: they cannot be deleted');
+END;
+
+CREATE TABLE blobs (
+    sha256   TEXT    PRIMARY KEY CHECK (length(sha256) = 64),
+    size     INTEGER NOT NULL,
+    encoding TEXT    NOT NULL CHECK (encoding IN ('identity', 'zlib')),
+    data     BLOB    NOT NULL
+) STRICT;
+
+CREATE TRIGGER blobs_no_update BEFORE UPDATE ON blobs
+BEGIN
+    SELECT RAISE(ABORT, 'blobs are content-addressed and immutable');
+END;
+
+CREATE TRIGGER blobs_no_delete BEFORE DELETE ON blobs
+BEGIN
+    SELECT RAISE(ABORT, 'blobs are content-addressed and immutable');
+END;
+"""

@@ -1,0 +1,712 @@
+"""The apsw-backed event store: one SQLite file, append-only, hash-chained.
+
+Writers serialise on `BEGIN IMMEDIATE`; each append is one transaction, so a batch is
+all or nothing. `seq` is assigned inside that transaction as head + 1, which keeps it
+gapless (SQLite's autoincrement would leave holes after a rollback).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import apsw
+import msgspec
+
+from ._errors import ConcurrencyConflict, IntegrityError, LedgerError
+from .events import BY_TYPE, Event, UnknownEvent
+from ._schema import DDL, GENESIS_HASH, STORE_SCHEMA
+from ._upcasting import upcast
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_ENCODER = msgspec.json.Encoder(order="deterministic")
+_RAW_DECODER = msgspec.json.Decoder()
+_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {}
+_HASH_FIELDS = msgspec.msgpack.Encoder()
+
+# Blobs smaller than this are stored as they are: compressing them saves nothing.
+_COMPRESS_MIN = 1024
+
+
+def new_event_id() -> str:
+    return str(uuid.uuid4())
+
+
+_NAMESPACE = uuid.UUID("5f0c2a4e-8d1b-4c3e-9a57-2b6e1f3d7c90")
+
+
+def event_id_for(*parts: object) -> str:
+    """A deterministic event id: the same decision retried gets the same id (idempotent)."""
+    return str(uuid.uuid5(_NAMESPACE, "\x1f".join(str(p) for p in parts)))
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def encode_payload(event: Event) -> bytes:
+    return _ENCODER.encode(event)
+
+
+def chain_hash(
+    prev_hash: bytes,
+    seq: int,
+    event_id: str,
+    stream: str,
+    stream_version: int,
+    type_: str,
+    schema: int,
+    time: str,
+    payload: bytes,
+) -> bytes:
+    """SHA-256 over the previous hash and a msgpack array of the row's fields.
+
+    msgpack of ints, strings and bytes has exactly one encoding, so any reader can
+    recompute the chain from the stored columns.
+    """
+    digest = hashlib.sha256(prev_hash)
+    digest.update(
+        _HASH_FIELDS.encode((seq, event_id, stream, stream_version, type_, schema, time, payload))
+    )
+    return digest.digest()
+
+
+def decode_payload(type_: str, schema: int, payload: bytes) -> Event | UnknownEvent:
+    cls = BY_TYPE.get(type_)
+    if cls is None:
+        return UnknownEvent(type=type_, raw=_RAW_DECODER.decode(payload))
+    if schema < cls.SCHEMA:
+        raw = upcast(type_, _RAW_DECODER.decode(payload), schema, cls.SCHEMA)
+        return msgspec.convert(raw, cls)
+    decoder = _DECODERS.get(type_)
+    if decoder is None:
+        decoder = _DECODERS[type_] = msgspec.json.Decoder(cls)
+    return decoder.decode(payload)
+
+
+class Recorded(msgspec.Struct, frozen=True):
+    """An event as stored: its position, identity and decoded payload."""
+
+    seq: int
+    event_id: str
+    stream: str
+    stream_version: int
+    type: str
+    schema: int
+    time: str
+    event: Any  # Event | UnknownEvent
+    prev_hash: bytes
+    hash: bytes
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event to append, with the client-made id that makes a retry idempotent."""
+
+    event: Event
+    event_id: str = ""
+
+    def with_id(self) -> NewEvent:
+        return self if self.event_id else NewEvent(self.event, new_event_id())
+
+
+@dataclass(frozen=True)
+class StreamBatch:
+    stream: str
+    events: Sequence[Event | NewEvent]
+    expected_version: int | None = None  # None: append at the head, whatever it is
+
+
+@dataclass(frozen=True)
+class StreamRange:
+    """Events of one stream (or every stream under `prefix/`) up to an optional seq."""
+
+    prefix: str
+    upto: int | None = None
+
+
+def _range_sql(ranges: Sequence[StreamRange], params: list[Any]) -> str:
+    clauses = []
+    for r in ranges:
+        # `prefix` itself or anything below `prefix/`; '0' is the character after '/',
+        # so the half-open range is index-friendly where LIKE would not be.
+        clause = "(stream = ? OR (stream >= ? AND stream < ?))"
+        params.extend([r.prefix, r.prefix + "/", r.prefix + "0"])
+        if r.upto is not None:
+            clause = f"({clause} AND seq <= ?)"
+            params.append(r.upto)
+        clauses.append(clause)
+    return "(" + " OR ".join(clauses) + ")"
+
+
+def _busy_timeout_ms() -> int:
+    try:
+        return int(os.environ.get("SWECL_BUSY_TIMEOUT_MS", "30000"))
+    except ValueError:
+        return 30000
+
+
+class Ledger:
+    """One ledger file. Not thread-safe; open one per process (or thread)."""
+
+    def __init__(self, conn: apsw.Connection, path: Path, ledger_id: str, readonly: bool) -> None:
+        self._conn = conn
+        self.path = path
+        self.ledger_id = ledger_id
+        self.readonly = readonly
+
+    # -- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, create: bool = False, readonly: bool = False) -> Ledger:
+        """Open (or with `create`, initialise) the ledger at `path`.
+
+        Refuses, with a one-line `LedgerError` and without writing a byte, a file that is
+        not a swecl ledger, a ledger of a newer store schema, and a read-only file when
+        writing was asked for.
+        """
+        p = Path(path)
+        exists = p.exists()
+        if p.is_dir():
+            raise LedgerError(f"{p} is a directory, not a ledger file")
+        if not exists:
+            if not create or readonly:
+                raise LedgerError(f"no ledger at {p}: run `swecl init` (or pass --results DIR)")
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise LedgerError(f"cannot create {p.parent}: {exc.strerror}") from None
+        else:
+            try:
+                with p.open("rb") as fh:
+                    head = fh.read(len(_SQLITE_MAGIC))
+            except OSError as exc:
+                raise LedgerError(f"cannot read {p}: {exc.strerror}") from None
+            if head and head != _SQLITE_MAGIC:
+                raise LedgerError(f"{p} is not a swecl ledger (not an SQLite database)")
+            if not head and not create:
+                raise LedgerError(f"{p} is an empty file, not a ledger: run `swecl init`")
+
+        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
+        if create and not exists:
+            flags |= apsw.SQLITE_OPEN_CREATE
+        try:
+            conn = apsw.Connection(str(p), flags=flags)
+            conn.set_busy_timeout(_busy_timeout_ms())
+            meta = cls._read_meta(conn, p)
+        except apsw.Error as exc:
+            raise _ledger_error(p, exc, "open") from None
+
+        if meta is None:
+            if not create:
+                raise LedgerError(f"{p} is not a swecl ledger (no swecl_meta table)")
+            if conn.readonly("main"):
+                raise LedgerError(f"cannot initialise {p}: the file is read-only")
+            try:
+                if cls._has_tables(conn):
+                    raise LedgerError(f"{p} is an SQLite database but not a swecl ledger; not touching it")
+                meta = cls._initialise(conn)
+            except apsw.Error as exc:
+                raise _ledger_error(p, exc, "initialise") from None
+
+        schema = int(meta.get("store_schema", "0"))
+        if schema > STORE_SCHEMA:
+            conn.close()
+            raise LedgerError(
+                f"{p} has store schema {schema}; this swecl understands up to {STORE_SCHEMA}: upgrade swecl"
+            )
+        is_readonly = readonly or bool(conn.readonly("main"))
+        if not is_readonly:
+            try:
+                conn.pragma("journal_mode", "wal")
+                conn.pragma("synchronous", "NORMAL")
+            except apsw.Error as exc:
+                raise _ledger_error(p, exc, "open") from None
+        return cls(conn, p, meta["ledger_id"], is_readonly)
+
+    @staticmethod
+    def _has_tables(conn: apsw.Connection) -> bool:
+        return conn.execute("SELECT count(*) FROM sqlite_schema").get > 0
+
+    @staticmethod
+    def _read_meta(conn: apsw.Connection, path: Path) -> dict[str, str] | None:
+        if not conn.table_exists("main", "swecl_meta"):
+            return None
+        return dict(conn.execute("SELECT key, value FROM swecl_meta"))
+
+    @staticmethod
+    def _initialise(conn: apsw.Connection) -> dict[str, str]:
+        meta = {
+            "store_schema": str(STORE_SCHEMA),
+            "ledger_id": str(uuid.uuid4()),
+            "created_at": utc_now(),
+        }
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(DDL)
+            conn.executemany("INSERT INTO swecl_meta (key, value) VALUES (?, ?)", list(meta.items()))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return meta
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def append(
+        self,
+        stream: str,
+        events: Sequence[Event | NewEvent],
+        *,
+        expected_version: int | None = None,
+        blobs: Iterable[bytes | str] = (),
+        durable: bool = False,
+    ) -> list[Recorded]:
+        """Append `events` to `stream` atomically; see `append_batches`."""
+        return self.append_batches([StreamBatch(stream, events, expected_version)], blobs=blobs, durable=durable)
+
+    def append_batches(
+        self,
+        batches: Sequence[StreamBatch],
+        *,
+        blobs: Iterable[bytes | str] = (),
+        durable: bool = False,
+    ) -> list[Recorded]:
+        """Append several streams' events (and blobs) in one transaction.
+
+        `expected_version` is the stream's last version before this batch (-1 for a new
+        stream); a mismatch raises `ConcurrencyConflict` and writes nothing. A batch whose
+        event ids are all recorded already is a no-op that returns the recorded events
+        (a retried append is not a duplicate). `durable` syncs the commit to disk
+        (`synchronous=FULL`): used when a task finishes.
+        """
+        self._require_writable()
+        prepared = [(b.stream, b.expected_version, [_as_new(e) for e in b.events]) for b in batches]
+        all_ids = [ne.event_id for _, _, evs in prepared for ne in evs]
+        if len(set(all_ids)) != len(all_ids):
+            raise LedgerError("a batch repeats an event_id")
+        blob_list = [b.encode() if isinstance(b, str) else b for b in blobs]
+        encoded = [
+            (stream, expected, [(ne, ne.event.type_name(), ne.event.SCHEMA, encode_payload(ne.event)) for ne in evs])
+            for stream, expected, evs in prepared
+        ]
+
+        conn = self._conn
+        try:
+            if durable:
+                conn.pragma("synchronous", "FULL")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                existing = self._existing(all_ids)
+                if existing:
+                    result = self._idempotent_result(encoded, existing)
+                    conn.execute("ROLLBACK")
+                    return result
+                for data in blob_list:
+                    self._put_blob_in_txn(data)
+                recorded = self._insert(encoded)
+                conn.execute("COMMIT")
+                return recorded
+            except BaseException:
+                if not conn.get_autocommit():
+                    conn.execute("ROLLBACK")
+                raise
+        except apsw.Error as exc:
+            raise _ledger_error(self.path, exc, "append to") from None
+        finally:
+            if durable:
+                conn.pragma("synchronous", "NORMAL")
+
+    def _insert(self, encoded: list[tuple[str, int | None, list[tuple[NewEvent, str, int, bytes]]]]) -> list[Recorded]:
+        conn = self._conn
+        row = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev = (row[0], row[1]) if row else (0, GENESIS_HASH)
+        recorded: list[Recorded] = []
+        now = utc_now()
+        for stream, expected, evs in encoded:
+            current = self._stream_head(stream)
+            if expected is not None and expected != current:
+                raise ConcurrencyConflict(stream, expected, current)
+            version = current
+            for ne, type_, schema, payload in evs:
+                seq += 1
+                version += 1
+                digest = chain_hash(prev, seq, ne.event_id, stream, version, type_, schema, now, payload)
+                conn.execute(
+                    "INSERT INTO events (seq, event_id, stream, stream_version, type, schema, time, payload,"
+                    " prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (seq, ne.event_id, stream, version, type_, schema, now, payload, prev, digest),
+                )
+                recorded.append(Recorded(seq, ne.event_id, stream, version, type_, schema, now, ne.event, prev, digest))
+                prev = digest
+        return recorded
+
+    def import_recorded(self, rows: Iterable[Recorded], *, durable: bool = True) -> tuple[int, int]:
+        """Copy events from another ledger (merge), keeping their ids, streams and times.
+
+        Rows already present by event_id are skipped (idempotent); each kept row gets the
+        next seq of this ledger and joins its hash chain. A row whose stream version is
+        taken by a different event is a conflict and nothing is written. Returns
+        (added, skipped).
+        """
+        self._require_writable()
+        rows = list(rows)
+        conn = self._conn
+        try:
+            if durable:
+                conn.pragma("synchronous", "FULL")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                existing = self._existing([r.event_id for r in rows])
+                head = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+                seq, prev = (head[0], head[1]) if head else (0, GENESIS_HASH)
+                added = 0
+                for r in rows:
+                    if r.event_id in existing:
+                        continue
+                    taken = conn.execute(
+                        "SELECT event_id FROM events WHERE stream = ? AND stream_version = ?",
+                        (r.stream, r.stream_version),
+                    ).fetchone()
+                    if taken:
+                        raise ConcurrencyConflict(r.stream, r.stream_version - 1, self._stream_head(r.stream))
+                    payload = encode_payload(r.event) if isinstance(r.event, Event) else _ENCODER.encode(r.event.raw)
+                    seq += 1
+                    digest = chain_hash(prev, seq, r.event_id, r.stream, r.stream_version, r.type, r.schema, r.time, payload)
+                    conn.execute(
+                        "INSERT INTO events (seq, event_id, stream, stream_version, type, schema, time, payload,"
+                        " prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (seq, r.event_id, r.stream, r.stream_version, r.type, r.schema, r.time, payload, prev, digest),
+                    )
+                    prev = digest
+                    added += 1
+                conn.execute("COMMIT")
+                return added, len(rows) - added
+            except BaseException:
+                if not conn.get_autocommit():
+                    conn.execute("ROLLBACK")
+                raise
+        except apsw.Error as exc:
+            raise _ledger_error(self.path, exc, "merge into") from None
+        finally:
+            if durable:
+                conn.pragma("synchronous", "NORMAL")
+
+    def _existing(self, event_ids: Sequence[str]) -> dict[str, tuple[str, str, bytes]]:
+        found: dict[str, tuple[str, str, bytes]] = {}
+        for start in range(0, len(event_ids), 500):
+            chunk = event_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for eid, stream, type_, payload in self._conn.execute(
+                f"SELECT event_id, stream, type, payload FROM events WHERE event_id IN ({marks})", chunk
+            ):
+                found[eid] = (stream, type_, payload)
+        return found
+
+    def _idempotent_result(self, encoded: Any, existing: dict[str, tuple[str, str, bytes]]) -> list[Recorded]:
+        wanted = [(stream, ne, type_, payload) for stream, _, evs in encoded for ne, type_, _, payload in evs]
+        if len(existing) != len(wanted):
+            raise LedgerError(
+                "some event ids of this batch are recorded and some are not: a retried batch must be the same batch"
+            )
+        for stream, ne, type_, payload in wanted:
+            if existing[ne.event_id] != (stream, type_, payload):
+                raise LedgerError(f"event_id {ne.event_id} is already recorded with a different event")
+        ids = [ne.event_id for _, ne, _, _ in wanted]
+        marks = ",".join("?" * len(ids))
+        rows = self._conn.execute(f"{_SELECT} WHERE event_id IN ({marks}) ORDER BY seq", ids).fetchall()
+        return [_row_to_recorded(r) for r in rows]
+
+    def _stream_head(self, stream: str) -> int:
+        row = self._conn.execute("SELECT MAX(stream_version) FROM events WHERE stream = ?", (stream,)).fetchone()
+        return -1 if row is None or row[0] is None else int(row[0])
+
+    def _require_writable(self) -> None:
+        if self.readonly:
+            raise LedgerError(f"ledger {self.path} is read-only; nothing was written")
+
+    # -- blobs ---------------------------------------------------------------------------
+
+    def put_blob(self, data: bytes | str) -> str:
+        """Store `data` once under its SHA-256 and return that hash."""
+        self._require_writable()
+        raw = data.encode() if isinstance(data, str) else data
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                digest = self._put_blob_in_txn(raw)
+                self._conn.execute("COMMIT")
+                return digest
+            except BaseException:
+                if not self._conn.get_autocommit():
+                    self._conn.execute("ROLLBACK")
+                raise
+        except apsw.Error as exc:
+            raise _ledger_error(self.path, exc, "store a blob in") from None
+
+    def _put_blob_in_txn(self, raw: bytes) -> str:
+        digest = blob_hash(raw)
+        if self._conn.execute("SELECT 1 FROM blobs WHERE sha256 = ?", (digest,)).fetchone():
+            return digest
+        encoding, stored = "identity", raw
+        if len(raw) >= _COMPRESS_MIN:
+            packed = zlib.compress(raw, 6)
+            if len(packed) < len(raw):
+                encoding, stored = "zlib", packed
+        self._conn.execute(
+            "INSERT INTO blobs (sha256, size, encoding, data) VALUES (?, ?, ?, ?)",
+            (digest, len(raw), encoding, stored),
+        )
+        return digest
+
+    def get_blob(self, digest: str) -> bytes:
+        row = self._conn.execute("SELECT encoding, data FROM blobs WHERE sha256 = ?", (digest,)).fetchone()
+        if row is None:
+            raise LedgerError(f"blob {digest} is not in {self.path}")
+        return zlib.decompress(row[1]) if row[0] == "zlib" else bytes(row[1])
+
+    def has_blob(self, digest: str) -> bool:
+        return self._conn.execute("SELECT 1 FROM blobs WHERE sha256 = ?", (digest,)).fetchone() is not None
+
+    def iter_blobs(self) -> Iterator[tuple[str, int, bytes]]:
+        """(sha256, size, decoded data) of every blob, for verify and merge."""
+        for digest, size, encoding, data in self._conn.execute(
+            "SELECT sha256, size, encoding, data FROM blobs ORDER BY sha256"
+        ):
+            yield digest, size, (zlib.decompress(data) if encoding == "zlib" else bytes(data))
+
+    # -- reading -------------------------------------------------------------------------
+
+    def head(self) -> int:
+        """The last seq (0 for an empty ledger)."""
+        row = self._conn.execute("SELECT MAX(seq) FROM events").fetchone()
+        return int(row[0] or 0)
+
+    def stream_version(self, stream: str) -> int:
+        """The stream's last version, -1 if it has no events."""
+        return self._stream_head(stream)
+
+    def hash_at(self, seq: int) -> bytes | None:
+        row = self._conn.execute("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def get(self, seq: int) -> Recorded | None:
+        row = self._conn.execute(f"{_SELECT} WHERE seq = ?", (seq,)).fetchone()
+        return None if row is None else _row_to_recorded(row)
+
+    def get_by_id(self, event_id: str) -> Recorded | None:
+        row = self._conn.execute(f"{_SELECT} WHERE event_id = ?", (event_id,)).fetchone()
+        return None if row is None else _row_to_recorded(row)
+
+    def read(
+        self,
+        *,
+        after: int = 0,
+        upto: int | None = None,
+        types: Iterable[str] | None = None,
+        streams: Iterable[str] | None = None,
+        ranges: Sequence[StreamRange] | None = None,
+    ) -> Iterator[Recorded]:
+        """Events with `after < seq <= upto`, in seq order, decoded (upcast if old).
+
+        `types` keeps only those event types; `streams` only those exact streams;
+        `ranges` only events under those stream prefixes (each up to its own seq).
+        """
+        sql, params = self._select(after, upto, types, streams, ranges)
+        for row in self._conn.execute(sql, params):
+            yield _row_to_recorded(row)
+
+    def read_raw(
+        self,
+        *,
+        after: int = 0,
+        upto: int | None = None,
+        types: Iterable[str] | None = None,
+        streams: Iterable[str] | None = None,
+        ranges: Sequence[StreamRange] | None = None,
+    ) -> Iterator[tuple[Any, ...]]:
+        """Like `read` but undecoded rows: (seq, event_id, stream, stream_version, type, schema, time,
+        payload, prev_hash, hash)."""
+        sql, params = self._select(after, upto, types, streams, ranges)
+        yield from self._conn.execute(sql, params)
+
+    def _select(
+        self,
+        after: int,
+        upto: int | None,
+        types: Iterable[str] | None,
+        streams: Iterable[str] | None,
+        ranges: Sequence[StreamRange] | None,
+    ) -> tuple[str, list[Any]]:
+        where = ["seq > ?"]
+        params: list[Any] = [after]
+        if upto is not None:
+            where.append("seq <= ?")
+            params.append(upto)
+        if types is not None:
+            type_list = list(types)
+            where.append(f"type IN ({','.join('?' * len(type_list))})" if type_list else "0")
+            params.extend(type_list)
+        if streams is not None:
+            stream_list = list(streams)
+            where.append(f"stream IN ({','.join('?' * len(stream_list))})" if stream_list else "0")
+            params.extend(stream_list)
+        if ranges is not None:
+            where.append(_range_sql(ranges, params) if ranges else "0")
+        return f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY seq", params
+
+    def read_stream(self, stream: str, *, after_version: int = -1) -> Iterator[Recorded]:
+        for row in self._conn.execute(
+            f"{_SELECT} WHERE stream = ? AND stream_version > ? ORDER BY stream_version", (stream, after_version)
+        ):
+            yield _row_to_recorded(row)
+
+    def streams(self, prefix: str | None = None) -> list[str]:
+        if prefix is None:
+            return [r[0] for r in self._conn.execute("SELECT DISTINCT stream FROM events ORDER BY stream")]
+        return [
+            r[0]
+            for r in self._conn.execute(
+                "SELECT DISTINCT stream FROM events WHERE stream = ? OR (stream >= ? AND stream < ?) ORDER BY stream",
+                (prefix, prefix + "/", prefix + "0"),
+            )
+        ]
+
+    def count(self) -> int:
+        return int(self._conn.execute("SELECT count(*) FROM events").fetchone()[0])
+
+    def task_position(
+        self, version: str, order: int, *, pass_: str = "initial", sequence_id: str | None = None
+    ) -> int | None:
+        """The seq at which task `order` of `pass_` first started in run `version`.
+
+        "As it stood before task K started" is every event with a smaller seq.
+        """
+        prefix = f"run/{version}/{sequence_id}" if sequence_id else f"run/{version}"
+        for rec in self.read(types=["task.started"], ranges=[StreamRange(prefix)]):
+            ev = rec.event
+            if ev.order == order and ev.pass_ == pass_:
+                return rec.seq
+        return None
+
+    # -- integrity -----------------------------------------------------------------------
+
+    def verify(self) -> VerifyReport:
+        """Recompute the hash chain and every blob hash; raise `IntegrityError` at the first bad one."""
+        prev = GENESIS_HASH
+        expected_seq = 0
+        blob_refs: dict[str, int] = {}
+        events = 0
+        try:
+            for row in self._conn.execute(
+                "SELECT seq, event_id, stream, stream_version, type, schema, time, payload, prev_hash, hash"
+                " FROM events ORDER BY seq"
+            ):
+                seq, event_id, stream, version, type_, schema, time, payload, prev_hash, digest = row
+                expected_seq += 1
+                if seq != expected_seq:
+                    raise IntegrityError(expected_seq, f"seq {expected_seq} is missing (gap before {seq})")
+                if bytes(prev_hash) != prev:
+                    raise IntegrityError(seq, f"seq {seq}: prev_hash does not link to seq {seq - 1}")
+                if chain_hash(prev, seq, event_id, stream, version, type_, schema, time, bytes(payload)) != bytes(digest):
+                    raise IntegrityError(seq, f"seq {seq}: hash mismatch (the event was altered)")
+                try:
+                    event = decode_payload(type_, schema, bytes(payload))
+                except (msgspec.DecodeError, msgspec.ValidationError, LookupError) as exc:
+                    raise IntegrityError(seq, f"seq {seq}: payload does not decode as {type_}: {exc}") from None
+                for ref in blob_refs_of(event):
+                    blob_refs.setdefault(ref, seq)
+                prev = bytes(digest)
+                events += 1
+            blobs = 0
+            for blob_digest, size, data in self.iter_blobs():
+                if blob_hash(data) != blob_digest or len(data) != size:
+                    raise IntegrityError(None, f"blob {blob_digest}: content does not match its hash")
+                blobs += 1
+                blob_refs.pop(blob_digest, None)
+        except apsw.Error as exc:
+            raise _ledger_error(self.path, exc, "verify") from None
+        if blob_refs:
+            missing, seq = min(blob_refs.items(), key=lambda kv: kv[1])
+            raise IntegrityError(seq, f"seq {seq}: references blob {missing}, which is not in the ledger")
+        return VerifyReport(events=events, blobs=blobs, head_hash=prev.hex())
+
+
+class VerifyReport(msgspec.Struct, frozen=True):
+    events: int
+    blobs: int
+    head_hash: str
+
+
+_BLOB_FIELDS: dict[str, tuple[str, ...]] = {
+    "agent.finished": ("patch", "transcript", "prompt"),
+    "grade.finished": ("log",),
+    "memory.written": ("patch",),
+    "memory.seeded": ("items",),
+}
+
+
+def blob_refs_of(event: Any) -> list[str]:
+    """Blob hashes an event refers to (they must all be in the ledger)."""
+    if isinstance(event, UnknownEvent):
+        return []
+    names = _BLOB_FIELDS.get(event.type_name(), ())
+    return [ref for ref in (getattr(event, n) for n in names) if ref]
+
+
+def blob_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+_SELECT = (
+    "SELECT seq, event_id, stream, stream_version, type, schema, time, payload, prev_hash, hash FROM events"
+)
+
+
+def _row_to_recorded(row: Sequence[Any]) -> Recorded:
+    seq, event_id, stream, version, type_, schema, time, payload, prev_hash, digest = row
+    return Recorded(
+        seq, event_id, stream, version, type_, schema, time, decode_payload(type_, schema, payload), prev_hash, digest
+    )
+
+
+def _as_new(e: Event | NewEvent) -> NewEvent:
+    if isinstance(e, NewEvent):
+        return e.with_id()
+    if not isinstance(e, Event):
+        raise TypeError(f"not an event: {e!r}")
+    return NewEvent(e, new_event_id())
+
+
+def _ledger_error(path: Path, exc: apsw.Error, doing: str) -> LedgerError:
+    if isinstance(exc, ConcurrencyConflict):
+        return exc
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return LedgerError(f"cannot {doing} {path}: it is locked by another process (gave up waiting)")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return LedgerError(f"cannot {doing} {path}: it is read-only; nothing was written")
+    if isinstance(exc, apsw.NotADBError | apsw.CorruptError):
+        return LedgerError(f"{path} is not a swecl ledger (not a valid SQLite database)")
+    if isinstance(exc, apsw.FullError):
+        return LedgerError(f"cannot {doing} {path}: the disk is full; nothing of this batch was written")
+    if isinstance(exc, apsw.CantOpenError):
+        return LedgerError(f"cannot {doing} {path}: unable to open the file (permissions or a missing directory)")
+    if isinstance(exc, apsw.ConstraintError):
+        return LedgerError(f"cannot {doing} {path}: {exc}")
+    return LedgerError(f"cannot {doing} {path}: {exc}")

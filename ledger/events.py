@@ -1,0 +1,313 @@
+"""The event catalog: every fact swecl records, as msgspec Structs in one tagged union.
+
+Names follow DESIGN section 3. Payloads carry blob hashes, never large texts. Each
+class has a `SCHEMA` number; a change that old rows cannot decode into bumps it and
+registers an upcaster (see `_upcasting`), so old rows are read, never rewritten.
+
+Field `pass_` is spelled `pass` on the wire (a Python keyword otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Union
+
+import msgspec
+
+PASS = msgspec.field(name="pass")
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit_defaults=False):
+    """Base of all event payloads. `type` on the wire is the class's tag."""
+
+    SCHEMA: ClassVar[int] = 1
+
+    @classmethod
+    def type_name(cls) -> str:
+        return cls.__struct_config__.tag  # type: ignore[return-value]
+
+
+# --- runs and passes -------------------------------------------------------------------
+
+
+class RunStarted(Event, tag="run.started", kw_only=True):
+    """A run version claimed: its stage, agent, grader, dataset and provenance.
+
+    Appended at version 0 of stream `run/{version}`; a second claim of the same version
+    loses the optimistic-concurrency race and is refused.
+    """
+
+    version: str
+    benchmark: str
+    dataset_hash: str
+    sequences: list[str]
+    stage: str
+    memory_mode: str  # off | builtin | plugin-real
+    agent: str
+    model: str | None = None
+    code_mode: str = "agentic"
+    grader: str = "swebench"
+    passes: list[str] = msgspec.field(default_factory=lambda: ["initial", "retest", "baseline"])
+    retest_every: int | None = None
+    source_memory: str | None = None  # as requested; the resolved seed is memory.seeded
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
+    provenance: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class RunResumed(Event, tag="run.resumed", kw_only=True):
+    attempt: int
+    provenance: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class RunFinished(Event, tag="run.finished", kw_only=True):
+    status: str  # finished | failed | interrupted
+    error: str | None = None
+
+
+class PassStarted(Event, tag="pass.started", kw_only=True):
+    sequence_id: str
+    pass_: str = PASS
+
+
+class PassFinished(Event, tag="pass.finished", kw_only=True):
+    sequence_id: str
+    pass_: str = PASS
+
+
+# --- one task of one pass --------------------------------------------------------------
+
+
+class TaskStarted(Event, tag="task.started", kw_only=True):
+    sequence_id: str
+    instance_id: str
+    repo: str
+    order: int  # 1-based position in the sequence
+    pass_: str = PASS
+    attempt: int = 1
+
+
+class TaskAbandoned(Event, tag="task.abandoned", kw_only=True):
+    """A task that started and never finished (crash, kill); resume redoes it."""
+
+    sequence_id: str
+    instance_id: str
+    order: int
+    pass_: str = PASS
+    attempt: int = 1
+    reason: str = "interrupted"
+
+
+class TaskFinished(Event, tag="task.finished", kw_only=True):
+    sequence_id: str
+    instance_id: str
+    order: int
+    pass_: str = PASS
+    attempt: int = 1
+    resolved: bool | None = None  # None: no valid verdict (infrastructure, ungraded)
+    status: str = "unresolved"
+
+
+class ToolCall(msgspec.Struct, frozen=True):
+    name: str
+    error: bool = False
+
+
+class AgentFinished(Event, tag="agent.finished", kw_only=True):
+    sequence_id: str
+    instance_id: str
+    order: int
+    pass_: str = PASS
+    attempt: int = 1
+    agent: str
+    model: str | None = None
+    patch: str | None = None  # blob sha256 of the worktree diff
+    exit: str = "completed"  # completed | max_turns | budget | auth_failed | crashed | timeout | error
+    exit_code: int | None = None
+    turns: int | None = None
+    tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
+    cost_usd: float | None = None
+    tokens: dict[str, int] = msgspec.field(default_factory=dict)
+    duration_s: float = 0.0
+    transcript: str | None = None  # blob
+    prompt: str | None = None  # blob
+    session_id: str | None = None
+    error: str | None = None
+
+
+class GradeFinished(Event, tag="grade.finished", kw_only=True):
+    sequence_id: str
+    instance_id: str
+    order: int
+    pass_: str = PASS
+    attempt: int = 1
+    grader: str
+    status: str  # resolved | unresolved | empty_patch | patch_failed | env_failed | timeout | infra_error | ungraded
+    resolved: bool | None
+    applied_with: str | None = None
+    test_files_reverted: list[str] = msgspec.field(default_factory=list)
+    f2p: dict[str, str] = msgspec.field(default_factory=dict)
+    p2p: dict[str, str] = msgspec.field(default_factory=dict)
+    tests: dict[str, str] = msgspec.field(default_factory=dict)
+    log: str | None = None  # blob
+    test_exit_code: int | None = None
+    test_cmd: list[str] = msgspec.field(default_factory=list)
+    duration_s: float = 0.0
+    env_key: str | None = None
+    error: str | None = None
+    similarity: dict[str, float] | None = None
+
+
+class GradeCorrected(Event, tag="grade.corrected", kw_only=True):
+    """A re-decision from the recorded log with newer parsers; the original stays."""
+
+    corrects: str  # event_id of the grade.finished (or earlier correction) it replaces
+    sequence_id: str
+    instance_id: str
+    order: int
+    pass_: str = PASS
+    attempt: int = 1
+    status: str
+    resolved: bool | None
+    f2p: dict[str, str] = msgspec.field(default_factory=dict)
+    p2p: dict[str, str] = msgspec.field(default_factory=dict)
+    tests: dict[str, str] = msgspec.field(default_factory=dict)
+    error: str | None = None
+    reason: str = ""
+
+
+# --- memory ----------------------------------------------------------------------------
+
+
+class MemoryWritten(Event, tag="memory.written", kw_only=True):
+    item_id: str
+    kind: str  # episode | consolidated | builtin-file
+    title: str
+    body: str
+    repo: str
+    source_run: str
+    sequence_id: str | None = None
+    source_instance: str | None = None
+    source_order: int | None = None
+    source_pass: str | None = None
+    files: list[str] = msgspec.field(default_factory=list)
+    symbols: list[str] = msgspec.field(default_factory=list)
+    tags: list[str] = msgspec.field(default_factory=list)
+    outcome: str | None = None
+    patch: str | None = None  # blob
+    ttl_tasks: int | None = None
+    ttl_seconds: float | None = None
+    extractor: str = "deterministic"
+    derived_from: list[str] = msgspec.field(default_factory=list)
+
+
+class MemoryRejected(Event, tag="memory.rejected", kw_only=True):
+    """Governance refused an item at write time (test leak, secret, oversize)."""
+
+    reason: str
+    rule: str
+    title: str = ""
+    repo: str | None = None
+    source_instance: str | None = None
+    item_id: str | None = None
+
+
+class RecallHit(msgspec.Struct, frozen=True):
+    item_id: str
+    score: float
+    rank: int
+
+
+class MemoryRecalled(Event, tag="memory.recalled", kw_only=True):
+    sequence_id: str
+    instance_id: str
+    order: int
+    pass_: str = PASS
+    attempt: int = 1
+    query_hash: str
+    query: str = ""
+    repo: str | None = None
+    k: int = 5
+    results: list[RecallHit] = msgspec.field(default_factory=list)
+    via: str = "inproc"  # inproc | mcp
+    ranker: str = "bm25"
+
+
+class MemorySeeded(Event, tag="memory.seeded", kw_only=True):
+    """Copy-seeding: this run's substrate starts from another run's, as of a seq.
+
+    From a run: `source_run` + `source_seq`. From an exported folder: `source_path` and
+    the items themselves as a blob (`items`), since no ledger holds their history.
+    """
+
+    item_count: int
+    source_run: str | None = None
+    source_seq: int | None = None
+    source_path: str | None = None
+    items: str | None = None  # blob of exported items (path seeds)
+    chosen: str = "explicit"  # explicit | newest-prior
+
+
+class DreamStarted(Event, tag="dream.started", kw_only=True):
+    dream_id: str
+    reason: str = "manual"  # manual | pre-eval
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class MemoryPruned(Event, tag="memory.pruned", kw_only=True):
+    item_id: str
+    reason: str
+    dream_id: str | None = None
+
+
+class MemoryMerged(Event, tag="memory.merged", kw_only=True):
+    into: str
+    from_: list[str] = msgspec.field(name="from", default_factory=list)
+    reason: str = ""
+    similarity: float | None = None
+    dream_id: str | None = None
+
+
+class MemorySuperseded(Event, tag="memory.superseded", kw_only=True):
+    item_id: str
+    by: str
+    reason: str = ""
+    dream_id: str | None = None
+
+
+class DreamFinished(Event, tag="dream.finished", kw_only=True):
+    dream_id: str
+    decisions: int = 0
+
+
+class UnknownEvent(msgspec.Struct, frozen=True):
+    """A row whose type this swecl does not know (written by a newer one); kept raw."""
+
+    type: str
+    raw: dict[str, Any]
+
+
+EVENT_TYPES: tuple[type[Event], ...] = (
+    RunStarted,
+    RunResumed,
+    RunFinished,
+    PassStarted,
+    PassFinished,
+    TaskStarted,
+    TaskAbandoned,
+    TaskFinished,
+    AgentFinished,
+    GradeFinished,
+    GradeCorrected,
+    MemoryWritten,
+    MemoryRejected,
+    MemoryRecalled,
+    MemorySeeded,
+    DreamStarted,
+    MemoryPruned,
+    MemoryMerged,
+    MemorySuperseded,
+    DreamFinished,
+)
+
+AnyEvent = Union[EVENT_TYPES]  # type: ignore[valid-type]
+
+BY_TYPE: dict[str, type[Event]] = {cls.type_name(): cls for cls in EVENT_TYPES}
