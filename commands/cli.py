@@ -18,6 +18,8 @@ from ledger import SweclError
 
 from ._cli_common import CONTEXT_SETTINGS, ResultsParam
 from ._cli_ledger import init_cmd, log_cmd, verify_cmd
+from ._cli_grade import verdict_cmd
+from ._cli_metrics import metrics_cmd, runs_cmd
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -42,7 +44,7 @@ def cli(ctx: click.Context, results: Any) -> None:
     ctx.obj = results
 
 
-for _command in (init_cmd, log_cmd, verify_cmd):
+for _command in (init_cmd, log_cmd, verify_cmd, metrics_cmd, runs_cmd, verdict_cmd):
     cli.add_command(_command)
 
 

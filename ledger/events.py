@@ -29,6 +29,15 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit_de
 # --- runs and passes -------------------------------------------------------------------
 
 
+class TaskRef(msgspec.Struct, frozen=True):
+    """One task of a run's plan: enough to know what is missing without the dataset."""
+
+    instance_id: str
+    order: int
+    repo: str
+    difficulty: int | None = None
+
+
 class RunStarted(Event, tag="run.started", kw_only=True):
     """A run version claimed: its stage, agent, grader, dataset and provenance.
 
@@ -49,6 +58,7 @@ class RunStarted(Event, tag="run.started", kw_only=True):
     passes: list[str] = msgspec.field(default_factory=lambda: ["initial", "retest", "baseline"])
     retest_every: int | None = None
     source_memory: str | None = None  # as requested; the resolved seed is memory.seeded
+    tasks: dict[str, list[TaskRef]] = msgspec.field(default_factory=dict)  # sequence -> plan, in order
     config: dict[str, Any] = msgspec.field(default_factory=dict)
     provenance: dict[str, Any] = msgspec.field(default_factory=dict)
 
@@ -77,12 +87,15 @@ class PassFinished(Event, tag="pass.finished", kw_only=True):
 
 
 class TaskStarted(Event, tag="task.started", kw_only=True):
+    """`pass` is initial, retest or baseline; `retest-{i}` is an extra row a(i, j<=i)."""
+
     sequence_id: str
     instance_id: str
     repo: str
     order: int  # 1-based position in the sequence
     pass_: str = PASS
     attempt: int = 1
+    difficulty: int | None = None
 
 
 class TaskAbandoned(Event, tag="task.abandoned", kw_only=True):

@@ -6,6 +6,22 @@ Nothing here appends events; everything here can be rebuilt from the ledger as o
 from __future__ import annotations
 
 from ._checkpoints import CheckpointStore
+from ._outcomes import INVALID_STATUSES, Cell, OutcomeProjection, RunOutcomes, SequenceCells
 from ._runner import Folded, Projection, Projector, Selection
+from ._runs import RunsProjection, RunsState, RunSummary
 
-__all__ = ["CheckpointStore", "Folded", "Projection", "Projector", "Selection"]
+__all__ = [
+    "INVALID_STATUSES",
+    "Cell",
+    "CheckpointStore",
+    "Folded",
+    "OutcomeProjection",
+    "Projection",
+    "Projector",
+    "RunOutcomes",
+    "RunSummary",
+    "RunsProjection",
+    "RunsState",
+    "Selection",
+    "SequenceCells",
+]

@@ -1,0 +1,104 @@
+"""Read-side questions the CLI asks: which runs exist, their outcomes and metrics.
+
+Thin glue over the projections: the answers are pure functions of the ledger as of a
+cursor, so they can be asked again after a formula change without running anything.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from dataclasses import dataclass
+from pathlib import Path
+
+from ledger import Ledger, StreamRange, SweclError
+from projections import OutcomeProjection, Projector, RunOutcomes, RunsProjection, RunSummary
+from projections.metrics import Lambdas, MetricsResult, compute
+
+from ._results import Results
+
+RUN_LOCK = ".run.lock"
+
+
+def runs(ledger: Ledger, projector: Projector) -> dict[str, RunSummary]:
+    return projector.run(RunsProjection()).state.runs
+
+
+def get_run(ledger: Ledger, projector: Projector, version: str) -> RunSummary:
+    found = runs(ledger, projector).get(version)
+    if found is None:
+        known = ", ".join(sorted(runs(ledger, projector))) or "none yet"
+        raise SweclError(f"no run version {version!r} in {ledger.path} (versions: {known})")
+    return found
+
+
+def live_status(results: Results, run: RunSummary) -> str:
+    """`incomplete` refined: `running` while a process holds the run's lock, else `interrupted`."""
+    if run.status != "incomplete":
+        return run.status
+    lock = results.version_dir(run.version) / RUN_LOCK
+    if not lock.exists():
+        return "interrupted"
+    with lock.open("a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return "running"
+        fcntl.flock(fh, fcntl.LOCK_UN)
+    return "interrupted"
+
+
+def sequence_cutoffs(ledger: Ledger, version: str, order: int) -> dict[str, int]:
+    """For each sequence of `version`, the seq at which its initial task `order` first started."""
+    cutoffs: dict[str, int] = {}
+    for rec in ledger.read(types=["task.started"], ranges=[StreamRange(f"run/{version}")]):
+        ev = rec.event
+        if ev.pass_ == "initial" and ev.order == order:
+            cutoffs.setdefault(ev.sequence_id, rec.seq)
+    return cutoffs
+
+
+def outcomes(
+    ledger: Ledger, projector: Projector, version: str, *, as_of_order: int | None = None, upto: int | None = None
+) -> RunOutcomes:
+    if as_of_order is not None and as_of_order < 1:
+        raise SweclError(f"--as-of-order {as_of_order}: task orders start at 1")
+    projection = (
+        OutcomeProjection(version)
+        if as_of_order is None
+        else OutcomeProjection(version, before_order=as_of_order, cutoffs=sequence_cutoffs(ledger, version, as_of_order))
+    )
+    state = projector.run(projection, upto=upto).state
+    if not state.started:
+        raise SweclError(f"no run version {version!r} in {ledger.path}")
+    return state
+
+
+@dataclass(frozen=True)
+class VersionMetrics:
+    run: RunSummary
+    outcomes: RunOutcomes
+    result: MetricsResult
+
+
+def metrics_for(
+    ledger: Ledger,
+    projector: Projector,
+    versions: list[str],
+    *,
+    formula: str = "native",
+    lambdas: Lambdas | None = None,
+    as_of_order: int | None = None,
+) -> list[VersionMetrics]:
+    known = runs(ledger, projector)
+    chosen = versions or list(known)
+    out = []
+    for version in chosen:
+        if version not in known:
+            raise SweclError(f"no run version {version!r} in {ledger.path} (versions: {', '.join(known) or 'none yet'})")
+        state = outcomes(ledger, projector, version, as_of_order=as_of_order)
+        out.append(VersionMetrics(known[version], state, compute(state.to_metric_inputs(), formula, lambdas)))
+    return out
+
+
+def lock_path(results: Results, version: str) -> Path:
+    return results.version_dir(version) / RUN_LOCK

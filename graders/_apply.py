@@ -1,0 +1,443 @@
+"""Patch application: safety checks, the apply chain, test-file reverting, the gold test patch.
+
+The chain (`git apply -v` -> `--3way` -> `--recount` -> GNU `patch --fuzz=5`) mirrors what
+SWE-bench harnesses accept, resetting the worktree to the prepared state between tries so
+a half-applied attempt never leaks into the next one.
+
+Safety: a patch is data from a model. Before anything touches the disk every path it
+names is checked: no absolute paths, no `..` components, nothing under `.git`, no
+symlink it creates pointing out of the worktree, and no write through an existing
+symlink that leaves the worktree (GNU `patch` would follow it). GNU patch runs with
+`--unified` (never an ed script, which can run commands), `PATCH_GET=0` (never a
+version-control checkout) and rejects discarded, so it writes only the files named.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from graders._repos import git, git_env
+
+__all__ = [
+    "ApplyResult",
+    "PatchFile",
+    "apply_check",
+    "apply_patch",
+    "apply_test_patch",
+    "changed_paths",
+    "is_test_path",
+    "normalize_patch",
+    "parse_patch_files",
+    "patch_paths",
+    "reset_to",
+    "revert_test_files",
+    "snapshot",
+    "unsafe_reason",
+]
+
+GIT_APPLY = "git apply"
+GIT_APPLY_3WAY = "git apply --3way"
+GIT_APPLY_RECOUNT = "git apply --recount"
+GNU_PATCH = "patch --fuzz=5"
+CHAIN = (GIT_APPLY, GIT_APPLY_3WAY, GIT_APPLY_RECOUNT, GNU_PATCH)
+
+_SYMLINK_MODE = "120000"
+_TEST_DIRS_ANYWHERE = {"tests"}
+# `test/` and `testing/` only at the top: django/test/ and sympy/testing/ or
+# matplotlib/testing/ are library code a real fix may touch.
+_TEST_DIRS_TOP = {"test", "tests", "testing"}
+
+
+@dataclass(slots=True)
+class ApplyResult:
+    ok: bool
+    status: str  # applied | empty_patch | patch_failed
+    applied_with: str | None = None
+    error: str | None = None
+    log: str = ""
+    paths: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PatchFile:
+    """One file section of a patch; paths are repo-relative (prefix stripped), None for /dev/null."""
+
+    old_path: str | None = None
+    new_path: str | None = None
+    raw_paths: list[str] = field(default_factory=list)
+    symlink: bool = False
+    symlink_target: str | None = None
+    added_lines: list[str] = field(default_factory=list)
+
+
+def normalize_patch(text: str) -> str:
+    """CRLF-mangled patches back to LF, and a final newline added.
+
+    Only a patch whose *header* lines all end in CR is converted: that is transport
+    damage (a Windows editor, a chat UI). A patch against a file that really has CRLF
+    line endings keeps its CRs, which `git apply` needs.
+    """
+    lines = text.split("\n")
+    headers = [ln for ln in lines if ln.startswith(("diff --git ", "--- ", "+++ ", "@@ "))]
+    if headers and all(ln.endswith("\r") for ln in headers):
+        lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+        text = "\n".join(lines)
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return text
+
+
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _unquote(path: str) -> str:
+    """git's C-style quoted path (`"a/caf\\303\\251"`) -> text."""
+    if not (len(path) >= 2 and path.startswith('"') and path.endswith('"')):
+        return path
+    body, out, i = path[1:-1], bytearray(), 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in "01234567" and re.match(r"[0-7]{3}", body[i + 1 : i + 4]):
+                out.append(int(body[i + 1 : i + 4], 8))
+                i += 4
+                continue
+            out.append(_ESCAPES.get(nxt, ord(nxt)))
+            i += 2
+            continue
+        out.extend(ch.encode("utf-8"))
+        i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
+def _header_path(rest: str) -> str:
+    rest = rest.rstrip("\r")
+    if rest.startswith('"'):
+        end = rest.find('"', 1)
+        while end > 0 and rest[end - 1] == "\\":
+            end = rest.find('"', end + 1)
+        return _unquote(rest[: end + 1]) if end > 0 else rest
+    return rest.split("\t")[0]  # traditional diffs put a timestamp after a tab
+
+
+def _strip_prefix(raw: str) -> str | None:
+    if raw == "/dev/null":
+        return None
+    parts = raw.split("/", 1)
+    return parts[1] if len(parts) == 2 else raw
+
+
+def _split_diff_git(rest: str) -> tuple[str, str] | None:
+    rest = rest.rstrip("\r")
+    if rest.startswith('"'):
+        end = rest.find('" ', 1)
+        if end < 0:
+            return None
+        return _unquote(rest[: end + 1]), _header_path(rest[end + 2 :])
+    half = (len(rest) - 1) // 2
+    if len(rest) % 2 == 1 and rest[half] == " " and rest[:half][2:] == rest[half + 1 :][2:]:
+        return rest[:half], rest[half + 1 :]
+    idx = rest.find(" b/")
+    return (rest[:idx], rest[idx + 1 :]) if idx > 0 else None
+
+
+def parse_patch_files(patch: str) -> list[PatchFile]:
+    """The file sections of a unified/git patch, with every path each one names.
+
+    A `--- ` line starts a header only when a `+++ ` line follows it (GNU patch's own
+    rule), so a removed line that happens to read `--- x` stays hunk content.
+    """
+    files: list[PatchFile] = []
+    current: PatchFile | None = None
+    from_git_header = False
+    lines = patch.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if line.startswith("diff --git "):
+            current = PatchFile()
+            files.append(current)
+            from_git_header = True
+            pair = _split_diff_git(line[len("diff --git ") :])
+            if pair:
+                current.raw_paths += list(pair)
+                current.old_path, current.new_path = _strip_prefix(pair[0]), _strip_prefix(pair[1])
+        elif line.startswith("--- ") and nxt.startswith("+++ "):
+            if current is None or not from_git_header:
+                current = PatchFile()
+                files.append(current)
+            from_git_header = False  # the next ---/+++ pair is a new section
+            old_raw, new_raw = _header_path(line[4:]), _header_path(nxt[4:])
+            current.raw_paths += [old_raw, new_raw]
+            current.old_path, current.new_path = _strip_prefix(old_raw), _strip_prefix(new_raw)
+            i += 2
+            continue
+        elif line.startswith("Index: "):
+            if current is None:
+                current = PatchFile()
+                files.append(current)
+            current.raw_paths.append("x/" + line[7:].strip())
+        elif current is not None:
+            if line.startswith("+"):
+                current.added_lines.append(line[1:])
+            for key in ("rename from ", "rename to ", "copy from ", "copy to "):
+                if line.startswith(key):
+                    path = _header_path(line[len(key) :])
+                    current.raw_paths.append("x/" + path)  # a dummy prefix, like a/ and b/
+                    if key.endswith("from "):
+                        current.old_path = path
+                    else:
+                        current.new_path = path
+            if line.startswith(("new file mode ", "new mode ")) and line.split()[-1] == _SYMLINK_MODE:
+                current.symlink = True
+        i += 1
+    for f in files:
+        if f.symlink and f.added_lines:
+            f.symlink_target = f.added_lines[0]
+    return files
+
+
+def patch_paths(patch: str) -> list[str]:
+    """Every repo-relative path the patch reads or writes (old and new names), in order."""
+    seen: dict[str, None] = {}
+    for f in parse_patch_files(patch):
+        for p in (f.old_path, f.new_path):
+            if p:
+                seen.setdefault(p, None)
+    return list(seen)
+
+
+def _path_problem(raw: str) -> str | None:
+    if raw == "/dev/null":
+        return None
+    if "\x00" in raw:
+        return f"path {raw!r} contains a NUL byte"
+    if raw.startswith("/"):
+        return f"absolute path {raw!r}"
+    if raw.startswith("~"):
+        return f"home-relative path {raw!r}"
+    stripped = _strip_prefix(raw) or ""
+    for candidate in (raw, stripped):
+        parts = [p for p in candidate.replace("\\", "/").split("/")]
+        if ".." in parts:
+            return f"path {raw!r} escapes the worktree (..)"
+        if any(p.lower() == ".git" for p in parts):
+            return f"path {raw!r} points into .git"
+    if not stripped.strip("/"):
+        return f"empty path {raw!r}"
+    return None
+
+
+def _inside(root: Path, candidate: Path) -> bool:
+    try:
+        candidate.relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def unsafe_reason(worktree: Path, patch: str) -> str | None:
+    """Why applying `patch` in `worktree` could write outside it, or None when it cannot."""
+    files = parse_patch_files(patch)
+    root = Path(os.path.realpath(worktree))
+    created_links: set[str] = set()
+    for f in files:
+        for raw in f.raw_paths:
+            problem = _path_problem(raw)
+            if problem:
+                return problem
+        if f.symlink and f.new_path:
+            target = f.symlink_target or ""
+            if target.startswith("/"):
+                return f"symlink {f.new_path!r} points to absolute path {target!r}"
+            resolved = os.path.normpath(os.path.join(os.path.dirname(f.new_path), target))
+            if resolved == ".." or resolved.startswith("../") or any(
+                p.lower() == ".git" for p in resolved.split("/")
+            ):
+                return f"symlink {f.new_path!r} points outside the worktree ({target!r})"
+            created_links.add(f.new_path)
+    for f in files:
+        for rel in (f.old_path, f.new_path):
+            if not rel:
+                continue
+            parts = PurePosixPath(rel).parts
+            for i in range(1, len(parts)):
+                if "/".join(parts[:i]) in created_links:
+                    return f"path {rel!r} goes through symlink {'/'.join(parts[:i])!r} the patch creates"
+            here = root
+            for part in parts:
+                here = here / part
+                if here.is_symlink():
+                    real = Path(os.path.realpath(here))
+                    if not _inside(root, real):
+                        return f"path {rel!r} goes through symlink {here.relative_to(root)} pointing outside the worktree"
+    return None
+
+
+def snapshot(worktree: Path) -> str:
+    """The worktree's current content (tracked + untracked, not ignored) as a git tree id."""
+    git(["add", "--all", "--", "."], cwd=worktree)
+    return git(["write-tree"], cwd=worktree).stdout.decode().strip()
+
+
+def reset_to(worktree: Path, tree: str, extra_paths: Sequence[str] = ()) -> None:
+    """Worktree and index back to `tree`; untracked files removed, ignored ones only under extra_paths."""
+    git(["read-tree", "--reset", "-u", tree], cwd=worktree)
+    git(["checkout-index", "--all", "--force"], cwd=worktree)
+    git(["clean", "-ffd", "--quiet"], cwd=worktree)
+    paths = [p for p in extra_paths if p]
+    if paths:
+        git(["clean", "-ffdx", "--quiet", "--", *paths], cwd=worktree)
+
+
+def _git_apply(worktree: Path, patch: bytes, extra: list[str], *, check: bool) -> tuple[bool, str]:
+    args = ["apply", "-v", "--whitespace=nowarn", *extra, *(["--check"] if check else []), "-"]
+    done = git(args, cwd=worktree, input=patch, check=False)
+    out = (done.stdout + done.stderr).decode("utf-8", "replace")
+    return done.returncode == 0, out
+
+
+def _gnu_patch(worktree: Path, patch: bytes, *, check: bool) -> tuple[bool, str]:
+    exe = shutil.which("patch")
+    if exe is None:
+        return False, "GNU patch not found on PATH; skipped"
+    with tempfile.TemporaryDirectory(prefix="swecl-patch-") as tmp:
+        patch_file = Path(tmp) / "model.patch"
+        patch_file.write_bytes(patch)
+        argv = [
+            exe, "--batch", "--forward", "--fuzz=5", "-p1", "--unified",
+            "--no-backup-if-mismatch", "--reject-file=-", "--quoting-style=literal",
+            "-i", os.fspath(patch_file),
+        ]
+        if check:
+            argv.append("--dry-run")
+        env = {k: v for k, v in git_env().items() if k not in ("POSIXLY_CORRECT", "SIMPLE_BACKUP_SUFFIX", "VERSION_CONTROL")}
+        env["PATCH_GET"] = "0"
+        try:
+            done = subprocess.run(argv, cwd=worktree, capture_output=True, stdin=subprocess.DEVNULL, env=env, timeout=300)
+        except subprocess.TimeoutExpired:
+            return False, "patch timed out"
+    return done.returncode == 0, (done.stdout + done.stderr).decode("utf-8", "replace")
+
+
+def _try(strategy: str, worktree: Path, data: bytes, *, check: bool) -> tuple[bool, str]:
+    if strategy == GIT_APPLY:
+        return _git_apply(worktree, data, [], check=check)
+    if strategy == GIT_APPLY_3WAY:
+        return _git_apply(worktree, data, ["--3way"], check=check)
+    if strategy == GIT_APPLY_RECOUNT:
+        return _git_apply(worktree, data, ["--recount"], check=check)
+    return _gnu_patch(worktree, data, check=check)
+
+
+def apply_patch(
+    worktree: Path,
+    patch: str,
+    *,
+    reset: Callable[[], None] | None = None,
+    strategies: Sequence[str] = CHAIN,
+) -> ApplyResult:
+    """Apply a model patch with the chain; `reset` restores the worktree after a failed try.
+
+    Returns status `empty_patch` (blank), `patch_failed` (unsafe, or no strategy applied;
+    the worktree is then reset) or `applied` with the strategy that worked.
+    """
+    if not patch or not patch.strip():
+        return ApplyResult(False, "empty_patch", error="the patch is empty")
+    text = normalize_patch(patch)
+    paths = patch_paths(text)
+    reason = unsafe_reason(worktree, text)
+    if reason:
+        return ApplyResult(False, "patch_failed", error=f"unsafe patch: {reason}", paths=paths)
+    data = text.encode("utf-8", "surrogateescape")
+    logs: list[str] = []
+    for i, strategy in enumerate(strategies):
+        if i and reset is not None:
+            reset()
+        ok, out = _try(strategy, worktree, data, check=False)
+        logs.append(f"$ {strategy}\n{out.rstrip()}\n")
+        if ok:
+            return ApplyResult(True, "applied", applied_with=strategy, log="".join(logs), paths=paths)
+    if reset is not None:
+        reset()
+    last = logs[-1].strip().splitlines()[-1] if logs else "no strategy"
+    return ApplyResult(
+        False, "patch_failed", error=f"no strategy applied the patch ({', '.join(strategies)}); last: {last}",
+        log="".join(logs), paths=paths,
+    )
+
+
+def apply_check(worktree: str | os.PathLike[str], patch: str) -> bool:
+    """Would `patch` apply in `worktree`? A dry run that writes nothing (for agents)."""
+    tree = Path(worktree)
+    if not patch or not patch.strip():
+        return False
+    text = normalize_patch(patch)
+    if unsafe_reason(tree, text):
+        return False
+    data = text.encode("utf-8", "surrogateescape")
+    return any(_try(s, tree, data, check=True)[0] for s in (GIT_APPLY, GIT_APPLY_RECOUNT, GNU_PATCH))
+
+
+def apply_test_patch(worktree: Path, test_patch: str) -> ApplyResult:
+    """Apply the gold test patch (git apply, then --recount; both atomic). Failure is infra's."""
+    if not test_patch or not test_patch.strip():
+        return ApplyResult(True, "applied", applied_with=None, log="(no test patch)\n")
+    return apply_patch(worktree, test_patch, reset=None, strategies=(GIT_APPLY, GIT_APPLY_RECOUNT))
+
+
+def is_test_path(path: str) -> bool:
+    """Test-like paths an agent must not change: test files, test dirs, conftest.py."""
+    parts = PurePosixPath(path).parts
+    if not parts:
+        return False
+    name = parts[-1]
+    if name == "conftest.py" or (name.startswith("test_") and name.endswith(".py")) or name.endswith("_test.py"):
+        return True
+    dirs = parts[:-1]
+    return any(d in _TEST_DIRS_ANYWHERE for d in dirs) or (bool(dirs) and dirs[0] in _TEST_DIRS_TOP)
+
+
+def changed_paths(worktree: Path, tree: str, also: Sequence[str] = ()) -> list[str]:
+    """Paths that differ from `tree` now (staged via `git add`), plus `also` that exist."""
+    git(["add", "--all", "--", "."], cwd=worktree)
+    done = git(["diff", "--cached", "--name-only", "--no-renames", "-z", tree], cwd=worktree)
+    names = {n for n in done.stdout.decode("utf-8", "surrogateescape").split("\0") if n}
+    for p in also:
+        if (worktree / p).exists() or (worktree / p).is_symlink():
+            names.add(p)
+    return sorted(names)
+
+
+def revert_test_files(worktree: Path, tree: str, test_patch: str, also: Sequence[str] = ()) -> list[str]:
+    """Undo changes to test files relative to `tree` (the prepared base); returns their paths.
+
+    Reverted: every changed path the gold test patch touches, and every changed test-like
+    path (`is_test_path`). Files the base has are restored, files it lacks are deleted.
+    """
+    gold = set(patch_paths(normalize_patch(test_patch))) if test_patch and test_patch.strip() else set()
+    reverted: list[str] = []
+    for path in changed_paths(worktree, tree, also):
+        if path not in gold and not is_test_path(path):
+            continue
+        in_base = git(["cat-file", "-e", f"{tree}:{path}"], cwd=worktree, check=False).returncode == 0
+        if in_base:
+            git(["checkout", tree, "--", path], cwd=worktree)
+        else:
+            git(["rm", "-r", "--cached", "--quiet", "--ignore-unmatch", "--", path], cwd=worktree)
+            target = worktree / path
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif target.exists() or target.is_symlink():
+                target.unlink()
+        reverted.append(path)
+    return reverted

@@ -1,0 +1,181 @@
+"""From per-test statuses to a verdict, with swebench 5.0.2's semantics.
+
+Per listed test (FAIL_TO_PASS and PASS_TO_PASS name tests in the parser's key space):
+
+- F2P passes iff the log says PASSED or XFAIL. FAILED, ERROR, SKIPPED and absence fail it:
+  a patch that makes the new tests skip has not shown it fixes anything.
+- P2P passes iff the log says PASSED, XFAIL or SKIPPED: as in swebench 5.0.2, a test that
+  passed before and is skipped now (platform, optional dependency) is not a regression.
+  FAILED, ERROR and absence fail it.
+- A name not in the log may be a truncated parametrized id (SWE-bench's lists cut some long
+  ids mid-parameter: `test_x[log(photon`). Only for names with more `[` than `]`, the log
+  ids it prefixes are taken if they agree on pass-versus-not-pass (PASSED and XFAIL count
+  alike); the first of them in log order then stands for the name. Candidates that
+  disagree leave the name unmatched (AMBIGUOUS), which fails it.
+
+resolved iff every F2P and every P2P test passes (empty lists pass vacuously, as in
+swebench).
+
+When the log does not describe a completed test run the status is `infra_error`, not
+`unresolved`, so that a broken environment shows up as such instead of passing silently
+as a model failure. `resolved` is False either way. Two cases, both those where swebench
+5.0.2's `get_logs_eval` reports the log as not evaluated (an error):
+
+- no test result at all in the log: the suite never ran (import error at startup, wrong
+  command, no tests collected, runner crashed before its report). Beware: a patch that
+  breaks the package's import lands here too (most of the 28 such official logs); whoever
+  retries or excludes infra_error runs must read `error` and the log, not assume the
+  harness was at fault.
+- the test command exited non-zero although the log states no FAILED or ERROR result.
+  pytest, django's runtests.py and sympy's bin/test each exit non-zero only when a test
+  failed or the run itself broke (interrupted, internal error, usage error, killed), so
+  an all-passing log with a failing exit means the log is not the whole story: a crash
+  after the summary, results printed by patched code (a conftest hook echoing PASSED
+  lines), or a truncated report. A non-zero exit *with* failures is an ordinary
+  unresolved run: the failures explain the exit code, and any listed test that did not
+  run is absent, hence failed. Exit 0 with failures is trusted per test too: the log is
+  the only per-test evidence, and runners wrapped in `|| true`-style commands exit 0.
+  An unknown exit code (None) trusts the log, as swebench does for logs without one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from graders._parsers import TestStatus, parse_test_log
+
+__all__ = [
+    "AMBIGUOUS",
+    "INFRA_ERROR",
+    "MISSING",
+    "RESOLVED",
+    "UNRESOLVED",
+    "Decision",
+    "decide",
+    "grade_log",
+    "match_test",
+]
+
+RESOLVED = "resolved"
+UNRESOLVED = "unresolved"
+INFRA_ERROR = "infra_error"
+
+# Per-test values for listed tests the log does not settle; both count as failed.
+MISSING = "MISSING"  # no log id equals it (nor, for a truncated id, starts with it)
+AMBIGUOUS = "AMBIGUOUS"  # a truncated id whose candidate log ids disagree on the outcome
+
+_PASSING = frozenset({TestStatus.PASSED, TestStatus.XFAIL})
+_MAINTAINED = _PASSING | {TestStatus.SKIPPED}
+_FAILING_RESULTS = frozenset({TestStatus.FAILED, TestStatus.ERROR})
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The verdict on one graded run.
+
+    f2p / p2p: every listed test -> the log's status for it (a `TestStatus` value), or
+    MISSING / AMBIGUOUS. tests: every status the log states. error: why the status is
+    infra_error (None otherwise).
+    """
+
+    resolved: bool
+    status: str
+    f2p: dict[str, str] = field(default_factory=dict)
+    p2p: dict[str, str] = field(default_factory=dict)
+    tests: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def f2p_success(self) -> list[str]:
+        return [name for name, status in self.f2p.items() if status in _PASSING]
+
+    @property
+    def f2p_failure(self) -> list[str]:
+        return [name for name, status in self.f2p.items() if status not in _PASSING]
+
+    @property
+    def p2p_success(self) -> list[str]:
+        return [name for name, status in self.p2p.items() if status in _MAINTAINED]
+
+    @property
+    def p2p_failure(self) -> list[str]:
+        return [name for name, status in self.p2p.items() if status not in _MAINTAINED]
+
+
+def match_test(name: str, statuses: Mapping[str, str]) -> str:
+    """The log's status for a listed test name, or MISSING / AMBIGUOUS (see module doc)."""
+    if name in statuses:
+        return str(statuses[name])
+    # Only a name cut inside its parameter brackets can be a truncation; whole names
+    # (django descriptions, sympy functions, complete pytest ids) match exactly or not at all.
+    if name.count("[") <= name.count("]"):
+        return MISSING
+    candidates = [key for key in statuses if key.startswith(name)]
+    if not candidates:
+        return MISSING
+    if len({statuses[key] in _PASSING for key in candidates}) > 1:
+        return AMBIGUOUS
+    return str(statuses[candidates[0]])
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+def decide(
+    statuses: Mapping[str, str],
+    fail_to_pass: Iterable[str],
+    pass_to_pass: Iterable[str],
+    *,
+    test_exit_code: int | None = None,
+) -> Decision:
+    """Judge a run from the statuses its log states (see the module doc for the rules)."""
+    tests = {name: str(status) for name, status in statuses.items()}
+    f2p = {name: match_test(name, tests) for name in _unique(fail_to_pass)}
+    p2p = {name: match_test(name, tests) for name in _unique(pass_to_pass)}
+
+    def failed(error: str) -> Decision:
+        return Decision(False, INFRA_ERROR, f2p, p2p, tests, error)
+
+    if not tests:
+        return failed(
+            "the test log states no test result: the tests did not run (an import or "
+            "collection error, possibly caused by the patch; a wrong test command or "
+            "environment; or a crash before the report)"
+        )
+    if test_exit_code not in (None, 0) and not any(s in _FAILING_RESULTS for s in tests.values()):
+        return failed(
+            f"the test command exited {test_exit_code} but its log states no failed or "
+            "erroring test: the log does not describe the whole run"
+        )
+    resolved = all(s in _PASSING for s in f2p.values()) and all(s in _MAINTAINED for s in p2p.values())
+    return Decision(resolved, RESOLVED if resolved else UNRESOLVED, f2p, p2p, tests, None)
+
+
+def grade_log(
+    log: str,
+    parser: str,
+    fail_to_pass: Iterable[str],
+    pass_to_pass: Iterable[str],
+    *,
+    test_exit_code: int | None = None,
+    test_cmd: str | None = None,
+) -> Decision:
+    """Find the test run in `log`, parse it with `parser` and decide.
+
+    `test_exit_code` is the runner's own measurement and wins over an exit code the log
+    records; `test_cmd` helps find the test output inside an unframed eval log.
+    """
+    parsed = parse_test_log(log, parser, test_cmd=test_cmd)
+    region = parsed.region
+    exit_code = test_exit_code if test_exit_code is not None else region.exit_code
+    decision = decide(parsed.statuses, fail_to_pass, pass_to_pass, test_exit_code=exit_code)
+    error: str | None = None
+    if region.fault is not None:
+        error = f"the log says {region.fault!r}: its test results are not those of a completed run"
+    elif not region.complete:
+        error = "the test output has a start marker but no end marker: the run was cut short"
+    if error is None:
+        return decision
+    return Decision(False, INFRA_ERROR, decision.f2p, decision.p2p, decision.tests, error)

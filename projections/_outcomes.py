@@ -1,0 +1,182 @@
+"""The a(i,j) projection: every graded outcome of one run version, per sequence and pass.
+
+Rows of a(i,j): the initial pass gives the diagonal a(i,i); the final re-test gives row
+N; `retest-{i}` passes (from --retest-every) give extra rows; the baseline pass gives the
+memory-off b(j). A correction event (regrade) replaces the verdict it names; the
+original grade stays in the ledger.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import msgspec
+
+from ledger import Recorded, StreamRange
+from ledger.events import TaskRef
+
+from ._runner import Projection, Selection
+from .metrics import SequenceOutcomes
+
+# What counts as "no valid verdict": not the agent's doing, so never scored as a failure.
+INVALID_STATUSES = frozenset({"env_failed", "infra_error", "ungraded"})
+
+
+class Cell(msgspec.Struct):
+    """One task of one pass: its latest attempt."""
+
+    instance_id: str
+    attempt: int
+    done: bool = False
+    status: str | None = None
+    resolved: bool | None = None
+    turns: int | None = None
+    cost_usd: float | None = None
+    grade_event: str | None = None  # event_id of the verdict in force (grade or correction)
+    started_seq: int = 0
+    finished_seq: int | None = None
+
+    @property
+    def outcome(self) -> int | None:
+        """1 resolved, 0 not, None: no valid verdict (unfinished, infrastructure, ungraded)."""
+        if not self.done or self.resolved is None or self.status in INVALID_STATUSES:
+            return None
+        return 1 if self.resolved else 0
+
+
+class SequenceCells(msgspec.Struct):
+    plan: list[TaskRef] = msgspec.field(default_factory=list)
+    passes: dict[str, dict[int, Cell]] = msgspec.field(default_factory=dict)
+
+
+class RunOutcomes(msgspec.Struct):
+    version: str = ""
+    stage: str = ""
+    started: bool = False
+    sequences: dict[str, SequenceCells] = msgspec.field(default_factory=dict)
+
+    def cell(self, sequence_id: str, pass_: str, order: int) -> Cell | None:
+        seq = self.sequences.get(sequence_id)
+        return None if seq is None else seq.passes.get(pass_, {}).get(order)
+
+    def vector(self, sequence_id: str, pass_: str) -> list[int | None] | None:
+        """Outcomes of a pass in plan order; None when the pass never started."""
+        seq = self.sequences[sequence_id]
+        cells = seq.passes.get(pass_)
+        if cells is None:
+            return None
+        return [(c.outcome if (c := cells.get(t.order)) else None) for t in seq.plan]
+
+    def rows(self, sequence_id: str) -> dict[int, list[int | None]]:
+        """Extra a(i, j<=i) rows from `retest-{i}` passes."""
+        seq = self.sequences[sequence_id]
+        out: dict[int, list[int | None]] = {}
+        for name, cells in seq.passes.items():
+            if name.startswith("retest-"):
+                i = int(name.split("-", 1)[1])
+                out[i] = [(c.outcome if (c := cells.get(t.order)) else None) for t in seq.plan[:i]]
+        return dict(sorted(out.items()))
+
+    def to_metric_inputs(self) -> list[SequenceOutcomes]:
+        """Per-sequence vectors for the formula sets, in the run's sequence order."""
+        result = []
+        for sequence_id, seq in self.sequences.items():
+            if not seq.plan:
+                continue
+            initial = self.vector(sequence_id, "initial") or [None] * len(seq.plan)
+            steps = None
+            initial_cells = seq.passes.get("initial", {})
+            if any(c.turns is not None for c in initial_cells.values()):
+                steps = [(c.turns if (c := initial_cells.get(t.order)) else None) for t in seq.plan]
+            difficulty = [t.difficulty for t in seq.plan]
+            result.append(
+                SequenceOutcomes(
+                    name=sequence_id,
+                    initial=initial,
+                    final=self.vector(sequence_id, "retest"),
+                    baseline=self.vector(sequence_id, "baseline"),
+                    difficulty=difficulty if all(d is not None for d in difficulty) else None,
+                    steps=steps,
+                    rows=self.rows(sequence_id) or None,
+                )
+            )
+        return result
+
+    def resolved_per_pass(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for seq in self.sequences.values():
+            for pass_, cells in seq.passes.items():
+                counts[pass_] = counts.get(pass_, 0) + sum(1 for c in cells.values() if c.outcome == 1)
+        return counts
+
+
+class OutcomeProjection(Projection[RunOutcomes]):
+    name: ClassVar[str] = "outcomes"
+    version: ClassVar[int] = 1
+    state_type: ClassVar[type] = RunOutcomes
+
+    _TYPES = frozenset(
+        {"run.started", "task.started", "task.abandoned", "agent.finished", "grade.finished", "grade.corrected", "task.finished"}
+    )
+
+    def __init__(self, run_version: str, *, before_order: int | None = None, cutoffs: dict[str, int] | None = None) -> None:
+        """`before_order`/`cutoffs`: the state as it stood before task K started in each
+        sequence (cutoffs maps a sequence to the seq of that start; a sequence absent from
+        it had not reached K), with each plan cut to the tasks before K."""
+        self.run_version = run_version
+        self.before_order = before_order
+        self.cutoffs = dict(cutoffs or {})
+
+    def scope(self) -> str:
+        if self.before_order is None:
+            return self.run_version
+        cuts = ",".join(f"{k}={v}" for k, v in sorted(self.cutoffs.items()))
+        return f"{self.run_version}|before={self.before_order}|{cuts}"
+
+    def selection(self) -> Selection:
+        return Selection(types=self._TYPES, ranges=(StreamRange(f"run/{self.run_version}"),))
+
+    def initial(self) -> RunOutcomes:
+        return RunOutcomes(version=self.run_version)
+
+    def apply(self, state: RunOutcomes, rec: Recorded) -> RunOutcomes:
+        ev = rec.event
+        t = rec.type
+        if t == "run.started":
+            state.started = True
+            state.stage = ev.stage
+            for sequence_id in ev.sequences:
+                plan = list(ev.tasks.get(sequence_id, []))
+                if self.before_order is not None:
+                    plan = [task for task in plan if task.order < self.before_order]
+                state.sequences.setdefault(sequence_id, SequenceCells(plan=plan))
+            return state
+        cutoff = self.cutoffs.get(ev.sequence_id)
+        if cutoff is not None and rec.seq >= cutoff:
+            return state
+        seq = state.sequences.setdefault(ev.sequence_id, SequenceCells())
+        cells = seq.passes.setdefault(ev.pass_, {})
+        if t == "task.started":
+            cells[ev.order] = Cell(instance_id=ev.instance_id, attempt=ev.attempt, started_seq=rec.seq)
+            return state
+        cell = cells.get(ev.order)
+        if cell is None or cell.attempt != ev.attempt:
+            return state  # an event of an attempt that is not the latest: history only
+        if t == "task.abandoned":
+            del cells[ev.order]
+        elif t == "agent.finished":
+            cell.turns = ev.turns
+            cell.cost_usd = ev.cost_usd
+        elif t in ("grade.finished", "grade.corrected"):
+            cell.status = ev.status
+            cell.resolved = ev.resolved
+            cell.grade_event = rec.event_id
+        elif t == "task.finished":
+            cell.done = True
+            cell.finished_seq = rec.seq
+            if cell.grade_event is None:  # graded by nothing (e.g. the agent crashed): the task says
+                cell.status = ev.status
+                cell.resolved = ev.resolved
+        if not cells:
+            del seq.passes[ev.pass_]
+        return state

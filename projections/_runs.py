@@ -1,0 +1,89 @@
+"""The runs projection: one summary per run version, from the run header streams."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import msgspec
+
+from ledger import Recorded
+
+from ._runner import Projection, Selection
+
+
+class RunSummary(msgspec.Struct):
+    version: str
+    stage: str
+    sequences: list[str]
+    agent: str
+    model: str | None
+    grader: str
+    benchmark: str
+    dataset_hash: str
+    memory_mode: str
+    passes: list[str]
+    started_seq: int
+    started_at: str
+    source_memory: str | None = None
+    seeded_from: str | None = None
+    seeded_seq: int | None = None
+    status: str = "incomplete"  # incomplete | finished | failed | interrupted
+    finished_at: str | None = None
+    resumed: int = 0
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class RunsState(msgspec.Struct):
+    runs: dict[str, RunSummary] = msgspec.field(default_factory=dict)
+
+
+class RunsProjection(Projection[RunsState]):
+    name: ClassVar[str] = "runs"
+    version: ClassVar[int] = 1
+    state_type: ClassVar[type] = RunsState
+
+    def selection(self) -> Selection:
+        return Selection(types=frozenset({"run.started", "run.resumed", "run.finished", "memory.seeded"}))
+
+    def initial(self) -> RunsState:
+        return RunsState()
+
+    def apply(self, state: RunsState, rec: Recorded) -> RunsState:
+        ev = rec.event
+        # Header streams are `run/{version}`; anything deeper is a sequence stream.
+        parts = rec.stream.split("/")
+        if len(parts) != 2 or parts[0] != "run":
+            return state
+        version = parts[1]
+        if rec.type == "run.started":
+            state.runs[version] = RunSummary(
+                version=version,
+                stage=ev.stage,
+                sequences=list(ev.sequences),
+                agent=ev.agent,
+                model=ev.model,
+                grader=ev.grader,
+                benchmark=ev.benchmark,
+                dataset_hash=ev.dataset_hash,
+                memory_mode=ev.memory_mode,
+                passes=list(ev.passes),
+                started_seq=rec.seq,
+                started_at=rec.time,
+                source_memory=ev.source_memory,
+                config=dict(ev.config),
+            )
+            return state
+        run = state.runs.get(version)
+        if run is None:
+            return state
+        if rec.type == "run.resumed":
+            run.resumed += 1
+            run.status = "incomplete"
+            run.finished_at = None
+        elif rec.type == "run.finished":
+            run.status = ev.status
+            run.finished_at = rec.time
+        elif rec.type == "memory.seeded":
+            run.seeded_from = ev.source_run or ev.source_path
+            run.seeded_seq = ev.source_seq
+        return state

@@ -1,0 +1,125 @@
+"""Environment cache: uv venvs built once, atomic builds, the repo install step, pruning."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graders._envs import (
+    EnvBuildError,
+    _read_environment_yml,
+    _read_requirements,
+    build_env,
+    ensure_repo_installed,
+    env_lock,
+    list_envs,
+    pre_install_plan,
+    prune_envs,
+)
+from graders._interpreters import Interpreter
+from graders._specs import EnvSpec, spec_for
+from tests.graders.exec_support import REPO, TEST_ENV, shared_grading_cache
+
+
+@pytest.fixture(scope="module")
+def shared_env(tmp_path_factory: pytest.TempPathFactory):
+    cache, _, _ = shared_grading_cache(tmp_path_factory)
+    return cache, build_env(REPO, "0.1", TEST_ENV, cache_dir=cache)
+
+
+@pytest.mark.slow
+def test_env_is_built_once_then_reused(shared_env) -> None:
+    cache, first = shared_env
+    again = build_env(REPO, "0.1", TEST_ENV, cache_dir=cache)
+    assert again.built is False and again.env.path == first.env.path
+    envs = list_envs(cache)
+    assert [e.key for e in envs] == [first.env.key] and envs[0].complete
+    assert first.env.key.startswith("acme__calc/0.1/py%d.%d-" % sys.version_info[:2])
+    log = (first.env.path / "build.log").read_text()
+    assert log.count("# environment for acme/calc@0.1") == 1 and "pytest" in log
+    done = subprocess.run([str(first.env.python), "-m", "pytest", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0
+    meta = json.loads((first.env.path / "env.json").read_text())
+    assert meta["spec_hash"] == TEST_ENV.spec_hash() and meta["repo"] == REPO
+    # the test-time fields do not change the environment's identity
+    assert EnvSpec(python=None, pip_packages=["pytest"], test_cmd="pytest -x").spec_hash() == TEST_ENV.spec_hash()
+
+
+def test_a_failed_build_leaves_no_environment(tmp_path: Path) -> None:
+    bogus = Interpreter(Path("/bin/false"), "3.11.0", "explicit")
+    with pytest.raises(EnvBuildError, match="could not create a venv"):
+        build_env(REPO, "0.1", EnvSpec(), cache_dir=tmp_path, interpreter=bogus)
+    assert list_envs(tmp_path) == []
+    leftovers = [p.name for p in (tmp_path / "envs" / "acme__calc" / "0.1").iterdir()]
+    assert all(name.endswith((".lock", ".failed.log")) for name in leftovers), leftovers
+
+
+def test_requirement_files_need_a_checkout(tmp_path: Path) -> None:
+    with pytest.raises(EnvBuildError, match="checkout"):
+        build_env("django/django", "4.0", EnvSpec(packages="requirements.txt"), cache_dir=tmp_path)
+
+
+def test_repo_install_runs_once_per_worktree_and_per_commit_when_compiled(tmp_path: Path) -> None:
+    bare = EnvSpec(python=None)  # a venv only: fast, no packages
+    build = build_env(REPO, "0.2", bare, cache_dir=tmp_path)
+    counter = "import pathlib; p = pathlib.Path('runs.txt'); p.write_text(p.read_text() + 'x' if p.exists() else 'x')"
+    spec = EnvSpec(python=None, install=f'python -c "{counter}"')
+    wt_a, wt_b = tmp_path / "a", tmp_path / "b"
+    wt_a.mkdir()
+    wt_b.mkdir()
+    with env_lock(build.env):
+        assert ensure_repo_installed(build.env, spec, wt_a, "c1").ran
+        assert not ensure_repo_installed(build.env, spec, wt_a, "c2").ran  # pure Python: stays valid
+        assert ensure_repo_installed(build.env, spec, wt_b, "c2").ran  # another slot: reinstall there
+        compiled = EnvSpec(python=None, install=spec.install, install_per_task=True)
+        assert ensure_repo_installed(build.env, compiled, wt_b, "c3").ran
+        assert not ensure_repo_installed(build.env, compiled, wt_b, "c3").ran
+        failing = EnvSpec(python=None, install="python -c 'raise SystemExit(1)'")
+        result = ensure_repo_installed(build.env, failing, wt_b, "c3")
+        assert result.ran and not result.ok
+        assert ensure_repo_installed(build.env, failing, wt_b, "c3").ran  # a failed install is retried
+    assert (wt_a / "runs.txt").read_text() == "x"
+    assert (wt_b / "runs.txt").read_text() == "xx"
+
+
+def test_prune_keeps_what_is_asked_and_skips_envs_in_use(tmp_path: Path) -> None:
+    one = build_env(REPO, "1.0", EnvSpec(python=None), cache_dir=tmp_path).env
+    two = build_env(REPO, "2.0", EnvSpec(python=None), cache_dir=tmp_path).env
+    stale = one.path.parent / f".{one.path.name}.tmp-dead"
+    stale.mkdir()
+    assert set(prune_envs(tmp_path, dry_run=True)) == {one.path, two.path, stale}
+    assert one.path.exists()
+    with env_lock(two):
+        removed = prune_envs(tmp_path, keep=[one.key])
+    assert removed == [stale] or set(removed) == {stale}
+    assert one.path.exists() and two.path.exists()
+    assert prune_envs(tmp_path, keep_recent=0, keep=[one.key]) == [two.path]
+    assert [e.key for e in list_envs(tmp_path)] == [one.key]
+
+
+def test_requirements_files_are_read_like_pip(tmp_path: Path) -> None:
+    (tmp_path / "base.txt").write_text("asgiref>=3.2  # comment\n-e .\n--index-url https://example.invalid\n")
+    (tmp_path / "py3.txt").write_text("-r base.txt\nPillow>=6.2.0\n\n# only a comment\nnumpy; python_version<'3.12'\n")
+    assert _read_requirements(tmp_path / "py3.txt") == ["asgiref>=3.2", "Pillow>=6.2.0", "numpy; python_version<'3.12'"]
+
+
+def test_environment_yml_becomes_pip_requirements(tmp_path: Path) -> None:
+    (tmp_path / "environment.yml").write_text(
+        "name: xarray-tests\nchannels:\n  - conda-forge\n  - nodefaults\ndependencies:\n"
+        "  - python=3.10\n  - numpy=1.23\n  - conda-forge::pandas>=1.4\n  - hdf5\n  - matplotlib-base\n"
+        "  - pip\n  - pip:\n      - pytest-mypy-plugins\n      - numbagg==0.2.1\n  - scipy  # trailing comment\n"
+    )
+    assert _read_environment_yml(tmp_path / "environment.yml") == [
+        "numpy==1.23.*", "pandas>=1.4", "matplotlib", "pytest-mypy-plugins", "numbagg==0.2.1", "scipy",
+    ]
+
+
+def test_pre_install_lines_that_need_root_are_reported() -> None:
+    runnable, skipped = pre_install_plan(spec_for("sphinx-doc/sphinx", "7.2"))
+    assert runnable == ["sed -i 's/pytest/pytest -rA/' tox.ini"]
+    assert [line for line, _ in skipped] == ["apt-get update && apt-get install -y graphviz"]
+    assert "root" in skipped[0][1]

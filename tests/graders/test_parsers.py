@@ -1,0 +1,528 @@
+"""Log parsers, the test-run region, the decision and `verdict_lines` on small hand-written logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from graders._decide import AMBIGUOUS, INFRA_ERROR, MISSING, RESOLVED, UNRESOLVED, decide, grade_log, match_test
+from graders._parsers import (
+    TestStatus,
+    canonical_parser,
+    find_test_output,
+    frame_test_output,
+    parse_log,
+    parse_test_log,
+    parser_for_repo,
+    parser_names,
+)
+from graders._verdict import verdict_lines
+from ledger._errors import SweclError
+
+P, F, S, E, X = (TestStatus.PASSED, TestStatus.FAILED, TestStatus.SKIPPED, TestStatus.ERROR, TestStatus.XFAIL)
+
+ESC = "\x1b"
+
+PYTEST_RA = """\
+============================= test session starts ==============================
+collected 9 items
+
+tests/test_a.py ..FsxXE.                                                  [100%]
+
+=========================== short test summary info ============================
+PASSED tests/test_a.py::test_one
+PASSED tests/test_a.py::test_param[a b]
+FAILED tests/test_a.py::test_two - AssertionError: assert 1 == 2
+SKIPPED [1] tests/test_a.py:20: needs network
+SKIPPED tests/test_a.py::test_skipped_by_name
+XFAIL tests/test_a.py::test_xfail - known bug
+XPASS tests/test_a.py::test_xpass unexpectedly fine
+ERROR tests/test_a.py::test_fixture_broken - RuntimeError: boom
+ERROR: not found: tests/test_a.py::test_nope
+   PASSED tests/test_a.py::indented_lines_are_not_summary_lines
+============ 1 failed, 2 passed, 1 skipped, 1 xfailed, 1 xpassed, 1 error in 0.1s ============
+"""
+
+
+def test_pytest_summary_lines_every_status() -> None:
+    assert parse_log(PYTEST_RA, "pytest") == {
+        "tests/test_a.py::test_one": P,
+        # the first whitespace token is the key, as in the SWE-bench lists
+        "tests/test_a.py::test_param[a": P,
+        "tests/test_a.py::test_two": F,
+        "tests/test_a.py::test_skipped_by_name": S,
+        "tests/test_a.py::test_xfail": X,
+        "tests/test_a.py::test_fixture_broken": E,
+    }
+
+
+def test_pytest_later_line_wins() -> None:
+    log = "FAILED tests/t.py::test_a - x\nPASSED tests/t.py::test_a\n"
+    assert parse_log(log, "pytest") == {"tests/t.py::test_a": P}
+
+
+def test_pytest_v2_keeps_the_rest_of_the_line_and_reads_verbose_endings() -> None:
+    log = (
+        "astropy/io/tests/test_x.py::test_verbose PASSED\n"
+        "astropy/io/tests/test_x.py::test_verbose_fail FAILED\n"
+        "PASSED astropy/io/tests/test_x.py::test_param[a b]\n"
+        "FAILED astropy/io/tests/test_x.py::test_two - AssertionError: a - b\n"
+        "SKIPPED [2] astropy/io/tests/test_x.py:7: no scipy\n"
+        "XFAIL astropy/io/tests/test_x.py::test_xfail\n"
+        "XFAIL astropy/io/tests/test_x.py::test_xfail_reason - not yet\n"
+        "astropy/io/tests/test_x.py::test_progress PASSED                [ 50%]\n"
+    )
+    assert parse_log(log, "pytest_v2") == {
+        "astropy/io/tests/test_x.py::test_verbose": P,
+        "astropy/io/tests/test_x.py::test_verbose_fail": F,
+        "astropy/io/tests/test_x.py::test_param[a b]": P,
+        "astropy/io/tests/test_x.py::test_two": F,
+        "astropy/io/tests/test_x.py::test_xfail": X,
+        # only FAILED lines lose their ` - message` in this family (swebench's key space)
+        "astropy/io/tests/test_x.py::test_xfail_reason - not yet": X,
+    }
+
+
+def test_sphinx_tox_output_with_ansi_colour_codes() -> None:
+    log = (
+        "py39: commands[0]> python -X dev -m pytest -rA tests/test_build.py\n"
+        f"{ESC}[1m============================= test session starts =============================={ESC}[0m\n"
+        f"tests/test_build.py {ESC}[32m.{ESC}[0m{ESC}[31mF{ESC}[0m{ESC}[31m  [100%]{ESC}[0m\n"
+        f"{ESC}[32mPASSED{ESC}[0m tests/test_build.py::{ESC}[1mtest_ok{ESC}[0m\n"
+        f"{ESC}[31mFAILED{ESC}[0m tests/test_build.py::{ESC}[1mtest_bad{ESC}[0m - AssertionError: x\n"
+        f"{ESC}[1;33mSKIPPED{ESC}[0m tests/test_build.py::test_multi_param_sgr\n"
+        f"{ESC}[33mXFAIL{ESC}[39;49;00m tests/test_build.py::test_known\r\n"
+        "py39: exit 1 (3.29 seconds) /testbed> python -X dev -m pytest -rA tests/test_build.py\n"
+    )
+    assert parse_log(log, "sphinx") == {
+        "tests/test_build.py::test_ok": P,
+        "tests/test_build.py::test_bad": F,
+        "tests/test_build.py::test_multi_param_sgr": S,
+        "tests/test_build.py::test_known": X,
+    }
+    # the plain pytest family does not strip colour codes (swebench does not either)
+    assert parse_log(log, "pytest") == {}
+
+
+def test_matplotlib_mouse_buttons_by_value() -> None:
+    log = "PASSED lib/matplotlib/tests/test_widgets.py::test_span[MouseButton.LEFT-MouseButton.RIGHT]\n"
+    assert parse_log(log, "matplotlib") == {"lib/matplotlib/tests/test_widgets.py::test_span[1-3]": P}
+
+
+def test_pytest_options_keep_the_basename_of_path_options() -> None:
+    log = (
+        "PASSED tests/test_x.py::test_file[/tmp/pytest-1/data/file.dcm]\n"
+        "PASSED tests/test_x.py::test_url[//host/share]\n"
+        "PASSED tests/test_x.py::test_glob[/a/*.py]\n"
+        "FAILED tests/test_x.py::test_same[/one/dir/f.py] - x\n"
+        "PASSED tests/test_x.py::test_same[/other/dir/f.py]\n"
+    )
+    assert parse_log(log, "pytest_options") == {
+        "tests/test_x.py::test_file[/file.dcm]": P,
+        "tests/test_x.py::test_url[//host/share]": P,
+        "tests/test_x.py::test_glob[/a/*.py]": P,
+        # two paths, one basename: the later line wins, as for any repeated name
+        "tests/test_x.py::test_same[/f.py]": P,
+    }
+
+
+DJANGO = """\
+Testing against Django installed in '/testbed/django'
+Creating test database for alias 'default'...
+System check identified no issues (0 silenced).
+test_plain (basic.tests.ModelTests) ... ok
+test_new_style (basic.tests.ModelTests.test_new_style) ... ok
+test_documented (basic.tests.ModelTests)
+Docstring first line is the name. ... ok
+test_skip (basic.tests.ModelTests) ... skipped 'Database has feature(s) foo'
+test_fails (basic.tests.ModelTests) ... FAIL
+test_errors (basic.tests.ModelTests) ... ERROR
+test_expected (basic.tests.ModelTests) ... expected failure
+test_talkative (basic.tests.ModelTests) ... printed by the test
+more output
+ok
+test_ok_upper (basic.tests.ModelTests) ... OK
+
+======================================================================
+FAIL: test_fails (basic.tests.ModelTests)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+AssertionError: 1 != 2
+
+----------------------------------------------------------------------
+Ran 9 tests in 0.012s
+
+FAILED (failures=1, errors=1, skipped=1, expected failures=1)
+"""
+
+
+def test_django_runner_every_status() -> None:
+    assert parse_log(DJANGO, "django") == {
+        "test_plain (basic.tests.ModelTests)": P,
+        "test_new_style (basic.tests.ModelTests.test_new_style)": P,
+        # a test with a docstring is named by its first line (so are the SWE-bench lists)
+        "Docstring first line is the name.": P,
+        "test_skip (basic.tests.ModelTests)": S,
+        "test_fails (basic.tests.ModelTests)": F,
+        "test_errors (basic.tests.ModelTests)": E,
+        # `ok` on its own line after the test's output belongs to the last described test
+        "test_talkative (basic.tests.ModelTests)": P,
+        "test_ok_upper (basic.tests.ModelTests)": P,
+        # the recap line's first word, as swebench records it
+        "test_fails": F,
+        # `expected failure` is not recorded, as in swebench: listed, it would be absent
+    }
+
+
+def test_django_status_split_from_its_test_by_a_long_print() -> None:
+    log = (
+        "test_runner (admin_scripts.tests.Cmd) ... Internal Server Error: /admin/x/\n"
+        "ok\n"
+        "test_version (admin_scripts.tests.CommandTypes)\n"
+        "--version is equivalent to version\n"
+    )
+    statuses = parse_log(log, "django")
+    assert statuses["test_runner (admin_scripts.tests.Cmd)"] is P
+    assert statuses["--version is equivalent to version"] is P
+
+
+SYMPY = """\
+============================= test process starts ==============================
+executable:         /opt/miniconda3/envs/testbed/bin/python  (3.9.19-final-0) [CPython]
+
+sympy/core/tests/test_x.py[5]
+test_passes ok
+test_fails F
+test_errors E
+test_expected_fail f
+test_talkative printed something
+ok
+                                                                          [FAIL]
+
+________________________________________________________________________________
+__________________ sympy/core/tests/test_x.py:test_fails _______________________
+Traceback (most recent call last):
+AssertionError
+
+============= tests finished: 2 passed, 1 failed, 1 expected to fail, 1 exceptions ==============
+DO *NOT* COMMIT!
+"""
+
+
+def test_sympy_bin_test_every_status() -> None:
+    assert parse_log(SYMPY, "sympy") == {
+        "sympy/core/tests/test_x.py:test_fails": F,
+        "test_passes": P,
+        "test_fails": F,
+        "test_errors": E,
+        # `f` (expected to fail) is not recorded, as in swebench; a `test_x <output>` line
+        # whose `ok` comes later is not read either
+    }
+
+
+def test_parser_names_and_repo_mapping() -> None:
+    assert parser_names() == ("pytest", "pytest_v2", "pytest_options", "matplotlib", "django", "sympy")
+    assert {
+        repo: parser_for_repo(repo)
+        for repo in (
+            "django/django",
+            "sympy/sympy",
+            "sphinx-doc/sphinx",
+            "matplotlib/matplotlib",
+            "scikit-learn/scikit-learn",
+            "astropy/astropy",
+            "pydata/xarray",
+            "pytest-dev/pytest",
+        )
+    } == {
+        "django/django": "django",
+        "sympy/sympy": "sympy",
+        "sphinx-doc/sphinx": "pytest_v2",
+        "matplotlib/matplotlib": "matplotlib",
+        "scikit-learn/scikit-learn": "pytest_v2",
+        "astropy/astropy": "pytest_v2",
+        "pydata/xarray": "pytest",
+        "pytest-dev/pytest": "pytest",
+    }
+    assert canonical_parser("parse_log_scikit") == "pytest_v2"
+    assert canonical_parser("parse_log_django") == "django"
+    assert canonical_parser("xarray") == "pytest"
+    with pytest.raises(SweclError, match="unknown log parser 'jest'"):
+        canonical_parser("jest")
+    with pytest.raises(SweclError, match="no log parser is known for repo 'acme/widgets'"):
+        parser_for_repo("acme/widgets")
+
+
+# ---------------------------------------------------------------------------------------
+# the test-run region
+
+EVAL_LOG = """\
++ git status
+On branch main
++ git diff abc123
+diff --git a/tests/test_a.py b/tests/test_a.py
++PASSED tests/test_a.py::test_from_the_diff
++ git apply -v -
+Applied patch tests/test_a.py cleanly.
++ PYTHONWARNINGS=ignore::UserWarning
++ pytest -rA 'tests/test_a.py'
+PASSED tests/test_a.py::test_one
+FAILED tests/test_a.py::test_two - AssertionError
++ git checkout abc123 tests/test_a.py
+Updated 1 path from def456
+"""
+
+
+def test_region_by_the_trace_of_the_test_command() -> None:
+    region = find_test_output(EVAL_LOG, test_cmd="PYTHONWARNINGS='ignore::UserWarning' pytest -rA tests/test_a.py")
+    assert region.framing == "xtrace"
+    assert region.text == "PASSED tests/test_a.py::test_one\nFAILED tests/test_a.py::test_two - AssertionError"
+    parsed = parse_test_log(EVAL_LOG, "pytest", test_cmd="pytest -rA tests/test_a.py")
+    assert parsed.statuses == {"tests/test_a.py::test_one": P, "tests/test_a.py::test_two": F}
+    assert not parsed.whole_log_fallback
+
+
+def test_region_without_framing_is_the_whole_text() -> None:
+    assert find_test_output(EVAL_LOG).framing == "whole"
+    assert find_test_output(EVAL_LOG, test_cmd="pytest -rA other.py").framing == "whole"
+
+
+def test_region_by_markers_with_exit_code() -> None:
+    log = "+ git diff\nPASSED not/the/run.py::x\n" + frame_test_output("PASSED t.py::test_a\n", 0) + "+ git checkout x\n"
+    region = find_test_output(log)
+    assert (region.framing, region.text, region.exit_code, region.complete) == ("markers", "PASSED t.py::test_a\n", 0, True)
+    assert parse_test_log(log, "pytest").statuses == {"t.py::test_a": P}
+
+
+def test_swebench_style_markers_in_shell_trace() -> None:
+    log = (
+        "+ : '>>>>> Start Test Output'\n"
+        "+ pytest -rA t.py\n"
+        "FAILED t.py::test_a - x\n"
+        "+ SWEBENCH_TEST_EXIT_CODE=1\n"
+        "+ : '>>>>> End Test Output'\n"
+        "+ echo '>>>>> Test Exit Code: 1'\n"
+        ">>>>> Test Exit Code: 1\n"
+    )
+    region = find_test_output(log)
+    assert region.text == "+ pytest -rA t.py\nFAILED t.py::test_a - x\n+ SWEBENCH_TEST_EXIT_CODE=1\n"
+    assert region.exit_code == 1
+
+
+def test_exit_code_printed_by_the_tests_does_not_count() -> None:
+    log = frame_test_output("PASSED t.py::test_a\n>>>>> Test Exit Code: 0\n", 1)
+    assert find_test_output(log).exit_code == 1
+
+
+def test_results_outside_the_markers_are_read_from_the_whole_log() -> None:
+    log = "PASSED t.py::test_a\n" + frame_test_output("collected 1 item\n", 0)
+    parsed = parse_test_log(log, "pytest")
+    assert parsed.whole_log_fallback and parsed.statuses == {"t.py::test_a": P}
+
+
+def test_frame_without_exit_code_and_empty_output() -> None:
+    framed = frame_test_output("", None)
+    assert framed == ">>>>> Start Test Output\n>>>>> End Test Output\n"
+    assert find_test_output(framed).text == ""
+
+
+# ---------------------------------------------------------------------------------------
+# the decision
+
+
+def test_resolved_when_every_listed_test_passes_and_xfail_counts_as_pass() -> None:
+    decision = decide({"a": P, "b": X, "c": P, "other": F}, ["a", "b"], ["c"])
+    assert (decision.resolved, decision.status, decision.error) == (True, RESOLVED, None)
+    assert decision.f2p == {"a": "PASSED", "b": "XFAIL"}
+    assert decision.tests["other"] == "FAILED"
+
+
+def test_skipped_fail_to_pass_fails_but_skipped_pass_to_pass_is_maintained() -> None:
+    skipped_f2p = decide({"a": S, "c": P}, ["a"], ["c"])
+    assert (skipped_f2p.resolved, skipped_f2p.status) == (False, UNRESOLVED)
+    assert skipped_f2p.f2p_failure == ["a"]
+    skipped_p2p = decide({"a": P, "c": S}, ["a"], ["c"])
+    assert skipped_p2p.resolved and skipped_p2p.p2p_success == ["c"]
+
+
+@pytest.mark.parametrize("status", [F, E])
+def test_failed_or_erroring_listed_test(status: TestStatus) -> None:
+    assert decide({"a": P, "c": status}, ["a"], ["c"]).status == UNRESOLVED
+    assert decide({"a": status, "c": P}, ["a"], ["c"]).status == UNRESOLVED
+
+
+def test_listed_test_absent_from_the_log_fails() -> None:
+    decision = decide({"a": P}, ["a"], ["gone"])
+    assert decision.status == UNRESOLVED
+    assert decision.p2p == {"gone": MISSING} and decision.p2p_failure == ["gone"]
+
+
+def test_truncated_ids_match_by_unambiguous_prefix() -> None:
+    log = {
+        "t.py::test_grammar[log(photon / cm**2)]": P,
+        "t.py::test_grammar[log(photon / s)]": X,
+        "t.py::test_mixed[a-1]": P,
+        "t.py::test_mixed[a-2]": F,
+        "t.py::test_skipfail[x-1]": S,
+        "t.py::test_skipfail[x-2]": F,
+    }
+    assert match_test("t.py::test_grammar[log(photon", log) == "PASSED"
+    # candidates disagree on pass versus fail: no match, hence failed
+    assert match_test("t.py::test_mixed[a", log) == AMBIGUOUS
+    # both not passing: they agree, and the first in log order stands for the name
+    assert match_test("t.py::test_skipfail[x", log) == "SKIPPED"
+    # a complete name never prefix-matches
+    assert match_test("t.py::test_grammar", log) == MISSING
+    assert match_test("t.py::test_nothing[a", log) == MISSING
+    assert decide(log, ["t.py::test_grammar[log(photon"], []).resolved
+    assert not decide(log, ["t.py::test_grammar[log(photon"], ["t.py::test_mixed[a"]).resolved
+
+
+def test_zero_result_log_is_an_infra_error_not_unresolved() -> None:
+    decision = decide({}, ["a"], ["b"], test_exit_code=1)
+    assert (decision.resolved, decision.status) == (False, INFRA_ERROR)
+    assert "no test result" in (decision.error or "")
+    assert decision.f2p == {"a": MISSING}
+    assert decide({}, [], [], test_exit_code=0).status == INFRA_ERROR
+
+
+def test_nonzero_exit_with_a_log_claiming_success_is_an_infra_error() -> None:
+    decision = decide({"a": P, "b": S}, ["a"], [], test_exit_code=2)
+    assert (decision.resolved, decision.status) == (False, INFRA_ERROR)
+    assert "exited 2" in (decision.error or "")
+
+
+def test_exit_code_with_failures_or_zero_is_trusted() -> None:
+    assert decide({"a": P, "other": F}, ["a"], [], test_exit_code=1).status == RESOLVED
+    assert decide({"a": F}, ["a"], [], test_exit_code=0).status == UNRESOLVED
+    assert decide({"a": P}, ["a"], [], test_exit_code=0).status == RESOLVED
+    assert decide({"a": P}, ["a"], [], test_exit_code=None).status == RESOLVED
+
+
+def test_empty_lists_pass_vacuously_as_in_swebench() -> None:
+    assert decide({"a": F}, [], []).status == RESOLVED
+
+
+def test_grade_log_reads_the_exit_code_from_the_log_unless_given() -> None:
+    framed = frame_test_output("PASSED t.py::test_a\n", 4)
+    assert grade_log(framed, "pytest", ["t.py::test_a"], []).status == INFRA_ERROR
+    assert grade_log(framed, "pytest", ["t.py::test_a"], [], test_exit_code=0).status == RESOLVED
+
+
+def test_grade_log_fault_markers_and_cut_runs_are_infra_errors() -> None:
+    timed_out = frame_test_output("PASSED t.py::test_a\n", 0) + ">>>>> Tests Timed Out\n"
+    decision = grade_log(timed_out, "pytest", ["t.py::test_a"], [])
+    assert decision.status == INFRA_ERROR and "Timed Out" in (decision.error or "")
+    cut = ">>>>> Start Test Output\nPASSED t.py::test_a\n"
+    decision = grade_log(cut, "pytest", ["t.py::test_a"], [])
+    assert decision.status == INFRA_ERROR and "no end marker" in (decision.error or "")
+    assert decision.f2p == {"t.py::test_a": "PASSED"}
+
+
+# ---------------------------------------------------------------------------------------
+# verdict_lines
+
+
+def _write_jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows))
+    return path
+
+
+def test_verdict_lines(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "django.txt").write_text(DJANGO)
+    (logs / "sympy.txt").write_bytes(SYMPY.encode() + b"\xff stray byte\n")
+    (tmp_path / "empty.txt").write_text("Traceback (most recent call last):\nSyntaxError: invalid syntax\n")
+    rows: list[object] = [
+        {
+            "instance_id": "django__django-1",
+            "repo": "django/django",
+            "log_path": "logs/django.txt",
+            "FAIL_TO_PASS": json.dumps(["Docstring first line is the name."]),
+            "PASS_TO_PASS": ["test_plain (basic.tests.ModelTests)", "test_skip (basic.tests.ModelTests)"],
+            "version": "4.0",
+        },
+        "",
+        {
+            "instance_id": "sympy__sympy-1",
+            "repo": "acme/unknown",
+            "log_parser": "parse_log_sympy",
+            "log_path": str(logs / "sympy.txt"),
+            "FAIL_TO_PASS": ["test_fails"],
+            "PASS_TO_PASS": "[]",
+            "test_exit_code": 1,
+        },
+        {
+            "instance_id": "x__y-1",
+            "repo": "pydata/xarray",
+            "log_path": "empty.txt",
+            "FAIL_TO_PASS": ["t.py::test_a"],
+            "PASS_TO_PASS": [],
+            "test_exit_code": 1,
+        },
+    ]
+    out = list(verdict_lines(_write_jsonl(tmp_path / "in.jsonl", rows)))
+    assert [(v["instance_id"], v["resolved"], v["status"]) for v in out] == [
+        ("django__django-1", True, RESOLVED),
+        ("sympy__sympy-1", False, UNRESOLVED),
+        ("x__y-1", False, INFRA_ERROR),
+    ]
+    assert out[0]["tests"]["Docstring first line is the name."] == "PASSED"
+    assert out[0]["p2p"] == {"test_plain (basic.tests.ModelTests)": "PASSED", "test_skip (basic.tests.ModelTests)": "SKIPPED"}
+    assert out[1]["f2p"] == {"test_fails": "FAILED"}
+    assert out[2]["tests"] == {} and out[2]["error"]
+    json.dumps(out)  # plain JSON values throughout
+
+
+GOOD = {"instance_id": "a__b-1", "repo": "pydata/xarray", "log_path": "log.txt", "FAIL_TO_PASS": [], "PASS_TO_PASS": []}
+
+
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        ("{not json", ":1: not valid JSON"),
+        ("[1, 2]", ":1: must be a JSON object"),
+        ({**GOOD, "instance_id": None}, ":1: field 'instance_id': is missing"),
+        ({**GOOD, "instance_id": 7}, ":1: field 'instance_id': must be a non-empty string"),
+        ({k: v for k, v in GOOD.items() if k != "repo"}, ":1: field 'repo': is missing"),
+        ({**GOOD, "repo": "acme/widgets"}, ":1: field 'repo': no log parser is known"),
+        ({**GOOD, "log_parser": "jest"}, ":1: field 'log_parser': unknown log parser"),
+        ({k: v for k, v in GOOD.items() if k != "FAIL_TO_PASS"}, ":1: field 'FAIL_TO_PASS': is missing"),
+        ({**GOOD, "FAIL_TO_PASS": "not json"}, ":1: field 'FAIL_TO_PASS': is a string but not a JSON list"),
+        ({**GOOD, "PASS_TO_PASS": [1]}, ":1: field 'PASS_TO_PASS': must be a list of test names"),
+        ({**GOOD, "test_exit_code": "1"}, ":1: field 'test_exit_code': must be an integer or null"),
+        ({**GOOD, "test_exit_code": True}, ":1: field 'test_exit_code': must be an integer or null"),
+        ({**GOOD, "log_path": "missing.txt"}, ":1: field 'log_path': log file"),
+    ],
+)
+def test_verdict_lines_malformed_line_names_file_line_and_field(tmp_path: Path, line: object, needle: str) -> None:
+    (tmp_path / "log.txt").write_text("PASSED t.py::test_a\n")
+    source = _write_jsonl(tmp_path / "bad.jsonl", [line])
+    with pytest.raises(SweclError) as caught:
+        list(verdict_lines(source))
+    message = str(caught.value)
+    assert message.startswith(str(source)) and needle in message
+    assert "\n" not in message
+
+
+def test_verdict_lines_reports_the_line_number_after_good_lines(tmp_path: Path) -> None:
+    (tmp_path / "log.txt").write_text("PASSED t.py::test_a\n")
+    source = _write_jsonl(tmp_path / "in.jsonl", [GOOD, "", {**GOOD, "log_path": 3}])
+    lines = verdict_lines(source)
+    assert next(lines)["status"] == RESOLVED
+    with pytest.raises(SweclError, match=r"in\.jsonl:3: field 'log_path'"):
+        next(lines)
+
+
+def test_verdict_lines_missing_input_file_and_bad_bytes(tmp_path: Path) -> None:
+    with pytest.raises(SweclError, match="input file does not exist"):
+        list(verdict_lines(tmp_path / "nope.jsonl"))
+    with pytest.raises(SweclError, match="is a directory"):
+        list(verdict_lines(tmp_path))
+    source = tmp_path / "latin1.jsonl"
+    source.write_bytes(b'\n{"instance_id": "caf\xe9"}\n')
+    with pytest.raises(SweclError, match=r"latin1\.jsonl:2: is not UTF-8 text"):
+        list(verdict_lines(source))

@@ -1,0 +1,143 @@
+"""Repository cache: mirrors, fetch on demand, worktree slots, locks, cleaning."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from pathlib import Path
+
+import pytest
+
+from graders._repos import GitError, RepoCache, default_cache_dir, git, repo_slug
+from ledger._errors import SweclError
+from tests.graders.exec_support import REPO, make_calc_repo, run_git, write
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> tuple[Path, str]:
+    return make_calc_repo(tmp_path / "src")
+
+
+def test_cache_dir_resolution(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SWECL_CACHE", str(tmp_path / "a"))
+    assert default_cache_dir() == tmp_path / "a"
+    monkeypatch.delenv("SWECL_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert default_cache_dir() == tmp_path / "x" / "swecl"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert default_cache_dir() == Path.home() / ".cache" / "swecl"
+
+
+def test_repo_names_are_checked() -> None:
+    assert repo_slug("django/django") == "django__django"
+    for bad in ("django", "../x/y", "a/b/c", "a/..", "/abs/x"):
+        with pytest.raises(SweclError):
+            repo_slug(bad)
+
+
+def test_mirror_is_cloned_once_and_worktrees_are_reused(tmp_path: Path, source: tuple[Path, str]) -> None:
+    src, base = source
+    cache = RepoCache(tmp_path / "cache", {REPO: str(src)})
+    with cache.worktree(REPO, base) as wt:
+        assert wt.slot == 0
+        assert (wt.path / "calc" / "ops.py").is_file()
+        assert git(["rev-parse", "HEAD"], cwd=wt.path).stdout.decode().strip() == base
+        write(wt.path, "calc/ops.py", "edited by an agent\n")
+        write(wt.path, "untracked.py", "x")
+        write(wt.path, "build/lib.so", "compiled in place")  # ignored: kept between tasks
+    mirror_inode = (cache.mirror_path(REPO) / "HEAD").stat().st_ino
+    with cache.worktree(REPO, base) as wt2:
+        assert wt2.path == wt.path
+        assert (wt2.path / "calc" / "ops.py").read_text() != "edited by an agent\n"
+        assert not (wt2.path / "untracked.py").exists()
+        assert (wt2.path / "build" / "lib.so").exists()
+    assert (cache.mirror_path(REPO) / "HEAD").stat().st_ino == mirror_inode
+
+
+def test_missing_commit_is_fetched(tmp_path: Path, source: tuple[Path, str]) -> None:
+    src, base = source
+    cache = RepoCache(tmp_path / "cache", {REPO: str(src)})
+    cache.ensure_mirror(REPO)
+    write(src, "calc/new.py", "NEW = 1\n")
+    run_git(src, "add", "-A")
+    run_git(src, "commit", "-q", "-m", "later")
+    later = run_git(src, "rev-parse", "HEAD")
+    assert not cache.has_commit(REPO, later)
+    with cache.worktree(REPO, later) as wt:
+        assert (wt.path / "calc" / "new.py").is_file()
+    with cache.worktree(REPO, base) as wt:  # and back to the older base in the same slot
+        assert not (wt.path / "calc" / "new.py").exists()
+
+
+def test_unknown_commit_and_unreachable_source_are_git_errors(tmp_path: Path, source: tuple[Path, str]) -> None:
+    src, _ = source
+    cache = RepoCache(tmp_path / "cache", {REPO: str(src), "acme/missing": str(tmp_path / "nope")})
+    with pytest.raises(GitError, match="not found"):
+        cache.ensure_commit(REPO, "0" * 40)
+    with pytest.raises(GitError, match="cannot clone"):
+        cache.ensure_mirror("acme/missing")
+    with pytest.raises(SweclError, match="not a commit hash"):
+        cache.ensure_commit(REPO, "HEAD; rm -rf /")
+
+
+def test_busy_slot_is_never_shared(tmp_path: Path, source: tuple[Path, str]) -> None:
+    src, base = source
+    cache = RepoCache(tmp_path / "cache", {REPO: str(src)})
+    with cache.worktree(REPO, base) as first:
+        with cache.worktree(REPO, base) as second:
+            assert first.slot != second.slot
+            assert first.path != second.path
+
+
+def _hold_slot(cache_dir: str, src: str, base: str, ready, release) -> None:
+    cache = RepoCache(cache_dir, {REPO: src})
+    with cache.worktree(REPO, base) as wt:
+        ready.put(wt.slot)
+        release.get(timeout=60)
+
+
+def test_another_process_gets_another_slot(tmp_path: Path, source: tuple[Path, str]) -> None:
+    src, base = source
+    ctx = multiprocessing.get_context("spawn")
+    ready, release = ctx.Queue(), ctx.Queue()
+    proc = ctx.Process(target=_hold_slot, args=(str(tmp_path / "cache"), str(src), base, ready, release))
+    proc.start()
+    try:
+        held = ready.get(timeout=60)
+        with RepoCache(tmp_path / "cache", {REPO: str(src)}).worktree(REPO, base) as wt:
+            assert wt.slot != held
+    finally:
+        release.put(True)
+        proc.join(timeout=60)
+    assert proc.exitcode == 0
+
+
+def test_hooks_and_user_config_do_not_run(tmp_path: Path, source: tuple[Path, str]) -> None:
+    src, base = source
+    cache = RepoCache(tmp_path / "cache", {REPO: str(src)})
+    mirror = cache.ensure_mirror(REPO)
+    marker = tmp_path / "hook-ran"
+    hook = mirror / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    with cache.worktree(REPO, base):
+        pass
+    assert not marker.exists()
+
+
+def test_local_source_is_a_mirror_not_a_work_tree(tmp_path: Path, source: tuple[Path, str]) -> None:
+    src, base = source
+    cache = RepoCache(tmp_path / "cache", {REPO: os.path.relpath(src)})
+    mirror = cache.ensure_mirror(REPO)
+    assert (mirror / "HEAD").is_file() and not (mirror / "calc").exists()
+    assert git(["config", "--get", "remote.origin.mirror"], cwd=mirror).stdout.decode().strip() == "true"
+
+
+def test_a_stale_index_lock_from_a_killed_grader_is_cleared(tmp_path: Path, source: tuple[Path, str]) -> None:
+    src, base = source
+    cache = RepoCache(tmp_path / "cache", {REPO: str(src)})
+    with cache.worktree(REPO, base) as wt:
+        git_dir = Path(git(["rev-parse", "--absolute-git-dir"], cwd=wt.path).stdout.decode().strip())
+    (git_dir / "index.lock").write_text("")
+    with cache.worktree(REPO, base) as wt:
+        assert wt.slot == 0 and not (git_dir / "index.lock").exists()
