@@ -1,1 +1,49 @@
-"""agents"""
+"""Coding-agent adapters and the memory plugin they talk to.
+
+Agents by name (`get_agent`, `AGENTS`): demo, oracle, predictions, claude, command.
+Every agent takes an `AgentInput` (only what an agent may see) and returns an
+`AgentResult` (the worktree's patch, turns, tool calls, tokens, cost, exit kind,
+transcript). `RecallService` is the per-task memory handle; `agents.recall_server` serves
+it over MCP stdio.
+
+Names resolve lazily: `python -m agents.recall_server` imports this package first, and
+an MCP server must start fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "Agent": "_protocol",
+    "AgentInput": "_protocol",
+    "AgentResult": "_protocol",
+    "Budget": "_protocol",
+    "Recall": "_protocol",
+    "CODE_MODES": "_protocol",
+    "EXIT_KINDS": "_protocol",
+    "PROMPT_STYLES": "_protocol",
+    "AGENTS": "_registry",
+    "get_agent": "_registry",
+    "RecallService": "_recall",
+    "RecalledItem": "_recall",
+    "worktree_patch": "_diff",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from ._diff import worktree_patch
+    from ._protocol import CODE_MODES, EXIT_KINDS, PROMPT_STYLES, Agent, AgentInput, AgentResult, Budget, Recall
+    from ._recall import RecalledItem, RecallService
+    from ._registry import AGENTS, get_agent
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agents' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

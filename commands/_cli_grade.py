@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._cli_common import echo_json_line
+from ._cli_common import echo_json_line, results_option
 
 
 @click.command("verdict")
@@ -30,3 +30,114 @@ def verdict_cmd(input_path: Path, as_json: bool) -> None:
         resolved += bool(row["resolved"])
         click.echo(f"{row['instance_id']}\t{row['status']}\t{len(row['tests'])} tests")
     click.echo(f"{resolved} of {len(rows)} resolved")
+
+
+@click.command("grade")
+@results_option
+@click.option("--dataset", default=None, metavar="FILE", help="The tasks (curriculum/manifest JSON, rows, hf:NAME; default: the demo).")
+@click.option("--rows", default=None, metavar="FILE", help="SWE-bench rows that complete a manifest.")
+@click.option("--predictions", "predictions", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE", help="SWE-bench predictions JSONL ({instance_id, model_name_or_path, model_patch}).")
+@click.option("--instance", "instances", multiple=True, metavar="ID", help="Grade only this instance (repeatable).")
+@click.option("--repo-source", "repo_sources", multiple=True, metavar="OWNER/NAME=PATH_OR_URL", help="Where to clone a repo from.")
+@click.option("--grader", default="swebench", show_default=True, metavar="NAME", help="swebench, local, auto, overlap or none.")
+@click.option("--python", "pythons", multiple=True, metavar="VERSION=PATH", help="Interpreter for a Python version.")
+@click.option("--cache-dir", default=None, metavar="DIR", help="Repository and environment cache.")
+@click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S")
+@click.option("--version", default=None, metavar="SLUG", help="Run version to record the grades under.")
+@click.option("--json", "as_json", is_flag=True, help="SWE-bench's run report keys plus statuses, as JSON.")
+@click.pass_context
+def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predictions: Path, instances: tuple[str, ...],
+              repo_sources: tuple[str, ...], grader: str, pythons: tuple[str, ...], cache_dir: str | None,
+              test_timeout: float, version: str | None, as_json: bool) -> None:
+    """Grade SWE-bench-style predictions and record every grade as events.
+
+    The grades form a run version (stage base, agent predictions, initial pass only), so
+    they can be listed, exported, audited and regraded like any run.
+    """
+    from commands.inputs import load_predictions
+
+    from ._cli_common import results_of
+    from ._queries import outcomes
+    from .run import RunOptions, make_reporter, start_run
+    from .run._cli import _python_paths, _repo_sources
+
+    results = results_of(ctx)
+    wanted = list(instances) or sorted(load_predictions(predictions))
+    opts = RunOptions(
+        stage="base", dataset=dataset, rows=rows, instances=wanted, agent="predictions", grader=grader,
+        version=version, passes=["initial"], predictions=[str(predictions)], repo_sources=_repo_sources(repo_sources),
+        cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None, python_paths=_python_paths(pythons),
+        test_timeout_s=test_timeout,
+    )
+    reporter = make_reporter(quiet=as_json, as_json=False)
+    try:
+        report = start_run(results, opts, reporter)
+    finally:
+        reporter.close()
+    with results.open_ledger(readonly=True) as ledger:
+        state = outcomes(ledger, results.projector(ledger), report.version)
+    statuses = {
+        cell.instance_id: cell.status or "missing"
+        for seq in state.sequences.values()
+        for cell in seq.passes.get("initial", {}).values()
+    }
+    doc = swebench_report(statuses, submitted=wanted)
+    doc["version"] = report.version
+    if as_json:
+        echo_json_line(doc)
+        return
+    click.echo(
+        f"run {report.version}: {doc['resolved_instances']} of {doc['submitted_instances']} resolved, "
+        f"{doc['unresolved_instances']} unresolved, {doc['empty_patch_instances']} empty, {doc['error_instances']} errors"
+    )
+
+
+_ERROR_STATUSES = {"patch_failed", "timeout", "env_failed", "infra_error", "agent_error", "ungraded"}
+
+
+def swebench_report(statuses: dict[str, str], *, submitted: list[str]) -> dict[str, object]:
+    """SWE-bench's run report keys (swebench 5.x `make_run_report`) plus per-instance statuses."""
+    resolved = sorted(i for i, s in statuses.items() if s == "resolved")
+    unresolved = sorted(i for i, s in statuses.items() if s == "unresolved")
+    empty = sorted(i for i, s in statuses.items() if s == "empty_patch")
+    errors = sorted(i for i, s in statuses.items() if s in _ERROR_STATUSES)
+    completed = sorted(resolved + unresolved)
+    return {
+        "total_instances": len(submitted),
+        "submitted_instances": len(submitted),
+        "completed_instances": len(completed),
+        "resolved_instances": len(resolved),
+        "unresolved_instances": len(unresolved),
+        "empty_patch_instances": len(empty),
+        "error_instances": len(errors),
+        "completed_ids": completed,
+        "incomplete_ids": sorted(set(submitted) - set(statuses)),
+        "empty_patch_ids": empty,
+        "submitted_ids": sorted(submitted),
+        "resolved_ids": resolved,
+        "unresolved_ids": unresolved,
+        "error_ids": errors,
+        "schema_version": 2,
+        "statuses": dict(sorted(statuses.items())),
+    }
+
+
+@click.command("regrade")
+@results_option
+@click.argument("version")
+@click.pass_context
+def regrade_cmd(ctx: click.Context, version: str) -> None:
+    """Re-decide a run's grades from the test logs in the ledger with today's parsers.
+
+    Changed decisions are appended as grade.corrected events (the old ones stay); no
+    test is re-run.
+    """
+    from ._cli_common import results_of
+    from ._regrade import regrade
+
+    results = results_of(ctx)
+    with results.open_ledger() as ledger:
+        report = regrade(ledger, version)
+    for line in report.lines():
+        click.echo(line)

@@ -158,7 +158,7 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=title or f"CL metrics ({found[0].result.formula} formulas)", show_lines=False)
+    table = Table(title=title or f"CL metrics ({found[0].result.formula} formulas)", show_lines=False, pad_edge=False)
     table.add_column("version")
     table.add_column("stage")
     table.add_column("sequence")
@@ -169,12 +169,23 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
         for name, item in vm.result.sequences.items():
             miss = item.extras.missing
             missing = sum(x or 0 for x in (miss.initial, miss.final, miss.baseline))
-            table.add_row(vm.run.version, vm.run.stage, name, *[_fmt(item.metrics[m]) for m in METRIC_NAMES], str(missing))
+            table.add_row(
+                vm.run.version, vm.run.stage, name.removesuffix("_sequence"),
+                *[_fmt(item.metrics[m]) for m in METRIC_NAMES], str(missing),
+            )
         table.add_row(
             vm.run.version, vm.run.stage, "[bold]macro[/bold]",
             *[f"[bold]{_fmt(vm.result.macro[m])}[/bold]" for m in METRIC_NAMES], "", end_section=True
         )
-    Console().print(table)
+    _console().print(table)
+
+
+def _console():  # type: ignore[no-untyped-def]
+    from rich.console import Console
+
+    console = Console()
+    # Piped into a file or a CI log there is no terminal width to respect: print whole rows.
+    return console if console.is_terminal else Console(width=200)
 
 
 @click.command("runs")
@@ -219,4 +230,4 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
             " ".join(f"{p}={n}" for p, n in row["resolved"].items()), row["seeded_from"] or "",
             row["started_at"][:19],
         )
-    Console().print(table)
+    _console().print(table)

@@ -18,7 +18,12 @@ from ledger import SweclError
 
 from ._cli_common import CONTEXT_SETTINGS, ResultsParam
 from ._cli_ledger import init_cmd, log_cmd, verify_cmd
-from ._cli_grade import verdict_cmd
+from ._cli_env import env_group
+from ._cli_grade import grade_cmd, regrade_cmd, verdict_cmd
+from ._cli_inputs import agents_cmd, sequences_cmd, show_cmd
+from ._cli_memory import dream_cmd, memory_group
+from .report._cli import report_cmd
+from .run._cli import run_cmd
 from ._cli_metrics import metrics_cmd, runs_cmd
 
 
@@ -44,7 +49,24 @@ def cli(ctx: click.Context, results: Any) -> None:
     ctx.obj = results
 
 
-for _command in (init_cmd, log_cmd, verify_cmd, metrics_cmd, runs_cmd, verdict_cmd):
+for _command in (
+    run_cmd,
+    runs_cmd,
+    metrics_cmd,
+    report_cmd,
+    sequences_cmd,
+    show_cmd,
+    agents_cmd,
+    grade_cmd,
+    regrade_cmd,
+    verdict_cmd,
+    dream_cmd,
+    memory_group,
+    env_group,
+    init_cmd,
+    log_cmd,
+    verify_cmd,
+):
     cli.add_command(_command)
 
 

@@ -104,6 +104,7 @@ class GradeOutcome(msgspec.Struct, kw_only=True):
     error: str | None = None
     similarity: dict[str, float] | None = None
     grader: str = ""
+    parser: str | None = None  # the log parser that read the test output (for regrades)
 
 
 class Grader(Protocol):
@@ -240,16 +241,19 @@ class _ExecutingGrader:
             run_env = test_environment(bin_dir=bin_dir, venv=env.venv if env else None, extra={**eval_env, **cmd.env})
             notes.add(f"[swecl] test command: {' '.join(cmd.argv)} (timeout {self.timeout_s}s)")
             run = run_process(cmd.argv, cwd=wt.path, env=run_env, timeout_s=self.timeout_s)
-            common = dict(applied_with=applied.applied_with, test_files_reverted=reverted, env_key=env_key, test_cmd=cmd.argv)
-            if run.error:
-                return _finish(self.name, notes, start, "env_failed" if env_warnings else "infra_error", error=run.error, **common)
-            output = run.output.decode("utf-8", "replace")
             parser = spec.log_parser
             if parser is None:
                 try:
                     parser = parser_for_repo(req.repo)
                 except SweclError:
                     parser = "pytest"
+            common = dict(
+                applied_with=applied.applied_with, test_files_reverted=reverted, env_key=env_key, test_cmd=cmd.argv,
+                parser=parser,
+            )
+            if run.error:
+                return _finish(self.name, notes, start, "env_failed" if env_warnings else "infra_error", error=run.error, **common)
+            output = run.output.decode("utf-8", "replace")
             statuses = parse_log(output, parser)
             decision = decide(statuses, req.fail_to_pass, req.pass_to_pass, test_exit_code=run.exit_code)
             verdict = dict(tests=dict(decision.tests), f2p=dict(decision.f2p), p2p=dict(decision.p2p))

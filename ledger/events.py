@@ -167,6 +167,7 @@ class GradeFinished(Event, tag="grade.finished", kw_only=True):
     env_key: str | None = None
     error: str | None = None
     similarity: dict[str, float] | None = None
+    parser: str | None = None  # the log parser used; a regrade re-reads the log with it
 
 
 class GradeCorrected(Event, tag="grade.corrected", kw_only=True):
@@ -185,6 +186,7 @@ class GradeCorrected(Event, tag="grade.corrected", kw_only=True):
     tests: dict[str, str] = msgspec.field(default_factory=dict)
     error: str | None = None
     reason: str = ""
+    parser: str | None = None
 
 
 # --- memory ----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from ._runner import Projection, Selection
 from .metrics import SequenceOutcomes
 
 # What counts as "no valid verdict": not the agent's doing, so never scored as a failure.
-INVALID_STATUSES = frozenset({"env_failed", "infra_error", "ungraded"})
+INVALID_STATUSES = frozenset({"env_failed", "infra_error", "ungraded", "agent_error"})
 
 
 class Cell(msgspec.Struct):

@@ -1,0 +1,481 @@
+"""The Claude Code CLI as a swecl agent.
+
+One task = one `claude -p --output-format stream-json --verbose` process in the task's
+worktree, in a sandboxed `CLAUDE_CONFIG_DIR`:
+
+- memory: the recall MCP server (server name `memory`) through `--mcp-config` with
+  `--strict-mcp-config`, or an empty strict config when memory is off; the builtin stage
+  instead keeps one config dir and one auto-memory dir per run+sequence so Claude Code's
+  native memory carries from task to task (everywhere else auto-memory is disabled);
+- hooks: `--settings` adds Stop and SessionEnd hooks that only record `session_id` and
+  `transcript_path` to a file in the scratch dir and exit 0 (never `--bare`, which skips
+  hooks); the harness does any memory work after the CLI has exited;
+- permissions: unattended, so `bypassPermissions` by default (as root the CLI refuses it
+  unless `IS_SANDBOX=1`, which we then set: the worktree is a throw-away checkout);
+- network: only the API. Non-essential traffic, telemetry, error reports and the
+  auto-updater are switched off; `ANTHROPIC_API_KEY` / `ANTHROPIC_BASE_URL` come from the
+  environment and are never written anywhere we keep (see `_scrub`).
+
+`code_mode` blind gives the model no tools but recall: it must answer with a unified diff,
+which is applied to the worktree so the patch is still taken by `_diff.worktree_patch`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ledger import SweclError
+
+from . import _diff
+from ._process import run_process
+from ._protocol import AgentInput, AgentResult
+from ._scrub import Scrubber
+from ._stream_json import StreamSummary, classify, parse_stream
+
+__all__ = [
+    "MODEL_ALIASES",
+    "ClaudeAgent",
+    "ClaudeInvocation",
+    "build_prompt",
+    "find_claude",
+    "hook_records",
+    "resolve_model",
+]
+
+MODEL_ALIASES: dict[str, str] = {
+    "haiku-4-5": "claude-haiku-4-5-20251001",
+    "sonnet-4-6": "claude-sonnet-4-6",
+    "opus-4-8": "claude-opus-4-8",
+}
+
+MCP_SERVER_NAME = "memory"
+RECALL_TOOL = f"mcp__{MCP_SERVER_NAME}__recall"
+
+# Quiet, offline-but-for-the-API, non-interactive. Each is documented by Claude Code;
+# CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC alone implies most, the rest make it explicit.
+_QUIET_ENV = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_BUG_COMMAND": "1",
+    "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
+    "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
+    # Connect --mcp-config servers before the first turn (see alwaysLoad below); the wait
+    # is capped by MCP_CONNECT_TIMEOUT_MS (5 s by default: a Python MCP server on a busy
+    # machine can take longer to import, and the run would start without recall).
+    "MCP_CONNECTION_NONBLOCKING": "0",
+    "MCP_CONNECT_TIMEOUT_MS": "60000",
+}
+# Set by a parent Claude Code session (or left over by a user's shell): each would
+# change what the child does, so the run decides them itself.
+_DROPPED_ENV = (
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_SSE_PORT",
+    "CLAUDE_CONFIG_DIR",
+    "CLAUDE_CODE_DISABLE_AUTO_MEMORY",
+    "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE",
+    "CLAUDE_CODE_SIMPLE",
+    "IS_SANDBOX",
+)
+
+# The hook: stdlib only, reads the payload from stdin (never from the shell's command
+# line) and keeps three fields; any failure is swallowed so it can never block the CLI.
+_HOOK_CODE = """\
+import json, sys
+try:
+    payload = json.load(sys.stdin)
+    keep = {k: payload.get(k) for k in ("hook_event_name", "session_id", "transcript_path")}
+    with open(sys.argv[1], "a", encoding="utf-8") as out:
+        out.write(json.dumps(keep) + "\\n")
+except Exception:
+    pass
+"""
+
+_NOTE_CHARS = 2000  # per recalled note in a primed prompt
+
+
+def resolve_model(name: str | None) -> str | None:
+    """Full model id for swecl's short aliases; any other name passes through."""
+    if name is None:
+        return None
+    return MODEL_ALIASES.get(name, name)
+
+
+def find_claude(explicit: str | os.PathLike[str] | None = None) -> str:
+    """The `claude` executable: `explicit`, else $SWECL_CLAUDE_BIN, else PATH."""
+    candidate = explicit or os.environ.get("SWECL_CLAUDE_BIN") or shutil.which("claude")
+    if not candidate:
+        raise SweclError(
+            "the claude CLI is not on PATH: npm install -g @anthropic-ai/claude-code "
+            "(or set SWECL_CLAUDE_BIN to its path)"
+        )
+    path = shutil.which(str(candidate)) or str(candidate)
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise SweclError(f"the claude CLI {candidate!s} is not an executable file: reinstall it or fix SWECL_CLAUDE_BIN")
+    # absolute: the CLI runs with the worktree as its cwd
+    return os.path.abspath(path)
+
+
+# --- prompts ----------------------------------------------------------------------------
+
+
+def _effective_style(inp: AgentInput) -> str:
+    # Memory off (base, builtin, baseline pass): a prompt naming a tool that does not
+    # exist would only waste turns, so memory styles fall back to plain.
+    return inp.prompt_style if inp.recall is not None else "plain"
+
+
+def build_prompt(inp: AgentInput, notes: Sequence[str] = ()) -> str:
+    """The task prompt for `inp`'s code mode and prompt style (notes: primed recall)."""
+    style = _effective_style(inp)
+    parts: list[str] = []
+    if style == "natural":
+        parts.append(
+            f"You have worked in the {inp.repo} repository before. "
+            + ("Notes you kept from that work:\n\n" + "\n".join(notes) + "\n\n" if notes else "")
+            + f"If more of that experience would help, the `recall` tool of your `{MCP_SERVER_NAME}` "
+            "server finds it."
+        )
+    if inp.code_mode == "blind":
+        parts.append(f"You are fixing an issue in the {inp.repo} repository.")
+    else:
+        parts.append(
+            f"You are fixing an issue in the {inp.repo} repository, checked out in your "
+            f"current working directory ({inp.worktree})."
+        )
+    if style == "recall":
+        parts.append(
+            f"Before you do anything else, call the `recall` tool of the `{MCP_SERVER_NAME}` MCP server "
+            f"({RECALL_TOOL}) with the full issue text below as `query` and \"{inp.repo}\" as `repo`. "
+            "It returns notes from earlier tasks in this repository (what was changed and whether "
+            "it worked); use them where they apply."
+        )
+    parts.append(f"<issue>\n{inp.issue.strip()}\n</issue>")
+    if inp.hints.strip():
+        parts.append(f"<hints>\n{inp.hints.strip()}\n</hints>")
+    if inp.code_mode == "blind":
+        tools = "The only tool you have is `recall`." if inp.recall is not None else "You have no tools."
+        parts.append(
+            f"You cannot read or edit files or run commands. {tools} Answer with the fix as one "
+            "unified diff against the repository root (paths a/... and b/..., as `git diff` prints "
+            "them) inside a single ```diff fenced block in your final message."
+        )
+    else:
+        parts.append(
+            "Make the smallest change to the source code that resolves the issue. Edit the files "
+            "in place and do not commit. You do not need to add tests."
+        )
+    return "\n\n".join(parts) + "\n"
+
+
+# --- one invocation ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaudeInvocation:
+    """Everything one run needs, prepared before the process starts (inspectable in tests)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    stdin: bytes
+    prompt: str
+    session_id: str
+    config_dir: Path
+    auto_memory_dir: Path | None
+    uses_mcp: bool  # the recall server is configured (plugin memory on)
+    hook_record: Path
+    stream_path: Path
+    stderr_path: Path
+
+
+class ClaudeAgent:
+    """`claude -p` on one task. Options: executable, permission_mode, max_retries, extra_args, env."""
+
+    name = "claude"
+
+    def __init__(
+        self,
+        *,
+        executable: str | os.PathLike[str] | None = None,
+        permission_mode: str = "bypassPermissions",
+        max_retries: int | None = None,
+        extra_args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._executable = executable
+        self.permission_mode = permission_mode
+        self.max_retries = max_retries
+        self.extra_args = list(extra_args)
+        self.extra_env = dict(env or {})
+
+    @property
+    def executable(self) -> str:
+        return find_claude(self._executable)
+
+    def version(self) -> str:
+        """`claude --version`: a preflight the harness can run before a whole sequence."""
+        done = subprocess.run(
+            [self.executable, "--version"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60
+        )
+        if done.returncode != 0:
+            raise SweclError(f"{self.executable} --version failed (exit {done.returncode}): reinstall the claude CLI")
+        return done.stdout.strip()
+
+    # -- preparing -------------------------------------------------------------------------
+
+    def prepare(self, inp: AgentInput) -> ClaudeInvocation:
+        scratch = inp.scratch_dir
+        scratch.mkdir(parents=True, exist_ok=True)
+        builtin = inp.memory_mode == "builtin"
+        if builtin:
+            assert inp.memory_dir is not None  # AgentInput checks it
+            config_dir = inp.memory_dir / "claude-config"
+            auto_memory: Path | None = inp.memory_dir / "auto-memory"
+            auto_memory.mkdir(parents=True, exist_ok=True)
+        else:
+            config_dir = scratch / "claude-config"
+            shutil.rmtree(config_dir, ignore_errors=True)  # a fresh sandbox every task
+            auto_memory = None
+        config_dir.mkdir(parents=True, exist_ok=True)
+
+        hook_record = scratch / "claude-hooks.jsonl"
+        hook_record.unlink(missing_ok=True)
+        hook = {"type": "command", "command": _hook_command(hook_record), "timeout": 30}
+        settings: dict[str, object] = {"hooks": {"Stop": [{"hooks": [hook]}], "SessionEnd": [{"hooks": [hook]}]}}
+        if auto_memory is not None:
+            # Claude Code names the memory dir after the cwd; worktree paths differ per
+            # task, so the builtin stage pins it to the run+sequence's own directory.
+            settings["autoMemoryDirectory"] = str(auto_memory)
+        settings_path = scratch / "claude-settings.json"
+        settings_path.write_text(json.dumps(settings, indent=1))
+
+        servers: dict[str, object] = {}
+        if inp.recall is not None and not builtin:
+            argv = list(inp.recall.mcp_server_argv())
+            if not argv:
+                raise SweclError("the recall service gave an empty MCP server command")
+            # alwaysLoad: the CLI waits for this server before the first turn (in -p mode it
+            # otherwise starts while servers are "pending", and a first recall fails with
+            # "still connecting") and never defers its tools behind tool search.
+            server: dict[str, object] = {"type": "stdio", "command": argv[0], "args": argv[1:], "alwaysLoad": True}
+            # Optional in the Recall protocol: what the server needs beyond the CLI's own
+            # environment (e.g. the project on PYTHONPATH when it is not installed).
+            extra_env = getattr(inp.recall, "mcp_server_env", None)
+            if callable(extra_env):
+                server["env"] = dict(extra_env())
+            servers[MCP_SERVER_NAME] = server
+        mcp_path = scratch / "claude-mcp.json"
+        mcp_path.write_text(json.dumps({"mcpServers": servers}, indent=1))
+
+        notes: list[str] = []
+        style = _effective_style(inp)
+        if style == "natural" and inp.recall is not None:
+            # The primed invocation: the harness recalls once with the issue (an inproc
+            # memory.recalled event) and the notes open the conversation.
+            for item in inp.recall.recall(inp.issue, k=5, repo=inp.repo):
+                body = (item.body or "").strip()
+                if len(body) > _NOTE_CHARS:
+                    body = body[:_NOTE_CHARS] + " [...]"
+                outcome = f" (outcome: {item.outcome})" if item.outcome else ""
+                notes.append(f"- {item.title}{outcome}: {body}")
+        prompt = build_prompt(inp, notes)
+
+        session_id = str(uuid.uuid4())
+        model = resolve_model(inp.model)
+        argv = [
+            self.executable, "-p",
+            "--output-format", "stream-json", "--verbose",
+            "--session-id", session_id,
+            "--mcp-config", str(mcp_path), "--strict-mcp-config",
+            "--settings", str(settings_path),
+            "--permission-mode", self.permission_mode,
+        ]
+        if model:
+            argv += ["--model", model]
+        if inp.budget.max_turns is not None:
+            argv += ["--max-turns", str(inp.budget.max_turns)]
+        if inp.budget.max_cost_usd is not None:
+            argv += ["--max-budget-usd", f"{inp.budget.max_cost_usd:g}"]
+        if inp.code_mode == "blind":
+            # No built-in tools at all; MCP tools (recall) stay.
+            argv += ["--tools", "", "--disable-slash-commands"]
+        if style == "natural":
+            argv += ["--input-format", "stream-json"]
+            message = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]},
+                       "parent_tool_use_id": None, "session_id": ""}
+            stdin = (json.dumps(message) + "\n").encode()
+        else:
+            stdin = prompt.encode()
+        argv += self.extra_args
+
+        env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
+        env.update(_QUIET_ENV)
+        env["CLAUDE_CONFIG_DIR"] = str(config_dir)
+        if not builtin:
+            env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] = "1"
+        if self.permission_mode == "bypassPermissions" and hasattr(os, "geteuid") and os.geteuid() == 0:
+            env["IS_SANDBOX"] = "1"
+        if self.max_retries is not None:
+            env["CLAUDE_CODE_MAX_RETRIES"] = str(self.max_retries)
+        env.update(self.extra_env)
+
+        return ClaudeInvocation(
+            argv=argv,
+            env=env,
+            stdin=stdin,
+            prompt=prompt,
+            session_id=session_id,
+            config_dir=config_dir,
+            auto_memory_dir=auto_memory,
+            uses_mcp=bool(servers),
+            hook_record=hook_record,
+            stream_path=scratch / "claude-stream.jsonl",
+            stderr_path=scratch / "claude-stderr.txt",
+        )
+
+    # -- running ---------------------------------------------------------------------------
+
+    def run(self, inp: AgentInput) -> AgentResult:
+        started = time.monotonic()
+        base = inp.base_commit or _diff.head_commit(inp.worktree)
+        inv = self.prepare(inp)
+        scrubber = Scrubber(inv.env)
+        outcome = run_process(
+            inv.argv,
+            cwd=inp.worktree,
+            env=inv.env,
+            stdout=inv.stream_path,
+            stderr=inv.stderr_path,
+            stdin=inv.stdin,
+            timeout_s=inp.budget.timeout_s,
+        )
+        raw_stream = inv.stream_path.read_bytes()
+        # The scratch copy is scrubbed too: nothing on disk keeps a key after the run.
+        inv.stream_path.write_bytes(scrubber.bytes(raw_stream))
+        inv.stderr_path.write_bytes(scrubber.bytes(inv.stderr_path.read_bytes()))
+        summary = parse_stream(raw_stream.splitlines())
+        exit_kind, error = classify(summary, outcome.returncode, timed_out=outcome.timed_out)
+        if exit_kind == "crashed":
+            error = f"{error}; stderr: {_last_line(inv.stderr_path)}"
+        memory_status = summary.mcp_servers.get(MCP_SERVER_NAME)
+        if exit_kind == "completed" and inv.uses_mcp and memory_status != "connected":
+            # A memory stage that ran without its memory is not the experiment asked for.
+            exit_kind, error = "error", f"the memory MCP server's status at start-up was {memory_status or 'missing'}: the run had no recall"
+
+        session_id = summary.session_id or inv.session_id
+        transcript = self._transcript(inv, session_id) or raw_stream
+
+        patch_error: str | None = None
+        patch = ""
+        if inp.code_mode == "blind":
+            patch, patch_error = _apply_blind_answer(inp, base, summary)
+        if not patch:
+            patch = _diff.worktree_patch(inp.worktree, base)
+
+        # The CLI's own files (its transcript holds every tool result the model saw) are
+        # scrubbed in place: the builtin stage keeps them across tasks.
+        scrubber.tree(inv.config_dir)
+        if inv.auto_memory_dir is not None:
+            scrubber.tree(inv.auto_memory_dir)
+        memory_files = _read_memory(inv.auto_memory_dir) if inv.auto_memory_dir else {}
+        message = "; ".join(e for e in (error, patch_error) if e) or None
+        return AgentResult(
+            # A key the agent wrote into the worktree must not travel on in the patch either.
+            patch=scrubber.text(patch),
+            exit=exit_kind,
+            exit_code=outcome.returncode,
+            turns=summary.turns,
+            tool_calls=summary.tool_calls,
+            tokens=summary.tokens,
+            cost_usd=summary.cost_usd,
+            duration_s=time.monotonic() - started,
+            transcript=scrubber.bytes(transcript),
+            prompt=scrubber.text(inv.prompt),
+            session_id=session_id,
+            error=scrubber.optional(message),
+            model=resolve_model(inp.model) or summary.model,
+            memory_files=memory_files,
+        )
+
+    def _transcript(self, inv: ClaudeInvocation, session_id: str) -> bytes | None:
+        """The CLI's own session transcript: from the Stop hook's record, else by session id."""
+        config = inv.config_dir.resolve()
+        candidates: list[Path] = []
+        for record in _hook_records(inv.hook_record):
+            if record.get("session_id") == session_id and isinstance(record.get("transcript_path"), str):
+                candidates.append(Path(record["transcript_path"]))
+        candidates += sorted((config / "projects").glob(f"*/{session_id}.jsonl"))
+        for path in candidates:
+            try:
+                resolved = path.resolve()
+            except OSError:
+                continue
+            # Only a file inside our sandbox: the path came from the CLI, not from us.
+            if resolved.is_file() and resolved.is_relative_to(config):
+                return resolved.read_bytes()
+        return None
+
+
+def _hook_command(record: Path) -> str:
+    # The hook runs through the shell, so every piece is quoted; only our own paths and
+    # code are on the command line, the CLI's payload arrives on stdin.
+    return " ".join(shlex.quote(p) for p in (sys.executable, "-I", "-S", "-c", _HOOK_CODE, str(record)))
+
+
+def _hook_records(path: Path) -> list[dict[str, object]]:
+    if not path.is_file():
+        return []
+    out: list[dict[str, object]] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def hook_records(scratch_dir: Path) -> list[dict[str, object]]:
+    """What the hooks recorded in a task's scratch dir (event name, session id, transcript path)."""
+    return _hook_records(scratch_dir / "claude-hooks.jsonl")
+
+
+def _apply_blind_answer(inp: AgentInput, base: str, summary: StreamSummary) -> tuple[str, str | None]:
+    answer = summary.result_text or summary.final_text
+    diff = _diff.extract_diff(answer)
+    if diff is None:
+        return "", "blind: the final message holds no unified diff"
+    if _diff.apply_patch(inp.worktree, diff) is None:
+        # Handed on as written: the grader's fuller apply chain may still manage.
+        return diff, "blind: the diff in the final message does not apply with git apply; kept as written"
+    return _diff.worktree_patch(inp.worktree, base), None
+
+
+def _read_memory(root: Path) -> dict[str, str]:
+    """The native memory files (already scrubbed in place), path relative to `root` -> text."""
+    files: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink() and path.stat().st_size <= 1_000_000:
+            files[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
+    return files
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return "(none)"
+    return lines[-1][:500] if lines else "(empty)"

@@ -1,0 +1,72 @@
+"""The demo agent: deterministic, offline, and able to learn from memory.
+
+It exists so the whole harness (memory, recall audit, grading, CL metrics) runs end to
+end without a model. With memory on it recalls with the issue text and reuses the first
+recalled fix that worked before and still applies; otherwise (or when none does) it
+submits its own bundled attempt for the task, which may well be wrong: that is what makes
+memory measurably useful in the demo benchmark.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from ledger.events import ToolCall
+
+from . import _diff
+from ._protocol import AgentInput, AgentResult
+
+__all__ = ["DemoAgent"]
+
+
+class DemoAgent:
+    name = "demo"
+
+    def __init__(self, attempts: Mapping[str, str] | None = None) -> None:
+        self._attempts = dict(attempts or {})
+
+    def run(self, inp: AgentInput) -> AgentResult:
+        started = time.monotonic()
+        base = inp.base_commit or _diff.head_commit(inp.worktree)
+        calls: list[ToolCall] = []
+        check = inp.apply_check or (lambda patch: _diff.check_patch(inp.worktree, patch))
+        chosen: str | None = None
+
+        if inp.recall is not None:
+            items = list(inp.recall.recall(inp.issue, k=5, repo=inp.repo))
+            calls.append(ToolCall("recall"))
+            for item in sorted(items, key=lambda i: i.rank):
+                if item.outcome != "resolved" or not item.patch:
+                    continue
+                fits = bool(check(item.patch))
+                calls.append(ToolCall("apply_check", error=not fits))
+                if not fits:
+                    continue
+                ok = _diff.apply_patch(inp.worktree, item.patch) is not None
+                calls.append(ToolCall("apply", error=not ok))
+                if ok:
+                    chosen = f"memory item {item.item_id}"
+                    break
+
+        error: str | None = None
+        if chosen is None:
+            own = self._attempts.get(inp.instance_id)
+            if own:
+                ok = _diff.apply_patch(inp.worktree, own) is not None
+                calls.append(ToolCall("apply", error=not ok))
+                if not ok:
+                    error = f"the demo's own attempt for {inp.instance_id} does not apply"
+
+        return AgentResult(
+            patch=_diff.worktree_patch(inp.worktree, base),
+            turns=len(calls),
+            tool_calls=calls,
+            tokens={},
+            cost_usd=0.0,
+            duration_s=time.monotonic() - started,
+            transcript="\n".join(
+                f"{c.name}{' (failed)' if c.error else ''}" for c in calls
+            ).encode() + (f"\nsubmitted {chosen}\n".encode() if chosen else b"\n"),
+            error=error,
+        )

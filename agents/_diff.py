@@ -1,0 +1,203 @@
+"""The one way every agent's patch is taken: the worktree's diff against its base commit.
+
+Whatever an agent did (edited, created, deleted, staged or even committed files), the
+patch is the difference between the worktree on disk and the commit it started from, new
+files included, taken through a throw-away index so the worktree's own index is never
+touched. Oracle, predictions and demo apply a patch and then take it back through this
+same path, so every `agent.finished` patch is produced identically.
+
+Applying here is deliberately small (atomic `git apply`, then `--recount`): it serves
+agents that replay a known patch. The grader owns the full apply chain and its safety
+rules; a patch that does not apply here is handed on as given so the grader decides.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+from ledger import SweclError
+
+__all__ = [
+    "apply_patch",
+    "check_patch",
+    "extract_diff",
+    "head_commit",
+    "unsafe_paths",
+    "worktree_patch",
+]
+
+# Generated files an agent's test runs leave behind; they are never part of a fix and
+# a binary .pyc hunk would make the patch unappliable with GNU patch.
+_EXCLUDE = (":(exclude,glob)**/__pycache__/**", ":(exclude,glob)**/*.py[co]")
+
+_GIT_CONFIG = (
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.autocrlf=false",
+    "-c", "core.quotepath=off",
+    "-c", "core.fsmonitor=false",
+    "-c", "gc.auto=0",
+)
+
+
+def _git_env(**extra: str) -> dict[str, str]:
+    # A caller's GIT_DIR / GIT_INDEX_FILE / GIT_WORK_TREE would redirect every call, and
+    # user config (diff.noprefix, external diff drivers) would change the patch's shape.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    env.update(extra)
+    return env
+
+
+def _git(
+    worktree: Path, args: Sequence[str], *, env: dict[str, str] | None = None, input: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    exe = shutil.which("git")
+    if exe is None:
+        raise SweclError("git not found on PATH: install git (agents need it to take their patches)")
+    if not worktree.is_dir():
+        raise SweclError(f"agent worktree {worktree} does not exist: prepare the task's checkout first")
+    return subprocess.run(
+        [exe, *_GIT_CONFIG, *args],
+        cwd=worktree,
+        env=env or _git_env(),
+        input=input,
+        stdin=None if input is not None else subprocess.DEVNULL,
+        capture_output=True,
+    )
+
+
+def _checked(done: subprocess.CompletedProcess[bytes], what: str, worktree: Path) -> bytes:
+    if done.returncode != 0:
+        err = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise SweclError(f"{what} failed in {worktree}: {err[-1] if err else f'exit {done.returncode}'}")
+    return done.stdout
+
+
+def head_commit(worktree: str | os.PathLike[str]) -> str:
+    """The commit the worktree is checked out at (the task's base commit before the agent runs)."""
+    tree = Path(worktree)
+    return _checked(_git(tree, ["rev-parse", "--verify", "HEAD^{commit}"]), "git rev-parse HEAD", tree).decode().strip()
+
+
+def worktree_patch(worktree: str | os.PathLike[str], base: str | None = None) -> str:
+    """The unified diff from `base` (default HEAD) to the files on disk, new files included.
+
+    Ignored files (.gitignore) and Python bytecode are left out; renames are spelled as
+    delete + add so every consumer (git apply, GNU patch, unidiff) reads it.
+    """
+    tree = Path(worktree)
+    base = base or head_commit(tree)
+    with tempfile.TemporaryDirectory(prefix="swecl-diff-") as tmp:
+        index = Path(tmp) / "index"
+        real_index = Path(
+            _checked(_git(tree, ["rev-parse", "--path-format=absolute", "--git-path", "index"]), "git rev-parse", tree)
+            .decode()
+            .strip()
+        )
+        env = _git_env(GIT_INDEX_FILE=str(index))
+        if real_index.is_file():
+            # Starting from a copy of the real index keeps its stat cache: `add -A` then
+            # hashes only files that changed, not the whole repository.
+            shutil.copyfile(real_index, index)
+        else:
+            _checked(_git(tree, ["read-tree", "HEAD"], env=env), "git read-tree", tree)
+        _checked(_git(tree, ["add", "-A", "--", ".", *_EXCLUDE], env=env), "git add (temporary index)", tree)
+        out = _checked(
+            _git(
+                tree,
+                [
+                    "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv",
+                    "--no-renames", "--src-prefix=a/", "--dst-prefix=b/", base, "--",
+                ],
+                env=env,
+            ),
+            "git diff",
+            tree,
+        )
+    return out.decode("utf-8", "surrogateescape")
+
+
+# --- applying a known patch -------------------------------------------------------------
+
+_PATH_LINE = re.compile(r"^(?:diff --git a/(\S+) b/(\S+)|--- (\S+)|\+\+\+ (\S+))", re.MULTILINE)
+
+
+def unsafe_paths(patch: str) -> list[str]:
+    """Paths a patch names that must never be written: absolute, `..`, or under `.git`."""
+    bad: list[str] = []
+    for match in _PATH_LINE.finditer(patch):
+        for raw in match.groups():
+            if not raw or raw == "/dev/null":
+                continue
+            name = raw[2:] if raw.startswith(("a/", "b/")) else raw
+            parts = PurePosixPath(name).parts
+            if name.startswith("/") or ".." in parts or ".git" in parts:
+                bad.append(raw)
+    return sorted(set(bad))
+
+
+def _normalise(patch: str) -> str:
+    # Transport damage only: a patch whose every header line ends in CR came through a
+    # CRLF channel; a patch for a CRLF file keeps its CRs.
+    lines = patch.split("\n")
+    headers = [ln for ln in lines if ln.startswith(("diff --git ", "--- ", "+++ ", "@@ "))]
+    if headers and all(ln.endswith("\r") for ln in headers):
+        patch = "\n".join(ln[:-1] if ln.endswith("\r") else ln for ln in lines)
+    return patch if patch.endswith("\n") else patch + "\n"
+
+
+def _git_apply(worktree: Path, patch: str, extra: Sequence[str]) -> bool:
+    data = patch.encode("utf-8", "surrogateescape")
+    return _git(worktree, ["apply", "--whitespace=nowarn", *extra, "-"], input=data).returncode == 0
+
+
+def check_patch(worktree: str | os.PathLike[str], patch: str) -> bool:
+    """Would `apply_patch` succeed? Writes nothing."""
+    tree = Path(worktree)
+    if not patch.strip() or unsafe_paths(patch):
+        return False
+    text = _normalise(patch)
+    return any(_git_apply(tree, text, [*extra, "--check"]) for extra in ((), ("--recount",)))
+
+
+def apply_patch(worktree: str | os.PathLike[str], patch: str) -> str | None:
+    """Apply `patch` to the worktree; the strategy that worked, or None (nothing written).
+
+    Both strategies are atomic: a failed `git apply` leaves the worktree as it was.
+    """
+    tree = Path(worktree)
+    if not patch.strip() or unsafe_paths(patch):
+        return None
+    text = _normalise(patch)
+    for name, extra in (("git apply", ()), ("git apply --recount", ("--recount",))):
+        if _git_apply(tree, text, extra):
+            return name
+    return None
+
+
+# --- a diff inside a model's answer (code_mode blind) ----------------------------------
+
+_FENCE = re.compile(r"```[ \t]*(?:diff|patch|udiff)?[^\n]*\n(.*?)```", re.DOTALL)
+_DIFF_START = re.compile(r"^(diff --git |--- (?:a/|/dev/null))", re.MULTILINE)
+
+
+def extract_diff(text: str) -> str | None:
+    """The unified diff in a model's final message: fenced blocks first, else bare text.
+
+    Several fenced diffs (one per file, as models like to write them) are joined.
+    """
+    blocks = [b for b in _FENCE.findall(text) if _DIFF_START.search(b) and "@@" in b]
+    if blocks:
+        joined = "".join(b[_DIFF_START.search(b).start():] for b in blocks)  # type: ignore[union-attr]
+        return joined if joined.endswith("\n") else joined + "\n"
+    start = _DIFF_START.search(text)
+    if start is None or "@@" not in text[start.start():]:
+        return None
+    body = text[start.start():]
+    return body if body.endswith("\n") else body + "\n"

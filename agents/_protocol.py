@@ -1,0 +1,177 @@
+"""What an agent sees, what it gives back, and the shape every agent has.
+
+`AgentInput` holds only what an agent may see: never the gold patch, the test patch or the
+FAIL_TO_PASS / PASS_TO_PASS names (those are grading secrets; the harness keeps them).
+`AgentResult` is what becomes the `agent.finished` event; `to_event` turns it into one,
+storing the large texts as blobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+from ledger import SweclError
+from ledger.events import AgentFinished, ToolCall
+
+__all__ = [
+    "CODE_MODES",
+    "EXIT_KINDS",
+    "MEMORY_MODES",
+    "PROMPT_STYLES",
+    "Agent",
+    "AgentInput",
+    "AgentResult",
+    "Budget",
+    "CodeMode",
+    "ExitKind",
+    "PromptStyle",
+    "Recall",
+    "RecalledLike",
+    "ToolCall",
+]
+
+CodeMode = Literal["agentic", "blind"]
+PromptStyle = Literal["plain", "recall", "natural"]
+ExitKind = Literal["completed", "max_turns", "budget", "auth_failed", "crashed", "timeout", "error"]
+
+CODE_MODES: tuple[str, ...] = ("agentic", "blind")
+PROMPT_STYLES: tuple[str, ...] = ("plain", "recall", "natural")
+MEMORY_MODES: tuple[str, ...] = ("off", "builtin", "plugin-real")
+EXIT_KINDS: tuple[str, ...] = ("completed", "max_turns", "budget", "auth_failed", "crashed", "timeout", "error")
+
+
+class RecalledLike(Protocol):
+    """One recalled memory item, as the recall service returns it (read-only view)."""
+
+    @property
+    def item_id(self) -> str: ...
+    @property
+    def rank(self) -> int: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+    @property
+    def outcome(self) -> str | None: ...
+    @property
+    def patch(self) -> str | None: ...  # the patch text, not a blob hash
+
+
+@runtime_checkable
+class Recall(Protocol):
+    """The memory handle of plugin stages, bound to one task (run, sequence, pass, order).
+
+    `recall` appends a `memory.recalled` event (via inproc); the MCP server that
+    `mcp_server_argv` starts appends them with via mcp. A handle may also offer
+    `mcp_server_env() -> dict[str, str]` (extra environment for that server).
+    """
+
+    def recall(self, query: str, k: int = 5, repo: str | None = None) -> Sequence[RecalledLike]: ...
+
+    def mcp_server_argv(self) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_turns: int | None = 50
+    max_cost_usd: float | None = None
+    timeout_s: float | None = 1800.0
+
+
+@dataclass(frozen=True)
+class AgentInput:
+    instance_id: str
+    repo: str
+    issue: str
+    worktree: Path  # a git checkout at base_commit; the agent edits it in place
+    scratch_dir: Path  # this task's private working space (configs, logs)
+    hints: str = ""
+    base_commit: str | None = None  # default: the worktree's HEAD when the agent starts
+    recall: Recall | None = None  # None when memory is off
+    budget: Budget = field(default_factory=Budget)
+    model: str | None = None
+    code_mode: CodeMode = "agentic"
+    prompt_style: PromptStyle = "plain"
+    stage: str = "base"
+    memory_mode: str = "off"  # off | builtin | plugin-real
+    pass_: str = "initial"  # lets a replay pick its predictions per pass
+    memory_dir: Path | None = None  # builtin stage: kept across the tasks of a run+sequence
+    apply_check: Callable[[str], bool] | None = None  # the grader's dry-run apply
+
+    def __post_init__(self) -> None:
+        for name, value, allowed in (
+            ("code_mode", self.code_mode, CODE_MODES),
+            ("prompt_style", self.prompt_style, PROMPT_STYLES),
+            ("memory_mode", self.memory_mode, MEMORY_MODES),
+        ):
+            if value not in allowed:
+                raise SweclError(f"agent input {name} {value!r} is not one of {', '.join(allowed)}")
+        if self.memory_mode == "builtin" and self.memory_dir is None:
+            raise SweclError("agent input memory_mode 'builtin' needs memory_dir (the native memory kept across tasks)")
+
+
+@dataclass
+class AgentResult:
+    patch: str = ""  # the worktree's diff against base, taken by _diff.worktree_patch
+    exit: ExitKind = "completed"
+    exit_code: int | None = None
+    turns: int | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tokens: dict[str, int] = field(default_factory=dict)  # input, output, cache_read, cache_creation
+    cost_usd: float | None = None
+    duration_s: float = 0.0
+    transcript: bytes = b""  # scrubbed
+    prompt: str = ""
+    session_id: str | None = None
+    error: str | None = None
+    model: str | None = None
+    memory_files: dict[str, str] = field(default_factory=dict)  # builtin: native memory after the run
+
+    def __post_init__(self) -> None:
+        if self.exit not in EXIT_KINDS:
+            raise ValueError(f"exit {self.exit!r} is not one of {EXIT_KINDS}")
+
+    def to_event(
+        self,
+        put_blob: Callable[[bytes | str], str],
+        *,
+        agent: str,
+        sequence_id: str,
+        instance_id: str,
+        order: int,
+        pass_: str,
+        attempt: int = 1,
+    ) -> AgentFinished:
+        """The `agent.finished` event; patch, transcript and prompt go to blobs (None when empty)."""
+        return AgentFinished(
+            sequence_id=sequence_id,
+            instance_id=instance_id,
+            order=order,
+            pass_=pass_,
+            attempt=attempt,
+            agent=agent,
+            model=self.model,
+            patch=put_blob(self.patch) if self.patch else None,
+            exit=self.exit,
+            exit_code=self.exit_code,
+            turns=self.turns,
+            tool_calls=list(self.tool_calls),
+            cost_usd=self.cost_usd,
+            tokens=dict(self.tokens),
+            duration_s=self.duration_s,
+            transcript=put_blob(self.transcript) if self.transcript else None,
+            prompt=put_blob(self.prompt) if self.prompt else None,
+            session_id=self.session_id,
+            error=self.error,
+        )
+
+
+class Agent(Protocol):
+    name: str
+
+    def run(self, inp: AgentInput) -> AgentResult: ...

@@ -1,0 +1,97 @@
+"""Re-deciding a run's grades from the recorded logs, with the parsers of today.
+
+A parser fix never needs a test re-run: every test log is a blob in the ledger. A
+changed decision is appended as `grade.corrected` naming the decision it replaces; the
+original stays, and the outcome projection uses the newest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from graders import grade_log
+from ledger import Ledger, NewEvent, StreamRange, SweclError, event_id_for
+from ledger.events import GradeCorrected, GradeFinished
+
+# Only verdicts read from test output can be re-read; a patch that did not apply or an
+# empty patch has no test log to re-decide.
+_REDECIDABLE = frozenset({"resolved", "unresolved", "infra_error"})
+_CONTROL_NOTE = "the patch broke the test run"
+
+
+@dataclass
+class RegradeReport:
+    version: str
+    examined: int = 0
+    skipped: int = 0
+    corrected: list[tuple[str, str, str, str]] = field(default_factory=list)  # (instance, pass, old, new)
+
+    def lines(self) -> list[str]:
+        out = [f"{a}  {p}: {old} -> {new}" for a, p, old, new in self.corrected]
+        out.append(
+            f"regraded run {self.version}: {self.examined} decisions re-read, {len(self.corrected)} corrected, "
+            f"{self.skipped} without a test log to re-read"
+        )
+        return out
+
+
+def regrade(ledger: Ledger, version: str) -> RegradeReport:
+    if ledger.stream_version(f"run/{version}") < 0:
+        raise SweclError(f"no run version {version!r} in {ledger.path}")
+    in_force: dict[tuple[str, str, int, int], tuple[str, str, GradeFinished | GradeCorrected]] = {}
+    originals: dict[str, GradeFinished | None] = {}  # decision event -> the grade whose log it read
+    for rec in ledger.read(types=["grade.finished", "grade.corrected"], ranges=[StreamRange(f"run/{version}")]):
+        ev = rec.event
+        key = (ev.sequence_id, ev.pass_, ev.order, ev.attempt)
+        if isinstance(ev, GradeFinished):
+            originals[rec.event_id] = ev
+            in_force[key] = (rec.stream, rec.event_id, ev)
+        else:
+            in_force[key] = (rec.stream, rec.event_id, ev)
+            originals[rec.event_id] = originals.get(ev.corrects)
+    report = RegradeReport(version)
+    for stream, event_id, current in in_force.values():
+        original = originals.get(event_id)
+        if original is None or original.status not in _REDECIDABLE or not original.log:
+            report.skipped += 1
+            continue
+        report.examined += 1
+        log = ledger.get_blob(original.log).decode("utf-8", "replace")
+        decision = grade_log(
+            log, original.parser or "pytest", list(original.f2p), list(original.p2p),
+            test_exit_code=original.test_exit_code,
+        )
+        status, resolved, error = decision.status, decision.resolved, decision.error
+        if status == "infra_error" and _CONTROL_NOTE in (original.error or ""):
+            # A control run showed the tests work without the patch: still the patch's doing.
+            status, resolved, error = "unresolved", False, original.error
+        if resolved is not None and status == "infra_error":
+            resolved = None
+        same = (
+            status == current.status
+            and resolved == current.resolved
+            and dict(decision.f2p) == dict(current.f2p)
+            and dict(decision.p2p) == dict(current.p2p)
+        )
+        if same:
+            continue
+        correction = GradeCorrected(
+            corrects=event_id,
+            sequence_id=current.sequence_id,
+            instance_id=current.instance_id,
+            order=current.order,
+            pass_=current.pass_,
+            attempt=current.attempt,
+            status=status,
+            resolved=resolved,
+            f2p={k: str(v) for k, v in decision.f2p.items()},
+            p2p={k: str(v) for k, v in decision.p2p.items()},
+            tests={k: str(v) for k, v in decision.tests.items()},
+            error=error,
+            reason="re-decided from the recorded log with the current parsers",
+            parser=original.parser,
+        )
+        ledger.append(stream, [NewEvent(correction, event_id_for("grade.corrected", event_id, status, resolved))],
+                      durable=True)
+        report.corrected.append((current.instance_id, current.pass_, current.status, status))
+    return report

@@ -1,0 +1,138 @@
+"""Shared pieces of input validation: field types, file reading, one-line error text.
+
+Every loader reports a bad input as ONE line that names the file and the place in it
+(sequence, task or line) and the field, e.g.
+`bad.json: sequence 'x', task 'y': continual_learning.sequence_position: duplicate value 3`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, StrictBool, StrictStr, ValidationError
+
+from ledger._errors import SweclError
+
+__all__ = [
+    "EnvironmentIn",
+    "TestIds",
+    "Timestamp",
+    "describe_validation_error",
+    "environment_dict",
+    "parse_json",
+    "read_text",
+    "short_repr",
+]
+
+
+def _decode_test_ids(value: Any) -> Any:
+    # SWE-bench rows carry FAIL_TO_PASS/PASS_TO_PASS as JSON-encoded strings, curricula
+    # as lists; both mean the same list.
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError("not a JSON-encoded list of test ids") from None
+        if not isinstance(value, list):
+            raise ValueError("not a JSON-encoded list of test ids")
+    return value
+
+
+def _timestamp_text(value: Any) -> Any:
+    # Parquet readers may hand back datetimes where JSON has ISO strings.
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return value.isoformat().replace("+00:00", "Z")
+    return value
+
+
+TestIds = Annotated[list[StrictStr], BeforeValidator(_decode_test_ids)]
+Timestamp = Annotated[StrictStr, BeforeValidator(_timestamp_text)]
+
+
+class EnvironmentIn(BaseModel):
+    """How to build and test a task's repository; mirrors the grader's `EnvSpec` fields.
+
+    Unknown keys are refused: a misspelt `test_command` silently ignored would run the
+    wrong tests.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    python: StrictStr | None = None
+    pip_packages: list[StrictStr] = []
+    packages: StrictStr | None = None
+    pre_install: list[StrictStr] = []
+    install: StrictStr | None = None
+    eval_commands: list[StrictStr] = []
+    test_cmd: StrictStr | None = None
+    log_parser: StrictStr | None = None
+    install_per_task: StrictBool = False
+
+
+def environment_dict(env: EnvironmentIn | None) -> dict[str, Any] | None:
+    """The validated environment with only the keys the user wrote (explicit nulls kept)."""
+    return None if env is None else env.model_dump(exclude_unset=True)
+
+
+def short_repr(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe_validation_error(exc: ValidationError, prefix: str = "") -> str:
+    """'field.path[2]: what is wrong' for the first error pydantic found."""
+    error = exc.errors(include_url=False)[0]
+    parts: list[str] = []
+    for part in error["loc"]:
+        if isinstance(part, int) and parts:
+            parts[-1] += f"[{part}]"
+        else:
+            parts.append(str(part))
+    where = ".".join(([prefix] if prefix else []) + parts)
+    if error["type"] == "missing":
+        message = "field required"
+    else:
+        message = error["msg"]
+        for noise in ("Value error, ", "Assertion failed, "):
+            if message.startswith(noise):
+                message = message[len(noise):]
+        message = message[:1].lower() + message[1:]
+        # Our schema classes are private names users never wrote.
+        message = re.sub(r" or instance of _?\w+", "", message)
+        if error["type"] == "extra_forbidden":
+            message = "unknown field"
+        elif error["type"] != "value_error" and "input" in error:
+            message += f" (got {short_repr(error['input'])})"
+    return f"{where}: {message}" if where else message
+
+
+def read_text(path: Path, label: str) -> str:
+    """The file's text as strict UTF-8 (a leading BOM tolerated), or a one-line error."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise SweclError(f"{label}: no such file") from None
+    except IsADirectoryError:
+        raise SweclError(f"{label}: is a directory, not a file") from None
+    except OSError as exc:
+        raise SweclError(f"{label}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SweclError(
+            f"{label}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "save it as UTF-8"
+        ) from None
+
+
+def parse_json(text: str, label: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SweclError(f"{label}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None

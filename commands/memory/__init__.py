@@ -1,0 +1,102 @@
+"""The memory write side: daydream (after a task), dream (night pass), seeding, export/import.
+
+What the run orchestration and the CLI call:
+
+- `seed_memory(ledger, version, source_memory)` before a plugin-accum/plugin-dreamed
+  run's first task (after its run.started); `resolve_seed` + `apply_seed` are its parts.
+- `dream(ledger, version, reason="pre-eval")` for plugin-dreamed; `swecl dream VERSION`
+  is `dream(ledger, version)`.
+- `daydream(ledger, version, TaskView(...), patch=, status=, resolved=, secrets=)` after
+  each initial-pass task of a memory-on stage.
+- `materialise_version(ledger, version, results.version_dir(version))` at the end.
+- `export_memory(ledger, version, out_dir)` / `import_seed(ledger, version, path)` for
+  `swecl memory export|import`.
+
+Every function returns a report or the recorded events; every refusal is a SweclError.
+"""
+
+from __future__ import annotations
+
+from projections.memory import MaterialiseReport, materialise_version
+
+from ._daydream import (
+    DaydreamInput,
+    Extractor,
+    MemoryDraft,
+    PatchFacts,
+    TaskView,
+    daydream,
+    plan_daydream,
+    deterministic_extractor,
+    draft_from_builtins,
+    is_test_path,
+    item_id_for,
+    patch_facts,
+)
+from ._dream import (
+    DreamDecision,
+    DreamPolicy,
+    DreamReport,
+    dream,
+    jaccard,
+    plan_dream,
+    shingles,
+)
+from ._governance import (
+    DEFAULT_POLICY,
+    Checker,
+    GovernancePolicy,
+    GradingSecrets,
+    Violation,
+    find_secret,
+)
+from ._seed import (
+    ExportReport,
+    SeedPlan,
+    SeedResult,
+    apply_seed,
+    export_memory,
+    import_seed,
+    read_export,
+    resolve_seed,
+    seed_memory,
+)
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "Checker",
+    "DaydreamInput",
+    "DreamDecision",
+    "DreamPolicy",
+    "DreamReport",
+    "ExportReport",
+    "Extractor",
+    "GovernancePolicy",
+    "GradingSecrets",
+    "MaterialiseReport",
+    "MemoryDraft",
+    "PatchFacts",
+    "SeedPlan",
+    "SeedResult",
+    "TaskView",
+    "Violation",
+    "apply_seed",
+    "daydream",
+    "plan_daydream",
+    "deterministic_extractor",
+    "draft_from_builtins",
+    "dream",
+    "export_memory",
+    "find_secret",
+    "import_seed",
+    "is_test_path",
+    "item_id_for",
+    "jaccard",
+    "materialise_version",
+    "patch_facts",
+    "plan_dream",
+    "read_export",
+    "resolve_seed",
+    "seed_memory",
+    "shingles",
+]

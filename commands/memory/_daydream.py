@@ -1,0 +1,370 @@
+"""Daydream: after an initial-pass task, decide what to remember and record it.
+
+The deterministic extractor remembers what the agent saw and did: the issue (title
+and a summary), the files and functions its patch touched (via unidiff), the patch
+itself (as a blob, without its test-file hunks) and the graded outcome. An optional
+extractor callable (an LLM, say) may propose other items; it sees the same view and
+never the grading secrets. Every proposed item passes governance first: a refused one
+is a `memory.rejected` event with the rule and field, never the offending text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import msgspec
+import unidiff
+
+from ledger import Ledger, NewEvent, Recorded, SweclError, event_id_for
+from ledger.events import MemoryRejected, MemoryWritten
+
+from ._governance import DEFAULT_POLICY, Checker, GovernancePolicy, GradingSecrets
+
+SUMMARY_CHARS = 800
+TITLE_CHARS = 120
+
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$|(^|/)conftest\.py$")
+_DEF = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
+_DIFF_GIT = re.compile(r"^diff --git a/(\S+) b/(\S+)", re.MULTILINE)
+_PLUS_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """What the agent saw of a task (no grading secrets here)."""
+
+    instance_id: str
+    repo: str
+    order: int
+    sequence_id: str
+    issue: str
+    pass_: str = "initial"
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class PatchFacts:
+    files: tuple[str, ...]
+    symbols: tuple[str, ...]
+    added: int
+    removed: int
+    kept_patch: str | None  # the patch without test-file hunks (None if nothing is left)
+    dropped_files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DaydreamInput:
+    """An extractor's whole view: the task, the agent's patch (test hunks dropped), the outcome."""
+
+    version: str
+    task: TaskView
+    patch: PatchFacts
+    status: str
+    resolved: bool | None
+
+
+@dataclass(frozen=True)
+class MemoryDraft:
+    """An item an extractor proposes; governance decides whether it is written."""
+
+    title: str
+    body: str
+    files: tuple[str, ...] = ()
+    symbols: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    patch: str | None = None  # patch text; stored as a blob
+    kind: str = "episode"
+    outcome: str | None = None
+    ttl_tasks: int | None = None
+    ttl_seconds: float | None = None
+
+
+Extractor = Callable[[DaydreamInput], Sequence[MemoryDraft]]
+
+
+# -- patch facts --------------------------------------------------------------------------
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))
+
+
+def patch_paths(patch: str) -> list[str]:
+    """Files a patch touches, even one unidiff cannot parse."""
+    paths = {b for _, b in _DIFF_GIT.findall(patch)} | {p for p in _PLUS_FILE.findall(patch) if p != "/dev/null"}
+    return sorted(paths)
+
+
+def _file_path(pf: unidiff.PatchedFile) -> str:
+    target = pf.target_file
+    if target == "/dev/null":
+        target = pf.source_file
+    return target[2:] if target.startswith(("a/", "b/")) else target
+
+
+def _hunk_symbols(hunk: unidiff.Hunk) -> set[str]:
+    names: set[str] = set()
+    header = _DEF.match(hunk.section_header or "")
+    enclosing = header.group(1) if header else None
+    for line in hunk:
+        defined = _DEF.match(line.value)
+        if defined:
+            enclosing = defined.group(1)
+            if line.is_added or line.is_removed:
+                names.add(defined.group(1))
+            continue
+        if (line.is_added or line.is_removed) and line.value.strip() and enclosing:
+            names.add(enclosing)
+    return names
+
+
+def patch_facts(patch: str | None, *, drop: Sequence[str] = ()) -> PatchFacts:
+    """Files, symbols and size of `patch`, keeping only non-test files' hunks.
+
+    `drop` adds paths to leave out besides test-like ones (the files the gold test
+    patch touches: the agent's edits there are reverted before grading anyway).
+    """
+    if not patch or not patch.strip():
+        return PatchFacts((), (), 0, 0, None, ())
+    drop_set = set(drop)
+    try:
+        parsed = unidiff.PatchSet(patch)
+    except unidiff.UnidiffParseError:
+        # Unparseable (truncated, hand-edited): keep what can be known without hunks.
+        paths = patch_paths(patch)
+        dropped = tuple(p for p in paths if is_test_path(p) or p in drop_set)
+        kept = tuple(p for p in paths if p not in dropped)
+        return PatchFacts(kept, (), 0, 0, patch if kept and not dropped else None, dropped)
+    files: list[str] = []
+    symbols: set[str] = set()
+    kept_text: list[str] = []
+    dropped: list[str] = []
+    added = removed = 0
+    for pf in parsed:
+        path = _file_path(pf)
+        if is_test_path(path) or path in drop_set:
+            dropped.append(path)
+            continue
+        files.append(path)
+        kept_text.append(str(pf))
+        added += pf.added
+        removed += pf.removed
+        for hunk in pf:
+            symbols |= _hunk_symbols(hunk)
+    return PatchFacts(
+        tuple(sorted(set(files))),
+        tuple(sorted(symbols)),
+        added,
+        removed,
+        "".join(kept_text) or None,
+        tuple(sorted(dropped)),
+    )
+
+
+# -- the deterministic extractor ----------------------------------------------------------
+
+
+def issue_title(issue: str) -> str:
+    for line in issue.splitlines():
+        text = line.strip().lstrip("#").strip()
+        if text:
+            return _clip(" ".join(text.split()), TITLE_CHARS)
+    return "(no issue text)"
+
+
+def issue_summary(issue: str, limit: int = SUMMARY_CHARS) -> str:
+    """The issue's opening, heading marks dropped, whitespace collapsed, cut at a word boundary."""
+    text = "\n".join(line.strip().lstrip("#") for line in issue.splitlines())
+    return _clip(" ".join(text.split()), limit)
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip() + "…"
+
+
+def deterministic_extractor(view: DaydreamInput) -> list[MemoryDraft]:
+    task, facts = view.task, view.patch
+    outcome = view.status
+    lines = [
+        f"Issue ({task.instance_id}): {issue_summary(task.issue)}",
+        "",
+        f"Outcome: {outcome}" + ("" if view.resolved is None else f" (resolved: {'yes' if view.resolved else 'no'})"),
+    ]
+    if facts.files:
+        lines.append(f"Files touched: {', '.join(facts.files)}")
+    if facts.symbols:
+        lines.append(f"Functions/classes touched: {', '.join(facts.symbols)}")
+    if facts.kept_patch:
+        lines.append(f"Patch: +{facts.added} -{facts.removed} lines in {len(facts.files)} file(s)")
+    else:
+        lines.append("Patch: none")
+    tags = [f"outcome:{outcome}", f"task:{task.instance_id}"]
+    return [
+        MemoryDraft(
+            title=f"{task.instance_id}: {issue_title(task.issue)}",
+            body="\n".join(lines),
+            files=facts.files,
+            symbols=facts.symbols,
+            tags=tuple(tags),
+            patch=facts.kept_patch,
+            outcome=outcome,
+        )
+    ]
+
+
+# -- the command --------------------------------------------------------------------------
+
+
+def item_id_for(version: str, task: TaskView, index: int) -> str:
+    key = "\x1f".join([version, task.sequence_id, task.instance_id, str(task.order), str(task.attempt), str(index)])
+    return "mem-" + hashlib.sha256(key.encode()).hexdigest()[:20]
+
+
+def daydream(
+    ledger: Ledger,
+    version: str,
+    task: TaskView,
+    *,
+    patch: str | None,
+    status: str,
+    resolved: bool | None,
+    secrets: GradingSecrets | None = None,
+    extractor: Extractor | None = None,
+    extractor_name: str = "llm",
+    policy: GovernancePolicy = DEFAULT_POLICY,
+    ttl_tasks: int | None = None,
+    ttl_seconds: float | None = None,
+) -> list[Recorded]:
+    """Remember what task `task` of run `version` taught; return the events appended
+    (`memory.written` and `memory.rejected`, in draft order).
+
+    Writes to the sequence stream `run/{version}/{sequence_id}`, in one durable batch
+    (with the patch blobs). Only the initial pass writes: the retest pass runs on a
+    frozen substrate and the baseline has memory off, so for them this is a no-op.
+    Idempotent: the same task (order, attempt) daydreamt again appends nothing new.
+    The main job does not call this: it appends `plan_daydream`'s events in the same
+    batch as `task.finished`, so a task is never finished without its lessons.
+    """
+    events, blobs = plan_daydream(
+        version, task, patch=patch, status=status, resolved=resolved, secrets=secrets, extractor=extractor,
+        extractor_name=extractor_name, policy=policy, ttl_tasks=ttl_tasks, ttl_seconds=ttl_seconds,
+    )
+    if not events:
+        return []
+    return ledger.append(f"run/{version}/{task.sequence_id}", events, blobs=blobs, durable=True)
+
+
+def plan_daydream(
+    version: str,
+    task: TaskView,
+    *,
+    patch: str | None,
+    status: str,
+    resolved: bool | None,
+    secrets: GradingSecrets | None = None,
+    extractor: Extractor | None = None,
+    extractor_name: str = "llm",
+    policy: GovernancePolicy = DEFAULT_POLICY,
+    ttl_tasks: int | None = None,
+    ttl_seconds: float | None = None,
+) -> tuple[list[NewEvent], list[bytes]]:
+    """What the daydream would write for `task` (events with deterministic ids, and the
+    patch blobs they refer to), without writing it."""
+    if task.pass_ != "initial":
+        return [], []
+    if not version or not task.sequence_id:
+        raise SweclError("daydream needs a run version and a sequence id")
+    test_files = patch_paths(secrets.test_patch) if secrets and secrets.test_patch else []
+    facts = patch_facts(patch, drop=test_files)
+    view = DaydreamInput(version=version, task=task, patch=facts, status=status, resolved=resolved)
+
+    drafts: Sequence[MemoryDraft]
+    extractor_label = "deterministic"
+    if extractor is not None:
+        try:
+            drafts = [d if isinstance(d, MemoryDraft) else draft_from_builtins(d) for d in extractor(view)]
+            extractor_label = extractor_name
+        except Exception:  # noqa: BLE001 - an extractor is a plug-in: its failure must not lose the task
+            drafts = [
+                replace(d, tags=(*d.tags, f"extractor-failed:{extractor_name}")) for d in deterministic_extractor(view)
+            ]
+    else:
+        drafts = deterministic_extractor(view)
+
+    checker = Checker(secrets, policy)
+    events: list[NewEvent] = []
+    blobs: list[bytes] = []
+    for index, draft in enumerate(drafts):
+        item_id = item_id_for(version, task, index)
+        violation = checker.check(
+            {
+                "title": draft.title,
+                "body": draft.body,
+                "tags": draft.tags,
+                "files": draft.files,
+                "symbols": draft.symbols,
+                "patch": draft.patch,
+            }
+        )
+        if violation is not None:
+            title_ok = violation.field != "title" and checker.check({"title": draft.title}) is None
+            events.append(
+                NewEvent(
+                    MemoryRejected(
+                        reason=violation.reason,
+                        rule=violation.rule,
+                        title=draft.title if title_ok else "[withheld]",
+                        repo=task.repo,
+                        source_instance=task.instance_id,
+                        item_id=item_id,
+                    ),
+                    event_id_for("memory.rejected", item_id),
+                )
+            )
+            continue
+        patch_ref = None
+        if draft.patch:
+            data = draft.patch.encode()
+            blobs.append(data)
+            patch_ref = hashlib.sha256(data).hexdigest()
+        events.append(
+            NewEvent(
+                MemoryWritten(
+                    item_id=item_id,
+                    kind=draft.kind,
+                    title=draft.title,
+                    body=draft.body,
+                    repo=task.repo,
+                    source_run=version,
+                    sequence_id=task.sequence_id,
+                    source_instance=task.instance_id,
+                    source_order=task.order,
+                    source_pass=task.pass_,
+                    files=sorted(set(draft.files)),
+                    symbols=sorted(set(draft.symbols)),
+                    tags=list(dict.fromkeys(draft.tags)),
+                    outcome=draft.outcome if draft.outcome is not None else status,
+                    patch=patch_ref,
+                    ttl_tasks=draft.ttl_tasks if draft.ttl_tasks is not None else ttl_tasks,
+                    ttl_seconds=draft.ttl_seconds if draft.ttl_seconds is not None else ttl_seconds,
+                    extractor=extractor_label,
+                ),
+                event_id_for("memory.written", item_id),
+            )
+        )
+    return events, blobs
+
+
+def draft_from_builtins(raw: object) -> MemoryDraft:
+    """A draft from plain data (what an LLM extractor returns as JSON), validated."""
+    try:
+        return msgspec.convert(raw, MemoryDraft)
+    except msgspec.ValidationError as exc:
+        raise SweclError(f"extractor output: {exc}") from None

@@ -1,0 +1,190 @@
+"""Governance: what may never become a memory, checked at write time (and again by dream).
+
+Three families of rule. Grading secrets: the gold test patch and the FAIL_TO_PASS /
+PASS_TO_PASS test names decide the score, so an item carrying them would let a later
+task read its own exam. Credentials: API keys, tokens, private keys. Size: bodies and
+patches past a cap. A rejection names the rule and the field, never the offending text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+# Fields of an item, in the order they are checked (the reason names the first hit).
+CHECKED_FIELDS = ("title", "body", "tags", "files", "symbols", "patch")
+
+
+@dataclass(frozen=True)
+class GradingSecrets:
+    """What the grader knows and the agent must not: passed in only to check against."""
+
+    test_patch: str = ""
+    fail_to_pass: Sequence[str] = ()
+    pass_to_pass: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class GovernancePolicy:
+    max_title_chars: int = 300
+    max_body_chars: int = 6000
+    max_patch_bytes: int = 200_000
+    # A gold test-patch line shorter than this is too generic to call a leak (`)`,
+    # `assert x`, `def setUp(self):`); longer ones are specific to the test.
+    min_leak_line_chars: int = 24
+    # Leaf test names shorter than this (`test_a`) are too generic to match on their own.
+    min_test_name_chars: int = 8
+
+
+DEFAULT_POLICY = GovernancePolicy()
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str  # test-leak | test-name | secret | oversize
+    field: str
+    reason: str
+
+
+# -- credentials --------------------------------------------------------------------------
+
+_PROVIDER = r"(?:ANTHROPIC|OPENAI|AWS|GITHUB|GH|HF|HUGGING_?FACE|GOOGLE|GEMINI|AZURE|SLACK|STRIPE|CLAUDE)"
+_SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("an Anthropic API key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")),
+    ("an OpenAI-style API key", re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{20,}")),
+    (
+        "a provider credential assignment",
+        re.compile(
+            _PROVIDER
+            + r"[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD)[A-Z0-9_]*\s*[=:]\s*['\"]?(?![$<{(]|os\.|None\b)[^\s'\"]{6,}"
+        ),
+    ),
+    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("an AWS secret access key", re.compile(r"(?i)aws_secret_access_key\s*[=:]\s*['\"]?[A-Za-z0-9/+=]{40}")),
+    ("a private key block", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")),
+    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
+    ("a Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
+    ("a Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}")),
+    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b")),
+)
+_KEYLIKE_ASSIGNMENT = re.compile(
+    r"(?i)[\w.\-]*(?:api[_\-]?key|secret|token|passw(?:or)?d|credential|auth[_\-]?key|access[_\-]?key)[\w.\-]*"
+    r"['\"]?\s*[:=]\s*['\"]?([A-Za-z0-9+/_=\-]{16,})"
+)
+
+
+def _looks_random(value: str) -> bool:
+    """A token, not an identifier: long, with digits and letters, and many distinct characters."""
+    core = value.strip("=")
+    if len(core) < 16:
+        return False
+    has_digit = any(c.isdigit() for c in core)
+    has_alpha = any(c.isalpha() for c in core)
+    if re.fullmatch(r"[0-9a-fA-F]{32,}", core):
+        return True
+    return has_digit and has_alpha and len(set(core)) >= 10
+
+
+def find_secret(text: str) -> str | None:
+    """What kind of credential `text` seems to hold (None if none)."""
+    for what, pattern in _SECRET_PATTERNS:
+        if pattern.search(text):
+            return what
+    for match in _KEYLIKE_ASSIGNMENT.finditer(text):
+        if _looks_random(match.group(1)):
+            return "a long token after a key-like name"
+    return None
+
+
+# -- grading secrets ----------------------------------------------------------------------
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def leak_lines(test_patch: str, min_chars: int) -> list[str]:
+    """The gold test patch's added lines specific enough to count as its content."""
+    out: dict[str, None] = {}
+    for line in test_patch.splitlines():
+        if not line.startswith("+") or line.startswith("+++"):
+            continue
+        body = _normalise(line[1:])
+        if len(body) < min_chars:
+            continue
+        if body.startswith(("import ", "from ", "#")) or body.strip("\"'`()[]{}:,. ") == "":
+            continue
+        out[body] = None
+    return list(out)
+
+
+_DJANGO_NAME = re.compile(r"^(\w+) \(([\w.]+)\)")
+
+
+def test_name_forms(name: str) -> list[str]:
+    """The full test id and its leaf name (`a.py::C::test_x[p]` -> `test_x`)."""
+    name = name.strip()
+    forms = [name]
+    m = _DJANGO_NAME.match(name)
+    leaf = m.group(1) if m else name.split("::")[-1].split("[")[0].split(".")[-1].split(" ")[0]
+    if leaf and leaf != name:
+        forms.append(leaf)
+    return forms
+
+
+class Checker:
+    """Governance rules compiled once for a task's grading secrets."""
+
+    def __init__(self, secrets: GradingSecrets | None, policy: GovernancePolicy = DEFAULT_POLICY) -> None:
+        self.policy = policy
+        self.leaks = leak_lines(secrets.test_patch, policy.min_leak_line_chars) if secrets else []
+        names: dict[str, None] = {}
+        if secrets:
+            for name in [*secrets.fail_to_pass, *secrets.pass_to_pass]:
+                for form in test_name_forms(name):
+                    if len(form) >= policy.min_test_name_chars:
+                        names[form] = None
+        self._names = (
+            re.compile("|".join(rf"(?<![\w.]){re.escape(n)}(?![\w])" for n in sorted(names, key=len, reverse=True)))
+            if names
+            else None
+        )
+
+    def check(self, fields: Mapping[str, str | Iterable[str] | None]) -> Violation | None:
+        """The first rule `fields` (title, body, tags, files, symbols, patch) breaks."""
+        texts = {name: _as_text(fields.get(name)) for name in CHECKED_FIELDS}
+        p = self.policy
+        if len(texts["title"]) > p.max_title_chars:
+            return Violation(
+                "oversize", "title", f"title is {len(texts['title'])} chars, over the cap of {p.max_title_chars}"
+            )
+        if len(texts["body"]) > p.max_body_chars:
+            return Violation(
+                "oversize", "body", f"body is {len(texts['body'])} chars, over the cap of {p.max_body_chars}"
+            )
+        patch_bytes = len(texts["patch"].encode())
+        if patch_bytes > p.max_patch_bytes:
+            return Violation("oversize", "patch", f"patch is {patch_bytes} bytes, over the cap of {p.max_patch_bytes}")
+        for name in CHECKED_FIELDS:
+            what = find_secret(texts[name])
+            if what:
+                return Violation("secret", name, f"{name} contains what looks like {what}")
+        if self.leaks:
+            for name in CHECKED_FIELDS:
+                flat = _normalise(texts[name])
+                if any(line in flat for line in self.leaks):
+                    return Violation("test-leak", name, f"{name} contains a line of the gold test patch")
+        if self._names is not None:
+            for name in CHECKED_FIELDS:
+                if self._names.search(texts[name]):
+                    return Violation("test-name", name, f"{name} names a FAIL_TO_PASS/PASS_TO_PASS test")
+        return None
+
+
+def _as_text(value: str | Iterable[str] | None) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return "\n".join(value)

@@ -1,0 +1,169 @@
+"""The report's figures: a(i,j) heatmaps and learning curves, as PNG files (matplotlib, Agg).
+
+Figures are drawn through the object API on an Agg canvas, never pyplot: no global figure
+state, no GUI backend chosen behind a caller's back. Titles and labels carry ledger text
+(sequence ids, versions), so mathtext is off: a `$` in a name is a dollar sign, not TeX.
+Same data, same matplotlib: same bytes (no timestamp is written into the PNG).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PatchCollection
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
+
+from ._data import CellState, Matrix, MatrixRow, SequenceReport, running_mean
+
+COLOURS: dict[CellState, str] = {
+    "resolved": "#2c7fb8",  # blue / orange rather than green / red: legible to most colour-blind readers
+    "unresolved": "#f4a261",
+    "missing": "#d9d9d9",
+    "n/a": "#ffffff",
+}
+MARKS: dict[CellState, str] = {"resolved": "1", "unresolved": "0", "missing": "?", "n/a": ""}
+VERSION_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#ff7f0e")
+_RC = {
+    "text.parse_math": False,
+    "font.size": 9,
+}
+_PNG_METADATA = {"Software": None}
+_ANNOTATE_UP_TO = 30  # tasks; past that the 0/1 marks are too small to read
+
+
+def version_colour(index: int) -> str:
+    return VERSION_COLOURS[index % len(VERSION_COLOURS)]
+
+
+def _save(fig: Figure, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    FigureCanvasAgg(fig)
+    with warnings.catch_warnings():
+        # A glyph the bundled font lacks (a CJK sequence name) is drawn as a box; say nothing.
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font")
+        fig.savefig(path, format="png", dpi=100, metadata=_PNG_METADATA)
+
+
+def _ticks(n: int) -> list[int]:
+    step = max(1, math.ceil(n / 25))
+    return [k for k in range(1, n + 1) if k == 1 or k % step == 0 or k == n]
+
+
+def matrix_png(matrix: Matrix, title: str, path: Path) -> None:
+    """The a(i,j) grid (rows 1..N) and, below a gap, the baseline row b(j)."""
+    n = len(matrix.orders)
+    rows: list[tuple[float, MatrixRow]] = [(float(i), row) for i, row in enumerate(matrix.rows)]
+    if matrix.baseline is not None:
+        rows.append((n + 0.5, matrix.baseline))
+    height_units = (n + 1.5) if matrix.baseline is not None else max(n, 1)
+    side = min(12.0, 2.2 + 0.32 * max(n, 1))
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(side + 1.4, min(14.0, 2.3 + 0.32 * height_units)), layout="constrained")
+        ax = fig.add_subplot()
+        ax.set_aspect("equal")
+        annotate = n <= _ANNOTATE_UP_TO
+        plain: list[Rectangle] = []
+        plain_colours: list[str] = []
+        hatched: list[Rectangle] = []
+        for y, row in rows:
+            for x, cell in enumerate(row.cells):
+                if cell.state == "missing":
+                    hatched.append(Rectangle((x, y), 1, 1))
+                else:
+                    plain.append(Rectangle((x, y), 1, 1))
+                    plain_colours.append(COLOURS[cell.state])
+                if annotate and cell.state != "n/a":
+                    colour = "white" if cell.state == "resolved" else "#222222"
+                    ax.text(x + 0.5, y + 0.5, MARKS[cell.state], ha="center", va="center", color=colour, fontsize=8)
+        # Two collections rather than a patch per cell: a 50-task grid is 2,600 cells.
+        ax.add_collection(PatchCollection(plain, facecolors=plain_colours, edgecolors="#bbbbbb", linewidths=0.5))
+        if hatched:
+            ax.add_collection(
+                PatchCollection(hatched, facecolors=COLOURS["missing"], edgecolors="#555555", linewidths=0.5, hatch="///")
+            )
+        ax.set_xlim(0, max(n, 1))
+        ax.set_ylim(rows[-1][0] + 1 if rows else 1, 0)
+        ticks = _ticks(n)
+        ax.set_xticks([k - 0.5 for k in ticks], [f"t{k}" for k in ticks])
+        ax.xaxis.tick_top()
+        shown = {str(k) for k in ticks}
+        yticks = [(y + 0.5, f"a({row.label},·)") for y, row in rows[:n] if row.label in shown]
+        if matrix.baseline is not None:
+            yticks.append((rows[-1][0] + 0.5, "b(·) baseline"))
+        ax.set_yticks([y for y, _ in yticks], [label for _, label in yticks])
+        ax.set_xlabel("task j (order in the sequence)")
+        ax.set_ylabel("memory as of task i")
+        ax.tick_params(length=0)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        ax.set_title(title, fontsize=10)
+        legend = [
+            Patch(facecolor=COLOURS["resolved"], edgecolor="#bbbbbb", label="1 resolved"),
+            Patch(facecolor=COLOURS["unresolved"], edgecolor="#bbbbbb", label="0 not resolved"),
+            Patch(facecolor=COLOURS["missing"], edgecolor="#555555", hatch="///", label="? missing (no valid verdict)"),
+            Patch(facecolor=COLOURS["n/a"], edgecolor="#bbbbbb", label="not evaluated"),
+        ]
+        fig.legend(handles=legend, loc="outside lower center", ncols=2, frameon=False, fontsize=8)
+        _save(fig, path)
+
+
+def _nan(values: Sequence[float | None]) -> list[float]:
+    return [math.nan if v is None else v for v in values]
+
+
+def curves_png(sequence_id: str, series: Sequence[tuple[str, str, SequenceReport]], path: Path) -> None:
+    """Cumulative resolve rate over task order, one colour per run version.
+
+    `series`: (version, colour, its report of this sequence). Solid: the initial pass (the
+    running mean of a(k,k)); dashed: the final re-test a(N,j); dotted: the memory-off
+    baseline b(j). Missing initial verdicts are marked under the axis, never drawn as 0.
+    """
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(8.0, 4.2), layout="constrained")
+        ax = fig.add_subplot()
+        n_max = 1
+        handles: list[Line2D] = []
+        for version, colour, report in series:
+            inputs = report.inputs
+            if inputs is None:
+                continue
+            n = inputs.n_tasks
+            n_max = max(n_max, n)
+            xs = list(range(1, n + 1))
+            (line,) = ax.plot(xs, _nan(running_mean(inputs.initial)), color=colour, marker="o", markersize=3,
+                              linewidth=1.6, label=f"{version} initial a(k,k)")
+            handles.append(line)
+            if inputs.final is not None:
+                (line,) = ax.plot(xs, _nan(running_mean(inputs.final)), color=colour, linestyle="--",
+                                  linewidth=1.2, label=f"{version} final a(N,j)")
+                handles.append(line)
+            if inputs.baseline is not None:
+                (line,) = ax.plot(xs, _nan(running_mean(inputs.baseline)), color=colour, linestyle=":",
+                                  linewidth=1.2, label=f"{version} baseline b(j)")
+                handles.append(line)
+            missing = [x for x, v in zip(xs, inputs.initial, strict=True) if v is None]
+            if missing:
+                (line,) = ax.plot(missing, [-0.06] * len(missing), linestyle="none", marker="x", color=colour,
+                                  markersize=6, label=f"{version}: missing initial verdict")
+                handles.append(line)
+        ax.set_xlim(0.5, n_max + 0.5)
+        ax.set_ylim(-0.1, 1.05)
+        ticks = _ticks(n_max)
+        ax.set_xticks(ticks, [str(k) for k in ticks])
+        ax.set_xlabel("task order k")
+        ax.set_ylabel("cumulative resolve rate")
+        ax.axhline(0, color="#cccccc", linewidth=0.6)
+        ax.grid(axis="y", color="#eeeeee", linewidth=0.6)
+        ax.set_title(f"learning curves: {sequence_id}", fontsize=10)
+        if handles:
+            fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize=7)
+        else:
+            ax.text(0.5, 0.5, "no tasks to plot", transform=ax.transAxes, ha="center", va="center")
+        _save(fig, path)

@@ -1,0 +1,47 @@
+"""The main job: run stages of the stage matrix over sequences, resumably.
+
+Names resolve lazily so that `swecl --help` and the other commands do not pay for
+importing agents, graders and the memory substrate.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "run_demo_suite": "_demo_suite",
+    "RunOptions": "_options",
+    "RunReport": "_orchestrate",
+    "execute": "_orchestrate",
+    "resume_run": "_orchestrate",
+    "start_run": "_orchestrate",
+    "JsonReporter": "_progress",
+    "QuietReporter": "_progress",
+    "Reporter": "_progress",
+    "RichReporter": "_progress",
+    "make_reporter": "_progress",
+    "DEMO_SUITE": "_stages",
+    "PASSES": "_stages",
+    "STAGES": "_stages",
+    "Stage": "_stages",
+    "get_stage": "_stages",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from ._demo_suite import run_demo_suite
+    from ._options import RunOptions
+    from ._orchestrate import RunReport, execute, resume_run, start_run
+    from ._progress import JsonReporter, QuietReporter, Reporter, RichReporter, make_reporter
+    from ._stages import DEMO_SUITE, PASSES, STAGES, Stage, get_stage
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'commands.run' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,98 @@
+"""What a run was asked to do: validated options, recorded in `run.started.config`.
+
+Everything a resumed run needs to carry on exactly as it started is here, so
+`swecl run --resume V` reads it back from the ledger instead of asking again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ledger import SweclError
+
+from ._stages import get_stage, parse_passes
+
+
+class RunOptions(msgspec.Struct, kw_only=True):
+    stage: str
+    dataset: str | None = None  # None: the built-in demo benchmark
+    rows: str | None = None
+    sequences: list[str] = msgspec.field(default_factory=list)  # empty: every sequence
+    instances: list[str] = msgspec.field(default_factory=list)  # empty: every task
+    agent: str = "demo"
+    model: str | None = None
+    grader: str = "swebench"
+    version: str | None = None
+    source_memory: str | None = None
+    passes: list[str] = msgspec.field(default_factory=list)  # empty: the stage's default
+    retest_every: int | None = None
+    jobs: int = 1
+    max_turns: int | None = 50
+    agent_timeout_s: float = 1800.0
+    test_timeout_s: float = 1800.0
+    code_mode: str = "agentic"
+    predictions: list[str] = msgspec.field(default_factory=list)  # [PASS=]FILE
+    command: str | None = None  # the command agent's template
+    repo_sources: dict[str, str] = msgspec.field(default_factory=dict)
+    cache_dir: str | None = None
+    python_paths: dict[str, str] = msgspec.field(default_factory=dict)
+
+    def validate(self) -> None:
+        stage = get_stage(self.stage)
+        parse_passes(",".join(self.passes) if self.passes else None, stage)
+        if self.retest_every is not None and self.retest_every < 1:
+            raise SweclError(f"--retest-every {self.retest_every}: give a positive number of tasks")
+        if self.retest_every is not None and not stage.memory_on:
+            raise SweclError(f"--retest-every needs memory: stage {self.stage!r} runs without it")
+        if self.jobs < 1:
+            raise SweclError(f"--jobs {self.jobs}: give at least 1")
+        if self.code_mode not in ("agentic", "blind"):
+            raise SweclError(f"--code-mode {self.code_mode!r}: agentic or blind")
+        if stage.seeds is False and self.source_memory:
+            raise SweclError(f"--source-memory is for the seeded stages (plugin-accum, plugin-dreamed), not {self.stage!r}")
+        if self.version is not None:
+            _check_slug(self.version)
+            if self.source_memory == self.version:
+                raise SweclError(
+                    f"run version {self.version!r} cannot be seeded from itself: a run writes to a different "
+                    "version than its source"
+                )
+
+    @property
+    def pass_list(self) -> tuple[str, ...]:
+        return parse_passes(",".join(self.passes) if self.passes else None, get_stage(self.stage))
+
+    def to_config(self) -> dict[str, Any]:
+        """The options as recorded in run.started (paths made absolute, so a resume
+        from another directory finds the same files)."""
+        raw = msgspec.to_builtins(self)
+        for key in ("dataset", "rows", "cache_dir"):
+            value = raw.get(key)
+            if value and not str(value).startswith("hf:") and Path(value).exists():
+                raw[key] = str(Path(value).resolve())
+        raw["predictions"] = [_absolute_prediction(p) for p in self.predictions]
+        return raw
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> RunOptions:
+        known = {f for f in cls.__struct_fields__}
+        return msgspec.convert({k: v for k, v in config.items() if k in known}, cls)
+
+
+def _absolute_prediction(spec: str) -> str:
+    label, sep, path = spec.rpartition("=")
+    target = path if sep else spec
+    resolved = str(Path(target).resolve()) if Path(target).exists() else target
+    return f"{label}={resolved}" if sep else resolved
+
+
+def _check_slug(slug: str) -> None:
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", slug):
+        raise SweclError(
+            f"--version {slug!r}: use letters, digits, '.', '_' or '-' (at most 64, not starting with a symbol)"
+        )

@@ -1,0 +1,353 @@
+"""Run a stage over sequences: claim a version, seed, dream, run the passes, finish.
+
+The write side of the main job. Every decision is an event; the state of a run (what
+is done, what memory holds) is always read back from the ledger, which is what makes
+`--resume` exact and `--jobs` safe (each sequence has its own stream and one writer).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import multiprocessing as mp
+import os
+import re
+from collections.abc import Iterator
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from agents import Agent, Budget, get_agent
+from commands.inputs import Benchmark, Sequence, find_sequence, load_benchmark, load_predictions
+from commands.memory import dream, seed_memory
+from projections.memory import materialise_version
+from graders import RepoCache, default_cache_dir, get_grader
+from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, event_id_for
+from ledger.events import RunFinished, RunResumed, RunStarted, TaskRef
+
+from .._provenance import provenance
+from .._queries import RUN_LOCK, get_run
+from .._results import Results
+from ._options import RunOptions
+from ._progress import QueueDrain, QueueReporter, Reporter
+from ._sequence import run_sequence
+from ._stages import Stage, get_stage
+from ._task import AgentUnavailable, SequenceContext
+
+
+@dataclass(frozen=True)
+class RunReport:
+    version: str
+    stage: str
+    status: str
+    error: str | None = None
+
+
+# -- inputs ------------------------------------------------------------------------------
+
+
+def cache_dir_of(opts: RunOptions) -> Path:
+    return Path(opts.cache_dir) if opts.cache_dir else default_cache_dir()
+
+
+def open_benchmark(opts: RunOptions) -> Benchmark:
+    if opts.dataset is None:
+        if opts.rows is not None:
+            raise SweclError("--rows completes a manifest given with --dataset; the built-in demo needs no rows")
+        from commands.inputs.demo import demo_benchmark, repos_dir_in
+
+        benchmark = demo_benchmark(repos_dir_in(cache_dir_of(opts)) if opts.cache_dir else None)
+    else:
+        benchmark = load_benchmark(opts.dataset, opts.rows)
+    if opts.repo_sources:
+        benchmark = _with_sources(benchmark, opts.repo_sources)
+    return benchmark
+
+
+def _with_sources(benchmark: Benchmark, sources: dict[str, str]) -> Benchmark:
+    from dataclasses import replace
+
+    return replace(benchmark, repo_sources={**benchmark.repo_sources, **sources})
+
+
+def select_sequences(benchmark: Benchmark, opts: RunOptions) -> list[Sequence]:
+    chosen = [find_sequence(benchmark, key) for key in opts.sequences] if opts.sequences else list(benchmark.sequences)
+    if opts.instances:
+        from dataclasses import replace
+
+        wanted = set(opts.instances)
+        found = {t.instance_id for s in chosen for t in s.tasks} & wanted
+        if missing := sorted(wanted - found):
+            raise SweclError(f"--instance {missing[0]}: no such task in the chosen sequences")
+        chosen = [replace(s, tasks=tuple(t for t in s.tasks if t.instance_id in wanted)) for s in chosen]
+        chosen = [s for s in chosen if s.tasks]
+    for seq in chosen:
+        seq.require_runnable()
+    if not chosen:
+        raise SweclError("no sequences to run")
+    return chosen
+
+
+def build_agent(opts: RunOptions, benchmark: Benchmark) -> Agent:
+    name = opts.agent
+    if name == "demo":
+        if opts.dataset is not None:
+            raise SweclError("the demo agent only knows the built-in demo benchmark; pick another --agent for --dataset")
+        from commands.inputs.demo import DEMO_ATTEMPTS
+
+        return get_agent("demo", attempts=DEMO_ATTEMPTS)
+    if name == "oracle":
+        return get_agent("oracle", gold={t.instance_id: t.patch or "" for t in benchmark.tasks()})
+    if name == "predictions":
+        if not opts.predictions:
+            raise SweclError("--agent predictions needs --predictions FILE (or PASS=FILE, repeatable)")
+        return get_agent("predictions", predictions=_predictions(opts.predictions))
+    if name == "command":
+        if not opts.command:
+            raise SweclError("--agent command needs --command 'TEMPLATE with {workdir} {issue_file} {model}'")
+        return get_agent("command", template=opts.command)
+    return get_agent(name)
+
+
+def _predictions(specs: list[str]) -> dict[str, dict[str, str]] | dict[str, str]:
+    by_label: dict[str, dict[str, str]] = {}
+    for spec in specs:
+        label, sep, path = spec.partition("=")
+        if not sep or not re.fullmatch(r"[a-z][a-z0-9-]*", label):
+            label, path = "*", spec
+        loaded = load_predictions(path)
+        by_label[label] = {iid: p.model_patch for iid, p in loaded.items()}
+    if set(by_label) == {"*"}:
+        return by_label["*"]
+    return by_label
+
+
+# -- claiming a version ------------------------------------------------------------------
+
+
+def _next_version(ledger: Ledger) -> str:
+    numbers = [int(s.split("/")[1]) for s in ledger.streams("run") if s.count("/") == 1 and s.split("/")[1].isdigit()]
+    return str(max(numbers, default=0) + 1)
+
+
+def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequences: list[Sequence]) -> str:
+    """Append run.started at version 0 of `run/{version}`: the claim. A taken explicit
+    version is refused; an automatic one moves on to the next free number."""
+    stage = get_stage(opts.stage)
+    for _ in range(1000):
+        version = opts.version or _next_version(ledger)
+        event = RunStarted(
+            version=version,
+            benchmark=opts.dataset or "demo",
+            dataset_hash=benchmark.content_hash,
+            sequences=[s.id for s in sequences],
+            stage=stage.name,
+            memory_mode=stage.memory_mode,
+            agent=opts.agent,
+            model=opts.model,
+            code_mode=opts.code_mode,
+            grader=opts.grader,
+            passes=list(opts.pass_list),
+            retest_every=opts.retest_every,
+            source_memory=opts.source_memory,
+            tasks={
+                s.id: [TaskRef(t.instance_id, t.order, t.repo, t.difficulty) for t in s.tasks] for s in sequences
+            },
+            config=opts.to_config(),
+            provenance=provenance(dataset=benchmark.source, dataset_hash=benchmark.content_hash),
+        )
+        try:
+            ledger.append(f"run/{version}", [event], expected_version=-1, durable=True)
+            return version
+        except ConcurrencyConflict:
+            if opts.version:
+                raise SweclError(
+                    f"run version {version!r} already exists in {ledger.path}: pick another --version, "
+                    f"or continue it with `swecl run --resume {version}`"
+                ) from None
+    raise SweclError("could not find a free run version")
+
+
+def prepare_memory(ledger: Ledger, version: str, stage: Stage, opts: RunOptions, benchmark: Benchmark,
+                   sequences: list[Sequence], reporter: Reporter) -> None:
+    """Copy-seeding and the pre-eval dream, as events on the run's header stream."""
+    if stage.seeds:
+        result = seed_memory(
+            ledger, version, opts.source_memory, dataset_hash=benchmark.content_hash,
+            sequences=[s.id for s in sequences],
+        )
+        for line in result.lines():
+            reporter.note(line)
+    if stage.dreams_before_eval:
+        report = dream(ledger, version, reason="pre-eval")
+        for line in report.lines():
+            reporter.note(line)
+
+
+# -- running -----------------------------------------------------------------------------
+
+
+@contextmanager
+def run_lock(results: Results, version: str) -> Iterator[None]:
+    """Held while a process works on the run: `swecl runs` tells running from interrupted."""
+    path = results.version_dir(version) / RUN_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SweclError(f"run {version} is being run by another process right now") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def start_run(results: Results, opts: RunOptions, reporter: Reporter) -> RunReport:
+    opts.validate()
+    stage = get_stage(opts.stage)
+    benchmark = open_benchmark(opts)
+    sequences = select_sequences(benchmark, opts)
+    agent = build_agent(opts, benchmark)  # fail early on agent options, before claiming
+    del agent
+    with results.open_ledger(create=True) as ledger:
+        version = claim_version(ledger, opts, benchmark, sequences)
+        reporter.run_started(version, stage.name, {s.id: len(s.tasks) for s in sequences}, opts.pass_list)
+        try:
+            prepare_memory(ledger, version, stage, opts, benchmark, sequences, reporter)
+        except SweclError as exc:
+            ledger.append(f"run/{version}", [RunFinished(status="failed", error=str(exc))], durable=True)
+            raise
+    return execute(results, version, opts, reporter)
+
+
+def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int | None = None) -> RunReport:
+    with results.open_ledger() as ledger:
+        run = get_run(ledger, results.projector(ledger), version)
+        started = next(ledger.read_stream(f"run/{version}"))
+        opts = RunOptions.from_config(started.event.config)
+        if jobs is not None:
+            opts.jobs = jobs
+        benchmark = open_benchmark(opts)
+        if benchmark.content_hash != started.event.dataset_hash:
+            raise SweclError(
+                f"run {version} was made on a dataset with hash {started.event.dataset_hash[:12]}; "
+                f"{opts.dataset or 'the demo'} now hashes to {benchmark.content_hash[:12]}: it changed, so the run cannot continue"
+            )
+        attempt = run.resumed + 2
+        ledger.append(
+            f"run/{version}",
+            [NewEvent(RunResumed(attempt=attempt, provenance=provenance()), event_id_for(version, "resumed", attempt))],
+            durable=True,
+        )
+        reporter.run_started(version, opts.stage, {s: len(started.event.tasks.get(s, [])) for s in run.sequences},
+                             opts.pass_list)
+    return execute(results, version, opts, reporter, sequence_ids=run.sequences)
+
+
+def execute(results: Results, version: str, opts: RunOptions, reporter: Reporter,
+            sequence_ids: list[str] | None = None) -> RunReport:
+    stage = get_stage(opts.stage)
+    with run_lock(results, version):
+        if sequence_ids is None:
+            with results.open_ledger() as ledger:
+                sequence_ids = list(next(ledger.read_stream(f"run/{version}")).event.sequences)
+        error: str | None = None
+        status = "finished"
+        try:
+            if opts.jobs > 1 and len(sequence_ids) > 1:
+                _run_parallel(results, version, opts, sequence_ids, reporter)
+            else:
+                for sequence_id in sequence_ids:
+                    run_one_sequence(str(results.root), version, opts, sequence_id, reporter)
+        except AgentUnavailable as exc:
+            status, error = "failed", str(exc)
+        except KeyboardInterrupt:
+            _finish(results, version, "interrupted", "interrupted by the user")
+            raise
+        except SweclError as exc:
+            status, error = "failed", str(exc)
+        _finish(results, version, status, error)
+        if stage.plugin:
+            with results.open_ledger() as ledger:
+                materialise_version(ledger, version, results.version_dir(version))
+        reporter.run_finished(version, status)
+    if error is not None:
+        raise SweclError(f"run {version} stopped: {error}")
+    return RunReport(version=version, stage=stage.name, status=status, error=error)
+
+
+def _finish(results: Results, version: str, status: str, error: str | None) -> None:
+    with results.open_ledger() as ledger:
+        ledger.append(f"run/{version}", [RunFinished(status=status, error=error)], durable=True)
+
+
+def run_one_sequence(results_root: str, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter) -> None:
+    """One sequence's passes in this process (the unit of --jobs parallelism)."""
+    results = Results(Path(results_root))
+    stage = get_stage(opts.stage)
+    benchmark = open_benchmark(opts)
+    sequence = find_sequence(benchmark, sequence_id)
+    if opts.instances:
+        from dataclasses import replace
+
+        sequence = replace(sequence, tasks=tuple(t for t in sequence.tasks if t.instance_id in set(opts.instances)))
+    cache = cache_dir_of(opts)
+    lock_file = results.version_dir(version) / f".{re.sub(r'[^A-Za-z0-9_.-]', '_', sequence_id)}.lock"
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with lock_file.open("a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SweclError(f"sequence {sequence_id} of run {version} is being run by another process") from None
+        with results.open_ledger() as ledger:
+            ctx = SequenceContext(
+                ledger=ledger,
+                version=version,
+                stage=stage,
+                sequence=sequence,
+                agent=build_agent(opts, benchmark),
+                agent_name=opts.agent,
+                grader=get_grader(
+                    opts.grader, cache_dir=cache, repo_sources=benchmark.repo_sources, timeout_s=opts.test_timeout_s,
+                    python=opts.python_paths or None,
+                ),
+                grader_name=opts.grader,
+                repos=RepoCache(cache, benchmark.repo_sources),
+                reporter=reporter,
+                model=opts.model,
+                code_mode=opts.code_mode,
+                budget=Budget(max_turns=opts.max_turns, timeout_s=opts.agent_timeout_s),
+                builtin_dir=results.version_dir(version) / "_builtin" / sequence_id if stage.memory_mode == "builtin" else None,
+            )
+            run_sequence(ctx, opts.pass_list, opts.retest_every)
+
+
+def _worker(results_root: str, version: str, opts_raw: dict, sequence_id: str, queue: object) -> None:
+    run_one_sequence(results_root, version, RunOptions.from_config(opts_raw), sequence_id, QueueReporter(queue))
+
+
+def _run_parallel(results: Results, version: str, opts: RunOptions, sequence_ids: list[str], reporter: Reporter) -> None:
+    ctx = mp.get_context("spawn")
+    manager = ctx.Manager()
+    queue = manager.Queue()
+    drain = QueueDrain(queue, reporter)
+    drain.start()
+    raw = opts.to_config()
+    try:
+        with ProcessPoolExecutor(max_workers=min(opts.jobs, len(sequence_ids)), mp_context=ctx) as pool:
+            futures = [pool.submit(_worker, str(results.root), version, raw, sid, queue) for sid in sequence_ids]
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            for fut in futures:
+                exc = fut.exception()
+                if exc is not None:
+                    for other in futures:
+                        other.cancel()
+                    raise exc
+    finally:
+        drain.stop()
+        manager.shutdown()
+
+
+def worker_count() -> int:
+    return os.cpu_count() or 1

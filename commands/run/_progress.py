@@ -1,0 +1,238 @@
+"""Progress of a run: rich bars for people, JSON lines for machines, nothing with --quiet.
+
+Workers (one process per sequence with --jobs) send plain tuples through a queue; only
+the parent process draws, so bars never interleave.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass
+class TaskProgress:
+    version: str
+    sequence_id: str
+    pass_: str
+    order: int
+    total: int
+    instance_id: str
+    status: str | None = None
+    resolved: bool | None = None
+    resolved_so_far: int = 0
+    done_so_far: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.resolved_so_far / self.done_so_far if self.done_so_far else 0.0
+
+
+class Reporter(Protocol):
+    def run_started(self, version: str, stage: str, plan: dict[str, int], passes: tuple[str, ...]) -> None: ...
+    def task_started(self, p: TaskProgress) -> None: ...
+    def task_finished(self, p: TaskProgress) -> None: ...
+    def note(self, text: str) -> None: ...
+    def run_finished(self, version: str, status: str) -> None: ...
+    def close(self) -> None: ...
+
+
+class QuietReporter:
+    def run_started(self, version: str, stage: str, plan: dict[str, int], passes: tuple[str, ...]) -> None:
+        pass
+
+    def task_started(self, p: TaskProgress) -> None:
+        pass
+
+    def task_finished(self, p: TaskProgress) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+    def run_finished(self, version: str, status: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class JsonReporter:
+    """One JSON object per line on stdout: run_started, task_finished, note, run_finished."""
+
+    def __init__(self, out: Any = None) -> None:
+        self.out = out or sys.stdout
+
+    def _emit(self, obj: dict[str, Any]) -> None:
+        self.out.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self.out.flush()
+
+    def run_started(self, version: str, stage: str, plan: dict[str, int], passes: tuple[str, ...]) -> None:
+        self._emit({"event": "run_started", "version": version, "stage": stage, "sequences": plan, "passes": list(passes)})
+
+    def task_started(self, p: TaskProgress) -> None:
+        pass
+
+    def task_finished(self, p: TaskProgress) -> None:
+        self._emit(
+            {
+                "event": "task_finished",
+                "version": p.version,
+                "sequence": p.sequence_id,
+                "pass": p.pass_,
+                "order": p.order,
+                "total": p.total,
+                "instance_id": p.instance_id,
+                "status": p.status,
+                "resolved": p.resolved,
+                "resolve_rate": round(p.rate, 4),
+            }
+        )
+
+    def note(self, text: str) -> None:
+        self._emit({"event": "note", "text": text})
+
+    def run_finished(self, version: str, status: str) -> None:
+        self._emit({"event": "run_finished", "version": version, "status": status})
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class _Bar:
+    task_id: Any
+    total: int
+    done: int = 0
+    resolved: int = 0
+
+
+class RichReporter:
+    """A bar per (version, sequence, pass) with the running resolve rate."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.console = Console(stderr=True)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TextColumn("{task.fields[last]}", style="dim"),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self.bars: dict[tuple[str, str, str], _Bar] = {}
+        self.progress.start()
+
+    def run_started(self, version: str, stage: str, plan: dict[str, int], passes: tuple[str, ...]) -> None:
+        self.console.print(f"[bold]run {version}[/bold] ({stage}): {', '.join(plan)}; passes {', '.join(passes)}")
+
+    def _bar(self, p: TaskProgress) -> _Bar:
+        key = (p.version, p.sequence_id, p.pass_)
+        bar = self.bars.get(key)
+        if bar is None:
+            tid = self.progress.add_task(
+                f"v{p.version} {p.sequence_id} [cyan]{p.pass_}[/cyan]", total=p.total, rate="", last=""
+            )
+            bar = self.bars[key] = _Bar(tid, p.total)
+        return bar
+
+    def task_started(self, p: TaskProgress) -> None:
+        bar = self._bar(p)
+        self.progress.update(bar.task_id, last=f"{p.order}: {p.instance_id}")
+
+    def task_finished(self, p: TaskProgress) -> None:
+        bar = self._bar(p)
+        bar.done = p.done_so_far
+        bar.resolved = p.resolved_so_far
+        mark = {True: "[green]resolved[/green]", False: "[red]" + (p.status or "unresolved") + "[/red]"}.get(
+            p.resolved, f"[yellow]{p.status}[/yellow]"
+        )
+        self.progress.update(
+            bar.task_id,
+            completed=bar.done,
+            rate=f"resolved {bar.resolved}/{bar.done} ({p.rate:.0%})",
+            last=f"{p.order}: {p.instance_id} {mark}",
+        )
+
+    def note(self, text: str) -> None:
+        self.console.print(text)
+
+    def run_finished(self, version: str, status: str) -> None:
+        self.console.print(f"run {version}: {status}")
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+def make_reporter(*, quiet: bool, as_json: bool) -> Reporter:
+    if as_json:
+        return JsonReporter()
+    if quiet:
+        return QuietReporter()
+    return RichReporter()
+
+
+@dataclass
+class QueueDrain:
+    """Forward progress messages from worker processes to the parent's reporter."""
+
+    queue: Any
+    reporter: Reporter
+    _thread: threading.Thread | None = None
+    handlers: dict[str, Callable[..., None]] = field(default_factory=dict)
+
+    def start(self) -> None:
+        self.handlers = {
+            "task_started": lambda p: self.reporter.task_started(TaskProgress(**p)),
+            "task_finished": lambda p: self.reporter.task_finished(TaskProgress(**p)),
+            "note": self.reporter.note,
+        }
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            kind, payload = item
+            self.handlers[kind](payload)
+
+    def stop(self) -> None:
+        self.queue.put(None)
+        if self._thread is not None:
+            self._thread.join(10)
+
+
+class QueueReporter:
+    """The worker side: a Reporter that only enqueues."""
+
+    def __init__(self, queue: Any) -> None:
+        self.queue = queue
+
+    def run_started(self, version: str, stage: str, plan: dict[str, int], passes: tuple[str, ...]) -> None:
+        pass
+
+    def task_started(self, p: TaskProgress) -> None:
+        self.queue.put(("task_started", p.__dict__.copy()))
+
+    def task_finished(self, p: TaskProgress) -> None:
+        self.queue.put(("task_finished", p.__dict__.copy()))
+
+    def note(self, text: str) -> None:
+        self.queue.put(("note", text))
+
+    def run_finished(self, version: str, status: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,321 @@
+"""One attempt at one task of one pass: the events, in the order DESIGN section 1 gives.
+
+task.started -> (the agent recalls: memory.recalled) -> agent.finished -> grade.finished
+-> task.finished together with what the daydream decided to remember, in one durable
+batch: a task is either finished with its memories or not finished at all, so a crash
+never leaves a finished task whose lessons are lost, nor lessons of an abandoned attempt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agents import Agent, AgentInput, AgentResult, Budget, RecallService
+from commands.inputs import Sequence, Task
+from commands.memory import GradingSecrets, TaskView, plan_daydream
+from graders import EnvSpec, Grader, GradeRequest, RepoCache, apply_check
+from ledger import Event, Ledger, NewEvent, SweclError, event_id_for
+from ledger.events import GradeFinished, MemorySuperseded, MemoryWritten, TaskAbandoned, TaskFinished, TaskStarted
+
+from ._progress import Reporter, TaskProgress
+from ._stages import Stage
+
+# Agent exits that say the agent could not work at all (no key): the run stops so the
+# user can fix it, and the attempt is abandoned, to be redone on resume. Every other exit
+# (max turns, timeout, a crash of the agent) is graded on whatever patch it left: that
+# is the agent's result, good or bad.
+STOPPING_EXITS = frozenset({"auth_failed"})
+
+
+class AgentUnavailable(SweclError):
+    """The agent cannot run here (e.g. not logged in); the run stops, resumable."""
+
+
+class BlobCollector:
+    """Collects blobs for the batch that refers to them: one transaction for both."""
+
+    def __init__(self) -> None:
+        self.blobs: list[bytes] = []
+
+    def __call__(self, data: bytes | str) -> str:
+        raw = data.encode() if isinstance(data, str) else data
+        self.blobs.append(raw)
+        return hashlib.sha256(raw).hexdigest()
+
+
+@dataclass
+class SequenceContext:
+    """What every task of one sequence in one run shares."""
+
+    ledger: Ledger
+    version: str
+    stage: Stage
+    sequence: Sequence
+    agent: Agent
+    agent_name: str
+    grader: Grader
+    grader_name: str
+    repos: RepoCache
+    reporter: Reporter
+    model: str | None
+    code_mode: str
+    budget: Budget
+    builtin_dir: Path | None = None
+    progress: dict[str, tuple[int, int]] = field(default_factory=dict)  # pass -> (done, resolved)
+    builtin_seen: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (item id, sha256)
+
+    @property
+    def stream(self) -> str:
+        return f"run/{self.version}/{self.sequence.id}"
+
+    def append(self, events: list[Event | NewEvent], *, blobs: list[bytes] = (), durable: bool = False) -> None:  # type: ignore[assignment]
+        self.ledger.append(self.stream, events, blobs=blobs, durable=durable)
+
+    def ids(self, task: Task, pass_: str, attempt: int, kind: str) -> str:
+        """Deterministic event ids: a retried append of the same decision is a no-op."""
+        return event_id_for(self.version, self.sequence.id, pass_, task.order, attempt, kind)
+
+
+def environment_spec(task: Task) -> EnvSpec | None:
+    if task.environment is None:
+        return None
+    import msgspec
+
+    try:
+        return msgspec.convert(task.environment, EnvSpec)
+    except msgspec.ValidationError as exc:
+        raise SweclError(f"task {task.instance_id!r}: environment: {exc}") from None
+
+
+def abandon(ctx: SequenceContext, task: Task, pass_: str, attempt: int, reason: str) -> None:
+    ctx.append(
+        [
+            NewEvent(
+                TaskAbandoned(
+                    sequence_id=ctx.sequence.id, instance_id=task.instance_id, order=task.order, pass_=pass_,
+                    attempt=attempt, reason=reason,
+                ),
+                ctx.ids(task, pass_, attempt, "task.abandoned"),
+            )
+        ],
+        durable=True,
+    )
+
+
+def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> TaskFinished:
+    seq = ctx.sequence
+    memory_on = ctx.stage.plugin and pass_ != "baseline"
+    ctx.append(
+        [
+            NewEvent(
+                TaskStarted(
+                    sequence_id=seq.id, instance_id=task.instance_id, repo=task.repo, order=task.order,
+                    pass_=pass_, attempt=attempt, difficulty=task.difficulty,
+                ),
+                ctx.ids(task, pass_, attempt, "task.started"),
+            )
+        ]
+    )
+    done, resolved_so_far = ctx.progress.get(pass_, (0, 0))
+    total = task_count(ctx, pass_)
+    ctx.reporter.task_started(
+        TaskProgress(ctx.version, seq.id, pass_, task.order, total, task.instance_id,
+                     resolved_so_far=resolved_so_far, done_so_far=done)
+    )
+
+    result, harness_failed = _run_agent(ctx, task, pass_, attempt, memory_on)
+    collect = BlobCollector()
+    agent_event = result.to_event(
+        collect, agent=ctx.agent_name, sequence_id=seq.id, instance_id=task.instance_id, order=task.order,
+        pass_=pass_, attempt=attempt,
+    )
+    ctx.append([NewEvent(agent_event, ctx.ids(task, pass_, attempt, "agent.finished"))], blobs=collect.blobs)
+
+    if result.exit in STOPPING_EXITS:
+        abandon(ctx, task, pass_, attempt, f"agent {result.exit}")
+        raise AgentUnavailable(
+            f"the {ctx.agent_name} agent could not run ({result.exit}: {result.error or 'no detail'}); "
+            f"fix it and continue with `swecl run --resume {ctx.version}`"
+        )
+
+    if harness_failed:
+        # Our adapter broke, not the agent: no verdict, reported as missing, never a failure.
+        grade = GradeFinished(
+            sequence_id=seq.id, instance_id=task.instance_id, order=task.order, pass_=pass_, attempt=attempt,
+            grader=ctx.grader_name, status="agent_error", resolved=None, error=result.error,
+        )
+        grade_blobs: list[bytes] = []
+    else:
+        grade, grade_blobs = _grade(ctx, task, pass_, attempt, result.patch)
+    ctx.append([NewEvent(grade, ctx.ids(task, pass_, attempt, "grade.finished"))], blobs=grade_blobs)
+
+    finished = TaskFinished(
+        sequence_id=seq.id, instance_id=task.instance_id, order=task.order, pass_=pass_, attempt=attempt,
+        resolved=grade.resolved, status=grade.status,
+    )
+    batch: list[Event | NewEvent] = [NewEvent(finished, ctx.ids(task, pass_, attempt, "task.finished"))]
+    memory_blobs: list[bytes] = []
+    if memory_on and pass_ == "initial":
+        lessons, memory_blobs = plan_daydream(
+            ctx.version,
+            TaskView(
+                instance_id=task.instance_id, repo=task.repo, order=task.order, sequence_id=seq.id,
+                issue=task.problem_statement or "", pass_=pass_, attempt=attempt,
+            ),
+            patch=result.patch or None,
+            status=grade.status,
+            resolved=grade.resolved,
+            secrets=GradingSecrets(
+                test_patch=task.test_patch or "", fail_to_pass=tuple(task.fail_to_pass or ()),
+                pass_to_pass=tuple(task.pass_to_pass or ()),
+            ),
+        )
+        batch.extend(lessons)
+    if ctx.stage.memory_mode == "builtin" and pass_ == "initial" and result.memory_files:
+        batch.extend(builtin_memory_events(ctx, task, attempt, result.memory_files))
+    ctx.append(batch, blobs=memory_blobs, durable=True)
+
+    ok = 1 if grade.resolved else 0
+    ctx.progress[pass_] = (done + 1, resolved_so_far + ok)
+    ctx.reporter.task_finished(
+        TaskProgress(ctx.version, seq.id, pass_, task.order, total, task.instance_id, status=grade.status,
+                     resolved=grade.resolved, resolved_so_far=resolved_so_far + ok, done_so_far=done + 1)
+    )
+    return finished
+
+
+def builtin_memory_events(ctx: SequenceContext, task: Task, attempt: int, files: dict[str, str]) -> list[NewEvent]:
+    """The agent's native memory files after a task, as memory events: new or changed
+    files are written; a changed file supersedes its previous version. The agent reads
+    these files itself; recording them makes the builtin stage auditable like the others."""
+    events: list[NewEvent] = []
+    for path, text in sorted(files.items()):
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        previous = ctx.builtin_seen.get(path)
+        if previous is not None and previous[1] == digest:
+            continue
+        item_id = "builtin-" + hashlib.sha256(f"{ctx.version}\x1f{ctx.sequence.id}\x1f{path}\x1f{digest}".encode()).hexdigest()[:20]
+        events.append(
+            NewEvent(
+                MemoryWritten(
+                    item_id=item_id, kind="builtin-file", title=path, body=text[:20000], repo=task.repo,
+                    source_run=ctx.version, sequence_id=ctx.sequence.id, source_instance=task.instance_id,
+                    source_order=task.order, source_pass="initial", extractor="builtin", tags=[f"sha256:{digest}"],
+                ),
+                ctx.ids(task, "initial", attempt, f"builtin:{path}"),
+            )
+        )
+        if previous is not None:
+            events.append(
+                NewEvent(
+                    MemorySuperseded(item_id=previous[0], by=item_id, reason=f"{path} changed"),
+                    ctx.ids(task, "initial", attempt, f"builtin-superseded:{path}"),
+                )
+            )
+        ctx.builtin_seen[path] = (item_id, digest)
+    return events
+
+
+def task_count(ctx: SequenceContext, pass_: str) -> int:
+    if pass_.startswith("retest-"):
+        return int(pass_.split("-", 1)[1])
+    return len(ctx.sequence.tasks)
+
+
+def _run_agent(
+    ctx: SequenceContext, task: Task, pass_: str, attempt: int, memory_on: bool
+) -> tuple[AgentResult, bool]:
+    """The agent's result, and whether the harness (not the agent) failed to run it."""
+    started = time.monotonic()
+    recall = None
+    try:
+        with tempfile.TemporaryDirectory(prefix="swecl-task-") as scratch, ctx.repos.worktree(
+            task.repo, task.base_commit
+        ) as wt:
+            if memory_on:
+                recall = RecallService(
+                    ctx.ledger, ctx.version, ctx.sequence.id, pass_, task.order, task.instance_id, attempt, task.repo
+                )
+            inp = AgentInput(
+                instance_id=task.instance_id,
+                repo=task.repo,
+                issue=task.problem_statement or "",
+                hints=task.hints_text,
+                worktree=wt.path,
+                scratch_dir=Path(scratch),
+                base_commit=task.base_commit,
+                recall=recall,
+                budget=ctx.budget,
+                model=ctx.model,
+                code_mode=ctx.code_mode,  # type: ignore[arg-type]
+                prompt_style=ctx.stage.prompt_style if memory_on else "plain",  # type: ignore[arg-type]
+                stage=ctx.stage.name,
+                memory_mode=ctx.stage.memory_mode if pass_ != "baseline" else "off",
+                pass_=pass_,
+                memory_dir=ctx.builtin_dir if ctx.stage.memory_mode == "builtin" and pass_ != "baseline" else None,
+                apply_check=lambda patch, _wt=wt.path: apply_check(_wt, patch),
+            )
+            return ctx.agent.run(inp), False
+    except SweclError as exc:
+        return AgentResult(exit="error", error=str(exc), duration_s=time.monotonic() - started), True
+    except Exception as exc:  # an adapter bug must not take the run down or pass as a result
+        detail = traceback.format_exc(limit=5)
+        return AgentResult(
+            exit="error", error=f"the agent adapter raised {exc!r}", duration_s=time.monotonic() - started,
+            transcript=detail.encode(),
+        ), True
+    finally:
+        if recall is not None:
+            recall.close()
+
+
+def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: str) -> tuple[GradeFinished, list[bytes]]:
+    request = GradeRequest(
+        instance_id=task.instance_id,
+        repo=task.repo,
+        version=task.version,
+        base_commit=task.base_commit,
+        model_patch=patch,
+        test_patch=task.test_patch or "",
+        fail_to_pass=list(task.fail_to_pass or ()),
+        pass_to_pass=list(task.pass_to_pass or ()),
+        environment=environment_spec(task),
+        gold_patch=task.patch,
+    )
+    outcome = ctx.grader.grade(request)
+    collect = BlobCollector()
+    log_ref = collect(outcome.log) if outcome.log else None
+    event = GradeFinished(
+        sequence_id=ctx.sequence.id,
+        instance_id=task.instance_id,
+        order=task.order,
+        pass_=pass_,
+        attempt=attempt,
+        grader=outcome.grader or ctx.grader_name,
+        status=outcome.status,
+        resolved=outcome.resolved,
+        applied_with=outcome.applied_with,
+        test_files_reverted=list(outcome.test_files_reverted),
+        f2p=dict(outcome.f2p),
+        p2p=dict(outcome.p2p),
+        tests=dict(outcome.tests),
+        log=log_ref,
+        test_exit_code=outcome.test_exit_code,
+        test_cmd=list(outcome.test_cmd),
+        duration_s=outcome.duration_s,
+        env_key=outcome.env_key,
+        error=outcome.error,
+        similarity=outcome.similarity,
+        parser=outcome.parser,
+    )
+    return event, collect.blobs
+
+
+def describe(task: Task) -> dict[str, Any]:
+    return {"instance_id": task.instance_id, "order": task.order, "repo": task.repo}

@@ -1,0 +1,157 @@
+"""Fixtures of the agents tests: real git worktrees, inputs, the real `claude` CLI from npm."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents._protocol import AgentInput
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CLAUDE_VERSION = "2.1.197"  # the version of the shared captures and of claude_help.txt
+
+MODULE_PY = '''\
+"""A tiny module the tests fix."""
+
+
+def greet(name):
+    return "Hello, " + name.title()
+
+
+def total(values):
+    result = 0
+    for v in values:
+        result += v
+    return result
+'''
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull,
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def build_repo(path: Path) -> Path:
+    """A small real repository: a package, a test, a .gitignore; one commit."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    (path / "pkg").mkdir()
+    (path / "pkg" / "__init__.py").write_text("")
+    (path / "pkg" / "util.py").write_text(MODULE_PY)
+    (path / "tests").mkdir()
+    (path / "tests" / "test_util.py").write_text("from pkg.util import greet\n\n\ndef test_greet():\n    assert greet('ada') == 'Hello, Ada'\n")
+    (path / ".gitignore").write_text("*.log\n")
+    (path / "README.md").write_text("demo\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "base")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return build_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def make_input(tmp_path: Path, repo: Path) -> Callable[..., AgentInput]:
+    def make(**overrides: Any) -> AgentInput:
+        fields: dict[str, Any] = dict(
+            instance_id="demo__pkg-1",
+            repo="demo/pkg",
+            issue="greet() crashes on None: greet(None) raises AttributeError.",
+            worktree=repo,
+            scratch_dir=tmp_path / "scratch",
+        )
+        fields.update(overrides)
+        return AgentInput(**fields)
+
+    return make
+
+
+# A fix of greet() as a patch (what a gold patch / a prediction / a memory item holds).
+GREET_FIX = """\
+diff --git a/pkg/util.py b/pkg/util.py
+--- a/pkg/util.py
++++ b/pkg/util.py
+@@ -2,6 +2,8 @@
+ 
+ 
+ def greet(name):
++    if name is None:
++        return "Hello"
+     return "Hello, " + name.title()
+ 
+ 
+"""
+
+
+# --- the real claude CLI ---------------------------------------------------------------
+
+
+def _npm_cache_root() -> Path:
+    return Path(os.environ.get("SWECL_NPM_CACHE") or REPO_ROOT / ".dev" / "npm")
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> str:
+    """The real `claude` CLI of CLAUDE_VERSION, installed from npm once and reused.
+
+    $SWECL_CLAUDE_BIN points at an existing install instead. No npm or no registry: the
+    end-to-end tests are skipped, loudly.
+    """
+    explicit = os.environ.get("SWECL_CLAUDE_BIN")
+    if explicit:
+        return explicit
+    prefix = _npm_cache_root() / f"claude-code-{CLAUDE_VERSION}"
+    binary = prefix / "node_modules" / ".bin" / "claude"
+    if _works(binary):
+        return str(binary)
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip(f"SKIPPED LOUDLY: npm is not on PATH, so the claude CLI {CLAUDE_VERSION} cannot be installed; "
+                    "install Node.js/npm or set SWECL_CLAUDE_BIN")
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with open(prefix.parent / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers install once, the others wait
+        if not _works(binary):
+            staging = prefix.with_name(prefix.name + ".partial")
+            shutil.rmtree(staging, ignore_errors=True)
+            try:
+                done = subprocess.run(
+                    [npm, "install", "--no-audit", "--no-fund", "--fetch-retries=1", "--prefix", str(staging),
+                     f"@anthropic-ai/claude-code@{CLAUDE_VERSION}"],
+                    capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                )
+            except subprocess.TimeoutExpired:
+                pytest.skip(f"SKIPPED LOUDLY: npm install @anthropic-ai/claude-code@{CLAUDE_VERSION} timed out "
+                            "(is the npm registry reachable?)")
+            staged = staging / "node_modules" / ".bin" / "claude"
+            if done.returncode != 0 or not _works(staged):
+                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+                pytest.skip(f"SKIPPED LOUDLY: npm could not install @anthropic-ai/claude-code@{CLAUDE_VERSION} "
+                            f"(registry unreachable?): {' | '.join(tail)}")
+            shutil.rmtree(prefix, ignore_errors=True)
+            staging.rename(prefix)
+    return str(binary)
+
+
+def _works(binary: Path) -> bool:
+    if not binary.exists():
+        return False
+    try:
+        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and CLAUDE_VERSION in done.stdout

@@ -1,0 +1,356 @@
+"""The claude adapter end to end: the real `claude` CLI (npm, pinned version) against a
+loopback fake of the Messages API, with a real git worktree, real MCP recall and real hooks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from agents._claude import ClaudeAgent, hook_records
+from agents._protocol import AgentInput, AgentResult, Budget
+from agents._recall import RecallService
+from ledger import Ledger
+from ledger.events import MemoryRecalled, MemoryWritten, ToolCall
+
+from .conftest import GREET_FIX, build_repo
+from .fake_anthropic import FakeAnthropic, text, tool_use
+from .mini_recall import Item, MiniRecall
+
+pytestmark = pytest.mark.slow
+
+FIX_OLD = "def greet(name):\n"
+FIX_NEW = 'def greet(name):\n    if name is None:\n        return "Hello"\n'
+
+
+@pytest.fixture
+def api_key() -> str:
+    # Deliberately not shaped like sk-ant-...: only the literal-value scrubbing can catch it.
+    return f"fake-key-{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+def claude_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, api_key: str) -> Callable[[FakeAnthropic], None]:
+    """Point the CLI at a fake; a throw-away HOME so nothing of the real user's is read or written."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK",
+                 "CLAUDE_CODE_USE_VERTEX", "ANTHROPIC_MODEL", "HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+    def point(fake: FakeAnthropic) -> None:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", api_key)
+
+    return point
+
+
+@pytest.fixture
+def fakes() -> Iterator[Callable[..., FakeAnthropic]]:
+    started: list[FakeAnthropic] = []
+
+    def start(*args: object, **kwargs: object) -> FakeAnthropic:
+        fake = FakeAnthropic(*args, **kwargs).start()  # type: ignore[arg-type]
+        started.append(fake)
+        return fake
+
+    yield start
+    for fake in started:
+        fake.stop()
+
+
+def _no_secret_anywhere(result: AgentResult, scratch: Path, secret: str, *extra: Path) -> None:
+    kept = [result.patch, result.transcript.decode("utf-8", "replace"), result.prompt, result.error or "",
+            json.dumps(result.memory_files)]
+    assert not any(secret in k for k in kept)
+    for root in (scratch, *extra):
+        for path in root.rglob("*"):
+            if path.is_file():
+                assert secret.encode() not in path.read_bytes(), f"the API key leaked into {path}"
+
+
+def test_recall_edit_and_hooks_end_to_end(
+    claude_bin: str, make_input: Callable[..., AgentInput], repo: Path, tmp_path: Path,
+    fakes: Callable[..., FakeAnthropic], claude_env: Callable[[FakeAnthropic], None], api_key: str,
+) -> None:
+    issue = "greet() crashes on None: greet(None) raises AttributeError: 'NoneType' object has no attribute 'title'."
+    util = str(repo / "pkg" / "util.py")
+    fake = fakes([
+        [tool_use("mcp__memory__recall", {"query": issue, "repo": "demo/pkg", "k": 3})],
+        [tool_use("Edit", {"file_path": util, "old_string": FIX_OLD, "new_string": FIX_NEW})],  # not Read yet: fails
+        [tool_use("Read", {"file_path": util})],
+        [tool_use("Edit", {"file_path": util, "old_string": FIX_OLD, "new_string": FIX_NEW})],
+        [tool_use("Write", {"file_path": str(repo / "pkg" / "compat.py"), "content": "NONE_GREETING = 'Hello'\n"})],
+        [text("Fixed greet() for None.")],
+    ])
+    claude_env(fake)
+    recall = MiniRecall([Item("m1", 1, 2.5, "greet None", "guard None before .title()", outcome="resolved")],
+                        tmp_path / "recall")
+    inp = make_input(issue=issue, recall=recall, memory_mode="plugin-real", stage="plugin-blank",
+                     prompt_style="recall", model="claude-fake", budget=Budget(max_turns=12, timeout_s=120))
+
+    result = ClaudeAgent(executable=claude_bin, max_retries=0).run(inp)
+
+    assert result.exit == "completed", result.error
+    assert result.exit_code == 0 and result.error is None
+    # the MCP recall really ran, through the CLI, with what the model asked
+    assert recall.calls() == [{"via": "mcp", "query": issue, "repo": "demo/pkg", "k": 3}]
+    assert result.tool_calls == [
+        ToolCall("mcp__memory__recall"),
+        ToolCall("Edit", error=True),
+        ToolCall("Read"),
+        ToolCall("Edit"),
+        ToolCall("Write"),
+    ]
+    assert result.turns == 6
+    assert result.tokens == {"input": 600, "output": 120, "cache_read": 0, "cache_creation": 0}
+    assert result.cost_usd is not None and result.cost_usd > 0
+    assert result.model == "claude-fake"
+    # the patch is the real diff of the edits the fake asked for
+    assert "+    if name is None:\n+        return \"Hello\"\n" in result.patch
+    assert "+++ b/pkg/compat.py" in result.patch and "+NONE_GREETING = 'Hello'" in result.patch
+    assert (repo / "pkg" / "util.py").read_text().count("if name is None") == 1
+    # the Stop hook fired and recorded the session; the transcript is the CLI's own
+    records = hook_records(inp.scratch_dir)
+    stops = [r for r in records if r["hook_event_name"] == "Stop"]
+    assert stops and stops[0]["session_id"] == result.session_id
+    transcript_path = Path(str(stops[0]["transcript_path"]))
+    assert transcript_path.is_file() and transcript_path.is_relative_to(inp.scratch_dir)
+    assert result.transcript and result.session_id and result.session_id.encode() in result.transcript
+    assert b'"mcp__memory__recall"' in result.transcript
+    # the prompt had the agent recall with the issue text before editing
+    first = fake.message_requests[0].body
+    first_user = json.dumps([m for m in first["messages"] if m["role"] == "user"][0])
+    assert "mcp__memory__recall" in first_user and json.dumps(issue)[1:-1] in first_user
+    assert "mcp__memory__recall" in [t["name"] for t in first["tools"]]
+    assert first["model"] == "claude-fake"
+    # what the CLI asked of the API: a warm-up HEAD and one message request per turn
+    assert {(r.method, r.path.split("?")[0]) for r in fake.requests} <= {("HEAD", "/"), ("POST", "/v1/messages")}
+    assert len(fake.message_requests) == 6
+    assert all(r.api_key == api_key for r in fake.message_requests)
+    # and the key is nowhere we keep anything
+    _no_secret_anywhere(result, inp.scratch_dir, api_key, tmp_path / "home")
+
+
+def test_not_logged_in_is_auth_failed(
+    claude_bin: str, make_input: Callable[..., AgentInput], fakes: Callable[..., FakeAnthropic],
+    claude_env: Callable[[FakeAnthropic], None], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = fakes([[text("must never be asked")]])
+    claude_env(fake)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    result = ClaudeAgent(executable=claude_bin, max_retries=0).run(make_input(model="claude-fake"))
+    assert result.exit == "auth_failed" and "Not logged in" in (result.error or "")
+    assert result.exit_code == 1 and result.patch == "" and result.cost_usd == 0
+    assert fake.message_requests == []
+
+
+def test_rejected_key_is_auth_failed(
+    claude_bin: str, make_input: Callable[..., AgentInput], fakes: Callable[..., FakeAnthropic],
+    claude_env: Callable[[FakeAnthropic], None], api_key: str,
+) -> None:
+    fake = fakes(mode="unauthorized")
+    claude_env(fake)
+    inp = make_input(model="claude-fake")
+    result = ClaudeAgent(executable=claude_bin, max_retries=0).run(inp)
+    assert result.exit == "auth_failed" and "Invalid API key" in (result.error or "")
+    assert len(fake.message_requests) == 1
+    _no_secret_anywhere(result, inp.scratch_dir, api_key)
+
+
+def test_max_turns(
+    claude_bin: str, make_input: Callable[..., AgentInput], repo: Path, fakes: Callable[..., FakeAnthropic],
+    claude_env: Callable[[FakeAnthropic], None],
+) -> None:
+    fake = fakes([[tool_use("Read", {"file_path": str(repo / "README.md")})]])  # reads forever
+    claude_env(fake)
+    result = ClaudeAgent(executable=claude_bin, max_retries=0).run(
+        make_input(model="claude-fake", budget=Budget(max_turns=2, timeout_s=120))
+    )
+    assert result.exit == "max_turns" and "maximum number of turns (2)" in (result.error or "")
+    assert result.tool_calls[:2] == [ToolCall("Read"), ToolCall("Read")]
+    assert result.patch == ""
+
+
+def test_budget(
+    claude_bin: str, make_input: Callable[..., AgentInput], repo: Path, fakes: Callable[..., FakeAnthropic],
+    claude_env: Callable[[FakeAnthropic], None],
+) -> None:
+    fake = fakes([[tool_use("Read", {"file_path": str(repo / "README.md")})]])
+    claude_env(fake)
+    result = ClaudeAgent(executable=claude_bin, max_retries=0).run(
+        make_input(model="claude-fake", budget=Budget(max_cost_usd=0.0001, timeout_s=120))
+    )
+    assert result.exit == "budget" and "budget" in (result.error or "")
+    assert result.cost_usd is not None and result.cost_usd > 0.0001
+    assert result.tokens["input"] > 0  # from modelUsage: the result's own usage is empty here
+
+
+def test_hanging_api_is_a_timeout_and_the_process_group_is_gone(
+    claude_bin: str, make_input: Callable[..., AgentInput], tmp_path: Path, fakes: Callable[..., FakeAnthropic],
+    claude_env: Callable[[FakeAnthropic], None],
+) -> None:
+    fake = fakes(mode="hang")
+    claude_env(fake)
+    recall = MiniRecall([], tmp_path / "recall")  # an MCP child too: it must die with the CLI
+    inp = make_input(model="claude-fake", recall=recall, memory_mode="plugin-real", budget=Budget(timeout_s=4))
+    started = time.monotonic()
+    result = ClaudeAgent(executable=claude_bin, max_retries=0).run(inp)
+    assert time.monotonic() - started < 30
+    assert result.exit == "timeout" and result.exit_code is None
+    assert len(fake.message_requests) >= 1
+    assert result.session_id  # ours, passed with --session-id
+    # neither the CLI (its argv names the scratch dir) nor its MCP server (the recall dir) survives
+    leftovers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline_mentions(p, str(tmp_path))]
+    assert leftovers == []
+
+
+def _cmdline_mentions(proc: Path, needle: str) -> bool:
+    try:
+        return needle in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return False
+
+
+def test_blind_mode_applies_the_diff_from_the_answer(
+    claude_bin: str, make_input: Callable[..., AgentInput], repo: Path, fakes: Callable[..., FakeAnthropic],
+    claude_env: Callable[[FakeAnthropic], None],
+) -> None:
+    fake = fakes([[text(f"The fix:\n\n```diff\n{GREET_FIX}```\n")]])
+    claude_env(fake)
+    result = ClaudeAgent(executable=claude_bin, max_retries=0).run(
+        make_input(model="claude-fake", code_mode="blind", budget=Budget(timeout_s=120))
+    )
+    assert result.exit == "completed", result.error
+    assert "+    if name is None:" in result.patch
+    assert "if name is None" in (repo / "pkg" / "util.py").read_text()
+    assert fake.message_requests[0].body.get("tools", []) == []  # no tools at all without memory
+
+
+def test_primed_natural_invocation_over_stream_json_input(
+    claude_bin: str, make_input: Callable[..., AgentInput], tmp_path: Path, fakes: Callable[..., FakeAnthropic],
+    claude_env: Callable[[FakeAnthropic], None],
+) -> None:
+    fake = fakes([[text("Nothing to change.")]])
+    claude_env(fake)
+    recall = MiniRecall([Item("m1", 1, 1.0, "greet None", "guard None before .title()", outcome="resolved")],
+                        tmp_path / "recall")
+    inp = make_input(model="claude-fake", recall=recall, memory_mode="plugin-real", stage="plugin-primed",
+                     prompt_style="natural", budget=Budget(timeout_s=120))
+    result = ClaudeAgent(executable=claude_bin, max_retries=0).run(inp)
+    assert result.exit == "completed", result.error
+    sent = json.dumps(fake.message_requests[0].body["messages"])
+    assert "guard None before .title()" in sent and "You have worked in the demo/pkg repository before" in sent
+    assert recall.calls() == [{"via": "inproc", "query": inp.issue, "repo": "demo/pkg", "k": 5}]
+
+
+def test_builtin_native_memory_carries_across_tasks(
+    claude_bin: str, make_input: Callable[..., AgentInput], tmp_path: Path, fakes: Callable[..., FakeAnthropic],
+    claude_env: Callable[[FakeAnthropic], None],
+) -> None:
+    memory_dir = tmp_path / "builtin-v1-seq"
+    note = memory_dir / "auto-memory" / "MEMORY.md"
+    fake = fakes([
+        [tool_use("Write", {"file_path": str(note), "content": "- greet(None) needs a guard\n"})],
+        [text("Noted.")],
+    ])
+    claude_env(fake)
+    agent = ClaudeAgent(executable=claude_bin, max_retries=0)
+    first = agent.run(make_input(model="claude-fake", memory_mode="builtin", stage="builtin",
+                                 memory_dir=memory_dir, budget=Budget(timeout_s=120)))
+    assert first.exit == "completed", first.error
+    assert first.memory_files == {"MEMORY.md": "- greet(None) needs a guard\n"}
+    assert first.patch == ""  # the memory lives outside the worktree
+
+    fake2 = fakes([[text("Seen my notes.")]])
+    claude_env(fake2)
+    second = agent.run(make_input(model="claude-fake", memory_mode="builtin", stage="builtin",
+                                  memory_dir=memory_dir, worktree=build_repo(tmp_path / "repo2"),
+                                  scratch_dir=tmp_path / "scratch2", budget=Budget(timeout_s=120)))
+    assert second.exit == "completed", second.error
+    assert second.memory_files == first.memory_files
+    # Claude Code loaded the kept MEMORY.md into the next task's context
+    assert "greet(None) needs a guard" in json.dumps(fake2.message_requests[0].body)
+
+
+def test_ledger_recall_through_the_project_recall_service(
+    claude_bin: str, make_input: Callable[..., AgentInput], tmp_path: Path, fakes: Callable[..., FakeAnthropic],
+    claude_env: Callable[[FakeAnthropic], None],
+) -> None:
+    ledger_path = tmp_path / "ledger.db"
+    with Ledger.open(ledger_path, create=True) as ledger:
+        ledger.append("run/v1/seq1", [MemoryWritten(
+            item_id="item-1", kind="episode", title="greet None guard", body="greet(None) needs a None guard before .title()",
+            repo="demo/pkg", source_run="v1", sequence_id="seq1", source_instance="demo__pkg-0", source_order=1,
+            source_pass="initial", outcome="resolved", files=["pkg/util.py"], symbols=["greet"],
+        )])
+    service = RecallService(ledger_path, "v1", "seq1", "initial", 2, "demo__pkg-1", 1, "demo/pkg")
+    issue = "greet() crashes on None"
+    fake = fakes([[tool_use("mcp__memory__recall", {"query": issue, "repo": "demo/pkg", "k": 3})], [text("done")]])
+    claude_env(fake)
+    inp = make_input(issue=issue, recall=service, memory_mode="plugin-real", stage="plugin-blank",
+                     prompt_style="recall", model="claude-fake", budget=Budget(timeout_s=120))
+    result = ClaudeAgent(executable=claude_bin, max_retries=0).run(inp)
+    assert result.exit == "completed", result.error
+    assert result.tool_calls == [ToolCall("mcp__memory__recall")]
+    with Ledger.open(ledger_path, readonly=True) as ledger:
+        recalled = [r.event for r in ledger.read(types=["memory.recalled"])]
+    assert len(recalled) == 1
+    event = recalled[0]
+    assert isinstance(event, MemoryRecalled) and event.via == "mcp"
+    assert event.instance_id == "demo__pkg-1" and event.order == 2 and event.query == issue
+    assert [h.item_id for h in event.results] == ["item-1"]
+    tool_result = json.dumps(fake.message_requests[1].body["messages"])
+    assert "greet(None) needs a None guard" in tool_result
+
+
+def test_stream_and_stderr_files_are_scrubbed_even_when_the_cli_echoes_the_key(
+    claude_bin: str, make_input: Callable[..., AgentInput], repo: Path, fakes: Callable[..., FakeAnthropic],
+    claude_env: Callable[[FakeAnthropic], None], api_key: str,
+) -> None:
+    # The model makes the agent print the key (as a prompt-injected issue might).
+    fake = fakes([
+        [tool_use("Bash", {"command": "echo key=$ANTHROPIC_API_KEY > leaked.txt; echo key=$ANTHROPIC_API_KEY",
+                           "description": "print env"})],
+        [text("done")],
+    ])
+    claude_env(fake)
+    inp = make_input(model="claude-fake", budget=Budget(timeout_s=120))
+    result = ClaudeAgent(executable=claude_bin, max_retries=0).run(inp)
+    assert result.exit == "completed", result.error
+    assert result.tool_calls == [ToolCall("Bash")]
+    # the key did reach the tool (the model saw it in the tool result) ...
+    assert api_key in json.dumps(fake.message_requests[1].body)
+    # ... but not the transcript, the patch (the leaked file is in the worktree!) or scratch
+    assert b"[REDACTED]" in result.transcript
+    assert "+++ b/leaked.txt" in result.patch
+    _no_secret_anywhere(result, inp.scratch_dir, api_key)
+    assert os.environ["ANTHROPIC_API_KEY"] == api_key
+
+
+def test_a_memory_server_that_fails_to_start_makes_the_run_an_error(
+    claude_bin: str, make_input: Callable[..., AgentInput], fakes: Callable[..., FakeAnthropic],
+    claude_env: Callable[[FakeAnthropic], None],
+) -> None:
+    class Broken:
+        def recall(self, query: str, k: int = 5, repo: str | None = None) -> list[Item]:
+            return []
+
+        def mcp_server_argv(self) -> list[str]:
+            return [sys.executable, "-c", "import sys; sys.exit('no memory today')"]
+
+    fake = fakes([[text("done without memory")]])
+    claude_env(fake)
+    result = ClaudeAgent(executable=claude_bin, max_retries=0).run(
+        make_input(model="claude-fake", recall=Broken(), memory_mode="plugin-real", budget=Budget(timeout_s=120))
+    )
+    assert result.exit == "error"
+    assert result.error == "the memory MCP server's status at start-up was failed: the run had no recall"

@@ -1,0 +1,280 @@
+"""Daydream: deterministic extraction and write-time governance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from commands.memory import (
+    DaydreamInput,
+    GovernancePolicy,
+    GradingSecrets,
+    MemoryDraft,
+    TaskView,
+    daydream,
+    find_secret,
+    patch_facts,
+)
+from ledger import Ledger
+from projections.memory import load_memory
+
+from .builders import REPO, start_run
+
+AGENT_PATCH = """\
+diff --git a/widgets/parse.py b/widgets/parse.py
+index 1111111..2222222 100644
+--- a/widgets/parse.py
++++ b/widgets/parse.py
+@@ -10,2 +10,2 @@ class Parser:
+     def parse_header(self, data):
+-        return data.split(':')
++        return data.split(':', 1)
+@@ -30,1 +30,4 @@ def helper(x):
+     pass
++
++def strip_value(y):
++    return y.strip()
+diff --git a/tests/test_parse.py b/tests/test_parse.py
+--- a/tests/test_parse.py
++++ b/tests/test_parse.py
+@@ -1,1 +1,3 @@
+ import widgets
++def test_agent_wrote_this():
++    assert widgets.parse_header('a:b:c') == ['a', 'b:c']
+"""
+
+GOLD_TEST_PATCH = """\
+diff --git a/tests/test_header.py b/tests/test_header.py
+--- a/tests/test_header.py
++++ b/tests/test_header.py
+@@ -1,1 +1,4 @@
+ import widgets
++def test_header_keeps_colons_in_values():
++    assert Parser().parse_header('key: a:b') == ['key', ' a:b']
++    assert Parser().parse_header('x') == ['x']
+"""
+
+ISSUE = """# parse_header splits values that contain colons
+
+When a header value contains a colon, `Parser.parse_header` splits it into too many parts.
+Steps: call parse_header('key: a:b'). Expected ['key', ' a:b'].
+"""
+
+SECRETS = GradingSecrets(
+    test_patch=GOLD_TEST_PATCH,
+    fail_to_pass=["tests/test_header.py::test_header_keeps_colons_in_values"],
+    pass_to_pass=[
+        "tests/test_header.py::TestOld::test_old_behaviour_stays[param-1]",
+        "test_plain_case (tests.test_misc.MiscTests)",
+    ],
+)
+
+
+@pytest.fixture
+def led(tmp_path: Path) -> Ledger:
+    ledger = Ledger.open(tmp_path / "ledger.db", create=True)
+    start_run(ledger, "V")
+    yield ledger
+    ledger.close()
+
+
+def task(order: int = 1, issue: str = ISSUE, pass_: str = "initial") -> TaskView:
+    return TaskView(
+        instance_id=f"acme__widgets-{order}", repo=REPO, order=order, sequence_id="s", issue=issue, pass_=pass_
+    )
+
+
+def test_deterministic_extraction(led: Ledger) -> None:
+    recs = daydream(led, "V", task(), patch=AGENT_PATCH, status="resolved", resolved=True, secrets=SECRETS)
+    assert [r.type for r in recs] == ["memory.written"] and recs[0].stream == "run/V/s"
+    ev = recs[0].event
+    assert ev.title == "acme__widgets-1: parse_header splits values that contain colons"
+    assert ev.files == ["widgets/parse.py"]  # the agent's test-file hunk is not remembered
+    assert ev.symbols == ["parse_header", "strip_value"]
+    assert ev.outcome == "resolved" and ev.source_order == 1 and ev.source_pass == "initial" and ev.source_run == "V"
+    assert (
+        "too many parts" in ev.body
+        and "Outcome: resolved" in ev.body
+        and "+4 -1 lines" in ev.body
+        and "# parse" not in ev.body
+    )
+    stored = led.get_blob(ev.patch).decode()
+    assert stored.startswith("diff --git a/widgets/parse.py") and "tests/test_parse.py" not in stored
+    assert load_memory(led, "V").state.items[ev.item_id].live
+
+
+def test_daydream_is_idempotent_and_only_the_initial_pass_writes(led: Ledger) -> None:
+    first = daydream(led, "V", task(), patch=AGENT_PATCH, status="resolved", resolved=True, secrets=SECRETS)
+    again = daydream(led, "V", task(), patch=AGENT_PATCH, status="resolved", resolved=True, secrets=SECRETS)
+    assert [r.seq for r in again] == [r.seq for r in first]
+    assert daydream(led, "V", task(pass_="retest"), patch=AGENT_PATCH, status="resolved", resolved=True) == []
+    assert len(list(led.read(types=["memory.written"]))) == 1
+
+
+def test_empty_and_unparseable_patches(led: Ledger) -> None:
+    empty = daydream(led, "V", task(1), patch="", status="empty_patch", resolved=False)
+    assert empty[0].event.patch is None and empty[0].event.files == [] and "Patch: none" in empty[0].event.body
+    broken = daydream(
+        led,
+        "V",
+        task(2),
+        patch="diff --git a/w/x.py b/w/x.py\n--- a/w/x.py\n+++ b/w/x.py\n@@ -1,9 +1,9 @@\n-x\n",
+        status="patch_failed",
+        resolved=False,
+    )
+    assert broken[0].event.files == ["w/x.py"]
+
+
+def rejected(recs) -> list[tuple[str, str]]:
+    return [(r.event.rule, r.event.reason) for r in recs if r.type == "memory.rejected"]
+
+
+def test_gold_test_patch_content_is_rejected(led: Ledger) -> None:
+    leaky = AGENT_PATCH.replace(
+        "+        return data.split(':', 1)",
+        "+        return data.split(':', 1)\n+    assert Parser().parse_header('key: a:b') == ['key', ' a:b']",
+    ).replace("@@ -10,2 +10,2 @@", "@@ -10,2 +10,3 @@")
+    recs = daydream(led, "V", task(), patch=leaky, status="resolved", resolved=True, secrets=SECRETS)
+    assert rejected(recs) == [("test-leak", "patch contains a line of the gold test patch")]
+    assert load_memory(led, "V").state.items == {}
+    assert load_memory(led, "V").state.rejected[0].rule == "test-leak"
+
+
+@pytest.mark.parametrize(
+    "mention",
+    [
+        "tests/test_header.py::test_header_keeps_colons_in_values",  # a FAIL_TO_PASS id
+        "see test_header_keeps_colons_in_values",  # its leaf name
+        "test_old_behaviour_stays",  # a PASS_TO_PASS leaf (parametrised id)
+        "test_plain_case",  # a django-style PASS_TO_PASS name
+    ],
+)
+def test_test_names_are_rejected(led: Ledger, mention: str) -> None:
+    recs = daydream(
+        led,
+        "V",
+        task(issue=ISSUE + "\n" + mention),
+        patch=AGENT_PATCH,
+        status="resolved",
+        resolved=True,
+        secrets=SECRETS,
+    )
+    assert rejected(recs) == [("test-name", "body names a FAIL_TO_PASS/PASS_TO_PASS test")]
+    payload = next(led.read_raw(types=["memory.rejected"]))[7]
+    assert (
+        b"test_header_keeps" not in payload
+        and b"test_old_behaviour" not in payload
+        and b"test_plain_case" not in payload
+    )
+
+
+SECRET_TEXTS = [
+    "key sk-ant-api03-AbCdEf0123456789xyzXYZ_-abc",
+    "export ANTHROPIC_API_KEY=not-a-real-but-secret-value",
+    "creds AKIAIOSFODNN7EXAMPLE in the config",
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
+    'token = "a1B2c3D4e5F6g7H8i9J0k1L2"',
+    "client_secret: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+]
+
+HARMLESS_TEXTS = [
+    "token = self.next_token()",
+    "password = get_password_from_config(settings)",
+    "the tokenizer splits on whitespace; auth is optional",
+    "API_KEY = os.environ['API_KEY']",
+    "sha = 'deadbeef'",
+]
+
+
+@pytest.mark.parametrize("text", SECRET_TEXTS)
+def test_secrets_are_rejected(led: Ledger, text: str) -> None:
+    assert find_secret(text) is not None
+    recs = daydream(led, "V", task(issue=ISSUE + "\n" + text), patch=AGENT_PATCH, status="resolved", resolved=True)
+    assert [r for r, _ in rejected(recs)] == ["secret"]
+    payload = next(led.read_raw(types=["memory.rejected"]))[7]
+    assert b"AKIAIOSFODNN7" not in payload and b"sk-ant-api03" not in payload and b"a1B2c3D4" not in payload
+
+
+@pytest.mark.parametrize("text", HARMLESS_TEXTS)
+def test_ordinary_code_is_not_a_secret(text: str) -> None:
+    assert find_secret(text) is None
+
+
+def test_a_secret_in_the_title_is_withheld_from_the_rejection(led: Ledger) -> None:
+    recs = daydream(
+        led,
+        "V",
+        task(issue="use sk-ant-api03-AbCdEf0123456789xyz now\nbody"),
+        patch=None,
+        status="unresolved",
+        resolved=False,
+    )
+    assert recs[0].event.rule == "secret" and recs[0].event.title == "[withheld]"
+
+
+def test_extractor_hook_and_oversize(led: Ledger) -> None:
+    seen: list[DaydreamInput] = []
+
+    def llm(view: DaydreamInput) -> list[MemoryDraft | dict]:
+        seen.append(view)
+        return [
+            MemoryDraft(
+                title="Header values may contain colons",
+                body="split on the first colon only",
+                files=view.patch.files,
+                symbols=("parse_header",),
+                tags=("lesson",),
+            ),
+            {"title": "huge", "body": "x" * 10_000},
+        ]
+
+    recs = daydream(
+        led,
+        "V",
+        task(),
+        patch=AGENT_PATCH,
+        status="resolved",
+        resolved=True,
+        secrets=SECRETS,
+        extractor=llm,
+        extractor_name="llm:test",
+    )
+    assert [r.type for r in recs] == ["memory.written", "memory.rejected"]
+    assert recs[0].event.extractor == "llm:test" and recs[0].event.tags == ["lesson"]
+    assert (recs[1].event.rule, recs[1].event.reason) == ("oversize", "body is 10000 chars, over the cap of 6000")
+    # The extractor sees the task and the patch, never the grading secrets.
+    assert GOLD_TEST_PATCH not in repr(seen[0]) and "test_header_keeps" not in repr(seen[0])
+    assert "tests/test_parse.py" not in (seen[0].patch.kept_patch or "")
+
+
+def test_a_failing_extractor_falls_back_to_the_deterministic_one(led: Ledger) -> None:
+    def broken(view: DaydreamInput) -> list[MemoryDraft]:
+        raise RuntimeError("model unavailable")
+
+    recs = daydream(led, "V", task(), patch=AGENT_PATCH, status="resolved", resolved=True, extractor=broken)
+    assert recs[0].event.extractor == "deterministic" and "extractor-failed:llm" in recs[0].event.tags
+
+
+def test_policy_caps_are_configurable(led: Ledger) -> None:
+    recs = daydream(
+        led,
+        "V",
+        task(),
+        patch=AGENT_PATCH,
+        status="resolved",
+        resolved=True,
+        policy=GovernancePolicy(max_patch_bytes=100),
+    )
+    assert rejected(recs)[0][0] == "oversize"
+
+
+def test_patch_facts_drop_the_gold_test_files() -> None:
+    facts = patch_facts(AGENT_PATCH, drop=["widgets/parse.py"])
+    assert (
+        facts.files == ()
+        and facts.kept_patch is None
+        and facts.dropped_files == ("tests/test_parse.py", "widgets/parse.py")
+    )

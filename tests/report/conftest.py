@@ -1,0 +1,32 @@
+"""Fixtures of the report tests: one realistic ledger, its report, and a headless Chromium."""
+
+from __future__ import annotations
+
+import pytest
+
+from commands._results import Results
+from commands.report import ReportSummary, build_report
+
+from .browser import ensure_chromium
+from .ledger_builder import Realistic, build_realistic
+
+
+@pytest.fixture(scope="session")
+def realistic(tmp_path_factory: pytest.TempPathFactory) -> Realistic:
+    return build_realistic(tmp_path_factory.mktemp("report-ledger") / "results")
+
+
+@pytest.fixture(scope="session")
+def report(realistic: Realistic, tmp_path_factory: pytest.TempPathFactory) -> ReportSummary:
+    return build_report(Results(realistic.root), [], tmp_path_factory.mktemp("report-out") / "report")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's chromium, installed once (as root, under a file lock) when it is missing."""
+    path, why = ensure_chromium()
+    if path is None:
+        pytest.skip(
+            "SKIPPED LOUDLY: no headless Chromium, so the report was NOT checked in a browser: " + why
+        )
+    return path
