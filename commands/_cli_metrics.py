@@ -141,7 +141,7 @@ def _write_tables(found: list[VersionMetrics], csv_path: Path | None, parquet_pa
         to_frame(vm.result).with_columns(pl.lit(vm.run.version).alias("version"), pl.lit(vm.run.stage).alias("stage"))
         for vm in found
     ]
-    table = pl.concat(frames).select(["version", "stage", *[c for c in frames[0].columns]])
+    table = pl.concat(frames).select(["version", "stage", *[c for c in frames[0].columns if c not in ("version", "stage")]])
     try:
         if csv_path is not None:
             if str(csv_path) == "-":

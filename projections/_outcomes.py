@@ -122,7 +122,8 @@ class OutcomeProjection(Projection[RunOutcomes]):
     def __init__(self, run_version: str, *, before_order: int | None = None, cutoffs: dict[str, int] | None = None) -> None:
         """`before_order`/`cutoffs`: the state as it stood before task K started in each
         sequence (cutoffs maps a sequence to the seq of that start; a sequence absent from
-        it had not reached K), with each plan cut to the tasks before K."""
+        it had not reached K). Exactly the fold of a ledger cut there: the plan stays
+        whole, and the tasks not yet run are reported missing, never hidden."""
         self.run_version = run_version
         self.before_order = before_order
         self.cutoffs = dict(cutoffs or {})
@@ -146,10 +147,7 @@ class OutcomeProjection(Projection[RunOutcomes]):
             state.started = True
             state.stage = ev.stage
             for sequence_id in ev.sequences:
-                plan = list(ev.tasks.get(sequence_id, []))
-                if self.before_order is not None:
-                    plan = [task for task in plan if task.order < self.before_order]
-                state.sequences.setdefault(sequence_id, SequenceCells(plan=plan))
+                state.sequences.setdefault(sequence_id, SequenceCells(plan=list(ev.tasks.get(sequence_id, []))))
             return state
         cutoff = self.cutoffs.get(ev.sequence_id)
         if cutoff is not None and rec.seq >= cutoff:

@@ -130,12 +130,15 @@ class RichReporter:
             transient=False,
         )
         self.bars: dict[tuple[str, str, str], _Bar] = {}
-        self.progress.start()
+        self.started = False  # the live display starts with the first task: an early error prints alone
 
     def run_started(self, version: str, stage: str, plan: dict[str, int], passes: tuple[str, ...]) -> None:
         self.console.print(f"[bold]run {version}[/bold] ({stage}): {', '.join(plan)}; passes {', '.join(passes)}")
 
     def _bar(self, p: TaskProgress) -> _Bar:
+        if not self.started:
+            self.progress.start()
+            self.started = True
         key = (p.version, p.sequence_id, p.pass_)
         bar = self.bars.get(key)
         if bar is None:
@@ -170,7 +173,8 @@ class RichReporter:
         self.console.print(f"run {version}: {status}")
 
     def close(self) -> None:
-        self.progress.stop()
+        if self.started:
+            self.progress.stop()
 
 
 def make_reporter(*, quiet: bool, as_json: bool) -> Reporter:

@@ -23,6 +23,7 @@ from graders import EnvSpec, Grader, GradeRequest, RepoCache, apply_check
 from ledger import Event, Ledger, NewEvent, SweclError, event_id_for
 from ledger.events import GradeFinished, MemorySuperseded, MemoryWritten, TaskAbandoned, TaskFinished, TaskStarted
 
+from .._failpoints import failpoint
 from ._progress import Reporter, TaskProgress
 from ._stages import Stage
 
@@ -136,6 +137,7 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
         pass_=pass_, attempt=attempt,
     )
     ctx.append([NewEvent(agent_event, ctx.ids(task, pass_, attempt, "agent.finished"))], blobs=collect.blobs)
+    failpoint("agent.finished")
 
     if result.exit in STOPPING_EXITS:
         abandon(ctx, task, pass_, attempt, f"agent {result.exit}")
@@ -154,6 +156,7 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
     else:
         grade, grade_blobs = _grade(ctx, task, pass_, attempt, result.patch)
     ctx.append([NewEvent(grade, ctx.ids(task, pass_, attempt, "grade.finished"))], blobs=grade_blobs)
+    failpoint("grade.finished")
 
     finished = TaskFinished(
         sequence_id=seq.id, instance_id=task.instance_id, order=task.order, pass_=pass_, attempt=attempt,
@@ -180,6 +183,7 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
     if ctx.stage.memory_mode == "builtin" and pass_ == "initial" and result.memory_files:
         batch.extend(builtin_memory_events(ctx, task, attempt, result.memory_files))
     ctx.append(batch, blobs=memory_blobs, durable=True)
+    failpoint("task.finished")
 
     ok = 1 if grade.resolved else 0
     ctx.progress[pass_] = (done + 1, resolved_so_far + ok)

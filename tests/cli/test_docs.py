@@ -1,0 +1,45 @@
+"""Every command is documented, in the style of sqlite-utils: the README names each one."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+import pytest
+
+from commands.cli import cli
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def all_commands(group: click.Group = cli, prefix: str = "swecl") -> list[str]:
+    found = []
+    for name, command in sorted(group.commands.items()):
+        path = f"{prefix} {name}"
+        found.append(path)
+        if isinstance(command, click.Group):
+            found.extend(all_commands(command, path))
+    return found
+
+
+@pytest.mark.parametrize("command", all_commands())
+def test_every_command_is_in_the_readme(command: str) -> None:
+    top = " ".join(command.split()[:2])
+    assert re.search(rf"^### {re.escape(top)}$", README, re.M), f"README has no '### {top}' section"
+    assert command in README, f"README never mentions `{command}`"
+
+
+@pytest.mark.parametrize("command", all_commands())
+def test_every_command_has_help(command: str) -> None:
+    cmd: click.Command = cli
+    for part in command.split()[1:]:
+        assert isinstance(cmd, click.Group)
+        cmd = cmd.commands[part]
+    assert (cmd.help or "").strip(), f"{command} has no help text"
+
+
+def test_the_readme_gives_the_two_setup_commands_and_ci_runs_the_test_one() -> None:
+    assert "./dev swecl run" in README and "./dev pytest" in README
+    ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text()
+    assert "exec ./dev pytest" in ci
