@@ -106,6 +106,10 @@ def build_agent(opts: RunOptions, benchmark: Benchmark) -> Agent:
         if not opts.command:
             raise SweclError("--agent command needs --command 'TEMPLATE with {workdir} {issue_file} {model}'")
         return get_agent("command", template=opts.command)
+    if name == "claude":
+        from agents._claude import find_claude
+
+        find_claude()  # a missing CLI is said before the run starts, not once per task
     return get_agent(name)
 
 
