@@ -6,6 +6,7 @@ import click
 import msgspec
 
 from ledger import IntegrityError, Recorded
+from ledger import check_references
 
 from ._cli_common import echo_json_line, results_of, results_option
 
@@ -87,7 +88,8 @@ def _as_line(rec: Recorded) -> str:
 @results_option
 @click.pass_context
 def verify_cmd(ctx: click.Context) -> None:
-    """Check the hash chain, every blob's hash and every blob reference.
+    """Check the hash chain, every blob's hash, every blob reference and every seed reference
+    (a memory.seeded names a run of this ledger, at a position it had reached).
 
     Exit 0 when the ledger is intact; exit 1 naming the first bad seq otherwise.
     """
@@ -97,6 +99,9 @@ def verify_cmd(ctx: click.Context) -> None:
             report = ledger.verify()
         except IntegrityError as exc:
             raise click.exceptions.Exit(_fail(str(exc))) from None
+        problem = check_references(ledger)
+        if problem is not None:
+            raise click.exceptions.Exit(_fail(str(problem)))
         click.echo(f"ledger OK: {report.events} events, {report.blobs} blobs, head hash {report.head_hash}")
 
 

@@ -19,9 +19,13 @@ from ledger import SweclError
 from ._cli_common import CONTEXT_SETTINGS, ResultsParam
 from ._cli_ledger import init_cmd, log_cmd, verify_cmd
 from ._cli_env import env_group
+from ._cli_export import export_cmd
 from ._cli_grade import grade_cmd, regrade_cmd, verdict_cmd
 from ._cli_inputs import agents_cmd, sequences_cmd, show_cmd
 from ._cli_memory import dream_cmd, memory_group
+from ._cli_merge import merge_cmd
+from ._cli_replay import replay_cmd
+from .audit import audit_cmd
 from .report._cli import report_cmd
 from .run._cli import run_cmd
 from ._cli_metrics import metrics_cmd, runs_cmd
@@ -54,6 +58,10 @@ for _command in (
     runs_cmd,
     metrics_cmd,
     report_cmd,
+    audit_cmd,
+    replay_cmd,
+    export_cmd,
+    merge_cmd,
     sequences_cmd,
     show_cmd,
     agents_cmd,

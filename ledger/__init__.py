@@ -26,6 +26,8 @@ from ._store import (
     new_event_id,
     utc_now,
 )
+from ._merge import MergeReport, ShardReport, merge_ledgers
+from ._references import check_references
 from ._upcasting import upcast, upcaster
 
 __all__ = [
@@ -39,9 +41,11 @@ __all__ = [
     "IntegrityError",
     "Ledger",
     "LedgerError",
+    "MergeReport",
     "NewEvent",
     "Recorded",
     "StreamBatch",
+    "ShardReport",
     "StreamRange",
     "SweclError",
     "UnknownEvent",
@@ -49,9 +53,11 @@ __all__ = [
     "blob_hash",
     "blob_refs_of",
     "chain_hash",
+    "check_references",
     "decode_payload",
     "encode_payload",
     "event_id_for",
+    "merge_ledgers",
     "events",
     "new_event_id",
     "upcast",

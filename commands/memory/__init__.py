@@ -49,6 +49,8 @@ from ._governance import (
     GradingSecrets,
     Violation,
     find_secret,
+    leak_lines,
+    test_name_forms,
 )
 from ._seed import (
     ExportReport,
@@ -88,6 +90,8 @@ __all__ = [
     "dream",
     "export_memory",
     "find_secret",
+    "leak_lines",
+    "test_name_forms",
     "import_seed",
     "is_test_path",
     "item_id_for",

@@ -1,0 +1,303 @@
+"""`swecl replay`: a run exactly as it stood before task K started, rebuilt from the ledger.
+
+The cursor. In each sequence of the run, the state before initial-pass task K first
+started is every event with a smaller seq: the sequence's cursor is that `task.started`
+seq minus one (`_queries.sequence_cutoffs`). A sequence that never started task K (its
+plan is shorter, or the run stopped before) has nothing after its cursor to hide: its
+cursor is the ledger's head. The a(i,j) cells come from `OutcomeProjection(version,
+before_order=K, cutoffs=...)` (tasks not yet run are missing cells, as in a ledger that
+ends there), and the metrics of both formula sets are computed from those cells.
+
+The memory cut of a run with several sequences. Memory is one substrate per run
+version, but a task only ever recalls items of its own repository (recall filters by
+repo), and each sequence is one repository's tasks. So the substrate a task of
+sequence S could see is the run's substrate folded up to S's own cursor, restricted to
+S's repository. The replayed substrate is assembled that way, repository by repository:
+the items of repo R are those of the substrate as of R's cursor (the smallest cursor
+among the sequences of R, if several share it); items of a repository no sequence of the
+run works on (imported with a seed, say) are taken as of the smallest cursor of all,
+the point every sequence had reached. With one sequence this is simply the substrate
+as of that sequence's cursor (what `materialise_version(..., upto=cursor)` writes).
+
+The output folder holds `_memory/` (the materialised layout: Markdown, memory.db,
+graph.db, items.json; `ledger_id` left out of items.json, because the state, not the
+file it was read from, is what is replayed), `outcomes.json` and `outcomes.csv` (the
+cells and the a(i,j) vectors), `metrics.json` (native and eval-v1) and `replay.json`
+(what was cut where, and the ledger's chain hash at the last cursor, which names the
+exact history replayed). The same ledger and K always give the same bytes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ledger import Ledger, SweclError
+from projections import OutcomeProjection, Projector, RunOutcomes
+from projections.memory import MemoryState, blob_patch_reader, load_memory, write_memory_folder
+from projections.metrics import FORMULAS, MetricsResult, compute
+
+from ._queries import sequence_cutoffs
+
+REPLAY_FORMAT = "swecl-replay"
+REPLAY_FORMAT_VERSION = 1
+MEMORY_SUBDIR = "_memory"
+MANIFEST_FILE = "replay.json"
+OUTCOMES_JSON = "outcomes.json"
+OUTCOMES_CSV = "outcomes.csv"
+METRICS_JSON = "metrics.json"
+CSV_COLUMNS = ("sequence_id", "pass", "order", "instance_id", "attempt", "done", "status", "resolved", "outcome")
+
+
+@dataclass(frozen=True)
+class Replay:
+    """The state of a run before task K started: cursors, memory, cells and metrics."""
+
+    version: str
+    stage: str
+    upto_order: int
+    cursors: dict[str, int]  # sequence -> the last seq of its state
+    repo_cursors: dict[str, int]  # repository -> the seq its memory items are taken as of
+    other_cursor: int  # the seq items of any other repository are taken as of
+    memory: MemoryState
+    outcomes: RunOutcomes
+    metrics: dict[str, MetricsResult]  # formula set -> result
+    ledger_hash: str | None  # chain hash at the last cursor
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    out_dir: Path
+    replay: Replay
+    files: tuple[str, ...]
+
+    def lines(self) -> list[str]:
+        r = self.replay
+        cuts = ", ".join(f"{s.removesuffix('_sequence')}@{c}" for s, c in r.cursors.items()) or "none"
+        live = len(r.memory.live_items())
+        done = sum(1 for s in r.outcomes.sequences.values() for c in s.passes.get("initial", {}).values() if c.done)
+        return [
+            f"v{r.version} before task {r.upto_order} (cursors {cuts}): {live} live memory item(s), "
+            f"{done} initial-pass task(s) finished; written to {self.out_dir}"
+        ]
+
+
+def _run_started(ledger: Ledger, version: str) -> Any:
+    for rec in ledger.read_stream(f"run/{version}"):
+        if rec.type == "run.started":
+            return rec.event
+        break
+    raise SweclError(f"no run version {version!r} in {ledger.path}: nothing to replay")
+
+
+def replay_state(ledger: Ledger, version: str, upto_order: int, *, projector: Projector | None = None) -> Replay:
+    """The run `version` as it stood before initial task `upto_order` started (pure: ledger in, state out)."""
+    if upto_order < 1:
+        raise SweclError(f"--upto-order {upto_order}: task orders start at 1")
+    started = _run_started(ledger, version)
+    runner = projector if projector is not None else Projector(ledger)
+    head = ledger.head()
+    cutoffs = sequence_cutoffs(ledger, version, upto_order)
+    cursors = {s: (cutoffs[s] - 1 if s in cutoffs else head) for s in started.sequences}
+
+    outcomes = runner.run(OutcomeProjection(version, before_order=upto_order, cutoffs=cutoffs), upto=head).state
+    inputs = outcomes.to_metric_inputs()
+    metrics = {name: compute(inputs, name) for name in sorted(FORMULAS)}
+
+    repo_cursors: dict[str, int] = {}
+    for sequence_id in started.sequences:
+        for task in started.tasks.get(sequence_id, []):
+            current = repo_cursors.get(task.repo)
+            repo_cursors[task.repo] = cursors[sequence_id] if current is None else min(current, cursors[sequence_id])
+    repo_cursors = dict(sorted(repo_cursors.items()))
+    other_cursor = min(cursors.values(), default=head)
+    memory = _memory_as_of(ledger, version, repo_cursors, other_cursor, runner)
+    last = max(cursors.values(), default=head)
+    digest = ledger.hash_at(last)
+    return Replay(
+        version=version,
+        stage=started.stage,
+        upto_order=upto_order,
+        cursors=cursors,
+        repo_cursors=repo_cursors,
+        other_cursor=other_cursor,
+        memory=memory,
+        outcomes=outcomes,
+        metrics=metrics,
+        ledger_hash=digest.hex() if digest is not None else None,
+    )
+
+
+def _memory_as_of(
+    ledger: Ledger, version: str, repo_cursors: dict[str, int], other_cursor: int, runner: Projector
+) -> MemoryState:
+    """One substrate whose items of each repo are as of that repo's cursor (see the module doc)."""
+    folds: dict[int, MemoryState] = {}
+
+    def at(cursor: int) -> MemoryState:
+        if cursor not in folds:
+            folds[cursor] = load_memory(ledger, version, upto=cursor, projector=runner).state
+        return folds[cursor]
+
+    base = at(other_cursor)
+    if set(repo_cursors.values()) <= {other_cursor}:
+        return base  # one cut for everything: the plain substrate as of it
+    items = {i: item for i, item in base.items.items() if item.repo not in repo_cursors}
+    for repo, cursor in repo_cursors.items():
+        items.update({i: item for i, item in at(cursor).items.items() if item.repo == repo})
+    seeds = {s.seq: s for state in folds.values() for s in state.seeds}
+    # as_of_seq of an assembled substrate: the last event that changed an item it holds
+    # (or recorded a seed), since each repository's part stops at its own cursor.
+    touched = [max([item.written_seq, *(c.seq for c in item.history)]) for item in items.values()]
+    return MemoryState(
+        version=version,
+        items=dict(sorted(items.items())),
+        seeds=[seeds[k] for k in sorted(seeds)],
+        rejected=base.rejected,
+        dreams=base.dreams,
+        clock=base.clock,
+        recalls=base.recalls,
+        last_seq=max([*touched, *seeds], default=0),
+    )
+
+
+# -- documents ---------------------------------------------------------------------------
+
+
+def _pass_key(name: str) -> tuple[int, int, str]:
+    if name == "initial":
+        return (0, 0, name)
+    if name.startswith("retest-"):
+        tail = name.split("-", 1)[1]
+        return (1, int(tail) if tail.isdigit() else 0, name)
+    return ({"retest": 2, "baseline": 3}.get(name, 4), 0, name)
+
+
+def outcomes_document(replay: Replay) -> dict[str, Any]:
+    state = replay.outcomes
+    sequences: dict[str, Any] = {}
+    for sequence_id, seq in state.sequences.items():
+        passes = {}
+        for name in sorted(seq.passes, key=_pass_key):
+            passes[name] = {
+                str(order): {
+                    "instance_id": cell.instance_id,
+                    "attempt": cell.attempt,
+                    "done": cell.done,
+                    "status": cell.status,
+                    "resolved": cell.resolved,
+                    "outcome": cell.outcome,
+                }
+                for order, cell in sorted(seq.passes[name].items())
+            }
+        vectors = None
+        if seq.plan:
+            vectors = {
+                "initial": state.vector(sequence_id, "initial"),
+                "final": state.vector(sequence_id, "retest"),
+                "baseline": state.vector(sequence_id, "baseline"),
+                "rows": {str(i): row for i, row in state.rows(sequence_id).items()},
+            }
+        sequences[sequence_id] = {
+            "plan": [msgspec.to_builtins(t) for t in seq.plan],
+            "passes": passes,
+            "vectors": vectors,
+        }
+    return {"version": replay.version, "upto_order": replay.upto_order, "sequences": sequences}
+
+
+def outcomes_csv(replay: Replay) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for sequence_id, seq in replay.outcomes.sequences.items():
+        for name in sorted(seq.passes, key=_pass_key):
+            for order, cell in sorted(seq.passes[name].items()):
+                writer.writerow(
+                    [sequence_id, name, order, cell.instance_id, cell.attempt, cell.done, cell.status or "",
+                     "" if cell.resolved is None else cell.resolved, "" if cell.outcome is None else cell.outcome]
+                )
+    return buf.getvalue()
+
+
+def metrics_document(replay: Replay) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, result in replay.metrics.items():
+        out[name] = {
+            "formula": result.formula,
+            "formula_version": result.formula_version,
+            "lambdas": msgspec.to_builtins(result.lambdas),
+            "sequences": {s: dict(item.metrics) for s, item in result.sequences.items()},
+            "macro": dict(result.macro),
+            "macro_counts": dict(result.macro_counts),
+            "extras": {s: msgspec.to_builtins(item.extras) for s, item in result.sequences.items()},
+            "notes": {s: list(item.notes) for s, item in result.sequences.items() if item.notes},
+        }
+    return {"version": replay.version, "upto_order": replay.upto_order, "formulas": out}
+
+
+def manifest_document(replay: Replay) -> dict[str, Any]:
+    return {
+        "format": REPLAY_FORMAT,
+        "format_version": REPLAY_FORMAT_VERSION,
+        "version": replay.version,
+        "stage": replay.stage,
+        "upto_order": replay.upto_order,
+        "cursors": dict(replay.cursors),
+        "memory": {
+            "repo_cursors": dict(replay.repo_cursors),
+            "other_cursor": replay.other_cursor,
+            "as_of_seq": replay.memory.last_seq,
+            "live_items": len(replay.memory.live_items()),
+            "items": len(replay.memory.items),
+        },
+        "ledger_hash": replay.ledger_hash,
+        "files": [MEMORY_SUBDIR + "/", OUTCOMES_JSON, OUTCOMES_CSV, METRICS_JSON],
+    }
+
+
+def _json_bytes(doc: Any) -> bytes:
+    return (json.dumps(doc, ensure_ascii=False, indent=2) + "\n").encode()
+
+
+def _write(path: Path, data: bytes) -> bool:
+    if path.exists() and path.read_bytes() == data:
+        return False
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return True
+
+
+def write_replay(ledger: Ledger, replay: Replay, out_dir: str | os.PathLike[str]) -> ReplayReport:
+    """Write `replay` into `out_dir` (files whose bytes would not change are left alone)."""
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SweclError(f"cannot create {out}: {exc.strerror}") from None
+    manifest = out / MANIFEST_FILE
+    if any(out.iterdir()) and not manifest.exists():
+        raise SweclError(f"{out} holds files and is not a replay folder: give an empty or new --out DIR")
+    write_memory_folder(replay.memory, out / MEMORY_SUBDIR, blob_patch_reader(ledger), ledger_id=None)
+    try:
+        _write(out / OUTCOMES_JSON, _json_bytes(outcomes_document(replay)))
+        _write(out / OUTCOMES_CSV, outcomes_csv(replay).encode())
+        _write(out / METRICS_JSON, _json_bytes(metrics_document(replay)))
+        _write(manifest, _json_bytes(manifest_document(replay)))
+    except OSError as exc:
+        raise SweclError(f"cannot write the replay into {out}: {exc.strerror}") from None
+    return ReplayReport(out, replay, (MANIFEST_FILE, MEMORY_SUBDIR, OUTCOMES_JSON, OUTCOMES_CSV, METRICS_JSON))
+
+
+def replay(
+    ledger: Ledger, version: str, upto_order: int, out_dir: str | os.PathLike[str], *, projector: Projector | None = None
+) -> ReplayReport:
+    return write_replay(ledger, replay_state(ledger, version, upto_order, projector=projector), out_dir)

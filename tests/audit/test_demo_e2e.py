@@ -1,0 +1,74 @@
+"""End to end on the real demo: plugin-blank then plugin-accum over one sequence, then
+the audit flags what the seeded run recalled of its own tasks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from commands._export import export_run
+from commands._replay import replay
+from commands.audit import audit_cmd, audit_summary, audit_task, load_task_secrets
+from commands.inputs import load_predictions
+from ledger import Ledger
+
+pytestmark = pytest.mark.slow
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SPANS = "swecl-demo_spans_sequence"
+
+
+def swecl(results: Path, cache: Path, *args: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("SWECL_FAILPOINTS", "SWECL_RESULTS")}
+    env.update(SWECL_CACHE=str(cache), PYTHONPATH=str(REPO_ROOT))
+    proc = subprocess.run([sys.executable, "-m", "commands", "--results", str(results), *args],
+                          capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=600)
+    assert proc.returncode == 0, f"swecl {' '.join(args)}: {proc.stdout}\n{proc.stderr}"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cache = tmp_path_factory.mktemp("swecl-cache")
+    results = tmp_path_factory.mktemp("audit-demo")
+    swecl(results, cache, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--quiet")
+    swecl(results, cache, "run", "--stage", "plugin-accum", "--sequence", SPANS, "--quiet")
+    return results
+
+
+def test_audit_summary_flags_the_accum_runs_same_instance_recalls(demo: Path) -> None:
+    out = CliRunner().invoke(audit_cmd, ["--results", str(demo), "2", "--summary", "--json"])
+    assert out.exit_code == 0, out.output
+    summary = json.loads(out.output)
+    assert summary["stage"] == "plugin-accum" and summary["dataset"]["available"] is True
+    initial = [f for f in summary["flagged"] if f["pass"] == "initial" and "same-instance" in f["kinds"]]
+    assert initial, summary["flagged"]
+    assert summary["by_kind"]["test-content"] == 0  # governance kept the grading secrets out
+    # The demo agent reuses a remembered fix that worked: some same-instance item was reused.
+    assert any(f["reused_items"] for f in initial)
+    with Ledger.open(demo / "ledger.db", readonly=True) as led:
+        secrets, _ = load_task_secrets(led, "1")
+        blank = audit_summary(led, "1", pass_="initial", secrets=secrets)
+        first = initial[0]
+        audit = audit_task(led, "2", first["instance_id"], pass_="initial", secrets=secrets)
+    assert blank.flagged == []  # a blank run never sees its own task, nor a later one, in order
+    same = [h for r in audit.recalls for h in r.hits if any(f.kind == "same-instance" for f in h.flags)]
+    assert same and all(h.provenance is not None and h.provenance.written.run == "1" for h in same)
+    assert all([hop.via for hop in h.provenance.hops] == ["seeded"] for h in same)  # type: ignore[union-attr]
+
+
+def test_replay_and_export_on_the_demo(demo: Path, tmp_path: Path) -> None:
+    with Ledger.open(demo / "ledger.db", readonly=True) as led:
+        replay(led, "2", 3, tmp_path / "a")
+        replay(led, "2", 3, tmp_path / "b")
+        export_run(led, "2", "predictions", str(tmp_path / "preds.jsonl"))
+        plan = [t.instance_id for t in next(led.read_stream("run/2")).event.tasks[SPANS]]
+    files_a = {p.relative_to(tmp_path / "a"): p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()}
+    files_b = {p.relative_to(tmp_path / "b"): p.read_bytes() for p in (tmp_path / "b").rglob("*") if p.is_file()}
+    assert files_a == files_b and files_a
+    assert list(load_predictions(tmp_path / "preds.jsonl")) == plan

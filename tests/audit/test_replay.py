@@ -1,0 +1,150 @@
+"""`swecl replay`: the state before task K, exact, repeatable, and equal to a ledger cut there."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from commands._cli_replay import replay_cmd
+from commands._queries import sequence_cutoffs
+from commands._replay import replay, replay_state
+from ledger import Ledger, SweclError
+from projections.memory import materialise_version
+
+from .crafted import OTHER_SEQ, OTHER_TASKS, P1, P2, P3, SEQ, TASKS, Item, Runs, accum_run, blank_run
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under `root` (dot-files included) by relative path, with its bytes."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def cut_ledger(source: Path, dest: Path, upto: int) -> Path:
+    """A fresh ledger holding the source's events up to `upto` (and their blobs), copied
+    with `import_recorded`: the ledger as it physically stood at that seq."""
+    with Ledger.open(source, readonly=True) as src, Ledger.open(dest, create=True) as out:
+        blobs = [data for _, _, data in src.iter_blobs()]
+        out.append_batches([], blobs=blobs)
+        out.import_recorded(list(src.read(upto=upto)))
+    return dest
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp(__name__.rsplit(".", 1)[-1]) / "results" / "ledger.db"
+    with Ledger.open(path, create=True) as led:
+        r = Runs(led)
+        blank_run(r, "1")
+        accum_run(r, "2", "1")
+    return path
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_replay_at_k_equals_the_ledger_cut_at_k(two_runs: Path, tmp_path: Path, k: int) -> None:
+    with Ledger.open(two_runs, readonly=True) as led:
+        cutoffs = sequence_cutoffs(led, "2", k)
+        upto = cutoffs[SEQ] - 1 if SEQ in cutoffs else led.head()
+        replay(led, "2", k, tmp_path / "full")
+    cut = cut_ledger(two_runs, tmp_path / "cut" / "ledger.db", upto)
+    with Ledger.open(cut, readonly=True) as led:
+        assert led.head() == upto
+        replay(led, "2", k, tmp_path / "from-cut")
+    full, from_cut = tree(tmp_path / "full"), tree(tmp_path / "from-cut")
+    assert full == from_cut
+    manifest = json.loads(full["replay.json"])
+    assert manifest["cursors"] == {SEQ: upto} and manifest["upto_order"] == k
+
+
+def test_replay_twice_is_byte_identical(two_runs: Path, tmp_path: Path) -> None:
+    with Ledger.open(two_runs, readonly=True) as led:
+        replay(led, "2", 2, tmp_path / "a")
+        first = tree(tmp_path / "a")
+        replay(led, "2", 2, tmp_path / "a")  # again, over itself
+        replay(led, "2", 2, tmp_path / "b")
+    assert tree(tmp_path / "a") == first == tree(tmp_path / "b")
+    assert {"replay.json", "outcomes.json", "outcomes.csv", "metrics.json", "_memory/items.json",
+            "_memory/memory.db", "_memory/graph.db"} <= set(first)
+
+
+def test_replay_contents_before_task_2(two_runs: Path, tmp_path: Path) -> None:
+    with Ledger.open(two_runs, readonly=True) as led:
+        state = replay_state(led, "2", 2)
+        cursor = state.cursors[SEQ]
+        materialise_version(led, "2", tmp_path / "materialised", upto=cursor)
+        replay(led, "2", 2, tmp_path / "replay")
+    # Memory: the seed (v1's three items) and what task 1 wrote; v1-3 was superseded by then.
+    items = state.memory.items
+    assert sorted(items) == ["v1-1", "v1-2", "v1-3", "v2-1"]
+    assert items["v1-3"].status == "superseded" and items["v2-1"].live
+    # The same substrate materialise_version writes at that cursor (items.json differs only
+    # in ledger_id, which a replay leaves out).
+    replayed, materialised = tree(tmp_path / "replay" / "_memory"), tree(tmp_path / "materialised" / "_memory")
+    assert set(replayed) == set(materialised)
+    for name in replayed:
+        if name != "items.json":
+            assert replayed[name] == materialised[name], name
+    exported = json.loads(replayed["items.json"])
+    assert exported["ledger_id"] is None and exported["as_of_seq"] == json.loads(materialised["items.json"])["as_of_seq"]
+    # a(i,j): only task 1 of the initial pass had run; the plan is whole, the rest missing.
+    outcomes = json.loads((tmp_path / "replay" / "outcomes.json").read_text())
+    seq = outcomes["sequences"][SEQ]
+    assert list(seq["passes"]) == ["initial"] and list(seq["passes"]["initial"]) == ["1"]
+    assert seq["passes"]["initial"]["1"]["attempt"] == 2 and seq["vectors"]["initial"] == [1, None, None]
+    csv_rows = (tmp_path / "replay" / "outcomes.csv").read_text().splitlines()
+    assert csv_rows == [
+        "sequence_id,pass,order,instance_id,attempt,done,status,resolved,outcome",
+        f"{SEQ},initial,1,acme__widgets-1,2,True,resolved,True,1",
+    ]
+    metrics = json.loads((tmp_path / "replay" / "metrics.json").read_text())
+    assert set(metrics["formulas"]) == {"native", "eval-v1"}
+    assert metrics["formulas"]["native"]["sequences"][SEQ]["CL-P"] is not None
+
+
+def test_a_multi_sequence_run_is_cut_per_repository(tmp_path: Path) -> None:
+    """Sequence A runs fully, then sequence B: before task 2, repo A's memory is as of A's
+    cut (only a1), repo B's as of B's (only b1), though by B's cut all of A was written."""
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path, create=True) as led:
+        r = Runs(led)
+        r.start("1", stage="plugin-blank", plan={SEQ: TASKS, OTHER_SEQ: OTHER_TASKS})
+        for n, patch in enumerate((P1, P2, P3), start=1):
+            r.task("1", SEQ, n, patch=patch, write=Item(f"a{n}", patch=patch))
+        for n, patch in enumerate((P1, P2, P3), start=1):
+            r.task("1", OTHER_SEQ, n, patch=patch, write=Item(f"b{n}", patch=patch))
+        r.finish("1")
+        state = replay_state(led, "1", 2)
+        cutoffs = sequence_cutoffs(led, "1", 2)
+    assert state.cursors == {SEQ: cutoffs[SEQ] - 1, OTHER_SEQ: cutoffs[OTHER_SEQ] - 1}
+    assert sorted(state.memory.items) == ["a1", "b1"]
+    assert state.repo_cursors == {"acme/gadgets": cutoffs[OTHER_SEQ] - 1, "acme/widgets": cutoffs[SEQ] - 1}
+    # K past every plan: nothing to cut, the whole run.
+    with Ledger.open(path, readonly=True) as led:
+        whole = replay_state(led, "1", 9)
+        assert whole.cursors == {SEQ: led.head(), OTHER_SEQ: led.head()}
+    assert sorted(whole.memory.items) == ["a1", "a2", "a3", "b1", "b2", "b3"]
+
+
+def test_bad_replays_are_refused(two_runs: Path, tmp_path: Path) -> None:
+    with Ledger.open(two_runs, readonly=True) as led:
+        with pytest.raises(SweclError, match="orders start at 1"):
+            replay_state(led, "2", 0)
+        with pytest.raises(SweclError, match="no run version '9'"):
+            replay_state(led, "9", 1)
+        (tmp_path / "busy").mkdir()
+        (tmp_path / "busy" / "notes.txt").write_text("mine")
+        with pytest.raises(SweclError, match="not a replay folder"):
+            replay(led, "2", 1, tmp_path / "busy")
+
+
+def test_cli_writes_the_folder(two_runs: Path, tmp_path: Path) -> None:
+    out = CliRunner().invoke(replay_cmd, ["--results", str(two_runs.parent), "2", "--upto-order", "3",
+                                          "--out", str(tmp_path / "r"), "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    assert doc["format"] == "swecl-replay" and doc["upto_order"] == 3 and (tmp_path / "r" / "replay.json").is_file()
+    text = CliRunner().invoke(replay_cmd, ["--results", str(two_runs.parent), "2", "--upto-order", "3",
+                                           "--out", str(tmp_path / "r")])
+    assert text.exit_code == 0 and "before task 3" in text.output
