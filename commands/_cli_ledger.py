@@ -9,6 +9,7 @@ from ledger import IntegrityError, Recorded
 from ledger import check_references
 
 from ._cli_common import echo_json_line, results_of, results_option
+from ._export import event_record
 
 
 @click.command("init")
@@ -47,26 +48,9 @@ def log_cmd(
         )
         for rec in events:
             if as_json:
-                echo_json_line(_as_dict(rec))
+                echo_json_line(event_record(rec))
             else:
                 click.echo(_as_line(rec))
-
-
-def _as_dict(rec: Recorded) -> dict[str, object]:
-    payload = msgspec.to_builtins(rec.event)
-    if isinstance(payload, dict):
-        payload.pop("type", None)
-    return {
-        "seq": rec.seq,
-        "event_id": rec.event_id,
-        "stream": rec.stream,
-        "stream_version": rec.stream_version,
-        "type": rec.type,
-        "schema": rec.schema,
-        "time": rec.time,
-        "payload": payload,
-        "hash": bytes(rec.hash).hex(),
-    }
 
 
 def _as_line(rec: Recorded) -> str:

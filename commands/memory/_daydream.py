@@ -14,6 +14,7 @@ import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import msgspec
 import unidiff
@@ -227,23 +228,10 @@ def item_id_for(version: str, task: TaskView, index: int) -> str:
     return "mem-" + hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
-def daydream(
-    ledger: Ledger,
-    version: str,
-    task: TaskView,
-    *,
-    patch: str | None,
-    status: str,
-    resolved: bool | None,
-    secrets: GradingSecrets | None = None,
-    extractor: Extractor | None = None,
-    extractor_name: str = "llm",
-    policy: GovernancePolicy = DEFAULT_POLICY,
-    ttl_tasks: int | None = None,
-    ttl_seconds: float | None = None,
-) -> list[Recorded]:
+def daydream(ledger: Ledger, version: str, task: TaskView, **options: Any) -> list[Recorded]:
     """Remember what task `task` of run `version` taught; return the events appended
-    (`memory.written` and `memory.rejected`, in draft order).
+    (`memory.written` and `memory.rejected`, in draft order). `options` are
+    `plan_daydream`'s.
 
     Writes to the sequence stream `run/{version}/{sequence_id}`, in one durable batch
     (with the patch blobs). Only the initial pass writes: the retest pass runs on a
@@ -252,10 +240,7 @@ def daydream(
     The main job does not call this: it appends `plan_daydream`'s events in the same
     batch as `task.finished`, so a task is never finished without its lessons.
     """
-    events, blobs = plan_daydream(
-        version, task, patch=patch, status=status, resolved=resolved, secrets=secrets, extractor=extractor,
-        extractor_name=extractor_name, policy=policy, ttl_tasks=ttl_tasks, ttl_seconds=ttl_seconds,
-    )
+    events, blobs = plan_daydream(version, task, **options)
     if not events:
         return []
     return ledger.append(f"run/{version}/{task.sequence_id}", events, blobs=blobs, durable=True)
