@@ -10,7 +10,10 @@ import fcntl
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger import Ledger, StreamRange, SweclError
+import msgspec
+
+from ledger import Ledger, StreamRange, SweclError, decode_payload
+from ledger.events import TaskStarted
 from projections import OutcomeProjection, Projector, RunOutcomes, RunsProjection, RunSummary
 from projections.metrics import Lambdas, MetricsResult, compute
 
@@ -50,11 +53,24 @@ def live_status(results: Results, run: RunSummary) -> str:
 def sequence_cutoffs(ledger: Ledger, version: str, order: int) -> dict[str, int]:
     """For each sequence of `version`, the seq at which its initial task `order` first started."""
     cutoffs: dict[str, int] = {}
-    for rec in ledger.read(types=["task.started"], ranges=[StreamRange(f"run/{version}")]):
-        ev = rec.event
+    decode = _TASK_START.decode  # three fields of each task.started, not the whole event
+    for row in ledger.read_raw(types=["task.started"], ranges=[StreamRange(f"run/{version}")]):
+        seq, schema, payload = row[0], row[5], row[7]
+        ev = decode(payload) if schema == TaskStarted.SCHEMA else decode_payload("task.started", schema, payload)
         if ev.pass_ == "initial" and ev.order == order:
-            cutoffs.setdefault(ev.sequence_id, rec.seq)
+            cutoffs.setdefault(ev.sequence_id, seq)
     return cutoffs
+
+
+class _TaskStart(msgspec.Struct, kw_only=True, frozen=True):
+    """What `sequence_cutoffs` reads of a `task.started` (same wire names)."""
+
+    sequence_id: str
+    order: int
+    pass_: str = msgspec.field(name="pass")
+
+
+_TASK_START = msgspec.json.Decoder(_TaskStart)
 
 
 def outcomes(

@@ -35,6 +35,12 @@ CREATE TABLE events (
 
 CREATE INDEX events_by_type ON events (type, seq);
 
+-- A run's events of some types (a projection's selection): found from the index alone,
+-- rows read only for the events selected. Added without a schema bump: it changes
+-- nothing that is stored, and a ledger made before it reads the same, only slower
+-- (`CREATE INDEX IF NOT EXISTS events_by_stream_type ON events (stream, type)` adds it).
+CREATE INDEX events_by_stream_type ON events (stream, type);
+
 CREATE TRIGGER events_append_only BEFORE INSERT ON events
 WHEN NEW.seq IS NOT (SELECT COALESCE(MAX(seq), 0) + 1 FROM events)
   OR NEW.prev_hash IS NOT COALESCE((SELECT hash FROM events WHERE seq = NEW.seq - 1), zeroblob(32))

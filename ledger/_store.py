@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import urllib.parse
 import uuid
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,31 +30,84 @@ from ._upcasting import upcast
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _ENCODER = msgspec.json.Encoder(order="deterministic")
 _RAW_DECODER = msgspec.json.Decoder()
-_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {}
+_DECODERS: dict[type, msgspec.json.Decoder[Any]] = {}
 _HASH_FIELDS = msgspec.msgpack.Encoder()
 
 # Blobs smaller than this are stored as they are: compressing them saves nothing.
 _COMPRESS_MIN = 1024
 
 
+def _uuid_text(digest: bytes, version: str) -> str:
+    """The canonical text of the UUID made of the first 16 bytes of `digest` with
+    `version` and the RFC 4122 variant set: what `str(uuid.UUID(bytes=..., version=...))`
+    gives, without building a UUID object (which cost more than hashing the event, measured)."""
+    h = digest[:16].hex()
+    return f"{h[:8]}-{h[8:12]}-{version}{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
+
+
+# The variant's top bits are 10: the high hex digit of byte 8 becomes 8, 9, a or b.
+_VARIANT = {d: "89ab"[int(d, 16) & 3] for d in "0123456789abcdef"}
+
+
 def new_event_id() -> str:
-    return str(uuid.uuid4())
+    """A random (version 4) UUID, as `str(uuid.uuid4())`."""
+    return _uuid_text(os.urandom(16), "4")
 
 
 _NAMESPACE = uuid.UUID("5f0c2a4e-8d1b-4c3e-9a57-2b6e1f3d7c90")
+_NAMESPACE_BYTES = _NAMESPACE.bytes
 
 
 def event_id_for(*parts: object) -> str:
-    """A deterministic event id: the same decision retried gets the same id (idempotent)."""
-    return str(uuid.uuid5(_NAMESPACE, "\x1f".join(str(p) for p in parts)))
+    """A deterministic event id: the same decision retried gets the same id (idempotent).
+
+    Exactly `str(uuid.uuid5(_NAMESPACE, "\\x1f".join(map(str, parts))))`.
+    """
+    name = "\x1f".join([str(p) for p in parts])
+    return _uuid_text(hashlib.sha1(_NAMESPACE_BYTES + name.encode("utf-8", "surrogatepass")).digest(), "5")
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """UTC now as `2024-05-01T12:00:00.000000Z` (isoformat: half the cost of strftime)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def encode_payload(event: Event) -> bytes:
-    return _ENCODER.encode(event)
+    return _ENCODER.encode(_encodable(event))
+
+
+def _encodable(event: Event) -> Event:
+    """`event`, or a copy whose unpaired surrogates became U+FFFD.
+
+    Text from the outside (an agent's output, a file name read with surrogateescape)
+    can hold lone surrogates, which UTF-8 cannot carry: the event is recorded with the
+    replacement character rather than lost with a traceback."""
+    try:
+        _ENCODER.encode(event)
+        return event
+    except UnicodeEncodeError:
+        return msgspec.convert(_scrub_surrogates(msgspec.to_builtins(event)), type(event))
+
+
+def _scrub_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _has_surrogate(value) else value
+    if isinstance(value, dict):
+        return {_scrub_surrogates(k): _scrub_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_surrogates(v) for v in value]
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
 
 
 def chain_hash(
@@ -71,11 +126,12 @@ def chain_hash(
     msgpack of ints, strings and bytes has exactly one encoding, so any reader can
     recompute the chain from the stored columns.
     """
-    digest = hashlib.sha256(prev_hash)
-    digest.update(
-        _HASH_FIELDS.encode((seq, event_id, stream, stream_version, type_, schema, time, payload))
-    )
-    return digest.digest()
+    return _sha256(
+        prev_hash + _HASH_FIELDS.encode((seq, event_id, stream, stream_version, type_, schema, time, payload))
+    ).digest()
+
+
+_sha256 = hashlib.sha256
 
 
 def decode_payload(type_: str, schema: int, payload: bytes) -> Event | UnknownEvent:
@@ -85,9 +141,10 @@ def decode_payload(type_: str, schema: int, payload: bytes) -> Event | UnknownEv
     if schema < cls.SCHEMA:
         raw = upcast(type_, _RAW_DECODER.decode(payload), schema, cls.SCHEMA)
         return msgspec.convert(raw, cls)
-    decoder = _DECODERS.get(type_)
+    # Keyed by class, not type name: a type re-bound to another class (tests do) gets its own.
+    decoder = _DECODERS.get(cls)
     if decoder is None:
-        decoder = _DECODERS[type_] = msgspec.json.Decoder(cls)
+        decoder = _DECODERS[cls] = msgspec.json.Decoder(cls)
     return decoder.decode(payload)
 
 
@@ -132,18 +189,29 @@ class StreamRange:
     upto: int | None = None
 
 
-def _range_sql(ranges: Sequence[StreamRange], params: list[Any]) -> str:
+def _range_sql(ranges: Sequence[StreamRange], params: list[Any], column: str = "stream") -> str:
     clauses = []
     for r in ranges:
         # `prefix` itself or anything below `prefix/`; '0' is the character after '/',
-        # so the half-open range is index-friendly where LIKE would not be.
-        clause = "(stream = ? OR (stream >= ? AND stream < ?))"
-        params.extend([r.prefix, r.prefix + "/", r.prefix + "0"])
+        # so the half-open range is index-friendly where LIKE would not be. Written as
+        # flat disjuncts (each one stream-index search) rather than nested ORs, which
+        # SQLite's OR optimisation cannot split, and would scan the table instead.
+        limit = "" if r.upto is None else " AND +seq <= ?"
+        clauses.append(f"({column} = ?{limit})")
+        params.append(r.prefix)
         if r.upto is not None:
-            clause = f"({clause} AND seq <= ?)"
             params.append(r.upto)
-        clauses.append(clause)
+        clauses.append(f"({column} >= ? AND {column} < ?{limit})")
+        params.extend([r.prefix + "/", r.prefix + "0"])
+        if r.upto is not None:
+            params.append(r.upto)
     return "(" + " OR ".join(clauses) + ")"
+
+
+# Up to this many seqs between `after` and `upto`, a ranged read takes the rowid range.
+_SHORT_SPAN = 2048
+# The page cache of a connection, in KiB (as `PRAGMA cache_size` takes it: negative).
+_CACHE_KIB = -32768
 
 
 def _busy_timeout_ms() -> int:
@@ -153,11 +221,27 @@ def _busy_timeout_ms() -> int:
         return 30000
 
 
+@dataclass(slots=True)
+class _Tail:
+    data_version: int
+    seq: int
+    hash: bytes
+    heads: dict[str, int]
+
+
+_TAIL_STREAMS = 4096  # stream heads remembered between appends (a run has a few dozen)
+
+
 class Ledger:
     """One ledger file. Not thread-safe; open one per process (or thread)."""
 
     def __init__(self, conn: apsw.Connection, path: Path, ledger_id: str, readonly: bool) -> None:
         self._conn = conn
+        # The head our last append left (seq, hash, stream heads), and SQLite's data
+        # version right after it: the next append reuses it when the data version says
+        # no other connection committed in between, and reads it afresh otherwise.
+        self._tail: _Tail | None = None
+        self._pending_tail: _Tail | None = None
         self.path = path
         self.ledger_id = ledger_id
         self.readonly = readonly
@@ -197,9 +281,20 @@ class Ledger:
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
         if create and not exists:
             flags |= apsw.SQLITE_OPEN_CREATE
+        target = str(p)
+        if readonly and exists and _archived(p):
+            # A settled ledger in a directory we cannot write (an archive, a read-only
+            # mount): SQLite would need to create the -shm file of WAL mode and fail.
+            # Nothing can be written there, so nobody can change it under us either.
+            target = f"file:{urllib.parse.quote(str(p.resolve()))}?immutable=1"
+            flags |= apsw.SQLITE_OPEN_URI
         try:
-            conn = apsw.Connection(str(p), flags=flags)
+            conn = apsw.Connection(target, flags=flags)
             conn.set_busy_timeout(_busy_timeout_ms())
+            # A projection of one run visits a few thousand pages, several times over (a
+            # replay folds at several cursors); SQLite's default 2 MiB cache holds 500.
+            # Pages are cached as they are read, so a small ledger costs no more memory.
+            conn.pragma("cache_size", _CACHE_KIB)
             meta = cls._read_meta(conn, p)
         except apsw.Error as exc:
             raise _ledger_error(p, exc, "open") from None
@@ -297,15 +392,8 @@ class Ledger:
         (`synchronous=FULL`): used when a task finishes.
         """
         self._require_writable()
-        prepared = [(b.stream, b.expected_version, [_as_new(e) for e in b.events]) for b in batches]
-        all_ids = [ne.event_id for _, _, evs in prepared for ne in evs]
-        if len(set(all_ids)) != len(all_ids):
-            raise LedgerError("a batch repeats an event_id")
+        encoded = _encode_batches(batches)
         blob_list = [b.encode() if isinstance(b, str) else b for b in blobs]
-        encoded = [
-            (stream, expected, [(ne, ne.event.type_name(), ne.event.SCHEMA, encode_payload(ne.event)) for ne in evs])
-            for stream, expected, evs in prepared
-        ]
 
         conn = self._conn
         try:
@@ -313,16 +401,15 @@ class Ledger:
                 conn.pragma("synchronous", "FULL")
             conn.execute("BEGIN IMMEDIATE")
             try:
-                existing = self._existing(all_ids)
-                if existing:
-                    result = self._idempotent_result(encoded, existing)
-                    conn.execute("ROLLBACK")
-                    return result
-                for data in blob_list:
-                    self._put_blob_in_txn(data)
-                recorded = self._insert(encoded)
-                conn.execute("COMMIT")
-                return recorded
+                return self._write_and_commit(encoded, blob_list)
+            except (apsw.ConstraintError, ConcurrencyConflict):
+                # An event id already recorded or a stream moved on: a retried append
+                # is either, and is a no-op, not a conflict. Roll back and decide with
+                # the full check (ids first, as the contract says), which writes
+                # nothing or everything. The fresh append, by far the common case,
+                # pays for no lookup of its ids.
+                conn.execute("ROLLBACK")
+                return self._append_checked(encoded, blob_list)
             except BaseException:
                 if not conn.get_autocommit():
                     conn.execute("ROLLBACK")
@@ -333,29 +420,97 @@ class Ledger:
             if durable:
                 conn.pragma("synchronous", "NORMAL")
 
-    def _insert(self, encoded: list[tuple[str, int | None, list[tuple[NewEvent, str, int, bytes]]]]) -> list[Recorded]:
+    def _append_checked(self, encoded: list[_EncodedBatch], blob_list: list[bytes]) -> list[Recorded]:
+        """Append after looking the batch's ids up: all recorded already -> the recorded
+        events (idempotent retry); some -> refused; none -> appended."""
         conn = self._conn
-        row = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev = (row[0], row[1]) if row else (0, GENESIS_HASH)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            existing = self._existing([ne.event_id for _, _, evs in encoded for ne, _, _, _ in evs])
+            if existing:
+                result = self._idempotent_result(encoded, existing)
+                conn.execute("ROLLBACK")
+                return result
+            return self._write_and_commit(encoded, blob_list)
+        except BaseException:
+            if not conn.get_autocommit():
+                conn.execute("ROLLBACK")
+            raise
+
+    def _write_and_commit(self, encoded: list[_EncodedBatch], blob_list: list[bytes]) -> list[Recorded]:
+        """Blobs and events, then COMMIT (inside the caller's BEGIN IMMEDIATE)."""
+        for data in blob_list:
+            self._put_blob_in_txn(data)
+        recorded = self._insert(encoded)
+        self._conn.execute("COMMIT")
+        self._committed()
+        return recorded
+
+    def _insert(self, encoded: list[_EncodedBatch]) -> list[Recorded]:
+        """Number, chain and insert the batch (inside the caller's transaction).
+
+        Every row is made first (seq, stream version, hash chain: each hash needs only
+        the previous one) and inserted with one `executemany`, so the per-row cost is
+        SQLite's, not the interpreter's. A stream's head is read once per call.
+        """
+        conn = self._conn
+        if not encoded:
+            return []
+        cached = self._tail
+        self._tail = None  # until this transaction commits
+        if cached is not None and cached.data_version == conn.data_version():
+            # Nobody committed since our last append: its head is the ledger's head.
+            seq, prev, heads = cached.seq, cached.hash, dict(cached.heads)
+        else:
+            heads = {}
+            first = encoded[0][0]
+            # The ledger's head and the first stream's head in one statement.
+            row = conn.execute(
+                "SELECT seq, hash, (SELECT MAX(stream_version) FROM events WHERE stream = ?)"
+                " FROM events ORDER BY seq DESC LIMIT 1",
+                (first,),
+            ).fetchone()
+            if row:
+                seq, prev = row[0], row[1]
+                heads[first] = -1 if row[2] is None else int(row[2])
+            else:
+                seq, prev = 0, GENESIS_HASH
+                heads[first] = -1
         recorded: list[Recorded] = []
+        rows: list[tuple[Any, ...]] = []
         now = utc_now()
+        encode_fields = _HASH_FIELDS.encode
+        sha256 = _sha256
         for stream, expected, evs in encoded:
-            current = self._stream_head(stream)
+            current = heads.get(stream)
+            if current is None:
+                current = self._stream_head(stream)
             if expected is not None and expected != current:
                 raise ConcurrencyConflict(stream, expected, current)
             version = current
             for ne, type_, schema, payload in evs:
                 seq += 1
                 version += 1
-                digest = chain_hash(prev, seq, ne.event_id, stream, version, type_, schema, now, payload)
-                conn.execute(
-                    "INSERT INTO events (seq, event_id, stream, stream_version, type, schema, time, payload,"
-                    " prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (seq, ne.event_id, stream, version, type_, schema, now, payload, prev, digest),
-                )
-                recorded.append(Recorded(seq, ne.event_id, stream, version, type_, schema, now, ne.event, prev, digest))
+                event_id = ne.event_id
+                digest = sha256(prev + encode_fields((seq, event_id, stream, version, type_, schema, now, payload))).digest()
+                rows.append((seq, event_id, stream, version, type_, schema, now, payload, prev, digest))
+                recorded.append(Recorded(seq, event_id, stream, version, type_, schema, now, ne.event, prev, digest))
                 prev = digest
+            heads[stream] = version
+        if rows:
+            conn.executemany(_INSERT, rows)
+        self._pending_tail = _Tail(0, seq, prev, heads)
         return recorded
+
+    def _committed(self) -> None:
+        """After a COMMIT of `_insert`'s rows: remember the head for the next append."""
+        tail = self._pending_tail
+        self._pending_tail = None
+        if tail is not None:
+            if len(tail.heads) > _TAIL_STREAMS:
+                tail.heads.clear()
+            tail.data_version = self._conn.data_version()
+            self._tail = tail
 
     def import_recorded(self, rows: Iterable[Recorded], *, durable: bool = True) -> tuple[int, int]:
         """Copy events from another ledger (merge), keeping their ids, streams and times.
@@ -544,7 +699,9 @@ class Ledger:
         """Like `read` but undecoded rows: (seq, event_id, stream, stream_version, type, schema, time,
         payload, prev_hash, hash)."""
         sql, params = self._select(after, upto, types, streams, ranges)
-        yield from self._conn.execute(sql, params)
+        # The cursor itself, not a generator around it: a full scan pays nothing per row
+        # beyond SQLite's own work.
+        return self._conn.execute(sql, params)
 
     def _select(
         self,
@@ -554,21 +711,40 @@ class Ledger:
         streams: Iterable[str] | None,
         ranges: Sequence[StreamRange] | None,
     ) -> tuple[str, list[Any]]:
-        where = ["seq > ?"]
+        # With streams or ranges, an index on the stream must drive the query: a run's
+        # events are found in its own range, and `seq` (the rowid) is in every index
+        # entry, so the seq bounds are checked without touching the table. SQLite has no
+        # statistics here and would rather take the type index (every event of those
+        # types in the whole ledger: 1.8 s instead of 11 ms for one run's outcomes in a
+        # 1M-event ledger) or scan the table by rowid; the unary `+` rules those out.
+        # Except for a short span of seqs (a catch-up after a checkpoint, the next cursor
+        # of a replay): then reading that span by rowid is cheapest, and the stream
+        # terms are the ones kept off the indexes. Without streams or ranges, the type
+        # index or the rowid range is the right plan as it is.
+        by_stream = streams is not None or ranges is not None
+        short = by_stream and upto is not None and upto - after <= _SHORT_SPAN
+        seq_col = "+seq" if by_stream and not short else "seq"
+        type_col = "+type" if by_stream else "type"
+        stream_col = "+stream" if short else "stream"
+        where = [f"{seq_col} > ?"]
         params: list[Any] = [after]
         if upto is not None:
-            where.append("seq <= ?")
+            where.append(f"{seq_col} <= ?")
             params.append(upto)
         if types is not None:
             type_list = list(types)
-            where.append(f"type IN ({','.join('?' * len(type_list))})" if type_list else "0")
+            where.append(f"{type_col} IN ({','.join('?' * len(type_list))})" if type_list else "0")
             params.extend(type_list)
         if streams is not None:
             stream_list = list(streams)
-            where.append(f"stream IN ({','.join('?' * len(stream_list))})" if stream_list else "0")
+            where.append(f"{stream_col} IN ({','.join('?' * len(stream_list))})" if stream_list else "0")
             params.extend(stream_list)
         if ranges is not None:
-            where.append(_range_sql(ranges, params) if ranges else "0")
+            where.append(_range_sql(ranges, params, stream_col) if ranges else "0")
+        if by_stream and not short:
+            # The matching seqs first (a sorted list of integers), then the rows in that
+            # order: SQLite does not have to sort whole rows, payloads and all.
+            return f"{_SELECT} WHERE seq IN (SELECT seq FROM events WHERE {' AND '.join(where)}) ORDER BY seq", params
         return f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY seq", params
 
     def read_stream(self, stream: str, *, after_version: int = -1) -> Iterator[Recorded]:
@@ -692,6 +868,51 @@ def _as_new(e: Event | NewEvent) -> NewEvent:
     if not isinstance(e, Event):
         raise TypeError(f"not an event: {e!r}")
     return NewEvent(e, new_event_id())
+
+
+_EncodedBatch = tuple[str, "int | None", list[tuple[NewEvent, str, int, bytes]]]
+
+_INSERT = (
+    "INSERT INTO events (seq, event_id, stream, stream_version, type, schema, time, payload, prev_hash, hash)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _encode_batches(batches: Sequence[StreamBatch]) -> list[_EncodedBatch]:
+    """Ids given (or made), types and payloads encoded: everything done before the transaction."""
+    encoded: list[_EncodedBatch] = []
+    seen: set[str] = set()
+    count = 0
+    encode = _ENCODER.encode
+    for b in batches:
+        evs = []
+        for e in b.events:
+            ne = _as_new(e)
+            event = ne.event
+            try:
+                payload = encode(event)
+            except UnicodeEncodeError:
+                ne = NewEvent(_encodable(event), ne.event_id)
+                event = ne.event
+                payload = encode(event)
+            evs.append((ne, event.type_name(), event.SCHEMA, payload))
+            seen.add(ne.event_id)
+            count += 1
+        encoded.append((b.stream, b.expected_version, evs))
+    if len(seen) != count:
+        raise LedgerError("a batch repeats an event_id")
+    return encoded
+
+
+def _archived(path: Path) -> bool:
+    """True when `path` has no live WAL beside it and its directory is not writable."""
+    wal = path.with_name(path.name + "-wal")
+    try:
+        if wal.exists() and wal.stat().st_size > 0:
+            return False
+    except OSError:
+        return False
+    return not os.access(path.parent, os.W_OK)
 
 
 def _ledger_error(path: Path, exc: apsw.Error, doing: str) -> LedgerError:

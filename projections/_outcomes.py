@@ -8,6 +8,7 @@ original grade stays in the ledger.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 import msgspec
@@ -47,6 +48,12 @@ class Cell(msgspec.Struct):
 class SequenceCells(msgspec.Struct):
     plan: list[TaskRef] = msgspec.field(default_factory=list)
     passes: dict[str, dict[int, Cell]] = msgspec.field(default_factory=dict)
+    # The highest attempt ever started per pass and order, abandoned ones included: the
+    # next attempt is numbered after it, so its event ids never meet an earlier attempt's.
+    attempts: dict[str, dict[int, int]] = msgspec.field(default_factory=dict)
+
+    def last_attempt(self, pass_: str, order: int) -> int:
+        return self.attempts.get(pass_, {}).get(order, 0)
 
 
 class RunOutcomes(msgspec.Struct):
@@ -112,12 +119,22 @@ class RunOutcomes(msgspec.Struct):
 
 class OutcomeProjection(Projection[RunOutcomes]):
     name: ClassVar[str] = "outcomes"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2  # 2: SequenceCells.attempts
     state_type: ClassVar[type] = RunOutcomes
 
     _TYPES = frozenset(
         {"run.started", "task.started", "task.abandoned", "agent.finished", "grade.finished", "grade.corrected", "task.finished"}
     )
+    _KEY = ("sequence_id", "pass_", "order", "attempt")
+    # What `apply` reads of each type (run.started: decoded in full); see `_views`.
+    reads: ClassVar[Mapping[str, tuple[str, ...]] | None] = {
+        "task.started": (*_KEY, "instance_id"),
+        "task.abandoned": _KEY,
+        "agent.finished": (*_KEY, "turns", "cost_usd"),
+        "grade.finished": (*_KEY, "status", "resolved"),
+        "grade.corrected": (*_KEY, "status", "resolved"),
+        "task.finished": (*_KEY, "status", "resolved"),
+    }
 
     def __init__(self, run_version: str, *, before_order: int | None = None, cutoffs: dict[str, int] | None = None) -> None:
         """`before_order`/`cutoffs`: the state as it stood before task K started in each
@@ -152,10 +169,21 @@ class OutcomeProjection(Projection[RunOutcomes]):
         cutoff = self.cutoffs.get(ev.sequence_id)
         if cutoff is not None and rec.seq >= cutoff:
             return state
-        seq = state.sequences.setdefault(ev.sequence_id, SequenceCells())
-        cells = seq.passes.setdefault(ev.pass_, {})
+        # get-then-create, not setdefault: setdefault would build a throwaway default on
+        # every event, and this runs once per event of every run.
+        seq = state.sequences.get(ev.sequence_id)
+        if seq is None:
+            seq = state.sequences[ev.sequence_id] = SequenceCells()
+        cells = seq.passes.get(ev.pass_)
+        if cells is None:
+            cells = seq.passes[ev.pass_] = {}
         if t == "task.started":
             cells[ev.order] = Cell(instance_id=ev.instance_id, attempt=ev.attempt, started_seq=rec.seq)
+            tried = seq.attempts.get(ev.pass_)
+            if tried is None:
+                tried = seq.attempts[ev.pass_] = {}
+            if ev.attempt > tried.get(ev.order, 0):
+                tried[ev.order] = ev.attempt
             return state
         cell = cells.get(ev.order)
         if cell is None or cell.attempt != ev.attempt:

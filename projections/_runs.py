@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import msgspec
@@ -41,6 +42,8 @@ class RunsProjection(Projection[RunsState]):
     name: ClassVar[str] = "runs"
     version: ClassVar[int] = 1
     state_type: ClassVar[type] = RunsState
+    # `apply` reads nothing of a run.resumed but its stream; the rest in full (see `_views`).
+    reads: ClassVar[Mapping[str, tuple[str, ...]] | None] = {"run.resumed": ()}
 
     def selection(self) -> Selection:
         return Selection(types=frozenset({"run.started", "run.resumed", "run.finished", "memory.seeded"}))

@@ -9,6 +9,8 @@ its own `source_seq`, and so on. The chain is resolved from the header streams'
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from typing import ClassVar
 
 import msgspec
@@ -65,6 +67,10 @@ def run_of(stream: str) -> str:
     return parts[1] if len(parts) >= 2 and parts[0] == "run" else ""
 
 
+# A fold sees the same few streams over and over: split each name once.
+_run_of = functools.lru_cache(maxsize=4096)(run_of)
+
+
 def resolve_seed_chain(ledger: Ledger, version: str, upto: int | None = None) -> tuple[SeedLink, ...]:
     """Every run-to-run seed link reachable from `version`, as the ledger stood at `upto`.
 
@@ -74,12 +80,25 @@ def resolve_seed_chain(ledger: Ledger, version: str, upto: int | None = None) ->
     A cycle cannot be recorded by `swecl` (seeding refuses it); one in a hand-made
     ledger is cut where it closes.
     """
+    return seed_chain(
+        version,
+        upto,
+        lambda target, limit: ledger.read(types=["memory.seeded"], streams=[header_stream(target)], upto=limit),
+    )
+
+
+def seed_chain(
+    version: str, upto: int | None, seeds_of: Callable[[str, int | None], Iterable[Recorded]]
+) -> tuple[SeedLink, ...]:
+    """`resolve_seed_chain` over any source of seeds: `seeds_of(target, limit)` gives the
+    `memory.seeded` events of `target`'s header stream with seq <= limit, in seq order
+    (the one-pass rebuild hands in the ones it has already read)."""
     links: list[SeedLink] = []
     seen = {version}
     frontier: list[tuple[str, int | None]] = [(version, upto)]
     while frontier:
         target, limit = frontier.pop(0)
-        for rec in ledger.read(types=["memory.seeded"], streams=[header_stream(target)], upto=limit):
+        for rec in seeds_of(target, limit):
             ev = rec.event
             if ev.source_run is None:
                 continue
@@ -100,6 +119,12 @@ class MemoryProjection(Projection[MemoryState]):
     name: ClassVar[str] = "memory"
     version: ClassVar[int] = 1
     state_type: ClassVar[type] = MemoryState
+    # What the handlers read of the frequent small-need types (the task clock, recall
+    # counts); every other type is decoded in full (see `projections._views`).
+    reads: ClassVar[Mapping[str, tuple[str, ...]] | None] = {
+        "task.started": ("sequence_id", "pass_", "order"),
+        "memory.recalled": ("results.item_id",),
+    }
 
     def __init__(self, run_version: str, chain: tuple[SeedLink, ...] = ()) -> None:
         self.run_version = run_version
@@ -129,7 +154,7 @@ class MemoryProjection(Projection[MemoryState]):
 
 def _written(state: MemoryState, rec: Recorded) -> bool:
     ev = rec.event
-    run = run_of(rec.stream)
+    run = _run_of(rec.stream)
     if (
         ev.sequence_id is not None
         and ev.source_order is not None
@@ -299,11 +324,13 @@ def _task_started(state: MemoryState, rec: Recorded) -> bool:
     ev = rec.event
     if ev.pass_ != "initial":
         return False
-    return _advance_clock(state, run_of(rec.stream), ev.sequence_id, ev.order)
+    return _advance_clock(state, _run_of(rec.stream), ev.sequence_id, ev.order)
 
 
 def _advance_clock(state: MemoryState, run: str, sequence_id: str, order: int) -> bool:
-    per_run = state.clock.setdefault(run, {})
+    per_run = state.clock.get(run)
+    if per_run is None:  # not setdefault: that builds a throwaway dict on every event
+        per_run = state.clock[run] = {}
     if per_run.get(sequence_id, 0) >= order:
         return False
     per_run[sequence_id] = order

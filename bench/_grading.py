@@ -1,0 +1,255 @@
+"""Benchmark 5: grading overhead per task, on a generated repository of 2,000+ files.
+
+A git repository is generated in a temp dir: a package of `files` Python modules in
+directories of 50 (plus its tests, a root conftest.py, three commits to use as base
+commits), with `pkg/calc/ops.py:clamp` ignoring its upper bound. A sequence of tasks
+(each: a base commit, a version, the model patch - the fix, or a wrong fix -, the gold
+test patch adding `test_clamp_high`, FAIL_TO_PASS and PASS_TO_PASS) is graded by the
+real `swebench` grader (`get_grader("swebench")`: bare mirror, worktree slot reused
+task after task, environment cache, the apply chain, test-file revert, pytest run,
+parse, decide), with a fresh cache dir, environments built with uv.
+
+Overhead per task = the grade's wall time - the test command's own time (every
+`run_process` of the grade, timed by wrapping it) - environment builds (timed the same
+way; an environment is built once per (repo, version) and counted separately). The
+first task also pays the mirror clone and the worktree checkout of the repository.
+Target: at most 1 s per task (every task); the ratio is the mean overhead to the mean
+test-command time. `grading_env_builds` checks that builds == distinct (repo, version)
+pairs over the sequence.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from ._core import Context, Result
+
+REPO = "acme/bigcalc"
+TARGET_S = 1.0
+
+OPS = '''"""Arithmetic helpers."""
+
+
+def add(a, b):
+    return a + b
+
+
+def clamp(x, lo, hi):
+    """x limited to [lo, hi]."""
+    if x < lo:
+        return lo
+    return x
+'''
+
+TESTS = '''from pkg.calc.ops import add, clamp
+
+
+def test_add():
+    assert add(2, 3) == 5
+
+
+def test_clamp_low():
+    assert clamp(-5, 0, 10) == 0
+'''
+
+GOLD = '''diff --git a/pkg/calc/ops.py b/pkg/calc/ops.py
+--- a/pkg/calc/ops.py
++++ b/pkg/calc/ops.py
+@@ -9,4 +9,6 @@ def clamp(x, lo, hi):
+     \"\"\"x limited to [lo, hi].\"\"\"
+     if x < lo:
+         return lo
++    if x > hi:
++        return hi
+     return x
+'''
+
+WRONG = GOLD.replace("+        return hi\n", "+        return hi - 1\n")
+
+TEST_PATCH = '''diff --git a/tests/test_ops.py b/tests/test_ops.py
+--- a/tests/test_ops.py
++++ b/tests/test_ops.py
+@@ -7,3 +7,7 @@ def test_add():
+ 
+ def test_clamp_low():
+     assert clamp(-5, 0, 10) == 0
++
++
++def test_clamp_high():
++    assert clamp(50, 0, 10) == 10
+'''
+
+F2P = ["tests/test_ops.py::test_clamp_high"]
+P2P = ["tests/test_ops.py::test_add", "tests/test_ops.py::test_clamp_low"]
+
+# (version, base commit index, patch) per task: two versions -> two environment builds.
+FULL_TASKS = (
+    ("1.0", 0, GOLD), ("1.0", 1, GOLD), ("1.1", 0, GOLD), ("1.0", 2, WRONG),
+    ("1.1", 1, GOLD), ("1.1", 2, GOLD), ("1.0", 0, GOLD), ("1.1", 2, WRONG),
+)
+QUICK_TASKS = (("1.0", 0, GOLD), ("1.1", 1, GOLD), ("1.0", 2, WRONG))
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_AUTHOR_NAME": "bench",
+        "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+        "GIT_COMMITTER_NAME": "bench",
+        "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    }
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def make_repo(root: Path, files: int) -> tuple[Path, list[str]]:
+    """A repository of at least `files` tracked files; returns (path, three base commits)."""
+    root.mkdir(parents=True, exist_ok=True)
+    _git(root, "init", "-q", "-b", "main")
+    _write(root, "pkg/__init__.py", "")
+    _write(root, "pkg/calc/__init__.py", "")
+    _write(root, "pkg/calc/ops.py", OPS)
+    _write(root, "tests/test_ops.py", TESTS)
+    _write(root, "conftest.py", "# puts the repository root on sys.path for pytest\n")
+    _write(root, ".gitignore", "__pycache__/\n*.egg-info/\nbuild/\n")
+    made = 6
+    n = 0
+    while made < files:
+        folder = f"pkg/area{n // 50:03d}"
+        if n % 50 == 0:
+            _write(root, f"{folder}/__init__.py", "")
+            made += 1
+        _write(
+            root,
+            f"{folder}/module{n % 50:02d}.py",
+            f'"""Module {n} of the generated package."""\n\n\ndef f{n}(x):\n    return x * {n % 7 + 1}\n\n\n'
+            f"class Thing{n}:\n    def value(self):\n        return {n}\n",
+        )
+        made += 1
+        n += 1
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "base")
+    commits = [_git(root, "rev-parse", "HEAD")]
+    for i in (1, 2):
+        _write(root, f"docs/notes{i}.txt", f"release notes {i}\n")
+        _write(root, f"pkg/area000/module0{i}.py", f'"""Changed in commit {i}."""\n\n\ndef f{i}(x):\n    return x + {i}\n')
+        _git(root, "add", "-A")
+        _git(root, "commit", "-q", "-m", f"change {i}")
+        commits.append(_git(root, "rev-parse", "HEAD"))
+    tracked = int(_git(root, "ls-files").count("\n")) + 1
+    assert tracked >= files, tracked
+    return root, commits
+
+
+class _Clock:
+    """Times the test commands and environment builds of a grade, by wrapping the
+    grader's own functions (they still run: this measures, it does not replace)."""
+
+    def __init__(self) -> None:
+        import graders._graders as module
+
+        self.module = module
+        self.test_s = 0.0
+        self.build_s = 0.0
+        self.built = 0
+        self._run, self._build = module.run_process, module.build_env
+
+    def __enter__(self) -> _Clock:
+        def run_process(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return self._run(*args, **kwargs)
+            finally:
+                self.test_s += time.perf_counter() - start
+
+        def build_env(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                out = self._build(*args, **kwargs)
+            finally:
+                self.build_s += time.perf_counter() - start
+            self.built += int(out.built)
+            return out
+
+        self.module.run_process, self.module.build_env = run_process, build_env
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.module.run_process, self.module.build_env = self._run, self._build
+
+    def reset(self) -> None:
+        self.test_s = self.build_s = 0.0
+        self.built = 0
+
+
+def run(ctx: Context) -> list[Result]:
+    from graders import EnvSpec, GradeRequest, get_grader
+
+    files = 300 if ctx.quick else 2000
+    tasks = QUICK_TASKS if ctx.quick else FULL_TASKS
+    start = time.perf_counter()
+    repo, commits = make_repo(ctx.work / "grading-repo", files)
+    ctx.log(f"grading: generated a repository of {files}+ files in {time.perf_counter() - start:.1f}s; "
+            f"grading {len(tasks)} tasks")
+    grader = get_grader("swebench", cache_dir=ctx.work / "grading-cache", repo_sources={REPO: str(repo)}, timeout_s=600)
+    env = EnvSpec(python=None, pip_packages=["pytest"], test_cmd="pytest -rA")
+    rows: list[dict[str, Any]] = []
+    with _Clock() as clock:
+        for i, (version, base, patch) in enumerate(tasks, start=1):
+            req = GradeRequest(
+                instance_id=f"acme__bigcalc-{i}", repo=REPO, version=version, base_commit=commits[base],
+                model_patch=patch, test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=env,
+            )
+            clock.reset()
+            t0 = time.perf_counter()
+            outcome = grader.grade(req)
+            wall = time.perf_counter() - t0
+            expected = "resolved" if patch is GOLD else "unresolved"
+            if outcome.status != expected:
+                raise RuntimeError(
+                    f"grading benchmark: task {i} graded {outcome.status} ({outcome.error}), expected {expected}; "
+                    "the environment needs pytest from the uv cache or PyPI"
+                )
+            overhead = wall - clock.test_s - clock.build_s
+            rows.append({
+                "task": i, "version": version, "status": outcome.status, "applied_with": outcome.applied_with,
+                "wall_s": round(wall, 3), "test_s": round(clock.test_s, 3), "env_build_s": round(clock.build_s, 3),
+                "env_built": clock.built, "overhead_s": round(overhead, 3),
+            })
+            ctx.log(f"  task {i} ({version}, {outcome.status}): wall {wall:.2f}s, tests {clock.test_s:.2f}s, "
+                    f"env build {clock.build_s:.2f}s, overhead {overhead:.2f}s")
+    overheads = [r["overhead_s"] for r in rows]
+    tests = [r["test_s"] for r in rows]
+    mean_overhead = sum(overheads) / len(overheads)
+    mean_test = sum(tests) / len(tests)
+    builds = sum(r["env_built"] for r in rows)
+    pairs = len({(REPO, v) for v, _, _ in tasks})
+    ctx.details["grading"] = {
+        "repository_files": int(_git(repo, "ls-files").count("\n")) + 1,
+        "tasks": rows,
+        "overhead_mean_s": round(mean_overhead, 3),
+        "overhead_max_s": round(max(overheads), 3),
+        "overhead_max_after_first_s": round(max(overheads[1:]), 3) if len(overheads) > 1 else None,
+        "test_mean_s": round(mean_test, 3),
+        "env_builds": builds,
+        "distinct_repo_version_pairs": pairs,
+    }
+    return [
+        Result("grading_overhead", mean_overhead, "s/task", mean_overhead / mean_test,
+               "every task <= 1 s", max(overheads) <= TARGET_S,
+               reference=f"test command's own time (mean {mean_test:.2f} s; worst overhead {max(overheads):.2f} s)"),
+        Result("grading_env_builds", float(builds), "builds", builds / pairs, "ratio == 1", builds == pairs,
+               reference=f"distinct (repo, version) pairs over {len(tasks)} tasks ({pairs})"),
+    ]
