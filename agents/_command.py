@@ -3,13 +3,16 @@
 The template is split with shlex once; placeholders are substituted inside each argument
 (never through a shell, so an issue text or a path cannot become a command):
 `{workdir}` the worktree, `{issue_file}` a file holding the issue text, `{hints_file}`,
-`{model}`, `{instance_id}`, `{repo}`, `{scratch}`. The process runs in the worktree in its
+`{model}`, `{instance_id}`, `{repo}`, `{scratch}`. `${NAME}` takes the value of the
+environment variable NAME when the agent runs: that is how a token reaches a command
+without being written into the run's record. The process runs in the worktree in its
 own process group (a timeout ends all of it) and the patch is the worktree's diff.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import time
 from collections.abc import Mapping, Sequence
@@ -24,6 +27,7 @@ from ._scrub import Scrubber
 __all__ = ["PLACEHOLDERS", "CommandAgent"]
 
 PLACEHOLDERS = ("{workdir}", "{issue_file}", "{hints_file}", "{model}", "{instance_id}", "{repo}", "{scratch}")
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class CommandAgent:
@@ -56,6 +60,8 @@ class CommandAgent:
         }
         out = []
         for arg in self.template:
+            # environment first: a value substituted from the task is never expanded again
+            arg = _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), arg)
             for key, value in values.items():
                 arg = arg.replace(key, value)
             out.append(arg)

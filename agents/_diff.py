@@ -104,7 +104,7 @@ def worktree_patch(worktree: str | os.PathLike[str], base: str | None = None) ->
         if real_index.is_file():
             # Starting from a copy of the real index keeps its stat cache: `add -A` then
             # hashes only files that changed, not the whole repository.
-            shutil.copyfile(real_index, index)
+            shutil.copy2(real_index, index)  # copy2 keeps the mtime git's racy-file check needs
         else:
             _checked(_git(tree, ["read-tree", "HEAD"], env=env), "git read-tree", tree)
         _checked(_git(tree, ["add", "-A", "--", ".", *_EXCLUDE], env=env), "git add (temporary index)", tree)

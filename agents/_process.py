@@ -18,6 +18,8 @@ from pathlib import Path
 
 from ledger import SweclError
 
+from graders._reaper import become_subreaper, descendants, kill_new_descendants
+
 # Time between SIGTERM and SIGKILL: long enough for a CLI to flush its transcript.
 _GRACE_S = 3.0
 
@@ -48,6 +50,8 @@ def run_process(
     if not cwd.is_dir():
         raise SweclError(f"agent worktree {cwd} does not exist: prepare the task's checkout first")
     started = time.monotonic()
+    become_subreaper()
+    before = descendants()
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         try:
             proc = subprocess.Popen(
@@ -79,6 +83,7 @@ def run_process(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+            kill_new_descendants(before)  # children that left the group (setsid) too
             if feeder is not None:
                 feeder.join(timeout=1.0)
     return ProcessOutcome(None if timed_out else proc.returncode, timed_out, time.monotonic() - started)

@@ -19,7 +19,8 @@ _PACKAGES = ("apsw", "msgspec", "pydantic", "polars", "unidiff", "mcp", "click",
 _SECRET_VALUE = re.compile(
     r"(sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,})"
 )
-_SECRET_FLAG = re.compile(r"(?i)(api[_-]?key|token|secret|password)=\S+")
+# `--token=${TOKEN}` names a variable, not a secret: left alone.
+_SECRET_FLAG = re.compile(r"(?i)(api[_-]?key|token|secret|password)=(?!\$\{)\S+")
 
 
 def scrub(text: str) -> str:

@@ -80,7 +80,10 @@ for _command in (
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        cli.main(args=argv, prog_name="swecl", standalone_mode=False)
+        # Without standalone mode click returns a command's exit code instead of exiting.
+        code = cli.main(args=argv, prog_name="swecl", standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.Abort:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from graders._repos import git, git_env
+from graders._repos import cleanable_paths as _cleanable, git, git_env
 
 __all__ = [
     "ApplyResult",
@@ -294,7 +294,7 @@ def reset_to(worktree: Path, tree: str, extra_paths: Sequence[str] = ()) -> None
     git(["read-tree", "--reset", "-u", tree], cwd=worktree)
     git(["checkout-index", "--all", "--force"], cwd=worktree)
     git(["clean", "-ffd", "--quiet"], cwd=worktree)
-    paths = [p for p in extra_paths if p]
+    paths = _cleanable(extra_paths)
     if paths:
         git(["clean", "-ffdx", "--quiet", "--", *paths], cwd=worktree)
 
@@ -412,7 +412,7 @@ def changed_paths(worktree: Path, tree: str, also: Sequence[str] = ()) -> list[s
     git(["add", "--all", "--", "."], cwd=worktree)
     done = git(["diff", "--cached", "--name-only", "--no-renames", "-z", tree], cwd=worktree)
     names = {n for n in done.stdout.decode("utf-8", "surrogateescape").split("\0") if n}
-    for p in also:
+    for p in _cleanable(also):
         if (worktree / p).exists() or (worktree / p).is_symlink():
             names.add(p)
     return sorted(names)

@@ -6,6 +6,8 @@ Layout under the cache dir:
     repos/OWNER__NAME.lock           serialises clone/fetch/worktree-add on that mirror
     worktrees/OWNER__NAME/slot-N     a detached worktree, reused task after task
     worktrees/OWNER__NAME/slot-N.lock  held (flock) by the one process using the slot
+    views/OWNER__NAME/SHA.git        what an agent may see of the repo at SHA: its history only
+    workspaces/swecl-agent-*/NAME    an agent's checkout, one per attempt, removed after it
 
 Cleaning between tasks: `git reset --hard` + `git clean -ffd`, *not* `-x`. Ignored files
 survive on purpose: the editable install's metadata (`*.egg-info`, setuptools-scm's
@@ -148,6 +150,12 @@ def file_lock(path: Path, *, blocking: bool = True) -> Iterator[bool]:
         os.close(fd)
 
 
+def cleanable_paths(paths: Sequence[str]) -> list[str]:
+    """The paths a patch named that git can be given: a hostile patch may name a path
+    with a NUL byte (no file can have it, and argv cannot carry it)."""
+    return [p for p in paths if p and "\x00" not in p]
+
+
 @dataclass(frozen=True, slots=True)
 class Worktree:
     """A checked-out slot; valid while its `RepoCache.worktree` context is open."""
@@ -161,13 +169,15 @@ class Worktree:
         """Back to `commit` (default: this task's base): tracked files restored, untracked
         files removed, and ignored files removed only under `extra_paths` (see module doc)."""
         target = commit or self.commit
-        # a grader killed mid-git leaves index.lock behind; the slot lock says nobody else is here
+        # A grader killed mid-git leaves lock files behind (index.lock, HEAD.lock of this
+        # worktree); the slot lock says nobody else is here.
         git_dir = git(["rev-parse", "--absolute-git-dir"], cwd=self.path).stdout.decode().strip()
-        Path(git_dir, "index.lock").unlink(missing_ok=True)
+        for name in ("index.lock", "HEAD.lock", "ORIG_HEAD.lock"):
+            Path(git_dir, name).unlink(missing_ok=True)
         git(["checkout", "--detach", "--force", target], cwd=self.path)
         git(["reset", "--hard", "--quiet", target], cwd=self.path)
         git(["clean", "-ffd", "--quiet"], cwd=self.path)
-        paths = [p for p in extra_paths if p]
+        paths = cleanable_paths(extra_paths)
         if paths:
             git(["clean", "-ffdx", "--quiet", "--", *paths], cwd=self.path)
 
@@ -262,6 +272,99 @@ class RepoCache:
             tree = Worktree(repo=repo, path=path, slot=taken, commit=commit)
             tree.reset()
             yield tree
+
+    # -- what an agent may see ------------------------------------------------------------
+
+    def view_path(self, repo: str, commit: str) -> Path:
+        return self.cache_dir / "views" / repo_slug(repo) / f"{commit}.git"
+
+    def ensure_view(self, repo: str, commit: str) -> Path:
+        """A bare repository holding `commit` and its ancestors, and nothing else.
+
+        The mirror holds every later commit too (the task's own fix and tests among them);
+        a worktree of it would let an agent read them (`git log --all`, `git cat-file
+        --batch-all-objects`). A view is filled by fetching `commit` from the mirror, so
+        exactly its history arrives. It borrows (alternates) the objects of the newest
+        cached view of an ancestor commit, so along a sequence each view costs only the
+        commits since the previous task, and a view is made once per base commit and
+        kept for every pass, stage and run.
+        """
+        if not _SHA_RE.match(commit):
+            raise SweclError(f"base_commit {commit!r} of {repo} is not a commit hash: fix the task")
+        mirror = self.ensure_commit(repo, commit)
+        full = git(["rev-parse", "--verify", f"{commit}^{{commit}}"], cwd=mirror).stdout.decode().strip()
+        view = self.view_path(repo, full)
+        if (view / "refs" / "heads" / "base").is_file():
+            return view
+        with file_lock(self._mirror_lock(repo)):
+            if (view / "refs" / "heads" / "base").is_file():
+                return view
+            view.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{full[:12]}.", suffix=".tmp", dir=view.parent))
+            try:
+                git(["init", "--bare", "--quiet", os.fspath(tmp)])
+                borrowed = self._ancestor_view(repo, mirror, full)
+                if borrowed is not None:
+                    # The ancestor's objects and every store it borrows from, listed flat:
+                    # git follows alternates only a few levels deep.
+                    chain = [os.fspath(borrowed / "objects")]
+                    inherited = borrowed / "objects" / "info" / "alternates"
+                    if inherited.is_file():
+                        chain += [line for line in inherited.read_text().splitlines() if line.strip()]
+                    Path(tmp, "objects", "info", "alternates").write_text("\n".join(chain) + "\n")
+                git(
+                    ["-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "--quiet", "--no-tags", "--",
+                     os.fspath(mirror), f"{full}:refs/heads/base"],
+                    cwd=tmp,
+                )
+                Path(tmp, "FETCH_HEAD").unlink(missing_ok=True)
+                os.replace(tmp, view)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        return view
+
+    def _ancestor_view(self, repo: str, mirror: Path, commit: str) -> Path | None:
+        """The cached view of the nearest ancestor of `commit`, if any."""
+        base = self.cache_dir / "views" / repo_slug(repo)
+        if not base.is_dir():
+            return None
+        best: tuple[int, Path] | None = None
+        for view in base.glob("*.git"):
+            other = view.name[:-4]
+            if other == commit or not (view / "refs" / "heads" / "base").is_file():
+                continue
+            if git(["merge-base", "--is-ancestor", other, commit], cwd=mirror, check=False).returncode != 0:
+                continue
+            count = git(["rev-list", "--count", f"{other}..{commit}"], cwd=mirror).stdout.decode().strip()
+            distance = int(count or 0)
+            if best is None or distance < best[0]:
+                best = (distance, view)
+        return None if best is None else best[1]
+
+    @contextmanager
+    def agent_checkout(self, repo: str, commit: str, parent: Path | str | None = None) -> Iterator[Path]:
+        """A fresh checkout of `commit` for an agent: its history ends at `commit`.
+
+        A shared clone of the commit's view (objects borrowed, not copied; the agent's
+        own commits stay in the checkout), with no remote, no tags and no reflog that
+        names a later commit. Removed when the block ends.
+        """
+        view = self.ensure_view(repo, commit)
+        if parent is None:
+            parent = self.cache_dir / "workspaces"
+            parent.mkdir(parents=True, exist_ok=True)
+        holder = Path(tempfile.mkdtemp(prefix="swecl-agent-", dir=parent))
+        path = holder / repo_slug(repo).split("__", 1)[1]
+        try:
+            git(["clone", "--shared", "--no-checkout", "--quiet", "--", os.fspath(view), os.fspath(path)])
+            git(["checkout", "--detach", "--quiet", "refs/remotes/origin/base"], cwd=path)
+            git(["remote", "remove", "origin"], cwd=path)
+            for ref in git(["for-each-ref", "--format=%(refname)"], cwd=path).stdout.decode().split():
+                git(["update-ref", "-d", ref], cwd=path)
+            git(["reflog", "expire", "--expire=now", "--all"], cwd=path, check=False)
+            yield path
+        finally:
+            shutil.rmtree(holder, ignore_errors=True)
 
     @contextmanager
     def _take_slot(self, repo: str, candidates: list[int], *, blocking: bool) -> Iterator[int]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graders._apply import normalize_patch
+from graders._reaper import become_subreaper, descendants, kill_new_descendants
 
 __all__ = [
     "LineResult",
@@ -105,6 +106,8 @@ def run_process(
 ) -> ProcessResult:
     """Run argv in its own session; on timeout kill the whole group. Output: stdout+stderr."""
     start = time.monotonic()
+    become_subreaper()
+    before = descendants()
     with tempfile.TemporaryFile(prefix="swecl-out-") as sink:
         try:
             proc = subprocess.Popen(
@@ -120,8 +123,9 @@ def run_process(
             timed_out = True
             _kill_group(proc.pid)
             proc.wait()
-        # leftovers (daemons a test started) go too: the group is ours alone
+        # leftovers (daemons a test started) go too: the group, and whatever left it
         _kill_group(proc.pid)
+        kill_new_descendants(before)
         duration = time.monotonic() - start
         sink.seek(0)
         output = sink.read()

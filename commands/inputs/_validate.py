@@ -133,6 +133,32 @@ def read_text(path: Path, label: str) -> str:
 
 def parse_json(text: str, label: str) -> Any:
     try:
-        return json.loads(text)
+        document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SweclError(f"{label}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    where = _unpaired_surrogate(document, "")
+    if where is not None:
+        # JSON may spell a lone surrogate ("\udcff"): valid JSON, not text. Refused here,
+        # it can never reach a patch file, a blob or an event payload later.
+        raise SweclError(f"{label}: {where or 'the document'}: holds an unpaired surrogate escape, which is not valid Unicode text")
+    return document
+
+
+def _unpaired_surrogate(value: Any, path: str) -> str | None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _unpaired_surrogate(key, path) or _unpaired_surrogate(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _unpaired_surrogate(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None

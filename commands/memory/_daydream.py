@@ -316,7 +316,7 @@ def plan_daydream(
             continue
         patch_ref = None
         if draft.patch:
-            data = draft.patch.encode()
+            data = draft.patch.encode("utf-8", "surrogateescape")
             blobs.append(data)
             patch_ref = hashlib.sha256(data).hexdigest()
         events.append(

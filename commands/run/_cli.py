@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 import msgspec
@@ -10,7 +13,7 @@ import msgspec
 from ledger import SweclError
 
 from .._cli_common import results_of, results_option
-from ._options import RunOptions
+from ._options import EXECUTORS, RunOptions
 from ._progress import make_reporter
 from ._stages import DEMO_SUITE, STAGES
 
@@ -50,7 +53,8 @@ def _python_paths(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--source-memory", default=None, metavar="PATH|VERSION", help="Seed for plugin-accum / plugin-dreamed.")
 @click.option("--passes", default=None, metavar="LIST", help="Comma-separated subset of initial,retest,baseline.")
 @click.option("--retest-every", type=int, default=None, metavar="K", help="Also re-test tasks 1..i after every K-th task.")
-@click.option("--jobs", type=int, default=1, show_default=True, metavar="N", help="Sequences run in parallel processes.")
+@click.option("--jobs", type=int, default=1, show_default=True, metavar="N",
+              help="Sequences run in parallel processes (with --executor ray: at most N sequence jobs at once).")
 @click.option("--max-turns", type=int, default=50, show_default=True, help="Agent turn budget per task.")
 @click.option("--agent-timeout", type=float, default=1800.0, show_default=True, metavar="S", help="Seconds per agent attempt.")
 @click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S", help="Seconds per test run.")
@@ -61,6 +65,15 @@ def _python_paths(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--python", "pythons", multiple=True, metavar="VERSION=PATH", help="Interpreter to use for a Python version.")
 @click.option("--cache-dir", default=None, metavar="DIR", help="Repository and environment cache (default: $SWECL_CACHE or ~/.cache/swecl).")
 @click.option("--resume", default=None, metavar="VERSION", help="Continue an interrupted run where it stopped.")
+@click.option("--executor", type=click.Choice(EXECUTORS), default=None,
+              help="Where sequences run: local (this machine, default) or ray (one job per sequence on a Ray cluster).")
+@click.option("--ray-address", default=None, metavar="ADDR",
+              help="Ray cluster to use: HOST:PORT, auto, or local (default: $RAY_ADDRESS, else this node's cluster, else a new local one).")
+@click.option("--shard-dir", default=None, metavar="DIR",
+              help="With --executor ray: pass ledger snapshots and shards as files in DIR, a folder the driver and every node share (default: through Ray's object store).")
+@click.option("--ray-cpus", type=float, default=None, metavar="N", help="With --executor ray: CPUs each sequence job asks for (default 1).")
+@click.option("--max-retries", type=int, default=None, metavar="N",
+              help="With --executor ray: times a failed sequence job is retried from what it delivered (default 2).")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 @click.option("--json", "as_json", is_flag=True, help="Progress and the summary as JSON lines.")
 @click.pass_context
@@ -69,7 +82,8 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             source_memory: str | None, passes: str | None, retest_every: int | None, jobs: int, max_turns: int,
             agent_timeout: float, test_timeout: float, code_mode: str, predictions: tuple[str, ...],
             command_template: str | None, repo_sources: tuple[str, ...], pythons: tuple[str, ...],
-            cache_dir: str | None, resume: str | None, quiet: bool, as_json: bool) -> None:
+            cache_dir: str | None, resume: str | None, executor: str | None, ray_address: str | None,
+            shard_dir: str | None, ray_cpus: float | None, max_retries: int | None, quiet: bool, as_json: bool) -> None:
     """Run a stage of the stage matrix over sequences, task by task, in three passes.
 
     With no arguments: the built-in demo benchmark end to end (stages base,
@@ -82,10 +96,11 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
     from ._orchestrate import resume_run, start_run
 
     results = results_of(ctx)
+    placement = _executor_options(executor, ray_address, shard_dir, ray_cpus, max_retries, resuming=resume is not None)
     reporter = make_reporter(quiet=quiet, as_json=as_json)
     try:
         if resume is not None:
-            report = resume_run(results, resume, reporter, jobs=jobs if jobs != 1 else None)
+            report = resume_run(results, resume, reporter, jobs=jobs if jobs != 1 else None, executor=placement)
             reports = [report]
         else:
             opts = RunOptions(
@@ -97,15 +112,51 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 repo_sources=_repo_sources(repo_sources), cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
                 python_paths=_python_paths(pythons),
             )
-            if stage is None:
-                if version is not None:
-                    raise SweclError("--version names one run; the demo suite makes four: add --stage")
-                reports = run_demo_suite(results, opts, reporter)
-            else:
-                reports = [start_run(results, opts, reporter)]
+            opts = msgspec.structs.replace(opts, **placement)
+            if stage is None and version is not None:
+                raise SweclError("--version names one run; the demo suite makes four: add --stage")
+            opts.validate()
+            with _executor_session(opts):
+                if stage is None:
+                    reports = run_demo_suite(results, opts, reporter)
+                else:
+                    reports = [start_run(results, opts, reporter)]
     finally:
         reporter.close()
     _summary(results, [r.version for r in reports], quiet=quiet, as_json=as_json)
+
+
+def _executor_options(executor: str | None, ray_address: str | None, shard_dir: str | None,
+                      ray_cpus: float | None, max_retries: int | None, *, resuming: bool) -> dict[str, Any]:
+    """The executor options given on this command line (a resume keeps the others)."""
+    given: dict[str, Any] = {}
+    if executor is not None:
+        given["executor"] = executor
+    if ray_address is not None:
+        given["ray_address"] = ray_address
+    if shard_dir is not None:
+        given["shard_dir"] = str(Path(shard_dir).resolve())
+    if ray_cpus is not None:
+        given["ray_num_cpus"] = ray_cpus
+    if max_retries is not None:
+        given["max_retries"] = max_retries
+    local = executor == "local" or (executor is None and not resuming)
+    ray_only = [flag for flag, key in (("--ray-cpus", "ray_num_cpus"), ("--max-retries", "max_retries")) if key in given]
+    if local and ray_only:
+        raise SweclError(f"{ray_only[0]} is for --executor ray; add --executor ray or drop {ray_only[0]}")
+    return given
+
+
+@contextmanager
+def _executor_session(opts: RunOptions) -> Iterator[None]:
+    """One Ray connection for every run this command makes (the demo suite makes four)."""
+    if opts.executor != "ray":
+        yield
+        return
+    from ._ray import ray_session
+
+    with ray_session(opts):
+        yield
 
 
 def _summary(results, versions: list[str], *, quiet: bool, as_json: bool) -> None:  # type: ignore[no-untyped-def]
@@ -115,13 +166,13 @@ def _summary(results, versions: list[str], *, quiet: bool, as_json: bool) -> Non
     with results.open_ledger(readonly=True) as ledger:
         found = metrics_for(ledger, results.projector(ledger), versions)
     where = {"ledger": str(results.ledger_path), "results": str(results.root),
-             "versions": {v: str(results.version_dir(v)) for v in versions}}
+             "version_dirs": {v: str(results.version_dir(v)) for v in versions}}
     if as_json:
         click.echo(msgspec.json.encode({"event": "summary", **metrics_document(found), **where}).decode())
         return
     print_metrics_table(found)
     if not quiet:
         click.echo(f"ledger:  {where['ledger']}")
-        for v, path in where["versions"].items():
+        for v, path in where["version_dirs"].items():
             click.echo(f"run {v}: {path}")
         click.echo("next:    swecl runs · swecl metrics --formula eval-v1 · swecl report --out report/")

@@ -15,6 +15,8 @@ from ledger import SweclError
 
 from ._stages import get_stage, parse_passes
 
+EXECUTORS = ("local", "ray")
+
 
 class RunOptions(msgspec.Struct, kw_only=True):
     stage: str
@@ -39,6 +41,12 @@ class RunOptions(msgspec.Struct, kw_only=True):
     repo_sources: dict[str, str] = msgspec.field(default_factory=dict)
     cache_dir: str | None = None
     python_paths: dict[str, str] = msgspec.field(default_factory=dict)
+    # Where sequences run (see _ray.py). Recorded like the rest; a resume may override them.
+    executor: str = "local"  # local | ray
+    ray_address: str | None = None  # None: RAY_ADDRESS, else the cluster on this node, else a new local one
+    shard_dir: str | None = None  # shared folder for snapshots and shards; None: Ray's object store
+    ray_num_cpus: float = 1.0  # CPUs each sequence job asks Ray for
+    max_retries: int = 2  # extra attempts of a failed sequence job (ray executor)
 
     def validate(self) -> None:
         stage = get_stage(self.stage)
@@ -49,8 +57,12 @@ class RunOptions(msgspec.Struct, kw_only=True):
             raise SweclError(f"--retest-every needs memory: stage {self.stage!r} runs without it")
         if self.jobs < 1:
             raise SweclError(f"--jobs {self.jobs}: give at least 1")
+        self.validate_executor()
         if self.code_mode not in ("agentic", "blind"):
             raise SweclError(f"--code-mode {self.code_mode!r}: agentic or blind")
+        self._refuse_secrets()
+        if self.retest_every is not None and self.instances:
+            raise SweclError("--retest-every re-tests prefixes of whole sequences; it does not combine with --instance")
         if stage.seeds is False and self.source_memory:
             raise SweclError(f"--source-memory is for the seeded stages (plugin-accum, plugin-dreamed), not {self.stage!r}")
         if self.version is not None:
@@ -61,6 +73,32 @@ class RunOptions(msgspec.Struct, kw_only=True):
                     "version than its source"
                 )
 
+    def validate_executor(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise SweclError(f"--executor {self.executor!r}: one of {', '.join(EXECUTORS)}")
+        if self.executor != "ray":
+            given = [flag for flag, value in (("--ray-address", self.ray_address), ("--shard-dir", self.shard_dir))
+                     if value is not None]
+            if given:
+                raise SweclError(f"{given[0]} is for --executor ray; add --executor ray or drop {given[0]}")
+        if self.max_retries < 0:
+            raise SweclError(f"--max-retries {self.max_retries}: give 0 or more")
+        if not self.ray_num_cpus > 0:
+            raise SweclError(f"--ray-cpus {self.ray_num_cpus}: give a positive number of CPUs per sequence job")
+
+    def _refuse_secrets(self) -> None:
+        """The options are recorded in run.started: nothing in them may be a credential."""
+        from .._provenance import scrub
+
+        for name, value in msgspec.structs.asdict(self).items():
+            texts = [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+            if any(scrub(text) != text for text in texts):
+                hint = " (the command agent expands ${NAME} from the environment)" if name == "command" else ""
+                raise SweclError(
+                    f"--{name.replace('_', '-')} holds what looks like a secret, and run options are recorded "
+                    f"in the ledger: pass it through an environment variable instead{hint}"
+                )
+
     @property
     def pass_list(self) -> tuple[str, ...]:
         return parse_passes(",".join(self.passes) if self.passes else None, get_stage(self.stage))
@@ -69,7 +107,7 @@ class RunOptions(msgspec.Struct, kw_only=True):
         """The options as recorded in run.started (paths made absolute, so a resume
         from another directory finds the same files)."""
         raw = msgspec.to_builtins(self)
-        for key in ("dataset", "rows", "cache_dir"):
+        for key in ("dataset", "rows", "cache_dir", "shard_dir"):
             value = raw.get(key)
             if value and not str(value).startswith("hf:") and Path(value).exists():
                 raw[key] = str(Path(value).resolve())

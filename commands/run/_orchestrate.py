@@ -11,11 +11,15 @@ import fcntl
 import multiprocessing as mp
 import os
 import re
+import tempfile
 from collections.abc import Iterator
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import msgspec
 
 from agents import Agent, Budget, get_agent
 from commands.inputs import Benchmark, Sequence, find_sequence, load_benchmark, load_predictions
@@ -88,7 +92,9 @@ def select_sequences(benchmark: Benchmark, opts: RunOptions) -> list[Sequence]:
     return chosen
 
 
-def build_agent(opts: RunOptions, benchmark: Benchmark) -> Agent:
+def build_agent(opts: RunOptions, benchmark: Benchmark, *, runs_here: bool = True) -> Agent:
+    """The agent `opts` asks for. `runs_here=False` (a driver that fans out to Ray) checks
+    the options but not the agent's CLI, which only the nodes that run tasks need."""
     name = opts.agent
     if name == "demo":
         if opts.dataset is not None:
@@ -106,7 +112,7 @@ def build_agent(opts: RunOptions, benchmark: Benchmark) -> Agent:
         if not opts.command:
             raise SweclError("--agent command needs --command 'TEMPLATE with {workdir} {issue_file} {model}'")
         return get_agent("command", template=opts.command)
-    if name == "claude":
+    if name == "claude" and runs_here:
         from agents._claude import find_claude
 
         find_claude()  # a missing CLI is said before the run starts, not once per task
@@ -193,10 +199,15 @@ def prepare_memory(ledger: Ledger, version: str, stage: Stage, opts: RunOptions,
 
 @contextmanager
 def run_lock(results: Results, version: str) -> Iterator[None]:
-    """Held while a process works on the run: `swecl runs` tells running from interrupted."""
+    """Held while a process works on the run: `swecl runs` tells running from interrupted,
+    and a second process cannot resume a run that is running."""
     path = results.version_dir(version) / RUN_LOCK
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = path.open("a")
+    except OSError as exc:
+        raise SweclError(f"cannot write the run's folder {path.parent}: {exc.strerror}") from None
+    with fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -207,75 +218,127 @@ def run_lock(results: Results, version: str) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def require_writable(results: Results) -> None:
+    """Refuse before claiming anything: a run that cannot write its folder would be
+    claimed in the ledger and then stop half-way."""
+    try:
+        results.root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=results.root, prefix=".write-probe-"):
+            pass
+    except OSError as exc:
+        raise SweclError(f"the results directory {results.root} is not writable: {exc.strerror}") from None
+
+
 def start_run(results: Results, opts: RunOptions, reporter: Reporter) -> RunReport:
     opts.validate()
     stage = get_stage(opts.stage)
     benchmark = open_benchmark(opts)
     sequences = select_sequences(benchmark, opts)
-    agent = build_agent(opts, benchmark)  # fail early on agent options, before claiming
+    agent = build_agent(opts, benchmark, runs_here=opts.executor == "local")  # fail early, before claiming
     del agent
+    _require_executor(opts)
+    require_writable(results)
     with results.open_ledger(create=True) as ledger:
         version = claim_version(ledger, opts, benchmark, sequences)
-        reporter.run_started(version, stage.name, {s.id: len(s.tasks) for s in sequences}, opts.pass_list)
+    with ExitStack() as held:
         try:
-            prepare_memory(ledger, version, stage, opts, benchmark, sequences, reporter)
+            held.enter_context(run_lock(results, version))
+            reporter.run_started(version, stage.name, {s.id: len(s.tasks) for s in sequences}, opts.pass_list)
+            with results.open_ledger() as ledger:
+                prepare_memory(ledger, version, stage, opts, benchmark, sequences, reporter)
         except SweclError as exc:
-            ledger.append(f"run/{version}", [RunFinished(status="failed", error=str(exc))], durable=True)
+            _finish(results, version, "failed", str(exc))  # claimed: say how it ended
             raise
-    return execute(results, version, opts, reporter)
+        return _execute_locked(results, version, opts, reporter)
 
 
-def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int | None = None) -> RunReport:
+def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int | None = None,
+               executor: dict[str, Any] | None = None) -> RunReport:
+    """Continue run `version`. `jobs` and `executor` (RunOptions executor fields given on
+    this command line) override what the run was started with: a run started on Ray can
+    be finished locally, and the other way round."""
     with results.open_ledger() as ledger:
         run = get_run(ledger, results.projector(ledger), version)
         started = next(ledger.read_stream(f"run/{version}"))
         opts = RunOptions.from_config(started.event.config)
         if jobs is not None:
             opts.jobs = jobs
+        if executor:
+            if executor.get("executor") == "local":
+                opts = msgspec.structs.replace(opts, ray_address=None, shard_dir=None)
+            opts = msgspec.structs.replace(opts, **executor)
+            opts.validate_executor()
+        _require_executor(opts)  # before anything is appended
         benchmark = open_benchmark(opts)
         if benchmark.content_hash != started.event.dataset_hash:
             raise SweclError(
                 f"run {version} was made on a dataset with hash {started.event.dataset_hash[:12]}; "
                 f"{opts.dataset or 'the demo'} now hashes to {benchmark.content_hash[:12]}: it changed, so the run cannot continue"
             )
-        attempt = run.resumed + 2
-        ledger.append(
-            f"run/{version}",
-            [NewEvent(RunResumed(attempt=attempt, provenance=provenance()), event_id_for(version, "resumed", attempt))],
-            durable=True,
-        )
+    # The lock first: a resume refused because the run is running must write nothing.
+    with run_lock(results, version):
+        with results.open_ledger() as ledger:
+            attempt = get_run(ledger, results.projector(ledger), version).resumed + 2
+            ledger.append(
+                f"run/{version}",
+                [NewEvent(RunResumed(attempt=attempt, provenance=provenance()), event_id_for(version, "resumed", attempt))],
+                durable=True,
+            )
         reporter.run_started(version, opts.stage, {s: len(started.event.tasks.get(s, [])) for s in run.sequences},
                              opts.pass_list)
-    return execute(results, version, opts, reporter, sequence_ids=run.sequences)
+        return _execute_locked(results, version, opts, reporter, sequence_ids=run.sequences)
+
+
+def _require_executor(opts: RunOptions) -> None:
+    if opts.executor == "ray":
+        from ._ray import check_ray
+
+        check_ray(opts)
 
 
 def execute(results: Results, version: str, opts: RunOptions, reporter: Reporter,
             sequence_ids: list[str] | None = None) -> RunReport:
-    stage = get_stage(opts.stage)
+    """Run (or continue) the sequences of a claimed run version, holding its lock."""
     with run_lock(results, version):
-        if sequence_ids is None:
-            with results.open_ledger() as ledger:
-                sequence_ids = list(next(ledger.read_stream(f"run/{version}")).event.sequences)
-        error: str | None = None
-        status = "finished"
+        return _execute_locked(results, version, opts, reporter, sequence_ids)
+
+
+def _execute_locked(results: Results, version: str, opts: RunOptions, reporter: Reporter,
+                    sequence_ids: list[str] | None = None) -> RunReport:
+    stage = get_stage(opts.stage)
+    if sequence_ids is None:
+        with results.open_ledger() as ledger:
+            sequence_ids = list(next(ledger.read_stream(f"run/{version}")).event.sequences)
+    error: str | None = None
+    status = "finished"
+    try:
+        if opts.executor == "ray":
+            from ._ray import run_on_ray
+
+            run_on_ray(results, version, opts, sequence_ids, reporter)
+        elif opts.jobs > 1 and len(sequence_ids) > 1:
+            _run_parallel(results, version, opts, sequence_ids, reporter)
+        else:
+            for sequence_id in sequence_ids:
+                run_one_sequence(str(results.root), version, opts, sequence_id, reporter)
+    except AgentUnavailable as exc:
+        status, error = "failed", str(exc)
+    except KeyboardInterrupt:
+        _finish(results, version, "interrupted", "interrupted by the user")
+        raise
+    except SweclError as exc:
+        status, error = "failed", str(exc)
+    _finish(results, version, status, error)
+    if stage.plugin:
         try:
-            if opts.jobs > 1 and len(sequence_ids) > 1:
-                _run_parallel(results, version, opts, sequence_ids, reporter)
-            else:
-                for sequence_id in sequence_ids:
-                    run_one_sequence(str(results.root), version, opts, sequence_id, reporter)
-        except AgentUnavailable as exc:
-            status, error = "failed", str(exc)
-        except KeyboardInterrupt:
-            _finish(results, version, "interrupted", "interrupted by the user")
-            raise
-        except SweclError as exc:
-            status, error = "failed", str(exc)
-        _finish(results, version, status, error)
-        if stage.plugin:
             with results.open_ledger() as ledger:
                 materialise_version(ledger, version, results.version_dir(version))
-        reporter.run_finished(version, status)
+        except (SweclError, OSError) as exc:
+            # The files are a view; the ledger holds everything. Never hide the run's own error.
+            if error is None:
+                raise SweclError(f"run {version} finished, but its memory files could not be written: {exc}") from None
+            reporter.note(f"memory files of run {version} not written: {exc}")
+    reporter.run_finished(version, status)
     if error is not None:
         raise SweclError(f"run {version} stopped: {error}")
     return RunReport(version=version, stage=stage.name, status=status, error=error)
@@ -287,16 +350,10 @@ def _finish(results: Results, version: str, status: str, error: str | None) -> N
 
 
 def run_one_sequence(results_root: str, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter) -> None:
-    """One sequence's passes in this process (the unit of --jobs parallelism)."""
+    """One sequence's passes in this process, on the results dir's ledger (the unit of
+    --jobs parallelism)."""
     results = Results(Path(results_root))
     stage = get_stage(opts.stage)
-    benchmark = open_benchmark(opts)
-    sequence = find_sequence(benchmark, sequence_id)
-    if opts.instances:
-        from dataclasses import replace
-
-        sequence = replace(sequence, tasks=tuple(t for t in sequence.tasks if t.instance_id in set(opts.instances)))
-    cache = cache_dir_of(opts)
     lock_file = results.version_dir(version) / f".{re.sub(r'[^A-Za-z0-9_.-]', '_', sequence_id)}.lock"
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     with lock_file.open("a") as fh:
@@ -305,26 +362,43 @@ def run_one_sequence(results_root: str, version: str, opts: RunOptions, sequence
         except BlockingIOError:
             raise SweclError(f"sequence {sequence_id} of run {version} is being run by another process") from None
         with results.open_ledger() as ledger:
-            ctx = SequenceContext(
-                ledger=ledger,
-                version=version,
-                stage=stage,
-                sequence=sequence,
-                agent=build_agent(opts, benchmark),
-                agent_name=opts.agent,
-                grader=get_grader(
-                    opts.grader, cache_dir=cache, repo_sources=benchmark.repo_sources, timeout_s=opts.test_timeout_s,
-                    python=opts.python_paths or None,
-                ),
-                grader_name=opts.grader,
-                repos=RepoCache(cache, benchmark.repo_sources),
-                reporter=reporter,
-                model=opts.model,
-                code_mode=opts.code_mode,
-                budget=Budget(max_turns=opts.max_turns, timeout_s=opts.agent_timeout_s),
-                builtin_dir=results.version_dir(version) / "_builtin" / sequence_id if stage.memory_mode == "builtin" else None,
-            )
-            run_sequence(ctx, opts.pass_list, opts.retest_every)
+            builtin = results.version_dir(version) / "_builtin" / sequence_id if stage.memory_mode == "builtin" else None
+            run_sequence_on(ledger, version, opts, sequence_id, reporter, builtin_dir=builtin)
+
+
+def run_sequence_on(ledger: Ledger, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter, *,
+                    builtin_dir: Path | None, benchmark: Benchmark | None = None) -> None:
+    """One sequence's passes of run `version`, appending to `ledger` (the results dir's,
+    or a Ray worker's shard). `builtin_dir`: where the builtin stage keeps the agent's
+    native memory across tasks."""
+    stage = get_stage(opts.stage)
+    benchmark = benchmark if benchmark is not None else open_benchmark(opts)
+    sequence = find_sequence(benchmark, sequence_id)
+    if opts.instances:
+        from dataclasses import replace
+
+        sequence = replace(sequence, tasks=tuple(t for t in sequence.tasks if t.instance_id in set(opts.instances)))
+    cache = cache_dir_of(opts)
+    ctx = SequenceContext(
+        ledger=ledger,
+        version=version,
+        stage=stage,
+        sequence=sequence,
+        agent=build_agent(opts, benchmark),
+        agent_name=opts.agent,
+        grader=get_grader(
+            opts.grader, cache_dir=cache, repo_sources=benchmark.repo_sources, timeout_s=opts.test_timeout_s,
+            python=opts.python_paths or None,
+        ),
+        grader_name=opts.grader,
+        repos=RepoCache(cache, benchmark.repo_sources),
+        reporter=reporter,
+        model=opts.model,
+        code_mode=opts.code_mode,
+        budget=Budget(max_turns=opts.max_turns, timeout_s=opts.agent_timeout_s),
+        builtin_dir=builtin_dir if stage.memory_mode == "builtin" else None,
+    )
+    run_sequence(ctx, opts.pass_list, opts.retest_every)
 
 
 def _worker(results_root: str, version: str, opts_raw: dict, sequence_id: str, queue: object) -> None:

@@ -57,25 +57,31 @@ def run_sequence(ctx: SequenceContext, passes: Iterable[str], retest_every: int 
 
 
 def _first_open(state: RunOutcomes, ctx: SequenceContext, tasks: list[Task], upto: int) -> int:
-    """Initial-pass steps of a --retest-every plan overlap; start after the done prefix."""
-    for task in tasks[:upto]:
+    """Initial-pass steps of a --retest-every plan overlap; start after the done prefix.
+
+    A position in `tasks` (1-based), not a task's order: with --instance the list holds
+    only some tasks of the sequence, and their orders have gaps."""
+    for position, task in enumerate(tasks[:upto], start=1):
         cell = state.cell(ctx.sequence.id, "initial", task.order)
         if cell is None or not cell.done:
-            return task.order
+            return position
     return upto + 1
 
 
 def _run_task(ctx: SequenceContext, state: RunOutcomes, task: Task, pass_: str) -> None:
     cell = state.cell(ctx.sequence.id, pass_, task.order)
-    attempt = 1
+    seq = state.sequences.setdefault(ctx.sequence.id, SequenceCells())
     if cell is not None:
         if cell.done:
             return
         abandon(ctx, task, pass_, cell.attempt, "interrupted: the run stopped before this task finished")
-        attempt = cell.attempt + 1
+    # After every attempt ever started, abandoned ones included (a crash right after an
+    # abandon leaves no open cell, yet that attempt's ids are taken).
+    attempt = max(seq.last_attempt(pass_, task.order), cell.attempt if cell else 0) + 1
     finished = run_attempt(ctx, task, pass_, attempt)
+    seq.attempts.setdefault(pass_, {})[task.order] = attempt
     # Keep the local view in step so an overlapping step of the plan skips this task.
-    cells = state.sequences.setdefault(ctx.sequence.id, SequenceCells()).passes.setdefault(pass_, {})
+    cells = seq.passes.setdefault(pass_, {})
     cells[task.order] = Cell(
         instance_id=task.instance_id, attempt=attempt, done=True, status=finished.status, resolved=finished.resolved
     )

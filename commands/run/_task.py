@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agents import Agent, AgentInput, AgentResult, Budget, RecallService
+from agents._scrub import Scrubber
 from commands.inputs import Sequence, Task
 from commands.memory import GradingSecrets, TaskView, plan_daydream
 from graders import EnvSpec, Grader, GradeRequest, RepoCache, apply_check
@@ -45,7 +46,8 @@ class BlobCollector:
         self.blobs: list[bytes] = []
 
     def __call__(self, data: bytes | str) -> str:
-        raw = data.encode() if isinstance(data, str) else data
+        # surrogateescape: a patch or transcript with bytes that are not UTF-8 is kept exactly.
+        raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
         self.blobs.append(raw)
         return hashlib.sha256(raw).hexdigest()
 
@@ -112,7 +114,9 @@ def abandon(ctx: SequenceContext, task: Task, pass_: str, attempt: int, reason: 
 def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> TaskFinished:
     seq = ctx.sequence
     memory_on = ctx.stage.plugin and pass_ != "baseline"
-    ctx.append(
+    head = ctx.ledger.head()
+    started = ctx.ledger.append(
+        ctx.stream,
         [
             NewEvent(
                 TaskStarted(
@@ -121,8 +125,15 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
                 ),
                 ctx.ids(task, pass_, attempt, "task.started"),
             )
-        ]
+        ],
     )
+    if started[0].seq <= head:
+        # The ids of this attempt are taken: running it would file its events under an
+        # earlier attempt's (each a silent no-op). Never expected; refuse rather than lose.
+        raise SweclError(
+            f"task {task.instance_id!r} ({pass_}): attempt {attempt} is recorded already; "
+            "nothing was run (run `swecl verify` and report this)"
+        )
     done, resolved_so_far = ctx.progress.get(pass_, (0, 0))
     total = task_count(ctx, pass_)
     ctx.reporter.task_started(
@@ -200,7 +211,7 @@ def builtin_memory_events(ctx: SequenceContext, task: Task, attempt: int, files:
     these files itself; recording them makes the builtin stage auditable like the others."""
     events: list[NewEvent] = []
     for path, text in sorted(files.items()):
-        digest = hashlib.sha256(text.encode()).hexdigest()
+        digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
         previous = ctx.builtin_seen.get(path)
         if previous is not None and previous[1] == digest:
             continue
@@ -208,7 +219,7 @@ def builtin_memory_events(ctx: SequenceContext, task: Task, attempt: int, files:
         events.append(
             NewEvent(
                 MemoryWritten(
-                    item_id=item_id, kind="builtin-file", title=path, body=text[:20000], repo=task.repo,
+                    item_id=item_id, kind="builtin-file", title=as_text(path), body=as_text(text[:20000]), repo=task.repo,
                     source_run=ctx.version, sequence_id=ctx.sequence.id, source_instance=task.instance_id,
                     source_order=task.order, source_pass="initial", extractor="builtin", tags=[f"sha256:{digest}"],
                 ),
@@ -226,6 +237,16 @@ def builtin_memory_events(ctx: SequenceContext, task: Task, attempt: int, files:
     return events
 
 
+def as_text(value: str) -> str:
+    """Text fit for an event payload: bytes that were not UTF-8 (kept as surrogate escapes
+    by the diff and the file readers) become U+FFFD; the blobs keep the exact bytes."""
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def task_count(ctx: SequenceContext, pass_: str) -> int:
     if pass_.startswith("retest-"):
         return int(pass_.split("-", 1)[1])
@@ -239,9 +260,11 @@ def _run_agent(
     started = time.monotonic()
     recall = None
     try:
-        with tempfile.TemporaryDirectory(prefix="swecl-task-") as scratch, ctx.repos.worktree(
+        # Not a worktree of the mirror: that holds every later commit, this task's fix and
+        # tests among them. The agent's checkout holds the base commit's history only.
+        with tempfile.TemporaryDirectory(prefix="swecl-task-") as scratch, ctx.repos.agent_checkout(
             task.repo, task.base_commit
-        ) as wt:
+        ) as workdir:
             if memory_on:
                 recall = RecallService(
                     ctx.ledger, ctx.version, ctx.sequence.id, pass_, task.order, task.instance_id, attempt, task.repo
@@ -251,7 +274,7 @@ def _run_agent(
                 repo=task.repo,
                 issue=task.problem_statement or "",
                 hints=task.hints_text,
-                worktree=wt.path,
+                worktree=workdir,
                 scratch_dir=Path(scratch),
                 base_commit=task.base_commit,
                 recall=recall,
@@ -263,7 +286,7 @@ def _run_agent(
                 memory_mode=ctx.stage.memory_mode if pass_ != "baseline" else "off",
                 pass_=pass_,
                 memory_dir=ctx.builtin_dir if ctx.stage.memory_mode == "builtin" and pass_ != "baseline" else None,
-                apply_check=lambda patch, _wt=wt.path: apply_check(_wt, patch),
+                apply_check=lambda patch, _wt=workdir: apply_check(_wt, patch),
             )
             return ctx.agent.run(inp), False
     except SweclError as exc:
@@ -293,8 +316,10 @@ def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: st
         gold_patch=task.patch,
     )
     outcome = ctx.grader.grade(request)
+    # Set-up and test commands print what they like, environment values included.
+    scrubber = Scrubber()
     collect = BlobCollector()
-    log_ref = collect(outcome.log) if outcome.log else None
+    log_ref = collect(scrubber.bytes(outcome.log)) if outcome.log else None
     event = GradeFinished(
         sequence_id=ctx.sequence.id,
         instance_id=task.instance_id,
@@ -314,7 +339,7 @@ def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: st
         test_cmd=list(outcome.test_cmd),
         duration_s=outcome.duration_s,
         env_key=outcome.env_key,
-        error=outcome.error,
+        error=scrubber.optional(outcome.error),
         similarity=outcome.similarity,
         parser=outcome.parser,
     )

@@ -80,6 +80,9 @@ def test_json_progress_while_resuming(tmp_path: Path, cache: Path, reference: di
     lines = [json.loads(line) for line in out.splitlines()]
     kinds = [line["event"] for line in lines]
     assert kinds[0] == "run_started" and kinds[-2:] == ["run_finished", "summary"]
+    summary = lines[-1]
+    assert summary["versions"][0]["version"] == "R" and "CL-Score" in summary["versions"][0]["macro"]
+    assert summary["version_dirs"]["R"].endswith("vR") and summary["ledger"].endswith("ledger.db")
     finished = [line for line in lines if line["event"] == "task_finished"]
     assert len(finished) == 18 - 10  # only what was left
     assert all({"sequence", "pass", "order", "status", "resolve_rate"} <= set(line) for line in finished)

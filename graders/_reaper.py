@@ -1,0 +1,73 @@
+"""Ending every process a run started, including those that left its process group.
+
+Killing a process group misses a child that called setsid() (Node's `detached: true`, a
+daemonising test server). This process becomes a child subreaper (Linux), so such
+orphans are re-parented to it instead of to init and stay findable as its descendants;
+after a run, every descendant that was not there before it started is killed and reaped.
+
+The grader's test commands and the agents' processes both use it (agents import it from
+here: graders never import agents, so there is no cycle).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+
+_PR_SET_CHILD_SUBREAPER = 36
+_subreaper = False
+
+
+def become_subreaper() -> None:
+    global _subreaper
+    if _subreaper:
+        return
+    _subreaper = True
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: process groups are all there is
+        pass
+
+
+def descendants(root: int | None = None) -> set[int]:
+    """Pids below `root` (default: this process), from /proc; empty where there is none."""
+    root = os.getpid() if root is None else root
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return set()
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # the command name may hold spaces and parentheses: fields start after the last ')'
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(name))
+    found: set[int] = set()
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def kill_new_descendants(before: set[int]) -> None:
+    """SIGKILL and reap every descendant that appeared since `before` was taken."""
+    for pid in descendants() - before:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+        try:
+            os.waitpid(pid, 0)  # ours now (subreaper): leave no zombie
+        except ChildProcessError:
+            pass

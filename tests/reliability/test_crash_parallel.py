@@ -1,0 +1,30 @@
+"""Crash safety with `--jobs 2`: two sequences (13 tasks, initial pass) in two worker
+processes, the whole process group SIGKILLed at random points and resumed (with
+`--jobs 2` again) each time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import PAIR_ARGS
+from .crashkit import crash_loop, differences_from, kill_plan, read_events
+
+pytestmark = pytest.mark.slow
+
+SEED = 20240612
+
+
+def test_random_sigkills_of_a_two_sequence_run_with_jobs_2(tmp_path: Path, cache: Path, reference_pair: Path) -> None:
+    results = tmp_path / "results"
+    # a cache of its own: what a killed run leaves there must not reach other tests
+    report = crash_loop(
+        results, tmp_path / "cache", "crash", PAIR_ARGS, kill_plan(SEED, 400, max_time=4.0), kills=10, jobs=2, slack=0,
+        log=tmp_path / "swecl.log",
+    )
+    assert report.kills >= 10
+    assert report.final is not None and report.final.returncode == 0, report.final.stderr if report.final else ""
+    streams = {e["stream"] for e in read_events(results, prefix="run/crash") if e["type"] == "task.finished"}
+    assert len(streams) == 2
+    assert differences_from(results, "crash", reference_pair, "ref", cache) == []

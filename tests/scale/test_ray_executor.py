@@ -1,0 +1,152 @@
+"""`swecl run --executor ray`: sequences as Ray jobs, shards merged into one ledger.
+
+Everything here runs the real CLI against one real local Ray instance (see conftest):
+the same demo runs on the local executor are the reference the fan-out must match.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.run.support import INICONF, SPANS, events, finished_cells, swecl, swecl_json
+
+from .conftest import RAY_ENV, RayCluster
+
+pytestmark = pytest.mark.slow
+
+BLANK = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--sequence", INICONF, "--passes", "initial,baseline")
+ACCUM = ("run", "--stage", "plugin-accum", "--sequence", SPANS, "--sequence", INICONF, "--passes", "initial")
+SPANS_ONLY = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--passes", "initial,baseline")
+TASKS = {SPANS: 6, INICONF: 7}
+
+
+def on_ray(cluster: RayCluster, *extra: str) -> tuple[str, ...]:
+    return ("--executor", "ray", "--ray-address", cluster.address, *extra)
+
+
+def run(results: Path, cluster: RayCluster, *args: str, env: dict[str, str] | None = None,
+        check: bool = True) -> Any:
+    return swecl(results, *args, cache=cluster.cache, env={**RAY_ENV, **(env or {})}, check=check, timeout=300)
+
+
+def metrics(results: Path, cluster: RayCluster, version: str, sequence: str | None = None) -> dict[str, Any]:
+    """CL metrics per sequence (or of one sequence) of a run, as `swecl metrics --json` gives them."""
+    found = swecl_json(results, "metrics", "--version", version, cache=cluster.cache)["versions"][0]["sequences"]
+    return found if sequence is None else found[sequence]
+
+
+def json_lines(stdout: str) -> list[dict[str, Any]]:
+    """Every line of `--json` output is JSON: nothing Ray prints may land there."""
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def recalls(results: Path, version: str) -> dict[tuple[str, str, int], list[str]]:
+    """What each task recalled: (sequence, pass, order) -> item ids by rank."""
+    return {
+        (p["sequence_id"], p["pass"], p["order"]): [r["item_id"] for r in p["results"]]
+        for _, stream, _, p in events(results, "memory.recalled")
+        if stream.startswith(f"run/{version}/")
+    }
+
+
+def assert_each_task_once(results: Path, cluster: RayCluster, version: str, expected: int) -> None:
+    cells = finished_cells(results, version)
+    assert len(cells) == len(set(cells)) == expected
+    assert "ledger OK" in swecl(results, "verify", cache=cluster.cache).stdout
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory, ray_cluster: RayCluster) -> Path:
+    """The same two runs on the local executor: v1 plugin-blank, v2 plugin-accum seeded from v1."""
+    results = tmp_path_factory.mktemp("local")
+    swecl(results, *BLANK, "--jobs", "2", "--quiet", cache=ray_cluster.cache)
+    swecl(results, *ACCUM, "--source-memory", "1", "--jobs", "2", "--quiet", cache=ray_cluster.cache)
+    return results
+
+
+def test_fan_out_matches_the_local_executor(tmp_path: Path, ray_cluster: RayCluster, reference: Path) -> None:
+    results = tmp_path / "results"
+    proc = run(results, ray_cluster, *BLANK, *on_ray(ray_cluster), "--json")
+    lines = json_lines(proc.stdout)
+    finished = [line for line in lines if line["event"] == "task_finished"]
+    assert len(finished) == 2 * 13  # progress of both workers reached the driver
+    assert {line["sequence"] for line in finished} == set(TASKS)
+    assert lines[-2]["event"] == "run_finished" and lines[-2]["status"] == "finished"
+    assert metrics(results, ray_cluster, "1") == metrics(reference, ray_cluster, "1")
+    assert recalls(results, "1") == recalls(reference, "1")
+    assert_each_task_once(results, ray_cluster, "1", 2 * 13)
+    # the jobs really ran side by side: their streams interleave in the merged ledger
+    streams = [s for _, s, t, _ in events(results, "task.started")]
+    assert sum(1 for a, b in zip(streams, streams[1:]) if a != b) > 1
+
+    # A seeded stage: the seed is recorded on the driver, and every shard starts from a
+    # copy holding it (and the source run's memory) at the same seqs. Shards travel as
+    # files through a shared folder this time.
+    shards = tmp_path / "shared"
+    run(results, ray_cluster, *ACCUM, "--source-memory", "1", *on_ray(ray_cluster, "--shard-dir", str(shards)), "--quiet")
+    assert metrics(results, ray_cluster, "2") == metrics(reference, ray_cluster, "2")
+    seeded = recalls(results, "2")
+    assert seeded == recalls(reference, "2")
+    from_v1 = {p["item_id"] for _, stream, _, p in events(results, "memory.written") if stream.startswith("run/1/")}
+    assert set(seeded[(SPANS, "initial", 1)]) & from_v1  # the first task already recalls the seed
+    assert_each_task_once(results, ray_cluster, "2", 13)
+    assert list(shards.iterdir()) == []  # snapshots and shards are removed once merged
+
+
+def test_a_job_that_raises_is_retried_from_what_it_delivered(tmp_path: Path, ray_cluster: RayCluster,
+                                                             reference: Path) -> None:
+    # The job's first attempt raises after delivering its 2nd shard (2 tasks done).
+    proc = run(tmp_path, ray_cluster, *SPANS_ONLY, *on_ray(ray_cluster), "--json",
+               env={"SWECL_FAILPOINTS": "ray.job.raise:2"})
+    notes = [line["text"] for line in json_lines(proc.stdout) if line["event"] == "note"]
+    (retried,) = [n for n in notes if "attempt 1 failed" in n]
+    assert "failpoint ray.job.raise" in retried and "2 shard(s)" in retried
+    assert any("attempt 2 running" in n for n in notes)
+    assert metrics(tmp_path, ray_cluster, "1", SPANS) == metrics(reference, ray_cluster, "1", SPANS)
+    assert_each_task_once(tmp_path, ray_cluster, "1", 2 * 6)
+    # nothing delivered was done again: one start per task, and no attempt abandoned
+    assert len(events(tmp_path, "task.started")) == 2 * 6
+    assert events(tmp_path, "task.abandoned") == []
+
+
+def test_a_worker_killed_mid_sequence_is_retried(tmp_path: Path, ray_cluster: RayCluster, reference: Path) -> None:
+    # SIGKILL in the job's first attempt right after its 3rd task.finished was written to
+    # the worker's copy, before that shard was cut: the 3rd task is lost with the worker
+    # and redone by the retry, with the same event ids.
+    proc = run(tmp_path, ray_cluster, *SPANS_ONLY, *on_ray(ray_cluster), "--json",
+               env={"SWECL_FAILPOINTS": "task.finished:3"})
+    notes = [line["text"] for line in json_lines(proc.stdout) if line["event"] == "note"]
+    (retried,) = [n for n in notes if "attempt 1 failed" in n]
+    assert "WorkerCrashedError" in retried and "2 shard(s)" in retried
+    assert metrics(tmp_path, ray_cluster, "1", SPANS) == metrics(reference, ray_cluster, "1", SPANS)
+    assert_each_task_once(tmp_path, ray_cluster, "1", 2 * 6)
+    starts = Counter((p["pass"], p["order"], p["attempt"]) for *_, p in events(tmp_path, "task.started"))
+    assert set(starts.values()) == {1} and len(starts) == 2 * 6
+
+
+def test_a_killed_driver_resumes_the_fan_out(tmp_path: Path, ray_cluster: RayCluster, reference: Path) -> None:
+    # The driver dies (SIGKILL) right after the first sequence was merged complete.
+    proc = run(tmp_path, ray_cluster, *BLANK, "--version", "R", *on_ray(ray_cluster), "--quiet",
+               env={"SWECL_FAILPOINTS": "ray.sequence.merged:1"}, check=False)
+    assert proc.returncode == -9, (proc.returncode, proc.stderr)
+    assert swecl_json(tmp_path, "runs", cache=ray_cluster.cache)[0]["status"] == "interrupted"
+    assert "ledger OK" in swecl(tmp_path, "verify", cache=ray_cluster.cache).stdout  # a partial fan-out is a valid ledger
+    done = {p["sequence_id"] for *_, p in events(tmp_path, "pass.finished") if p["pass"] == "baseline"}
+    assert len(done) == 1
+    (finished_one,) = done
+    before = Counter(p["sequence_id"] for *_, p in events(tmp_path, "task.started"))
+    assert before[finished_one] == 2 * TASKS[finished_one]
+
+    out = run(tmp_path, ray_cluster, "run", "--resume", "R", *on_ray(ray_cluster), "--json").stdout
+    notes = [line["text"] for line in json_lines(out) if line["event"] == "note"]
+    assert f"vR {finished_one}: already finished, not submitted" in notes
+    after = Counter(p["sequence_id"] for *_, p in events(tmp_path, "task.started"))
+    assert after[finished_one] == before[finished_one]  # the finished sequence was not run again
+    assert_each_task_once(tmp_path, ray_cluster, "R", 2 * 13)
+    assert metrics(tmp_path, ray_cluster, "R") == metrics(reference, ray_cluster, "1")
+    assert swecl_json(tmp_path, "runs", cache=ray_cluster.cache)[0]["status"] == "finished"
