@@ -30,6 +30,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -180,6 +181,22 @@ class Worktree:
         paths = cleanable_paths(extra_paths)
         if paths:
             git(["clean", "-ffdx", "--quiet", "--", *paths], cwd=self.path)
+
+
+def _remove_abandoned_workspaces(base: Path) -> None:
+    """Agent checkouts whose process died (their lock is free) are removed. A lock file
+    younger than a minute is left alone: its owner may not have locked it yet."""
+    now = time.time()
+    for lock in base.glob("swecl-agent-*.lock"):
+        try:
+            if now - lock.stat().st_mtime < 60:
+                continue
+        except OSError:
+            continue
+        with file_lock(lock, blocking=False) as free:
+            if free:
+                shutil.rmtree(lock.with_suffix(""), ignore_errors=True)
+                lock.unlink(missing_ok=True)
 
 
 class RepoCache:
@@ -350,21 +367,25 @@ class RepoCache:
         names a later commit. Removed when the block ends.
         """
         view = self.ensure_view(repo, commit)
-        if parent is None:
-            parent = self.cache_dir / "workspaces"
-            parent.mkdir(parents=True, exist_ok=True)
-        holder = Path(tempfile.mkdtemp(prefix="swecl-agent-", dir=parent))
+        base = Path(parent) if parent is not None else self.cache_dir / "workspaces"
+        base.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned_workspaces(base)
+        holder = Path(tempfile.mkdtemp(prefix="swecl-agent-", dir=base))
         path = holder / repo_slug(repo).split("__", 1)[1]
-        try:
-            git(["clone", "--shared", "--no-checkout", "--quiet", "--", os.fspath(view), os.fspath(path)])
-            git(["checkout", "--detach", "--quiet", "refs/remotes/origin/base"], cwd=path)
-            git(["remote", "remove", "origin"], cwd=path)
-            for ref in git(["for-each-ref", "--format=%(refname)"], cwd=path).stdout.decode().split():
-                git(["update-ref", "-d", ref], cwd=path)
-            git(["reflog", "expire", "--expire=now", "--all"], cwd=path, check=False)
-            yield path
-        finally:
-            shutil.rmtree(holder, ignore_errors=True)
+        # Held while the checkout is in use: a process killed mid-task leaves its
+        # checkout behind, and the next checkout removes what no lock holds.
+        with file_lock(holder.with_name(holder.name + ".lock")):
+            try:
+                git(["clone", "--shared", "--no-checkout", "--quiet", "--", os.fspath(view), os.fspath(path)])
+                git(["checkout", "--detach", "--quiet", "refs/remotes/origin/base"], cwd=path)
+                git(["remote", "remove", "origin"], cwd=path)
+                for ref in git(["for-each-ref", "--format=%(refname)"], cwd=path).stdout.decode().split():
+                    git(["update-ref", "-d", ref], cwd=path)
+                git(["reflog", "expire", "--expire=now", "--all"], cwd=path, check=False)
+                yield path
+            finally:
+                shutil.rmtree(holder, ignore_errors=True)
+                holder.with_name(holder.name + ".lock").unlink(missing_ok=True)
 
     @contextmanager
     def _take_slot(self, repo: str, candidates: list[int], *, blocking: bool) -> Iterator[int]:

@@ -141,3 +141,63 @@ def test_a_stale_index_lock_from_a_killed_grader_is_cleared(tmp_path: Path, sour
     (git_dir / "index.lock").write_text("")
     with cache.worktree(REPO, base) as wt:
         assert wt.slot == 0 and not (git_dir / "index.lock").exists()
+
+
+# -- what an agent may see -------------------------------------------------------------------
+
+
+def _linear_history(src: Path, n: int) -> list[str]:
+    run_git(src, "init", "-q")
+    shas = []
+    for i in range(n):
+        write(src, "f.txt", f"v{i}\n")
+        run_git(src, "add", ".")
+        run_git(src, "commit", "-qm", f"c{i} MARK{i}")
+        shas.append(run_git(src, "rev-parse", "HEAD").strip())
+    return shas
+
+
+def test_an_agent_checkout_reaches_only_the_history_of_its_commit(tmp_path: Path) -> None:
+    """`git log --all --reflog` and every object in the store: commits up to the base
+    only, whatever views of later or unrelated commits exist (views are made in an
+    order that is not the history's: a retest pass goes back)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    shas = _linear_history(src, 8)
+    cache = RepoCache(tmp_path / "cache", {REPO: str(src)})
+    for k in (2, 5, 3, 7, 1, 6, 4, 0):
+        with cache.agent_checkout(REPO, shas[k]) as path:
+            seen = git(["log", "--all", "--reflog", "--format=%s"], cwd=path).stdout
+            seen += git(["cat-file", "--batch-all-objects", "--batch"], cwd=path).stdout
+            assert [i for i in range(8) if f"MARK{i}".encode() in seen] == list(range(k + 1)), k
+            assert (path / "f.txt").read_text() == f"v{k}\n"
+            assert git(["status", "--porcelain"], cwd=path).stdout == b""
+            assert git(["remote"], cwd=path).stdout == b""
+            # the agent's own commits stay in its checkout, never in the shared view
+            write(path, "f.txt", "agent\n")
+            git(["-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qam", "AGENT"], cwd=path)
+        assert not path.exists()
+    for k in (3, 7):
+        with cache.agent_checkout(REPO, shas[k]) as path:
+            assert b"AGENT" not in git(["cat-file", "--batch-all-objects", "--batch"], cwd=path).stdout
+    # A view borrows from the nearest ancestor view there was when it was made, and from
+    # all that one borrows, listed flat (git follows alternates only a few levels deep):
+    # 7 was made after 2, 5 and 3; 5 after 2.
+    borrowed = (cache.view_path(REPO, shas[7]) / "objects" / "info" / "alternates").read_text().split()
+    assert borrowed == [str(cache.view_path(REPO, shas[k]) / "objects") for k in (5, 2)]
+
+
+def test_a_checkout_left_by_a_killed_process_is_removed_by_the_next(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    shas = _linear_history(src, 2)
+    cache = RepoCache(tmp_path / "cache", {REPO: str(src)})
+    spaces = tmp_path / "cache" / "workspaces"
+    stale = spaces / "swecl-agent-dead"
+    (stale / "r").mkdir(parents=True)
+    lock = spaces / "swecl-agent-dead.lock"
+    lock.write_text("")
+    os.utime(lock, (0, 0))  # an old lock nobody holds
+    with cache.agent_checkout(REPO, shas[1]):
+        assert not stale.exists() and not lock.exists()
+    assert list(spaces.iterdir()) == []
