@@ -259,6 +259,12 @@ class RepoCache:
             return mirror
         with file_lock(self._mirror_lock(repo)):
             if not self.has_commit(repo, commit):
+                # The source given now wins over the one the mirror was cloned from (a
+                # user who moved a local copy, or switched from GitHub to a path).
+                source = self.source_of(repo)
+                current = git(["remote", "get-url", "origin"], cwd=mirror, check=False).stdout.decode().strip()
+                if current != source:
+                    git(["remote", "set-url", "origin", source], cwd=mirror, check=False)
                 git(["fetch", "--quiet", "--prune", "origin"], cwd=mirror, check=False)
             if not self.has_commit(repo, commit) and len(commit) == 40:
                 # servers that allow fetching a reachable sha by name (GitHub does)

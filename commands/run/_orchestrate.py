@@ -362,7 +362,7 @@ def run_one_sequence(results_root: str, version: str, opts: RunOptions, sequence
         except BlockingIOError:
             raise SweclError(f"sequence {sequence_id} of run {version} is being run by another process") from None
         with results.open_ledger() as ledger:
-            builtin = results.version_dir(version) / "_builtin" / sequence_id if stage.memory_mode == "builtin" else None
+            builtin = results.builtin_dir(version, sequence_id) if stage.memory_mode == "builtin" else None
             run_sequence_on(ledger, version, opts, sequence_id, reporter, builtin_dir=builtin)
 
 

@@ -672,4 +672,4 @@ def run_on_ray(results: Results, version: str, opts: RunOptions, sequence_ids: l
         # from the ledger, so that a later local resume finds them where it looks.
         with results.open_ledger(readonly=True) as ledger:
             for sid in sequence_ids:
-                restore_builtin_files(ledger, version, sid, results.version_dir(version) / "_builtin" / sid)
+                restore_builtin_files(ledger, version, sid, results.builtin_dir(version, sid))

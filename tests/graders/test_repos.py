@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -201,3 +202,23 @@ def test_a_checkout_left_by_a_killed_process_is_removed_by_the_next(tmp_path: Pa
     with cache.agent_checkout(REPO, shas[1]):
         assert not stale.exists() and not lock.exists()
     assert list(spaces.iterdir()) == []
+
+
+def test_a_new_source_for_a_cached_repo_is_fetched_from(tmp_path: Path) -> None:
+    """The mirror was cloned from one copy; a later run names another that has a newer
+    commit: the commit is fetched from the source given now."""
+    first = tmp_path / "first"
+    first.mkdir()
+    shas = _linear_history(first, 2)
+    cache = RepoCache(tmp_path / "cache", {REPO: str(first)})
+    with cache.worktree(REPO, shas[1]):
+        pass
+    moved = tmp_path / "moved"
+    run_git(tmp_path, "clone", "-q", str(first), str(moved))
+    write(moved, "f.txt", "new\n")
+    run_git(moved, "commit", "-qam", "newer")
+    newer = run_git(moved, "rev-parse", "HEAD")
+    shutil.rmtree(first)  # the old source is gone
+    cache = RepoCache(tmp_path / "cache", {REPO: str(moved)})
+    with cache.worktree(REPO, newer) as wt:
+        assert (wt.path / "f.txt").read_text() == "new\n"
