@@ -41,7 +41,7 @@ import msgspec
 
 from ledger import Ledger, SweclError
 from projections import OutcomeProjection, Projector, RunOutcomes
-from projections.memory import MemoryState, blob_patch_reader, load_memory, write_memory_folder
+from projections.memory import MemoryState, blob_patch_reader, load_memory, write_if_changed, write_memory_folder
 from projections.metrics import FORMULAS, MetricsResult, compute
 
 from ._queries import sequence_cutoffs
@@ -267,15 +267,6 @@ def _json_bytes(doc: Any) -> bytes:
     return (json.dumps(doc, ensure_ascii=False, indent=2) + "\n").encode()
 
 
-def _write(path: Path, data: bytes) -> bool:
-    if path.exists() and path.read_bytes() == data:
-        return False
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return True
-
-
 def write_replay(ledger: Ledger, replay: Replay, out_dir: str | os.PathLike[str]) -> ReplayReport:
     """Write `replay` into `out_dir` (files whose bytes would not change are left alone)."""
     out = Path(out_dir)
@@ -288,10 +279,10 @@ def write_replay(ledger: Ledger, replay: Replay, out_dir: str | os.PathLike[str]
         raise SweclError(f"{out} holds files and is not a replay folder: give an empty or new --out DIR")
     write_memory_folder(replay.memory, out / MEMORY_SUBDIR, blob_patch_reader(ledger), ledger_id=None)
     try:
-        _write(out / OUTCOMES_JSON, _json_bytes(outcomes_document(replay)))
-        _write(out / OUTCOMES_CSV, outcomes_csv(replay).encode())
-        _write(out / METRICS_JSON, _json_bytes(metrics_document(replay)))
-        _write(manifest, _json_bytes(manifest_document(replay)))
+        write_if_changed(out / OUTCOMES_JSON, _json_bytes(outcomes_document(replay)))
+        write_if_changed(out / OUTCOMES_CSV, outcomes_csv(replay).encode())
+        write_if_changed(out / METRICS_JSON, _json_bytes(metrics_document(replay)))
+        write_if_changed(manifest, _json_bytes(manifest_document(replay)))
     except OSError as exc:
         raise SweclError(f"cannot write the replay into {out}: {exc.strerror}") from None
     return ReplayReport(out, replay, (MANIFEST_FILE, MEMORY_SUBDIR, OUTCOMES_JSON, OUTCOMES_CSV, METRICS_JSON))

@@ -192,7 +192,14 @@ class GradeCorrected(Event, tag="grade.corrected", kw_only=True):
 # --- memory ----------------------------------------------------------------------------
 
 
-class MemoryWritten(Event, tag="memory.written", kw_only=True):
+class MemoryContent(msgspec.Struct, kw_only=True):
+    """What a memory item says and where it came from: the fields of `memory.written`.
+
+    Declared once and shared: the event, the substrate's item (projections) and an
+    import of exported items all carry exactly these. `Event` declares no fields, so the
+    event's wire encoding is these fields in this order after its `type`.
+    """
+
     item_id: str
     kind: str  # episode | consolidated | builtin-file
     title: str
@@ -212,6 +219,23 @@ class MemoryWritten(Event, tag="memory.written", kw_only=True):
     ttl_seconds: float | None = None
     extractor: str = "deterministic"
     derived_from: list[str] = msgspec.field(default_factory=list)
+
+
+def memory_content(source: Any, **overrides: Any) -> dict[str, Any]:
+    """The `MemoryContent` fields `source` has (an event, an item, an exported item), as
+    keyword arguments, lists copied so the new owner never shares them; `overrides` win."""
+    out: dict[str, Any] = {}
+    for name in MemoryContent.__struct_fields__:
+        if name in overrides or not hasattr(source, name):
+            continue
+        value = getattr(source, name)
+        out[name] = list(value) if isinstance(value, list) else value
+    out.update(overrides)
+    return out
+
+
+class MemoryWritten(Event, MemoryContent, tag="memory.written", kw_only=True):
+    """An item added to a run's substrate (daydream, dream consolidation, import)."""
 
 
 class MemoryRejected(Event, tag="memory.rejected", kw_only=True):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ledger import Ledger, NewEvent, Recorded, SweclError, event_id_for
-from ledger.events import MemorySeeded, MemoryWritten
+from ledger.events import MemorySeeded, MemoryWritten, memory_content
 from projections import Projector, RunsProjection, RunSummary
 from projections.memory import (
     ITEMS_FILE,
@@ -363,27 +363,7 @@ def import_seed(ledger: Ledger, version: str, path: str | os.PathLike[str]) -> S
             patch_ref = hashlib.sha256(raw).hexdigest()
         events.append(
             NewEvent(
-                MemoryWritten(
-                    item_id=item.item_id,
-                    kind=item.kind,
-                    title=item.title,
-                    body=item.body,
-                    repo=item.repo,
-                    source_run=item.source_run,
-                    sequence_id=item.sequence_id,
-                    source_instance=item.source_instance,
-                    source_order=item.source_order,
-                    source_pass=item.source_pass,
-                    files=list(item.files),
-                    symbols=list(item.symbols),
-                    tags=list(item.tags),
-                    outcome=item.outcome,
-                    patch=patch_ref,
-                    ttl_tasks=item.ttl_tasks,
-                    ttl_seconds=item.ttl_seconds,
-                    extractor=item.extractor,
-                    derived_from=list(item.derived_from),
-                ),
+                MemoryWritten(**memory_content(item, patch=patch_ref)),
                 event_ids[n],
             )
         )

@@ -215,11 +215,12 @@ def builtin_memory_events(ctx: SequenceContext, task: Task, attempt: int, files:
         previous = ctx.builtin_seen.get(path)
         if previous is not None and previous[1] == digest:
             continue
-        item_id = "builtin-" + hashlib.sha256(f"{ctx.version}\x1f{ctx.sequence.id}\x1f{path}\x1f{digest}".encode()).hexdigest()[:20]
+        key = f"{ctx.version}\x1f{ctx.sequence.id}\x1f{path}\x1f{digest}".encode("utf-8", "surrogateescape")
+        item_id = "builtin-" + hashlib.sha256(key).hexdigest()[:20]
         events.append(
             NewEvent(
                 MemoryWritten(
-                    item_id=item_id, kind="builtin-file", title=as_text(path), body=as_text(text[:20000]), repo=task.repo,
+                    item_id=item_id, kind="builtin-file", title=path, body=text[:20000], repo=task.repo,
                     source_run=ctx.version, sequence_id=ctx.sequence.id, source_instance=task.instance_id,
                     source_order=task.order, source_pass="initial", extractor="builtin", tags=[f"sha256:{digest}"],
                 ),
@@ -235,16 +236,6 @@ def builtin_memory_events(ctx: SequenceContext, task: Task, attempt: int, files:
             )
         ctx.builtin_seen[path] = (item_id, digest)
     return events
-
-
-def as_text(value: str) -> str:
-    """Text fit for an event payload: bytes that were not UTF-8 (kept as surrogate escapes
-    by the diff and the file readers) become U+FFFD; the blobs keep the exact bytes."""
-    try:
-        value.encode("utf-8")
-        return value
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def task_count(ctx: SequenceContext, pass_: str) -> int:

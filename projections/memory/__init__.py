@@ -23,6 +23,7 @@ from ._materialise import (
     materialise_version,
     parse_front_matter,
     render_markdown,
+    write_if_changed,
     write_memory_folder,
 )
 from ._projection import (
@@ -119,6 +120,7 @@ __all__ = [
     "run_of",
     "tokens",
     "visible_items",
+    "write_if_changed",
     "write_memory_folder",
     "written_by",
     "written_later",

@@ -70,7 +70,11 @@ PatchReader = Callable[[str], "str | None"]
 
 
 class ExportedItem(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
-    """One live item in `items.json`: its MemoryWritten fields, patch text and provenance."""
+    """One live item in `items.json`: its MemoryWritten fields, patch text and provenance.
+
+    Declared field by field rather than as a `MemoryContent`: this is a file format that
+    other tools read, and it must not change when the event does (it also carries the
+    patch as text, not as a blob reference)."""
 
     item_id: str
     kind: str
@@ -162,14 +166,14 @@ def write_memory_folder(
 
     wanted = {f"{i.item_id}.md": render_markdown(i, patches[i.item_id]) for i in live}
     for name, text in wanted.items():
-        if _write_if_changed(cookbook / name, text.encode()):
+        if write_if_changed(cookbook / name, text.encode()):
             changed.append(f"{COOKBOOK_DIR}/{name}")
     for stale in sorted(cookbook.glob("*.md")):
         if stale.name not in wanted:
             stale.unlink()
             changed.append(f"{COOKBOOK_DIR}/{stale.name}")
 
-    if _write_if_changed(memory_dir / ITEMS_FILE, export_bytes(state, live, patches, ledger_id)):
+    if write_if_changed(memory_dir / ITEMS_FILE, export_bytes(state, live, patches, ledger_id)):
         changed.append(ITEMS_FILE)
     if _build_db(memory_dir / MEMORY_DB, lambda conn: _fill_memory_db(conn, state, items, patches)):
         changed.append(MEMORY_DB)
@@ -440,7 +444,9 @@ def _replace_if_changed(tmp: Path, path: Path) -> bool:
     return True
 
 
-def _write_if_changed(path: Path, data: bytes) -> bool:
+def write_if_changed(path: Path, data: bytes) -> bool:
+    """Write `data` at `path` atomically, unless the file already holds exactly it (so a
+    rebuild that changes nothing leaves every file and its mtime alone)."""
     if path.exists() and path.read_bytes() == data:
         return False
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

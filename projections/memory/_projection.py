@@ -16,6 +16,7 @@ from typing import ClassVar
 import msgspec
 
 from ledger import Ledger, Recorded, StreamRange
+from ledger.events import memory_content
 
 from .._runner import Folded, Projection, Projector, Selection
 from ._state import (
@@ -179,25 +180,7 @@ def _written(state: MemoryState, rec: Recorded) -> bool:
         origin = [Hop(run=run, via="written", seq=rec.seq)]
     previous = state.items.get(ev.item_id)
     item = MemoryItem(
-        item_id=ev.item_id,
-        kind=ev.kind,
-        title=ev.title,
-        body=ev.body,
-        repo=ev.repo,
-        source_run=ev.source_run,
-        sequence_id=ev.sequence_id,
-        source_instance=ev.source_instance,
-        source_order=ev.source_order,
-        source_pass=ev.source_pass,
-        files=list(ev.files),
-        symbols=list(ev.symbols),
-        tags=list(ev.tags),
-        outcome=ev.outcome,
-        patch=ev.patch,
-        ttl_tasks=ev.ttl_tasks,
-        ttl_seconds=ev.ttl_seconds,
-        extractor=ev.extractor,
-        derived_from=list(ev.derived_from),
+        **memory_content(ev),
         written_seq=rec.seq,
         written_at=rec.time,
         written_in=run,

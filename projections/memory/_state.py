@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 
 import msgspec
 
+from ledger.events import MemoryContent
+
 LIVE = "live"
 PRUNED = "pruned"
 MERGED = "merged"
@@ -40,29 +42,10 @@ class StatusChange(msgspec.Struct):
     dream_id: str | None = None
 
 
-class MemoryItem(msgspec.Struct):
-    """A `memory.written` item plus what the substrate has decided about it since."""
+class MemoryItem(MemoryContent, kw_only=True):
+    """A `memory.written` item (its `MemoryContent`) plus what the substrate has decided
+    about it since."""
 
-    # -- the MemoryWritten fields, as written ----------------------------------------
-    item_id: str
-    kind: str
-    title: str
-    body: str
-    repo: str
-    source_run: str
-    sequence_id: str | None = None
-    source_instance: str | None = None
-    source_order: int | None = None
-    source_pass: str | None = None
-    files: list[str] = msgspec.field(default_factory=list)
-    symbols: list[str] = msgspec.field(default_factory=list)
-    tags: list[str] = msgspec.field(default_factory=list)
-    outcome: str | None = None
-    patch: str | None = None  # blob sha256
-    ttl_tasks: int | None = None
-    ttl_seconds: float | None = None
-    extractor: str = "deterministic"
-    derived_from: list[str] = msgspec.field(default_factory=list)
     # -- what the substrate knows about it -------------------------------------------
     written_seq: int = 0
     written_at: str = ""  # event time (UTC ISO), the origin of ttl_seconds
