@@ -10,11 +10,8 @@ import fcntl
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
-
 from ledger import Ledger, StreamRange, SweclError, decode_payload
-from ledger.events import TaskStarted
-from projections import OutcomeProjection, Projector, RunOutcomes, RunsProjection, RunSummary
+from projections import OutcomeProjection, Projector, RunOutcomes, RunsProjection, RunSummary, decoders_for
 from projections.metrics import Lambdas, MetricsResult, compute
 
 from ._results import Results
@@ -53,24 +50,14 @@ def live_status(results: Results, run: RunSummary) -> str:
 def sequence_cutoffs(ledger: Ledger, version: str, order: int) -> dict[str, int]:
     """For each sequence of `version`, the seq at which its initial task `order` first started."""
     cutoffs: dict[str, int] = {}
-    decode = _TASK_START.decode  # three fields of each task.started, not the whole event
+    # Three fields of each task.started, not the whole event (the projections' narrow views).
+    schema, decode = decoders_for({"task.started": ("sequence_id", "order", "pass_")})["task.started"]
     for row in ledger.read_raw(types=["task.started"], ranges=[StreamRange(f"run/{version}")]):
-        seq, schema, payload = row[0], row[5], row[7]
-        ev = decode(payload) if schema == TaskStarted.SCHEMA else decode_payload("task.started", schema, payload)
+        seq, row_schema, payload = row[0], row[5], row[7]
+        ev = decode(payload) if row_schema == schema else decode_payload("task.started", row_schema, payload)
         if ev.pass_ == "initial" and ev.order == order:
             cutoffs.setdefault(ev.sequence_id, seq)
     return cutoffs
-
-
-class _TaskStart(msgspec.Struct, kw_only=True, frozen=True):
-    """What `sequence_cutoffs` reads of a `task.started` (same wire names)."""
-
-    sequence_id: str
-    order: int
-    pass_: str = msgspec.field(name="pass")
-
-
-_TASK_START = msgspec.json.Decoder(_TaskStart)
 
 
 def outcomes(

@@ -9,6 +9,7 @@ from ._checkpoints import CheckpointStore
 from ._outcomes import INVALID_STATUSES, Cell, OutcomeProjection, RunOutcomes, SequenceCells
 from ._runner import Folded, Projection, Projector, Selection
 from ._runs import RunsProjection, RunsState, RunSummary
+from ._views import decoders_for
 
 __all__ = [
     "INVALID_STATUSES",
@@ -24,4 +25,5 @@ __all__ = [
     "RunsState",
     "Selection",
     "SequenceCells",
+    "decoders_for",
 ]
