@@ -17,7 +17,10 @@ the items of repo R are those of the substrate as of R's cursor (the smallest cu
 among the sequences of R, if several share it); items of a repository no sequence of the
 run works on (imported with a seed, say) are taken as of the smallest cursor of all,
 the point every sequence had reached. With one sequence this is simply the substrate
-as of that sequence's cursor (what `materialise_version(..., upto=cursor)` writes).
+as of that sequence's cursor (what `materialise_version(..., upto=cursor)` writes). The
+substrate is folded once, in seq order, and each repository's items are copied as the
+fold passes its cursor (`Projector.run_through`); only when a seed was recorded between
+the cursors (so the folds at them select different events) is each cursor folded apart.
 
 The output folder holds `_memory/` (the materialised layout: Markdown, memory.db,
 graph.db, items.json; `ledger_id` left out of items.json, because the state, not the
@@ -41,7 +44,15 @@ import msgspec
 
 from ledger import Ledger, SweclError
 from projections import OutcomeProjection, Projector, RunOutcomes
-from projections.memory import MemoryState, blob_patch_reader, load_memory, write_if_changed, write_memory_folder
+from projections.memory import (
+    MemoryState,
+    SeedRecord,
+    blob_patch_reader,
+    load_memory,
+    memory_projection,
+    write_if_changed,
+    write_memory_folder,
+)
 from projections.metrics import FORMULAS, MetricsResult, compute
 
 from ._queries import sequence_cutoffs
@@ -139,32 +150,75 @@ def _memory_as_of(
     ledger: Ledger, version: str, repo_cursors: dict[str, int], other_cursor: int, runner: Projector
 ) -> MemoryState:
     """One substrate whose items of each repo are as of that repo's cursor (see the module doc)."""
+    cuts = sorted({other_cursor, *repo_cursors.values()})
+    projection = memory_projection(ledger, version, cuts[-1])
+    if len(cuts) == 1 or any(link.at > cuts[0] for link in projection.chain):
+        # One cut; or a seed recorded between the cuts, so the folds at them select
+        # different events (the source's history joins at the seed): fold each apart.
+        return _memory_by_folds(ledger, version, repo_cursors, other_cursor, runner)
+    # Every cut selects the same events: one fold, read once, with the part of the
+    # state each cut needs copied as the fold passes it (the fold mutates items).
+    repos_at: dict[int, set[str]] = {}
+    for repo, cursor in repo_cursors.items():
+        repos_at.setdefault(cursor, set()).add(repo)
+    parts: dict[int, MemoryState] = {}
+
+    def observe(cursor: int, state: MemoryState) -> None:
+        keep = repos_at.get(cursor, set())
+        if cursor == other_cursor:
+            items = {i: item for i, item in state.items.items() if item.repo in keep or item.repo not in repo_cursors}
+        else:
+            items = {i: item for i, item in state.items.items() if item.repo in keep}
+        parts[cursor] = _copy_state(msgspec.structs.replace(state, items=items))
+
+    final = runner.run_through(projection, cuts, observe).state
+    return _assemble(version, repo_cursors, parts[other_cursor], parts, final.seeds)
+
+
+def _copy_state(state: MemoryState) -> MemoryState:
+    return _STATE_DECODER.decode(msgspec.msgpack.encode(state))
+
+
+_STATE_DECODER = msgspec.msgpack.Decoder(MemoryState)
+
+
+def _memory_by_folds(
+    ledger: Ledger, version: str, repo_cursors: dict[str, int], other_cursor: int, runner: Projector
+) -> MemoryState:
     folds: dict[int, MemoryState] = {}
-
-    def at(cursor: int) -> MemoryState:
-        if cursor not in folds:
-            folds[cursor] = load_memory(ledger, version, upto=cursor, projector=runner).state
-        return folds[cursor]
-
-    base = at(other_cursor)
-    if set(repo_cursors.values()) <= {other_cursor}:
+    for cursor in sorted({other_cursor, *repo_cursors.values()}):
+        folds[cursor] = load_memory(ledger, version, upto=cursor, projector=runner).state
+    base = folds[other_cursor]
+    if len(folds) == 1:
         return base  # one cut for everything: the plain substrate as of it
+    seeds = {s.seq: s for state in folds.values() for s in state.seeds}
+    return _assemble(version, repo_cursors, base, folds, [seeds[k] for k in sorted(seeds)])
+
+
+def _assemble(
+    version: str,
+    repo_cursors: dict[str, int],
+    base: MemoryState,
+    at: dict[int, MemoryState],
+    seeds: list[SeedRecord],
+) -> MemoryState:
+    """Items of each repo from the state at its cursor, the rest (and the substrate's
+    own records) from `base`, the state at the smallest cursor."""
     items = {i: item for i, item in base.items.items() if item.repo not in repo_cursors}
     for repo, cursor in repo_cursors.items():
-        items.update({i: item for i, item in at(cursor).items.items() if item.repo == repo})
-    seeds = {s.seq: s for state in folds.values() for s in state.seeds}
+        items.update({i: item for i, item in at[cursor].items.items() if item.repo == repo})
     # as_of_seq of an assembled substrate: the last event that changed an item it holds
     # (or recorded a seed), since each repository's part stops at its own cursor.
     touched = [max([item.written_seq, *(c.seq for c in item.history)]) for item in items.values()]
     return MemoryState(
         version=version,
         items=dict(sorted(items.items())),
-        seeds=[seeds[k] for k in sorted(seeds)],
+        seeds=list(seeds),
         rejected=base.rejected,
         dreams=base.dreams,
         clock=base.clock,
         recalls=base.recalls,
-        last_seq=max([*touched, *seeds], default=0),
+        last_seq=max([*touched, *(s.seq for s in seeds)], default=0),
     )
 
 

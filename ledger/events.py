@@ -224,18 +224,37 @@ class MemoryContent(msgspec.Struct, kw_only=True):
 def memory_content(source: Any, **overrides: Any) -> dict[str, Any]:
     """The `MemoryContent` fields `source` has (an event, an item, an exported item), as
     keyword arguments, lists copied so the new owner never shares them; `overrides` win."""
-    out: dict[str, Any] = {}
-    for name in MemoryContent.__struct_fields__:
-        if name in overrides or not hasattr(source, name):
-            continue
-        value = getattr(source, name)
-        out[name] = list(value) if isinstance(value, list) else value
+    if isinstance(source, MemoryContent):
+        # Every field is there: the fast path (a fold makes one item per memory.written).
+        out = msgspec.structs.asdict(source) if type(source) in _CONTENT_ONLY else _content_of(source)
+        for name in _CONTENT_LISTS:
+            out[name] = list(out[name])
+    else:
+        out = {}
+        for name in _CONTENT_FIELDS:
+            if hasattr(source, name):
+                value = getattr(source, name)
+                out[name] = list(value) if isinstance(value, list) else value
     out.update(overrides)
     return out
 
 
+def _content_of(source: MemoryContent) -> dict[str, Any]:
+    return {name: getattr(source, name) for name in _CONTENT_FIELDS}
+
+
+_CONTENT_FIELDS = MemoryContent.__struct_fields__
+_CONTENT_LISTS = tuple(
+    f.name for f in msgspec.structs.fields(MemoryContent) if getattr(f.type, "__origin__", None) is list
+)
+
+
 class MemoryWritten(Event, MemoryContent, tag="memory.written", kw_only=True):
     """An item added to a run's substrate (daydream, dream consolidation, import)."""
+
+
+# Types whose fields are exactly MemoryContent's (`asdict` gives those and nothing else).
+_CONTENT_ONLY = frozenset({MemoryContent, MemoryWritten})
 
 
 class MemoryRejected(Event, tag="memory.rejected", kw_only=True):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import gc
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -138,35 +138,80 @@ class Projector:
             if collecting:
                 gc.enable()
 
+    def run_through(
+        self, projection: Projection[S], cursors: Iterable[int], observe: Callable[[int, S], None]
+    ) -> Folded[S]:
+        """One fold up to the largest of `cursors`, calling `observe(cursor, state)` as it
+        reaches each of them, in ascending order.
+
+        The state `observe` sees is the live one the fold goes on mutating: it must copy
+        what it keeps. One read and one restore serve every cursor, where `run` at each
+        cursor would restore a remembered state (and refold) once per cursor.
+        """
+        head = self.ledger.head()
+        points = sorted({max(0, min(c, head)) for c in cursors})
+        if not points:
+            raise ValueError("run_through needs at least one cursor")
+        collecting = gc.isenabled()
+        gc.disable()  # see `run`
+        try:
+            state, start = self._restore(projection, points[0])
+            pending = iter(points)
+            nxt = next(pending)
+            applied = 0
+            apply = projection.apply
+            for rec in self._events(projection, start, points[-1]):
+                while nxt is not None and rec.seq > nxt:
+                    observe(nxt, state)
+                    nxt = next(pending, None)
+                state = apply(state, rec)
+                applied += 1
+            while nxt is not None:
+                observe(nxt, state)
+                nxt = next(pending, None)
+            self._keep(projection, state, start, points[-1], applied, None)
+            return Folded(state=state, seq=points[-1], from_checkpoint=start or None, applied=applied)
+        finally:
+            if collecting:
+                gc.enable()
+
     def _run(self, projection: Projection[S], upto: int | None, save: bool | None) -> Folded[S]:
         head = self.ledger.head()
         cursor = head if upto is None else max(0, min(upto, head))
         state, start = self._restore(projection, cursor)
-        from_checkpoint = start if start else None
         applied = 0
         apply = projection.apply
-        if cursor > start:
-            sel = projection.selection()
-            ranges = list(sel.ranges) if sel.ranges is not None else None
-            if projection.reads is None:
-                for rec in self.ledger.read(after=start, upto=cursor, types=sel.types, ranges=ranges):
-                    state = apply(state, rec)
-                    applied += 1
-            else:
-                decoders = decoders_for(merge_reads([(sel.types, projection.reads)]))
-                for row in self.ledger.read_raw(after=start, upto=cursor, types=sel.types, ranges=ranges):
-                    entry = decoders.get(row[4])
-                    event = (
-                        entry[1](row[7])
-                        if entry is not None and entry[0] == row[5]
-                        else decode_payload(row[4], row[5], row[7])
-                    )
-                    rec = Recorded(row[0], row[1], row[2], row[3], row[4], row[5], row[6], event, row[8], row[9])
-                    state = apply(state, rec)
-                    applied += 1
+        for rec in self._events(projection, start, cursor):
+            state = apply(state, rec)
+            applied += 1
+        self._keep(projection, state, start, cursor, applied, save)
+        return Folded(state=state, seq=cursor, from_checkpoint=start or None, applied=applied)
+
+    def _events(self, projection: Projection[S], after: int, upto: int) -> Iterator[Recorded]:
+        """The projection's selected events in (after, upto], decoded as it `reads` them."""
+        if upto <= after:
+            return
+        sel = projection.selection()
+        ranges = list(sel.ranges) if sel.ranges is not None else None
+        if projection.reads is None:
+            yield from self.ledger.read(after=after, upto=upto, types=sel.types, ranges=ranges)
+            return
+        decoders = decoders_for(merge_reads([(sel.types, projection.reads)]))
+        for row in self.ledger.read_raw(after=after, upto=upto, types=sel.types, ranges=ranges):
+            entry = decoders.get(row[4])
+            event = (
+                entry[1](row[7])
+                if entry is not None and entry[0] == row[5]
+                else decode_payload(row[4], row[5], row[7])
+            )
+            yield Recorded(row[0], row[1], row[2], row[3], row[4], row[5], row[6], event, row[8], row[9])
+
+    def _keep(
+        self, projection: Projection[S], state: S, start: int, cursor: int, applied: int, save: bool | None
+    ) -> None:
+        """Remember (and checkpoint) a fold that was worth it: redoing a short one from
+        where it started costs less than copying the state every time."""
         should_save = save if save is not None else applied >= self.checkpoint_every
-        # Remember folds that were worth it: redoing a short one from where it started
-        # costs less than copying the state every time.
         remember = self._memo_size > 0 and applied >= _MEMO_MIN_APPLIED
         if cursor > start and (remember or (should_save and self.checkpoints is not None)):
             encoded = msgspec.msgpack.encode(state)
@@ -174,7 +219,6 @@ class Projector:
                 self._remember(projection, cursor, encoded)
             if should_save and self.checkpoints is not None:
                 self._save(projection, cursor, encoded)
-        return Folded(state=state, seq=cursor, from_checkpoint=from_checkpoint, applied=applied)
 
     def _restore(self, projection: Projection[S], cursor: int) -> tuple[S, int]:
         if cursor == 0:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
 from commands._cli_replay import replay_cmd
 from commands._queries import sequence_cutoffs
+from commands import _replay as replay_module
 from commands._replay import replay, replay_state
 from ledger import Ledger, SweclError
-from projections.memory import materialise_version
+from projections.memory import load_memory, materialise_version
 
 from .crafted import OTHER_SEQ, OTHER_TASKS, P1, P2, P3, SEQ, TASKS, Item, Runs, accum_run, blank_run
 
@@ -125,6 +127,59 @@ def test_a_multi_sequence_run_is_cut_per_repository(tmp_path: Path) -> None:
         whole = replay_state(led, "1", 9)
         assert whole.cursors == {SEQ: led.head(), OTHER_SEQ: led.head()}
     assert sorted(whole.memory.items) == ["a1", "a2", "a3", "b1", "b2", "b3"]
+
+
+@pytest.mark.parametrize("late_seed", [False, True])
+def test_memory_cut_per_repository_equals_independent_folds(
+    tmp_path: Path, late_seed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replayed substrate of a seeded two-sequence run, at every K, is what folding the
+    substrate afresh at each repository's cursor gives (items, seeds, records), whether one
+    fold serves every cursor or, with a seed recorded between the cursors (`late_seed`:
+    the source's history joins mid-run), each cursor is folded on its own."""
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path, create=True) as led:
+        r = Runs(led)
+        blank_run(r, "1")
+        r.start("2", stage="plugin-accum", plan={SEQ: TASKS, OTHER_SEQ: OTHER_TASKS})
+        if not late_seed:
+            r.seed("2", "1")
+        for n, patch in enumerate((P1, P2, P3), start=1):
+            r.task("2", SEQ, n, patch=patch, recalls=[["v1-1", f"a{n - 1}"]], write=Item(f"a{n}", patch=patch))
+            if late_seed and n == 2:
+                r.seed("2", "1")  # after sequence A's task 2 started, before B's
+            r.task("2", OTHER_SEQ, n, patch=patch, write=Item(f"b{n}", patch=patch))
+        r.supersede("2", "a1", "a2", "newer")
+        r.finish("2")
+    separate: list[int] = []
+    by_folds = replay_module._memory_by_folds
+    monkeypatch.setattr(
+        replay_module, "_memory_by_folds", lambda led, v, rc, oc, runner: separate.append(len(set(rc.values())))
+        or by_folds(led, v, rc, oc, runner)
+    )
+    with Ledger.open(path, readonly=True) as led:
+        for k in (1, 2, 3, 4):
+            state = replay_state(led, "2", k)
+            expected = {}
+            for repo, cursor in state.repo_cursors.items():
+                at = load_memory(led, "2", upto=cursor).state
+                expected.update({i: item for i, item in at.items.items() if item.repo == repo})
+            base = load_memory(led, "2", upto=state.other_cursor).state
+            expected.update({i: item for i, item in base.items.items() if item.repo not in state.repo_cursors})
+            encoded = msgspec.msgpack.encode
+            assert {i: encoded(item) for i, item in state.memory.items.items()} == {
+                i: encoded(item) for i, item in expected.items()
+            }
+            last = load_memory(led, "2", upto=max(state.repo_cursors.values())).state
+            assert state.memory.seeds == last.seeds
+            assert (state.memory.rejected, state.memory.dreams, state.memory.clock, state.memory.recalls) == (
+                base.rejected, base.dreams, base.clock, base.recalls
+            )
+            if k == 2:
+                assert len(set(state.repo_cursors.values())) == 2
+                assert ("v1-1" in state.memory.items) == (not late_seed)  # repo A's cut is before the late seed
+    # K=2 straddles the late seed: folded cut by cut; K=4 (past every plan) is one cut.
+    assert separate == ([2, 1] if late_seed else [1])
 
 
 def test_bad_replays_are_refused(two_runs: Path, tmp_path: Path) -> None:

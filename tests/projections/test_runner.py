@@ -141,3 +141,34 @@ def test_fold_from_any_checkpoint_equals_full_fold(tmp_path_factory: pytest.Temp
     assert msgspec.msgpack.encode(resumed.state) == msgspec.msgpack.encode(full.state)
     store.close()
     led.close()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    outcomes=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.booleans()), min_size=1, max_size=20),
+    data=st.data(),
+)
+def test_run_through_observes_each_cursor_as_run_would(tmp_path_factory: pytest.TempPathFactory, outcomes, data) -> None:
+    """One fold observed at several cursors sees, at each, the state `run` gives there,
+    starting from a checkpoint below the first cursor when there is one."""
+    root = tmp_path_factory.mktemp("through")
+    led = Ledger.open(root / "ledger.db", create=True)
+    fill(led, outcomes)
+    cursors = data.draw(st.lists(st.integers(min_value=0, max_value=len(outcomes) + 2), min_size=1, max_size=5))
+    store = CheckpointStore(root / "projections.db")
+    saved = data.draw(st.integers(min_value=0, max_value=min(cursors)))
+    if saved:
+        Projector(led, store).run(ResolvedPerSequence(), upto=saved, save=True)
+    seen: list[tuple[int, bytes]] = []
+    projection = ResolvedPerSequence()
+    final = Projector(led, store).run_through(
+        projection, cursors, lambda c, state: seen.append((c, msgspec.msgpack.encode(state)))
+    )
+    points = sorted({min(c, led.head()) for c in cursors})
+    assert [c for c, _ in seen] == points
+    for cursor, encoded in seen:
+        assert encoded == msgspec.msgpack.encode(Projector(led).run(ResolvedPerSequence(), upto=cursor).state)
+    assert final.seq == points[-1] and final.from_checkpoint == (saved or None)
+    assert projection.calls == points[-1] - saved  # each event applied once, none before the checkpoint
+    store.close()
+    led.close()
