@@ -80,3 +80,52 @@ def test_a_missing_claude_cli_is_said_before_the_run_starts(tmp_path: Path, cach
                  cache=cache, env=env, check=False)
     assert proc.returncode == 2 and "claude" in proc.stderr and proc.stderr.count("\n") == 1
     assert not (tmp_path / "r" / "ledger.db").exists() or events(tmp_path / "r") == []
+
+
+def test_a_builtin_run_records_the_agents_own_memory_files(tmp_path: Path, cache: Path, claude_bin: str) -> None:  # noqa: F811
+    """`--stage builtin`: Claude Code keeps its own notes in the sequence's memory folder;
+    swecl carries the folder from task to task and records each new version of a note as
+    `memory.written` (the one before superseded), so the stage is audited like the others."""
+    results = tmp_path / "results"
+    note = results / "vb1" / "_builtin" / SPANS / "auto-memory" / "MEMORY.md"
+    notes: list[str] = []
+
+    def take_a_note(body: dict[str, Any]) -> list[dict[str, Any]]:
+        said = [m for m in body.get("messages", []) if m.get("role") == "assistant"]
+        last = json.dumps(said[-1]) if said else ""
+        if not said and note.exists():
+            return [tool_use("Read", {"file_path": str(note)})]  # Claude Code writes only files it has read
+        if not said or '"Read"' in last:
+            notes.append(f"- task {len(notes) + 1}: read the failing test before editing\n")
+            return [tool_use("Write", {"file_path": str(note), "content": "".join(notes)})]
+        return [text("Noted for next time.")]
+
+    fake = FakeAnthropic(script=take_a_note).start()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": SECRET, "SWECL_CLAUDE_BIN": claude_bin, "HOME": str(home)}
+    try:
+        swecl(results, "run", "--stage", "builtin", "--version", "b1", "--agent", "claude", "--model", "claude-fake",
+              "--sequence", SPANS, "--passes", "initial", "--quiet", cache=cache, env=env, timeout=600)
+    finally:
+        fake.stop()
+    (run,) = swecl_json(results, "runs", cache=cache)
+    assert (run["version"], run["stage"], run["status"]) == ("b1", "builtin", "finished")
+    tasks = len([p for _, _, _, p in events(results, "task.finished")])
+    assert tasks >= 2 and len(notes) == tasks
+    written = [p for _, _, _, p in events(results, "memory.written")]
+    assert [w["kind"] for w in written] == ["builtin-file"] * tasks
+    assert [w["body"] for w in written] == ["".join(notes[: n + 1]) for n in range(tasks)]
+    assert [w["source_order"] for w in written] == list(range(1, tasks + 1))
+    superseded = [p for _, _, _, p in events(results, "memory.superseded")]
+    assert [(s["item_id"], s["by"]) for s in superseded] == [
+        (written[n]["item_id"], written[n + 1]["item_id"]) for n in range(tasks - 1)
+    ]
+    # Claude Code read the carried note: task 2's first request holds task 1's line.
+    first_requests = [r.body for r in fake.message_requests if r.assistant_turns == 0 and r.body.get("tools")]
+    assert notes[0].strip() in json.dumps(first_requests[1])
+    # The substrate (what an audit or a materialised folder shows): one live note, the latest.
+    swecl(results, "memory", "materialise", "b1", cache=cache)
+    live = json.loads((results / "vb1" / "_memory" / "items.json").read_text())["items"]  # live items only
+    assert [(i["kind"], i["title"], i["body"]) for i in live] == [("builtin-file", "MEMORY.md", "".join(notes))]
+    assert note.read_text() == "".join(notes)
