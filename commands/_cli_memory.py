@@ -85,15 +85,36 @@ def memory_import_cmd(ctx: click.Context, path: Path, version: str) -> None:
 
 @memory_group.command("materialise")
 @results_option
-@click.argument("version")
+@click.argument("version", required=False)
+@click.option("--all", "every", is_flag=True, help="Every run's memory folder, from one pass over the ledger.")
 @click.option("--upto", type=int, default=None, metavar="SEQ", help="The memory as of this seq (default: now).")
 @click.pass_context
-def memory_materialise_cmd(ctx: click.Context, version: str, upto: int | None) -> None:
-    """Rebuild results/v{VERSION}/_memory/ from the ledger (it is never the source of truth)."""
-    from projections.memory import materialise_version
+def memory_materialise_cmd(ctx: click.Context, version: str | None, every: bool, upto: int | None) -> None:
+    """Rebuild results/v{VERSION}/_memory/ from the ledger (it is never the source of truth).
 
+    With --all, every run's folder: the ledger is read once for all of them.
+    """
+    from ledger import SweclError
+    from projections import rebuild
+    from projections.memory import MEMORY_DIR, blob_patch_reader, materialise_version, write_memory_folder
+
+    if every == (version is not None):
+        raise SweclError("give a run VERSION or --all (not both)")
     results = results_of(ctx)
     with results.open_ledger(readonly=True) as ledger:
-        report = materialise_version(ledger, version, results.version_dir(version), upto=upto)
-    for line in report.lines():
-        click.echo(line)
+        if version is not None:
+            reports = [materialise_version(ledger, version, results.version_dir(version), upto=upto)]
+        else:
+            rebuilt = rebuild(ledger, upto=upto)
+            if not rebuilt.runs.runs:
+                raise SweclError(f"no runs in {ledger.path} as of seq {rebuilt.seq}: nothing to materialise")
+            read_patch = blob_patch_reader(ledger)
+            reports = [
+                write_memory_folder(
+                    rebuilt.memory_of(v), results.version_dir(v) / MEMORY_DIR, read_patch, ledger_id=ledger.ledger_id
+                )
+                for v in rebuilt.runs.runs
+            ]
+    for report in reports:
+        for line in report.lines():
+            click.echo(line)

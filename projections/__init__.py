@@ -8,6 +8,7 @@ from __future__ import annotations
 from ._checkpoints import CheckpointStore
 from ._outcomes import INVALID_STATUSES, Cell, OutcomeProjection, RunOutcomes, SequenceCells
 from ._runner import Folded, Projection, Projector, Selection
+from ._rebuild import Rebuilt, rebuild
 from ._runs import RunsProjection, RunsState, RunSummary
 from ._views import decoders_for
 
@@ -19,6 +20,7 @@ __all__ = [
     "OutcomeProjection",
     "Projection",
     "Projector",
+    "Rebuilt",
     "RunOutcomes",
     "RunSummary",
     "RunsProjection",
@@ -26,4 +28,5 @@ __all__ = [
     "Selection",
     "SequenceCells",
     "decoders_for",
+    "rebuild",
 ]

@@ -203,3 +203,37 @@ def test_cli_writes_the_folder(two_runs: Path, tmp_path: Path) -> None:
     text = CliRunner().invoke(replay_cmd, ["--results", str(two_runs.parent), "2", "--upto-order", "3",
                                            "--out", str(tmp_path / "r")])
     assert text.exit_code == 0 and "before task 3" in text.output
+
+
+def test_materialise_all_equals_each_version_materialised(
+    two_runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`swecl memory materialise --all` (one pass over the ledger, `projections.rebuild`)
+    writes every run's folder byte for byte as materialising each version does."""
+    from commands._cli_memory import memory_materialise_cmd
+
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "ledger.db").write_bytes(two_runs.read_bytes())
+    runner = CliRunner()
+    every = runner.invoke(memory_materialise_cmd, ["--results", str(results), "--all"])
+    assert every.exit_code == 0, every.output
+    assert len(every.output.splitlines()) == 2
+    with Ledger.open(results / "ledger.db", readonly=True) as led:
+        for version in ("1", "2"):
+            materialise_version(led, version, tmp_path / "one" / f"v{version}")
+            assert tree(results / f"v{version}" / "_memory") == tree(tmp_path / "one" / f"v{version}" / "_memory")
+        upto = led.head() // 2
+        for version in ("1", "2"):
+            materialise_version(led, version, tmp_path / "half" / f"v{version}", upto=upto)
+    half = runner.invoke(memory_materialise_cmd, ["--results", str(results), "--all", "--upto", str(upto)])
+    assert half.exit_code == 0, half.output
+    for version in ("1", "2"):
+        assert tree(results / f"v{version}" / "_memory") == tree(tmp_path / "half" / f"v{version}" / "_memory")
+    from commands.cli import main
+
+    for args in ([], ["1", "--all"]):
+        with pytest.raises(SystemExit) as exited:
+            main(["memory", "materialise", "--results", str(results), *args])
+        err = capsys.readouterr().err
+        assert exited.value.code != 0 and err == "swecl: error: give a run VERSION or --all (not both)\n"
