@@ -155,7 +155,6 @@ def _write_tables(found: list[VersionMetrics], csv_path: Path | None, parquet_pa
 
 
 def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title or f"CL metrics ({found[0].result.formula} formulas)", show_lines=False, pad_edge=False)
@@ -218,7 +217,6 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"runs in {results.ledger_path}")

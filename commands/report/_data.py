@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ledger import Ledger, StreamRange, SweclError
-from ledger.events import MemoryRecalled, MemoryWritten, RunStarted, TaskRef
-from projections import Cell, Projector, RunOutcomes, RunsProjection, RunSummary
+from ledger import Ledger, StreamRange, SweclError, decode_payload
+from ledger.events import MemoryRecalled, RunStarted, TaskRef
+from projections import Cell, Projector, RunOutcomes, RunsProjection, RunSummary, decoders_for
 from projections.metrics import MetricsResult, SequenceOutcomes, SequenceResult, compute
 
 from .._queries import outcomes
@@ -61,7 +61,7 @@ class Matrix:
 
 
 @dataclass(frozen=True)
-class MemoryItem:
+class WrittenItem:
     """What a `memory.written` event says about an item (its first record in the ledger)."""
 
     item_id: str
@@ -79,7 +79,7 @@ class RecalledHit:
     rank: int
     score: float
     item_id: str
-    item: MemoryItem | None
+    item: WrittenItem | None
     """None: no `memory.written` for this id anywhere in the ledger."""
 
     @property
@@ -186,18 +186,21 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
     )
 
 
-def memory_items(ledger: Ledger, *, upto: int | None = None) -> dict[str, MemoryItem]:
+def memory_items(ledger: Ledger, *, upto: int | None = None) -> dict[str, WrittenItem]:
     """Every item id the ledger has a `memory.written` for, from its first record.
 
     Items are looked up across the whole ledger, not only the run's own streams: a seeded
     run recalls items written by its source run, or imported into its header stream.
+    Only the fields shown are decoded (the projections' narrow views): not the bodies.
     """
-    found: dict[str, MemoryItem] = {}
-    for rec in ledger.read(types=["memory.written"], upto=upto):
-        ev = rec.event
-        if not isinstance(ev, MemoryWritten) or ev.item_id in found:
+    schema, decode = decoders_for({"memory.written": _ITEM_FIELDS})["memory.written"]
+    found: dict[str, WrittenItem] = {}
+    for row in ledger.read_raw(types=["memory.written"], upto=upto):
+        seq, row_schema, payload = row[0], row[5], row[7]
+        ev = decode(payload) if row_schema == schema else decode_payload("memory.written", row_schema, payload)
+        if ev.item_id in found:
             continue
-        found[ev.item_id] = MemoryItem(
+        found[ev.item_id] = WrittenItem(
             item_id=ev.item_id,
             title=ev.title,
             kind=ev.kind,
@@ -205,13 +208,16 @@ def memory_items(ledger: Ledger, *, upto: int | None = None) -> dict[str, Memory
             source_run=ev.source_run,
             source_instance=ev.source_instance,
             source_order=ev.source_order,
-            written_seq=rec.seq,
+            written_seq=seq,
         )
     return found
 
 
+_ITEM_FIELDS = ("item_id", "title", "kind", "repo", "source_run", "source_instance", "source_order")
+
+
 def _version_report(
-    ledger: Ledger, projector: Projector, run: RunSummary, items: dict[str, MemoryItem], head: int, formula: str
+    ledger: Ledger, projector: Projector, run: RunSummary, items: dict[str, WrittenItem], head: int, formula: str
 ) -> VersionReport:
     state = outcomes(ledger, projector, run.version, upto=head)
     inputs = state.to_metric_inputs()
@@ -250,7 +256,7 @@ def _planned_passes(run: RunSummary, retest_every: int | None, n: int) -> frozen
 
 
 def _recalls(
-    ledger: Ledger, version: str, items: dict[str, MemoryItem], head: int
+    ledger: Ledger, version: str, items: dict[str, WrittenItem], head: int
 ) -> dict[tuple[str, str, int, int], list[Recall]]:
     """Recall events of the run, keyed by (sequence, pass, order, attempt)."""
     found: dict[tuple[str, str, int, int], list[Recall]] = {}
