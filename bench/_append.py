@@ -151,7 +151,10 @@ _ALONE_DDL = (
 
 
 def alone_rows(batches: list[Batch]) -> list[list[tuple[str, int, str, bytes]]]:
-    """The reference's rows of every transaction, made (and encoded) before timing."""
+    """The reference's rows of every transaction, made (and encoded) before timing.
+
+    The same numbering as `theirs` does, written out again on purpose: there it is timed
+    and must stay the reference's own inline loop, with no helper of ours in it."""
     versions: dict[str, int] = {}
     out = []
     for batch in batches:
