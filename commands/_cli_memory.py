@@ -103,6 +103,8 @@ def memory_materialise_cmd(ctx: click.Context, version: str | None, every: bool,
     results = results_of(ctx)
     with results.open_ledger(readonly=True) as ledger:
         if version is not None:
+            if ledger.stream_version(f"run/{version}") < 0:
+                raise SweclError(f"no run version {version!r} in {ledger.path}: nothing to materialise")
             reports = [materialise_version(ledger, version, results.version_dir(version), upto=upto)]
         else:
             rebuilt = rebuild(ledger, upto=upto)

@@ -232,8 +232,13 @@ def test_materialise_all_equals_each_version_materialised(
         assert tree(results / f"v{version}" / "_memory") == tree(tmp_path / "half" / f"v{version}" / "_memory")
     from commands.cli import main
 
-    for args in ([], ["1", "--all"]):
+    for args, said in (
+        ([], "give a run VERSION or --all (not both)"),
+        (["1", "--all"], "give a run VERSION or --all (not both)"),
+        (["42"], f"no run version '42' in {results / 'ledger.db'}: nothing to materialise"),
+    ):
         with pytest.raises(SystemExit) as exited:
             main(["memory", "materialise", "--results", str(results), *args])
         err = capsys.readouterr().err
-        assert exited.value.code != 0 and err == "swecl: error: give a run VERSION or --all (not both)\n"
+        assert exited.value.code != 0 and err == f"swecl: error: {said}\n"
+    assert not (results / "v42").exists()
