@@ -7,17 +7,17 @@ plugin-accum run (so its memory has a seed chain): the same run in both ledgers 
 generator writes run N identically whatever the ledger's size), and on the big ledger
 also one from its middle, the slower of the two counting. K runs over the orders of the
 longest sequence; the value is the slowest K (the fastest of seven runs each, taken
-round the orders; the CPU time is in the details too). Target: at most 50 ms on the 1M-event ledger; the ratio is
-to the same replay on the 100k-event ledger (the work is one run's events, found
-through indexes, so it should not grow with the ledger).
+round the orders; the CPU time is in the details too). Target: at most 50 ms on the
+1M-event ledger; the ratio is to the same replay on the 100k-event ledger (the work is
+one run's events, found through indexes, so it should not grow with the ledger).
 
 Catch-up: in a process holding a checkpoint store (`projections.db`), the a(i,j),
 memory and metrics of a run (checkpointed at the ledger's head) after one more task of
 it is appended at the end of the ledger (its six events: task.started,
 memory.recalled, agent.finished, grade.finished, task.finished, memory.written),
 through a fresh `Projector`: the checkpointed path plus a tail read. Median of five
-tasks, each appended and then caught up with (the fastest of three catch-ups each). Target: at most 10 ms, and the same at
-100k and 1M events.
+tasks, each appended and then caught up with (the fastest of three catch-ups each).
+Target: at most 10 ms, and the same at 100k and 1M events.
 
 `details.replay.query_plans` has SQLite's EXPLAIN QUERY PLAN of the reads involved on
 the 1M ledger: every one searches an index (none scans the table).
