@@ -10,8 +10,8 @@ import fcntl
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger import Ledger, StreamRange, SweclError, decode_payload
-from projections import OutcomeProjection, Projector, RunOutcomes, RunsProjection, RunSummary, decoders_for
+from ledger import Ledger, StreamRange, SweclError
+from projections import OutcomeProjection, Projector, RunOutcomes, RunsProjection, RunSummary, read_views
 from projections.metrics import Lambdas, MetricsResult, compute
 
 from ._results import Results
@@ -51,10 +51,8 @@ def sequence_cutoffs(ledger: Ledger, version: str, order: int) -> dict[str, int]
     """For each sequence of `version`, the seq at which its initial task `order` first started."""
     cutoffs: dict[str, int] = {}
     # Three fields of each task.started, not the whole event (the projections' narrow views).
-    schema, decode = decoders_for({"task.started": ("sequence_id", "order", "pass_")})["task.started"]
-    for row in ledger.read_raw(types=["task.started"], ranges=[StreamRange(f"run/{version}")]):
-        seq, row_schema, payload = row[0], row[5], row[7]
-        ev = decode(payload) if row_schema == schema else decode_payload("task.started", row_schema, payload)
+    started = read_views(ledger, "task.started", ("sequence_id", "order", "pass_"), ranges=[StreamRange(f"run/{version}")])
+    for seq, ev in started:
         if ev.pass_ == "initial" and ev.order == order:
             cutoffs.setdefault(ev.sequence_id, seq)
     return cutoffs

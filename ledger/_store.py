@@ -73,25 +73,24 @@ def utc_now() -> str:
 
 
 def encode_payload(event: Event) -> bytes:
-    return _ENCODER.encode(_encodable(event))
+    try:
+        return _ENCODER.encode(event)
+    except UnicodeEncodeError:
+        return _ENCODER.encode(_scrubbed(event))
 
 
-def _encodable(event: Event) -> Event:
-    """`event`, or a copy whose unpaired surrogates became U+FFFD.
+def _scrubbed(event: Event) -> Event:
+    """A copy of `event` whose unpaired surrogates became U+FFFD.
 
     Text from the outside (an agent's output, a file name read with surrogateescape)
     can hold lone surrogates, which UTF-8 cannot carry: the event is recorded with the
     replacement character rather than lost with a traceback."""
-    try:
-        _ENCODER.encode(event)
-        return event
-    except UnicodeEncodeError:
-        return msgspec.convert(_scrub_surrogates(msgspec.to_builtins(event)), type(event))
+    return msgspec.convert(_scrub_surrogates(msgspec.to_builtins(event)), type(event))
 
 
 def _scrub_surrogates(value: Any) -> Any:
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value) if _has_surrogate(value) else value
+        return _SURROGATE.sub("\ufffd", value)
     if isinstance(value, dict):
         return {_scrub_surrogates(k): _scrub_surrogates(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -100,14 +99,6 @@ def _scrub_surrogates(value: Any) -> Any:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-        return False
-    except UnicodeEncodeError:
-        return True
 
 
 def chain_hash(
@@ -126,12 +117,9 @@ def chain_hash(
     msgpack of ints, strings and bytes has exactly one encoding, so any reader can
     recompute the chain from the stored columns.
     """
-    return _sha256(
+    return hashlib.sha256(
         prev_hash + _HASH_FIELDS.encode((seq, event_id, stream, stream_version, type_, schema, time, payload))
     ).digest()
-
-
-_sha256 = hashlib.sha256
 
 
 def decode_payload(type_: str, schema: int, payload: bytes) -> Event | UnknownEvent:
@@ -479,8 +467,6 @@ class Ledger:
         recorded: list[Recorded] = []
         rows: list[tuple[Any, ...]] = []
         now = utc_now()
-        encode_fields = _HASH_FIELDS.encode
-        sha256 = _sha256
         for stream, expected, evs in encoded:
             current = heads.get(stream)
             if current is None:
@@ -492,7 +478,7 @@ class Ledger:
                 seq += 1
                 version += 1
                 event_id = ne.event_id
-                digest = sha256(prev + encode_fields((seq, event_id, stream, version, type_, schema, now, payload))).digest()
+                digest = chain_hash(prev, seq, event_id, stream, version, type_, schema, now, payload)
                 rows.append((seq, event_id, stream, version, type_, schema, now, payload, prev, digest))
                 recorded.append(Recorded(seq, event_id, stream, version, type_, schema, now, ne.event, prev, digest))
                 prev = digest
@@ -892,7 +878,7 @@ def _encode_batches(batches: Sequence[StreamBatch]) -> list[_EncodedBatch]:
             try:
                 payload = encode(event)
             except UnicodeEncodeError:
-                ne = NewEvent(_encodable(event), ne.event_id)
+                ne = NewEvent(_scrubbed(event), ne.event_id)
                 event = ne.event
                 payload = encode(event)
             evs.append((ne, event.type_name(), event.SCHEMA, payload))

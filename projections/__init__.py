@@ -10,7 +10,7 @@ from ._outcomes import INVALID_STATUSES, Cell, OutcomeProjection, RunOutcomes, S
 from ._runner import Folded, Projection, Projector, Selection
 from ._rebuild import Rebuilt, rebuild
 from ._runs import RunsProjection, RunsState, RunSummary
-from ._views import decoders_for
+from ._views import read_views
 
 __all__ = [
     "INVALID_STATUSES",
@@ -27,6 +27,6 @@ __all__ = [
     "RunsState",
     "Selection",
     "SequenceCells",
-    "decoders_for",
+    "read_views",
     "rebuild",
 ]

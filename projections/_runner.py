@@ -23,10 +23,10 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import msgspec
 
-from ledger import Ledger, Recorded, StreamRange, decode_payload
+from ledger import Ledger, Recorded, StreamRange
 
 from ._checkpoints import CheckpointStore
-from ._views import Reads, decoders_for, merge_reads
+from ._views import Reads, decode_row, decoders_for, merge_reads
 
 S = TypeVar("S")
 
@@ -198,12 +198,7 @@ class Projector:
             return
         decoders = decoders_for(merge_reads([(sel.types, projection.reads)]))
         for row in self.ledger.read_raw(after=after, upto=upto, types=sel.types, ranges=ranges):
-            entry = decoders.get(row[4])
-            event = (
-                entry[1](row[7])
-                if entry is not None and entry[0] == row[5]
-                else decode_payload(row[4], row[5], row[7])
-            )
+            event = decode_row(decoders, row[4], row[5], row[7])
             yield Recorded(row[0], row[1], row[2], row[3], row[4], row[5], row[6], event, row[8], row[9])
 
     def _keep(

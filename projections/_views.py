@@ -12,15 +12,16 @@ schema than the current one always takes the full decode with its upcasters.
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
 from typing import Any
 
 import msgspec
 
+from ledger import Ledger, decode_payload
 from ledger.events import BY_TYPE
 
-__all__ = ["Reads", "decoders_for", "merge_reads", "view_type"]
+__all__ = ["Reads", "decode_row", "decoders_for", "merge_reads", "read_views", "view_type"]
 
 Reads = Mapping[str, tuple[str, ...]]
 
@@ -101,3 +102,23 @@ def decoders_for(plan: Mapping[str, tuple[str, ...] | None]) -> dict[str, tuple[
 def _decoder(cls: type[msgspec.Struct], names: tuple[str, ...] | None) -> Callable[[bytes], Any]:
     return msgspec.json.Decoder(cls if names is None else _view(cls, names)).decode
 
+
+
+Decoders = Mapping[str, tuple[int, Callable[[bytes], Any]]]
+
+
+def decode_row(decoders: Decoders, type_: str, schema: int, payload: bytes) -> Any:
+    """A row's payload through its narrow decoder, or in full (with upcasters) when its
+    type has none or was written under another schema."""
+    entry = decoders.get(type_)
+    if entry is not None and entry[0] == schema:
+        return entry[1](payload)
+    return decode_payload(type_, schema, payload)
+
+
+def read_views(ledger: Ledger, type_: str, fields: tuple[str, ...], **select: Any) -> Iterator[tuple[int, Any]]:
+    """(seq, view of `fields`) of every `type_` event `select` picks (`Ledger.read_raw`'s
+    bounds and ranges): a query that needs a few fields of one type of event."""
+    decoders = decoders_for({type_: fields})
+    for row in ledger.read_raw(types=[type_], **select):
+        yield row[0], decode_row(decoders, type_, row[5], row[7])

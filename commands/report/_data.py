@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ledger import Ledger, StreamRange, SweclError, decode_payload
+from ledger import Ledger, StreamRange, SweclError
 from ledger.events import MemoryRecalled, RunStarted, TaskRef
-from projections import Cell, Projector, RunOutcomes, RunsProjection, RunSummary, decoders_for
+from projections import Cell, Projector, RunOutcomes, RunsProjection, RunSummary, read_views
 from projections.metrics import MetricsResult, SequenceOutcomes, SequenceResult, compute
 
 from .._queries import outcomes
@@ -193,11 +193,8 @@ def memory_items(ledger: Ledger, *, upto: int | None = None) -> dict[str, Writte
     run recalls items written by its source run, or imported into its header stream.
     Only the fields shown are decoded (the projections' narrow views): not the bodies.
     """
-    schema, decode = decoders_for({"memory.written": _ITEM_FIELDS})["memory.written"]
     found: dict[str, WrittenItem] = {}
-    for row in ledger.read_raw(types=["memory.written"], upto=upto):
-        seq, row_schema, payload = row[0], row[5], row[7]
-        ev = decode(payload) if row_schema == schema else decode_payload("memory.written", row_schema, payload)
+    for seq, ev in read_views(ledger, "memory.written", _ITEM_FIELDS, upto=upto):
         if ev.item_id in found:
             continue
         found[ev.item_id] = WrittenItem(
