@@ -42,6 +42,18 @@ def _ran(canaries: Path) -> list[str]:
     return sorted(p.name for p in canaries.iterdir())
 
 
+def _grade_the_gold_patch(tmp_path: Path, dataset: Path, results: Path, canaries: Path, cache: Path) -> dict:
+    """`swecl grade` of the gold patch of acme__calc-1: it exits 0, no canary was touched;
+    returns the grade.finished payload."""
+    predictions = write_predictions(tmp_path / "pred.jsonl", {"acme__calc-1": CALC_GOLD})
+    done = swecl(results, "grade", "--dataset", str(dataset), "--predictions", str(predictions), "--json",
+                 cache=cache, check=False)
+    assert done.returncode == 0, done.stderr
+    assert _ran(canaries) == []
+    (grade,) = [e["payload"] for e in read_events(results) if e["type"] == "grade.finished"]
+    return grade
+
+
 def test_test_file_names_and_setup_lines_never_reach_a_shell(tmp_path: Path, cache: Path) -> None:
     canaries = tmp_path / "canaries"
     canaries.mkdir()
@@ -68,13 +80,8 @@ def test_test_file_names_and_setup_lines_never_reach_a_shell(tmp_path: Path, cac
         "eval_commands": [f"export SWECL_X=$(touch {canaries / 'eval0'})", f"touch {canaries / 'eval1'} &"],
     }
     dataset.write_text(json.dumps(document))
-    predictions = write_predictions(tmp_path / "pred.jsonl", {"acme__calc-1": CALC_GOLD})
     results = tmp_path / "results"
-    done = swecl(results, "grade", "--dataset", str(dataset), "--predictions", str(predictions), "--json",
-                 cache=cache, check=False)
-    assert done.returncode == 0, done.stderr
-    assert _ran(canaries) == []
-    (grade,) = [e["payload"] for e in read_events(results) if e["type"] == "grade.finished"]
+    grade = _grade_the_gold_patch(tmp_path, dataset, results, canaries, cache)
     # the weird paths reached pytest as plain arguments, and their tests ran and passed
     assert [a for a in grade["test_cmd"] if a.startswith("tests/")] == [f.split("::")[0] for f in f2p]
     assert grade["status"] == "resolved", grade["error"]
@@ -133,13 +140,8 @@ def test_test_ids_with_shell_syntax_are_only_compared(tmp_path: Path, cache: Pat
     p2p = [f"tests/test_calc.py::test_add_zero{a}" for a in _attacks(canaries, "p2p")]
     dataset = calc_curriculum(tmp_path / "ds", base=base, repo_dir=repo_dir, repo="acme/calc-test-ids",
                               fail_to_pass=f2p, pass_to_pass=p2p)
-    predictions = write_predictions(tmp_path / "pred.jsonl", {"acme__calc-1": CALC_GOLD})
     results = tmp_path / "results"
-    done = swecl(results, "grade", "--dataset", str(dataset), "--predictions", str(predictions), "--json",
-                 cache=cache, check=False)
-    assert done.returncode == 0, done.stderr
-    assert _ran(canaries) == []
-    (grade,) = [e["payload"] for e in read_events(results) if e["type"] == "grade.finished"]
+    grade = _grade_the_gold_patch(tmp_path, dataset, results, canaries, cache)
     # no such tests ran, so the listed ones count as failed: a verdict, not a crash
     assert grade["status"] == "unresolved" and grade["resolved"] is False
     assert not any(a in " ".join(grade["test_cmd"]) for a in ("touch", "$(", "`"))
