@@ -220,7 +220,7 @@ def test_malformed_patches_get_recorded_verdicts(curriculum: DemoCurriculum, tmp
     assert swecl(results, "verify", cache=cache).stdout.startswith("ledger OK")
 
 
-def test_a_patch_with_bytes_that_are_not_utf8_is_graded_not_a_crash(
+def test_a_patch_with_bytes_that_are_not_utf8_is_refused_in_one_line(
     curriculum: DemoCurriculum, tmp_path: Path, cache: Path
 ) -> None:
     """A JSON `\\udcXX` escape in model_patch is how non-UTF-8 bytes reach a predictions
@@ -237,6 +237,8 @@ def test_a_patch_with_bytes_that_are_not_utf8_is_graded_not_a_crash(
     assert done.returncode in (0, 2), done.stderr
     if done.returncode == 2:
         assert_clean_refusal(done)
+    # Today the loader refuses it, naming where: the refusal branch above is the one taken.
+    assert done.returncode == 2 and "holds an unpaired surrogate escape" in done.stderr, done.stderr
     assert ledger_state(results) == []
 
 
@@ -256,7 +258,7 @@ def test_an_agent_that_writes_bytes_that_are_not_utf8_is_graded_not_a_crash(
     assert finished["status"] == "unresolved"
 
 
-def test_an_issue_text_with_a_lone_surrogate_is_refused_or_run(
+def test_an_issue_text_with_a_lone_surrogate_is_refused_in_one_line(
     curriculum: DemoCurriculum, tmp_path: Path, cache: Path
 ) -> None:
     """Valid JSON (`"\\udce9"`) that is not valid Unicode, in a task's problem statement."""
@@ -271,6 +273,8 @@ def test_an_issue_text_with_a_lone_surrogate_is_refused_or_run(
     assert done.returncode in (0, 2), done.stderr
     if done.returncode == 2:
         assert_clean_refusal(done)
+    # Today the loader refuses it, naming where: the refusal branch above is the one taken.
+    assert done.returncode == 2 and "holds an unpaired surrogate escape" in done.stderr, done.stderr
     assert ledger_state(results) == []
 
 
