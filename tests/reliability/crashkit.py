@@ -40,7 +40,6 @@ import apsw
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SPANS = "swecl-demo_spans_sequence"
 INICONF = "swecl-demo_iniconf_sequence"
-TEXTKIT = "swecl-demo_textkit_sequence"
 
 # Types a `type` kill point waits for: one per phase of a task, plus the launch's own mark.
 WATCHED_TYPES = (

@@ -44,7 +44,6 @@ from .support import (
 
 pytestmark = pytest.mark.slow
 
-INITIAL = INITIAL_ARGS
 
 
 def _namespace_prefix() -> list[str] | None:
@@ -133,12 +132,12 @@ def test_a_run_into_a_read_only_results_dir_is_refused_and_writes_nothing(
     with _immutable(finished) as ok:
         if not ok:
             pytest.skip("cannot make a directory read-only here")
-        done = swecl(finished, "run", *INITIAL, "--version", "new", "--quiet", cache=cache, check=False)
+        done = swecl(finished, "run", *INITIAL_ARGS, "--version", "new", "--quiet", cache=cache, check=False)
         assert_clean_refusal(done)
     assert read_events(finished) == before
     assert ledger_state(finished) == []
     # writable again: the same command runs
-    assert swecl(finished, "run", *INITIAL, "--version", "new", "--quiet", cache=cache, check=False).returncode == 0
+    assert swecl(finished, "run", *INITIAL_ARGS, "--version", "new", "--quiet", cache=cache, check=False).returncode == 0
 
 
 def test_a_read_only_results_dir_can_still_be_verified_and_read(finished: Path, cache: Path) -> None:
@@ -155,7 +154,7 @@ def test_a_read_only_bind_mount_refuses_runs(finished: Path, tmp_path: Path, cac
     report = _scenario("read_only", {
         "results": str(finished),
         "commands": {
-            "run": ["run", *INITIAL, "--version", "new", "--quiet"],
+            "run": ["run", *INITIAL_ARGS, "--version", "new", "--quiet"],
         },
     }, tmp_path, cache)
     assert_clean_refusal(_Done(report["run"]))
@@ -179,7 +178,7 @@ def test_a_full_disk_stops_the_run_cleanly_and_it_resumes(
     mountpoint.mkdir()
     keep = tmp_path / "kept"
     report = _scenario("disk_full", {
-        "mountpoint": str(mountpoint), "size": "4m", "leave": 320_000, "start_args": list(INITIAL),
+        "mountpoint": str(mountpoint), "size": "4m", "leave": 320_000, "start_args": list(INITIAL_ARGS),
         "version": "full", "keep": str(keep),
     }, tmp_path, cache)
     err = assert_clean_refusal(_Done(report["full_run"]))
@@ -206,7 +205,7 @@ def test_a_file_size_limit_stops_the_run_cleanly_and_it_resumes(
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    full = subprocess.run(swecl_argv(results, "run", *INITIAL, "--version", "big", "--quiet"), cwd=REPO_ROOT,
+    full = subprocess.run(swecl_argv(results, "run", *INITIAL_ARGS, "--version", "big", "--quiet"), cwd=REPO_ROOT,
                           env=swecl_env(cache), capture_output=True, text=True, timeout=600, preexec_fn=limited)
     assert_clean_refusal(full)
     assert ledger_state(results) == []
