@@ -26,18 +26,11 @@ from .crashkit import (
     swecl,
     swecl_argv,
 )
+from .support import assert_clean_refusal
 
 pytestmark = pytest.mark.slow
 
 FIRST_SPANS_TASK = "swecl-demo__spans-8"
-
-
-def _one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
-    err = proc.stderr.strip()
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr and len(err.splitlines()) == 1, proc.stderr
-    assert err.startswith("swecl: error: "), err
-    return err
 
 
 def _wait_for(watch: LedgerWatch, type_: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
@@ -136,7 +129,7 @@ def test_resume_of_a_running_run_is_refused_and_writes_nothing(tmp_path: Path, c
         _wait_for(watch, "task.finished", runner)
         before = [e["event_id"] for e in read_events(results, prefix="run/busy") if e["stream"] == "run/busy"]
         refused = swecl(results, "run", "--resume", "busy", "--quiet", cache=cache, check=False)
-        assert _one_line_error(refused) == "swecl: error: run busy is being run by another process right now"
+        assert assert_clean_refusal(refused) == "swecl: error: run busy is being run by another process right now"
         after = [e["event_id"] for e in read_events(results, prefix="run/busy") if e["stream"] == "run/busy"]
         # the run's header stream gained nothing from the refused resume (no run.resumed)
         assert after == before
