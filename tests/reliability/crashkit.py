@@ -37,9 +37,7 @@ from typing import Any
 
 import apsw
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SPANS = "swecl-demo_spans_sequence"
-INICONF = "swecl-demo_iniconf_sequence"
+from tests.run.support import INICONF, REPO_ROOT, SPANS  # noqa: F401 (the reliability tests import them from here)
 
 # Types a `type` kill point waits for: one per phase of a task, plus the launch's own mark.
 WATCHED_TYPES = (
