@@ -35,6 +35,8 @@ from projections.memory import (
     visible_items,
 )
 
+from ._scrub import Scrubber
+
 QUERY_RECORD_CHARS = 2000  # the query text kept in the event (its hash covers all of it)
 MAX_K = 50
 PASSES_WITHOUT_MEMORY = ("baseline",)
@@ -197,7 +199,9 @@ class RecallService:
             pass_=ctx.pass_,
             attempt=ctx.attempt,
             query_hash=query_hash(query),
-            query=query[:QUERY_RECORD_CHARS],
+            # Scrubbed before the cut, so a cut never leaves half a key. The recall server
+            # runs with a minimal environment: there it knows key-shaped text only.
+            query=Scrubber().text(query)[:QUERY_RECORD_CHARS],
             repo=target_repo,
             k=k,
             results=[RecallHit(item_id=r.item.item_id, score=r.score, rank=r.rank) for r in ranked],

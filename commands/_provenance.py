@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agents._scrub import Scrubber
+
 _PACKAGES = ("apsw", "msgspec", "pydantic", "polars", "unidiff", "mcp", "click", "datasets", "uv")
 
 _SECRET_VALUE = re.compile(
@@ -24,7 +26,9 @@ _SECRET_FLAG = re.compile(r"(?i)(api[_-]?key|token|secret|password)=(?!\$\{)\S+"
 
 
 def scrub(text: str) -> str:
-    """Mask things that look like credentials in free text (command lines, errors)."""
+    """Mask things that look like credentials in free text (command lines, errors), and
+    the environment's secret values in any form `agents._scrub` knows (base64, hex...)."""
+    text = Scrubber().text(text)
     text = _SECRET_VALUE.sub("[REDACTED]", text)
     return _SECRET_FLAG.sub(lambda m: m.group(0).split("=", 1)[0] + "=[REDACTED]", text)
 

@@ -2,7 +2,10 @@
 
 Three families of rule. Grading secrets: the gold test patch and the FAIL_TO_PASS /
 PASS_TO_PASS test names decide the score, so an item carrying them would let a later
-task read its own exam. Credentials: API keys, tokens, private keys. Size: bodies and
+task read its own exam. Credentials: API keys, tokens, private keys, a password inside
+a URL, and the secret values of the environment in any form the scrubber knows (literal,
+base64, hex, percent-encoded, reversed, cut in two: `agents._scrub`), so an item an agent
+or an extractor wrote with an encoded key is never recalled or seeded. Size: bodies and
 patches past a cap. A rejection names the rule and the field, never the offending text.
 """
 
@@ -11,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from agents._scrub import Scrubber
 
 # Fields of an item, in the order they are checked (the reason names the first hit).
 CHECKED_FIELDS = ("title", "body", "tags", "files", "symbols", "patch")
@@ -74,6 +79,18 @@ _KEYLIKE_ASSIGNMENT = re.compile(
 )
 
 
+# `scheme://user:password@host`; the password runs to the last `@` before the path.
+_URL_PASSWORD = re.compile(r"://[^\s/@:\"'<>\\?#]*:([^\s/\"'<>\\?#]+)@")
+# Documentation writes these where a password goes (`postgres://user:password@localhost`);
+# `[REDACTED]` is what the scrubber left of a real one.
+_PLACEHOLDER_PASSWORDS = frozenset({"password", "pass", "passwd", "pwd", "secret", "changeme", "redacted", "x"})
+
+
+def _real_password(value: str) -> bool:
+    bare = value.strip("[]<>{}*").lower()
+    return not (value.startswith(("$", "<", "{", "*", "%(", "[")) or bare in _PLACEHOLDER_PASSWORDS)
+
+
 def _looks_random(value: str) -> bool:
     """A token, not an identifier: long, with digits and letters, and many distinct characters."""
     core = value.strip("=")
@@ -94,6 +111,8 @@ def find_secret(text: str) -> str | None:
     for match in _KEYLIKE_ASSIGNMENT.finditer(text):
         if _looks_random(match.group(1)):
             return "a long token after a key-like name"
+    if "://" in text and any(_real_password(m.group(1)) for m in _URL_PASSWORD.finditer(text)):
+        return "a password inside a URL"
     return None
 
 
@@ -134,10 +153,18 @@ def test_name_forms(name: str) -> list[str]:
 
 
 class Checker:
-    """Governance rules compiled once for a task's grading secrets."""
+    """Governance rules compiled once for a task's grading secrets and the environment's
+    secret values (`scrubber`; default: this process's environment, whose forms the
+    scrubber compiles once per process)."""
 
-    def __init__(self, secrets: GradingSecrets | None, policy: GovernancePolicy = DEFAULT_POLICY) -> None:
+    def __init__(
+        self,
+        secrets: GradingSecrets | None,
+        policy: GovernancePolicy = DEFAULT_POLICY,
+        scrubber: Scrubber | None = None,
+    ) -> None:
         self.policy = policy
+        self._scrubber = scrubber if scrubber is not None else Scrubber()
         self.leaks = leak_lines(secrets.test_patch, policy.min_leak_line_chars) if secrets else []
         names: dict[str, None] = {}
         if secrets:
@@ -167,7 +194,7 @@ class Checker:
         if patch_bytes > p.max_patch_bytes:
             return Violation("oversize", "patch", f"patch is {patch_bytes} bytes, over the cap of {p.max_patch_bytes}")
         for name in CHECKED_FIELDS:
-            what = find_secret(texts[name])
+            what = find_secret(texts[name]) or self._scrubber.find(texts[name], patterns=False)
             if what:
                 return Violation("secret", name, f"{name} contains what looks like {what}")
         if self.leaks:
