@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import apsw
 import click
 import msgspec
 
 from ledger import IntegrityError, Recorded
 from ledger import check_references
+from ledger._errors import LedgerDamaged
+from projections._checkpoints import ChainCheckpoints
 
 from ._cli_common import echo_json_line, results_of, results_option
 from ._export import event_record
@@ -18,8 +21,10 @@ from ._export import event_record
 def init_cmd(ctx: click.Context) -> None:
     """Create the experiment root and its ledger (a no-op if they exist)."""
     results = results_of(ctx)
-    existed = results.ledger_path.exists()
-    with results.open_ledger(create=True) as ledger:
+    path = results.ledger_path
+    # An empty file is initialised (asked for by name, here only), and reported as created.
+    existed = path.exists() and (path.is_dir() or path.stat().st_size > 0)
+    with results.open_ledger(create=True, init_empty=True) as ledger:
         state = "exists" if existed else "created"
         click.echo(f"ledger {state}: {ledger.path} ({ledger.count()} events)")
 
@@ -75,20 +80,33 @@ def verify_cmd(ctx: click.Context) -> None:
     """Check the hash chain, every blob's hash, every blob reference and every seed reference
     (a memory.seeded names a run of this ledger, at a position it had reached).
 
-    Exit 0 when the ledger is intact; exit 1 naming the first bad seq otherwise.
+    Also checks the schema (the append-only triggers, the indexes) and the metadata rows,
+    and that the file is whole. Exit 0 when the ledger is intact; exit 1 naming the first
+    bad seq or blob (or saying the file is damaged) otherwise.
     """
     results = results_of(ctx)
-    with results.open_ledger(readonly=True) as ledger:
+    try:
+        ledger = results.open_ledger(readonly=True, check=False)
+    except LedgerDamaged as exc:
+        raise click.exceptions.Exit(_fail(str(exc))) from None
+    with ledger:
         try:
             report = ledger.verify()
-        except IntegrityError as exc:
+            problem = check_references(ledger)
+        except (IntegrityError, LedgerDamaged) as exc:
             raise click.exceptions.Exit(_fail(str(exc))) from None
-        problem = check_references(ledger)
+        except apsw.CorruptError as exc:
+            raise click.exceptions.Exit(_fail(f"{ledger.path} is corrupt: SQLite reports {exc}")) from None
         if problem is not None:
             raise click.exceptions.Exit(_fail(str(problem)))
+        if report.events:
+            # The read commands check the chain from here on, not from the start.
+            ChainCheckpoints(results.projections_path).save(
+                ledger.ledger_id, report.events, bytes.fromhex(report.head_hash)
+            )
         click.echo(f"ledger OK: {report.events} events, {report.blobs} blobs, head hash {report.head_hash}")
 
 
 def _fail(message: str) -> int:
-    click.echo(f"swecl: verify failed: {message}", err=True)
+    click.echo(f"swecl: verify failed: {' '.join(message.split())}", err=True)
     return 1

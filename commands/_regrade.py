@@ -3,6 +3,10 @@
 A parser fix never needs a test re-run: every test log is a blob in the ledger. A
 changed decision is appended as `grade.corrected` naming the decision it replaces; the
 original stays, and the outcome projection uses the newest.
+
+Every log is checked against its hash before it is parsed (`Ledger.get_blob` does), and
+the corrections are appended together only once every log has been read: a forged or
+damaged log stops the regrade with nothing appended, instead of a grade decided from it.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from graders import grade_log
-from ledger import Ledger, NewEvent, StreamRange, SweclError, event_id_for
+from ledger import Ledger, NewEvent, StreamBatch, StreamRange, SweclError, event_id_for
 from ledger.events import GradeCorrected, GradeFinished
 
 # Only verdicts read from test output can be re-read; a patch that did not apply or an
@@ -50,6 +54,7 @@ def regrade(ledger: Ledger, version: str) -> RegradeReport:
             in_force[key] = (rec.stream, rec.event_id, ev)
             originals[rec.event_id] = originals.get(ev.corrects)
     report = RegradeReport(version)
+    corrections: list[StreamBatch] = []
     for stream, event_id, current in in_force.values():
         original = originals.get(event_id)
         if original is None or original.status not in _REDECIDABLE or not original.log:
@@ -91,7 +96,10 @@ def regrade(ledger: Ledger, version: str) -> RegradeReport:
             reason="re-decided from the recorded log with the current parsers",
             parser=original.parser,
         )
-        ledger.append(stream, [NewEvent(correction, event_id_for("grade.corrected", event_id, status, resolved))],
-                      durable=True)
+        new = NewEvent(correction, event_id_for("grade.corrected", event_id, status, resolved))
+        corrections.append(StreamBatch(stream, [new]))
         report.corrected.append((current.instance_id, current.pass_, current.status, status))
+    if corrections:
+        # One transaction: all corrections or none.
+        ledger.append_batches(corrections, durable=True)
     return report

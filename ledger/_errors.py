@@ -17,6 +17,14 @@ class LedgerError(SweclError):
     """The ledger file cannot be used as asked (not a ledger, newer schema, locked, read-only)."""
 
 
+class LedgerDamaged(LedgerError):
+    """The ledger file is physically damaged: empty, cut short, or a malformed database image.
+
+    Exit 2 like any ledger that cannot be used; `swecl verify` reports it as a failed
+    verification (exit 1). Nothing is ever written to such a file.
+    """
+
+
 class ConcurrencyConflict(LedgerError):
     """An append at a stream version that another writer already took; nothing was written."""
 

@@ -22,8 +22,9 @@ from typing import Any
 import apsw
 import msgspec
 
-from ._errors import ConcurrencyConflict, IntegrityError, LedgerError
+from ._errors import ConcurrencyConflict, IntegrityError, LedgerDamaged, LedgerError
 from .events import BY_TYPE, Event, UnknownEvent
+from ._integrity import file_damage, meta_problem, schema_problem
 from ._schema import DDL, GENESIS_HASH, STORE_SCHEMA
 from ._upcasting import upcast
 
@@ -237,12 +238,22 @@ class Ledger:
     # -- opening -------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, create: bool = False, readonly: bool = False) -> Ledger:
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = False,
+        readonly: bool = False,
+        init_empty: bool = False,
+    ) -> Ledger:
         """Open (or with `create`, initialise) the ledger at `path`.
 
         Refuses, with a one-line `LedgerError` and without writing a byte, a file that is
         not a swecl ledger, a ledger of a newer store schema, and a read-only file when
-        writing was asked for.
+        writing was asked for; and with `LedgerDamaged`, a file that is empty, cut short
+        or malformed. An existing empty file is initialised only with `init_empty` (what
+        `swecl init` asks for): anywhere else it may be a ledger that lost its contents,
+        and a fresh one in its place would bury the evidence.
         """
         p = Path(path)
         exists = p.exists()
@@ -263,8 +274,14 @@ class Ledger:
                 raise LedgerError(f"cannot read {p}: {exc.strerror}") from None
             if head and head != _SQLITE_MAGIC:
                 raise LedgerError(f"{p} is not a swecl ledger (not an SQLite database)")
-            if not head and not create:
-                raise LedgerError(f"{p} is an empty file, not a ledger: run `swecl init`")
+            if not head and (readonly or not (create and init_empty)):
+                raise LedgerDamaged(
+                    f"{p} is damaged: it is an empty file (0 bytes). If it should hold recorded runs, restore it "
+                    "from a copy: `swecl init` would not bring them back, it starts a new, empty ledger"
+                )
+            damage = file_damage(p) if head else None
+            if damage is not None:
+                raise LedgerDamaged(f"{p} is damaged: {damage}; restore it from a copy (nothing was written to it)")
 
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
         if create and not exists:
@@ -286,6 +303,9 @@ class Ledger:
             meta = cls._read_meta(conn, p)
         except apsw.Error as exc:
             raise _ledger_error(p, exc, "open") from None
+        except UnicodeDecodeError:
+            conn.close()
+            raise LedgerDamaged(f"{p} is damaged: its schema or swecl_meta holds text that is not UTF-8") from None
 
         if meta is None:
             if not create:
@@ -299,7 +319,12 @@ class Ledger:
             except apsw.Error as exc:
                 raise _ledger_error(p, exc, "initialise") from None
 
-        schema = int(meta.get("store_schema", "0"))
+        raw_schema = meta.get("store_schema", "0")
+        if not (raw_schema.isascii() and raw_schema.isdigit()) or "ledger_id" not in meta:
+            conn.close()
+            # Only a hand edit gets here (swecl writes both rows when it makes the file).
+            raise LedgerDamaged(f"{p} is damaged: {meta_problem(meta) or 'its swecl_meta rows are unreadable'}")
+        schema = int(raw_schema)
         if schema > STORE_SCHEMA:
             conn.close()
             raise LedgerError(
@@ -617,20 +642,36 @@ class Ledger:
         return digest
 
     def get_blob(self, digest: str) -> bytes:
-        row = self._conn.execute("SELECT encoding, data FROM blobs WHERE sha256 = ?", (digest,)).fetchone()
+        """The content stored under `digest`, checked against it: a blob altered in the file
+        raises `IntegrityError` naming it instead of being used (a grade re-decided from a
+        forged log, a patch replayed that the agent never wrote). SHA-256 costs far less
+        than the decompression before it."""
+        try:
+            row = self._conn.execute("SELECT encoding, data FROM blobs WHERE sha256 = ?", (digest,)).fetchone()
+        except apsw.Error as exc:
+            raise _ledger_error(self.path, exc, "read a blob of") from None
         if row is None:
             raise LedgerError(f"blob {digest} is not in {self.path}")
-        return zlib.decompress(row[1]) if row[0] == "zlib" else bytes(row[1])
+        data = _decoded(digest, row[0], row[1])
+        if blob_hash(data) != digest:
+            raise IntegrityError(None, f"blob {digest}: content does not match its hash")
+        return data
 
     def has_blob(self, digest: str) -> bool:
         return self._conn.execute("SELECT 1 FROM blobs WHERE sha256 = ?", (digest,)).fetchone() is not None
 
     def iter_blobs(self) -> Iterator[tuple[str, int, bytes]]:
-        """(sha256, size, decoded data) of every blob, for verify and merge."""
-        for digest, size, encoding, data in self._conn.execute(
-            "SELECT sha256, size, encoding, data FROM blobs ORDER BY sha256"
-        ):
-            yield digest, size, (zlib.decompress(data) if encoding == "zlib" else bytes(data))
+        """(sha256, size, decoded data) of every blob, for verify and merge (which check the
+        hashes themselves); `IntegrityError` naming a blob that cannot be decoded."""
+        digest = ""
+        try:
+            for digest, size, encoding, data in self._conn.execute(
+                "SELECT sha256, size, encoding, data FROM blobs ORDER BY sha256"
+            ):
+                yield digest, size, _decoded(digest, encoding, data)
+        except UnicodeDecodeError:
+            which = f"the blob after {digest}" if digest else "the first blob"
+            raise IntegrityError(None, f"{which} has a hash or encoding that is not UTF-8 (altered)") from None
 
     # -- reading -------------------------------------------------------------------------
 
@@ -644,7 +685,10 @@ class Ledger:
         return self._stream_head(stream)
 
     def hash_at(self, seq: int) -> bytes | None:
-        row = self._conn.execute("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
+        try:
+            row = self._conn.execute("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
+        except apsw.Error as exc:
+            raise _ledger_error(self.path, exc, "read") from None
         return None if row is None else bytes(row[0])
 
     def get(self, seq: int) -> Recorded | None:
@@ -670,8 +714,19 @@ class Ledger:
         `ranges` only events under those stream prefixes (each up to its own seq).
         """
         sql, params = self._select(after, upto, types, streams, ranges)
-        for row in self._conn.execute(sql, params):
-            yield _row_to_recorded(row)
+        seq = after
+        try:
+            for row in self._conn.execute(sql, params):
+                seq = row[0]
+                yield _row_to_recorded(row)
+        except apsw.Error as exc:
+            # A malformed page met halfway through: one line for the user, not a traceback.
+            raise _ledger_error(self.path, exc, "read") from None
+        except UnicodeDecodeError:
+            raise LedgerDamaged(f"{self.path} is damaged: an event after seq {seq} holds text that is not UTF-8") from None
+        except (msgspec.MsgspecError, LookupError, TypeError, ValueError) as exc:
+            # An altered payload (the read's chain check has warned already): stop in one line.
+            raise LedgerDamaged(f"{self.path} is damaged: seq {seq} does not decode ({exc})") from None
 
     def read_raw(
         self,
@@ -770,44 +825,112 @@ class Ledger:
     # -- integrity -----------------------------------------------------------------------
 
     def verify(self) -> VerifyReport:
-        """Recompute the hash chain and every blob hash; raise `IntegrityError` at the first bad one."""
+        """Check everything the file holds; raise `IntegrityError` at the first bad thing.
+
+        In this order: the hash chain and every payload (naming the first bad seq), every
+        blob's content against its hash, every blob reference, the schema objects (the
+        append-only triggers above all) and the metadata rows, and last SQLite's own
+        integrity check of the pages and indexes that the reads before did not touch.
+        """
         prev = GENESIS_HASH
-        expected_seq = 0
         blob_refs: dict[str, int] = {}
-        events = 0
+        events = blobs = 0
+        where = "reading the events"
         try:
-            for row in self._conn.execute(
-                "SELECT seq, event_id, stream, stream_version, type, schema, time, payload, prev_hash, hash"
-                " FROM events ORDER BY seq"
-            ):
-                seq, event_id, stream, version, type_, schema, time, payload, prev_hash, digest = row
-                expected_seq += 1
-                if seq != expected_seq:
-                    raise IntegrityError(expected_seq, f"seq {expected_seq} is missing (gap before {seq})")
-                if bytes(prev_hash) != prev:
-                    raise IntegrityError(seq, f"seq {seq}: prev_hash does not link to seq {seq - 1}")
-                if chain_hash(prev, seq, event_id, stream, version, type_, schema, time, bytes(payload)) != bytes(digest):
-                    raise IntegrityError(seq, f"seq {seq}: hash mismatch (the event was altered)")
+            for seq, type_, schema, payload, digest in self._verified_rows(0, GENESIS_HASH):
                 try:
-                    event = decode_payload(type_, schema, bytes(payload))
-                except (msgspec.DecodeError, msgspec.ValidationError, LookupError) as exc:
+                    event = decode_payload(type_, schema, payload)
+                except (msgspec.MsgspecError, LookupError, ValueError, TypeError) as exc:
                     raise IntegrityError(seq, f"seq {seq}: payload does not decode as {type_}: {exc}") from None
                 for ref in blob_refs_of(event):
                     blob_refs.setdefault(ref, seq)
-                prev = bytes(digest)
+                prev = digest
                 events += 1
-            blobs = 0
+            where = "reading the blobs"
             for blob_digest, size, data in self.iter_blobs():
                 if blob_hash(data) != blob_digest or len(data) != size:
                     raise IntegrityError(None, f"blob {blob_digest}: content does not match its hash")
                 blobs += 1
                 blob_refs.pop(blob_digest, None)
+            if blob_refs:
+                missing, seq = min(blob_refs.items(), key=lambda kv: kv[1])
+                raise IntegrityError(seq, f"seq {seq}: references blob {missing}, which is not in the ledger")
+            where = "reading the schema"
+            problem = self.structure_problem()
+            if problem is not None:
+                raise IntegrityError(None, problem)
+            where = "checking the pages"
+            found = [row[0] for row in self._conn.execute("PRAGMA integrity_check(3)")]
+            if found != ["ok"]:
+                raise IntegrityError(None, f"{self.path} is corrupt: SQLite's integrity check finds {'; '.join(found)}")
+        except apsw.CorruptError as exc:
+            raise IntegrityError(
+                None, f"{self.path} is corrupt: SQLite reports a malformed database image {where} ({exc})"
+            ) from None
         except apsw.Error as exc:
             raise _ledger_error(self.path, exc, "verify") from None
-        if blob_refs:
-            missing, seq = min(blob_refs.items(), key=lambda kv: kv[1])
-            raise IntegrityError(seq, f"seq {seq}: references blob {missing}, which is not in the ledger")
         return VerifyReport(events=events, blobs=blobs, head_hash=prev.hex())
+
+    def check_chain(self, after: int = 0, prev: bytes = GENESIS_HASH) -> tuple[int, bytes]:
+        """Recompute the hash chain from seq `after` (whose hash is `prev`) to the head.
+
+        Returns the head's (seq, hash); raises `IntegrityError` at the first bad link. The
+        cheap check of the read commands: no payload decoding, no blobs (`verify` does those).
+        """
+        seq, last = after, prev
+        try:
+            for seq, _, _, _, last in self._verified_rows(after, prev):
+                pass
+        except apsw.Error as exc:
+            raise _ledger_error(self.path, exc, "check") from None
+        except _Unreadable as exc:
+            # Not a warning: no read could get past that row either.
+            raise LedgerDamaged(f"{self.path} is damaged: {exc}") from None
+        return seq, last
+
+    def structure_problem(self) -> str | None:
+        """What is wrong with the schema objects or the metadata rows, or None."""
+        try:
+            problem = schema_problem(self._conn)
+            if problem is None:
+                problem = meta_problem(dict(self._conn.execute("SELECT key, value FROM swecl_meta")))
+        except apsw.Error as exc:
+            raise _ledger_error(self.path, exc, "check") from None
+        except UnicodeDecodeError:
+            return "the schema or swecl_meta holds text that is not UTF-8 (it was altered)"
+        return problem
+
+    def _verified_rows(self, after: int, prev: bytes) -> Iterator[tuple[int, str, int, bytes, bytes]]:
+        """(seq, type, schema, payload, hash) of each event after `after`, its link and hash
+        checked first; `IntegrityError` at the first gap, broken link or altered event."""
+        expected_seq = after
+        rows = self._conn.execute(
+            "SELECT seq, event_id, stream, stream_version, type, schema, time, payload, prev_hash, hash"
+            " FROM events WHERE seq > ? ORDER BY seq",
+            (after,),
+        )
+        try:
+            for seq, event_id, stream, version, type_, schema, time, payload, prev_hash, digest in rows:
+                expected_seq += 1
+                if seq != expected_seq:
+                    raise IntegrityError(expected_seq, f"seq {expected_seq} is missing (gap before {seq})")
+                if prev_hash != prev:
+                    raise IntegrityError(seq, f"seq {seq}: prev_hash does not link to seq {seq - 1}")
+                if chain_hash(prev, seq, event_id, stream, version, type_, schema, time, payload) != digest:
+                    raise IntegrityError(seq, f"seq {seq}: hash mismatch (the event was altered)")
+                yield seq, type_, schema, payload, digest
+                prev = digest
+        except UnicodeDecodeError:
+            # SQLite hands back TEXT as UTF-8, so a byte changed inside a text column
+            # fails while the row is fetched, before its seq can be read.
+            raise _Unreadable(
+                expected_seq + 1, f"the event after seq {expected_seq} holds text that is not UTF-8 (it was altered)"
+            ) from None
+
+
+class _Unreadable(IntegrityError):
+    """A row that cannot even be fetched: for verify a failure like any other, for a
+    read a damaged file."""
 
 
 class VerifyReport(msgspec.Struct, frozen=True):
@@ -890,6 +1013,19 @@ def _encode_batches(batches: Sequence[StreamBatch]) -> list[_EncodedBatch]:
     return encoded
 
 
+def _decoded(digest: str, encoding: str, data: bytes) -> bytes:
+    """A stored blob's content; `IntegrityError` naming it if it cannot be decoded (a byte
+    changed inside compressed data usually breaks zlib's own check)."""
+    if encoding == "identity":
+        return bytes(data)
+    if encoding != "zlib":
+        raise IntegrityError(None, f"blob {digest}: unknown encoding {encoding!r}")
+    try:
+        return zlib.decompress(data)
+    except zlib.error as exc:
+        raise IntegrityError(None, f"blob {digest}: its compressed data is damaged ({exc})") from None
+
+
 def _archived(path: Path) -> bool:
     """True when `path` has no live WAL beside it and its directory is not writable."""
     wal = path.with_name(path.name + "-wal")
@@ -908,7 +1044,11 @@ def _ledger_error(path: Path, exc: apsw.Error, doing: str) -> LedgerError:
         return LedgerError(f"cannot {doing} {path}: it is locked by another process (gave up waiting)")
     if isinstance(exc, apsw.ReadOnlyError):
         return LedgerError(f"cannot {doing} {path}: it is read-only; nothing was written")
-    if isinstance(exc, apsw.NotADBError | apsw.CorruptError):
+    if isinstance(exc, apsw.CorruptError):
+        return LedgerDamaged(
+            f"{path} is damaged: SQLite reports a corrupt (malformed) database image; restore it from a copy"
+        )
+    if isinstance(exc, apsw.NotADBError):
         return LedgerError(f"{path} is not a swecl ledger (not a valid SQLite database)")
     if isinstance(exc, apsw.FullError):
         return LedgerError(f"cannot {doing} {path}: the disk is full; nothing of this batch was written")

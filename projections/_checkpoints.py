@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from typing import TYPE_CHECKING
@@ -134,3 +136,51 @@ class CheckpointStore:
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
+
+
+class ChainCheckpoints:
+    """How far the read commands have verified each ledger's hash chain: (seq, hash).
+
+    Lives in `projections.db` beside the projection checkpoints and, like them, is a
+    cache: deleting it only means the next read verifies the chain from the start once.
+    Plain stdlib sqlite3 (what SQLModel itself uses on this file, so one SQLite library
+    per file in a process), not SQLModel: a `swecl log` must not pay its import for it.
+    Every failure (no file, a read-only directory, a lock) reads as "no checkpoint" or
+    "not saved", never as an error.
+    """
+
+    _TABLE = (
+        "CREATE TABLE IF NOT EXISTS verified_chain ("
+        " ledger_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, hash BLOB NOT NULL, verified_at TEXT NOT NULL)"
+    )
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def load(self, ledger_id: str) -> tuple[int, bytes] | None:
+        if not self.path.exists():
+            return None
+        try:
+            uri = self.path.resolve().as_uri() + "?mode=ro"
+            with closing(sqlite3.connect(uri, uri=True, timeout=2)) as conn:
+                row = conn.execute("SELECT seq, hash FROM verified_chain WHERE ledger_id = ?", (ledger_id,)).fetchone()
+        except sqlite3.Error:
+            return None  # no table yet, or unreadable: verify from the start
+        if row is None or not isinstance(row[0], int) or not isinstance(row[1], bytes):
+            return None
+        return row[0], row[1]
+
+    def save(self, ledger_id: str, seq: int, digest: bytes) -> bool:
+        try:
+            with closing(sqlite3.connect(self.path, timeout=2)) as conn:
+                conn.execute("PRAGMA journal_mode=WAL")  # as CheckpointStore keeps this file
+                with conn:
+                    conn.execute(self._TABLE)
+                    conn.execute(
+                        "INSERT OR REPLACE INTO verified_chain (ledger_id, seq, hash, verified_at) VALUES (?, ?, ?, ?)",
+                        (ledger_id, seq, digest, utc_now()),
+                    )
+            return True
+        except (sqlite3.Error, OSError) as exc:
+            log.debug("could not save the verified chain checkpoint (%s)", exc)
+            return False
