@@ -23,8 +23,8 @@ like run.started, are dropped); for predictions it picks the pass.
 from __future__ import annotations
 
 import base64
+import io
 import json
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +35,7 @@ import msgspec
 
 from ledger import Ledger, Recorded, StreamRange, SweclError, blob_refs_of
 from projections import OutcomeProjection, Projector
+from projections._files import output_file, write_error, write_output
 
 FORMATS = ("predictions", "events", "parquet")
 
@@ -226,18 +227,22 @@ def _write_text(out: str, lines: Iterator[str]) -> int:
             count += 1
         return count
     path = Path(out)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tmp.open("w", encoding="utf-8", newline="\n") as fh:
-            for line in lines:
-                fh.write(line)
-                count += 1
-        os.replace(tmp, path)
+        with output_file(path) as tmp:
+            with tmp.open("w", encoding="utf-8", newline="\n") as fh:
+                for line in lines:
+                    fh.write(line)
+                    count += 1
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise SweclError(f"cannot write {path}: {exc.strerror}") from None
+        raise write_error(exc, path) from None
     return count
+
+
+def parquet_bytes(frame: Any) -> bytes:
+    """The frame as a parquet file, in memory (see `projections._files.write_output`)."""
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer)
+    return buffer.getvalue()
 
 
 def export_run(
@@ -258,13 +263,5 @@ def export_run(
     if out == "-":
         raise SweclError("--format parquet writes a file: give --out FILE.parquet")
     frame = events_frame(ledger, version, pass_)
-    path = Path(out)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        frame.write_parquet(tmp)
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise SweclError(f"cannot write {path}: {exc.strerror}") from None
+    write_output(Path(out), parquet_bytes(frame))
     return ExportReport(version, fmt, out, frame.height)

@@ -44,6 +44,7 @@ import msgspec
 
 from ledger import Ledger, SweclError
 from projections import OutcomeProjection, Projector, RunOutcomes
+from projections._files import undo_new_folder, write_error
 from projections.memory import (
     MemoryState,
     SeedRecord,
@@ -324,21 +325,24 @@ def _json_bytes(doc: Any) -> bytes:
 def write_replay(ledger: Ledger, replay: Replay, out_dir: str | os.PathLike[str]) -> ReplayReport:
     """Write `replay` into `out_dir` (files whose bytes would not change are left alone)."""
     out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SweclError(f"cannot create {out}: {exc.strerror}") from None
     manifest = out / MANIFEST_FILE
-    if any(out.iterdir()) and not manifest.exists():
+    if out.is_dir() and any(out.iterdir()) and not manifest.exists():
         raise SweclError(f"{out} holds files and is not a replay folder: give an empty or new --out DIR")
-    write_memory_folder(replay.memory, out / MEMORY_SUBDIR, blob_patch_reader(ledger), ledger_id=None)
-    try:
-        write_if_changed(out / OUTCOMES_JSON, _json_bytes(outcomes_document(replay)))
-        write_if_changed(out / OUTCOMES_CSV, outcomes_csv(replay).encode())
-        write_if_changed(out / METRICS_JSON, _json_bytes(metrics_document(replay)))
-        write_if_changed(manifest, _json_bytes(manifest_document(replay)))
-    except OSError as exc:
-        raise SweclError(f"cannot write the replay into {out}: {exc.strerror}") from None
+    # A new (or empty) folder that cannot be completed (a full disk) is removed again;
+    # in an earlier replay's folder every file is replaced atomically, the manifest last.
+    with undo_new_folder(out):
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise write_error(exc, out) from None
+        write_memory_folder(replay.memory, out / MEMORY_SUBDIR, blob_patch_reader(ledger), ledger_id=None)
+        try:
+            write_if_changed(out / OUTCOMES_JSON, _json_bytes(outcomes_document(replay)))
+            write_if_changed(out / OUTCOMES_CSV, outcomes_csv(replay).encode())
+            write_if_changed(out / METRICS_JSON, _json_bytes(metrics_document(replay)))
+            write_if_changed(manifest, _json_bytes(manifest_document(replay)))
+        except OSError as exc:
+            raise write_error(exc, out, hint="the replay was not (fully) written") from None
     return ReplayReport(out, replay, (MANIFEST_FILE, MEMORY_SUBDIR, OUTCOMES_JSON, OUTCOMES_CSV, METRICS_JSON))
 
 

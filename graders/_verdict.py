@@ -11,12 +11,12 @@ SWE-bench rows can be passed through with a log_path added.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from graders._decide import grade_log
+from graders._limits import MAX_JSON_BYTES, MAX_LOG_BYTES, InputRefused, json_problem, read_limited
 from graders._parsers import canonical_parser, parser_for_repo
 from ledger._errors import SweclError
 
@@ -53,10 +53,9 @@ def _names(row: dict[str, Any], field: str, at: _Line) -> list[str]:
         raise at.error(field, "is missing; give a list of test names (may be empty)")
     value = row[field]
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise at.error(field, f"is a string but not a JSON list of test names ({exc.msg})") from None
+        value, problem = json_problem(value)
+        if problem is not None:
+            raise at.error(field, f"is a string but not a JSON list of test names ({problem})")
     if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
         raise at.error(field, "must be a list of test names (strings) or a JSON string of one")
     return value
@@ -81,14 +80,15 @@ def _parser(row: dict[str, Any], repo: str, at: _Line) -> str:
 
 def _read_log(path: Path, at: _Line) -> str:
     try:
-        # Logs carry whatever bytes the tests printed; a stray invalid byte must not stop grading.
-        return path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise at.error("log_path", f"log file {str(path)!r} does not exist") from None
-    except IsADirectoryError:
-        raise at.error("log_path", f"{str(path)!r} is a directory, not a log file") from None
-    except OSError as exc:
-        raise at.error("log_path", f"cannot read {str(path)!r}: {exc.strerror}") from None
+        data = read_limited(path, repr(str(path)), MAX_LOG_BYTES)
+    except InputRefused as exc:
+        if exc.reason == "missing":
+            raise at.error("log_path", f"log file {str(path)!r} does not exist") from None
+        if exc.reason == "directory":
+            raise at.error("log_path", f"{str(path)!r} is a directory, not a log file") from None
+        raise at.error("log_path", str(exc)) from None
+    # Logs carry whatever bytes the tests printed; a stray invalid byte must not stop grading.
+    return data.decode("utf-8", errors="replace")
 
 
 def verdict_lines(input_path: str | Path) -> Iterator[dict[str, Any]]:
@@ -101,13 +101,13 @@ def verdict_lines(input_path: str | Path) -> Iterator[dict[str, Any]]:
     """
     source = Path(input_path)
     try:
-        data = source.read_bytes()
-    except FileNotFoundError:
-        raise SweclError(f"{source}: input file does not exist") from None
-    except IsADirectoryError:
-        raise SweclError(f"{source}: is a directory, not a JSONL input file") from None
-    except OSError as exc:
-        raise SweclError(f"{source}: cannot read input file: {exc.strerror}") from None
+        data = read_limited(source, str(source), MAX_JSON_BYTES)
+    except InputRefused as exc:
+        if exc.reason == "missing":
+            raise SweclError(f"{source}: input file does not exist") from None
+        if exc.reason == "directory":
+            raise SweclError(f"{source}: is a directory, not a JSONL input file") from None
+        raise
     for number, raw_bytes in enumerate(data.split(b"\n"), start=1):
         if not raw_bytes.strip():
             continue
@@ -120,10 +120,9 @@ def verdict_lines(input_path: str | Path) -> Iterator[dict[str, Any]]:
 
 
 def _verdict(raw: str, source: Path, at: _Line) -> dict[str, Any]:
-    try:
-        row = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise at.error(None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    row, problem = json_problem(raw)
+    if problem is not None:
+        raise at.error(None, problem.replace(" at line 1 column ", " at column "))
     if not isinstance(row, dict):
         raise at.error(None, "must be a JSON object")
     instance_id = _text(row, "instance_id", at)

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, StrictBool, StrictStr, ValidationError
 
+from graders._limits import MAX_JSON_BYTES, json_problem, read_limited
 from ledger._errors import SweclError
 
 __all__ = [
@@ -35,7 +36,7 @@ def _decode_test_ids(value: Any) -> Any:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: "[[[[..." a million deep
             raise ValueError("not a JSON-encoded list of test ids") from None
         if not isinstance(value, list):
             raise ValueError("not a JSON-encoded list of test ids")
@@ -112,16 +113,13 @@ def describe_validation_error(exc: ValidationError, prefix: str = "") -> str:
     return f"{where}: {message}" if where else message
 
 
-def read_text(path: Path, label: str) -> str:
-    """The file's text as strict UTF-8 (a leading BOM tolerated), or a one-line error."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise SweclError(f"{label}: no such file") from None
-    except IsADirectoryError:
-        raise SweclError(f"{label}: is a directory, not a file") from None
-    except OSError as exc:
-        raise SweclError(f"{label}: cannot read: {exc.strerror or exc}") from None
+def read_text(path: Path, label: str, limit: int = MAX_JSON_BYTES) -> str:
+    """The file's text as strict UTF-8 (a leading BOM tolerated), or a one-line error.
+
+    Only a regular file of at most `limit` bytes is read (`graders._limits`): a FIFO,
+    `/dev/zero` or a 2 GB file is refused before it can hang or fill memory.
+    """
+    data = read_limited(path, label, limit)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -132,10 +130,10 @@ def read_text(path: Path, label: str) -> str:
 
 
 def parse_json(text: str, label: str) -> Any:
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SweclError(f"{label}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    # Depth and huge integers are capped there, so the recursive walk below stays shallow.
+    document, problem = json_problem(text)
+    if problem is not None:
+        raise SweclError(f"{label}: {problem}")
     where = _unpaired_surrogate(document, "")
     if where is not None:
         # JSON may spell a lone surrogate ("\udcff"): valid JSON, not text. Refused here,

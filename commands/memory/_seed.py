@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from graders._limits import read_limited
 from ledger import Ledger, NewEvent, Recorded, SweclError, event_id_for
 from ledger.events import MemorySeeded, MemoryWritten, memory_content
 from projections import Projector, RunsProjection, RunSummary
@@ -299,10 +300,7 @@ def read_export(path: str | os.PathLike[str]) -> tuple[bytes, ExportFile]:
     file = p / ITEMS_FILE if p.is_dir() else p
     if not file.is_file():
         raise SweclError(f"--source-memory {p}: no {ITEMS_FILE} there; give a folder written by `swecl memory export`")
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise SweclError(f"cannot read {file}: {exc.strerror}") from None
+    data = read_limited(file, str(file))  # a regular file within the input size cap
     doc = decode_export(data, str(file))
     seen: set[str] = set()
     for n, item in enumerate(doc.items):

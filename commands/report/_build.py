@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ledger import SweclError
+from projections._files import WRITE_ERRNOS, undo_new_folder, write_atomic, write_error
 
 from .._results import Results
 from ._data import ReportData, collect
@@ -42,10 +42,15 @@ def build_report(results: Results, versions: list[str], out_dir: Path, *, formul
 
 
 def write_report(data: ReportData, out_dir: Path) -> ReportSummary:
+    # A report folder that was new or empty and cannot be completed is removed again;
+    # every file in it is written to a temporary name and renamed when complete.
     try:
-        return _write(data, out_dir)
+        with undo_new_folder(out_dir):
+            return _write(data, out_dir)
     except OSError as exc:
         where = exc.filename or out_dir
+        if exc.errno in WRITE_ERRNOS:
+            raise write_error(exc, where, hint="the report was not (fully) written") from None
         raise SweclError(f"cannot write the report to {where}: {exc.strerror or exc}; choose another --out DIR") from None
 
 
@@ -84,9 +89,7 @@ def _write(data: ReportData, out_dir: Path) -> ReportSummary:
     anchors = {s: f"seq-{_file_stem(s)}" for s in data.sequence_ids}
     page = render(data, Images(curves=curves, matrices=matrices), anchors=anchors)
     index = out_dir / INDEX_FILE
-    tmp = index.with_name(f".{INDEX_FILE}.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, index)
+    write_atomic(index, page.encode("utf-8"))
     return ReportSummary(
         out_dir=out_dir,
         index=index,

@@ -20,6 +20,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
+from projections._files import atomic_file
+
 from ._data import CellState, Matrix, MatrixRow, SequenceReport, running_mean
 
 COLOURS: dict[CellState, str] = {
@@ -48,7 +50,8 @@ def _save(fig: Figure, path: Path) -> None:
     with warnings.catch_warnings():
         # A glyph the bundled font lacks (a CJK sequence name) is drawn as a box; say nothing.
         warnings.filterwarnings("ignore", message="Glyph .* missing from font")
-        fig.savefig(path, format="png", dpi=100, metadata=_PNG_METADATA)
+        with atomic_file(path) as tmp:  # a full disk leaves no half-drawn PNG
+            fig.savefig(tmp, format="png", dpi=100, metadata=_PNG_METADATA)
 
 
 def _ticks(n: int) -> list[int]:

@@ -11,6 +11,7 @@ gives the same bytes, and a rebuild rewrites only files whose bytes would change
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -24,6 +25,7 @@ import msgspec
 
 from ledger import Ledger, LedgerError, SweclError
 
+from .._files import WRITE_ERRNOS, atomic_file, undo_new_folder, write_error, write_if_changed
 from ._projection import load_memory
 from ._recall import FTS_DDL
 from ._state import Hop, MemoryItem, MemoryState, StatusChange
@@ -152,13 +154,24 @@ def materialise_version(
 def write_memory_folder(
     state: MemoryState, memory_dir: Path, read_patch: PatchReader, *, ledger_id: str | None = None
 ) -> MaterialiseReport:
-    """Write the memory folder of `state` into `memory_dir` (also what export writes)."""
-    try:
-        memory_dir.mkdir(parents=True, exist_ok=True)
-        cookbook = memory_dir / COOKBOOK_DIR
-        cookbook.mkdir(exist_ok=True)
-    except OSError as exc:
-        raise SweclError(f"cannot write the memory folder {memory_dir}: {exc.strerror}") from None
+    """Write the memory folder of `state` into `memory_dir` (also what export writes).
+
+    Each file is replaced atomically; when writing fails (a full disk) no temporary file
+    is left, and a folder that was missing or empty before is removed or emptied again.
+    """
+    with undo_new_folder(memory_dir):
+        try:
+            return _write_memory_folder(state, memory_dir, read_patch, ledger_id)
+        except OSError as exc:
+            raise write_error(exc, exc.filename or memory_dir, hint="the memory folder was not updated") from None
+
+
+def _write_memory_folder(
+    state: MemoryState, memory_dir: Path, read_patch: PatchReader, ledger_id: str | None
+) -> MaterialiseReport:
+    memory_dir.mkdir(parents=True, exist_ok=True)
+    cookbook = memory_dir / COOKBOOK_DIR
+    cookbook.mkdir(exist_ok=True)
     items = sorted(state.items.values(), key=lambda i: i.item_id)
     live = [i for i in items if i.live]
     patches = {i.item_id: (read_patch(i.patch) if i.patch else None) for i in items}
@@ -208,6 +221,8 @@ def decode_export(data: bytes, where: str) -> ExportFile:
         doc = msgspec.json.decode(data, type=ExportFile)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise SweclError(f"{where}: not a swecl memory export ({exc})") from None
+    except RecursionError:  # msgspec's answer to "[[[[..." nested thousands deep
+        raise SweclError(f"{where}: not a swecl memory export (nested too deeply)") from None
     if doc.format != EXPORT_FORMAT:
         raise SweclError(f"{where}: format is {doc.format!r}, expected {EXPORT_FORMAT!r}")
     if doc.format_version > EXPORT_FORMAT_VERSION:
@@ -420,36 +435,19 @@ def _build_db(path: Path, fill: Callable[[apsw.Connection], None]) -> bool:
 
     One transaction, rollback journal, no WAL: the same statements give the same file.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
     try:
-        conn = apsw.Connection(str(tmp))
-        try:
-            with conn:
-                fill(conn)
-        finally:
-            conn.close()
-        return _replace_if_changed(tmp, path)
-    except (OSError, apsw.Error) as exc:
-        tmp.unlink(missing_ok=True)
+        with atomic_file(path) as tmp:
+            conn = apsw.Connection(str(tmp))
+            try:
+                with conn:
+                    fill(conn)
+            finally:
+                conn.close()
+            changed = not (path.exists() and path.read_bytes() == tmp.read_bytes())
+            if not changed:
+                tmp.unlink()  # atomic_file then leaves `path` (and its mtime) alone
+        return changed
+    except apsw.FullError:
+        raise write_error(OSError(errno.ENOSPC, WRITE_ERRNOS[errno.ENOSPC]), path, hint="the memory folder was not updated") from None
+    except apsw.Error as exc:
         raise SweclError(f"cannot write {path}: {exc}") from None
-
-
-def _replace_if_changed(tmp: Path, path: Path) -> bool:
-    new = tmp.read_bytes()
-    if path.exists() and path.read_bytes() == new:
-        tmp.unlink()
-        return False
-    os.replace(tmp, path)
-    return True
-
-
-def write_if_changed(path: Path, data: bytes) -> bool:
-    """Write `data` at `path` atomically, unless the file already holds exactly it (so a
-    rebuild that changes nothing leaves every file and its mtime alone)."""
-    if path.exists() and path.read_bytes() == data:
-        return False
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return True

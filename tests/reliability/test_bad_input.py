@@ -5,7 +5,9 @@ give one clear line and exit 2 (no traceback), or a recorded verdict such as
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -304,3 +306,196 @@ def test_a_dataset_refused_mid_command_leaves_earlier_runs_intact(
     bad.write_text('{"sequences": 7}', encoding="utf-8")
     assert_clean_refusal(cli(results, "run", "--dataset", str(bad), *RUN_ARGS, cache=cache))
     assert read_events(results) == before
+
+
+# -- inputs too deep, with huge numbers, or not regular files at all ----------------------------
+#
+# Every reader of a user's file: the dataset (curriculum JSON, rows as a dataset), --rows
+# (JSON list, JSONL, parquet), --predictions (grade and run), verdict --input and the logs
+# it names, metrics --vectors, memory import. Each refuses in one line and exit 2.
+
+DEPTH_CAP = 64
+DIGITS_CAP = sys.get_int_max_str_digits()
+GOOD_LOG_LINE = {"instance_id": "a__b-1", "repo": "pydata/xarray", "log_path": "log.txt", "FAIL_TO_PASS": [],
+                 "PASS_TO_PASS": []}
+MEMORY_EXPORT = {"format": "swecl-memory", "format_version": 1, "version": "x", "as_of_seq": 0, "items": []}
+_BAD = "__BAD__"
+
+
+def _dataset_text(small: Path) -> str:
+    document = json.loads(small.read_text(encoding="utf-8"))
+    document["metadata"]["extra"] = _BAD
+    return json.dumps(document)
+
+
+def _row(small: Path) -> dict[str, Any]:
+    task = json.loads(small.read_text(encoding="utf-8"))["sequences"][0]["tasks"][0]
+    return {"instance_id": task["metadata"]["instance_id"], "repo": task["metadata"]["repo"],
+            "base_commit": task["metadata"]["base_commit"], "extra": _BAD}
+
+
+# reader -> (file name, text with the _BAD placeholder, depth at which the placeholder sits,
+#            the command line reading the file)
+def _content_readers(small: Path) -> dict[str, tuple[str, str, int, list[str]]]:
+    prediction = {"instance_id": FIRST, "model_name_or_path": "m", "model_patch": "", "extra": _BAD}
+    grade = ["grade", "--dataset", str(small), "--grader", "none", "--predictions"]
+    return {
+        "dataset": ("dataset.json", _dataset_text(small), 2, ["sequences", "--dataset"]),
+        "rows-json": ("rows.json", json.dumps([_row(small)]), 2, ["sequences", "--dataset", str(small), "--rows"]),
+        "rows-jsonl": ("rows.jsonl", json.dumps(_row(small)), 1, ["sequences", "--dataset", str(small), "--rows"]),
+        "predictions-jsonl": ("pred.jsonl", json.dumps(prediction), 1, grade),
+        "predictions-json": ("pred.json", json.dumps([prediction]), 2, grade),
+        "verdict": ("in.jsonl", json.dumps({**GOOD_LOG_LINE, "extra": _BAD}), 1, ["verdict", "--input"]),
+        "vectors": ("vectors.json", json.dumps({"sequences": {}, "extra": _BAD}), 1, ["metrics", "--vectors"]),
+    }
+
+
+def _nested(depth: int, digits: int) -> str:
+    return "[" * depth + "9" * digits + "]" * depth
+
+
+def _write_bad(folder: Path, name: str, template: str, depth: int, digits: int) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "log.txt").write_text("PASSED t.py::test_a\n")  # for the verdict reader
+    path = folder / name
+    path.write_text(template.replace(json.dumps(_BAD), _nested(depth, digits)), encoding="utf-8")
+    return path
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(data=st.data(),
+       depth=st.one_of(st.integers(0, 70), st.integers(60, 3000)),
+       digits=st.one_of(st.integers(1, 30), st.integers(DIGITS_CAP - 5, DIGITS_CAP + 5), st.integers(1, 20_000)))
+def test_deep_json_and_huge_integers_are_refused_in_one_line_by_every_reader(
+    data: st.DataObject, depth: int, digits: int, small: Path, tmp_path: Path, cache: Path
+) -> None:
+    readers = _content_readers(small)
+    reader = data.draw(st.sampled_from(sorted(readers)), label="reader")
+    name, template, base, argv = readers[reader]
+    folder = tmp_path / f"case-{len(list(tmp_path.glob('case-*')))}"
+    bad = _write_bad(folder, name, template, depth, digits)
+    too_deep, too_long = base + depth > DEPTH_CAP, digits > DIGITS_CAP
+    event(f"{reader}: {'deep' if too_deep else ''}{'+' if too_deep and too_long else ''}{'long' if too_long else ''}")
+    results = folder / "results"
+    result = cli(results, *argv, str(bad), cache=cache)
+    _check(results, result)
+    if too_deep or too_long:
+        err = assert_clean_refusal(result)
+        assert str(bad) in err, err
+        deep_said, long_said = f"nested deeper than {DEPTH_CAP} levels" in err, f"more than {DIGITS_CAP} digits" in err
+        if too_deep and not too_long:
+            assert deep_said, err
+        elif too_long and not too_deep:
+            assert long_said, err
+        else:
+            assert deep_said or long_said, err
+
+
+@pytest.mark.parametrize("reader", ["dataset", "rows-json", "rows-jsonl", "predictions-jsonl", "predictions-json",
+                                    "verdict", "vectors"])
+@pytest.mark.parametrize("case", ["100k-brackets", "5000-digits"])
+def test_hand_picked_deep_or_huge_inputs_are_one_line_errors(
+    reader: str, case: str, small: Path, tmp_path: Path, cache: Path
+) -> None:
+    name, template, _, argv = _content_readers(small)[reader]
+    if case == "100k-brackets":  # unclosed, as the adversary sent it
+        bad = tmp_path / name
+        bad.write_text(template.replace(json.dumps(_BAD), "[" * 100_000), encoding="utf-8")
+        want = "nested deeper than"
+    else:
+        bad = _write_bad(tmp_path, name, template, 0, 5000)
+        want = f"more than {DIGITS_CAP} digits"
+    results = tmp_path / "results"
+    err = assert_clean_refusal(cli(results, *argv, str(bad), cache=cache))
+    assert str(bad) in err and want in err, err
+    assert ledger_state(results) == [] and (not (results / "ledger.db").exists() or read_events(results) == [])
+
+
+@pytest.fixture(scope="module")
+def populated(small: Path, tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
+    """A results dir holding one finished run (v`kept`), whose ledger must not change."""
+    results = tmp_path_factory.mktemp("populated")
+    swecl(results, "run", "--dataset", str(small), *RUN_ARGS, "--version", "kept", cache=cache)
+    return results
+
+
+# reader -> (file name, the command line reading the file)
+SPECIAL_READERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "dataset": ("dataset.json", ("sequences", "--dataset")),
+    "dataset-parquet": ("rows.parquet", ("sequences", "--dataset")),
+    "rows-jsonl": ("rows.jsonl", ("sequences", "--dataset", "{small}", "--rows")),
+    "grade-predictions": ("pred.jsonl", ("grade", "--dataset", "{small}", "--grader", "none", "--predictions")),
+    "run-predictions": ("pred.jsonl", ("run", "--dataset", "{small}", "--stage", "base", "--agent", "predictions",
+                                       "--grader", "none", "--quiet", "--predictions")),
+    "verdict": ("in.jsonl", ("verdict", "--input")),
+    "vectors": ("vectors.json", ("metrics", "--vectors")),
+    "memory-import": ("items.json", ("memory", "import", "--into", "kept")),
+}
+SPECIAL_KINDS = ["dev-zero", "fifo", "directory", "sparse-over-cap"]
+
+
+def _special_file(kind: str, folder: Path, name: str) -> Path:
+    if kind == "dev-zero":
+        return Path("/dev/zero")
+    path = folder / name
+    if kind == "fifo":
+        os.mkfifo(path)  # nobody ever writes: a reader that opens it blocking hangs
+    elif kind == "directory":
+        path.mkdir()
+    else:  # sparse: no disk used, but its size is over every cap (2 GiB for parquet, less for JSON)
+        with open(path, "wb") as fh:
+            fh.truncate(2 * 1024**3 + 1)
+    return path
+
+
+@pytest.mark.parametrize("kind", SPECIAL_KINDS)
+@pytest.mark.parametrize("reader", sorted(SPECIAL_READERS))
+def test_devices_fifos_directories_and_huge_files_are_refused_in_one_line(
+    reader: str, kind: str, small: Path, populated: Path, tmp_path: Path, cache: Path
+) -> None:
+    """Through a real `swecl` process with a time limit: a reader that blocks on a FIFO
+    or reads /dev/zero to the end fails here by timing out, not by hanging the suite."""
+    name, argv = SPECIAL_READERS[reader]
+    path = _special_file(kind, tmp_path, name)
+    before = read_events(populated)
+    args = [a.replace("{small}", str(small)) for a in argv]
+    if reader == "memory-import":
+        args = [*args[:2], str(path), *args[2:]]
+    else:
+        args.append(str(path))
+    started = time.monotonic()
+    done = swecl(populated, *args, cache=cache, check=False, timeout=120)
+    err = assert_clean_refusal(done)
+    assert str(path) in err, err
+    assert time.monotonic() - started < 60
+    assert read_events(populated) == before
+    assert ledger_state(populated) == []
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "directory", "sparse-over-cap"])
+def test_a_verdict_log_that_is_not_a_regular_file_is_refused_in_one_line(
+    kind: str, tmp_path: Path, cache: Path
+) -> None:
+    log = _special_file(kind, tmp_path, "log.txt")
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({**GOOD_LOG_LINE, "log_path": str(log)}) + "\n", encoding="utf-8")
+    done = swecl(tmp_path / "results", "verdict", "--input", str(source), cache=cache, check=False, timeout=120)
+    err = assert_clean_refusal(done)
+    assert f"{source}:1: field 'log_path'" in err, err
+
+
+def test_the_size_cap_can_be_lowered_and_raised(small: Path, tmp_path: Path, cache: Path) -> None:
+    """SWECL_MAX_INPUT_BYTES moves every cap: under it a file is refused by its size,
+    over it the same file loads; a value that is not a size is refused in one line."""
+    size = small.stat().st_size
+    results = tmp_path / "results"
+    over = swecl(results, "sequences", "--dataset", str(small), cache=cache, check=False,
+                 env={"SWECL_MAX_INPUT_BYTES": str(size - 1)})
+    assert "SWECL_MAX_INPUT_BYTES" in assert_clean_refusal(over)
+    fits = swecl(results, "sequences", "--dataset", str(small), cache=cache, check=False,
+                 env={"SWECL_MAX_INPUT_BYTES": "1M"})
+    assert fits.returncode == 0, fits.stderr
+    junk = swecl(results, "sequences", "--dataset", str(small), cache=cache, check=False,
+                 env={"SWECL_MAX_INPUT_BYTES": "lots"})
+    assert "SWECL_MAX_INPUT_BYTES='lots'" in assert_clean_refusal(junk)

@@ -59,14 +59,14 @@ def _namespace_prefix() -> list[str] | None:
     return None
 
 
-def _scenario(name: str, spec: dict, tmp_path: Path, cache: Path) -> dict:
+def _scenario(name: str, spec: dict, tmp_path: Path, cache: Path, module: str = "scenarios") -> dict:
     prefix = _namespace_prefix()
     if prefix is None:
         pytest.skip("no private mount namespace here (unshare -m / -rm unavailable)")
     spec = {**spec, "cache": str(cache), "report": str(tmp_path / f"{name}.json")}
     (tmp_path / f"{name}-spec.json").write_text(json.dumps(spec))
     done = subprocess.run(
-        [*prefix, sys.executable, "-m", "tests.reliability.scenarios", name, str(tmp_path / f"{name}-spec.json")],
+        [*prefix, sys.executable, "-m", f"tests.reliability.{module}", name, str(tmp_path / f"{name}-spec.json")],
         cwd=REPO_ROOT, env=swecl_env(cache), capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -212,6 +212,69 @@ def test_a_file_size_limit_stops_the_run_cleanly_and_it_resumes(
     resumed = swecl(results, "run", "--resume", "big", "--quiet", cache=cache, check=False)
     assert resumed.returncode == 0, resumed.stderr
     _assert_resumed_like_reference(results, reference_initial, cache, "big")
+
+
+# -- every writer on a full disk or a read-only mount ------------------------------------------
+
+# Each writer's command; `{m}` is the small disk's mountpoint, the results dir is {m}/results.
+# Outputs go into folders that do not exist yet, so a refused write must remove them again.
+WRITERS: dict[str, list[str]] = {
+    "export-predictions": ["export", "ref", "--format", "predictions", "--out", "{m}/out/p/preds.jsonl"],
+    "export-events": ["export", "ref", "--format", "events", "--out", "{m}/out/e/events.jsonl"],
+    "export-events-blobs": ["export", "ref", "--format", "events", "--with-blobs", "--out", "{m}/out/b/events.jsonl"],
+    "export-parquet": ["export", "ref", "--format", "parquet", "--out", "{m}/out/q/events.parquet"],
+    "replay": ["replay", "ref", "--upto-order", "4", "--out", "{m}/replay"],
+    "memory-export": ["memory", "export", "ref", "--out", "{m}/memexp/_memory"],
+    "memory-materialise": ["memory", "materialise", "ref"],
+    "report": ["report", "--out", "{m}/report"],
+    "metrics-csv": ["metrics", "--csv", "{m}/tables/m.csv"],
+    "metrics-parquet": ["metrics", "--parquet", "{m}/tables/m.parquet"],
+}
+
+
+def _assert_refused_cleanly(name: str, outcome: dict, reason: str) -> None:
+    err = assert_clean_refusal(_Done(outcome))
+    assert reason in err, f"{name}: {err}"
+    assert outcome["after"] == outcome["before"], f"{name} left {sorted(set(outcome['after']) - set(outcome['before']))}"
+
+
+@pytest.mark.parametrize("leave", [0, 48_000], ids=["no-space", "48k-left"])
+def test_every_writer_on_a_full_disk_says_so_in_one_line_and_leaves_nothing(
+    leave: int, tmp_path: Path, cache: Path, reference_initial: Path
+) -> None:
+    """With no space, each writer is refused in one line and the disk holds exactly the
+    files it held before (no temporary file, no half-written file, no new folder). With
+    a little space, the small outputs fit and the rest are refused just as cleanly."""
+    mountpoint = tmp_path / "small-disk"
+    mountpoint.mkdir()
+    report = _scenario("disk_full_writers", {
+        "mountpoint": str(mountpoint), "size": "3m", "leave": leave, "results": str(reference_initial),
+        "version": "ref", "commands": WRITERS,
+    }, tmp_path, cache, module="scenarios_writers")
+    refused = []
+    for name, outcome in report.items():
+        if leave == 0 or outcome["code"] != 0:
+            _assert_refused_cleanly(name, outcome, "the disk is full")
+            refused.append(name)
+    if leave == 0:
+        assert refused == list(WRITERS)
+    else:
+        assert "report" in refused and len(refused) < len(WRITERS), refused  # the PNGs never fit; predictions do
+
+
+def test_every_writer_into_a_read_only_mount_says_so_in_one_line(
+    finished: Path, tmp_path: Path, cache: Path
+) -> None:
+    """The results dir bind-mounted read-only (EROFS): the same one line, nothing written."""
+    commands = {name: [a.replace("{m}", str(finished)) for a in args] for name, args in WRITERS.items()}
+    shutil.rmtree(finished / "vref" / "_memory", ignore_errors=True)
+    before = sorted(str(p.relative_to(finished)) for p in finished.rglob("*") if not p.name.endswith(("-wal", "-shm")))
+    report = _scenario("read_only", {"results": str(finished), "commands": commands}, tmp_path, cache)
+    after = sorted(str(p.relative_to(finished)) for p in finished.rglob("*") if not p.name.endswith(("-wal", "-shm")))
+    for name in WRITERS:
+        err = assert_clean_refusal(_Done(report[name]))
+        assert "read-only" in err, f"{name}: {err}"
+    assert after == before
 
 
 # -- a test that hangs, an agent that never exits ------------------------------------------------
