@@ -22,6 +22,7 @@ which is applied to the worktree so the patch is still taken by `_diff.worktree_
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -37,6 +38,7 @@ from pathlib import Path
 from ledger import SweclError
 
 from . import _diff
+from ._confine import RecallBridge, agent_environment, checkout_object_stores
 from ._process import run_process
 from ._protocol import AgentInput, AgentResult
 from ._scrub import Scrubber
@@ -198,6 +200,9 @@ class ClaudeInvocation:
     hook_record: Path
     stream_path: Path
     stderr_path: Path
+    # Sandboxed plugin stages: the real recall server (argv, env), served through a
+    # `RecallBridge` socket in the scratch dir; the MCP config names the relay.
+    recall_server: tuple[list[str], dict[str, str]] | None = None
 
 
 class ClaudeAgent:
@@ -262,6 +267,7 @@ class ClaudeAgent:
         settings_path.write_text(json.dumps(settings, indent=1))
 
         servers: dict[str, object] = {}
+        recall_server: tuple[list[str], dict[str, str]] | None = None
         if inp.recall is not None and not builtin:
             argv = list(inp.recall.mcp_server_argv())
             if not argv:
@@ -269,12 +275,18 @@ class ClaudeAgent:
             # alwaysLoad: the CLI waits for this server before the first turn (in -p mode it
             # otherwise starts while servers are "pending", and a first recall fails with
             # "still connecting") and never defers its tools behind tool search.
-            server: dict[str, object] = {"type": "stdio", "command": argv[0], "args": argv[1:], "alwaysLoad": True}
             # Optional in the Recall protocol: what the server needs beyond the CLI's own
             # environment (e.g. the project on PYTHONPATH when it is not installed).
             extra_env = getattr(inp.recall, "mcp_server_env", None)
-            if callable(extra_env):
-                server["env"] = dict(extra_env())
+            server_env = dict(extra_env()) if callable(extra_env) else {}
+            if inp.sandbox is not None and inp.sandbox.confined:
+                # The server reads the ledger: it runs outside, behind a socket.
+                recall_server = (argv, {**os.environ, **server_env})
+                argv = RecallBridge(argv, {}, scratch / "recall-bridge").relay_argv
+                server_env = {}
+            server: dict[str, object] = {"type": "stdio", "command": argv[0], "args": argv[1:], "alwaysLoad": True}
+            if server_env:
+                server["env"] = server_env
             servers[MCP_SERVER_NAME] = server
         mcp_path = scratch / "claude-mcp.json"
         mcp_path.write_text(json.dumps({"mcpServers": servers}, indent=1))
@@ -320,7 +332,10 @@ class ClaudeAgent:
             stdin = prompt.encode()
         argv += self.extra_args
 
-        env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
+        # No cache, results or dataset path of the host's reaches the agent, confined or not;
+        # the paths set below (its config dir, its memory dir) are its own.
+        hidden = inp.sandbox.hidden if inp.sandbox is not None else ()
+        env = agent_environment({k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}, hidden)
         env.update(_QUIET_ENV)
         env["CLAUDE_CONFIG_DIR"] = str(config_dir)
         if not builtin:
@@ -343,6 +358,7 @@ class ClaudeAgent:
             hook_record=hook_record,
             stream_path=scratch / "claude-stream.jsonl",
             stderr_path=scratch / "claude-stderr.txt",
+            recall_server=recall_server,
         )
 
     # -- running ---------------------------------------------------------------------------
@@ -351,16 +367,23 @@ class ClaudeAgent:
         started = time.monotonic()
         base = inp.base_commit or _diff.head_commit(inp.worktree)
         inv = self.prepare(inp)
-        scrubber = Scrubber(inv.env)
-        outcome = run_process(
-            inv.argv,
-            cwd=inp.worktree,
-            env=inv.env,
-            stdout=inv.stream_path,
-            stderr=inv.stderr_path,
-            stdin=inv.stdin,
-            timeout_s=inp.budget.timeout_s,
-        )
+        scrubber = Scrubber({**os.environ, **inv.env})
+        writable = [inp.scratch_dir, inv.config_dir, *([inv.auto_memory_dir] if inv.auto_memory_dir else [])]
+        with contextlib.ExitStack() as stack:
+            if inv.recall_server is not None:
+                stack.enter_context(RecallBridge(*inv.recall_server, inp.scratch_dir / "recall-bridge"))
+            outcome = run_process(
+                inv.argv,
+                cwd=inp.worktree,
+                env=inv.env,
+                stdout=inv.stream_path,
+                stderr=inv.stderr_path,
+                stdin=inv.stdin,
+                timeout_s=inp.budget.timeout_s,
+                sandbox=inp.sandbox,
+                writable=writable,
+                readable=checkout_object_stores(inp.worktree),
+            )
         raw_stream = inv.stream_path.read_bytes()
         # The scratch copy is scrubbed too: nothing on disk keeps a key after the run.
         inv.stream_path.write_bytes(scrubber.bytes(raw_stream))

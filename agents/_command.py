@@ -16,10 +16,13 @@ import re
 import shlex
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
+from graders import Sandbox
 from ledger import SweclError
 
 from . import _diff
+from ._confine import agent_environment, checkout_object_stores
 from ._process import run_process
 from ._protocol import AgentInput, AgentResult, ExitKind
 from ._scrub import Scrubber
@@ -77,13 +80,17 @@ class CommandAgent:
         hints_file = scratch / "hints.md"
         hints_file.write_text(inp.hints, encoding="utf-8")
         argv = self.argv(inp, str(issue_file), str(hints_file))
-        env = dict(os.environ)
-        env.update(self.extra_env)
+        full_env = {**os.environ, **self.extra_env}
+        # No cache, results or dataset path reaches the agent, confined or not.
+        env = agent_environment(full_env, inp.sandbox.hidden if inp.sandbox is not None else ())
         out_path, err_path = scratch / "command-stdout.txt", scratch / "command-stderr.txt"
+        named_files, named_dirs = _named_paths(argv, inp.sandbox)
         outcome = run_process(
-            argv, cwd=inp.worktree, env=env, stdout=out_path, stderr=err_path, timeout_s=inp.budget.timeout_s
+            argv, cwd=inp.worktree, env=env, stdout=out_path, stderr=err_path, timeout_s=inp.budget.timeout_s,
+            sandbox=inp.sandbox, writable=[scratch, *named_dirs],
+            readable=[*checkout_object_stores(inp.worktree), *named_files],
         )
-        scrubber = Scrubber(env)
+        scrubber = Scrubber(full_env)
         stdout = scrubber.bytes(out_path.read_bytes())
         stderr = scrubber.bytes(err_path.read_bytes())
         out_path.write_bytes(stdout)
@@ -113,3 +120,32 @@ class CommandAgent:
             error=scrubber.optional(error),
             model=inp.model,
         )
+
+
+# What the sandbox replaces by empty private trees.
+_PRIVATE = ("/tmp/", "/var/tmp/", "/dev/shm/")
+
+
+def _named_paths(argv: Sequence[str], sandbox: Sandbox | None) -> tuple[list[Path], list[Path]]:
+    """(files, directories) the command line names outside what the sandbox hides: its
+    script and config come back read-only, a directory it was given (a log dir, say)
+    read-write. The template is the user's; a placeholder's value (the worktree, the
+    scratch dir) is bound anyway, and nothing under a hidden path comes back."""
+    if sandbox is None or not sandbox.confined:
+        return [], []
+    hidden = [h.rstrip("/") + "/" for h in sandbox.hidden]
+    files: list[Path] = []
+    dirs: list[Path] = []
+    for arg in argv:
+        value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+        if not value.startswith("/") or "\0" in value:
+            continue
+        real = os.path.realpath(value)
+        if any((real + "/").startswith(h) for h in hidden):
+            continue
+        if os.path.isfile(real):
+            if real.startswith(_PRIVATE):  # elsewhere the read-only root shows it already
+                files.append(Path(real))
+        elif os.path.isdir(real) and real != "/":
+            dirs.append(Path(real))
+    return files, dirs

@@ -13,12 +13,13 @@ rules; a patch that does not apply here is handed on as given so the grader deci
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
 from ledger import SweclError
@@ -93,7 +94,7 @@ def worktree_patch(worktree: str | os.PathLike[str], base: str | None = None) ->
     """
     tree = Path(worktree)
     base = base or head_commit(tree)
-    with tempfile.TemporaryDirectory(prefix="swecl-diff-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="swecl-diff-") as tmp, _attributes_neutralised(tree, base):
         index = Path(tmp) / "index"
         real_index = Path(
             _checked(_git(tree, ["rev-parse", "--path-format=absolute", "--git-path", "index"]), "git rev-parse", tree)
@@ -121,6 +122,55 @@ def worktree_patch(worktree: str | os.PathLike[str], base: str | None = None) ->
             tree,
         )
     return out.decode("utf-8", "surrogateescape")
+
+
+# Every attribute that makes `git add` transform or refuse content; unspecified (`!`) for all
+# paths, they store the bytes on disk as they are.
+_NEUTRAL_ATTRIBUTES = "* !working-tree-encoding !filter !ident !text !eol !crlf !diff !merge\n"
+
+
+def _changed_attribute_files(tree: Path, base: str) -> bool:
+    """Did the agent add, change or remove a `.gitattributes` (read as raw bytes, so no
+    attribute applies to the check itself)?"""
+    listed = _git(tree, ["ls-tree", "-r", "-z", "--name-only", base]).stdout.decode("utf-8", "surrogateescape")
+    in_base = {p for p in listed.split("\0") if p.rsplit("/", 1)[-1] == ".gitattributes"}
+    on_disk = set()
+    for folder, dirs, files in os.walk(tree):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        if ".gitattributes" in files:
+            on_disk.add(os.path.relpath(os.path.join(folder, ".gitattributes"), tree).replace(os.sep, "/"))
+    if in_base != on_disk:
+        return True
+    for rel in in_base:
+        blob = _git(tree, ["cat-file", "blob", f"{base}:{rel}"]).stdout
+        if (tree / rel).read_bytes() != blob:
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def _attributes_neutralised(tree: Path, base: str) -> Iterator[None]:
+    """While the patch is taken: if the agent changed a `.gitattributes`, git ignores every
+    attribute (`$GIT_DIR/info/attributes` outranks the tree's files). A
+    `working-tree-encoding=UTF-16` would make `git add` fail and the task count as
+    missing; the grader leaves such files out of the patch anyway."""
+    if not _changed_attribute_files(tree, base):
+        yield
+        return
+    path = Path(
+        _checked(_git(tree, ["rev-parse", "--path-format=absolute", "--git-path", "info/attributes"]),
+                 "git rev-parse", tree).decode().strip()
+    )
+    saved = path.read_bytes() if path.is_file() else None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_NEUTRAL_ATTRIBUTES, encoding="utf-8")
+    try:
+        yield
+    finally:
+        if saved is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(saved)
 
 
 # --- applying a known patch -------------------------------------------------------------

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from ledger import SweclError
 
-from graders._reaper import become_subreaper, descendants, kill_new_descendants
+from graders import Sandbox
+from graders._reaper import OWNER_VAR, become_subreaper, descendants, kill_new_descendants, owner_token
 
 # Time between SIGTERM and SIGKILL: long enough for a CLI to flush its transcript.
 _GRACE_S = 3.0
@@ -40,8 +41,14 @@ def run_process(
     stderr: Path,
     stdin: bytes | None = None,
     timeout_s: float | None = None,
+    sandbox: Sandbox | None = None,
+    writable: Sequence[Path] = (),
+    readable: Sequence[Path] = (),
 ) -> ProcessOutcome:
     """Run `argv` with stdout/stderr to files; kill its process group on timeout.
+
+    With a confined `sandbox` the agent runs inside it: `cwd` and `writable` read-write,
+    `readable` read-only, with the network (it calls its model's API).
 
     stdin goes through a pipe fed by a thread: some CLIs treat a regular-file stdin
     differently from a pipe (claude's stream-json input reads nothing from a file), and a
@@ -52,6 +59,9 @@ def run_process(
     started = time.monotonic()
     become_subreaper()
     before = descendants()
+    env = {**env, OWNER_VAR: owner_token()}  # found and ended by the next swecl if this one is killed
+    if sandbox is not None and sandbox.confined:
+        argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=[cwd, *writable], readable=readable, network=True)
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         try:
             proc = subprocess.Popen(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
+from graders import Sandbox
 from ledger import SweclError
 from ledger.events import AgentFinished, ToolCall
 
@@ -102,6 +103,9 @@ class AgentInput:
     pass_: str = "initial"  # lets a replay pick its predictions per pass
     memory_dir: Path | None = None  # builtin stage: kept across the tasks of a run+sequence
     apply_check: Callable[[str], bool] | None = None  # the grader's dry-run apply
+    # Where the agent's processes run (graders.Sandbox); None: unconfined, as a library
+    # caller that builds its own inputs asks. `swecl run` always passes one.
+    sandbox: Sandbox | None = None
 
     def __post_init__(self) -> None:
         for name, value, allowed in (

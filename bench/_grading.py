@@ -15,7 +15,8 @@ way; an environment is built once per (repo, version) and counted separately). T
 first task also pays the mirror clone and the worktree checkout of the repository.
 Target: at most 1 s per task (every task); the ratio is the mean overhead to the mean
 test-command time. `grading_env_builds` checks that builds == distinct (repo, version)
-pairs over the sequence.
+pairs over the sequence. `grading_sandbox_cost` is the time bwrap adds to one test run
+(the same gold grade's test run, confined minus unconfined); target at most 0.3 s.
 """
 
 from __future__ import annotations
@@ -238,7 +239,35 @@ def run(ctx: Context) -> list[Result]:
         "env_builds": builds,
         "distinct_repo_version_pairs": pairs,
     }
+    # The sandbox's cost: the same gold grade, its test run timed unconfined and in bwrap
+    # (fastest of three each, alternating, so a slow spell of the machine hits both).
+    version, base, _ = tasks[-1]
+    gold = GradeRequest(
+        instance_id="acme__bigcalc-sandbox", repo=REPO, version=version, base_commit=commits[base],
+        model_patch=GOLD, test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=env,
+    )
+    by_mode: dict[str, list[float]] = {"none": [], "bwrap": []}
+    graders_by_mode = {
+        mode: get_grader("swebench", cache_dir=ctx.work / "grading-cache", repo_sources={REPO: str(repo)},
+                         timeout_s=600, sandbox=mode)
+        for mode in by_mode
+    }
+    with _Clock() as clock:
+        for _ in range(3):
+            for mode, g in graders_by_mode.items():
+                clock.reset()
+                outcome = g.grade(gold)
+                if outcome.status != "resolved":
+                    raise RuntimeError(f"grading benchmark: the gold patch graded {outcome.status} with --sandbox {mode}")
+                by_mode[mode].append(clock.test_s)
+    unconfined, confined = min(by_mode["none"]), min(by_mode["bwrap"])
+    cost = confined - unconfined
+    ctx.details["grading"]["sandbox"] = {"test_run_s": {m: [round(x, 3) for x in v] for m, v in by_mode.items()},
+                                         "cost_s": round(cost, 3)}
+    ctx.log(f"  sandbox: test run {unconfined:.3f}s unconfined, {confined:.3f}s in bwrap: +{cost:.3f}s")
     return [
+        Result("grading_sandbox_cost", cost, "s/test run", confined / unconfined, "value <= 0.3 s", cost <= 0.3,
+               reference=f"the same test run unconfined ({unconfined:.2f} s; fastest of 3 each)"),
         Result("grading_overhead", mean_overhead, "s/task", mean_overhead / mean_test,
                "every task <= 1 s", max(overheads) <= TARGET_S,
                reference=f"test command's own time (mean {mean_test:.2f} s; worst overhead {max(overheads):.2f} s)"),

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
+
+from graders import SANDBOX_MODES
 
 from ._cli_common import echo_json_line, results_option
 
 
 @click.command("verdict")
-@click.option("--input", "input_path", required=True, type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.jsonl",
+@click.option("--input", "input_path", required=True, type=click.Path(path_type=Path), metavar="FILE.jsonl",
               help="One line per log: {instance_id, repo, log_path, FAIL_TO_PASS, PASS_TO_PASS[, log_parser, test_exit_code]}.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line (the default prints a table).")
 def verdict_cmd(input_path: Path, as_json: bool) -> None:
@@ -36,7 +39,7 @@ def verdict_cmd(input_path: Path, as_json: bool) -> None:
 @results_option
 @click.option("--dataset", default=None, metavar="FILE", help="The tasks (curriculum/manifest JSON, rows, hf:NAME; default: the demo).")
 @click.option("--rows", default=None, metavar="FILE", help="SWE-bench rows that complete a manifest.")
-@click.option("--predictions", "predictions", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--predictions", "predictions", required=True, type=click.Path(path_type=Path),
               metavar="FILE", help="SWE-bench predictions JSONL ({instance_id, model_name_or_path, model_patch}).")
 @click.option("--instance", "instances", multiple=True, metavar="ID", help="Grade only this instance (repeatable).")
 @click.option("--repo-source", "repo_sources", multiple=True, metavar="OWNER/NAME=PATH_OR_URL", help="Where to clone a repo from.")
@@ -45,11 +48,13 @@ def verdict_cmd(input_path: Path, as_json: bool) -> None:
 @click.option("--cache-dir", default=None, metavar="DIR", help="Repository and environment cache.")
 @click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S")
 @click.option("--version", default=None, metavar="SLUG", help="Run version to record the grades under.")
+@click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default=None,
+              help="Where tests run: bwrap (the default, or $SWECL_SANDBOX) or none (unconfined, recorded on the run).")
 @click.option("--json", "as_json", is_flag=True, help="SWE-bench's run report keys plus statuses, as JSON.")
 @click.pass_context
 def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predictions: Path, instances: tuple[str, ...],
               repo_sources: tuple[str, ...], grader: str, pythons: tuple[str, ...], cache_dir: str | None,
-              test_timeout: float, version: str | None, as_json: bool) -> None:
+              test_timeout: float, version: str | None, sandbox: str | None, as_json: bool) -> None:
     """Grade SWE-bench-style predictions and record every grade as events.
 
     The grades form a run version (stage base, agent predictions, initial pass only), so
@@ -68,8 +73,10 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
         stage="base", dataset=dataset, rows=rows, instances=wanted, agent="predictions", grader=grader,
         version=version, passes=["initial"], predictions=[str(predictions)], repo_sources=_repo_sources(repo_sources),
         cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None, python_paths=_python_paths(pythons),
-        test_timeout_s=test_timeout,
+        test_timeout_s=test_timeout, sandbox=sandbox or os.environ.get("SWECL_SANDBOX") or "bwrap",
     )
+    if opts.sandbox == "none":
+        click.echo("swecl: warning: --sandbox none: the tests run unconfined; the run records it", err=True)
     reporter = make_reporter(quiet=as_json, as_json=False)
     try:
         report = start_run(results, opts, reporter)

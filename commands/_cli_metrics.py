@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,7 @@ def _fmt(value: float | None) -> str:
 @click.option("--formula", type=click.Choice(sorted(FORMULAS)), default="native", show_default=True, help="Formula set.")
 @click.option("--as-of-order", type=int, default=None, metavar="K", help="Metrics as they stood before task K started.")
 @click.option("--lambda", "lambdas", multiple=True, metavar="NAME=W", help="CL-Score weight (acc, f, fwt, bwt, aulc; default 1).")
-@click.option("--vectors", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+@click.option("--vectors", type=click.Path(path_type=Path), default=None, metavar="FILE",
               help="Score outcome vectors from a JSON file instead of the ledger.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
@@ -95,12 +94,10 @@ def metrics_cmd(
 
 
 def _read_vectors(path: Path) -> Any:
-    try:
-        return json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise SweclError(f"{path}: no such file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SweclError(f"{path}: not valid JSON ({exc})") from None
+    from graders._limits import loads_limited, read_limited
+
+    # Regular files within the input caps only: /dev/zero or a FIFO must not hang here.
+    return loads_limited(read_limited(path, str(path)), str(path))
 
 
 def _vectors_with_lambdas(path: Path, formula: str, weights: Lambdas) -> dict[str, Any]:
@@ -137,21 +134,22 @@ def metrics_document(found: list[VersionMetrics]) -> dict[str, Any]:
 def _write_tables(found: list[VersionMetrics], csv_path: Path | None, parquet_path: Path | None) -> None:
     import polars as pl
 
+    from projections._files import write_output
+
+    from ._export import parquet_bytes
+
     frames = [
         to_frame(vm.result).with_columns(pl.lit(vm.run.version).alias("version"), pl.lit(vm.run.stage).alias("stage"))
         for vm in found
     ]
     table = pl.concat(frames).select(["version", "stage", *[c for c in frames[0].columns if c not in ("version", "stage")]])
-    try:
-        if csv_path is not None:
-            if str(csv_path) == "-":
-                click.echo(table.write_csv(), nl=False)
-            else:
-                table.write_csv(csv_path)
-        if parquet_path is not None:
-            table.write_parquet(parquet_path)
-    except OSError as exc:
-        raise SweclError(f"cannot write the metrics table: {exc.strerror}: {exc.filename}") from None
+    if csv_path is not None:
+        if str(csv_path) == "-":
+            click.echo(table.write_csv(), nl=False)
+        else:
+            write_output(csv_path, table.write_csv().encode())  # atomic: a full disk leaves no half-written file
+    if parquet_path is not None:
+        write_output(parquet_path, parquet_bytes(table))
 
 
 def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None) -> None:
@@ -209,6 +207,7 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
                     "resolved": {p: resolved.get(p, 0) for p in run.passes},
                     "model": run.model,
                     "grader": run.grader,
+                    "sandbox": run.config.get("sandbox") or "none",
                     "benchmark": run.benchmark,
                     "seeded_from": run.seeded_from,
                     "started_at": run.started_at,

@@ -7,11 +7,15 @@ stderr and a non-zero exit, never a traceback.
 
 from __future__ import annotations
 
+import errno
 import os
+import signal
 import sys
+import threading
 import traceback
 from typing import Any
 
+import apsw
 import click
 
 from ledger import SweclError
@@ -78,7 +82,18 @@ for _command in (
     cli.add_command(_command)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is: the run records `interrupted` and stays resumable."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> None:
+    if threading.current_thread() is threading.main_thread():
+        # `kill`, a batch scheduler's time limit, a container stop: the same clean stop as Ctrl-C.
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         # Without standalone mode click returns a command's exit code instead of exiting.
         code = cli.main(args=argv, prog_name="swecl", standalone_mode=False)
@@ -86,7 +101,10 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.Abort:
+    except click.Abort as exc:
+        if isinstance(exc.__cause__, Terminated):  # click turns KeyboardInterrupt into Abort
+            click.echo("swecl: terminated (SIGTERM)", err=True)
+            sys.exit(143)
         click.echo("swecl: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
@@ -95,14 +113,26 @@ def main(argv: list[str] | None = None) -> None:
     except SweclError as exc:
         click.echo(f"swecl: error: {_one_line(str(exc))}", err=True)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("swecl: interrupted", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        click.echo("swecl: terminated (SIGTERM)" if terminated else "swecl: interrupted", err=True)
+        sys.exit(143 if terminated else 130)
+    except apsw.CorruptError:
+        # apsw opens only the ledger: a malformed page that a command met past its checks.
+        click.echo("swecl: error: the ledger is damaged: SQLite reports a malformed database image; "
+                   "run `swecl verify`", err=True)
+        sys.exit(2)
     except BrokenPipeError:
         # `swecl log | head`: the reader left; not an error of ours.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
     except Exception as exc:  # a bug: say so in one line, full traceback on request
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG):
+            # A full disk, a quota or a read-only mount that a writer did not word itself:
+            # the user's to fix (exit 2, like every SweclError), not a bug of ours.
+            where = f" {exc.filename}" if exc.filename else ""
+            click.echo(f"swecl: error: cannot write{where}: {exc.strerror or exc}", err=True)
+            sys.exit(2)
         if os.environ.get("SWECL_DEBUG"):
             traceback.print_exc()
         click.echo(

@@ -32,7 +32,9 @@ from ._parsers import (
     parser_for_repo,
     parser_names,
 )
+from ._reaper import reap_orphans
 from ._repos import GitError, RepoCache, Worktree, default_cache_dir
+from ._sandbox import SANDBOX_MODES, Sandbox, SandboxUnavailable, sandbox_for
 from ._specs import EnvSpec, UnknownEnvSpec, has_spec, known_specs, spec_for
 from ._verdict import verdict_lines
 
@@ -40,6 +42,7 @@ __all__ = [
     "GRADER_NAMES",
     "GRADE_STATUSES",
     "OVERLAP_LINES_F1",
+    "SANDBOX_MODES",
     "ApplyResult",
     "Decision",
     "EnvBuild",
@@ -53,6 +56,8 @@ __all__ = [
     "Interpreter",
     "PythonNotFound",
     "RepoCache",
+    "Sandbox",
+    "SandboxUnavailable",
     "TestStatus",
     "UnknownEnvSpec",
     "Worktree",
@@ -79,6 +84,8 @@ __all__ = [
     "parser_names",
     "patch_paths",
     "prune_envs",
+    "reap_orphans",
+    "sandbox_for",
     "spec_for",
     "unsafe_reason",
     "verdict_lines",

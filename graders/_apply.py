@@ -1,8 +1,13 @@
 """Patch application: safety checks, the apply chain, test-file reverting, the gold test patch.
 
-The chain (`git apply -v` -> `--3way` -> `--recount` -> GNU `patch --fuzz=5`) mirrors what
-SWE-bench harnesses accept, resetting the worktree to the prepared state between tries so
-a half-applied attempt never leaks into the next one.
+The chain is swebench 5.x's GIT_APPLY_CMDS in its order: `git apply --verbose`, `--3way`,
+`--reject`, then `patch --batch --forward --fuzz=5 -p1`, the worktree reset to the prepared
+state before each retry (swebench: `git checkout -- . ; git clean -fd`), and, when all
+fail, the patch accepted if the tree the last try left has it applied already
+(`git apply --check --reverse`). Deliberate differences, each for safety or a clean tree:
+paths leaving the worktree are refused before any try; GNU patch reads unified diffs only
+(the safety check reads no other format, and ed scripts can run commands) and writes no
+`.rej`/`.orig` files; sections touching `.gitattributes`/`.gitmodules` are left out.
 
 Safety: a patch is data from a model. Before anything touches the disk every path it
 names is checked: no absolute paths, no `..` components, nothing under `.git`, no
@@ -27,11 +32,13 @@ from graders._repos import cleanable_paths as _cleanable, git, git_env
 
 __all__ = [
     "ApplyResult",
+    "CHAIN",
     "PatchFile",
     "apply_check",
     "apply_patch",
     "apply_test_patch",
     "changed_paths",
+    "is_test_config_path",
     "is_test_path",
     "normalize_patch",
     "parse_patch_files",
@@ -39,14 +46,30 @@ __all__ = [
     "reset_to",
     "revert_test_files",
     "snapshot",
+    "split_git_behaviour_files",
     "unsafe_reason",
 ]
 
+# swebench 5.x's GIT_APPLY_CMDS, in its order (every git apply runs with --verbose):
+# `git apply --verbose`, `--3way`, `--reject`, then `patch --batch --forward --fuzz=5 -p1 -i`.
 GIT_APPLY = "git apply"
 GIT_APPLY_3WAY = "git apply --3way"
+GIT_APPLY_REJECT = "git apply --reject"
+GNU_PATCH = "patch --forward --fuzz=5"
+CHAIN = (GIT_APPLY, GIT_APPLY_3WAY, GIT_APPLY_REJECT, GNU_PATCH)
+# Not in the model-patch chain (swebench has no such step): the gold test patch's fallback.
 GIT_APPLY_RECOUNT = "git apply --recount"
-GNU_PATCH = "patch --fuzz=5"
-CHAIN = (GIT_APPLY, GIT_APPLY_3WAY, GIT_APPLY_RECOUNT, GNU_PATCH)
+# When every step fails, swebench accepts a tree the patch is already applied to (the last
+# step, GNU patch with --forward, skips hunks it finds applied and exits 1).
+ALREADY_APPLIED = " (verified already applied: git apply --check --reverse)"
+
+# Files that change how git itself reads and writes the tree (encodings, filters, line
+# endings, submodules): never applied from a model patch (see `split_git_behaviour_files`).
+GIT_BEHAVIOUR_FILES = frozenset({".gitattributes", ".gitmodules"})
+# Files that configure pytest (plugins, addopts, conftest hooks): reverted like test files.
+TEST_CONFIG_FILES = frozenset(
+    {"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg", "pyproject.toml"}
+)
 
 _SYMLINK_MODE = "120000"
 _TEST_DIRS_ANYWHERE = {"tests"}
@@ -63,6 +86,7 @@ class ApplyResult:
     error: str | None = None
     log: str = ""
     paths: list[str] = field(default_factory=list)
+    not_applied: list[str] = field(default_factory=list)  # git behaviour files left out
 
 
 @dataclass(slots=True)
@@ -75,6 +99,7 @@ class PatchFile:
     symlink: bool = False
     symlink_target: str | None = None
     added_lines: list[str] = field(default_factory=list)
+    start_line: int = 0  # the index of the section's first line in the patch text
 
 
 def normalize_patch(text: str) -> str:
@@ -164,7 +189,7 @@ def parse_patch_files(patch: str) -> list[PatchFile]:
         line = lines[i]
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
         if line.startswith("diff --git "):
-            current = PatchFile()
+            current = PatchFile(start_line=i)
             files.append(current)
             from_git_header = True
             pair = _split_diff_git(line[len("diff --git ") :])
@@ -173,7 +198,7 @@ def parse_patch_files(patch: str) -> list[PatchFile]:
                 current.old_path, current.new_path = _strip_prefix(pair[0]), _strip_prefix(pair[1])
         elif line.startswith("--- ") and nxt.startswith("+++ "):
             if current is None or not from_git_header:
-                current = PatchFile()
+                current = PatchFile(start_line=i)
                 files.append(current)
             from_git_header = False  # the next ---/+++ pair is a new section
             old_raw, new_raw = _header_path(line[4:]), _header_path(nxt[4:])
@@ -183,7 +208,7 @@ def parse_patch_files(patch: str) -> list[PatchFile]:
             continue
         elif line.startswith("Index: "):
             if current is None:
-                current = PatchFile()
+                current = PatchFile(start_line=i)
                 files.append(current)
             current.raw_paths.append("x/" + line[7:].strip())
         elif current is not None:
@@ -214,6 +239,41 @@ def patch_paths(patch: str) -> list[str]:
             if p:
                 seen.setdefault(p, None)
     return list(seen)
+
+
+def _names_git_behaviour_file(f: PatchFile) -> bool:
+    names = [f.old_path, f.new_path, *(_strip_prefix(raw) for raw in f.raw_paths)]
+    return any(name and PurePosixPath(name).name in GIT_BEHAVIOUR_FILES for name in names)
+
+
+def split_git_behaviour_files(patch: str) -> tuple[str, list[str]]:
+    """`patch` without its sections that touch `.gitattributes` / `.gitmodules` (anywhere),
+    and the paths those sections named.
+
+    Such a file changes how every later git command reads the tree: a
+    `working-tree-encoding=UTF-16` makes `git add` fail, `eol`/`text`/`ident` rewrite what
+    is stored, a `merge` driver changes what `--3way` produces. None is ever part of a fix
+    SWE-bench tests, so the grader leaves them out (and says so in the grade log) rather
+    than let them decide how the rest of the patch is applied or cleaned up.
+    """
+    files = parse_patch_files(patch)
+    dropped = [f for f in files if _names_git_behaviour_file(f)]
+    if not dropped:
+        return patch, []
+    lines = patch.split("\n")
+    starts = [f.start_line for f in files] + [len(lines)]
+    keep = [True] * len(lines)
+    for index, f in enumerate(files):
+        if f in dropped:
+            for n in range(starts[index], starts[index + 1]):
+                keep[n] = False
+    names: dict[str, None] = {}
+    for f in dropped:
+        for name in (f.old_path, f.new_path):
+            if name:
+                names.setdefault(name, None)
+    kept = "\n".join(line for line, kept in zip(lines, keep, strict=True) if kept)
+    return (kept + "\n" if kept and not kept.endswith("\n") else kept), list(names)
 
 
 def _path_problem(raw: str) -> str | None:
@@ -334,9 +394,17 @@ def _try(strategy: str, worktree: Path, data: bytes, *, check: bool) -> tuple[bo
         return _git_apply(worktree, data, [], check=check)
     if strategy == GIT_APPLY_3WAY:
         return _git_apply(worktree, data, ["--3way"], check=check)
+    if strategy == GIT_APPLY_REJECT:
+        # A rejected hunk leaves a .rej file and the other hunks applied; the try then
+        # counts as failed and the reset before the next try removes both.
+        return _git_apply(worktree, data, ["--reject"], check=check)
     if strategy == GIT_APPLY_RECOUNT:
         return _git_apply(worktree, data, ["--recount"], check=check)
     return _gnu_patch(worktree, data, check=check)
+
+
+def _already_applied(worktree: Path, data: bytes) -> tuple[bool, str]:
+    return _git_apply(worktree, data, ["--reverse"], check=True)
 
 
 def apply_patch(
@@ -345,11 +413,16 @@ def apply_patch(
     *,
     reset: Callable[[], None] | None = None,
     strategies: Sequence[str] = CHAIN,
+    git_behaviour_files: bool = False,
 ) -> ApplyResult:
-    """Apply a model patch with the chain; `reset` restores the worktree after a failed try.
+    """Apply a model patch with the chain; `reset` restores the worktree before each retry.
 
     Returns status `empty_patch` (blank), `patch_failed` (unsafe, or no strategy applied;
-    the worktree is then reset) or `applied` with the strategy that worked.
+    the worktree is then reset) or `applied` with the strategy that worked. As in
+    swebench, when every strategy fails but the tree the last one left has the whole
+    patch applied (`git apply --check --reverse`), the patch counts as applied.
+    Sections touching git behaviour files are left out first (`split_git_behaviour_files`,
+    listed in `not_applied`) unless `git_behaviour_files` (the gold test patch is trusted).
     """
     if not patch or not patch.strip():
         return ApplyResult(False, "empty_patch", error="the patch is empty")
@@ -358,21 +431,38 @@ def apply_patch(
     reason = unsafe_reason(worktree, text)
     if reason:
         return ApplyResult(False, "patch_failed", error=f"unsafe patch: {reason}", paths=paths)
-    data = text.encode("utf-8", "surrogateescape")
+    not_applied: list[str] = []
+    if not git_behaviour_files:
+        text, not_applied = split_git_behaviour_files(text)
     logs: list[str] = []
+    if not_applied:
+        logs.append(f"[swecl] not applied (git behaviour files are never taken from a patch): {', '.join(not_applied)}\n")
+        if not patch_paths(text):
+            return ApplyResult(
+                False, "patch_failed", error="the patch changes only git behaviour files (.gitattributes, .gitmodules)",
+                log="".join(logs), paths=paths, not_applied=not_applied,
+            )
+    data = text.encode("utf-8", "surrogateescape")
     for i, strategy in enumerate(strategies):
         if i and reset is not None:
             reset()
         ok, out = _try(strategy, worktree, data, check=False)
         logs.append(f"$ {strategy}\n{out.rstrip()}\n")
         if ok:
-            return ApplyResult(True, "applied", applied_with=strategy, log="".join(logs), paths=paths)
+            return ApplyResult(True, "applied", applied_with=strategy, log="".join(logs), paths=paths,
+                               not_applied=not_applied)
+    if strategies and strategies[-1] == GNU_PATCH:
+        ok, out = _already_applied(worktree, data)
+        logs.append(f"$ git apply --check --reverse\n{out.rstrip()}\n")
+        if ok:
+            return ApplyResult(True, "applied", applied_with=strategies[-1] + ALREADY_APPLIED, log="".join(logs),
+                               paths=paths, not_applied=not_applied)
     if reset is not None:
         reset()
     last = logs[-1].strip().splitlines()[-1] if logs else "no strategy"
     return ApplyResult(
         False, "patch_failed", error=f"no strategy applied the patch ({', '.join(strategies)}); last: {last}",
-        log="".join(logs), paths=paths,
+        log="".join(logs), paths=paths, not_applied=not_applied,
     )
 
 
@@ -384,7 +474,12 @@ def apply_check(worktree: str | os.PathLike[str], patch: str) -> bool:
     text = normalize_patch(patch)
     if unsafe_reason(tree, text):
         return False
+    text, _ = split_git_behaviour_files(text)
+    if not patch_paths(text):
+        return False
     data = text.encode("utf-8", "surrogateescape")
+    # --recount too: an agent's patch reaches the grader as its worktree's diff (clean
+    # counts), and agents apply what they are given with --recount (agents/_diff.py).
     return any(_try(s, tree, data, check=True)[0] for s in (GIT_APPLY, GIT_APPLY_RECOUNT, GNU_PATCH))
 
 
@@ -392,7 +487,7 @@ def apply_test_patch(worktree: Path, test_patch: str) -> ApplyResult:
     """Apply the gold test patch (git apply, then --recount; both atomic). Failure is infra's."""
     if not test_patch or not test_patch.strip():
         return ApplyResult(True, "applied", applied_with=None, log="(no test patch)\n")
-    return apply_patch(worktree, test_patch, reset=None, strategies=(GIT_APPLY, GIT_APPLY_RECOUNT))
+    return apply_patch(worktree, test_patch, reset=None, strategies=(GIT_APPLY, GIT_APPLY_RECOUNT), git_behaviour_files=True)
 
 
 def is_test_path(path: str) -> bool:
@@ -405,6 +500,12 @@ def is_test_path(path: str) -> bool:
         return True
     dirs = parts[:-1]
     return any(d in _TEST_DIRS_ANYWHERE for d in dirs) or (bool(dirs) and dirs[0] in _TEST_DIRS_TOP)
+
+
+def is_test_config_path(path: str) -> bool:
+    """Files that configure the test run (`TEST_CONFIG_FILES`, at any depth): a
+    `[pytest] addopts = -p plugin` in any of them loads code that can report any result."""
+    return PurePosixPath(path).name in TEST_CONFIG_FILES
 
 
 def changed_paths(worktree: Path, tree: str, also: Sequence[str] = ()) -> list[str]:
@@ -421,13 +522,15 @@ def changed_paths(worktree: Path, tree: str, also: Sequence[str] = ()) -> list[s
 def revert_test_files(worktree: Path, tree: str, test_patch: str, also: Sequence[str] = ()) -> list[str]:
     """Undo changes to test files relative to `tree` (the prepared base); returns their paths.
 
-    Reverted: every changed path the gold test patch touches, and every changed test-like
-    path (`is_test_path`). Files the base has are restored, files it lacks are deleted.
+    Reverted: every changed path the gold test patch touches, every changed test-like
+    path (`is_test_path`) and every changed test configuration file (`is_test_config_path`:
+    pytest.ini, tox.ini, setup.cfg, pyproject.toml, conftest.py). Files the base has are
+    restored, files it lacks are deleted. The rest of the patch stays applied.
     """
     gold = set(patch_paths(normalize_patch(test_patch))) if test_patch and test_patch.strip() else set()
     reverted: list[str] = []
     for path in changed_paths(worktree, tree, also):
-        if path not in gold and not is_test_path(path):
+        if path not in gold and not is_test_path(path) and not is_test_config_path(path):
             continue
         in_base = git(["cat-file", "-e", f"{tree}:{path}"], cwd=worktree, check=False).returncode == 0
         if in_base:

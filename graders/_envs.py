@@ -1,15 +1,27 @@
-"""Environment cache: one uv venv per (repo, version, spec hash, Python minor), built once.
+"""Environment cache: one uv venv per (repo, version, spec, era cut-off, Python minor), built once.
 
 Layout under `<cache>/envs/OWNER__NAME/<version>/`:
 
-    py3.9-<hash12>/          a complete environment (never modified by a build again)
+    py3.9-<hash12>/          a complete environment
         venv/                `uv venv --relocatable --seed`, third-party packages installed
-        env.json             what it is: repo, version, spec, interpreter, warnings, time
+        env.json             what it is: repo, version, spec, cut-off, interpreter, warnings, time
         build.log            every command of the build and its output
+        files.json           the venv's files (size, mtime) as the harness left them
         installed.json       where the repo itself is installed (see `ensure_repo_installed`)
         .complete            written last: a dir without it is not an environment
     py3.9-<hash12>.lock      flock: held while building, and while a grade uses the env
     .py3.9-<hash12>.tmp-*    a build in progress (renamed into place when complete)
+
+`<hash12>` is the spec hash, or with an era cut-off the hash of (spec hash, cut-off).
+
+Era: packages resolve as of the task's era, not today (setuptools 82 has no
+`pkg_resources`, docutils 0.23 breaks old Sphinx): every uv call, the venv's seed
+packages included, gets `--exclude-newer` at the committer date (UTC day) of the row's
+`environment_setup_commit`, else of its base commit (`era_for`). An index that serves no
+upload times (a simple index without `upload-time`; uv drops such files under a cut-off)
+makes the build say so once and fall back to the spec's pins; find-links directories
+are never filtered by uv, which the build also says. Requirement files and
+environment.yml are read at `environment_setup_commit` from the mirror, as SWE-bench does.
 
 Atomic: a build happens in a temp dir (relocatable venv, so the rename keeps it valid),
 the marker is written last, then the dir is renamed into place under the lock; a crash
@@ -17,9 +29,18 @@ leaves only a temp dir that `prune_envs` removes.
 
 What is cached is the expensive part, the third-party packages. The repo's own install
 (`pip install -e .`) points into one worktree, so it is a separate step bound to that
-worktree (`ensure_repo_installed`): re-run when a grade uses another worktree slot, or
-at every base commit for compiled repos (`install_per_task`). A grade holds the env's
-lock while installing and testing, so two processes never see each other's install.
+worktree (`ensure_repo_installed`): re-run when a grade uses another worktree slot, when
+the task's dependency manifests (setup.py, setup.cfg, pyproject.toml, requirements*.txt
+at its base commit) differ from those of the last install, or at every base commit for
+compiled repos (`install_per_task`). The install's products in the worktree are recorded
+(size, SHA-256); before each use every other untracked or ignored file goes, and a
+changed product means a clean slot and a new install (`prepare_worktree`). A grade holds
+the env's lock while installing and testing, so two processes never see each other's
+install.
+
+Integrity: unconfined tests can write into the venv. `files.json` is recorded after the
+build and after each install (the harness's own writes); `check_env` lists what changed
+since, and `guard_env` removes new bytecode caches and rebuilds on anything else.
 
 Packages: `uv pip install --offline` first (a warm uv cache needs no network), then
 online. A batch that fails is retried package by package; packages that still fail are
@@ -29,24 +50,44 @@ lacks), not a failed build: whether the tests can run is decided when they run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import posixpath
 import re
 import shlex
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Collection, Iterator, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
 
+from graders._integrity import (
+    diff_manifests,
+    drop_added_caches,
+    load_manifest,
+    products_manifest,
+    save_manifest,
+    venv_manifest,
+)
 from graders._interpreters import Interpreter, find_python, uv_bin
-from graders._repos import default_cache_dir, file_lock, repo_slug
+from graders._repos import (
+    GitError,
+    RepoCache,
+    Worktree,
+    default_cache_dir,
+    file_at,
+    file_lock,
+    git,
+    repo_slug,
+    untracked_files,
+)
 from graders._run import LineResult, run_line, skip_reason, split_line
 from graders._specs import EnvSpec, environment_yml_paths, requirements_paths, spec_for
 from ledger._errors import SweclError
@@ -55,9 +96,16 @@ __all__ = [
     "EnvBuild",
     "EnvBuildError",
     "EnvInfo",
+    "Era",
     "InstallResult",
     "build_env",
+    "check_env",
     "ensure_repo_installed",
+    "era_for",
+    "guard_env",
+    "install_fingerprint",
+    "prepare_worktree",
+    "record_env_files",
     "env_lock",
     "install_environment",
     "list_envs",
@@ -67,6 +115,7 @@ __all__ = [
 ]
 
 MARKER = ".complete"
+FILES = "files.json"  # the venv manifest (see graders._integrity)
 _SCHEMA = 1
 _CONDA_ONLY = frozenset(
     {"python", "pip", "hdf5", "libnetcdf", "graphviz", "cairo", "pkg-config", "ffmpeg", "imagemagick",
@@ -94,6 +143,7 @@ class EnvInfo:
     last_used: float | None = None
     size_bytes: int | None = None
     warnings: tuple[str, ...] = ()
+    exclude_newer: str | None = None  # the era cut-off the packages were resolved at
 
     @property
     def venv(self) -> Path:
@@ -133,8 +183,62 @@ def _safe(component: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", component) or "_"
 
 
-def _env_dir(cache_dir: Path, repo: str, version: str, spec: EnvSpec, interpreter: Interpreter) -> Path:
-    return cache_dir / "envs" / repo_slug(repo) / _safe(version) / f"py{interpreter.minor}-{spec.spec_hash()[:12]}"
+def env_identity(spec: EnvSpec, exclude_newer: str | None) -> str:
+    """What names an environment: the spec hash, and the era cut-off when there is one
+    (no cut-off keeps the name environments had before cut-offs existed)."""
+    if exclude_newer is None:
+        return spec.spec_hash()
+    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}".encode()).hexdigest()
+
+
+def _env_dir(
+    cache_dir: Path, repo: str, version: str, spec: EnvSpec, interpreter: Interpreter, exclude_newer: str | None = None
+) -> Path:
+    name = f"py{interpreter.minor}-{env_identity(spec, exclude_newer)[:12]}"
+    return cache_dir / "envs" / repo_slug(repo) / _safe(version) / name
+
+
+@dataclass(frozen=True, slots=True)
+class Era:
+    """When a task's environment is resolved as of, and where its manifests are read.
+
+    commit: the row's environment_setup_commit, else its base commit. cutoff: that
+    commit's committer date floored to the UTC day (`2019-07-01T00:00:00Z`): tasks of one
+    day share an environment, and nothing uploaded after the commit gets in.
+    read_file: the text of a file at the setup commit (None when the row has none: the
+    worktree at the base commit is read instead, as before).
+    """
+
+    commit: str
+    cutoff: str | None
+    read_file: Callable[[str], str | None] | None = None
+    notes: tuple[str, ...] = ()
+
+
+def era_for(repos: RepoCache, repo: str, base_commit: str, setup_commit: str | None) -> Era:
+    """The era of a task from the repository mirror. A setup commit the mirror cannot
+    provide falls back to the base commit, with a note."""
+    notes: list[str] = []
+    if setup_commit:
+        try:
+            mirror = repos.ensure_commit(repo, setup_commit)
+            stamp = repos.commit_date(repo, setup_commit)
+            return Era(setup_commit, _day(stamp), lambda rel: file_at(mirror, setup_commit, rel))
+        except (GitError, SweclError) as exc:
+            notes.append(f"environment_setup_commit {setup_commit} unusable ({exc}); the era is the base commit's")
+    stamp = repos.commit_date(repo, base_commit)
+    # Without a setup commit (one per repo@version in SWE-bench) each task's base commit
+    # would give its own day and its own environment; the start of its month keeps the
+    # tasks of a version on one environment while staying before every one of them.
+    return Era(base_commit, _month(stamp), None, tuple(notes))
+
+
+def _day(stamp: str) -> str:
+    return stamp[:10] + "T00:00:00Z"
+
+
+def _month(stamp: str) -> str:
+    return stamp[:7] + "-01T00:00:00Z"
 
 
 def _read_info(path: Path, *, sizes: bool = False) -> EnvInfo | None:
@@ -158,6 +262,7 @@ def _read_info(path: Path, *, sizes: bool = False) -> EnvInfo | None:
         last_used=used.stat().st_mtime if used.exists() else None,
         size_bytes=size,
         warnings=tuple(meta.get("warnings", [])),
+        exclude_newer=meta.get("exclude_newer"),
     )
 
 
@@ -180,49 +285,128 @@ def _uv_env() -> dict[str, str]:
     return env
 
 
-def _uv(args: list[str], log: _Log, *, timeout_s: float = 3600) -> bool:
+def _uv_run(args: list[str], log: _Log, *, timeout_s: float = 3600) -> tuple[bool, str]:
     argv = [uv_bin(), *args]
     log.write("$ " + shlex.join(argv))
     try:
         done = subprocess.run(argv, capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL, timeout=timeout_s)
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.write(f"failed to run: {exc}")
-        return False
-    log.write((done.stdout + done.stderr).decode("utf-8", "replace").rstrip() + f"\n[exit {done.returncode}]")
-    return done.returncode == 0
+        return False, str(exc)
+    text = (done.stdout + done.stderr).decode("utf-8", "replace").rstrip()
+    log.write(text + f"\n[exit {done.returncode}]")
+    return done.returncode == 0, text
 
 
-def _uv_install(python: Path, requirements: list[str], log: _Log, what: str) -> list[str]:
+def _uv(args: list[str], log: _Log, *, timeout_s: float = 3600) -> bool:
+    return _uv_run(args, log, timeout_s=timeout_s)[0]
+
+
+# uv's words for a file whose index gives no upload time: under --exclude-newer it is dropped.
+_NO_UPLOAD_TIME = "missing an upload date"
+
+
+def _find_links_configured() -> bool:
+    """Whether uv will read find-links (never filtered by --exclude-newer): from the
+    environment or a uv.toml it reads."""
+    if os.environ.get("UV_FIND_LINKS"):
+        return True
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    for conf in (os.environ.get("UV_CONFIG_FILE"), os.path.join(xdg, "uv", "uv.toml"), "/etc/uv/uv.toml"):
+        try:
+            text = Path(conf).read_text(encoding="utf-8") if conf else ""
+        except OSError:
+            continue
+        if re.search(r"^\s*find-links\s*=", text, re.MULTILINE):
+            return True
+    return False
+
+
+@dataclass(slots=True)
+class _Cutoff:
+    """The era cut-off of one build: applied to every uv call until an index shows it has
+    no upload times, then dropped (once, with one warning) for the rest of the build."""
+
+    when: str | None
+    warnings: list[str] = field(default_factory=list)
+    applied: bool = True
+
+    def args(self) -> list[str]:
+        return ["--exclude-newer", self.when] if self.when and self.applied else []
+
+    def drop(self, log: _Log, why: str) -> None:
+        self.applied = False
+        text = f"the era cut-off {self.when} cannot apply ({why}); packages resolve by the spec's pins alone"
+        self.warnings.append(text)
+        log.write(f"# {text}")
+
+
+def _uv_with_cutoff(args: list[str], cutoff: _Cutoff, log: _Log) -> bool:
+    """One uv call under the cut-off; when the index has no upload times, again without."""
+    with_cutoff = cutoff.args()
+    ok, text = _uv_run([*args, *with_cutoff], log)
+    if not ok and with_cutoff and _NO_UPLOAD_TIME in text:
+        cutoff.drop(log, "the package index serves no upload times")
+        ok, _ = _uv_run(args, log)
+    return ok
+
+
+def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cutoff: _Cutoff | None = None) -> list[str]:
     """Install with uv (offline, then online; then one by one). Returns warnings."""
     if not requirements:
         return []
-    base = ["pip", "install", "--python", os.fspath(python)]
+    cut = cutoff or _Cutoff(None)
+    # Compiled now, so an unconfined test run has no bytecode to write into the venv (see
+    # graders._integrity); files that do not compile (Python 2 leftovers) are skipped by uv.
+    base = ["pip", "install", "--compile-bytecode", "--python", os.fspath(python)]
     for mode in (["--offline"], []):
-        if _uv([*base, *mode, *requirements], log):
+        if _uv_with_cutoff([*base, *mode, *requirements], cut, log):
             return []
     log.write(f"# {what}: the batch failed; installing one by one")
-    failed = [req for req in requirements if not any(_uv([*base, *mode, req], log) for mode in (["--offline"], []))]
+    failed = [
+        req for req in requirements
+        if not any(_uv_with_cutoff([*base, *mode, req], cut, log) for mode in (["--offline"], []))
+    ]
     return [f"{what}: could not install {req}" for req in failed]
 
 
-def _read_requirements(path: Path, seen: set[Path] | None = None) -> list[str]:
-    seen = set() if seen is None else seen
-    if path in seen or not path.is_file():
+FileReader = Callable[[str], "str | None"]
+
+
+def _dir_reader(root: Path) -> FileReader:
+    def read(rel: str) -> str | None:
+        path = root / rel
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
+    return read
+
+
+def _requirements_from(read: FileReader, rel: str, seen: set[str]) -> list[str]:
+    rel = posixpath.normpath(rel)
+    if rel in seen:
         return []
-    seen.add(path)
+    seen.add(rel)
+    text = read(rel)
+    if text is None:
+        return []
     out: list[str] = []
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for raw in text.splitlines():
         line = re.sub(r"(^|\s)#.*$", "", raw).strip()
         if not line:
             continue
         if line.startswith(("-r ", "--requirement ", "--requirement=")):
             target = re.split(r"[=\s]", line, maxsplit=1)[1].strip()
-            out += _read_requirements(path.parent / target, seen)
+            out += _requirements_from(read, posixpath.join(posixpath.dirname(rel), target), seen)
         elif line.startswith("-"):
             continue  # -e ., -c constraints, index options: not requirements of the env
         else:
             out.append(line)
     return out
+
+
+def _read_requirements(path: Path) -> list[str]:
+    """The requirements of a file as pip reads them (`-r` includes followed)."""
+    return _requirements_from(_dir_reader(path.parent), path.name, set())
 
 
 def _conda_to_pip(dep: str) -> str | None:
@@ -242,10 +426,14 @@ def _conda_to_pip(dep: str) -> str | None:
 
 def _read_environment_yml(path: Path) -> list[str]:
     """The dependencies of a conda environment.yml as pip requirements (pip: section too)."""
+    return _environment_yml_deps(path.read_text(encoding="utf-8", errors="replace"))
+
+
+def _environment_yml_deps(text: str) -> list[str]:
     out: list[str] = []
     in_deps = False
     pip_indent: int | None = None  # indent of the `- pip:` item while inside its list
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for raw in text.splitlines():
         line = re.sub(r"\s+#.*$", "", raw).rstrip()
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -281,23 +469,26 @@ def pre_install_plan(spec: EnvSpec) -> tuple[list[str], list[tuple[str, str]]]:
     return runnable, skipped
 
 
-def _packages(spec: EnvSpec, repo: str, worktree: Path | None, log: _Log) -> tuple[list[str], list[str]]:
-    """(requirements, warnings) for spec.packages."""
+def _packages(spec: EnvSpec, repo: str, read: FileReader | None, origin: str, log: _Log) -> tuple[list[str], list[str]]:
+    """(requirements, warnings) for spec.packages; files come from `read` (`origin` says where)."""
     if not spec.packages:
         return [], []
     if spec.packages in ("requirements.txt", "environment.yml"):
-        if worktree is None:
+        if read is None:
             raise EnvBuildError(
                 f"{repo}: packages={spec.packages} is read from a checkout: build the environment with a worktree "
                 "(grade a task, or pass worktree=)"
             )
         paths = requirements_paths(repo) if spec.packages == "requirements.txt" else environment_yml_paths(repo)
         for rel in paths:
-            if (worktree / rel).is_file():
-                log.write(f"# packages from {rel}")
-                reader = _read_requirements if spec.packages == "requirements.txt" else _read_environment_yml
-                return reader(worktree / rel), []
-        return [], [f"packages: none of {', '.join(paths)} exists in the checkout"]
+            text = read(rel)
+            if text is None:
+                continue
+            log.write(f"# packages from {rel} ({origin})")
+            if spec.packages == "requirements.txt":
+                return _requirements_from(read, rel, set()), []
+            return _environment_yml_deps(text), []
+        return [], [f"packages: none of {', '.join(paths)} exists in {origin}"]
     return shlex.split(spec.packages), []
 
 
@@ -316,25 +507,34 @@ def build_env(
     interpreter: Interpreter | None = None,
     python_paths: Mapping[str, str] | None = None,
     force: bool = False,
+    exclude_newer: str | None = None,
+    read_file: FileReader | None = None,
+    files_origin: str | None = None,
+    locked: bool = False,
 ) -> EnvBuild:
     """The environment for repo@version (built now, or reused when complete).
 
     spec: defaults to the table's (`spec_for`). worktree: a checkout at the task's base
-    commit, needed when packages are read from a requirements file. interpreter /
-    python_paths: which Python to build on (default: `find_python(spec.python)`).
-    Raises `EnvBuildError` (or `PythonNotFound`) when no usable venv can be made.
+    commit, read for requirement files unless `read_file` (files at the setup commit,
+    `files_origin` naming it) is given. interpreter / python_paths: which Python to
+    build on (default: `find_python(spec.python)`). exclude_newer: the era cut-off (see
+    `Era`), part of the environment's identity. locked: the caller holds the env's lock
+    (a rebuild from inside a grade). Raises `EnvBuildError` (or `PythonNotFound`) when
+    no usable venv can be made.
     """
     spec = spec if spec is not None else spec_for(repo, version)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     interp = interpreter or find_python(spec.python, explicit=python_paths)
-    final = _env_dir(cache, repo, version, spec, interp)
+    final = _env_dir(cache, repo, version, spec, interp, exclude_newer)
     final.parent.mkdir(parents=True, exist_ok=True)
     lock = final.with_name(final.name + ".lock")
+    if read_file is None and worktree is not None:
+        read_file, files_origin = _dir_reader(worktree), files_origin or "the checkout"
     if not force and (final / MARKER).is_file():
         info = _read_info(final)
         if info is not None:
             return EnvBuild(info, built=False, warnings=list(info.warnings), log_path=final / "build.log")
-    with file_lock(lock):
+    with nullcontext() if locked else file_lock(lock):
         if (final / MARKER).is_file() and not force:
             info = _read_info(final)
             if info is not None:
@@ -342,13 +542,16 @@ def build_env(
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
         log = _Log(tmp / "build.log")
         try:
-            warnings = _build_into(tmp, repo, version, spec, interp, worktree, log)
+            cutoff = _Cutoff(exclude_newer)
+            warnings = _build_into(tmp, repo, version, spec, interp, read_file, files_origin or "", cutoff, log)
             meta = {
                 "schema": _SCHEMA,
                 "repo": repo,
                 "version": version,
                 "spec_hash": spec.spec_hash(),
                 "spec": msgspec.to_builtins(spec),
+                "exclude_newer": exclude_newer,
+                "exclude_newer_applied": bool(exclude_newer) and cutoff.applied,
                 "python": {"path": os.fspath(interp.path), "version": interp.version, "source": interp.source},
                 "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 "warnings": warnings,
@@ -356,6 +559,7 @@ def build_env(
             (tmp / "env.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
             log.write(f"# complete; {len(warnings)} warning(s)")
             log.close()
+            save_manifest(tmp / FILES, venv_manifest(tmp / "venv"))
             (tmp / MARKER).write_text(meta["built_at"] + "\n", encoding="utf-8")
             if final.exists():
                 shutil.rmtree(final)
@@ -374,25 +578,54 @@ def build_env(
     return EnvBuild(info, built=True, warnings=list(info.warnings), log_path=final / "build.log")
 
 
-def _build_into(tmp: Path, repo: str, version: str, spec: EnvSpec, interp: Interpreter, worktree: Path | None, log: _Log) -> list[str]:
+def _make_venv(venv: Path, interp: Interpreter, cutoff: _Cutoff, log: _Log) -> None:
+    """`uv venv --seed`: pip (and setuptools/wheel before 3.12) of the era, from the uv
+    cache if it has them. Seed packages of an era older than the interpreter may not
+    run on it (pip 19 on 3.12); then the newest ones are seeded instead, with a warning."""
+    make = ["venv", "--no-config", "--relocatable", "--seed", "--python", os.fspath(interp.path), os.fspath(venv)]
+    if not (_uv_with_cutoff([*make, "--offline"], cutoff, log) or _uv_with_cutoff([*make, "--clear"], cutoff, log)):
+        raise EnvBuildError(f"could not create a venv with {interp.path}: see {log.path}")
+    if not cutoff.args():
+        return
+    probe = subprocess.run([os.fspath(venv / "bin" / "python"), "-m", "pip", "--version"],
+                           capture_output=True, stdin=subprocess.DEVNULL, env=_uv_env(), timeout=120)
+    log.write(f"$ python -m pip --version\n{(probe.stdout + probe.stderr).decode('utf-8', 'replace').rstrip()}")
+    if probe.returncode == 0:
+        return
+    text = f"the seed packages of {cutoff.when} do not run on Python {interp.version}: seeded with today's instead"
+    cutoff.warnings.append(text)
+    log.write(f"# {text}")
+    if not (_uv([*make, "--clear", "--offline"], log) or _uv([*make, "--clear"], log)):
+        raise EnvBuildError(f"could not create a venv with {interp.path}: see {log.path}")
+
+
+def _build_into(
+    tmp: Path, repo: str, version: str, spec: EnvSpec, interp: Interpreter, read: FileReader | None,
+    origin: str, cutoff: _Cutoff, log: _Log,
+) -> list[str]:
     log.write(f"# environment for {repo}@{version} on Python {interp.version} ({interp.source}: {interp.path})")
     log.write(f"# spec {spec.spec_hash()}: {json.dumps(msgspec.to_builtins(spec))}")
+    if cutoff.when:
+        log.write(f"# era cut-off: packages uploaded before {cutoff.when} (uv --exclude-newer)")
+        if _find_links_configured():
+            cutoff.warnings.append(f"find-links packages carry no upload times: uv does not hold them to {cutoff.when}")
     venv = tmp / "venv"
-    make_venv = ["venv", "--no-config", "--relocatable", "--seed", "--python", os.fspath(interp.path), os.fspath(venv)]
-    # --seed needs pip (and setuptools/wheel before 3.12): from the uv cache if it has them
-    if not (_uv([*make_venv, "--offline"], log) or _uv([*make_venv, "--clear"], log)):
-        raise EnvBuildError(f"could not create a venv for {repo}@{version} with {interp.path}: see {log.path}")
+    try:
+        _make_venv(venv, interp, cutoff, log)
+    except EnvBuildError as exc:
+        raise EnvBuildError(f"{repo}@{version}: {exc}") from None
     python = venv / "bin" / "python"
     warnings: list[str] = []
     _, skipped = pre_install_plan(spec)
     for line, reason in skipped:
         warnings.append(f"pre_install not run ({reason}): {line}")
         log.write(f"# SKIPPED pre_install line ({reason}): {line}")
-    requirements, notes = _packages(spec, repo, worktree, log)
+    requirements, notes = _packages(spec, repo, read, origin, log)
     warnings += notes
     # swebench's order: the repo's requirements first, then the pinned pip_packages win
-    warnings += _uv_install(python, requirements, log, "packages")
-    warnings += _uv_install(python, list(spec.pip_packages), log, "pip_packages")
+    warnings += _uv_install(python, requirements, log, "packages", cutoff)
+    warnings += _uv_install(python, list(spec.pip_packages), log, "pip_packages", cutoff)
+    warnings = cutoff.warnings + warnings
     for w in warnings:
         log.write(f"# WARNING {w}")
     return warnings
@@ -407,28 +640,85 @@ def install_environment(env: EnvInfo, extra: Mapping[str, str] = ()) -> dict[str
     return out
 
 
+_MANIFEST_NAMES = frozenset({"setup.py", "setup.cfg", "pyproject.toml"})
+
+
+def _is_dependency_manifest(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    if rel in _MANIFEST_NAMES:
+        return True
+    return name.endswith(".txt") and (name.startswith("requirements") or "/requirements/" in f"/{rel}")
+
+
+def install_fingerprint(worktree: Path, commit: str) -> str | None:
+    """SHA-256 over the dependency manifests at `commit` (root setup.py, setup.cfg,
+    pyproject.toml; every requirements*.txt and requirements/*.txt), from git's blob ids:
+    no file is read. None when `worktree` is not a git checkout."""
+    if not (worktree / ".git").exists():
+        return None
+    listing = git(["ls-tree", "-r", "-z", "--full-tree", commit], cwd=worktree).stdout.decode("utf-8", "surrogateescape")
+    lines = []
+    for entry in listing.split("\0"):
+        if not entry:
+            continue
+        meta, _, rel = entry.partition("\t")
+        if _is_dependency_manifest(rel):
+            lines.append(f"{meta.split()[-1]} {rel}")
+    return hashlib.sha256("\n".join(sorted(lines)).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _install_state(env: EnvInfo) -> dict:
+    try:
+        state = json.loads((env.path / "installed.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def prepare_worktree(env: EnvInfo, spec: EnvSpec, wt: Worktree) -> str:
+    """Clean the slot before a grade: every untracked and ignored file goes except the
+    products of the env's install from this slot, which must be as the install left them
+    (size and SHA-256); if one is missing or changed, everything goes and the install is
+    forgotten so it runs again. Call with the env's lock held. Returns a note for the log."""
+    state = _install_state(env)
+    products = state.get("products")
+    if not spec.install or state.get("worktree") != os.fspath(wt.path) or not state.get("ok") or not isinstance(products, dict):
+        wt.clean()
+        return "worktree cleaned (untracked and ignored files removed)"
+    removed = wt.clean(keep=products)
+    now = products_manifest(wt.path, products)
+    damaged = sorted(p for p in products if now.get(p) != products[p])
+    if damaged:
+        wt.clean()
+        (env.path / "installed.json").unlink(missing_ok=True)
+        return (f"worktree cleaned; {len(damaged)} install product(s) changed since the install "
+                f"({', '.join(damaged[:3])}): removed all, the install runs again")
+    return f"worktree cleaned: {len(removed)} untracked/ignored file(s) removed, {len(products)} install product(s) kept"
+
+
 def ensure_repo_installed(
     env: EnvInfo,
     spec: EnvSpec,
     worktree: Path,
     commit: str,
     *,
+    fingerprint: str | None = None,
     timeout_s: float = 3600,
 ) -> InstallResult:
     """Run spec.install in `worktree` unless the env already has it installed from there.
 
     Call with the env's lock held (`env_lock`). Re-runs when the last install was made
-    from another worktree, failed, or (install_per_task) at another commit.
+    from another worktree, failed, had other dependency manifests (`fingerprint`, see
+    `install_fingerprint`), or (install_per_task) at another commit. After an install
+    its products in the worktree and the venv's files are recorded.
     """
     if not spec.install:
         return InstallResult(ran=False, ok=True)
     state_file = env.path / "installed.json"
-    try:
-        state = json.loads(state_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        state = {}
+    state = _install_state(env)
     same_place = (
         state.get("worktree") == os.fspath(worktree) and state.get("ok") is True and state.get("install") == spec.install
+        and state.get("fingerprint") == fingerprint
     )
     if same_place and (not spec.install_per_task or state.get("commit") == commit):
         return InstallResult(ran=False, ok=True, log=f"(repo already installed from {worktree} at {state.get('commit')})\n")
@@ -442,11 +732,50 @@ def ensure_repo_installed(
         )
     ok = all(r.status == "ok" for r in results)
     text = "".join(f"$ {r.line}\n{r.output}[{r.status}{': ' + r.reason if r.reason else ''}]\n" for r in results)
+    products: dict = {}
+    if (worktree / ".git").exists():
+        products = products_manifest(worktree, untracked_files(worktree))
+    # installing writes into the venv too (the editable finder, scripts): the harness's own act
+    record_env_files(env)
     state_file.write_text(
-        json.dumps({"worktree": os.fspath(worktree), "commit": commit, "install": spec.install, "ok": ok, "at": time.time()}) + "\n",
+        json.dumps({"worktree": os.fspath(worktree), "commit": commit, "install": spec.install, "ok": ok,
+                    "fingerprint": fingerprint, "products": products, "at": time.time()}) + "\n",
         encoding="utf-8",
     )
     return InstallResult(ran=True, ok=ok, log=text)
+
+
+# -- integrity of the venv ------------------------------------------------------------------
+
+
+def record_env_files(env: EnvInfo) -> None:
+    """Record the venv's files as they are now (after a build or the harness's install)."""
+    save_manifest(env.path / FILES, venv_manifest(env.venv))
+
+
+def check_env(env: EnvInfo) -> list[str]:
+    """What changed in the venv since it was recorded: `added PATH`, `removed PATH`,
+    `changed PATH` (paths relative to the venv). An env without a record is all `added`."""
+    recorded = load_manifest(env.path / FILES) or {}
+    return diff_manifests(recorded, venv_manifest(env.venv)).lines()
+
+
+def guard_env(env: EnvInfo, rebuild: Callable[[], EnvInfo]) -> tuple[EnvInfo, str | None]:
+    """Before a grade in an unconfined run: new bytecode caches are removed, any other
+    change to the venv means `rebuild()` (with the env's lock held). Returns the env to
+    use and a note saying what was done (None when nothing had changed)."""
+    recorded = load_manifest(env.path / FILES)
+    if recorded is None:
+        record_env_files(env)  # an env built before manifests existed: trusted once
+        return env, "env files recorded (no earlier record)"
+    diff = diff_manifests(recorded, venv_manifest(env.venv))
+    dropped = drop_added_caches(env.venv, diff)
+    if not diff:
+        return env, (f"env restored: {len(dropped)} bytecode cache(s) written by earlier tests removed" if dropped else None)
+    shown = diff.lines()
+    fresh = rebuild()
+    return fresh, (f"env rebuilt: {len(shown)} file(s) changed since the harness left it "
+                   f"({'; '.join(shown[:5])}{'; ...' if len(shown) > 5 else ''})")
 
 
 def touch_used(env: EnvInfo) -> None:

@@ -19,6 +19,7 @@ The overlap grader's verdict is a proxy (no test runs); it says so in `error`.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -42,9 +43,12 @@ from graders._apply import (
 )
 from graders._decide import decide
 from graders._envs import EnvBuildError, EnvInfo, build_env, ensure_repo_installed, env_lock, install_environment, pre_install_plan, touch_used
+from graders._envs import era_for, guard_env, install_fingerprint, prepare_worktree
 from graders._interpreters import PythonNotFound, find_python
 from graders._parsers import frame_test_output, parse_log, parser_for_repo
+from graders._results_plugin import ResultsChannel, check_against_channel
 from graders._repos import GitError, RepoCache, Worktree
+from graders._sandbox import Sandbox, sandbox_for
 from graders._run import build_test_command, parse_eval_commands, run_line, run_process, test_directives, test_environment
 from graders._specs import DEFAULT_TEST_CMD, EnvSpec, UnknownEnvSpec, has_spec, spec_for
 from ledger._errors import SweclError
@@ -84,6 +88,7 @@ class GradeRequest(msgspec.Struct, frozen=True, kw_only=True):
     pass_to_pass: list[str] = []
     environment: EnvSpec | None = None
     gold_patch: str | None = None
+    environment_setup_commit: str | None = None  # the era and manifests of the env (see graders._envs.Era)
 
 
 class GradeOutcome(msgspec.Struct, kw_only=True):
@@ -147,10 +152,15 @@ class _ExecutingGrader:
 
     name = ""
 
-    def __init__(self, *, cache_dir: Path | str | None, repo_sources: Mapping[str, str] | None, timeout_s: float) -> None:
+    def __init__(self, *, cache_dir: Path | str | None, repo_sources: Mapping[str, str] | None, timeout_s: float,
+                 sandbox: Sandbox | str | None = None) -> None:
         self.repos = RepoCache(cache_dir, repo_sources)
         self.cache_dir = self.repos.cache_dir
         self.timeout_s = timeout_s
+        # Tests run confined by default; the cache (mirrors, other slots, other envs) is
+        # hidden and only this grade's worktree and environment come back.
+        chosen = sandbox if isinstance(sandbox, Sandbox) else sandbox_for(sandbox)
+        self.sandbox = chosen.hiding(self.cache_dir)
 
     def grade(self, req: GradeRequest) -> GradeOutcome:
         start = time.monotonic()
@@ -189,7 +199,10 @@ class _ExecutingGrader:
         model_paths = patch_paths(normalize_patch(req.model_patch))
         test_paths = patch_paths(normalize_patch(req.test_patch)) if req.test_patch.strip() else []
         env_key = env.key if env else None
+        channel = ResultsChannel()  # pytest's own report of the run, outside the log
         try:
+            if env is not None and spec.install:
+                notes.add("[swecl] " + prepare_worktree(env, spec, wt))  # keeps only the install's products
             setup_env = install_environment(env) if env else test_environment(bin_dir=bin_dir)
             runnable, skipped = pre_install_plan(spec)
             for line, reason in skipped:
@@ -202,7 +215,7 @@ class _ExecutingGrader:
                     notes.add(r.output)
                     env_warnings.append(f"pre_install failed: {line}")
             if env is not None and spec.install:
-                inst = ensure_repo_installed(env, spec, wt.path, wt.commit)
+                inst = ensure_repo_installed(env, spec, wt.path, wt.commit, fingerprint=install_fingerprint(wt.path, wt.commit))
                 notes.add(f"[swecl] install: {'ran' if inst.ran else 'reused'} ({'ok' if inst.ok else 'FAILED'})")
                 if not inst.ok:
                     notes.add(inst.log[-20000:])
@@ -233,14 +246,17 @@ class _ExecutingGrader:
             try:
                 cmd = build_test_command(
                     spec.test_cmd or DEFAULT_TEST_CMD, test_directives(req.repo, req.test_patch),
-                    python=python, bin_dir=command_bin_dir, worktree=wt.path,
+                    python=python, bin_dir=command_bin_dir, worktree=wt.path, channel=channel,
                 )
             except ValueError as exc:
                 return _finish(self.name, notes, start, "infra_error", applied_with=applied.applied_with,
                                test_files_reverted=reverted, env_key=env_key, error=str(exc))
-            run_env = test_environment(bin_dir=bin_dir, venv=env.venv if env else None, extra={**eval_env, **cmd.env})
+            run_env = test_environment(bin_dir=bin_dir, venv=env.venv if env else None, extra={**eval_env, **cmd.env},
+                                       channel=cmd.channel)
             notes.add(f"[swecl] test command: {' '.join(cmd.argv)} (timeout {self.timeout_s}s)")
-            run = run_process(cmd.argv, cwd=wt.path, env=run_env, timeout_s=self.timeout_s)
+            confined = dict(sandbox=self.sandbox, readable=[*([env.path] if env else []), *channel.paths()])
+            run = run_process(cmd.argv, cwd=wt.path, env=run_env, timeout_s=self.timeout_s, writable=channel.paths(),
+                              **confined)
             parser = spec.log_parser
             if parser is None:
                 try:
@@ -254,7 +270,9 @@ class _ExecutingGrader:
             if run.error:
                 return _finish(self.name, notes, start, "env_failed" if env_warnings else "infra_error", error=run.error, **common)
             output = run.output.decode("utf-8", "replace")
-            statuses = parse_log(output, parser)
+            statuses, channel_notes = check_against_channel(parse_log(output, parser), output, cmd.channel, parser)
+            for line in channel_notes:
+                notes.add(line)
             decision = decide(statuses, req.fail_to_pass, req.pass_to_pass, test_exit_code=run.exit_code)
             verdict = dict(tests=dict(decision.tests), f2p=dict(decision.f2p), p2p=dict(decision.p2p))
             if run.timed_out:
@@ -267,11 +285,13 @@ class _ExecutingGrader:
                 error = f"{error}; environment problems: {'; '.join(env_warnings)}"
             elif status == "infra_error":
                 status, error = self._control_run(
-                    req, wt.path, prepared, model_paths, cmd.argv, run_env, parser, notes, error or "no usable test results"
+                    req, wt.path, prepared, model_paths, cmd.argv, run_env, parser, notes, error or "no usable test results",
+                    readable=confined["readable"], writable=channel.paths(),
                 )
             return _finish(self.name, notes, start, status, test_output=output, exit_code=run.exit_code,
                            error=error, **common, **verdict)
         finally:
+            channel.close()
             # next task starts clean: tracked files back, untracked and patch-made ignored files gone
             try:
                 wt.reset(extra_paths=[*model_paths, *test_paths])
@@ -290,6 +310,9 @@ class _ExecutingGrader:
         parser: str,
         notes: _Notes,
         error: str,
+        *,
+        readable: list[Path],
+        writable: list[Path],
     ) -> tuple[str, str]:
         """Whose failure is a test run with no usable results: the patch's or ours?
 
@@ -303,7 +326,8 @@ class _ExecutingGrader:
         gold = apply_test_patch(worktree, req.test_patch)
         if not gold.ok:
             return "infra_error", f"{error}; the control run could not apply the test patch"
-        control = run_process(argv, cwd=worktree, env=run_env, timeout_s=self.timeout_s)
+        control = run_process(argv, cwd=worktree, env=run_env, timeout_s=self.timeout_s, sandbox=self.sandbox,
+                              readable=readable, writable=writable)
         control_out = control.output.decode("utf-8", "replace")
         control_statuses = parse_log(control_out, parser) if not control.error else {}
         verdict = decide(control_statuses, req.fail_to_pass, req.pass_to_pass, test_exit_code=control.exit_code)
@@ -326,24 +350,42 @@ class SwebenchGrader(_ExecutingGrader):
     name = "swebench"
 
     def __init__(self, *, cache_dir: Path | str | None = None, repo_sources: Mapping[str, str] | None = None,
-                 timeout_s: float = 1800, python_paths: Mapping[str, str] | None = None) -> None:
-        super().__init__(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s)
+                 timeout_s: float = 1800, python_paths: Mapping[str, str] | None = None,
+                 sandbox: Sandbox | str | None = None, check_env_integrity: bool = True) -> None:
+        super().__init__(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s, sandbox=sandbox)
         self.python_paths = dict(python_paths or {})
+        # unconfined tests can write into the venv: check it before each grade (graders._envs.guard_env)
+        self.check_env_integrity = check_env_integrity
 
     def _grade(self, req: GradeRequest, notes: _Notes, start: float) -> GradeOutcome:
         spec = spec_for(req.repo, req.version, req.environment)
-        with self.repos.worktree(req.repo, req.base_commit) as wt:
+        # with an install, ignored files stay until the env says which are its products
+        with self.repos.worktree(req.repo, req.base_commit, clean_ignored=not spec.install) as wt:
             notes.add(f"[swecl] worktree {wt.path} (slot {wt.slot})")
             interp = find_python(spec.python, explicit=self.python_paths)
-            build = build_env(req.repo, str(req.version), spec, cache_dir=self.cache_dir, worktree=wt.path, interpreter=interp)
-            notes.add(f"[swecl] env {build.env.key}: {'built' if build.built else 'reused'} (Python {interp.version}, {interp.source})")
+            era = era_for(self.repos, req.repo, req.base_commit, req.environment_setup_commit)
+            for note in era.notes:
+                notes.add(f"[swecl] {note}")
+            make = functools.partial(
+                build_env, req.repo, str(req.version), spec, cache_dir=self.cache_dir, worktree=wt.path,
+                interpreter=interp, exclude_newer=era.cutoff, read_file=era.read_file,
+                files_origin=f"commit {era.commit}" if era.read_file else None,
+            )
+            build = make()
+            notes.add(f"[swecl] env {build.env.key}: {'built' if build.built else 'reused'} (Python {interp.version}, "
+                      f"{interp.source}; packages as of {era.cutoff}, commit {era.commit[:12]})")
             for w in build.warnings:
                 notes.add(f"[swecl] env warning: {w}")
             with env_lock(build.env):
-                touch_used(build.env)
+                env = build.env
+                if self.check_env_integrity and not self.sandbox.confined:
+                    env, note = guard_env(env, lambda: make(force=True, locked=True).env)
+                    if note:
+                        notes.add(f"[swecl] {note}")
+                touch_used(env)
                 return self._run_in(
-                    req, spec, wt, notes, start, python=build.env.python, bin_dir=build.env.bin_dir,
-                    env=build.env, command_bin_dir=build.env.bin_dir, env_warnings=list(build.warnings),
+                    req, spec, wt, notes, start, python=env.python, bin_dir=env.bin_dir,
+                    env=env, command_bin_dir=env.bin_dir, env_warnings=list(build.warnings),
                 )
 
 
@@ -357,8 +399,9 @@ class LocalGrader(_ExecutingGrader):
     name = "local"
 
     def __init__(self, *, cache_dir: Path | str | None = None, repo_sources: Mapping[str, str] | None = None,
-                 timeout_s: float = 1800, python: str | os.PathLike[str] | None = None) -> None:
-        super().__init__(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s)
+                 timeout_s: float = 1800, python: str | os.PathLike[str] | None = None,
+                 sandbox: Sandbox | str | None = None) -> None:
+        super().__init__(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s, sandbox=sandbox)
         self.python = Path(python) if python is not None else Path(sys.executable)
 
     def _grade(self, req: GradeRequest, notes: _Notes, start: float) -> GradeOutcome:
@@ -482,23 +525,31 @@ def get_grader(
     repo_sources: Mapping[str, str] | None = None,
     timeout_s: float = 1800,
     python: str | os.PathLike[str] | Mapping[str, str] | None = None,
+    sandbox: Sandbox | str | None = None,
 ) -> Grader:
     """A grader by name (`GRADER_NAMES`).
 
     python: for `local` (and auto's local side) the interpreter to run in; a mapping
     version -> interpreter path ("3.9": "/opt/py39/bin/python") pins the interpreters
-    `swebench` builds environments on.
+    `swebench` builds environments on. sandbox: where tests run (`_sandbox`; default
+    $SWECL_SANDBOX, else bwrap); the graders that run nothing ignore it.
     """
+    if name in ("swebench", "local", "auto") and not isinstance(sandbox, Sandbox):
+        sandbox = sandbox_for(sandbox)  # refused once here, not once per grader
     paths = dict(python) if isinstance(python, Mapping) else None
     local_python = None if isinstance(python, Mapping) else python
     if name == "swebench":
-        return SwebenchGrader(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s, python_paths=paths)
+        return SwebenchGrader(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s, python_paths=paths,
+                              sandbox=sandbox)
     if name == "local":
-        return LocalGrader(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s, python=local_python)
+        return LocalGrader(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s, python=local_python,
+                           sandbox=sandbox)
     if name == "auto":
         return AutoGrader(
-            SwebenchGrader(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s, python_paths=paths),
-            LocalGrader(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s, python=local_python),
+            SwebenchGrader(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s, python_paths=paths,
+                           sandbox=sandbox),
+            LocalGrader(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s, python=local_python,
+                        sandbox=sandbox),
         )
     if name == "overlap":
         return OverlapGrader()

@@ -8,8 +8,16 @@ family keeps the rest of the line, django keys are the runner's description (a d
 first line when the test has one), sympy keys are bare function names. A parser that read
 the same log "more correctly" would produce names the lists do not contain, and gold
 patches would stop resolving. So each family below reproduces swebench 5.0.2's reading
-line for line, with two deliberate, documented differences that cannot change a listed
+line for line, with three deliberate, documented differences that cannot change a listed
 name:
+
+- a name reported both failing (FAILED, ERROR) and not failing counts as failing, where
+  swebench keeps whichever line came last. The code under test writes to the same log as
+  the runner: an exit handler printing `PASSED <test>` after the report, then
+  `os._exit(0)`, would otherwise turn a real FAILED into a pass. pytest's own double
+  report (PASSED, then ERROR in teardown; -rA prints PASSED lines first) ends failing
+  either way. Of the 463 official logs two report a name both ways, both with the
+  failure last: no official verdict changes (tests/graders/test_parsers.py).
 
 - only the five statuses of `TestStatus` are ever recorded. swebench stores whatever token
   starts a matching line (`ERROR:` from `ERROR: file not found: x`), which its grading then
@@ -52,6 +60,7 @@ __all__ = [
     "canonical_parser",
     "find_test_output",
     "frame_test_output",
+    "log_conflicts",
     "parse_log",
     "parse_test_log",
     "parser_for_repo",
@@ -91,6 +100,49 @@ _EXIT_CODE_RE = re.compile(re.escape(EXIT_CODE_MARKER) + r":\s*(-?\d+)")
 # pytest families
 
 
+_FAILING: frozenset[TestStatus] = frozenset({TestStatus.FAILED, TestStatus.ERROR})
+
+
+class _Reported(dict[str, TestStatus]):
+    """The statuses a parser reads, remembering every status each key was reported with.
+
+    The parsers store `statuses[key] = status` line by line, so a later line overwrites an
+    earlier one (swebench's reading). That lets anything printed after the runner's report
+    (an exit handler of the code under test writing `PASSED <test>`, then `os._exit(0)`)
+    overwrite a real FAILED. `conflicts` keeps the evidence; `parse_log` settles it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing: dict[str, TestStatus] = {}  # key -> the latest failing status it had
+        self.not_failing: set[str] = set()  # keys reported at least once as not failing
+
+    def __setitem__(self, key: str, status: TestStatus) -> None:
+        if status in _FAILING:
+            self.failing[key] = status
+        else:
+            self.not_failing.add(key)
+        super().__setitem__(key, status)
+
+
+def conflicting_tests(statuses: dict[str, TestStatus]) -> dict[str, TestStatus]:
+    """Keys of a parse that were reported both failing and not, with their failing status."""
+    if not isinstance(statuses, _Reported):
+        return {}
+    return {key: status for key, status in statuses.failing.items() if key in statuses.not_failing}
+
+
+def _settle(statuses: dict[str, TestStatus]) -> dict[str, TestStatus]:
+    """A plain dict in which a test reported both failing and not failing counts as failing.
+
+    No runner reports a passing test as FAILED or ERROR, so a failing report is evidence
+    the test failed; a passing report can come from anything that writes to the log.
+    """
+    settled = dict(statuses)
+    settled.update(conflicting_tests(statuses))
+    return settled
+
+
 def _status_word(token: str) -> TestStatus | None:
     return TestStatus(token) if token in _STATUS_WORDS else None
 
@@ -115,7 +167,7 @@ def _pytest_first_token(
     rename: Callable[[str], str] | None = None,
 ) -> dict[str, TestStatus]:
     """Summary lines `STATUS name ...`, the name being the first whitespace token."""
-    statuses: dict[str, TestStatus] = {}
+    statuses = _Reported()
     for line in text.split("\n"):
         if rewrite is not None:
             line = rewrite(line)
@@ -181,7 +233,7 @@ def _clean_v2(line: str) -> str:
 
 def _parse_pytest_v2(text: str) -> dict[str, TestStatus]:
     """Summary lines `STATUS rest of line`, and verbose `name ... STATUS` line endings."""
-    statuses: dict[str, TestStatus] = {}
+    statuses = _Reported()
     for raw in text.split("\n"):
         line = _clean_v2(raw)
         if _starts_with_status(line):
@@ -232,7 +284,7 @@ _DJANGO_SPLIT_OK: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
 
 
 def _parse_django(text: str) -> dict[str, TestStatus]:
-    statuses: dict[str, TestStatus] = {}
+    statuses = _Reported()
     last_described: str | None = None  # the latest `description ...` seen, for a lone `ok`
     for raw in text.split("\n"):
         line = raw.strip()
@@ -280,7 +332,7 @@ _SYMPY_FAILURE_HEADER = re.compile(r"(_*) (.*)\.py:(.*) (_*)")
 
 
 def _parse_sympy(text: str) -> dict[str, TestStatus]:
-    statuses: dict[str, TestStatus] = {}
+    statuses = _Reported()
     for found in _SYMPY_FAILURE_HEADER.findall(text):
         statuses[f"{found[1]}.py:{found[2]}"] = TestStatus.FAILED
     for raw in text.split("\n"):
@@ -385,9 +437,19 @@ def parse_log(text: str, parser: str) -> dict[str, TestStatus]:
 
     `text` is parsed as given; `parse_test_log` first cuts a whole eval log down to the
     test run. A name reported twice keeps its last status (pytest's summary comes after
-    its progress lines; django's FAIL:/ERROR: recap after the per-test lines).
+    its progress lines; django's FAIL:/ERROR: recap after the per-test lines), except
+    that a name reported both failing (FAILED, ERROR) and not failing counts as failing
+    (`log_conflicts` lists those names): a pass printed after the runner's report, by the
+    code under test, cannot overwrite the report's failure.
     """
-    return _PARSERS[canonical_parser(parser)](text)
+    return _settle(_PARSERS[canonical_parser(parser)](text))
+
+
+def log_conflicts(text: str, parser: str) -> dict[str, tuple[TestStatus, TestStatus]]:
+    """Names `text` reports both failing and not failing: name -> (the last status, which
+    swebench's reading keeps, and the failing status `parse_log` keeps)."""
+    raw = _PARSERS[canonical_parser(parser)](text)
+    return {key: (raw[key], failing) for key, failing in conflicting_tests(raw).items()}
 
 
 # ---------------------------------------------------------------------------------------

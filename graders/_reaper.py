@@ -7,6 +7,12 @@ after a run, every descendant that was not there before it started is killed and
 
 The grader's test commands and the agents' processes both use it (agents import it from
 here: graders never import agents, so there is no cycle).
+
+A SIGKILLed swecl cannot clean up after itself. Every process it starts carries
+`SWECL_OWNER=<pid>.<start time>` in its environment (inherited by its children, setsid
+or not); the next swecl that starts a run or a grade ends every process whose owner is
+gone (`reap_orphans`). In the sandbox this is not needed (the PID namespace dies with
+swecl), but it costs one scan of /proc and covers `--sandbox none`.
 """
 
 from __future__ import annotations
@@ -71,3 +77,58 @@ def kill_new_descendants(before: set[int]) -> None:
             os.waitpid(pid, 0)  # ours now (subreaper): leave no zombie
         except ChildProcessError:
             pass
+
+
+OWNER_VAR = "SWECL_OWNER"
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return fields[19].decode() if len(fields) > 19 else None  # field 22: start time in ticks
+
+
+def owner_token() -> str:
+    """This process, in a form no later process can share (pid plus start time)."""
+    return f"{os.getpid()}.{_start_time(os.getpid()) or 0}"
+
+
+def _owner_alive(token: str) -> bool:
+    pid_text, _, started = token.partition(".")
+    if not pid_text.isdigit():
+        return True  # not ours to judge
+    return _start_time(int(pid_text)) == started
+
+
+def reap_orphans() -> list[int]:
+    """SIGKILL every process started by a swecl that is gone; returns their pids."""
+    killed: list[int] = []
+    marker = OWNER_VAR.encode() + b"="
+    mine = owner_token()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return killed
+    for name in entries:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                environ = fh.read()
+        except OSError:
+            continue
+        for entry in environ.split(b"\0"):
+            if entry.startswith(marker):
+                token = entry[len(marker):].decode("ascii", "replace")
+                if token != mine and not _owner_alive(token):
+                    try:
+                        os.kill(int(name), signal.SIGKILL)
+                        killed.append(int(name))
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                break
+    return killed

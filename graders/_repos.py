@@ -9,13 +9,14 @@ Layout under the cache dir:
     views/OWNER__NAME/SHA.git        what an agent may see of the repo at SHA: its history only
     workspaces/swecl-agent-*/NAME    an agent's checkout, one per attempt, removed after it
 
-Cleaning between tasks: `git reset --hard` + `git clean -ffd`, *not* `-x`. Ignored files
-survive on purpose: the editable install's metadata (`*.egg-info`, setuptools-scm's
-`_version.py`) and extensions compiled in place (`*.so` of scikit-learn, astropy,
-matplotlib) live there, and wiping them would force a full rebuild per task or break the
-installed package. What a patch may have left among ignored files is removed by path
-(`git clean -ffdx -- <paths the patches touched>`, see `Worktree.reset`), so nothing an
-agent wrote survives into the next task.
+Cleaning before each use: every untracked *and* ignored file goes (`Worktree.clean`),
+so nothing a previous task or its tests left (a stale `.tox/`, a planted `__pycache__/*.pyc`
+in an ignored dir) reaches the next one. The only exception is what the repo's own
+install produced (`*.egg-info`, extensions compiled in place): the environment records
+those files with their size and SHA-256 after installing, and the grader keeps exactly
+them (`clean(keep=...)`), or removes everything and re-installs when one of them changed
+(see `graders._envs.prepare_worktree`). At the end of a task `Worktree.reset` puts tracked
+files back and removes untracked files and the ignored files the patches named.
 
 Every git call is an argv list, never a shell, with `--` before paths, prompts off, no
 system/global config (a user's `core.autocrlf` would change what a patch sees) and hooks
@@ -31,9 +32,10 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ledger._errors import SweclError
@@ -42,11 +44,14 @@ __all__ = [
     "GitError",
     "RepoCache",
     "Worktree",
+    "commit_date",
     "default_cache_dir",
+    "file_at",
     "file_lock",
     "git",
     "git_env",
     "repo_slug",
+    "untracked_files",
 ]
 
 _REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -84,6 +89,9 @@ def git_env() -> dict[str, str]:
         GIT_TERMINAL_PROMPT="0",
         GIT_CONFIG_NOSYSTEM="1",
         GIT_CONFIG_GLOBAL=os.devnull,
+        # the system gitattributes (/etc/gitattributes) would change what is checked out,
+        # stored and applied; GIT_CONFIG_NOSYSTEM does not cover it
+        GIT_ATTR_NOSYSTEM="1",
         GIT_ASKPASS="",
         # paths from patches are names, never globs
         GIT_LITERAL_PATHSPECS="1",
@@ -182,6 +190,63 @@ class Worktree:
         if paths:
             git(["clean", "-ffdx", "--quiet", "--", *paths], cwd=self.path)
 
+    def untracked_files(self) -> list[str]:
+        return untracked_files(self.path)
+
+    def clean(self, keep: Collection[str] | None = None) -> list[str]:
+        """Remove every untracked and ignored file except the files in `keep`; None keeps
+        nothing (`git clean -ffdx`). Returns what was removed (with keep given)."""
+        if keep is None:
+            git(["clean", "-ffdx", "--quiet"], cwd=self.path)
+            return []
+        kept = set(keep)
+        removed: list[str] = []
+        for rel in self.untracked_files():
+            if rel in kept:
+                continue
+            target = self.path / rel
+            if rel.endswith("/") and not target.is_symlink():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink(missing_ok=True)
+            removed.append(rel)
+        # Empty directories left behind, or left before (`.tox/` emptied by a test): git
+        # tracks no empty directory, so none of them is part of the checkout.
+        dirs_seen: list[str] = []
+        for root, dirs, _ in os.walk(self.path):
+            dirs[:] = [d for d in dirs if d != ".git"]
+            dirs_seen += [os.path.join(root, d) for d in dirs]
+        for directory in reversed(dirs_seen):
+            try:
+                os.rmdir(directory)  # fails unless empty: exactly the ones to remove
+            except OSError:
+                pass
+        return removed
+
+
+def untracked_files(worktree: Path) -> list[str]:
+    """Every untracked file of a checkout, ignored ones included (relative, `/`-separated);
+    a nested repository is one entry ending in `/`."""
+    out = git(["ls-files", "-z", "--others"], cwd=worktree).stdout.decode("utf-8", "surrogateescape")
+    return [p for p in out.split("\0") if p]
+
+
+def commit_date(git_dir: Path, commit: str) -> str:
+    """The committer date of `commit` as UTC RFC 3339 (`2019-07-01T10:34:56Z`)."""
+    text = git(["show", "-s", "--format=%cI", commit, "--"], cwd=git_dir).stdout.decode().strip()
+    stamp = datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def file_at(git_dir: Path, commit: str, rel: str) -> str | None:
+    """The text of `rel` at `commit` (None when the commit has no such file); a path that
+    climbs out of the tree is no file."""
+    norm = os.path.normpath(rel).replace(os.sep, "/")
+    if norm.startswith(("../", "/")) or norm in ("..", "."):
+        return None
+    done = git(["cat-file", "blob", f"{commit}:{norm}"], cwd=git_dir, check=False)
+    return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None
+
 
 def _remove_abandoned_workspaces(base: Path) -> None:
     """Agent checkouts whose process died (their lock is free) are removed. A lock file
@@ -245,6 +310,10 @@ class RepoCache:
                 shutil.rmtree(tmp, ignore_errors=True)
         return mirror
 
+    def commit_date(self, repo: str, commit: str) -> str:
+        """The committer date of `commit` (fetched first if needed), UTC RFC 3339."""
+        return commit_date(self.ensure_commit(repo, commit), commit)
+
     def has_commit(self, repo: str, commit: str) -> bool:
         mirror = self.mirror_path(repo)
         done = git(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=mirror, check=False)
@@ -277,11 +346,15 @@ class RepoCache:
         return self.cache_dir / "worktrees" / repo_slug(repo) / f"slot-{slot}"
 
     @contextmanager
-    def worktree(self, repo: str, commit: str, *, slot: int | None = None) -> Iterator[Worktree]:
+    def worktree(
+        self, repo: str, commit: str, *, slot: int | None = None, clean_ignored: bool = True
+    ) -> Iterator[Worktree]:
         """A worktree of `repo` at `commit`, clean, held exclusively until the block ends.
 
         slot=None takes the first free slot (never shared between processes: a flock per
-        slot); a given slot waits until it is free.
+        slot); a given slot waits until it is free. clean_ignored=False leaves ignored
+        files for the caller to clean (`Worktree.clean(keep=...)`): the grader keeps the
+        products of the repo's install, which only the environment knows.
         """
         mirror = self.ensure_commit(repo, commit)
         candidates = [slot] if slot is not None else list(range(MAX_SLOTS))
@@ -294,6 +367,8 @@ class RepoCache:
                     git(["worktree", "add", "--detach", "--force", "--", os.fspath(path), commit], cwd=mirror)
             tree = Worktree(repo=repo, path=path, slot=taken, commit=commit)
             tree.reset()
+            if clean_ignored:
+                tree.clean()
             yield tree
 
     # -- what an agent may see ------------------------------------------------------------

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graders._apply import normalize_patch
-from graders._reaper import become_subreaper, descendants, kill_new_descendants
+from graders._results_plugin import PLUGIN_NAME, ResultsChannel
+from graders._sandbox import Sandbox
+from graders._reaper import OWNER_VAR, become_subreaper, descendants, kill_new_descendants, owner_token
 
 __all__ = [
     "LineResult",
@@ -86,6 +88,7 @@ class TestCommand:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)  # from the command's VAR=value prefix
     directives: list[str] = field(default_factory=list)
+    channel: ResultsChannel | None = None  # a pytest run's results channel (graders._results_plugin)
 
     __test__ = False  # not a pytest class
 
@@ -103,11 +106,20 @@ def run_process(
     cwd: Path,
     env: Mapping[str, str],
     timeout_s: float | None,
+    sandbox: Sandbox | None = None,
+    writable: Sequence[Path] = (),
+    readable: Sequence[Path] = (),
 ) -> ProcessResult:
-    """Run argv in its own session; on timeout kill the whole group. Output: stdout+stderr."""
+    """Run argv in its own session; on timeout kill the whole group. Output: stdout+stderr.
+
+    With a confined `sandbox` the command runs inside it, `cwd` and `writable` read-write,
+    `readable` read-only, nothing else writable, no network (see `_sandbox`)."""
     start = time.monotonic()
     become_subreaper()
     before = descendants()
+    env = {**env, OWNER_VAR: owner_token()}  # found and ended by the next swecl if this one is killed
+    if sandbox is not None and sandbox.confined:
+        argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=[cwd, *writable], readable=readable)
     with tempfile.TemporaryFile(prefix="swecl-out-") as sink:
         try:
             proc = subprocess.Popen(
@@ -224,8 +236,11 @@ def resolve_program(name: str, *, python: Path, bin_dir: Path | None, worktree: 
     return [found or name]
 
 
-def test_environment(*, bin_dir: Path | None, venv: Path | None = None, extra: Mapping[str, str] = ()) -> dict[str, str]:
-    """The variables a test run gets: a short host allowlist, the env's bin first on PATH."""
+def test_environment(
+    *, bin_dir: Path | None, venv: Path | None = None, extra: Mapping[str, str] = (), channel: ResultsChannel | None = None
+) -> dict[str, str]:
+    """The variables a test run gets: a short host allowlist, the env's bin first on PATH,
+    and with a prepared results `channel` its plugin on PYTHONPATH (ahead of the spec's)."""
     env = {k: os.environ[k] for k in _PASSTHROUGH if k in os.environ}
     env.setdefault("LANG", "C.UTF-8")
     path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -234,7 +249,17 @@ def test_environment(*, bin_dir: Path | None, venv: Path | None = None, extra: M
         env["VIRTUAL_ENV"] = os.fspath(venv)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # no .pyc files left in the worktree between tasks
     env.update(dict(extra))
+    if channel is not None and channel.dir is not None:
+        env = channel.environment(env)
     return env
+
+
+def _runs_pytest(words: Sequence[str]) -> bool:
+    """`pytest ...`, `py.test ...`, `python -m pytest ...` (tox and other runners: no)."""
+    program = os.path.basename(words[0])
+    if program in ("pytest", "py.test"):
+        return True
+    return bool(re.fullmatch(r"python(\d(\.\d+)?)?", program)) and list(words[1:3]) == ["-m", "pytest"]
 
 
 def parse_eval_commands(lines: Sequence[str], worktree: Path) -> tuple[dict[str, str], list[str]]:
@@ -264,8 +289,12 @@ def build_test_command(
     python: Path,
     bin_dir: Path | None,
     worktree: Path,
+    channel: ResultsChannel | None = None,
 ) -> TestCommand:
-    """spec.test_cmd + directives as argv; leading VAR=value words become variables."""
+    """spec.test_cmd + directives as argv; leading VAR=value words become variables.
+
+    With a `channel`, a pytest command also loads swecl's results plugin (`-p`, right after
+    the program) and the channel is prepared; any other runner is left as it is."""
     parts = split_line(test_cmd)
     if isinstance(parts, str) or len(parts) != 1:
         raise ValueError(f"test command {test_cmd!r} is not a simple command: {parts if isinstance(parts, str) else 'several commands'}")
@@ -279,8 +308,16 @@ def build_test_command(
     if not words:
         raise ValueError(f"test command {test_cmd!r} names no program")
     words = [_expand(w, env, worktree) for w in words]
-    argv = resolve_program(words[0], python=python, bin_dir=bin_dir, worktree=worktree) + words[1:] + list(directives)
-    return TestCommand(argv=argv, env=env, directives=list(directives))
+    program = resolve_program(words[0], python=python, bin_dir=bin_dir, worktree=worktree)
+    rest = words[1:]
+    use_channel = channel is not None and _runs_pytest(words)
+    if use_channel:
+        assert channel is not None
+        channel.prepare()
+        skip = 2 if rest[:2] == ["-m", "pytest"] else 0  # `python -m pytest`: after the module
+        rest = [*rest[:skip], "-p", PLUGIN_NAME, *rest[skip:]]
+    argv = program + rest + list(directives)
+    return TestCommand(argv=argv, env=env, directives=list(directives), channel=channel if use_channel else None)
 
 
 def run_line(

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from ledger._errors import SweclError
+from projections._files import write_output
 
 from ._model import DIFFICULTY_LABELS, Benchmark, Sequence, Task
 from ._rows import SwebenchRow, load_hf, modified_files_of, read_rows, row_fields, rows_from_records, sequences_from_rows
@@ -63,6 +64,7 @@ class _MetadataIn(_Open):
     created_at: Timestamp | None = None
     difficulty: StrictStr | None = None
     version: StrictStr | None = None
+    environment_setup_commit: StrictStr | None = None
 
 
 class _TextIn(_Open):
@@ -141,6 +143,7 @@ def _task_draft(raw: _TaskIn, sequence_repo: str, where: str) -> dict[str, Any]:
         "dependencies": list(cl.dependencies),
         "modified_files": cl.modified_files,
         "environment": environment_dict(raw.environment),
+        "environment_setup_commit": meta.environment_setup_commit,
     }
 
 
@@ -313,6 +316,7 @@ def _freeze_sequence(sequence: dict[str, Any]) -> Sequence:
                 dependencies=tuple(draft.get("dependencies") or ()),
                 modified_files=tuple(modified),
                 environment=environment if environment is not None else default_env,
+                environment_setup_commit=draft.get("environment_setup_commit"),
             )
         )
     return Sequence(id=sequence["id"], repo=sequence["repo"], tasks=tuple(tasks), environment=default_env)
@@ -471,6 +475,7 @@ def _task_document(task: Task, sequence_env: dict[str, Any] | None) -> dict[str,
             "created_at": task.created_at,
             "difficulty": task.difficulty_label,
             "version": task.version,
+            **({"environment_setup_commit": task.environment_setup_commit} if task.environment_setup_commit else {}),
         },
         "task": {"problem_statement": task.problem_statement, "hints_text": task.hints_text},
         "evaluation": {
@@ -525,8 +530,5 @@ def write_curriculum(benchmark: Benchmark, path: str | os.PathLike[str], *, repo
     """Write `dump_curriculum` as indented UTF-8 JSON (same content -> same bytes)."""
     target = Path(path)
     text = json.dumps(dump_curriculum(benchmark, repo_sources=repo_sources), indent=2, ensure_ascii=False) + "\n"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
+    write_output(target, text.encode("utf-8"))  # atomic; a full disk is one line and leaves nothing
     return target

@@ -77,6 +77,7 @@ class Task:
     dependencies: tuple[str, ...] = ()
     modified_files: tuple[str, ...] = ()
     environment: dict[str, Any] | None = None
+    environment_setup_commit: str | None = None  # SWE-bench's; the grader resolves the env as of it
 
     def __hash__(self) -> int:
         # The generated hash would fail on the `environment` dict; identity is enough.
@@ -117,7 +118,7 @@ class Task:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able values (tuples as lists), for encoding and hashing."""
-        return {
+        document: dict[str, Any] = {
             "instance_id": self.instance_id,
             "repo": self.repo,
             "base_commit": self.base_commit,
@@ -136,6 +137,9 @@ class Task:
             "modified_files": list(self.modified_files),
             "environment": self.environment,
         }
+        if self.environment_setup_commit is not None:  # absent: hashes as before the field existed
+            document["environment_setup_commit"] = self.environment_setup_commit
+        return document
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
 
+from graders._limits import MAX_PARQUET_BYTES, check_input_file
 from ledger._errors import SweclError
 
 from ._model import DIFFICULTY_LABELS
@@ -41,7 +42,7 @@ _DIFF_FILE = re.compile(r"^diff --git a/(.*?) b/", re.MULTILINE)
 
 
 class SwebenchRow(BaseModel):
-    """One SWE-bench row; columns beyond these (environment_setup_commit...) are ignored."""
+    """One SWE-bench row; columns beyond these are ignored."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -57,6 +58,8 @@ class SwebenchRow(BaseModel):
     FAIL_TO_PASS: TestIds | None = None
     PASS_TO_PASS: TestIds | None = None
     difficulty: StrictStr | None = None
+    # the commit SWE-bench builds the environment at: the grader's era and manifests
+    environment_setup_commit: StrictStr | None = None
 
 
 def modified_files_of(patch: str | None) -> list[str]:
@@ -112,8 +115,7 @@ def _read_parquet(path: Path, label: str) -> list[SwebenchRow]:
         import polars as pl
     except ImportError:  # pragma: no cover - polars is a dependency
         raise SweclError(f"{label}: reading parquet needs the polars package") from None
-    if not path.is_file():
-        raise SweclError(f"{label}: no such file")
+    check_input_file(path, label, MAX_PARQUET_BYTES)  # polars opens it: refuse devices, FIFOs, huge files first
     try:
         records = pl.read_parquet(path).to_dicts()
     except Exception as exc:  # polars raises many kinds; all mean "not readable parquet"
@@ -267,4 +269,5 @@ def row_fields(row: SwebenchRow) -> dict[str, Any]:
         "test_patch": row.test_patch,
         "fail_to_pass": row.FAIL_TO_PASS,
         "pass_to_pass": row.PASS_TO_PASS,
+        "environment_setup_commit": row.environment_setup_commit,
     }

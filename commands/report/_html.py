@@ -122,10 +122,17 @@ def _header(data: ReportData, anchors: Mapping[str, str]) -> str:
     )
 
 
+def sandbox_of(config: Mapping[str, object]) -> str:
+    """Where a run's agents and tests ran; runs recorded before the sandbox existed ran unconfined."""
+    mode = config.get("sandbox")
+    return "none (unconfined)" if mode in (None, "none") else str(mode)
+
+
 def _runs_table(data: ReportData) -> str:
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("version", "stage", "memory", "agent", "model", "grader", "benchmark", "passes", "seeded from", "status", "started")
+        for h in ("version", "stage", "memory", "agent", "model", "grader", "sandbox", "benchmark", "passes", "seeded from",
+                  "status", "started")
     )
     rows = []
     for vr in data.versions:
@@ -135,8 +142,8 @@ def _runs_table(data: ReportData) -> str:
             f" @ seq {run.seeded_seq}" if run.seeded_seq is not None else ""
         )
         cells = (
-            run.version, run.stage, run.memory_mode, run.agent, run.model or "", run.grader, run.benchmark,
-            passes, seeded, run.status, run.started_at[:19],
+            run.version, run.stage, run.memory_mode, run.agent, run.model or "", run.grader, sandbox_of(run.config),
+            run.benchmark, passes, seeded, run.status, run.started_at[:19],
         )
         rows.append(f'<tr data-run="{esc(run.version)}">' + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
     return f'<section id="runs"><h2>Runs</h2><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></section>'

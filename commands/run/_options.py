@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from graders import SANDBOX_MODES, sandbox_for
 from ledger import SweclError
 
 from ._stages import get_stage, parse_passes
@@ -41,6 +42,9 @@ class RunOptions(msgspec.Struct, kw_only=True):
     repo_sources: dict[str, str] = msgspec.field(default_factory=dict)
     cache_dir: str | None = None
     python_paths: dict[str, str] = msgspec.field(default_factory=dict)
+    # Where agents and tests run: bwrap (confined, the default) or none (unconfined,
+    # recorded here so every report of the run says so).
+    sandbox: str = "bwrap"
     # Where sequences run (see _ray.py). Recorded like the rest; a resume may override them.
     executor: str = "local"  # local | ray
     ray_address: str | None = None  # None: RAY_ADDRESS, else the cluster on this node, else a new local one
@@ -58,6 +62,9 @@ class RunOptions(msgspec.Struct, kw_only=True):
         if self.jobs < 1:
             raise SweclError(f"--jobs {self.jobs}: give at least 1")
         self.validate_executor()
+        if self.sandbox not in SANDBOX_MODES:
+            raise SweclError(f"--sandbox {self.sandbox!r}: one of {', '.join(SANDBOX_MODES)}")
+        sandbox_for(self.sandbox)  # refused now, in one line, not at the first task
         if self.code_mode not in ("agentic", "blind"):
             raise SweclError(f"--code-mode {self.code_mode!r}: agentic or blind")
         self._refuse_secrets()

@@ -25,7 +25,7 @@ from agents import Agent, Budget, get_agent
 from commands.inputs import Benchmark, Sequence, find_sequence, load_benchmark, load_predictions
 from commands.memory import dream, seed_memory
 from projections.memory import materialise_version
-from graders import RepoCache, default_cache_dir, get_grader
+from graders import RepoCache, default_cache_dir, get_grader, reap_orphans, sandbox_for
 from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, event_id_for
 from ledger.events import RunFinished, RunResumed, RunStarted, TaskRef
 
@@ -306,6 +306,10 @@ def execute(results: Results, version: str, opts: RunOptions, reporter: Reporter
 def _execute_locked(results: Results, version: str, opts: RunOptions, reporter: Reporter,
                     sequence_ids: list[str] | None = None) -> RunReport:
     stage = get_stage(opts.stage)
+    # What an earlier swecl that was SIGKILLed left running (unconfined test runs, agents).
+    killed = reap_orphans()
+    if killed:
+        reporter.note(f"ended {len(killed)} process(es) left running by a swecl that was killed")
     if sequence_ids is None:
         with results.open_ledger() as ledger:
             sequence_ids = list(next(ledger.read_stream(f"run/{version}")).event.sequences)
@@ -323,8 +327,9 @@ def _execute_locked(results: Results, version: str, opts: RunOptions, reporter: 
                 run_one_sequence(str(results.root), version, opts, sequence_id, reporter)
     except AgentUnavailable as exc:
         status, error = "failed", str(exc)
-    except KeyboardInterrupt:
-        _finish(results, version, "interrupted", "interrupted by the user")
+    except KeyboardInterrupt as exc:
+        why = "terminated (SIGTERM)" if type(exc).__name__ == "Terminated" else "interrupted by the user"
+        _finish(results, version, "interrupted", why)
         raise
     except SweclError as exc:
         status, error = "failed", str(exc)
@@ -379,6 +384,9 @@ def run_sequence_on(ledger: Ledger, version: str, opts: RunOptions, sequence_id:
 
         sequence = replace(sequence, tasks=tuple(t for t in sequence.tasks if t.instance_id in set(opts.instances)))
     cache = cache_dir_of(opts)
+    # The agent must not see the mirror (later commits hold its fix), the ledger, or the
+    # files that hold the grading rows; tests need none of them either.
+    sandbox = sandbox_for(opts.sandbox, hide=[cache, ledger.path.parent, *_input_files(opts)])
     ctx = SequenceContext(
         ledger=ledger,
         version=version,
@@ -388,8 +396,9 @@ def run_sequence_on(ledger: Ledger, version: str, opts: RunOptions, sequence_id:
         agent_name=opts.agent,
         grader=get_grader(
             opts.grader, cache_dir=cache, repo_sources=benchmark.repo_sources, timeout_s=opts.test_timeout_s,
-            python=opts.python_paths or None,
+            python=opts.python_paths or None, sandbox=sandbox,
         ),
+        sandbox=sandbox,
         grader_name=opts.grader,
         repos=RepoCache(cache, benchmark.repo_sources),
         reporter=reporter,
@@ -399,6 +408,12 @@ def run_sequence_on(ledger: Ledger, version: str, opts: RunOptions, sequence_id:
         builtin_dir=builtin_dir if stage.memory_mode == "builtin" else None,
     )
     run_sequence(ctx, opts.pass_list, opts.retest_every)
+
+
+def _input_files(opts: RunOptions) -> list[Path]:
+    """The dataset, rows and predictions files of a run (what hold the answers)."""
+    named = [opts.dataset, opts.rows, *(p.split("=", 1)[-1] for p in opts.predictions)]
+    return [Path(n) for n in named if n and not n.startswith("hf:") and Path(n).exists()]
 
 
 def _worker(results_root: str, version: str, opts_raw: dict, sequence_id: str, queue: object) -> None:

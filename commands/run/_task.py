@@ -20,7 +20,7 @@ from agents import Agent, AgentInput, AgentResult, Budget, RecallService
 from agents._scrub import Scrubber
 from commands.inputs import Sequence, Task
 from commands.memory import GradingSecrets, TaskView, plan_daydream
-from graders import EnvSpec, Grader, GradeRequest, RepoCache, apply_check
+from graders import EnvSpec, Grader, GradeRequest, RepoCache, Sandbox, apply_check
 from ledger import Event, Ledger, NewEvent, SweclError, event_id_for
 from ledger.events import GradeFinished, MemorySuperseded, MemoryWritten, TaskAbandoned, TaskFinished, TaskStarted
 
@@ -70,6 +70,7 @@ class SequenceContext:
     code_mode: str
     budget: Budget
     builtin_dir: Path | None = None
+    sandbox: Sandbox | None = None  # where the agent runs (the grader has its own)
     progress: dict[str, tuple[int, int]] = field(default_factory=dict)  # pass -> (done, resolved)
     builtin_seen: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (item id, sha256)
 
@@ -278,15 +279,18 @@ def _run_agent(
                 pass_=pass_,
                 memory_dir=ctx.builtin_dir if ctx.stage.memory_mode == "builtin" and pass_ != "baseline" else None,
                 apply_check=lambda patch, _wt=workdir: apply_check(_wt, patch),
+                sandbox=ctx.sandbox,
             )
             return ctx.agent.run(inp), False
     except SweclError as exc:
-        return AgentResult(exit="error", error=str(exc), duration_s=time.monotonic() - started), True
+        # The message and traceback may quote what the adapter read (its environment
+        # among it): recorded scrubbed, like an adapter's own result.
+        return AgentResult(exit="error", error=Scrubber().text(str(exc)), duration_s=time.monotonic() - started), True
     except Exception as exc:  # an adapter bug must not take the run down or pass as a result
         detail = traceback.format_exc(limit=5)
         return AgentResult(
-            exit="error", error=f"the agent adapter raised {exc!r}", duration_s=time.monotonic() - started,
-            transcript=detail.encode(),
+            exit="error", error=Scrubber().text(f"the agent adapter raised {exc!r}"),
+            duration_s=time.monotonic() - started, transcript=Scrubber().bytes(detail.encode()),
         ), True
     finally:
         if recall is not None:
@@ -305,6 +309,7 @@ def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: st
         pass_to_pass=list(task.pass_to_pass or ()),
         environment=environment_spec(task),
         gold_patch=task.patch,
+        environment_setup_commit=task.environment_setup_commit,
     )
     outcome = ctx.grader.grade(request)
     # Set-up and test commands print what they like, environment values included.

@@ -8,19 +8,24 @@ from pathlib import Path
 import pytest
 
 from graders._apply import (
+    ALREADY_APPLIED,
+    CHAIN,
     GIT_APPLY,
     GIT_APPLY_3WAY,
     GIT_APPLY_RECOUNT,
+    GIT_APPLY_REJECT,
     GNU_PATCH,
     apply_check,
     apply_patch,
     apply_test_patch,
+    is_test_config_path,
     is_test_path,
     normalize_patch,
     patch_paths,
     reset_to,
     revert_test_files,
     snapshot,
+    split_git_behaviour_files,
     unsafe_reason,
 )
 from tests.graders.exec_support import GOLD_PATCH, OPS_V1, TEST_PATCH, make_calc_repo, run_git, write
@@ -65,12 +70,19 @@ def test_missing_final_newline_is_added(repo: Path) -> None:
     assert result.ok, result.error
 
 
-def test_wrong_hunk_counts_apply_with_recount(repo: Path) -> None:
+def test_wrong_hunk_counts_fail_as_in_swebench_but_recount_is_there_for_the_gold_tests(repo: Path) -> None:
+    """swebench's chain has no `--recount`: a patch whose hunk headers miscount its lines is
+    corrupt to every git apply and malformed to GNU patch. swecl fails it too (accepting it
+    would grade patches swebench rejects); the gold test patch keeps the fallback."""
     broken = GOLD_PATCH.replace("@@ -13,6 +13,8 @@", "@@ -13,9 +13,2 @@")
+    before = _tree_listing(repo)
     result = _apply_with_reset(repo, broken)
-    assert result.ok, result.log
-    assert result.applied_with == GIT_APPLY_RECOUNT
-    assert "$ git apply\n" in result.log and "$ git apply --3way" in result.log
+    assert result.status == "patch_failed", result.log
+    assert [line[2:] for line in result.log.splitlines() if line.startswith("$ ")] == [
+        *CHAIN, "git apply --check --reverse"]
+    assert _tree_listing(repo) == before
+    result = _apply_with_reset(repo, broken, strategies=(GIT_APPLY, GIT_APPLY_RECOUNT))
+    assert result.ok and result.applied_with == GIT_APPLY_RECOUNT, result.log
     assert (repo / "calc/ops.py").read_text().count("if x > hi:") == 1
 
 
@@ -282,3 +294,120 @@ def test_gold_test_patch_failure_is_reported(repo: Path) -> None:
     bad = TEST_PATCH.replace("assert clamp(-5, 0, 10) == 0", "assert something_else()")
     result = apply_test_patch(repo, bad)
     assert not result.ok and result.status == "patch_failed"
+
+
+# -- the chain is swebench 5.x's; each deliberate difference has its own test ----------
+
+
+def test_the_chain_is_swebench_s_git_apply_cmds_in_its_order() -> None:
+    swebench = pytest.importorskip("swebench.harness.run_evaluation", reason="swebench==5.0.2 (the test extra)")
+    assert swebench.GIT_APPLY_CMDS == [
+        "git apply --verbose", "git apply --verbose --3way", "git apply --verbose --reject",
+        "patch --batch --forward --fuzz=5 -p1 -i",
+    ]
+    # every git apply runs with --verbose (-v), GNU patch with --batch and -p1
+    assert CHAIN == (GIT_APPLY, GIT_APPLY_3WAY, GIT_APPLY_REJECT, GNU_PATCH)
+
+
+def _commit_version_file(repo: Path) -> None:
+    write(repo, "calc/version.py", "NAME = 'calc'\nVERSION = '2.0'\nLICENSE = 'MIT'\n")
+    run_git(repo, "add", "-A")
+    run_git(repo, "commit", "-q", "-m", "version 2.0")
+
+
+ALREADY_THERE = (
+    "diff --git a/calc/version.py b/calc/version.py\n--- a/calc/version.py\n+++ b/calc/version.py\n"
+    "@@ -1,3 +1,3 @@\n NAME = 'calc'\n-VERSION = '1.0'\n+VERSION = '2.0'\n LICENSE = 'MIT'\n"
+)
+
+
+def test_a_patch_whose_other_hunk_is_already_applied_counts_as_applied(repo: Path) -> None:
+    """sphinx-8459: GNU patch --forward skips a hunk the tree already has and exits 1 while
+    the real fix applied cleanly; swebench then checks the tree with `git apply --check
+    --reverse` and accepts it. So does swecl (it used to end patch_failed)."""
+    _commit_version_file(repo)
+    result = _apply_with_reset(repo, GOLD_PATCH + ALREADY_THERE)
+    assert result.ok, result.log
+    assert result.applied_with == GNU_PATCH + ALREADY_APPLIED
+    assert "Reversed (or previously applied) patch detected" in result.log
+    assert "if x > hi:" in (repo / "calc/ops.py").read_text()
+    assert not list(repo.rglob("*.rej")) and not list(repo.rglob("*.orig"))
+
+
+def test_a_rejected_try_leaves_no_rej_file_and_no_half_applied_hunk(repo: Path) -> None:
+    """Difference: swebench's `--reject` try and GNU patch leave .rej/.orig files in the
+    tree it tests; swecl resets before each retry and GNU patch writes none, so nothing that
+    is not the patch's content reaches the tests (a test that lists files, a docs build)."""
+    _commit_version_file(repo)
+    before = _tree_listing(repo)
+    mismatch = ALREADY_THERE.replace("-VERSION = '1.0'\n+VERSION = '2.0'", "-VERSION = '0.9'\n+VERSION = '1.0'")
+    result = _apply_with_reset(repo, GOLD_PATCH + mismatch)
+    assert result.status == "patch_failed"
+    assert "Rejected hunk" in result.log  # the --reject try ran and rejected
+    assert _tree_listing(repo) == before
+
+
+def test_gnu_patch_reads_unified_diffs_only(repo: Path) -> None:
+    """Difference: swebench's GNU patch also takes context, normal and ed-script diffs. The
+    path checks read unified headers only, and an ed script can run commands, so swecl's
+    GNU patch runs with --unified: other formats fail to apply."""
+    context = (
+        "*** a/calc/ops.py\n--- b/calc/ops.py\n***************\n*** 15,17 ****\n--- 15,19 ----\n"
+        "          return lo\n+     if x > hi:\n+         return hi\n      return x\n"
+    )
+    result = _apply_with_reset(repo, context)
+    assert result.status == "patch_failed"
+    assert "if x > hi:" not in (repo / "calc/ops.py").read_text()
+
+
+def test_git_behaviour_files_are_left_out_and_named(repo: Path) -> None:
+    """Difference: swebench applies a .gitattributes a patch brings; swecl leaves sections
+    touching .gitattributes/.gitmodules out (anywhere in the tree) and lists them."""
+    patch = (
+        _new_file_patch(".gitattributes", "* working-tree-encoding=UTF-16\n") + GOLD_PATCH
+        + _new_file_patch("calc/.gitattributes", "*.py ident\n") + _new_file_patch(".gitmodules", "[submodule]\n")
+    )
+    result = _apply_with_reset(repo, patch)
+    assert result.ok and result.applied_with == GIT_APPLY, result.log
+    assert result.not_applied == [".gitattributes", "calc/.gitattributes", ".gitmodules"]
+    assert "not applied (git behaviour files" in result.log
+    assert not (repo / ".gitattributes").exists() and not (repo / ".gitmodules").exists()
+    assert "if x > hi:" in (repo / "calc/ops.py").read_text()
+    only = _apply_with_reset(repo, _new_file_patch(".gitattributes", "* -text\n"))
+    assert only.status == "patch_failed" and "only git behaviour files" in (only.error or "")
+    kept, dropped = split_git_behaviour_files(GOLD_PATCH)
+    assert (kept, dropped) == (GOLD_PATCH, [])
+
+
+def test_the_gold_test_patch_may_bring_git_behaviour_files(repo: Path) -> None:
+    result = apply_test_patch(repo, TEST_PATCH + _new_file_patch("tests/.gitattributes", "*.bin binary\n"))
+    assert result.ok and result.not_applied == []
+    assert (repo / "tests/.gitattributes").is_file()
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [("pytest.ini", True), ("tox.ini", True), ("setup.cfg", True), ("pyproject.toml", True),
+     ("sub/dir/pyproject.toml", True), ("a/conftest.py", True), (".pytest.ini", True),
+     ("setup.py", False), ("src/pytest_ini.py", False), ("docs/conf.py", False)],
+)
+def test_is_test_config_path(path: str, expected: bool) -> None:
+    assert is_test_config_path(path) is expected
+
+
+def test_test_configuration_changes_are_reverted_and_source_changes_stay(repo: Path) -> None:
+    write(repo, "setup.cfg", "[metadata]\nname = calc\n")
+    run_git(repo, "add", "-A")
+    run_git(repo, "commit", "-q", "-m", "setup.cfg")
+    prepared = snapshot(repo)
+    agent = (
+        GOLD_PATCH + _new_file_patch("pytest.ini", "[pytest]\naddopts = -p evil\n")
+        + "diff --git a/setup.cfg b/setup.cfg\n--- a/setup.cfg\n+++ b/setup.cfg\n@@ -1,2 +1,4 @@\n"
+        " [metadata]\n name = calc\n+[tool:pytest]\n+addopts = -p evil\n"
+    )
+    assert _apply_with_reset(repo, agent).ok
+    reverted = revert_test_files(repo, prepared, TEST_PATCH, also=patch_paths(agent))
+    assert sorted(reverted) == ["pytest.ini", "setup.cfg"]
+    assert not (repo / "pytest.ini").exists()
+    assert (repo / "setup.cfg").read_text() == "[metadata]\nname = calc\n"
+    assert "if x > hi:" in (repo / "calc/ops.py").read_text()

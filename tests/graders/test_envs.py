@@ -16,25 +16,29 @@ from graders._envs import (
     build_env,
     ensure_repo_installed,
     env_lock,
+    era_for,
     list_envs,
     pre_install_plan,
     prune_envs,
 )
 from graders._interpreters import Interpreter
+from graders._repos import RepoCache
 from graders._specs import EnvSpec, spec_for
 from tests.graders.exec_support import REPO, TEST_ENV, shared_grading_cache
 
 
 @pytest.fixture(scope="module")
 def shared_env(tmp_path_factory: pytest.TempPathFactory):
-    cache, _, _ = shared_grading_cache(tmp_path_factory)
-    return cache, build_env(REPO, "0.1", TEST_ENV, cache_dir=cache)
+    cache, src, base = shared_grading_cache(tmp_path_factory)
+    # the era the grader gives this repo's tasks, so both share one environment
+    era = era_for(RepoCache(cache, {REPO: str(src)}), REPO, base, None)
+    return cache, build_env(REPO, "0.1", TEST_ENV, cache_dir=cache, exclude_newer=era.cutoff)
 
 
 @pytest.mark.slow
 def test_env_is_built_once_then_reused(shared_env) -> None:
     cache, first = shared_env
-    again = build_env(REPO, "0.1", TEST_ENV, cache_dir=cache)
+    again = build_env(REPO, "0.1", TEST_ENV, cache_dir=cache, exclude_newer=first.env.exclude_newer)
     assert again.built is False and again.env.path == first.env.path
     envs = list_envs(cache)
     assert [e.key for e in envs] == [first.env.key] and envs[0].complete

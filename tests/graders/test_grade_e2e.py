@@ -119,9 +119,9 @@ def test_agent_edit_to_a_test_file_is_reverted(setup) -> None:
     [
         (lambda p: p.replace("\n", "\r\n"), "git apply"),
         (lambda p: p.rstrip("\n"), "git apply"),
-        (lambda p: p.replace("@@ -13,6 +13,8 @@", "@@ -13,9 +13,3 @@"), "git apply --recount"),
+        # wrong hunk counts fail, as in swebench's chain: tests/graders/test_apply.py
     ],
-    ids=["crlf", "no-final-newline", "wrong-hunk-counts"],
+    ids=["crlf", "no-final-newline"],
 )
 def test_damaged_gold_patches_still_apply_and_resolve(setup, mangle, strategy: str) -> None:
     out = _grade(setup, mangle(GOLD_PATCH))
@@ -152,38 +152,49 @@ def test_outside_pointing_symlink_is_patch_failed(setup) -> None:
     assert out.status == "patch_failed" and "symlink" in (out.error or "")
 
 
-def test_hanging_test_times_out_and_its_children_die(setup, tmp_path: Path) -> None:
-    pid_file = tmp_path / "child.pid"
+def _live_with(token: str) -> list[int]:
+    """Pids (not zombies) whose command line holds `token`."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if token.encode() in cmdline and state != "Z":
+            found.append(int(name))
+    return found
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+def test_hanging_test_times_out_and_its_children_die(setup, sandbox: str) -> None:
+    token = f"swecl-hang-{sandbox}-{os.getpid()}-{time.monotonic_ns()}"
     hang = (
         "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n"
-        "@@ -13,6 +13,12 @@ def clamp(x, lo, hi):\n"
+        "@@ -13,6 +13,11 @@ def clamp(x, lo, hi):\n"
         '     """x limited to [lo, hi]."""\n'
         "     if x < lo:\n"
         "         return lo\n"
         "+    if x > hi:\n"
         "+        import subprocess, sys, time\n"
-        "+        child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
-        f"+        open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        f"+        subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', {token!r}], start_new_session=True)\n"
         "+        time.sleep(600)\n"
         "+        return hi\n"
         "     return x\n \n \n"
     )
     start = time.monotonic()
-    out = _grade(setup, hang, timeout_s=4)
+    cache, src, base = setup
+    g = get_grader("swebench", cache_dir=cache, repo_sources={REPO: str(src)}, timeout_s=4, sandbox=sandbox)
+    out = g.grade(_req(base, hang))
     assert time.monotonic() - start < 60
     assert out.status == "timeout" and out.resolved is False, out.log.decode()
     assert out.test_exit_code is None and b"timed out" in out.log
-    child = int(pid_file.read_text())
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
+    while _live_with(token) and time.monotonic() < deadline:
         time.sleep(0.05)
-    else:
-        with open(f"/proc/{child}/stat") as fh:  # only a zombie may remain
-            assert fh.read().split(")")[-1].split()[0] == "Z"
+    assert not _live_with(token), "a child of the timed-out test run (in its own session) is still alive"
 
 
 def test_skipped_fail_to_pass_is_unresolved(setup) -> None:

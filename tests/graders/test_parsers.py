@@ -13,6 +13,7 @@ from graders._parsers import (
     canonical_parser,
     find_test_output,
     frame_test_output,
+    log_conflicts,
     parse_log,
     parse_test_log,
     parser_for_repo,
@@ -58,9 +59,45 @@ def test_pytest_summary_lines_every_status() -> None:
     }
 
 
-def test_pytest_later_line_wins() -> None:
-    log = "FAILED tests/t.py::test_a - x\nPASSED tests/t.py::test_a\n"
-    assert parse_log(log, "pytest") == {"tests/t.py::test_a": P}
+def test_pytest_later_line_wins_unless_it_would_hide_a_failure() -> None:
+    log = "SKIPPED tests/t.py::test_b\nPASSED tests/t.py::test_b\n"
+    assert parse_log(log, "pytest") == {"tests/t.py::test_b": P}
+    assert log_conflicts(log, "pytest") == {}
+
+
+# A test reported failing and not failing counts as failed, whatever the order: a PASSED line
+# printed after the report (an exit handler of the code under test, then os._exit(0)) must
+# not overwrite the runner's FAILED. One log per parser family, the forged line last.
+FORGED_AFTER_FAILURE = {
+    "pytest": ("FAILED tests/t.py::test_a - assert 1 == 2\nPASSED tests/t.py::test_a\n", "tests/t.py::test_a", F),
+    "pytest_options": ("ERROR tests/t.py::test_a[/x/y] - boom\nPASSED tests/t.py::test_a[/x/y]\n",
+                       "tests/t.py::test_a[/y]", E),
+    "matplotlib": ("FAILED tests/t.py::test_a - x\nXFAIL tests/t.py::test_a\n", "tests/t.py::test_a", F),
+    "pytest_v2": (f"{ESC}[31mFAILED{ESC}[0m tests/t.py::test_a - x\ntests/t.py::test_a PASSED\n",
+                  "tests/t.py::test_a", F),
+    "django": ("test_a (app.tests.T) ... FAIL\ntest_a (app.tests.T) ... ok\n", "test_a (app.tests.T)", F),
+    "sympy": ("test_a E\ntest_a ok\n", "test_a", E),
+}
+
+
+@pytest.mark.parametrize("parser", sorted(FORGED_AFTER_FAILURE))
+def test_a_pass_printed_after_a_failure_does_not_overwrite_it(parser: str) -> None:
+    log, name, failing = FORGED_AFTER_FAILURE[parser]
+    assert parse_log(log, parser)[name] is failing
+    assert log_conflicts(log, parser)[name][1] is failing
+    # and the other order (the failure last) was failing already
+    lines = log.splitlines(keepends=True)
+    assert parse_log("".join(reversed(lines)), parser)[name] is failing
+
+
+def test_passed_then_error_in_teardown_is_an_error_as_in_swebench() -> None:
+    """pytest -rA prints PASSED lines before ERROR lines: a test whose call passed and whose
+    teardown failed appears twice, and swebench's last-line reading keeps ERROR too."""
+    log = ("PASSED tests/t.py::test_a\nPASSED tests/t.py::test_b\n"
+           "ERROR tests/t.py::test_a - RuntimeError: teardown\n")
+    assert parse_log(log, "pytest") == {"tests/t.py::test_a": E, "tests/t.py::test_b": P}
+    assert log_conflicts(log, "pytest") == {"tests/t.py::test_a": (E, E)}
+    assert decide(parse_log(log, "pytest"), ["tests/t.py::test_a"], []).status == UNRESOLVED
 
 
 def test_pytest_v2_keeps_the_rest_of_the_line_and_reads_verbose_endings() -> None:
@@ -123,8 +160,9 @@ def test_pytest_options_keep_the_basename_of_path_options() -> None:
         "tests/test_x.py::test_file[/file.dcm]": P,
         "tests/test_x.py::test_url[//host/share]": P,
         "tests/test_x.py::test_glob[/a/*.py]": P,
-        # two paths, one basename: the later line wins, as for any repeated name
-        "tests/test_x.py::test_same[/f.py]": P,
+        # two paths, one basename: one of the tests this name stands for failed, so the
+        # name fails (as a truncated listed id whose candidates disagree does in `decide`)
+        "tests/test_x.py::test_same[/f.py]": F,
     }
 
 
@@ -526,3 +564,42 @@ def test_verdict_lines_missing_input_file_and_bad_bytes(tmp_path: Path) -> None:
     source.write_bytes(b'\n{"instance_id": "caf\xe9"}\n')
     with pytest.raises(SweclError, match=r"latin1\.jsonl:2: is not UTF-8 text"):
         list(verdict_lines(source))
+
+
+# The official logs that report some name both failing and not failing, and why.
+OFFICIAL_LOGS_WITH_CONFLICTS = {
+    # pytest's own suite prints an inner run's summary (XFAIL), then its own (FAILED)
+    "pytest-dev__pytest-7490__20240620_sweagent_claude3.5sonnet": {
+        "test_xfail_imperative_in_setup_function.py::test_this": (F, F)},
+    # two django tests share a docstring first line, so a name: one ok, one FAIL
+    "django__django-15987__composio_langgraph_agent_1726076078N": {
+        "settings.FIXTURE_DIRS cannot contain a default fixtures directory": (F, F)},
+}
+
+
+def test_conflicting_statuses_change_no_official_verdict(shared: Path) -> None:
+    """Of the 463 official logs, two report a name both ways; in both the last line already
+    said FAILED, so swebench's last-line reading and the failure-wins rule agree, and every
+    verdict (all 440 applied logs are checked in test_official_logs) stays the official one."""
+    from tests.graders.test_official_logs import load_official_logs
+
+    everything = load_official_logs(shared, applied_only=False)
+    assert len(everything) == 463
+    found = {}
+    for entry in everything:
+        parser = parser_for_repo(entry.repo)
+        region = find_test_output(entry.log, test_cmd=entry.test_cmd)
+        conflicts = log_conflicts(region.text, parser) or log_conflicts(entry.log, parser)
+        if conflicts:
+            found[entry.dir] = conflicts
+    assert found == OFFICIAL_LOGS_WITH_CONFLICTS
+    by_dir = {entry.dir: entry for entry in everything}
+    for name in found:
+        entry = by_dir[name]
+        parser = parser_for_repo(entry.repo)
+        ours = entry.grade()
+        region = find_test_output(entry.log, test_cmd=entry.test_cmd).text
+        last_line_wins = {**parse_log(region, parser), **{k: last for k, (last, _) in found[name].items()}}
+        theirs = decide(last_line_wins, entry.names("FAIL_TO_PASS"), entry.names("PASS_TO_PASS"))
+        assert ours.resolved == theirs.resolved == entry.report["resolved"], name
+        assert (ours.f2p, ours.p2p) == (theirs.f2p, theirs.p2p), name

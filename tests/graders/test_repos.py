@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -45,14 +46,70 @@ def test_mirror_is_cloned_once_and_worktrees_are_reused(tmp_path: Path, source: 
         assert git(["rev-parse", "HEAD"], cwd=wt.path).stdout.decode().strip() == base
         write(wt.path, "calc/ops.py", "edited by an agent\n")
         write(wt.path, "untracked.py", "x")
-        write(wt.path, "build/lib.so", "compiled in place")  # ignored: kept between tasks
+        write(wt.path, "build/lib.so", "compiled in place")  # ignored: kept only when asked
     mirror_inode = (cache.mirror_path(REPO) / "HEAD").stat().st_ino
-    with cache.worktree(REPO, base) as wt2:
+    with cache.worktree(REPO, base, clean_ignored=False) as wt2:
         assert wt2.path == wt.path
         assert (wt2.path / "calc" / "ops.py").read_text() != "edited by an agent\n"
         assert not (wt2.path / "untracked.py").exists()
         assert (wt2.path / "build" / "lib.so").exists()
+    with cache.worktree(REPO, base) as wt3:
+        assert not (wt3.path / "build").exists()
     assert (cache.mirror_path(REPO) / "HEAD").stat().st_ino == mirror_inode
+
+
+def test_every_untracked_and_ignored_file_goes_before_each_use(tmp_path: Path, source: tuple[Path, str]) -> None:
+    src, base = source
+    cache = RepoCache(tmp_path / "cache", {REPO: str(src)})
+    with cache.worktree(REPO, base) as wt:
+        write(wt.path, ".tox/py39/lib/site.py", "stale tox env")  # not even in .gitignore
+        write(wt.path, "build/__pycache__/evil.cpython-311.pyc", "planted")
+        write(wt.path, "calc/__pycache__/ops.cpython-311.pyc", "planted")
+        write(wt.path, "scratch.txt", "untracked")
+        (wt.path / "empty" / "dirs").mkdir(parents=True)
+    with cache.worktree(REPO, base) as wt:
+        assert wt.untracked_files() == []
+        for gone in (".tox", "build", "calc/__pycache__", "scratch.txt", "empty"):
+            assert not (wt.path / gone).exists(), gone
+
+
+def test_clean_keeps_exactly_the_listed_files(tmp_path: Path, source: tuple[Path, str]) -> None:
+    src, base = source
+    cache = RepoCache(tmp_path / "cache", {REPO: str(src)})
+    with cache.worktree(REPO, base) as wt:
+        write(wt.path, "calc.egg-info/PKG-INFO", "Name: calc")
+        write(wt.path, "calc/_ext.so", "built")
+        write(wt.path, "calc/__pycache__/ops.cpython-311.pyc", "planted")
+        write(wt.path, ".tox/log.txt", "stale")
+        nested = wt.path / "vendored"
+        nested.mkdir()
+        run_git(nested, "init", "-q")
+        write(nested, "x.py", "x = 1")
+        removed = wt.clean(keep={"calc.egg-info/PKG-INFO", "calc/_ext.so"})
+        assert sorted(removed) == [".tox/log.txt", "calc/__pycache__/ops.cpython-311.pyc", "vendored/"]
+        assert sorted(wt.untracked_files()) == ["calc.egg-info/PKG-INFO", "calc/_ext.so"]
+        assert not (wt.path / ".tox").exists() and not (wt.path / "calc" / "__pycache__").exists()
+        assert (wt.path / "calc" / "ops.py").is_file()
+
+
+def test_commit_date_and_files_at_a_commit(tmp_path: Path) -> None:
+    from graders._repos import commit_date, file_at
+
+    src = tmp_path / "src"
+    src.mkdir()
+    run_git(src, "init", "-q")
+    write(src, "reqs/base.txt", "six\n")
+    run_git(src, "add", ".")
+    env = {**os.environ, "GIT_COMMITTER_DATE": "2019-07-01T23:30:00+02:00", "GIT_AUTHOR_DATE": "2010-01-01T00:00:00Z"}
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "old"], cwd=src, env=env, check=True)
+    sha = run_git(src, "rev-parse", "HEAD")
+    cache = RepoCache(tmp_path / "cache", {REPO: str(src)})
+    mirror = cache.ensure_commit(REPO, sha)
+    assert cache.commit_date(REPO, sha) == commit_date(mirror, sha) == "2019-07-01T21:30:00Z"  # committer, in UTC
+    assert file_at(mirror, sha, "reqs/base.txt") == "six\n"
+    assert file_at(mirror, sha, "reqs/../reqs/base.txt") == "six\n"
+    assert file_at(mirror, sha, "missing.txt") is None
+    assert file_at(mirror, sha, "../outside.txt") is None
 
 
 def test_missing_commit_is_fetched(tmp_path: Path, source: tuple[Path, str]) -> None:

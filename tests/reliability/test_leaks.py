@@ -144,7 +144,7 @@ def test_memory_never_holds_grading_secrets(curriculum: DemoCurriculum, tmp_path
     """The agent submits the fix, the task's own new tests, and a note naming the
     FAIL_TO_PASS test in a non-test file: the daydream keeps the fix, drops the test
     hunks, and governance refuses an item that names a grading test."""
-    template, _ = _spy(tmp_path)
+    template, out = _spy(tmp_path)
     instances = curriculum.instance_ids(SPANS)
     patches = {}
     for iid in instances:
@@ -152,7 +152,8 @@ def test_memory_never_holds_grading_secrets(curriculum: DemoCurriculum, tmp_path
         note = (f"diff --git a/NOTES.md b/NOTES.md\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.md\n"
                 f"@@ -0,0 +1 @@\n+remember {leaf}\n") if iid == instances[0] else ""
         patches[iid] = curriculum.gold(iid) + curriculum.test_patch(iid) + note
-    table = tmp_path / "patches.json"
+    # in the folder the spy's command line names: the only one of this test's the sandbox lets it see
+    table = out / "patches.json"
     table.write_text(json.dumps(patches))
     results = tmp_path / "results"
     swecl(results, "run", "--dataset", str(curriculum.path), "--sequence", SPANS, "--stage", "plugin-blank",

@@ -1,0 +1,98 @@
+"""Environments resolved as of the task's era (uv --exclude-newer at the setup commit's
+date, seed packages included) and dependency manifests read at the setup commit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from graders._envs import build_env, env_identity, era_for
+from graders._repos import RepoCache
+from graders._specs import EnvSpec
+from tests.graders.env_support import commit_at, installed_version, make_wheel, simple_index
+from tests.graders.exec_support import REPO, make_calc_repo, write
+
+
+def test_packages_and_seed_resolve_as_of_the_cutoff(tmp_path: Path) -> None:
+    """Real PyPI (through uv's cache): unpinned docutils and the seed packages of 2020."""
+    spec = EnvSpec(python=None, pip_packages=["docutils"])
+    build = build_env(REPO, "era", spec, cache_dir=tmp_path, exclude_newer="2021-01-01T00:00:00Z")
+    assert build.built and build.warnings == [], (build.log_path.read_text() if build.log_path else "")
+    python = build.env.python
+    assert installed_version(python, "docutils") == "0.16"  # 0.17 came out in 2021
+    assert int(installed_version(python, "pip").split(".")[0]) <= 20
+    assert int(installed_version(python, "setuptools").split(".")[0]) <= 51
+    subprocess.run([str(python), "-c", "import pkg_resources"], check=True)  # setuptools 82 has none
+    meta = json.loads((build.env.path / "env.json").read_text())
+    assert meta["exclude_newer"] == "2021-01-01T00:00:00Z" and meta["exclude_newer_applied"] is True
+    assert build.env.exclude_newer == "2021-01-01T00:00:00Z"
+    assert build.env.key.endswith(env_identity(spec, "2021-01-01T00:00:00Z")[:12])
+    log = build.log_path.read_text() if build.log_path else ""
+    assert "--exclude-newer 2021-01-01T00:00:00Z" in log and "venv --no-config" in log
+    # the cut-off is part of the identity: another era is another environment
+    assert env_identity(spec, "2021-01-01T00:00:00Z") != env_identity(spec, "2022-01-01T00:00:00Z")
+    assert env_identity(spec, None) == spec.spec_hash()
+
+
+def test_an_index_without_upload_times_falls_back_to_the_pins_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    index = simple_index(tmp_path / "index", {"tinypkg": ["1.0", "2.0"], "tinyb": ["0.5"]})
+    monkeypatch.setenv("UV_EXTRA_INDEX_URL", index)  # pip and friends still come from PyPI
+    spec = EnvSpec(python=None, packages="tinyb", pip_packages=["tinypkg==1.0"])
+    build = build_env(REPO, "noidx", spec, cache_dir=tmp_path / "cache", exclude_newer="2021-01-01T00:00:00Z")
+    assert installed_version(build.env.python, "tinypkg") == "1.0"
+    assert installed_version(build.env.python, "tinyb") == "0.5"
+    said = [w for w in build.warnings if "no upload times" in w]
+    assert len(said) == 1 and "2021-01-01T00:00:00Z" in said[0], build.warnings
+    log = build.log_path.read_text() if build.log_path else ""
+    assert log.count("# WARNING the era cut-off") == 1
+    meta = json.loads((build.env.path / "env.json").read_text())
+    assert meta["exclude_newer_applied"] is False
+
+
+def test_find_links_escape_the_cutoff_and_the_build_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    links = tmp_path / "links"
+    make_wheel(links, "tinypkg", "1.0")
+    make_wheel(links, "tinypkg", "2.0")
+    monkeypatch.setenv("UV_FIND_LINKS", str(links))
+    build = build_env(REPO, "links", EnvSpec(python=None, pip_packages=["tinypkg"]), cache_dir=tmp_path / "cache",
+                      exclude_newer="2020-01-01T00:00:00Z")
+    # uv serves find-links files whatever the cut-off (they have no upload time to compare)
+    assert installed_version(build.env.python, "tinypkg") == "2.0"
+    assert any("find-links" in w for w in build.warnings), build.warnings
+
+
+def test_manifests_are_read_at_the_setup_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    links = tmp_path / "links"
+    make_wheel(links, "tinypkg", "1.0")
+    make_wheel(links, "tinypkg", "2.0")
+    monkeypatch.setenv("UV_FIND_LINKS", str(links))  # no network: the requirements come from here
+    src, _ = make_calc_repo(tmp_path / "src")
+    write(src, "requirements.txt", "-r reqs/base.txt\n")
+    write(src, "reqs/base.txt", "tinypkg==1.0\n")
+    setup = commit_at(src, "env setup", "2020-03-01T23:30:00-05:00")
+    write(src, "reqs/base.txt", "tinypkg==2.0\n")
+    base = commit_at(src, "later task", "2021-05-02T10:00:00Z")
+    repos = RepoCache(tmp_path / "cache", {REPO: str(src)})
+    spec = EnvSpec(python=None, packages="requirements.txt")
+
+    era = era_for(repos, REPO, base, setup)
+    assert era.commit == setup and era.cutoff == "2020-03-02T00:00:00Z"  # committer date in UTC, floored to the day
+    with repos.worktree(REPO, base) as wt:
+        build = build_env(REPO, "req", spec, cache_dir=repos.cache_dir, worktree=wt.path, exclude_newer=era.cutoff,
+                          read_file=era.read_file, files_origin=f"commit {setup}")
+    assert installed_version(build.env.python, "tinypkg") == "1.0"
+    assert f"# packages from requirements.txt (commit {setup})" in (build.log_path.read_text() if build.log_path else "")
+
+    # without a setup commit: the base commit's era, and its checkout's files
+    era = era_for(repos, REPO, base, None)
+    assert era.commit == base and era.cutoff == "2021-05-01T00:00:00Z" and era.read_file is None  # its month
+    with repos.worktree(REPO, base) as wt:
+        build = build_env(REPO, "req", spec, cache_dir=repos.cache_dir, worktree=wt.path, exclude_newer=era.cutoff)
+    assert installed_version(build.env.python, "tinypkg") == "2.0"
+
+    # a setup commit the repository does not have: the base commit's era, said in a note
+    era = era_for(repos, REPO, base, "f" * 40)
+    assert era.commit == base and era.notes and "environment_setup_commit" in era.notes[0]

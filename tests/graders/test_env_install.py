@@ -1,0 +1,86 @@
+"""The repo's own install across tasks: its products kept (and verified) in the slot,
+everything else untracked or ignored removed, re-run when the dependency manifests change."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from graders._graders import GradeRequest, SwebenchGrader
+from graders._specs import EnvSpec
+from tests.graders.env_support import SETUP_PY, commit_at, make_calc_package
+from tests.graders.exec_support import F2P, GOLD_PATCH, P2P, TEST_PATCH, WRONG_PATCH, write
+
+pytestmark = pytest.mark.slow
+
+PKG = "acme/calcpkg"
+# no build isolation: the venv's own setuptools builds it, nothing is downloaded
+SPEC = EnvSpec(python=None, pip_packages=["pytest"], install="python -m pip install --no-build-isolation --no-deps -e .",
+               test_cmd="pytest -rA")
+
+
+def _grade(grader: SwebenchGrader, base: str, patch: str, setup_commit: str) -> tuple[str, str]:
+    out = grader.grade(GradeRequest(
+        instance_id="acme__calcpkg-1", repo=PKG, version="0.1", base_commit=base, model_patch=patch,
+        test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=SPEC,
+        environment_setup_commit=setup_commit,
+    ))
+    return out.status, out.log.decode()
+
+
+def _state(cache: Path) -> dict:
+    [installed] = list((cache / "envs").rglob("installed.json"))
+    return json.loads(installed.read_text())
+
+
+def test_install_products_are_kept_and_the_rest_goes(tmp_path: Path) -> None:
+    src, base = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
+    cache = tmp_path / "cache"
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
+    status, log = _grade(grader, base, GOLD_PATCH, base)
+    assert status == "resolved", log
+    assert "install: ran (ok)" in log and "packages as of 2024-03-01T00:00:00Z" in log
+    state = _state(cache)
+    assert "calc.egg-info/PKG-INFO" in state["products"] and state["fingerprint"]
+    slot = Path(state["worktree"])
+
+    # what a task's tests may leave behind, among ignored and untracked files
+    write(slot, ".tox/py39/stale.txt", "stale tox env")
+    write(slot, "build/__pycache__/evil.cpython-311.pyc", "planted")
+    write(slot, "calc/__pycache__/ops.cpython-311.pyc", "planted bytecode")  # would break `import calc.ops`
+    status, log = _grade(grader, base, WRONG_PATCH, base)
+    assert status == "unresolved", log
+    assert "install: reused (ok)" in log and "install product(s) kept" in log
+    assert not (slot / ".tox").exists() and not (slot / "build").exists()
+    assert (slot / "calc.egg-info" / "PKG-INFO").is_file()
+    planted = slot / "calc" / "__pycache__" / "ops.cpython-311.pyc"
+    assert not planted.exists() or planted.read_bytes() != b"planted bytecode"
+
+    # a product changed since the install: everything goes and the install runs again
+    (slot / "calc.egg-info" / "PKG-INFO").write_text("Name: something-else\n")
+    status, log = _grade(grader, base, GOLD_PATCH, base)
+    assert status == "resolved", log
+    assert "install product(s) changed" in log and "install: ran (ok)" in log
+    assert "Name: calc" in (slot / "calc.egg-info" / "PKG-INFO").read_text()
+
+
+def test_changed_dependency_manifests_reinstall_and_others_do_not(tmp_path: Path) -> None:
+    src, setup = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
+    write(src, "calc/extra.py", "X = 1\n")
+    same_deps = commit_at(src, "code only", "2024-03-02T12:00:00Z")
+    write(src, "setup.py", SETUP_PY.format(version="0.2"))
+    new_deps = commit_at(src, "new setup.py", "2024-03-03T12:00:00Z")
+    write(src, "requirements-dev.txt", "pytest\n")
+    new_reqs = commit_at(src, "a requirements file", "2024-03-04T12:00:00Z")
+    cache = tmp_path / "cache"
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
+    # one env for all (one setup commit); the install follows each task's manifests
+    expected = [(setup, "ran"), (same_deps, "reused"), (new_deps, "ran"), (new_reqs, "ran"), (new_reqs, "reused")]
+    for commit, install in expected:
+        status, log = _grade(grader, commit, GOLD_PATCH, setup)
+        assert status == "resolved", log
+        assert f"install: {install} (ok)" in log, (commit, log)
+    assert len(list((cache / "envs").rglob("installed.json"))) == 1
+    assert _state(cache)["commit"] == new_reqs

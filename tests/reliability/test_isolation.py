@@ -1,0 +1,350 @@
+"""Isolation: no task can change another task's grade, no agent can see the future.
+
+Each test is an attack that was reproduced against the unconfined grader, run for real:
+hostile patches through `swecl grade` (the code under test is the attacker), and a
+shell-capable agent through `swecl run --agent command`. Where the attack itself must be
+shown to work (a positive control), the same attack runs with `--sandbox none`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from .crashkit import read_blobs, read_events, spawn, swecl, swecl_argv, swecl_env
+from .support import CALC_GOLD, calc_curriculum, git, ledger_state, make_repo, write_predictions
+
+pytestmark = pytest.mark.slow
+
+CALC_WITH_IGNORE = {
+    "calc.py": "def add(a, b):\n    return a - b\n",
+    "pyproject.toml": '[tool.pytest.ini_options]\npythonpath = ["."]\n',
+    ".gitignore": "__pycache__/\n*.pyc\n",
+    "tests/__init__.py": "",
+    "tests/test_calc.py": "from calc import add\n\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n",
+}
+# A patch that changes no behaviour: add() still subtracts, so the task is unresolved.
+WRONG = (
+    "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n def add(a, b):\n"
+    "+    # looked at it\n     return a - b\n"
+)
+
+
+def _calc_module(attack: str, *, fixed: bool = False) -> str:
+    """A patch that replaces calc.py by `attack` (run when the tests import calc) + add()."""
+    body = attack.rstrip("\n").splitlines() + ["", "", "def add(a, b):", f"    return a {'+' if fixed else '-'} b"]
+    return (
+        "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n"
+        f"@@ -1,2 +1,{len(body)} @@\n-def add(a, b):\n-    return a - b\n" + "".join(f"+{line}\n" for line in body)
+    )
+
+
+PTH_ATTACK = '''
+import os, sysconfig
+POISON = "import sys, types; m = types.ModuleType('calc'); m.add = lambda a, b: a + b; sys.modules['calc'] = m\\n"
+try:
+    with open(os.path.join(sysconfig.get_paths()["purelib"], "zz_swecl_poison.pth"), "w") as fh:
+        fh.write(POISON)
+except OSError:
+    pass
+'''
+
+PYC_ATTACK = '''
+import importlib.util, os, py_compile, tempfile
+_here = os.path.dirname(os.path.abspath(__file__))
+_src = os.path.join(tempfile.mkdtemp(), "calc.py")
+with open(_src, "w") as fh:
+    fh.write("def add(a, b):\\n    return a + b\\n")
+try:
+    py_compile.compile(_src, cfile=importlib.util.cache_from_source(os.path.join(_here, "calc.py")),
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+except OSError:
+    pass
+'''
+
+DELETE_ATTACK = '''
+import os, shutil, sysconfig
+_site = sysconfig.get_paths()["purelib"]
+for _name in os.listdir(_site):
+    if _name.lower().startswith(("iniconfig", "pluggy")):
+        shutil.rmtree(os.path.join(_site, _name), ignore_errors=True)
+'''
+
+
+def _home_attack(real_home: Path, token: str) -> str:
+    return f'''
+import os
+for _path in (os.path.expanduser("~/.bashrc"), {str(real_home / ".bashrc")!r}, "/tmp/{token}", "/var/tmp/{token}"):
+    try:
+        with open(_path, "a") as fh:
+            fh.write("echo pwned\\n")
+    except OSError:
+        pass
+'''
+
+
+def _daemon_attack(token: str, *, hang: bool) -> str:
+    """A daemon that double-forks into a new session and keeps re-forking (a new pid every
+    0.2 s), each generation named by `token` on its command line."""
+    code = (
+        "import os, sys, time\n"
+        "while True:\n"
+        "    if os.fork():\n"
+        "        os._exit(0)\n"
+        "    os.setsid()\n"
+        "    time.sleep(0.2)\n"
+    )
+    return f'''
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", {code!r}, {token!r}], start_new_session=True,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+{"time.sleep(120)" if hang else ""}
+'''
+
+
+def _alive(token: str) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if token.encode() in cmdline and state != "Z":
+            found.append(int(name))
+    return found
+
+
+def _wait_gone(token: str, seconds: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while _alive(token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _alive(token)
+
+
+@pytest.fixture(scope="module")
+def calc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """The calc repository (with a .gitignore for bytecode) and a later commit holding its fix."""
+    root = tmp_path_factory.mktemp("isolation")
+    repo_dir = root / "repo"
+    base = make_repo(repo_dir, CALC_WITH_IGNORE)
+    (repo_dir / "calc.py").write_text("def add(a, b):\n    return a + b  # FUTURE-FIX\n")
+    git(["commit", "-q", "-am", "the fix, committed after the task's base"], repo_dir)
+    return {"root": root, "repo_dir": repo_dir, "base": base}
+
+
+def _grade(calc: dict, tmp: Path, cache: Path, patches: list[str], *, repo: str, sandbox: str = "bwrap",
+           env: dict[str, str] | None = None) -> tuple[list[str], Path]:
+    """`swecl grade` of `patches`, one task each, in this order; their statuses."""
+    instances = [f"acme__calc-{i}" for i in range(1, len(patches) + 1)]
+    dataset = calc_curriculum(tmp / "dataset", base=calc["base"], repo_dir=calc["repo_dir"], repo=repo,
+                              instances=instances)
+    predictions = write_predictions(tmp / "pred.jsonl", dict(zip(instances, patches, strict=True)))
+    results = tmp / "results"
+    done = swecl(results, "grade", "--dataset", str(dataset), "--predictions", str(predictions), "--json",
+                 "--sandbox", sandbox, cache=cache, check=False, timeout=900, env=env)
+    assert done.returncode == 0, done.stderr
+    statuses = json.loads(done.stdout)["statuses"]
+    return [statuses[i] for i in instances], results
+
+
+def _grade_logs(results: Path) -> dict[str, str]:
+    blobs = read_blobs(results)
+    return {e["payload"]["instance_id"]: blobs[e["payload"]["log"]].decode("utf-8", "replace")
+            for e in read_events(results) if e["type"] == "grade.finished" and e["payload"]["log"]}
+
+
+# -- 1. cross-task poisoning ----------------------------------------------------------------
+
+
+def test_a_planted_pth_in_the_environment_changes_no_later_grade(calc: dict, tmp_path: Path, cache: Path) -> None:
+    statuses, _ = _grade(calc, tmp_path / "a", cache, [_calc_module(PTH_ATTACK), WRONG, CALC_GOLD], repo="acme/calc-pth")
+    assert statuses == ["unresolved", "unresolved", "resolved"]
+    # and in a later invocation that shares the cache
+    later, _ = _grade(calc, tmp_path / "b", cache, [WRONG], repo="acme/calc-pth")
+    assert later == ["unresolved"]
+    assert not list(cache.rglob("zz_swecl_poison.pth"))
+
+
+def test_a_planted_pyc_in_an_ignored_pycache_changes_no_later_grade(calc: dict, tmp_path: Path, cache: Path) -> None:
+    statuses, _ = _grade(calc, tmp_path / "a", cache, [_calc_module(PYC_ATTACK), WRONG], repo="acme/calc-pyc")
+    assert statuses == ["unresolved", "unresolved"]
+    later, _ = _grade(calc, tmp_path / "b", cache, [WRONG], repo="acme/calc-pyc")
+    assert later == ["unresolved"]
+
+
+# -- 2. a patch deletes part of the shared environment --------------------------------------
+
+
+def test_a_patch_that_deletes_packages_of_the_environment_breaks_no_later_grade(
+    calc: dict, tmp_path: Path, cache: Path
+) -> None:
+    statuses, results = _grade(calc, tmp_path / "a", cache, [_calc_module(DELETE_ATTACK), CALC_GOLD],
+                               repo="acme/calc-delete")
+    assert statuses == ["unresolved", "resolved"], _grade_logs(results)
+    later, _ = _grade(calc, tmp_path / "b", cache, [CALC_GOLD], repo="acme/calc-delete")
+    assert later == ["resolved"]
+
+
+# -- 7. daemons, and a killed or terminated swecl -------------------------------------------
+
+
+def test_a_re_forking_daemon_does_not_outlive_its_grade(calc: dict, tmp_path: Path, cache: Path) -> None:
+    token = f"swecl-daemon-{os.getpid()}-{time.monotonic_ns()}"
+    statuses, _ = _grade(calc, tmp_path, cache, [_calc_module(_daemon_attack(token, hang=False), fixed=True)],
+                         repo="acme/calc-daemon")
+    assert statuses == ["resolved"]
+    assert _wait_gone(token) == []
+
+
+def _start_hanging_grade(calc: dict, tmp: Path, cache: Path, token: str, sandbox: str) -> tuple[subprocess.Popen, Path]:
+    dataset = calc_curriculum(tmp / "dataset", base=calc["base"], repo_dir=calc["repo_dir"], repo="acme/calc-kill")
+    predictions = write_predictions(tmp / "pred.jsonl", {"acme__calc-1": _calc_module(_daemon_attack(token, hang=True))})
+    results = tmp / "results"
+    proc = spawn(swecl_argv(results, "grade", "--dataset", str(dataset), "--predictions", str(predictions),
+                            "--sandbox", sandbox), cache=cache, log=tmp / "swecl.log")
+    deadline = time.monotonic() + 300
+    while not _alive(token):
+        assert proc.poll() is None, (tmp / "swecl.log").read_text()
+        assert time.monotonic() < deadline, "the daemon never started"
+        time.sleep(0.1)
+    return proc, results
+
+
+def test_sigkill_of_swecl_ends_the_sandboxed_test_run_and_its_daemons(calc: dict, tmp_path: Path, cache: Path) -> None:
+    token = f"swecl-killed-{os.getpid()}-{time.monotonic_ns()}"
+    proc, _ = _start_hanging_grade(calc, tmp_path, cache, token, "bwrap")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert _wait_gone(token) == []
+
+
+def test_unconfined_leftovers_of_a_killed_swecl_are_ended_by_the_next_start(
+    calc: dict, tmp_path: Path, cache: Path
+) -> None:
+    token = f"swecl-orphan-{os.getpid()}-{time.monotonic_ns()}"
+    proc, _ = _start_hanging_grade(calc, tmp_path / "a", cache, token, "none")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    time.sleep(0.5)
+    assert _alive(token), "positive control: unconfined, the daemon survives the SIGKILL of swecl"
+    try:
+        _grade(calc, tmp_path / "b", cache, [CALC_GOLD], repo="acme/calc-kill", sandbox="none")
+        assert _wait_gone(token, 5) == []
+    finally:
+        for pid in _alive(token):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_sigterm_stops_swecl_as_ctrl_c_does(calc: dict, tmp_path: Path, cache: Path) -> None:
+    token = f"swecl-term-{os.getpid()}-{time.monotonic_ns()}"
+    proc, results = _start_hanging_grade(calc, tmp_path, cache, token, "bwrap")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 143
+    err = (tmp_path / "swecl.log").read_text()
+    assert "swecl: terminated" in err and "Traceback" not in err, err
+    finished = [e["payload"] for e in read_events(results) if e["type"] == "run.finished"]
+    assert [f["status"] for f in finished] == ["interrupted"]
+    assert _wait_gone(token) == []
+    assert ledger_state(results) == []
+
+
+# -- 8. nothing outside the worktree is written ---------------------------------------------
+
+
+def test_test_code_cannot_write_home_or_tmp(calc: dict, tmp_path: Path, cache: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    token = f"swecl-canary-{os.getpid()}-{time.monotonic_ns()}"
+    statuses, _ = _grade(calc, tmp_path, cache, [_calc_module(_home_attack(home, token), fixed=True)],
+                         repo="acme/calc-home", env={"HOME": str(home)})
+    assert statuses == ["resolved"]
+    # (swecl itself may keep its tools' caches under the home it was given; the tests may not write there)
+    assert not (home / ".bashrc").exists()
+    assert not Path("/tmp", token).exists() and not Path("/var/tmp", token).exists()
+
+
+# -- 3. the agent cannot read the future ----------------------------------------------------
+
+# The agent: looks for the repository mirror everywhere it might be (the environment, the
+# parents of its checkout, other processes' command lines), copies the fix from it when
+# found, and writes what it found into its checkout, so the findings travel in its patch.
+SNOOP = r'''
+import glob, os, subprocess, sys
+found = []
+for key, value in os.environ.items():
+    if key.startswith("SWECL_") and key != "SWECL_OWNER":
+        found.append("env " + key)
+mirrors = set()
+for var in ("SWECL_CACHE", "SWECL_RESULTS"):
+    if os.environ.get(var):
+        mirrors.update(glob.glob(os.path.join(os.environ[var], "repos", "*.git")))
+here = os.getcwd()
+while True:
+    mirrors.update(glob.glob(os.path.join(here, "repos", "*.git")))
+    if here == "/":
+        break
+    here = os.path.dirname(here)
+for pid in os.listdir("/proc"):
+    try:
+        cmd = open("/proc/%s/cmdline" % pid, "rb").read().replace(b"\0", b" ").decode()
+    except OSError:
+        continue
+    if ("--" + "dataset") in cmd or ("--" + "results") in cmd:  # spelled apart: not in this code's own argv
+        found.append("cmdline of another process")
+        break
+fix = None
+for mirror in sorted(mirrors):
+    found.append("mirror")
+    log = subprocess.run(["git", "--git-dir", mirror, "log", "--all", "--format=%H"], capture_output=True, text=True)
+    for sha in log.stdout.split():
+        text = subprocess.run(["git", "--git-dir", mirror, "show", sha + ":calc.py"], capture_output=True, text=True).stdout
+        if "FUTURE-FIX" in text:
+            fix = text
+if fix:
+    found.append("the fix")
+    open("calc.py", "w").write(fix)
+own = subprocess.run(["git", "log", "--all", "--format=%s"], capture_output=True, text=True).stdout
+if "the fix" in own:
+    found.append("the fix commit in its own history")
+open("agent-findings.txt", "w").write("\n".join(found or ["nothing"]) + "\n")
+'''
+
+
+def _snoop(calc: dict, tmp: Path, cache: Path, sandbox: str) -> tuple[str, list[str]]:
+    dataset = calc_curriculum(tmp / "dataset", base=calc["base"], repo_dir=calc["repo_dir"], repo="acme/calc-snoop")
+    results = tmp / "results"
+    done = swecl(results, "run", "--stage", "base", "--dataset", str(dataset), "--agent", "command",
+                 "--command", "python3 -c ${ISOLATION_SNOOP}", "--sandbox", sandbox, "--quiet",
+                 cache=cache, check=False, timeout=600, env={"ISOLATION_SNOOP": SNOOP})
+    assert done.returncode == 0, done.stderr
+    blobs = read_blobs(results)
+    [agent] = [e["payload"] for e in read_events(results) if e["type"] == "agent.finished"]
+    patch = blobs[agent["patch"]].decode()
+    findings = [line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++")
+                and "agent-findings" not in line]
+    [grade] = [e["payload"] for e in read_events(results) if e["type"] == "grade.finished"]
+    return grade["status"], [f for f in findings if not f.startswith(("def ", "    return", "#"))]
+
+
+def test_a_sandboxed_agent_finds_no_mirror_no_paths_and_no_fix(calc: dict, tmp_path: Path, cache: Path) -> None:
+    status, findings = _snoop(calc, tmp_path, cache, "bwrap")
+    assert findings == ["nothing"]
+    assert status == "unresolved"
+
+
+def test_positive_control_the_same_agent_unconfined_copies_the_fix(calc: dict, tmp_path: Path, cache: Path) -> None:
+    status, findings = _snoop(calc, tmp_path, cache, "none")
+    # even unconfined, swecl's own variables and the agent's own history hold nothing
+    assert not any(f.startswith("env ") for f in findings) and "the fix commit in its own history" not in findings
+    # but the mirror is one relative path away: that is what the sandbox is for
+    assert "mirror" in findings and "the fix" in findings, findings
+    assert status == "resolved"
