@@ -266,7 +266,9 @@ class Ledger:
                 p.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise LedgerError(f"cannot create {p.parent}: {exc.strerror}") from None
-        else:
+            cls._create_atomically(p)
+            exists = True
+        if exists:
             try:
                 with p.open("rb") as fh:
                     head = fh.read(len(_SQLITE_MAGIC))
@@ -342,6 +344,33 @@ class Ledger:
     @staticmethod
     def _has_tables(conn: apsw.Connection) -> bool:
         return conn.execute("SELECT count(*) FROM sqlite_schema").get > 0
+
+    @classmethod
+    def _create_atomically(cls, p: Path) -> None:
+        """A new ledger appears whole or not at all: made beside `p` and linked into place
+        once its schema is committed. A process killed while creating one leaves no empty
+        `ledger.db` behind (which the next open would rightly refuse as damaged)."""
+        tmp = p.with_name(f".{p.name}.creating-{os.getpid()}")
+        leftovers = [tmp, *(tmp.with_name(tmp.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+        for leftover in leftovers:
+            leftover.unlink(missing_ok=True)
+        try:
+            conn = apsw.Connection(str(tmp), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+            try:
+                cls._initialise(conn)
+            finally:
+                conn.close()
+            try:
+                os.link(tmp, p)
+            except FileExistsError:
+                pass  # another process made it first: theirs is the ledger
+        except apsw.Error as exc:
+            raise _ledger_error(p, exc, "initialise") from None
+        except OSError as exc:
+            raise LedgerError(f"cannot create {p}: {exc.strerror}") from None
+        finally:
+            for leftover in leftovers:
+                leftover.unlink(missing_ok=True)
 
     @staticmethod
     def _read_meta(conn: apsw.Connection, path: Path) -> dict[str, str] | None:
