@@ -61,7 +61,7 @@ def run_process(
     before = descendants()
     env = {**env, OWNER_VAR: owner_token()}  # found and ended by the next swecl if this one is killed
     if sandbox is not None and sandbox.confined:
-        argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=[cwd, *writable], readable=readable, network=True)
+        argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=writable, readable=readable, network=True)
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         try:
             proc = subprocess.Popen(

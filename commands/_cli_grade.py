@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -48,13 +47,13 @@ def verdict_cmd(input_path: Path, as_json: bool) -> None:
 @click.option("--cache-dir", default=None, metavar="DIR", help="Repository and environment cache.")
 @click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S")
 @click.option("--version", default=None, metavar="SLUG", help="Run version to record the grades under.")
-@click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default=None,
-              help="Where tests run: bwrap (the default, or $SWECL_SANDBOX) or none (unconfined, recorded on the run).")
+@click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default="bwrap", envvar="SWECL_SANDBOX", show_default=True,
+              help="Where tests run: bwrap or none (unconfined, recorded on the run). Default from $SWECL_SANDBOX.")
 @click.option("--json", "as_json", is_flag=True, help="SWE-bench's run report keys plus statuses, as JSON.")
 @click.pass_context
 def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predictions: Path, instances: tuple[str, ...],
               repo_sources: tuple[str, ...], grader: str, pythons: tuple[str, ...], cache_dir: str | None,
-              test_timeout: float, version: str | None, sandbox: str | None, as_json: bool) -> None:
+              test_timeout: float, version: str | None, sandbox: str, as_json: bool) -> None:
     """Grade SWE-bench-style predictions and record every grade as events.
 
     The grades form a run version (stage base, agent predictions, initial pass only), so
@@ -65,7 +64,7 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
     from ._cli_common import results_of
     from ._queries import outcomes
     from .run import RunOptions, make_reporter, start_run
-    from .run._cli import _python_paths, _repo_sources
+    from .run._cli import _python_paths, _repo_sources, warn_if_unconfined
 
     results = results_of(ctx)
     wanted = list(instances) or sorted(load_predictions(predictions))
@@ -73,10 +72,9 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
         stage="base", dataset=dataset, rows=rows, instances=wanted, agent="predictions", grader=grader,
         version=version, passes=["initial"], predictions=[str(predictions)], repo_sources=_repo_sources(repo_sources),
         cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None, python_paths=_python_paths(pythons),
-        test_timeout_s=test_timeout, sandbox=sandbox or os.environ.get("SWECL_SANDBOX") or "bwrap",
+        test_timeout_s=test_timeout, sandbox=sandbox,
     )
-    if opts.sandbox == "none":
-        click.echo("swecl: warning: --sandbox none: the tests run unconfined; the run records it", err=True)
+    warn_if_unconfined(opts.sandbox)
     reporter = make_reporter(quiet=as_json, as_json=False)
     try:
         report = start_run(results, opts, reporter)

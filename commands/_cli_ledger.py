@@ -8,7 +8,7 @@ import msgspec
 
 from ledger import IntegrityError, Recorded
 from ledger import check_references
-from ledger._errors import LedgerDamaged
+from ledger import LedgerDamaged
 from projections._checkpoints import ChainCheckpoints
 
 from ._cli_common import echo_json_line, results_of, results_option

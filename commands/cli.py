@@ -18,7 +18,7 @@ from typing import Any
 import apsw
 import click
 
-from ledger import SweclError
+from ledger import SweclError, Terminated
 
 from ._cli_common import CONTEXT_SETTINGS, ResultsParam
 from ._cli_ledger import init_cmd, log_cmd, verify_cmd
@@ -80,10 +80,6 @@ for _command in (
     verify_cmd,
 ):
     cli.add_command(_command)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, handled as Ctrl-C is: the run records `interrupted` and stays resumable."""
 
 
 def _on_sigterm(signum: int, frame: object) -> None:

@@ -25,6 +25,17 @@ _PR_SET_CHILD_SUBREAPER = 36
 _subreaper = False
 
 
+def _stat_fields(pid: int) -> list[bytes]:
+    """/proc/PID/stat from field 3 (state) on; [] when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return []
+    # the command name may hold spaces and parentheses: fields start after the last ')'
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
 def become_subreaper() -> None:
     global _subreaper
     if _subreaper:
@@ -47,13 +58,7 @@ def descendants(root: int | None = None) -> set[int]:
     for name in entries:
         if not name.isdigit():
             continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        # the command name may hold spaces and parentheses: fields start after the last ')'
-        fields = stat[stat.rfind(b")") + 2 :].split()
+        fields = _stat_fields(int(name))
         if len(fields) > 1:
             children.setdefault(int(fields[1]), []).append(int(name))
     found: set[int] = set()
@@ -83,12 +88,7 @@ OWNER_VAR = "SWECL_OWNER"
 
 
 def _start_time(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2 :].split()
+    fields = _stat_fields(pid)
     return fields[19].decode() if len(fields) > 19 else None  # field 22: start time in ticks
 
 

@@ -119,7 +119,7 @@ def run_process(
     before = descendants()
     env = {**env, OWNER_VAR: owner_token()}  # found and ended by the next swecl if this one is killed
     if sandbox is not None and sandbox.confined:
-        argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=[cwd, *writable], readable=readable)
+        argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=writable, readable=readable)
     with tempfile.TemporaryFile(prefix="swecl-out-") as sink:
         try:
             proc = subprocess.Popen(

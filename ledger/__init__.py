@@ -7,7 +7,7 @@ catalog (`events`), upcaster registration, and the errors every layer raises.
 from __future__ import annotations
 
 from . import events
-from ._errors import ConcurrencyConflict, IntegrityError, LedgerError, SweclError
+from ._errors import ConcurrencyConflict, IntegrityError, LedgerDamaged, LedgerError, SweclError, Terminated
 from .events import BY_TYPE, EVENT_TYPES, AnyEvent, Event, UnknownEvent
 from ._schema import GENESIS_HASH, STORE_SCHEMA
 from ._store import (
@@ -40,6 +40,7 @@ __all__ = [
     "Event",
     "IntegrityError",
     "Ledger",
+    "LedgerDamaged",
     "LedgerError",
     "MergeReport",
     "NewEvent",
@@ -48,6 +49,7 @@ __all__ = [
     "ShardReport",
     "StreamRange",
     "SweclError",
+    "Terminated",
     "UnknownEvent",
     "VerifyReport",
     "blob_hash",

@@ -46,3 +46,9 @@ class IntegrityError(LedgerError):
     def __init__(self, seq: int | None, message: str) -> None:
         super().__init__(message)
         self.seq = seq
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, a scheduler's time limit, a container stop), handled as Ctrl-C is:
+    a run records `interrupted` and stays resumable. A KeyboardInterrupt, so every place
+    that cleans up after Ctrl-C cleans up after it too."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -77,10 +75,10 @@ def _python_paths(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--ray-cpus", type=float, default=None, metavar="N", help="With --executor ray: CPUs each sequence job asks for (default 1).")
 @click.option("--max-retries", type=int, default=None, metavar="N",
               help="With --executor ray: times a failed sequence job is retried from what it delivered (default 2).")
-@click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default=None,
+@click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default="bwrap", envvar="SWECL_SANDBOX", show_default=True,
               help="Where agents and tests run: bwrap (bubblewrap: read-only system, hidden cache and results, "
-                   "private /tmp and HOME, own PID namespace; the default, or $SWECL_SANDBOX) or none (unconfined, "
-                   "recorded on the run).")
+                   "private /tmp and HOME, own PID namespace) or none (unconfined, recorded on the run). "
+                   "Default from $SWECL_SANDBOX.")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 @click.option("--json", "as_json", is_flag=True, help="Progress and the summary as JSON lines.")
 @click.pass_context
@@ -90,7 +88,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             agent_timeout: float, test_timeout: float, code_mode: str, predictions: tuple[str, ...],
             command_template: str | None, repo_sources: tuple[str, ...], pythons: tuple[str, ...],
             cache_dir: str | None, resume: str | None, executor: str | None, ray_address: str | None,
-            shard_dir: str | None, ray_cpus: float | None, max_retries: int | None, sandbox: str | None,
+            shard_dir: str | None, ray_cpus: float | None, max_retries: int | None, sandbox: str,
             quiet: bool, as_json: bool) -> None:
     """Run a stage of the stage matrix over sequences, task by task, in three passes.
 
@@ -119,15 +117,13 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 code_mode=code_mode, predictions=list(predictions), command=command_template,
                 repo_sources=_repo_sources(repo_sources), cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
                 python_paths=_python_paths(pythons),
-                sandbox=sandbox or os.environ.get("SWECL_SANDBOX") or "bwrap",
+                sandbox=sandbox,
             )
             opts = msgspec.structs.replace(opts, **placement)
             if stage is None and version is not None:
                 raise SweclError("--version names one run; the demo suite makes four: add --stage")
             opts.validate()
-            if opts.sandbox == "none":
-                click.echo("swecl: warning: --sandbox none: agents and tests run unconfined (they can read the "
-                           "cache and write outside their worktree); the run records it", err=True)
+            warn_if_unconfined(opts.sandbox)
             with _executor_session(opts):
                 if stage is None:
                     reports = run_demo_suite(results, opts, reporter)
@@ -136,6 +132,13 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
     finally:
         reporter.close()
     _summary(results, [r.version for r in reports], quiet=quiet, as_json=as_json)
+
+
+def warn_if_unconfined(sandbox: str) -> None:
+    """`--sandbox none` is said on stderr before anything runs (and recorded with the options)."""
+    if sandbox == "none":
+        click.echo("swecl: warning: --sandbox none: agents and tests run unconfined (they can read the cache and "
+                   "write outside their worktree); the run records it", err=True)
 
 
 def _executor_options(executor: str | None, ray_address: str | None, shard_dir: str | None,

@@ -26,7 +26,7 @@ from commands.inputs import Benchmark, Sequence, find_sequence, load_benchmark, 
 from commands.memory import dream, seed_memory
 from projections.memory import materialise_version
 from graders import RepoCache, default_cache_dir, get_grader, reap_orphans, sandbox_for
-from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, event_id_for
+from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, Terminated, event_id_for
 from ledger.events import RunFinished, RunResumed, RunStarted, TaskRef
 
 from .._provenance import provenance
@@ -328,7 +328,7 @@ def _execute_locked(results: Results, version: str, opts: RunOptions, reporter: 
     except AgentUnavailable as exc:
         status, error = "failed", str(exc)
     except KeyboardInterrupt as exc:
-        why = "terminated (SIGTERM)" if type(exc).__name__ == "Terminated" else "interrupted by the user"
+        why = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted by the user"
         _finish(results, version, "interrupted", why)
         raise
     except SweclError as exc:

@@ -285,16 +285,20 @@ def _run_agent(
     except SweclError as exc:
         # The message and traceback may quote what the adapter read (its environment
         # among it): recorded scrubbed, like an adapter's own result.
-        return AgentResult(exit="error", error=Scrubber().text(str(exc)), duration_s=time.monotonic() - started), True
+        return AgentResult(exit="error", error=_scrubbed(str(exc)), duration_s=time.monotonic() - started), True
     except Exception as exc:  # an adapter bug must not take the run down or pass as a result
         detail = traceback.format_exc(limit=5)
         return AgentResult(
-            exit="error", error=Scrubber().text(f"the agent adapter raised {exc!r}"),
-            duration_s=time.monotonic() - started, transcript=Scrubber().bytes(detail.encode()),
+            exit="error", error=_scrubbed(f"the agent adapter raised {exc!r}"),
+            duration_s=time.monotonic() - started, transcript=_scrubbed(detail).encode(),
         ), True
     finally:
         if recall is not None:
             recall.close()
+
+
+def _scrubbed(text: str) -> str:
+    return Scrubber().text(text)
 
 
 def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: str) -> tuple[GradeFinished, list[bytes]]:

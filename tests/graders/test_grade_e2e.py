@@ -24,6 +24,7 @@ from tests.graders.exec_support import (
     WRONG_PATCH,
     shared_grading_cache,
 )
+from tests.reliability.support import live_processes_with
 
 pytestmark = pytest.mark.slow
 
@@ -152,22 +153,6 @@ def test_outside_pointing_symlink_is_patch_failed(setup) -> None:
     assert out.status == "patch_failed" and "symlink" in (out.error or "")
 
 
-def _live_with(token: str) -> list[int]:
-    """Pids (not zombies) whose command line holds `token`."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
-            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if token.encode() in cmdline and state != "Z":
-            found.append(int(name))
-    return found
-
-
 @pytest.mark.parametrize("sandbox", ["bwrap", "none"])
 def test_hanging_test_times_out_and_its_children_die(setup, sandbox: str) -> None:
     token = f"swecl-hang-{sandbox}-{os.getpid()}-{time.monotonic_ns()}"
@@ -192,9 +177,9 @@ def test_hanging_test_times_out_and_its_children_die(setup, sandbox: str) -> Non
     assert out.status == "timeout" and out.resolved is False, out.log.decode()
     assert out.test_exit_code is None and b"timed out" in out.log
     deadline = time.monotonic() + 5
-    while _live_with(token) and time.monotonic() < deadline:
+    while live_processes_with(token) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _live_with(token), "a child of the timed-out test run (in its own session) is still alive"
+    assert not live_processes_with(token), "a child of the timed-out test run (in its own session) is still alive"
 
 
 def test_skipped_fail_to_pass_is_unresolved(setup) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from commands._results import chain_problem
 from ledger import IntegrityError, Ledger, LedgerError
-from ledger._errors import LedgerDamaged
+from ledger import LedgerDamaged
 from ledger._integrity import _expected_objects, file_damage
 from ledger.events import RunFinished
 from projections._checkpoints import ChainCheckpoints

@@ -12,13 +12,14 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from .crashkit import read_blobs, read_events, spawn, swecl, swecl_argv, swecl_env
-from .support import CALC_GOLD, calc_curriculum, git, ledger_state, make_repo, write_predictions
+from .support import CALC_GOLD, calc_curriculum, git, ledger_state, live_processes_with, make_repo, write_predictions
 
 pytestmark = pytest.mark.slow
 
@@ -108,26 +109,11 @@ subprocess.Popen([sys.executable, "-c", {code!r}, {token!r}], start_new_session=
 '''
 
 
-def _alive(token: str) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
-            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if token.encode() in cmdline and state != "Z":
-            found.append(int(name))
-    return found
-
-
 def _wait_gone(token: str, seconds: float = 10.0) -> list[int]:
     deadline = time.monotonic() + seconds
-    while _alive(token) and time.monotonic() < deadline:
+    while live_processes_with(token) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return _alive(token)
+    return live_processes_with(token)
 
 
 @pytest.fixture(scope="module")
@@ -181,6 +167,19 @@ def test_a_planted_pyc_in_an_ignored_pycache_changes_no_later_grade(calc: dict, 
     assert later == ["unresolved"]
 
 
+def test_positive_control_the_planted_pyc_poisons_a_checkout_that_keeps_it(tmp_path: Path) -> None:
+    """Without the cleaning, the attack works: the reset restores calc.py (still wrong),
+    but Python loads the planted unchecked-hash bytecode and add() adds."""
+    wrong = CALC_WITH_IGNORE["calc.py"]
+    attacked = PYC_ATTACK + "\n\n" + wrong
+    (tmp_path / "calc.py").write_text(attacked)
+    subprocess.run([sys.executable, "-c", "import calc"], cwd=tmp_path, check=True)
+    (tmp_path / "calc.py").write_text(wrong)  # what a reset of tracked files gives back
+    done = subprocess.run([sys.executable, "-c", "from calc import add; print(add(2, 3))"], cwd=tmp_path,
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "5"
+
+
 # -- 2. a patch deletes part of the shared environment --------------------------------------
 
 
@@ -212,7 +211,7 @@ def _start_hanging_grade(calc: dict, tmp: Path, cache: Path, token: str, sandbox
     proc = spawn(swecl_argv(results, "grade", "--dataset", str(dataset), "--predictions", str(predictions),
                             "--sandbox", sandbox), cache=cache, log=tmp / "swecl.log")
     deadline = time.monotonic() + 300
-    while not _alive(token):
+    while not live_processes_with(token):
         assert proc.poll() is None, (tmp / "swecl.log").read_text()
         assert time.monotonic() < deadline, "the daemon never started"
         time.sleep(0.1)
@@ -235,12 +234,12 @@ def test_unconfined_leftovers_of_a_killed_swecl_are_ended_by_the_next_start(
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     time.sleep(0.5)
-    assert _alive(token), "positive control: unconfined, the daemon survives the SIGKILL of swecl"
+    assert live_processes_with(token), "positive control: unconfined, the daemon survives the SIGKILL of swecl"
     try:
         _grade(calc, tmp_path / "b", cache, [CALC_GOLD], repo="acme/calc-kill", sandbox="none")
         assert _wait_gone(token, 5) == []
     finally:
-        for pid in _alive(token):
+        for pid in live_processes_with(token):
             os.kill(pid, signal.SIGKILL)
 
 
