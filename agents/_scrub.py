@@ -46,6 +46,14 @@ _SECRET_NAME = re.compile(
     r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH|COOKIE|SESSION_KEY)(_|$)",
     re.IGNORECASE,
 )
+# A name that ends in what it configures is a setting about a credential, not one:
+# RAY_AUTH_MODE=disabled, TOKEN_FILE=/path, API_KEY_ENV=NAME. Redacting their values would
+# cut ordinary words out of every text, and governance would refuse every memory item
+# that says "disabled". (A URL's password in them is still found below.)
+_SETTING_NAME = re.compile(
+    r"_(MODE|TYPE|METHOD|ENABLED|DISABLED|REQUIRED|FILE|PATH|DIR|HOST|PORT|URL|URI|ENDPOINT|TIMEOUT|ENV|NAME|ID)$",
+    re.IGNORECASE,
+)
 # Shorter values ("1", "true", a port) would redact innocent text everywhere.
 _MIN_SECRET_LEN = 8
 
@@ -78,7 +86,10 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values of key-like variables in `environ` (default: this process's), and the
     password of any URL with credentials in any variable."""
     env = os.environ if environ is None else environ
-    values = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v.strip()) >= _MIN_SECRET_LEN}
+    values = {
+        v for k, v in env.items()
+        if _SECRET_NAME.search(k) and not _SETTING_NAME.search(k) and len(v.strip()) >= _MIN_SECRET_LEN
+    }
     for value in env.values():
         if "://" not in value:
             continue

@@ -205,3 +205,14 @@ def test_scrubbing_a_large_blob_stays_linear() -> None:
     started = time.monotonic()
     assert s.text(blob + " " + ENCODED["hex"]) == blob + " " + REDACTED
     assert time.monotonic() - started < 15
+
+
+def test_a_setting_about_a_credential_is_no_secret() -> None:
+    """RAY_AUTH_MODE=disabled: redacting it would cut the word out of every text, and
+    governance would refuse every memory item that says "disabled"."""
+    env = {"RAY_AUTH_MODE": "disabled", "TOKEN_FILE": "/run/secrets/tok", "SERVICE_TOKEN": "enabledeverywhere",
+           "DB_PASSWORD": "hunter2pass", "CACHE_URL": "redis://u:hunter3pass@db/0"}
+    values = secret_values(env)
+    assert "disabled" not in values and "/run/secrets/tok" not in values
+    assert {"enabledeverywhere", "hunter2pass", "hunter3pass"} <= set(values)
+    assert Scrubber(env).text("auth disabled, token enabledeverywhere") == f"auth disabled, token {REDACTED}"
