@@ -25,9 +25,11 @@ environment's integrity before each grade instead.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,6 +149,11 @@ class Sandbox:
         ]
         if not network:
             out.append("--unshare-net")
+        # swecl's own files (its checkout, its venv, the interpreter) come back first when
+        # they live in a private tree (a clone in /tmp): the sandboxed process may be one of
+        # them. Before the hidden paths, so results kept inside such a checkout stay hidden.
+        for path in _own_paths():
+            out += ["--ro-bind", path, path]
         # Shortest first: a hidden path inside another hidden one needs its parent mounted.
         for path in sorted(hidden, key=len):
             if os.path.isdir(path):
@@ -163,6 +170,19 @@ class Sandbox:
         env_out["HOME"] = SANDBOX_HOME
         env_out["TMPDIR"] = "/tmp"
         return out + list(argv), env_out
+
+
+_PRIVATE_TREES = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+@functools.cache
+def _own_paths() -> tuple[str, ...]:
+    """The roots swecl runs from that the sandbox's private trees would otherwise hide."""
+    roots = [Path(__file__).resolve().parents[1], sys.prefix, sys.base_prefix, Path(os.path.realpath(sys.executable)).parent]
+    private = [t + "/" for t in _PRIVATE_TREES]
+    found = [p for p in _norm(os.path.realpath(r) for r in roots) if (p + "/").startswith(tuple(private))]
+    # a root inside another is covered by it
+    return tuple(p for p in sorted(found, key=len) if not any(p != q and (p + "/").startswith(q + "/") for q in found))
 
 
 def sandbox_for(mode: str | None = None, *, hide: Iterable[str | os.PathLike[str] | None] = ()) -> Sandbox:

@@ -133,3 +133,22 @@ def test_a_sandboxed_claude_is_given_the_relay_not_the_server(
     assert server["args"][-1].endswith("recall.sock") and "recall_relay.py" in server["args"][-2]
     assert str(tmp_path / "recall") not in json.dumps(config)
     assert inv.recall_server is not None and inv.recall_server[0] == recall.mcp_server_argv()
+
+
+def test_swecl_run_from_a_private_tree_stays_visible_and_its_results_stay_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clone in /tmp: its venv must come back (the sandboxed process may be its python),
+    and results kept inside it must still be hidden (bound before the hidden paths)."""
+    from graders import _sandbox
+
+    venv = tmp_path / "checkout" / ".venv"
+    results = tmp_path / "checkout" / "results"
+    for d in (venv, results):
+        d.mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setattr(_sandbox, "_own_paths", _sandbox._own_paths.__wrapped__)
+    assert str(venv) in _sandbox._own_paths()
+    argv, _ = sandbox_for("bwrap", hide=[results]).wrap(["true"], cwd=tmp_path, env={})
+    shown, hidden = argv.index(str(venv)), argv.index(str(results))
+    assert argv[shown - 1] == "--ro-bind" and argv[hidden - 1] == "--tmpfs" and shown < hidden
