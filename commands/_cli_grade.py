@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from graders import SANDBOX_MODES
+from ledger import SweclError
 
 from ._cli_common import echo_json_line, results_option
 
@@ -62,7 +63,7 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
     from commands.inputs import load_predictions
 
     from ._cli_common import results_of
-    from ._queries import outcomes
+    from ._queries import grade_reasons, outcomes
     from .run import RunOptions, make_reporter, start_run
     from .run._cli import _python_paths, _repo_sources, warn_if_unconfined
 
@@ -75,13 +76,15 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
         test_timeout_s=test_timeout, sandbox=sandbox,
     )
     warn_if_unconfined(opts.sandbox)
-    reporter = make_reporter(quiet=as_json, as_json=False)
+    # Progress goes to stderr, so it is there with --json too (stdout keeps the one document).
+    reporter = make_reporter(quiet=False, as_json=False)
     try:
         report = start_run(results, opts, reporter)
     finally:
         reporter.close()
     with results.open_ledger(readonly=True) as ledger:
         state = outcomes(ledger, results.projector(ledger), report.version)
+        reasons = grade_reasons(ledger, report.version)
     statuses = {
         cell.instance_id: cell.status or "missing"
         for seq in state.sequences.values()
@@ -89,14 +92,31 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
     }
     doc = swebench_report(statuses, submitted=wanted)
     doc["version"] = report.version
+    doc["reasons"] = {iid: reasons[iid][1] for iid, s in sorted(statuses.items()) if s != "resolved" and iid in reasons
+                      and reasons[iid][1]}
+    # What is not the patch's doing is said, not only recorded: one line per task.
+    not_the_patch = sorted(iid for iid, status in statuses.items() if status in _NOT_THE_PATCH)
+    for iid in not_the_patch:
+        click.echo(f"swecl: {iid}: {statuses[iid]}: {doc['reasons'].get(iid) or 'no detail recorded'}", err=True)  # type: ignore[union-attr]
     if as_json:
         echo_json_line(doc)
-        return
-    click.echo(
-        f"run {report.version}: {doc['resolved_instances']} of {doc['submitted_instances']} resolved, "
-        f"{doc['unresolved_instances']} unresolved, {doc['empty_patch_instances']} empty, {doc['error_instances']} errors"
-    )
+    else:
+        click.echo(
+            f"run {report.version}: {doc['resolved_instances']} of {doc['submitted_instances']} resolved, "
+            f"{doc['unresolved_instances']} unresolved, {doc['empty_patch_instances']} empty, {doc['error_instances']} errors"
+        )
+    if wanted and len(not_the_patch) == len(wanted):
+        raise NothingGraded(f"nothing could be graded: all {len(wanted)} instance(s) ended in errors (see above)")
 
+
+class NothingGraded(SweclError):
+    """Every instance ended without a verdict: a broken set-up, not a score of zero."""
+
+    exit_code = 1
+
+
+# Ends that are the set-up's, not the patch's: said on stderr; all of them is exit 1.
+_NOT_THE_PATCH = frozenset({"infra_error", "env_failed", "agent_error"})
 
 _ERROR_STATUSES = {"patch_failed", "timeout", "env_failed", "infra_error", "agent_error", "ungraded"}
 
@@ -146,3 +166,97 @@ def regrade_cmd(ctx: click.Context, version: str) -> None:
         report = regrade(ledger, version)
     for line in report.lines():
         click.echo(line)
+
+
+@click.command("validate")
+@results_option
+@click.option("--dataset", default=None, metavar="FILE", help="The tasks (curriculum/manifest JSON, rows, hf:NAME; default: the demo).")
+@click.option("--rows", default=None, metavar="FILE", help="SWE-bench rows that complete a manifest.")
+@click.option("--instance", "instances", multiple=True, metavar="ID", help="Validate only this instance (repeatable).")
+@click.option("--repo-source", "repo_sources", multiple=True, metavar="OWNER/NAME=PATH_OR_URL", help="Where to clone a repo from.")
+@click.option("--python", "pythons", multiple=True, metavar="VERSION=PATH", help="Interpreter for a Python version.")
+@click.option("--cache-dir", default=None, metavar="DIR", help="Repository and environment cache.")
+@click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S")
+@click.option("--version", "slug", default=None, metavar="NAME",
+              help="Name of this validation; its runs are NAME-gold, NAME-noop, NAME-empty (default: validate-N).")
+@click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default="bwrap", envvar="SWECL_SANDBOX", show_default=True,
+              help="Where tests run: bwrap or none (unconfined, recorded on the runs).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document: per task and per repository.")
+@click.pass_context
+def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, instances: tuple[str, ...], repo_sources: tuple[str, ...],
+                 pythons: tuple[str, ...], cache_dir: str | None, test_timeout: float, slug: str | None, sandbox: str,
+                 as_json: bool) -> None:
+    """Which tasks this host can grade: SWE-bench's validation step, recorded.
+
+    Per task it grades the gold patch, the empty patch and a no-op patch (one that
+    changes no code, so the tests run without the fix). A task is gradeable when the
+    gold patch resolves and the no-op patch does not. The result is one tasks.validated
+    event; `swecl metrics` then reports the tasks that are not gradeable as missing,
+    with the reason, never as the agent's 0.
+    """
+    from ._cli_common import results_of
+    from ._queries import runs
+    from ._validate import check_slug, validate
+    from .run import RunOptions, make_reporter, start_run
+    from .run._cli import _python_paths, _repo_sources, warn_if_unconfined
+    from .run._orchestrate import open_benchmark
+
+    results = results_of(ctx)
+    cache = str(Path(cache_dir).resolve()) if cache_dir else None
+    benchmark = open_benchmark(RunOptions(stage="base", dataset=dataset, rows=rows, cache_dir=cache))
+    tasks = [t for t in benchmark.tasks() if not instances or t.instance_id in instances]
+    if unknown := sorted(set(instances) - {t.instance_id for t in tasks}):
+        raise SweclError(f"--instance {unknown[0]}: no such task in {dataset or 'the demo'}")
+    if not tasks:
+        raise SweclError(f"{dataset or 'the demo'}: no tasks to validate")
+    incomplete = {t.instance_id: f"cannot be graded: no {', '.join(t.missing(grading_only=True))} in the data"
+                  for t in tasks if t.missing(grading_only=True)}
+    complete = [t for t in tasks if t.instance_id not in incomplete]
+    if slug is None:
+        taken: set[str] = set()
+        if results.ledger_path.exists():
+            with results.open_ledger(readonly=True) as ledger:
+                taken = set(runs(ledger, results.projector(ledger)))
+        n = 1
+        while any(f"validate-{n}-{kind}" in taken for kind in ("gold", "noop", "empty")):
+            n += 1
+        slug = f"validate-{n}"
+    check_slug(slug)
+    warn_if_unconfined(sandbox)
+
+    def grade(kind: str, predictions: Path, version: str) -> str:
+        click.echo(f"validate: grading the {kind} patch of {len(complete)} task(s) as run {version}", err=True)
+        opts = RunOptions(
+            stage="base", dataset=dataset, rows=rows, instances=[t.instance_id for t in complete], agent="predictions",
+            grader="swebench", version=version, passes=["initial"], predictions=[str(predictions)],
+            repo_sources=_repo_sources(repo_sources), cache_dir=cache,
+            python_paths=_python_paths(pythons), test_timeout_s=test_timeout, sandbox=sandbox,
+        )
+        reporter = make_reporter(quiet=False, as_json=False)
+        try:
+            return start_run(results, opts, reporter).version
+        finally:
+            reporter.close()
+
+    outcome = validate(results, complete, grade, slug=slug, incomplete=incomplete)
+    repo_of = {t.instance_id: t.repo for t in tasks}
+    table = outcome.by_repo(repo_of)
+    if as_json:
+        echo_json_line({
+            "validation": slug, "runs": outcome.runs,
+            "tasks": [{"instance_id": r.instance_id, "repo": repo_of[r.instance_id], "gradeable": r.gradeable,
+                       "gold": r.gold, "noop": r.noop, "empty": r.empty, "reason": r.reason} for r in outcome.rows],
+            "repositories": table,
+        })
+        return
+    click.echo(f"{'repository':<24} {'tasks':>5} {'gold':>5} {'no-op':>5} {'gradeable':>9}  not gradeable, by cause")
+    for repo, entry in table.items():
+        causes = ", ".join(f"{n} {cause}" for cause, n in sorted(entry["causes"].items())) or "-"  # type: ignore[union-attr]
+        click.echo(f"{repo:<24} {entry['tasks']:>5} {entry['gold_resolved']:>5} {entry['noop_resolved']:>5} "
+                   f"{entry['gradeable']:>9}  {causes}")
+    for row in outcome.rows:
+        if not row.gradeable:
+            click.echo(f"not gradeable: {row.instance_id}: {row.reason}")
+    gradeable = sum(r.gradeable for r in outcome.rows)
+    click.echo(f"validation {slug}: {gradeable} of {len(outcome.rows)} task(s) gradeable on this host "
+               f"(runs {', '.join(outcome.runs.values()) or 'none'})")

@@ -91,6 +91,9 @@ def metrics_cmd(
         echo_json(metrics_document(found))
     elif csv_path is None or str(csv_path) != "-":
         print_metrics_table(found)
+        for vm in found:
+            for iid, why in sorted(vm.not_gradeable.items()):
+                click.echo(f"{vm.run.version}: {iid} counted missing, not gradeable on this host ({why})")
 
 
 def _read_vectors(path: Path) -> Any:
@@ -125,6 +128,7 @@ def metrics_document(found: list[VersionMetrics]) -> dict[str, Any]:
                 "macro": dict(vm.result.macro),
                 "extras": {name: msgspec.to_builtins(item.extras) for name, item in vm.result.sequences.items()},
                 "notes": {name: list(item.notes) for name, item in vm.result.sequences.items() if item.notes},
+                "not_gradeable": dict(sorted(vm.not_gradeable.items())),
             }
             for vm in found
         ],

@@ -7,7 +7,7 @@ cursor, so they can be asked again after a formula change without running anythi
 from __future__ import annotations
 
 import fcntl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ledger import Ledger, StreamRange, SweclError
@@ -74,11 +74,36 @@ def outcomes(
     return state
 
 
+def grade_reasons(ledger: Ledger, version: str, pass_: str = "initial") -> dict[str, tuple[str, str | None]]:
+    """instance_id -> (status, error) of each task's last recorded grade in `pass_`: why a
+    task is not resolved, in the grader's words (corrections re-decide the status only)."""
+    out: dict[str, tuple[str, str | None]] = {}
+    graded = read_views(ledger, "grade.finished", ("instance_id", "pass_", "status", "error"),
+                        ranges=[StreamRange(f"run/{version}")])
+    for _, ev in graded:
+        if ev.pass_ == pass_:
+            out[ev.instance_id] = (ev.status, ev.error)
+    return out
+
+
 @dataclass(frozen=True)
 class VersionMetrics:
     run: RunSummary
     outcomes: RunOutcomes
     result: MetricsResult
+    # tasks of this run that `swecl validate` found not gradeable here -> reason: missing
+    not_gradeable: dict[str, str] = field(default_factory=dict)
+
+
+def run_not_gradeable(ledger: Ledger, state: RunOutcomes) -> dict[str, str]:
+    """The run's tasks that the latest validation found not gradeable on this host."""
+    from ._validate import not_gradeable
+
+    found = not_gradeable(ledger)
+    if not found:
+        return {}
+    return {t.instance_id: found[t.instance_id] for seq in state.sequences.values() for t in seq.plan
+            if t.instance_id in found}
 
 
 def metrics_for(
@@ -97,7 +122,9 @@ def metrics_for(
         if version not in known:
             raise SweclError(f"no run version {version!r} in {ledger.path} (versions: {', '.join(known) or 'none yet'})")
         state = outcomes(ledger, projector, version, as_of_order=as_of_order)
-        out.append(VersionMetrics(known[version], state, compute(state.to_metric_inputs(), formula, lambdas)))
+        excluded = run_not_gradeable(ledger, state)
+        out.append(VersionMetrics(known[version], state, compute(state.to_metric_inputs(excluded), formula, lambdas),
+                                  excluded))
     return out
 
 

@@ -24,7 +24,7 @@ from ._cli_common import CONTEXT_SETTINGS, ResultsParam
 from ._cli_ledger import init_cmd, log_cmd, verify_cmd
 from ._cli_env import env_group
 from ._cli_export import export_cmd
-from ._cli_grade import grade_cmd, regrade_cmd, verdict_cmd
+from ._cli_grade import grade_cmd, regrade_cmd, validate_cmd, verdict_cmd
 from ._cli_inputs import agents_cmd, sequences_cmd, show_cmd
 from ._cli_memory import dream_cmd, memory_group
 from ._cli_merge import merge_cmd
@@ -72,6 +72,7 @@ for _command in (
     grade_cmd,
     regrade_cmd,
     verdict_cmd,
+    validate_cmd,
     dream_cmd,
     memory_group,
     env_group,

@@ -17,7 +17,10 @@ Layout under `<cache>/envs/OWNER__NAME/<version>/`:
 Era: packages resolve as of the task's era, not today (setuptools 82 has no
 `pkg_resources`, docutils 0.23 breaks old Sphinx): every uv call, the venv's seed
 packages included, gets `--exclude-newer` at the committer date (UTC day) of the row's
-`environment_setup_commit`, else of its base commit (`era_for`). An index that serves no
+`environment_setup_commit`, else of its base commit (`era_for`). Exempt: the spec's exact
+pins (its own decision, often newer than the task) and the seed's pip (the installer, not
+part of what is tested; an era pip cannot install from today's index): pip is of the end
+of 2024, as in SWE-bench's images. An index that serves no
 upload times (a simple index without `upload-time`; uv drops such files under a cut-off)
 makes the build say so once and fall back to the spec's pins; find-links directories
 are never filtered by uv, which the build also says. Requirement files and
@@ -42,8 +45,11 @@ Integrity: unconfined tests can write into the venv. `files.json` is recorded af
 build and after each install (the harness's own writes); `check_env` lists what changed
 since, and `guard_env` removes new bytecode caches and rebuilds on anything else.
 
-Packages: `uv pip install --offline` first (a warm uv cache needs no network), then
-online. A batch that fails is retried package by package; packages that still fail are
+Packages: `uv pip install` online first (offline, uv picks among the files it has cached,
+so a spec would resolve differently from machine to machine), then `--offline` (no
+network), then without build isolation. A batch that fails is retried package by package,
+each held to the batch's exact pins (a later package never replaces an earlier pin);
+exact pins are exempt from the era cut-off. Packages that still fail are
 warnings in the build log (conda-only names in environment.yml, C libraries a host
 lacks), not a failed build: whether the tests can run is decided when they run.
 """
@@ -60,7 +66,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -188,7 +194,9 @@ def env_identity(spec: EnvSpec, exclude_newer: str | None) -> str:
     (no cut-off keeps the name environments had before cut-offs existed)."""
     if exclude_newer is None:
         return spec.spec_hash()
-    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}".encode()).hexdigest()
+    # recipe 4: exact pins exempt from the cut-off, pip of 2024 (earlier recipes could not
+    # install newer pins at all, and their era pip could not install the repository)
+    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=4".encode()).hexdigest()
 
 
 def _env_dir(
@@ -322,17 +330,44 @@ def _find_links_configured() -> bool:
     return False
 
 
+# An exact pin (`name==1.2`, `name[extra]===1.2`, with or without a marker): the spec's
+# own choice, which the era cut-off must not overrule.
+_EXACT_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*[^\s,;*]+\s*(?:;.*)?$")
+
+
+def exact_pins(requirements: Iterable[str]) -> dict[str, str]:
+    """{normalised name: requirement} of the exact pins among `requirements`."""
+    out: dict[str, str] = {}
+    for req in requirements:
+        m = _EXACT_PIN.match(req)
+        if m:
+            out[re.sub(r"[-_.]+", "-", m.group(1)).lower()] = req.strip()
+    return out
+
+
 @dataclass(slots=True)
 class _Cutoff:
     """The era cut-off of one build: applied to every uv call until an index shows it has
-    no upload times, then dropped (once, with one warning) for the rest of the build."""
+    no upload times, then dropped (once, with one warning) for the rest of the build.
+
+    Exact pins are exempt: swebench's specs pin versions released after a task's era
+    (pytest 4.5 pins attrs 23.1.0), and a pin is the spec's decision, so the cut-off only
+    chooses what the spec leaves open (unpinned packages and every dependency)."""
 
     when: str | None
     warnings: list[str] = field(default_factory=list)
     applied: bool = True
 
-    def args(self) -> list[str]:
-        return ["--exclude-newer", self.when] if self.when and self.applied else []
+    def args(self, requirements: Iterable[str] = (), exempt: Mapping[str, str] | None = None) -> list[str]:
+        """uv's arguments; `exempt`: package -> its own cut-off (a later date)."""
+        if not (self.when and self.applied):
+            return []
+        out = ["--exclude-newer", self.when]
+        for name in exact_pins(requirements):
+            out += ["--exclude-newer-package", f"{name}=false"]
+        for name, when in (exempt or {}).items():
+            out += ["--exclude-newer-package", f"{name}={max(when, self.when)}"]
+        return out
 
     def drop(self, log: _Log, why: str) -> None:
         self.applied = False
@@ -341,9 +376,11 @@ class _Cutoff:
         log.write(f"# {text}")
 
 
-def _uv_with_cutoff(args: list[str], cutoff: _Cutoff, log: _Log) -> bool:
+def _uv_with_cutoff(
+    args: list[str], cutoff: _Cutoff, log: _Log, requirements: Iterable[str] = (), exempt: Mapping[str, str] | None = None
+) -> bool:
     """One uv call under the cut-off; when the index has no upload times, again without."""
-    with_cutoff = cutoff.args()
+    with_cutoff = cutoff.args(requirements, exempt)
     ok, text = _uv_run([*args, *with_cutoff], log)
     if not ok and with_cutoff and _NO_UPLOAD_TIME in text:
         cutoff.drop(log, "the package index serves no upload times")
@@ -351,22 +388,40 @@ def _uv_with_cutoff(args: list[str], cutoff: _Cutoff, log: _Log) -> bool:
     return ok
 
 
-def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cutoff: _Cutoff | None = None) -> list[str]:
-    """Install with uv (offline, then online; then one by one). Returns warnings."""
+def _uv_install(
+    python: Path, requirements: list[str], log: _Log, what: str, cutoff: _Cutoff | None = None,
+    scratch: Path | None = None,
+) -> list[str]:
+    """Install with uv: the batch online, then offline, then online without build
+    isolation (old sdists such as MarkupSafe 1.0 only build against the venv's own
+    setuptools); then one by one, each held to the batch's exact pins by a constraints
+    file, so a later package can never replace an earlier pin (trio pulled in by
+    exceptiongroup must not upgrade astropy 1.3's attrs 17.3.0). Returns warnings."""
     if not requirements:
         return []
     cut = cutoff or _Cutoff(None)
     # Compiled now, so an unconfined test run has no bytecode to write into the venv (see
     # graders._integrity); files that do not compile (Python 2 leftovers) are skipped by uv.
     base = ["pip", "install", "--compile-bytecode", "--python", os.fspath(python)]
-    for mode in (["--offline"], []):
-        if _uv_with_cutoff([*base, *mode, *requirements], cut, log):
+    # Online first: offline, uv resolves among the files it happens to have cached, so the
+    # same spec could give another environment on another machine. Offline is the fallback.
+    attempts = ([], ["--offline"], ["--no-build-isolation"])
+    for mode in attempts:
+        if _uv_with_cutoff([*base, *mode, *requirements], cut, log, requirements):
             return []
-    log.write(f"# {what}: the batch failed; installing one by one")
-    failed = [
-        req for req in requirements
-        if not any(_uv_with_cutoff([*base, *mode, req], cut, log) for mode in (["--offline"], []))
-    ]
+    log.write(f"# {what}: the batch failed; installing one by one, held to its exact pins")
+    pins = exact_pins(requirements)
+    constraints = (scratch or python.parent.parent.parent) / f".swecl-{what}-pins.txt"  # beside the venv
+    failed = []
+    for req in requirements:
+        # Its own pin is left out, so a pin that cannot install fails alone.
+        own = exact_pins([req])
+        held = [line for name, line in pins.items() if name not in own]
+        constraints.write_text("".join(f"{line}\n" for line in held), encoding="utf-8")
+        extra = ["--constraint", os.fspath(constraints)] if held else []
+        if not any(_uv_with_cutoff([*base, *mode, *extra, req], cut, log, [req, *held]) for mode in attempts):
+            failed.append(req)
+    constraints.unlink(missing_ok=True)
     return [f"{what}: could not install {req}" for req in failed]
 
 
@@ -578,12 +633,23 @@ def build_env(
     return EnvBuild(info, built=True, warnings=list(info.warnings), log_path=final / "build.log")
 
 
+# The installer is not part of the environment under test: an era pip (19.x) cannot
+# backtrack, so an index without Requires-Python data hands its build isolation today's
+# setuptools and `pip install -e .` fails (pytest 4.5 on Python 3.9). pip is seeded as of
+# the end of 2024, as SWE-bench's images had it (24.x: still `setup.py develop` for a
+# project without pyproject.toml, where today's pip builds a PEP 660 wheel), or of the
+# era when that is later; setuptools and wheel stay of the era (pkg_resources).
+_SEED_EXEMPT = {"pip": "2024-12-31T00:00:00Z"}
+
+
 def _make_venv(venv: Path, interp: Interpreter, cutoff: _Cutoff, log: _Log) -> None:
-    """`uv venv --seed`: pip (and setuptools/wheel before 3.12) of the era, from the uv
-    cache if it has them. Seed packages of an era older than the interpreter may not
-    run on it (pip 19 on 3.12); then the newest ones are seeded instead, with a warning."""
+    """`uv venv --seed`: setuptools/wheel (before 3.12) of the era and pip of 2024 (the
+    newest then that runs on the interpreter), from the uv cache if it has them. Seed packages of an era older than
+    the interpreter may not run on it; then the newest ones are seeded, with a warning."""
     make = ["venv", "--no-config", "--relocatable", "--seed", "--python", os.fspath(interp.path), os.fspath(venv)]
-    if not (_uv_with_cutoff([*make, "--offline"], cutoff, log) or _uv_with_cutoff([*make, "--clear"], cutoff, log)):
+    ex = _SEED_EXEMPT
+    if not (_uv_with_cutoff(make, cutoff, log, exempt=ex)
+            or _uv_with_cutoff([*make, "--clear", "--offline"], cutoff, log, exempt=ex)):
         raise EnvBuildError(f"could not create a venv with {interp.path}: see {log.path}")
     if not cutoff.args():
         return
@@ -595,7 +661,7 @@ def _make_venv(venv: Path, interp: Interpreter, cutoff: _Cutoff, log: _Log) -> N
     text = f"the seed packages of {cutoff.when} do not run on Python {interp.version}: seeded with today's instead"
     cutoff.warnings.append(text)
     log.write(f"# {text}")
-    if not (_uv([*make, "--clear", "--offline"], log) or _uv([*make, "--clear"], log)):
+    if not (_uv([*make, "--clear"], log) or _uv([*make, "--clear", "--offline"], log)):
         raise EnvBuildError(f"could not create a venv with {interp.path}: see {log.path}")
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -196,6 +197,12 @@ class ResultsChannel:
             self.dir = None
 
 
+# swebench's pytest parser reads pytest's progress marker as a test name on some lines,
+# and two official reports list "[100%]" in PASS_TO_PASS. No test can be named so, so the
+# channel never reports it: it keeps the log's status when pytest ran to the end.
+_PROGRESS_MARKER = re.compile(r"^\[\s*\d{1,3}%\]$")
+
+
 def _keyed(report: ChannelReport, parser: str) -> dict[str, TestStatus]:
     """The channel's outcomes under the log parser's names: each nodeid is named as the
     parser names it on a `PASSED <nodeid>` summary line (a failing outcome wins a name)."""
@@ -229,6 +236,8 @@ def check_against_channel(
         if status not in _PASSING:
             continue
         truth = seen.get(name)
+        if truth is None and report.finished and _PROGRESS_MARKER.match(name):
+            continue  # swebench's artifact, graded as swebench does (below)
         if truth is None:
             if status is TestStatus.PASSED or not report.finished:
                 del checked[name]  # never run as far as pytest knows: not a pass

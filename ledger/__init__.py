@@ -11,6 +11,7 @@ from ._errors import ConcurrencyConflict, IntegrityError, LedgerDamaged, LedgerE
 from .events import BY_TYPE, EVENT_TYPES, AnyEvent, Event, UnknownEvent
 from ._schema import GENESIS_HASH, STORE_SCHEMA
 from ._store import (
+    PAYLOAD_ERRORS,
     Ledger,
     NewEvent,
     Recorded,
@@ -34,6 +35,7 @@ __all__ = [
     "BY_TYPE",
     "EVENT_TYPES",
     "GENESIS_HASH",
+    "PAYLOAD_ERRORS",
     "STORE_SCHEMA",
     "AnyEvent",
     "ConcurrencyConflict",

@@ -123,6 +123,10 @@ def chain_hash(
     ).digest()
 
 
+# What decoding an altered payload raises (msgspec's errors, an upcaster's KeyError/TypeError).
+PAYLOAD_ERRORS = (msgspec.MsgspecError, LookupError, TypeError, ValueError)
+
+
 def decode_payload(type_: str, schema: int, payload: bytes) -> Event | UnknownEvent:
     cls = BY_TYPE.get(type_)
     if cls is None:
@@ -753,9 +757,14 @@ class Ledger:
             raise _ledger_error(self.path, exc, "read") from None
         except UnicodeDecodeError:
             raise LedgerDamaged(f"{self.path} is damaged: an event after seq {seq} holds text that is not UTF-8") from None
-        except (msgspec.MsgspecError, LookupError, TypeError, ValueError) as exc:
-            # An altered payload (the read's chain check has warned already): stop in one line.
-            raise LedgerDamaged(f"{self.path} is damaged: seq {seq} does not decode ({exc})") from None
+        except PAYLOAD_ERRORS as exc:
+            raise self.undecodable(seq, exc) from None
+
+    def undecodable(self, seq: int, exc: BaseException) -> LedgerDamaged:
+        """The error for a payload that no longer decodes as its type (an altered row: the
+        read's chain check has warned already). Folds that decode `read_raw` rows raise it
+        too, so every read stops in the same one line instead of a traceback."""
+        return LedgerDamaged(f"{self.path} is damaged: seq {seq} does not decode ({exc}); run `swecl verify`")
 
     def read_raw(
         self,

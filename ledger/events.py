@@ -336,6 +336,27 @@ class DreamFinished(Event, tag="dream.finished", kw_only=True):
     decisions: int = 0
 
 
+class TaskValidity(msgspec.Struct, frozen=True, kw_only=True):
+    """What `swecl validate` found for one task on this host."""
+
+    instance_id: str
+    gradeable: bool
+    gold: str  # grade status of the gold patch
+    noop: str  # ... of a patch that changes no code (the tests run, the fix is absent)
+    empty: str  # ... of the empty patch
+    reason: str | None = None  # why not gradeable, in the grader's words
+
+
+class TasksValidated(Event, tag="tasks.validated", kw_only=True):
+    """SWE-bench's validation step on this host: the tasks whose gold patch does not
+    resolve, or whose no-op patch does, are not gradeable here. Metrics report them as
+    missing (with the reason), never as the agent's 0. A later validation of the same
+    task replaces an earlier one."""
+
+    runs: dict[str, str]  # patch kind (gold, noop, empty) -> run version that graded it
+    tasks: list[TaskValidity]
+
+
 class UnknownEvent(msgspec.Struct, frozen=True):
     """A row whose type this swecl does not know (written by a newer one); kept raw."""
 
@@ -364,6 +385,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     MemoryMerged,
     MemorySuperseded,
     DreamFinished,
+    TasksValidated,
 )
 
 AnyEvent = Union[EVENT_TYPES]  # type: ignore[valid-type]

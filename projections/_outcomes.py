@@ -8,7 +8,7 @@ original grade stays in the ledger.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import ClassVar
 
 import msgspec
@@ -66,31 +66,38 @@ class RunOutcomes(msgspec.Struct):
         seq = self.sequences.get(sequence_id)
         return None if seq is None else seq.passes.get(pass_, {}).get(order)
 
-    def vector(self, sequence_id: str, pass_: str) -> list[int | None] | None:
-        """Outcomes of a pass in plan order; None when the pass never started."""
+    def vector(
+        self, sequence_id: str, pass_: str, excluded: Collection[str] = ()
+    ) -> list[int | None] | None:
+        """Outcomes of a pass in plan order; None when the pass never started. Tasks in
+        `excluded` (not gradeable on this host) have no valid outcome."""
         seq = self.sequences[sequence_id]
         cells = seq.passes.get(pass_)
         if cells is None:
             return None
-        return [(c.outcome if (c := cells.get(t.order)) else None) for t in seq.plan]
+        return [
+            (c.outcome if (c := cells.get(t.order)) and t.instance_id not in excluded else None) for t in seq.plan
+        ]
 
-    def rows(self, sequence_id: str) -> dict[int, list[int | None]]:
+    def rows(self, sequence_id: str, excluded: Collection[str] = ()) -> dict[int, list[int | None]]:
         """Extra a(i, j<=i) rows from `retest-{i}` passes."""
         seq = self.sequences[sequence_id]
         out: dict[int, list[int | None]] = {}
         for name, cells in seq.passes.items():
             if name.startswith("retest-"):
                 i = int(name.split("-", 1)[1])
-                out[i] = [(c.outcome if (c := cells.get(t.order)) else None) for t in seq.plan[:i]]
+                out[i] = [(c.outcome if (c := cells.get(t.order)) and t.instance_id not in excluded else None)
+                          for t in seq.plan[:i]]
         return dict(sorted(out.items()))
 
-    def to_metric_inputs(self) -> list[SequenceOutcomes]:
-        """Per-sequence vectors for the formula sets, in the run's sequence order."""
+    def to_metric_inputs(self, excluded: Collection[str] = ()) -> list[SequenceOutcomes]:
+        """Per-sequence vectors for the formula sets, in the run's sequence order.
+        `excluded`: tasks found not gradeable on this host, missing in every pass."""
         result = []
         for sequence_id, seq in self.sequences.items():
             if not seq.plan:
                 continue
-            initial = self.vector(sequence_id, "initial") or [None] * len(seq.plan)
+            initial = self.vector(sequence_id, "initial", excluded) or [None] * len(seq.plan)
             steps = None
             initial_cells = seq.passes.get("initial", {})
             if any(c.turns is not None for c in initial_cells.values()):
@@ -100,11 +107,11 @@ class RunOutcomes(msgspec.Struct):
                 SequenceOutcomes(
                     name=sequence_id,
                     initial=initial,
-                    final=self.vector(sequence_id, "retest"),
-                    baseline=self.vector(sequence_id, "baseline"),
+                    final=self.vector(sequence_id, "retest", excluded),
+                    baseline=self.vector(sequence_id, "baseline", excluded),
                     difficulty=difficulty if all(d is not None for d in difficulty) else None,
                     steps=steps,
-                    rows=self.rows(sequence_id) or None,
+                    rows=self.rows(sequence_id, excluded) or None,
                 )
             )
         return result

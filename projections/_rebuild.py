@@ -28,7 +28,7 @@ import gc
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ledger import Ledger, Recorded, decode_payload
+from ledger import PAYLOAD_ERRORS, Ledger, Recorded, decode_payload
 
 from ._outcomes import OutcomeProjection, RunOutcomes
 from ._runs import RunsProjection, RunsState
@@ -200,7 +200,10 @@ def rebuild(
                 continue  # no projection folds this type: its payload is never decoded
             seq, event_id, stream, stream_version, type_, schema, time, payload, prev_hash, digest = row
             route, current, decode = entry
-            event = decode(payload) if schema == current else decode_payload(type_, schema, payload)
+            try:
+                event = decode(payload) if schema == current else decode_payload(type_, schema, payload)
+            except PAYLOAD_ERRORS as exc:
+                raise ledger.undecodable(seq, exc) from None
             decoded += 1
             rec = Recorded(seq, event_id, stream, stream_version, type_, schema, time, event, prev_hash, digest)
             if route & _RUNS:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import msgspec
 
-from ledger import Ledger, Recorded, StreamRange
+from ledger import PAYLOAD_ERRORS, Ledger, Recorded, StreamRange
 
 from ._checkpoints import CheckpointStore
 from ._views import Reads, decode_row, decoders_for, merge_reads
@@ -198,7 +198,10 @@ class Projector:
             return
         decoders = decoders_for(merge_reads([(sel.types, projection.reads)]))
         for row in self.ledger.read_raw(after=after, upto=upto, types=sel.types, ranges=ranges):
-            event = decode_row(decoders, row[4], row[5], row[7])
+            try:
+                event = decode_row(decoders, row[4], row[5], row[7])
+            except PAYLOAD_ERRORS as exc:
+                raise self.ledger.undecodable(row[0], exc) from None
             yield Recorded(row[0], row[1], row[2], row[3], row[4], row[5], row[6], event, row[8], row[9])
 
     def _keep(

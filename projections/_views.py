@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from ledger import Ledger, decode_payload
+from ledger import PAYLOAD_ERRORS, Ledger, decode_payload
 from ledger.events import BY_TYPE
 
 __all__ = ["Reads", "decode_row", "decoders_for", "merge_reads", "read_views", "view_type"]
@@ -121,4 +121,8 @@ def read_views(ledger: Ledger, type_: str, fields: tuple[str, ...], **select: An
     bounds and ranges): a query that needs a few fields of one type of event."""
     decoders = decoders_for({type_: fields})
     for row in ledger.read_raw(types=[type_], **select):
-        yield row[0], decode_row(decoders, type_, row[5], row[7])
+        try:
+            view = decode_row(decoders, type_, row[5], row[7])
+        except PAYLOAD_ERRORS as exc:
+            raise ledger.undecodable(row[0], exc) from None
+        yield row[0], view

@@ -36,6 +36,8 @@ DIFFICULTY_LABELS: dict[str, int] = {
 
 # The fields a run cannot do without, named as users know them from the data files.
 RUNNABLE_FIELDS = ("problem_statement", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS")
+# Grading recorded patches (`swecl grade`, `swecl validate`) never shows an agent the issue.
+GRADING_FIELDS = ("patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS")
 
 # Bumped only when the meaning of the hashed content changes (never for new optional
 # fields that hash as before), so `dataset_hash` in old ledgers stays comparable.
@@ -83,8 +85,9 @@ class Task:
         # The generated hash would fail on the `environment` dict; identity is enough.
         return hash((self.instance_id, self.base_commit, self.order))
 
-    def missing(self) -> list[str]:
-        """The absent fields a run needs, in `RUNNABLE_FIELDS` order.
+    def missing(self, *, grading_only: bool = False) -> list[str]:
+        """The absent fields a run needs, in `RUNNABLE_FIELDS` order (`grading_only`:
+        those that grading a given patch needs, without an agent to brief).
 
         An empty problem statement, gold patch or test patch counts as absent (nothing
         to give the agent or grade with), and so does an empty FAIL_TO_PASS (every
@@ -92,7 +95,7 @@ class Task:
         legitimate: some SWE-bench tasks have none.
         """
         absent = []
-        if not self.problem_statement:
+        if not self.problem_statement and not grading_only:
             absent.append("problem_statement")
         if not self.patch:
             absent.append("patch")
@@ -107,9 +110,9 @@ class Task:
     def is_runnable(self) -> bool:
         return not self.missing()
 
-    def require_runnable(self) -> None:
+    def require_runnable(self, *, grading_only: bool = False) -> None:
         """Raise `SweclError` naming what is missing and how to supply it."""
-        absent = self.missing()
+        absent = self.missing(grading_only=grading_only)
         if absent:
             raise SweclError(
                 f"task {self.instance_id!r} cannot run: it has no {', '.join(absent)}; "
@@ -170,9 +173,9 @@ class Sequence:
             counts[task.difficulty] = counts.get(task.difficulty, 0) + 1
         return {str(level): counts[level] for level in sorted(counts)}
 
-    def require_runnable(self) -> None:
+    def require_runnable(self, *, grading_only: bool = False) -> None:
         """Raise one error covering every task of the sequence that lacks run fields."""
-        lacking = [(t.instance_id, t.missing()) for t in self.tasks if t.missing()]
+        lacking = [(t.instance_id, absent) for t in self.tasks if (absent := t.missing(grading_only=grading_only))]
         if not lacking:
             return
         fields = sorted({f for _, absent in lacking for f in absent}, key=RUNNABLE_FIELDS.index)

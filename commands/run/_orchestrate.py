@@ -85,8 +85,10 @@ def select_sequences(benchmark: Benchmark, opts: RunOptions) -> list[Sequence]:
             raise SweclError(f"--instance {missing[0]}: no such task in the chosen sequences")
         chosen = [replace(s, tasks=tuple(t for t in s.tasks if t.instance_id in wanted)) for s in chosen]
         chosen = [s for s in chosen if s.tasks]
+    # Agents that replay recorded patches are never briefed, so the issue text is optional.
+    grading_only = opts.agent in ("predictions", "oracle")
     for seq in chosen:
-        seq.require_runnable()
+        seq.require_runnable(grading_only=grading_only)
     if not chosen:
         raise SweclError("no sequences to run")
     return chosen

@@ -12,6 +12,7 @@ import hashlib
 import tempfile
 import time
 import traceback
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,7 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
                      resolved_so_far=resolved_so_far, done_so_far=done)
     )
 
-    result, harness_failed = _run_agent(ctx, task, pass_, attempt, memory_on)
+    result, failure = _run_agent(ctx, task, pass_, attempt, memory_on)
     collect = BlobCollector()
     agent_event = result.to_event(
         collect, agent=ctx.agent_name, sequence_id=seq.id, instance_id=task.instance_id, order=task.order,
@@ -158,11 +159,12 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
             f"fix it and continue with `swecl run --resume {ctx.version}`"
         )
 
-    if harness_failed:
-        # Our adapter broke, not the agent: no verdict, reported as missing, never a failure.
+    if failure is not None:
+        # Our adapter broke (agent_error) or the task's checkout could not be made
+        # (infra_error), not the agent: no verdict, reported as missing, never a failure.
         grade = GradeFinished(
             sequence_id=seq.id, instance_id=task.instance_id, order=task.order, pass_=pass_, attempt=attempt,
-            grader=ctx.grader_name, status="agent_error", resolved=None, error=result.error,
+            grader=ctx.grader_name, status=failure, resolved=None, error=result.error,
         )
         grade_blobs: list[bytes] = []
     else:
@@ -247,16 +249,21 @@ def task_count(ctx: SequenceContext, pass_: str) -> int:
 
 def _run_agent(
     ctx: SequenceContext, task: Task, pass_: str, attempt: int, memory_on: bool
-) -> tuple[AgentResult, bool]:
-    """The agent's result, and whether the harness (not the agent) failed to run it."""
+) -> tuple[AgentResult, str | None]:
+    """The agent's result, and the status when the harness (not the agent) failed:
+    `infra_error` when the task's checkout could not be made (a clone or fetch that
+    fails, a commit missing from the mirror), `agent_error` when the adapter broke."""
     started = time.monotonic()
     recall = None
     try:
-        # Not a worktree of the mirror: that holds every later commit, this task's fix and
-        # tests among them. The agent's checkout holds the base commit's history only.
-        with tempfile.TemporaryDirectory(prefix="swecl-task-") as scratch, ctx.repos.agent_checkout(
-            task.repo, task.base_commit
-        ) as workdir:
+        with tempfile.TemporaryDirectory(prefix="swecl-task-") as scratch, ExitStack() as stack:
+            try:
+                # Not a worktree of the mirror: that holds every later commit, this task's fix
+                # and tests among them. The agent's checkout holds the base commit's history only.
+                workdir = stack.enter_context(ctx.repos.agent_checkout(task.repo, task.base_commit))
+            except (SweclError, OSError) as exc:
+                error = f"checkout of {task.repo}@{task.base_commit[:12]} failed: {exc}"
+                return AgentResult(exit="error", error=_scrubbed(error), duration_s=time.monotonic() - started), "infra_error"
             if memory_on:
                 recall = RecallService(
                     ctx.ledger, ctx.version, ctx.sequence.id, pass_, task.order, task.instance_id, attempt, task.repo
@@ -281,17 +288,17 @@ def _run_agent(
                 apply_check=lambda patch, _wt=workdir: apply_check(_wt, patch),
                 sandbox=ctx.sandbox,
             )
-            return ctx.agent.run(inp), False
+            return ctx.agent.run(inp), None
     except SweclError as exc:
         # The message and traceback may quote what the adapter read (its environment
         # among it): recorded scrubbed, like an adapter's own result.
-        return AgentResult(exit="error", error=_scrubbed(str(exc)), duration_s=time.monotonic() - started), True
+        return AgentResult(exit="error", error=_scrubbed(str(exc)), duration_s=time.monotonic() - started), "agent_error"
     except Exception as exc:  # an adapter bug must not take the run down or pass as a result
         detail = traceback.format_exc(limit=5)
         return AgentResult(
             exit="error", error=_scrubbed(f"the agent adapter raised {exc!r}"),
             duration_s=time.monotonic() - started, transcript=_scrubbed(detail).encode(),
-        ), True
+        ), "agent_error"
     finally:
         if recall is not None:
             recall.close()

@@ -31,13 +31,14 @@ def commit_at(root: Path, message: str, date: str) -> str:
     return run_git(root, "rev-parse", "HEAD")
 
 
-def make_wheel(directory: Path, name: str, version: str) -> Path:
+def make_wheel(directory: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> Path:
     """A pure-Python wheel whose module `name` has `VERSION = "<version>"`."""
     directory.mkdir(parents=True, exist_ok=True)
     dist = f"{name}-{version}"
+    needs = "".join(f"Requires-Dist: {r}\n" for r in requires)
     entries = {
         f"{name}/__init__.py": f'VERSION = "{version}"\n',
-        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{needs}",
         f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: swecl-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     record = []
@@ -51,6 +52,28 @@ def make_wheel(directory: Path, name: str, version: str) -> Path:
         for path, text in entries.items():
             archive.writestr(path, text)
     return wheel
+
+
+def make_sdist(directory: Path, name: str, version: str, setup_py: str) -> Path:
+    """A source distribution built by its own setup.py (an old-style sdist)."""
+    import io
+    import tarfile
+
+    directory.mkdir(parents=True, exist_ok=True)
+    dist = f"{name}-{version}"
+    files = {
+        f"{dist}/setup.py": setup_py,
+        f"{dist}/PKG-INFO": f"Metadata-Version: 1.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}/{name}.py": f'VERSION = "{version}"\n',
+    }
+    path = directory / f"{dist}.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        for rel, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(rel)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
 
 
 def simple_index(root: Path, packages: dict[str, list[str]]) -> str:

@@ -277,3 +277,22 @@ def test_a_log_pass_pytest_reported_otherwise_counts_as_failed(tmp_path: Path) -
         assert statuses == {}
     finally:
         channel.close()
+
+
+def test_swebench_s_progress_marker_keeps_its_log_status_when_pytest_finished(tmp_path: Path) -> None:
+    """Two official pytest rows list "[100%]" in PASS_TO_PASS, parsed from a line such as
+    `PASSED [100%]`: no test is named so, and swebench counts it when the log has it."""
+    done, channel = _pytest_with_channel(tmp_path, "def test_pass():\n    pass\n")
+    try:
+        log = done.stdout + "PASSED [100%]\nPASSED test_it.py::test_forged\n"
+        parsed = parse_log(log, "pytest")
+        assert parsed.get("[100%]") is TestStatus.PASSED  # swebench's parser reads it so
+        statuses, _ = check_against_channel(parsed, log, channel, "pytest")
+        assert statuses.get("[100%]") is TestStatus.PASSED
+        assert "test_it.py::test_forged" not in statuses  # a real test name still needs pytest's word
+        # a run that never finished gets no such benefit of the doubt
+        channel.results_file.unlink()
+        statuses, _ = check_against_channel(parsed, log, channel, "pytest")
+        assert "[100%]" not in statuses
+    finally:
+        channel.close()

@@ -385,3 +385,29 @@ def test_an_empty_ledger_file_is_initialised_only_by_init(
     assert (results / "ledger.db").stat().st_size == 0
     assert "ledger created" in swecl(results, "init", cache=cache).stdout
     assert swecl(results, "verify", cache=cache).stdout.startswith("ledger OK: 0 events")
+
+
+@pytest.mark.parametrize("payload", ["{not json", '{"resolved": "maybe"}'])
+def test_a_payload_that_no_longer_decodes_is_one_line_not_a_crash(
+    original: tuple[Path, str], tmp_path: Path, cache: Path, payload: str
+) -> None:
+    """An edited payload that is no longer its event type's shape: reads warn that the
+    chain does not verify, then refuse in one line naming the event (exit 2, a damaged
+    ledger), instead of printing numbers computed without it or crashing."""
+    results = _copy(original, tmp_path)
+    (results / "projections.db").unlink()
+    seq = [e["seq"] for e in read_events(results) if e["type"] == "task.finished"][0]
+    _sql(results, "UPDATE events SET payload = CAST(? AS BLOB) WHERE seq = ?", params=(payload, seq))
+    for args in READS:
+        done = swecl(results, *args, cache=cache, check=False)
+        lines = done.stderr.strip().splitlines()
+        if done.returncode == 0:  # a read that never decodes payloads (the raw log) just warns
+            _one_warning(done, f"seq {seq}: hash mismatch")
+            continue
+        assert done.returncode == 2, (args, done.stderr)  # a damaged ledger, as for a cut file
+        assert len(lines) == 2 and lines[0].startswith("swecl: warning: "), (args, done.stderr)
+        assert lines[1].startswith("swecl: ") and f"seq {seq} does not decode" in lines[1], lines[1]
+        assert "swecl verify" in lines[1]
+        assert args[0] == "log" or not done.stdout, (args, done.stdout)  # only the log streams what came before
+        assert "Traceback" not in done.stderr
+    assert "seq " in _verify_fails(results, cache)

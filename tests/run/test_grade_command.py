@@ -53,3 +53,102 @@ def test_predictions_naming_unknown_tasks_are_refused(tmp_path: Path, cache: Pat
     proc = swecl(tmp_path / "r", "grade", "--dataset", str(dataset), "--predictions", str(predictions), cache=cache,
                  check=False)
     assert proc.returncode == 2 and "nobody__x-1" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def _curriculum(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
+    """The demo curriculum with `edit(task_document)` applied to each task."""
+    dataset = write_demo_curriculum(tmp_path / "demo.json")
+    doc = json.loads(dataset.read_text())
+    for seq in doc["sequences"]:
+        for task in seq["tasks"]:
+            edit(task)
+    dataset.write_text(json.dumps(doc))
+    return dataset
+
+
+def _gold(tmp_path: Path, dataset: Path, *iids: str) -> Path:
+    tasks = {t.instance_id: t for t in load_benchmark(str(dataset)).tasks()}
+    predictions = tmp_path / "gold.jsonl"
+    predictions.write_text("".join(
+        json.dumps({"instance_id": iid, "model_name_or_path": "gold", "model_patch": tasks[iid].patch}) + "\n"
+        for iid in iids))
+    return predictions
+
+
+def test_grading_needs_no_problem_statement_and_reports_progress_with_json(tmp_path: Path, cache: Path) -> None:
+    """Grading rows rebuilt from public sources carry no issue text: nothing is briefed,
+    so nothing is missing. Progress still reaches stderr when stdout is the JSON report."""
+
+    def no_issue(task: dict) -> None:
+        task["task"]["problem_statement"] = None
+
+    dataset = _curriculum(tmp_path, no_issue)
+    gold = "swecl-demo__spans-8"
+    done = swecl(tmp_path / "results", "grade", "--dataset", str(dataset), "--predictions",
+                 str(_gold(tmp_path, dataset, gold)), "--json", cache=cache)
+    report = json.loads(done.stdout)
+    assert report["resolved_ids"] == [gold] and report["reasons"] == {}
+    assert gold in done.stderr  # the task's progress line
+    # an agent that would be briefed still needs the issue
+    refused = swecl(tmp_path / "r2", "run", "--dataset", str(dataset), "--agent", "command", "--command",
+                    "true {workdir} {issue_file}", "--stage", "base", cache=cache, check=False)
+    assert refused.returncode == 2 and "problem_statement" in refused.stderr
+
+
+def test_infrastructure_failures_are_said_and_nothing_graded_exits_1(tmp_path: Path, cache: Path) -> None:
+    """A base commit the repository does not have is the set-up's failure, not the
+    patch's: infra_error (never scored), one line on stderr with the reason, the reason
+    in the JSON, and exit 1 when no instance could be graded at all."""
+    missing = "0123456789abcdef0123456789abcdef01234567"
+
+    def lost_commit(task: dict) -> None:
+        task["metadata"]["base_commit"] = missing
+
+    dataset = _curriculum(tmp_path, lost_commit)
+    iid = "swecl-demo__spans-8"
+    done = swecl(tmp_path / "results", "grade", "--dataset", str(dataset), "--predictions",
+                 str(_gold(tmp_path, write_demo_curriculum(tmp_path / "plain.json"), iid)), "--json",
+                 cache=cache, check=False)
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["statuses"] == {iid: "infra_error"} and report["error_ids"] == [iid]
+    assert missing in report["reasons"][iid] and "checkout" in report["reasons"][iid]
+    said = [line for line in done.stderr.splitlines() if line.startswith("swecl: ")]
+    assert said[0].startswith(f"swecl: {iid}: infra_error: checkout of ") and missing[:12] in said[0]
+    assert said[-1] == "swecl: error: nothing could be graded: all 1 instance(s) ended in errors (see above)"
+
+
+def test_validate_records_what_this_host_cannot_grade_and_metrics_honour_it(tmp_path: Path, cache: Path) -> None:
+    """Gold, no-op and empty patches per task; a task whose gold patch does not resolve is
+    not gradeable here, recorded once, and every later metric counts it missing."""
+    good, broken = "swecl-demo__spans-8", "swecl-demo__spans-12"
+    plain = load_benchmark(str(write_demo_curriculum(tmp_path / "plain.json")))
+    gold_of_good = {t.instance_id: t for t in plain.tasks()}[good].patch
+
+    def wrong_gold(task: dict) -> None:
+        if task["metadata"]["instance_id"] == broken:
+            task["evaluation"]["patch"] = gold_of_good  # a "gold" patch that fixes another task
+
+    dataset = _curriculum(tmp_path, wrong_gold)
+    results = tmp_path / "results"
+    done = swecl(results, "validate", "--dataset", str(dataset), "--instance", good, "--instance", broken, "--json",
+                 cache=cache)
+    doc = json.loads(done.stdout)
+    rows = {row["instance_id"]: row for row in doc["tasks"]}
+    assert rows[good]["gradeable"] and (rows[good]["gold"], rows[good]["noop"], rows[good]["empty"]) == (
+        "resolved", "unresolved", "empty_patch")
+    assert not rows[broken]["gradeable"] and rows[broken]["gold"] != "resolved"
+    assert rows[broken]["reason"].startswith("gold patch ")
+    assert doc["runs"] == {k: f"validate-1-{k}" for k in ("gold", "noop", "empty")}
+    assert doc["repositories"]["swecl-demo/spans"]["gradeable"] == 1
+    assert not (results / ".validate").exists() or not any((results / ".validate").rglob("*.jsonl"))  # answers gone
+
+    # an agent's run over both tasks: the broken task is missing, with the reason, not a 0
+    predictions = _gold(tmp_path, write_demo_curriculum(tmp_path / "again.json"), good, broken)
+    graded = json.loads(swecl(results, "grade", "--dataset", str(dataset), "--predictions", str(predictions),
+                              "--version", "agent", "--json", cache=cache).stdout)
+    assert graded["statuses"] == {good: "resolved", broken: "resolved"}
+    (metrics,) = swecl_json(results, "metrics", "--version", "agent", cache=cache)["versions"]
+    assert metrics["not_gradeable"] == {broken: rows[broken]["reason"]}
+    table = swecl(results, "metrics", "--version", "agent", cache=cache).stdout
+    assert f"{broken} counted missing, not gradeable on this host" in table
