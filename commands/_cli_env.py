@@ -61,7 +61,9 @@ def env_list_cmd(cache_dir: str | None, sizes: bool, as_json: bool) -> None:
 @cache_option
 @click.option("--repo-source", "repo_sources", multiple=True, metavar="OWNER/NAME=PATH_OR_URL",
               help="Where to clone the repository from (needed for requirements files).")
-@click.option("--commit", default=None, help="Commit to read requirement files at (default: the mirror's HEAD).")
+@click.option("--commit", default=None,
+              help="The environment_setup_commit: requirement files are read there and packages resolve as of its "
+                   "date, as grading does (default: the mirror's HEAD and today's packages, with a warning).")
 @click.option("--python", "python_paths", multiple=True, metavar="VERSION=PATH", help="Interpreter for a Python version.")
 @click.option("--force", is_flag=True, help="Rebuild even if a complete environment exists.")
 def env_build_cmd(repo: str, version: str, cache_dir: str | None, repo_sources: tuple[str, ...], commit: str | None,
@@ -75,16 +77,25 @@ def env_build_cmd(repo: str, version: str, cache_dir: str | None, repo_sources: 
     spec = spec_for(repo, version)
     paths = _python_paths(python_paths)
     needs_tree = bool(spec.packages and spec.packages.endswith((".txt", ".yml")))
+    repos = RepoCache(cache, _repo_sources(repo_sources))
+    cutoff = None
+    if commit:
+        from graders._envs import era_for
+
+        cutoff = era_for(repos, repo, commit, commit).cutoff  # the environment grading builds for this commit
+    else:
+        click.echo("warning: no --commit: packages resolve as of today, not as of a task's era; grading builds "
+                   "its own environment as of the task's environment_setup_commit", err=True)
     if needs_tree:
-        repos = RepoCache(cache, _repo_sources(repo_sources))
         mirror = repos.ensure_mirror(repo)
         from graders._repos import git
 
         target = commit or git(["rev-parse", "HEAD"], cwd=mirror).stdout.decode().strip()
         with repos.worktree(repo, target) as wt:
-            build = build_env(repo, version, spec, cache_dir=cache, worktree=wt.path, python_paths=paths, force=force)
+            build = build_env(repo, version, spec, cache_dir=cache, worktree=wt.path, python_paths=paths, force=force,
+                              exclude_newer=cutoff)
     else:
-        build = build_env(repo, version, spec, cache_dir=cache, python_paths=paths, force=force)
+        build = build_env(repo, version, spec, cache_dir=cache, python_paths=paths, force=force, exclude_newer=cutoff)
     click.echo(f"{build.env.key}: {'built' if build.built else 'already built'} ({build.env.path})")
     for warning in build.warnings:
         click.echo(f"warning: {warning}")
