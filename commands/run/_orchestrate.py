@@ -86,7 +86,7 @@ def select_sequences(benchmark: Benchmark, opts: RunOptions) -> list[Sequence]:
         chosen = [replace(s, tasks=tuple(t for t in s.tasks if t.instance_id in wanted)) for s in chosen]
         chosen = [s for s in chosen if s.tasks]
     # Agents that replay recorded patches are never briefed, so the issue text is optional.
-    grading_only = opts.agent in ("predictions", "oracle")
+    grading_only = opts.agent == "predictions"
     for seq in chosen:
         seq.require_runnable(grading_only=grading_only)
     if not chosen:
