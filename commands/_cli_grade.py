@@ -194,6 +194,8 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
     event; `swecl metrics` then reports the tasks that are not gradeable as missing,
     with the reason, never as the agent's 0.
     """
+    from dataclasses import asdict
+
     from ._cli_common import results_of
     from ._queries import runs
     from ._validate import check_slug, validate
@@ -246,14 +248,14 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
             "validation": slug, "runs": outcome.runs,
             "tasks": [{"instance_id": r.instance_id, "repo": repo_of[r.instance_id], "gradeable": r.gradeable,
                        "gold": r.gold, "noop": r.noop, "empty": r.empty, "reason": r.reason} for r in outcome.rows],
-            "repositories": table,
+            "repositories": {repo: asdict(counts) for repo, counts in table.items()},
         })
         return
     click.echo(f"{'repository':<24} {'tasks':>5} {'gold':>5} {'no-op':>5} {'gradeable':>9}  not gradeable, by cause")
-    for repo, entry in table.items():
-        causes = ", ".join(f"{n} {cause}" for cause, n in sorted(entry["causes"].items())) or "-"  # type: ignore[union-attr]
-        click.echo(f"{repo:<24} {entry['tasks']:>5} {entry['gold_resolved']:>5} {entry['noop_resolved']:>5} "
-                   f"{entry['gradeable']:>9}  {causes}")
+    for repo, counts in table.items():
+        causes = ", ".join(f"{n} {cause}" for cause, n in sorted(counts.causes.items())) or "-"
+        click.echo(f"{repo:<24} {counts.tasks:>5} {counts.gold_resolved:>5} {counts.noop_resolved:>5} "
+                   f"{counts.gradeable:>9}  {causes}")
     for row in outcome.rows:
         if not row.gradeable:
             click.echo(f"not gradeable: {row.instance_id}: {row.reason}")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ledger import Ledger, StreamRange, SweclError
+from ledger.events import TaskValidity
 from projections import OutcomeProjection, Projector, RunOutcomes, RunsProjection, RunSummary, read_views
 from projections.metrics import Lambdas, MetricsResult, compute
 
@@ -95,13 +96,18 @@ class VersionMetrics:
     not_gradeable: dict[str, str] = field(default_factory=dict)
 
 
-def run_not_gradeable(ledger: Ledger, state: RunOutcomes) -> dict[str, str]:
-    """The run's tasks that the latest validation found not gradeable on this host."""
-    from ._validate import not_gradeable
+def not_gradeable(ledger: Ledger) -> dict[str, str]:
+    """instance_id -> reason, for the tasks the latest validation of each found not
+    gradeable on this host (a later validation of a task replaces an earlier one)."""
+    latest: dict[str, TaskValidity] = {}
+    for _, ev in read_views(ledger, "tasks.validated", ("tasks",)):
+        for row in ev.tasks:
+            latest[row.instance_id] = row
+    return {iid: row.reason or "not gradeable" for iid, row in latest.items() if not row.gradeable}
 
-    found = not_gradeable(ledger)
-    if not found:
-        return {}
+
+def run_not_gradeable(state: RunOutcomes, found: dict[str, str]) -> dict[str, str]:
+    """The run's tasks among `found` (`not_gradeable`), with their reasons."""
     return {t.instance_id: found[t.instance_id] for seq in state.sequences.values() for t in seq.plan
             if t.instance_id in found}
 
@@ -118,11 +124,12 @@ def metrics_for(
     known = runs(ledger, projector)
     chosen = versions or list(known)
     out = []
+    found = not_gradeable(ledger)  # one read for every version
     for version in chosen:
         if version not in known:
             raise SweclError(f"no run version {version!r} in {ledger.path} (versions: {', '.join(known) or 'none yet'})")
         state = outcomes(ledger, projector, version, as_of_order=as_of_order)
-        excluded = run_not_gradeable(ledger, state)
+        excluded = run_not_gradeable(state, found)
         out.append(VersionMetrics(known[version], state, compute(state.to_metric_inputs(excluded), formula, lambdas),
                                   excluded))
     return out

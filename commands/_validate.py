@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledger import Ledger, StreamRange, SweclError
+from ledger import SweclError
 from ledger.events import TasksValidated, TaskValidity
-from projections import read_views
 
+from ._queries import grade_reasons
 from ._results import Results
 from .inputs import Task
 
@@ -56,16 +56,28 @@ def write_predictions(directory: Path, kind: str, tasks: list[Task]) -> Path:
     return path
 
 
-def judge(gold: tuple[str, str | None], noop: tuple[str, str | None], empty: tuple[str, str | None]) -> tuple[bool, str | None]:
+def judge(gold: tuple[str, str | None], noop: tuple[str, str | None]) -> tuple[bool, str | None]:
     """Whether a task is gradeable here, and why not: swebench's validation rule (the gold
-    patch resolves; without the fix, here the no-op patch, FAIL_TO_PASS does not pass)."""
+    patch resolves; without the fix, here the no-op patch, FAIL_TO_PASS does not pass).
+    The empty patch is recorded for the table; it never decides."""
     if gold[0] != "resolved":
         return False, f"gold patch {gold[0]}" + (f": {gold[1]}" if gold[1] else "")
     if noop[0] == "resolved":
         return False, "the no-op patch resolves: FAIL_TO_PASS passes without the fix"
-    if noop[0] not in ("unresolved",):
+    if noop[0] != "unresolved":
         return False, f"no-op patch {noop[0]}" + (f": {noop[1]}" if noop[1] else "")
     return True, None
+
+
+@dataclass
+class RepoCounts:
+    """One repository's line of the validation table."""
+
+    tasks: int = 0
+    gold_resolved: int = 0
+    noop_resolved: int = 0
+    gradeable: int = 0
+    causes: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -75,21 +87,18 @@ class Validation:
     runs: dict[str, str]
     rows: list[TaskValidity] = field(default_factory=list)
 
-    def by_repo(self, repo_of: dict[str, str]) -> dict[str, dict[str, object]]:
+    def by_repo(self, repo_of: dict[str, str]) -> dict[str, RepoCounts]:
         """Per repository: tasks, gold resolved, no-op resolved, and failures by cause."""
-        table: dict[str, dict[str, object]] = {}
+        table: dict[str, RepoCounts] = {}
         for row in self.rows:
-            repo = repo_of.get(row.instance_id, "?")
-            entry = table.setdefault(repo, {"tasks": 0, "gold_resolved": 0, "noop_resolved": 0, "gradeable": 0,
-                                            "causes": {}})
-            entry["tasks"] = int(entry["tasks"]) + 1  # type: ignore[call-overload]
-            entry["gold_resolved"] = int(entry["gold_resolved"]) + (row.gold == "resolved")  # type: ignore[call-overload]
-            entry["noop_resolved"] = int(entry["noop_resolved"]) + (row.noop == "resolved")  # type: ignore[call-overload]
-            entry["gradeable"] = int(entry["gradeable"]) + row.gradeable  # type: ignore[call-overload]
+            entry = table.setdefault(repo_of.get(row.instance_id, "?"), RepoCounts())
+            entry.tasks += 1
+            entry.gold_resolved += row.gold == "resolved"
+            entry.noop_resolved += row.noop == "resolved"
+            entry.gradeable += row.gradeable
             if not row.gradeable:
-                causes: dict[str, int] = entry["causes"]  # type: ignore[assignment]
                 cause = cause_of(row)
-                causes[cause] = causes.get(cause, 0) + 1
+                entry.causes[cause] = entry.causes.get(cause, 0) + 1
         return dict(sorted(table.items()))
 
 
@@ -120,11 +129,11 @@ def validate(
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     with results.open_ledger() as ledger:
-        statuses = {kind: _statuses(ledger, version) for kind, version in versions.items()}
+        statuses = {kind: grade_reasons(ledger, version) for kind, version in versions.items()}
         validation = Validation(runs=versions)
         for task in tasks:
             got = {kind: statuses[kind].get(task.instance_id, ("missing", None)) for kind in KINDS}
-            gradeable, reason = judge(got["gold"], got["noop"], got["empty"])
+            gradeable, reason = judge(got["gold"], got["noop"])
             validation.rows.append(TaskValidity(
                 instance_id=task.instance_id, gradeable=gradeable, gold=got["gold"][0], noop=got["noop"][0],
                 empty=got["empty"][0], reason=reason,
@@ -134,26 +143,6 @@ def validate(
                                                 empty="ungraded", reason=why))
         ledger.append(f"validation/{slug}", [TasksValidated(runs=versions, tasks=validation.rows)], durable=True)
     return validation
-
-
-def _statuses(ledger: Ledger, version: str) -> dict[str, tuple[str, str | None]]:
-    out: dict[str, tuple[str, str | None]] = {}
-    views = read_views(ledger, "grade.finished", ("instance_id", "pass_", "status", "error"),
-                       ranges=[StreamRange(f"run/{version}")])
-    for _, ev in views:
-        if ev.pass_ == "initial":
-            out[ev.instance_id] = (ev.status, ev.error)
-    return out
-
-
-def not_gradeable(ledger: Ledger) -> dict[str, str]:
-    """instance_id -> reason, for the tasks the latest validation of each found not
-    gradeable on this host (a later validation of a task replaces an earlier one)."""
-    latest: dict[str, TaskValidity] = {}
-    for _, ev in read_views(ledger, "tasks.validated", ("tasks",)):
-        for row in ev.tasks:
-            latest[row.instance_id] = row
-    return {iid: row.reason or "not gradeable" for iid, row in latest.items() if not row.gradeable}
 
 
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")

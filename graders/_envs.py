@@ -388,10 +388,7 @@ def _uv_with_cutoff(
     return ok
 
 
-def _uv_install(
-    python: Path, requirements: list[str], log: _Log, what: str, cutoff: _Cutoff | None = None,
-    scratch: Path | None = None,
-) -> list[str]:
+def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cutoff: _Cutoff | None = None) -> list[str]:
     """Install with uv: the batch online, then offline, then online without build
     isolation (old sdists such as MarkupSafe 1.0 only build against the venv's own
     setuptools); then one by one, each held to the batch's exact pins by a constraints
@@ -411,7 +408,7 @@ def _uv_install(
             return []
     log.write(f"# {what}: the batch failed; installing one by one, held to its exact pins")
     pins = exact_pins(requirements)
-    constraints = (scratch or python.parent.parent.parent) / f".swecl-{what}-pins.txt"  # beside the venv
+    constraints = python.parent.parent.parent / f".swecl-{what}-pins.txt"  # beside the venv, in the build dir
     failed = []
     for req in requirements:
         # Its own pin is left out, so a pin that cannot install fails alone.

@@ -29,7 +29,7 @@ from ledger.events import MemoryRecalled, RunStarted, TaskRef
 from projections import Cell, Projector, RunOutcomes, RunsProjection, RunSummary, read_views
 from projections.metrics import MetricsResult, SequenceOutcomes, SequenceResult, compute
 
-from .._queries import outcomes, run_not_gradeable
+from .._queries import not_gradeable, outcomes, run_not_gradeable
 
 CellState = Literal["resolved", "unresolved", "missing", "n/a"]
 
@@ -217,7 +217,7 @@ def _version_report(
     ledger: Ledger, projector: Projector, run: RunSummary, items: dict[str, WrittenItem], head: int, formula: str
 ) -> VersionReport:
     state = outcomes(ledger, projector, run.version, upto=head)
-    inputs = state.to_metric_inputs(run_not_gradeable(ledger, state))  # missing, never the agent's 0
+    inputs = state.to_metric_inputs(run_not_gradeable(state, not_gradeable(ledger)))  # missing, never the agent's 0
     result = compute(inputs, formula)
     by_name = {seq.name: seq for seq in inputs}
     retest_every = _retest_every(ledger, run.version, head)

@@ -15,19 +15,8 @@ from tests.graders.exec_support import make_calc_repo, run_git, write
 
 def commit_at(root: Path, message: str, date: str) -> str:
     """Commit everything with this author and committer date; returns the sha."""
-    env = {
-        **os.environ,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-        "GIT_AUTHOR_DATE": date,
-        "GIT_COMMITTER_DATE": date,
-    }
-    subprocess.run(["git", "add", "-A"], cwd=root, env=env, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", message], cwd=root, env=env, check=True)
+    run_git(root, "add", "-A")
+    run_git(root, "commit", "-q", "-m", message, date=date)
     return run_git(root, "rev-parse", "HEAD")
 
 

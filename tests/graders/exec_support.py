@@ -105,7 +105,8 @@ P2P = ["tests/test_ops.py::test_add", "tests/test_ops.py::test_sub", "tests/test
 TEST_ENV = EnvSpec(python=None, pip_packages=["pytest"], test_cmd="pytest -rA")
 
 
-def run_git(cwd: Path, *args: str) -> str:
+def run_git(cwd: Path, *args: str, date: str | None = None) -> str:
+    """git with a neutral identity and no user config; `date`: author and committer date."""
     env = {
         **os.environ,
         "GIT_CONFIG_NOSYSTEM": "1",
@@ -115,6 +116,8 @@ def run_git(cwd: Path, *args: str) -> str:
         "GIT_COMMITTER_NAME": "t",
         "GIT_COMMITTER_EMAIL": "t@example.invalid",
     }
+    if date is not None:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
     done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True)
     return done.stdout.strip()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +18,7 @@ from commands.memory import (
 from ledger import Ledger
 from projections.memory import load_memory
 
-from .builders import REPO, start_run
+from .builders import REPO
 
 AGENT_PATCH = """\
 diff --git a/widgets/parse.py b/widgets/parse.py
@@ -69,14 +68,6 @@ SECRETS = GradingSecrets(
         "test_plain_case (tests.test_misc.MiscTests)",
     ],
 )
-
-
-@pytest.fixture
-def led(tmp_path: Path) -> Ledger:
-    ledger = Ledger.open(tmp_path / "ledger.db", create=True)
-    start_run(ledger, "V")
-    yield ledger
-    ledger.close()
 
 
 def task(order: int = 1, issue: str = ISSUE, pass_: str = "initial") -> TaskView:

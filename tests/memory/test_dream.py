@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
@@ -21,14 +20,6 @@ ISSUE_B = (
     "Issue (w-7): the admin changelist shows a stale count after a bulk delete because the cached paginator "
     "is reused across requests; the count should be recomputed."
 )
-
-
-@pytest.fixture
-def led(tmp_path: Path) -> Ledger:
-    ledger = Ledger.open(tmp_path / "ledger.db", create=True)
-    start_run(ledger, "V")
-    yield ledger
-    ledger.close()
 
 
 def statuses(led: Ledger) -> dict[str, str]:

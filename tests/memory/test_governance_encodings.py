@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import random
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +15,7 @@ from commands.memory import Checker, daydream, dream, find_secret
 from ledger import Ledger
 from projections.memory import load_memory
 
-from .builders import item, start_run, write
+from .builders import item, write
 from .test_daydream import AGENT_PATCH, ISSUE, rejected, task
 
 
@@ -41,14 +40,6 @@ FORMS = {
     "cut in two": f'KEY = "{KEY[:10]}" + \n  "{KEY[10:]}"',
     "URL password of the environment": base64.b64encode(b"hunter2pass").decode(),
 }
-
-
-@pytest.fixture
-def led(tmp_path: Path) -> Ledger:
-    ledger = Ledger.open(tmp_path / "ledger.db", create=True)
-    start_run(ledger, "V")
-    yield ledger
-    ledger.close()
 
 
 @pytest.mark.parametrize("form", list(FORMS))

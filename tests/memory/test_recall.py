@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
@@ -22,14 +21,6 @@ from projections.memory import (
 )
 
 from .builders import OTHER_REPO, REPO, item, start_run, task_started, write
-
-
-@pytest.fixture
-def led(tmp_path: Path) -> Ledger:
-    ledger = Ledger.open(tmp_path / "ledger.db", create=True)
-    start_run(ledger, "V")
-    yield ledger
-    ledger.close()
 
 
 def service(led: Ledger, order: int, *, pass_: str = "initial", repo: str | None = REPO, **kw) -> RecallService:
