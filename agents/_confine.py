@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from graders._reaper import PROCESS_VARS
+
 __all__ = ["RecallBridge", "agent_environment", "checkout_object_stores"]
 
 _RELAY = r'''
@@ -56,7 +58,7 @@ def agent_environment(environ: Mapping[str, str], hidden: Iterable[str]) -> dict
     roots = [h.rstrip("/") for h in hidden if h and h != "/"]
     out: dict[str, str] = {}
     for key, value in environ.items():
-        if key.startswith("SWECL_") and key != "SWECL_OWNER":
+        if key.startswith("SWECL_") and key not in PROCESS_VARS:
             continue
         if any(root and root in value for root in roots):
             continue

@@ -19,7 +19,7 @@ from pathlib import Path
 from ledger import SweclError
 
 from graders import Sandbox
-from graders._reaper import OWNER_VAR, become_subreaper, descendants, kill_new_descendants, owner_token
+from graders._reaper import OWNER_VAR, RUN_VAR, become_subreaper, descendants, kill_new_descendants, owner_token, run_marker
 
 # Time between SIGTERM and SIGKILL: long enough for a CLI to flush its transcript.
 _GRACE_S = 3.0
@@ -56,47 +56,49 @@ def run_process(
     """
     if not cwd.is_dir():
         raise SweclError(f"agent worktree {cwd} does not exist: prepare the task's checkout first")
-    started = time.monotonic()
-    become_subreaper()
-    before = descendants()
-    env = {**env, OWNER_VAR: owner_token()}  # found and ended by the next swecl if this one is killed
-    if sandbox is not None and sandbox.confined:
-        argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=writable, readable=readable, network=True)
-    with open(stdout, "wb") as out, open(stderr, "wb") as err:
-        try:
-            proc = subprocess.Popen(
-                list(argv),
-                cwd=cwd,
-                env=dict(env),
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-            )
-        except FileNotFoundError:
-            raise SweclError(f"agent command {argv[0]!r} not found: install it or give its full path") from None
-        except PermissionError:
-            raise SweclError(f"agent command {argv[0]!r} is not executable: check its permissions") from None
-        feeder = None
-        if stdin is not None:
-            feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
-            feeder.start()
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            kill_group(proc.pid, proc)
-        finally:
-            # Whatever it left running (an MCP server, a background shell) goes too.
-            kill_group(proc.pid, None)
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            kill_new_descendants(before)  # children that left the group (setsid) too
-            if feeder is not None:
-                feeder.join(timeout=1.0)
-    return ProcessOutcome(None if timed_out else proc.returncode, timed_out, time.monotonic() - started)
+    with run_marker() as marker:  # spared by the clean-up of runs in other threads
+        started = time.monotonic()
+        become_subreaper()
+        before = descendants()
+        # OWNER_VAR: found and ended by the next swecl if this one is killed
+        env = {**env, OWNER_VAR: owner_token(), RUN_VAR: marker}
+        if sandbox is not None and sandbox.confined:
+            argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=writable, readable=readable, network=True)
+        with open(stdout, "wb") as out, open(stderr, "wb") as err:
+            try:
+                proc = subprocess.Popen(
+                    list(argv),
+                    cwd=cwd,
+                    env=dict(env),
+                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                )
+            except FileNotFoundError:
+                raise SweclError(f"agent command {argv[0]!r} not found: install it or give its full path") from None
+            except PermissionError:
+                raise SweclError(f"agent command {argv[0]!r} is not executable: check its permissions") from None
+            feeder = None
+            if stdin is not None:
+                feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
+                feeder.start()
+            timed_out = False
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                kill_group(proc.pid, proc)
+            finally:
+                # Whatever it left running (an MCP server, a background shell) goes too.
+                kill_group(proc.pid, None)
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                kill_new_descendants(before, marker)  # children that left the group (setsid) too
+                if feeder is not None:
+                    feeder.join(timeout=1.0)
+        return ProcessOutcome(None if timed_out else proc.returncode, timed_out, time.monotonic() - started)
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:

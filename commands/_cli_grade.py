@@ -50,11 +50,13 @@ def verdict_cmd(input_path: Path, as_json: bool) -> None:
 @click.option("--version", default=None, metavar="SLUG", help="Run version to record the grades under.")
 @click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default="bwrap", envvar="SWECL_SANDBOX", show_default=True,
               help="Where tests run: bwrap or none (unconfined, recorded on the run). Default from $SWECL_SANDBOX.")
+@click.option("--jobs", type=int, default=1, show_default=True, metavar="N",
+              help="Tasks graded at once (a worktree slot each; one environment's tasks in turn).")
 @click.option("--json", "as_json", is_flag=True, help="SWE-bench's run report keys plus statuses, as JSON.")
 @click.pass_context
 def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predictions: Path, instances: tuple[str, ...],
               repo_sources: tuple[str, ...], grader: str, pythons: tuple[str, ...], cache_dir: str | None,
-              test_timeout: float, version: str | None, sandbox: str, as_json: bool) -> None:
+              test_timeout: float, version: str | None, sandbox: str, jobs: int, as_json: bool) -> None:
     """Grade SWE-bench-style predictions and record every grade as events.
 
     The grades form a run version (stage base, agent predictions, initial pass only), so
@@ -73,7 +75,7 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
         stage="base", dataset=dataset, rows=rows, instances=wanted, agent="predictions", grader=grader,
         version=version, passes=["initial"], predictions=[str(predictions)], repo_sources=_repo_sources(repo_sources),
         cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None, python_paths=_python_paths(pythons),
-        test_timeout_s=test_timeout, sandbox=sandbox,
+        test_timeout_s=test_timeout, sandbox=sandbox, task_jobs=jobs,
     )
     warn_if_unconfined(opts.sandbox)
     # Progress goes to stderr, so it is there with --json too (stdout keeps the one document).
@@ -181,11 +183,13 @@ def regrade_cmd(ctx: click.Context, version: str) -> None:
               help="Name of this validation; its runs are NAME-gold, NAME-noop, NAME-empty (default: validate-N).")
 @click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default="bwrap", envvar="SWECL_SANDBOX", show_default=True,
               help="Where tests run: bwrap or none (unconfined, recorded on the runs).")
+@click.option("--jobs", type=int, default=1, show_default=True, metavar="N",
+              help="Tasks graded at once (a worktree slot each; one environment's tasks in turn).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document: per task and per repository.")
 @click.pass_context
 def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, instances: tuple[str, ...], repo_sources: tuple[str, ...],
                  pythons: tuple[str, ...], cache_dir: str | None, test_timeout: float, slug: str | None, sandbox: str,
-                 as_json: bool) -> None:
+                 jobs: int, as_json: bool) -> None:
     """Which tasks this host can grade: SWE-bench's validation step, recorded.
 
     Per task it grades the gold patch, the empty patch and a no-op patch (one that
@@ -232,7 +236,7 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
             stage="base", dataset=dataset, rows=rows, instances=[t.instance_id for t in complete], agent="predictions",
             grader="swebench", version=version, passes=["initial"], predictions=[str(predictions)],
             repo_sources=_repo_sources(repo_sources), cache_dir=cache,
-            python_paths=_python_paths(pythons), test_timeout_s=test_timeout, sandbox=sandbox,
+            python_paths=_python_paths(pythons), test_timeout_s=test_timeout, sandbox=sandbox, task_jobs=jobs,
         )
         reporter = make_reporter(quiet=False, as_json=False)
         try:

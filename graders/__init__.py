@@ -32,8 +32,8 @@ from ._parsers import (
     parser_for_repo,
     parser_names,
 )
-from ._reaper import reap_orphans
-from ._repos import GitError, RepoCache, Worktree, default_cache_dir
+from ._reaper import parallel_runs, reap_orphans
+from ._repos import GitError, RepoCache, Worktree, default_cache_dir, preferred_slot
 from ._sandbox import SANDBOX_MODES, Sandbox, SandboxUnavailable, sandbox_for
 from ._specs import EnvSpec, UnknownEnvSpec, has_spec, known_specs, spec_for
 from ._verdict import verdict_lines
@@ -82,7 +82,9 @@ __all__ = [
     "parse_test_log",
     "parser_for_repo",
     "parser_names",
+    "parallel_runs",
     "patch_paths",
+    "preferred_slot",
     "prune_envs",
     "reap_orphans",
     "sandbox_for",

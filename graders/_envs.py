@@ -195,8 +195,9 @@ def env_identity(spec: EnvSpec, exclude_newer: str | None) -> str:
     if exclude_newer is None:
         return spec.spec_hash()
     # recipe 4: exact pins exempt from the cut-off, pip of 2024 (earlier recipes could not
-    # install newer pins at all, and their era pip could not install the repository)
-    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=4".encode()).hexdigest()
+    # install newer pins at all, and their era pip could not install the repository);
+    # recipe 5: a batch whose pins need newer dependencies resolves as of the images
+    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=5".encode()).hexdigest()
 
 
 def _env_dir(
@@ -345,6 +346,10 @@ def exact_pins(requirements: Iterable[str]) -> dict[str, str]:
     return out
 
 
+# When SWE-bench's environment images were built: the specs' exact pins are of then.
+IMAGE_ERA = "2024-12-31T00:00:00Z"
+
+
 @dataclass(slots=True)
 class _Cutoff:
     """The era cut-off of one build: applied to every uv call until an index shows it has
@@ -406,8 +411,18 @@ def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cut
     for mode in attempts:
         if _uv_with_cutoff([*base, *mode, *requirements], cut, log, requirements):
             return []
-    log.write(f"# {what}: the batch failed; installing one by one, held to its exact pins")
     pins = exact_pins(requirements)
+    if pins and cut.when and cut.applied and cut.when < IMAGE_ERA:
+        # The spec pins releases newer than the task (sphinx 3.0's tox 4.16.0, of 2024),
+        # and their own dependencies (cachetools>=5.3.3) did not exist at the era: the
+        # pins are of SWE-bench's images, so the batch resolves as of when they were built.
+        log.write(f"# {what}: the spec's pins need packages newer than the era {cut.when}; "
+                  f"resolving this batch as of {IMAGE_ERA}, when SWE-bench's images were built")
+        images = _Cutoff(IMAGE_ERA)
+        for mode in attempts:
+            if _uv_with_cutoff([*base, *mode, *requirements], images, log, requirements):
+                return []
+    log.write(f"# {what}: the batch failed; installing one by one, held to its exact pins")
     constraints = python.parent.parent.parent / f".swecl-{what}-pins.txt"  # beside the venv, in the build dir
     failed = []
     for req in requirements:
@@ -636,7 +651,7 @@ def build_env(
 # the end of 2024, as SWE-bench's images had it (24.x: still `setup.py develop` for a
 # project without pyproject.toml, where today's pip builds a PEP 660 wheel), or of the
 # era when that is later; setuptools and wheel stay of the era (pkg_resources).
-_SEED_EXEMPT = {"pip": "2024-12-31T00:00:00Z"}
+_SEED_EXEMPT = {"pip": IMAGE_ERA}
 
 
 def _make_venv(venv: Path, interp: Interpreter, cutoff: _Cutoff, log: _Log) -> None:

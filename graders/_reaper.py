@@ -13,6 +13,13 @@ A SIGKILLed swecl cannot clean up after itself. Every process it starts carries
 or not); the next swecl that starts a run or a grade ends every process whose owner is
 gone (`reap_orphans`). In the sandbox this is not needed (the PID namespace dies with
 swecl), but it costs one scan of /proc and covers `--sandbox none`.
+
+Several runs may be in flight at once in one swecl (`swecl grade --jobs N` grades in
+threads, inside `parallel_runs()`). Each run's processes carry its own `SWECL_RUN`
+marker; the clean-up after one run then kills only the new processes that carry its
+marker: without that, the first test run to end would kill every other thread's test
+run, and the uv or git another thread is running. A process that wiped its environment
+and left its group is then not found (in the sandbox it dies with the PID namespace).
 """
 
 from __future__ import annotations
@@ -20,6 +27,10 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _PR_SET_CHILD_SUBREAPER = 36
 _subreaper = False
@@ -71,9 +82,62 @@ def descendants(root: int | None = None) -> set[int]:
     return found
 
 
-def kill_new_descendants(before: set[int]) -> None:
-    """SIGKILL and reap every descendant that appeared since `before` was taken."""
+RUN_VAR = "SWECL_RUN"
+_in_flight: set[str] = set()
+_in_flight_lock = threading.Lock()
+_parallel = 0  # > 0 inside parallel_runs()
+
+
+@contextmanager
+def parallel_runs() -> Iterator[None]:
+    """Within the block runs may be in flight in several threads (see the module doc)."""
+    global _parallel
+    with _in_flight_lock:
+        _parallel += 1
+    try:
+        yield
+    finally:
+        with _in_flight_lock:
+            _parallel -= 1
+
+
+@contextmanager
+def run_marker() -> Iterator[str]:
+    """A marker for the processes of one run (put it in their environment as `RUN_VAR`),
+    in flight until the block ends."""
+    marker = uuid.uuid4().hex
+    with _in_flight_lock:
+        _in_flight.add(marker)
+    try:
+        yield marker
+    finally:
+        with _in_flight_lock:
+            _in_flight.discard(marker)
+
+
+def _marker_of(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            environ = fh.read()
+    except OSError:
+        return None
+    prefix = RUN_VAR.encode() + b"="
+    for entry in environ.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix):].decode("ascii", "replace")
+    return None
+
+
+def kill_new_descendants(before: set[int], marker: str | None = None) -> None:
+    """SIGKILL and reap every descendant that appeared since `before` was taken; with
+    runs in several threads, only those that carry `marker` (see the module doc)."""
     for pid in descendants() - before:
+        theirs = _marker_of(pid)
+        if theirs != marker:
+            with _in_flight_lock:
+                spare = (theirs is not None and theirs in _in_flight) or (theirs is None and _parallel > 0)
+            if spare:
+                continue
         try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -85,6 +149,9 @@ def kill_new_descendants(before: set[int]) -> None:
 
 
 OWNER_VAR = "SWECL_OWNER"
+# swecl's variables every process it starts carries: they name no path, only a process
+# and a run, so an agent may see them (`agents._confine.agent_environment`).
+PROCESS_VARS = (OWNER_VAR, RUN_VAR)
 
 
 def _start_time(pid: int) -> str | None:

@@ -25,6 +25,7 @@ disabled.
 
 from __future__ import annotations
 
+import contextvars
 import fcntl
 import os
 import re
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from graders._submodules import gitlinks_at, is_inside, parse_gitmodules, submodule_repo, submodules_of
 from ledger._errors import SweclError
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "Worktree",
     "commit_date",
     "default_cache_dir",
+    "preferred_slot",
     "file_at",
     "file_lock",
     "git",
@@ -57,6 +60,19 @@ __all__ = [
 _REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _SHA_RE = re.compile(r"^[0-9a-fA-F]{7,64}$")
 MAX_SLOTS = 64
+# The worktree slot this thread tries first (see `preferred_slot`).
+_PREFERRED_SLOT: contextvars.ContextVar[int | None] = contextvars.ContextVar("swecl_preferred_slot", default=None)
+
+
+@contextmanager
+def preferred_slot(number: int) -> Iterator[None]:
+    """Within the block, `RepoCache.worktree` tries slot `number` first: a thread that
+    grades task after task keeps its slot, so what an install built there is reused."""
+    token = _PREFERRED_SLOT.set(number)
+    try:
+        yield
+    finally:
+        _PREFERRED_SLOT.reset(token)
 
 
 class GitError(SweclError):
@@ -270,11 +286,13 @@ class RepoCache:
     def __init__(self, cache_dir: Path | str | None = None, repo_sources: Mapping[str, str] | None = None) -> None:
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.repo_sources = dict(repo_sources or {})
+        # submodules named by an absolute URL that no --repo-source overrides
+        self._submodule_urls: dict[str, str] = {}
 
     def source_of(self, repo: str) -> str:
         source = self.repo_sources.get(repo)
         if source is None:
-            return f"https://github.com/{repo}.git"
+            return self._submodule_urls.get(repo, f"https://github.com/{repo}.git")
         # a local path is cloned as a path (absolute, so the mirror's origin stays valid)
         if "://" not in source and not source.startswith("git@"):
             return os.fspath(Path(source).expanduser().resolve())
@@ -357,7 +375,14 @@ class RepoCache:
         products of the repo's install, which only the environment knows.
         """
         mirror = self.ensure_commit(repo, commit)
-        candidates = [slot] if slot is not None else list(range(MAX_SLOTS))
+        if slot is not None:
+            candidates = [slot]
+        else:
+            first = _PREFERRED_SLOT.get()
+            candidates = list(range(MAX_SLOTS))
+            if first is not None and 0 <= first < MAX_SLOTS:
+                candidates.remove(first)
+                candidates.insert(0, first)
         with self._take_slot(repo, candidates, blocking=slot is not None) as taken:
             path = self.slot_path(repo, taken)
             with file_lock(self._mirror_lock(repo)):
@@ -367,6 +392,7 @@ class RepoCache:
                     git(["worktree", "add", "--detach", "--force", "--", os.fspath(path), commit], cwd=mirror)
             tree = Worktree(repo=repo, path=path, slot=taken, commit=commit)
             tree.reset()
+            self.fill_submodules(repo, path)
             if clean_ignored:
                 tree.clean()
             yield tree
@@ -463,10 +489,54 @@ class RepoCache:
                 for ref in git(["for-each-ref", "--format=%(refname)"], cwd=path).stdout.decode().split():
                     git(["update-ref", "-d", ref], cwd=path)
                 git(["reflog", "expire", "--expire=now", "--all"], cwd=path, check=False)
+                self.fill_submodules(repo, path, for_agent=True)
                 yield path
             finally:
                 shutil.rmtree(holder, ignore_errors=True)
                 holder.with_name(holder.name + ".lock").unlink(missing_ok=True)
+
+    # -- submodules -----------------------------------------------------------------------
+
+    def fill_submodules(self, repo: str, checkout: Path, *, for_agent: bool = False) -> list[str]:
+        """Check out every submodule of `checkout` at its recorded commit, from a cached
+        mirror of the submodule's repository (see `graders._submodules`), recursively.
+        Local changes and untracked files inside a submodule go. Returns their paths.
+
+        For an agent's checkout the submodule's remote and URL are put back as the
+        .gitmodules file has them: the agent sees no path of the cache.
+        """
+        if not (checkout / ".gitmodules").is_file():
+            return []
+        links = gitlinks_at(git(["ls-tree", "-r", "-z", "HEAD"], cwd=checkout).stdout.decode("utf-8", "surrogateescape"))
+        if not links:
+            return []
+        listing = git(["config", "-z", "--file", ".gitmodules", "--list"], cwd=checkout, check=False)
+        modules = submodules_of(links, parse_gitmodules(listing.stdout.decode("utf-8", "surrogateescape")), repo)
+        filled: list[str] = []
+        for sub in modules:
+            if not is_inside(checkout, sub.path):
+                raise GitError(f"{repo}: submodule path {sub.path!r} leaves the checkout")
+            key, absolute = submodule_repo(sub.url, repo)
+            if absolute is not None and key not in self.repo_sources:
+                self._submodule_urls.setdefault(key, absolute)
+            try:
+                mirror = self.ensure_commit(key, sub.commit)
+            except GitError as exc:
+                raise GitError(f"submodule {sub.path} of {repo}: {exc}; name a local copy with "
+                               f"--repo-source {key}=PATH") from None
+            # a linked worktree's config is its mirror's, shared by every slot
+            with file_lock(self._mirror_lock(repo)):
+                git(["config", f"submodule.{sub.name}.url", os.fspath(mirror)], cwd=checkout)
+            git(["-c", "protocol.file.allow=always", "submodule", "update", "--init", "--force", "--checkout",
+                 "--", sub.path], cwd=checkout)
+            inner = checkout / sub.path
+            git(["clean", "-ffd", "--quiet"], cwd=inner)
+            if for_agent:
+                git(["config", f"submodule.{sub.name}.url", sub.url], cwd=checkout)
+                git(["remote", "remove", "origin"], cwd=inner, check=False)
+            filled.append(sub.path)
+            filled += [f"{sub.path}/{p}" for p in self.fill_submodules(key, inner, for_agent=for_agent)]
+        return filled
 
     @contextmanager
     def _take_slot(self, repo: str, candidates: list[int], *, blocking: bool) -> Iterator[int]:

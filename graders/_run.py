@@ -29,7 +29,7 @@ from pathlib import Path
 from graders._apply import normalize_patch
 from graders._results_plugin import PLUGIN_NAME, ResultsChannel
 from graders._sandbox import Sandbox
-from graders._reaper import OWNER_VAR, become_subreaper, descendants, kill_new_descendants, owner_token
+from graders._reaper import OWNER_VAR, RUN_VAR, become_subreaper, descendants, kill_new_descendants, owner_token, run_marker
 
 __all__ = [
     "LineResult",
@@ -114,36 +114,38 @@ def run_process(
 
     With a confined `sandbox` the command runs inside it, `cwd` and `writable` read-write,
     `readable` read-only, nothing else writable, no network (see `_sandbox`)."""
-    start = time.monotonic()
-    become_subreaper()
-    before = descendants()
-    env = {**env, OWNER_VAR: owner_token()}  # found and ended by the next swecl if this one is killed
-    if sandbox is not None and sandbox.confined:
-        argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=writable, readable=readable)
-    with tempfile.TemporaryFile(prefix="swecl-out-") as sink:
-        try:
-            proc = subprocess.Popen(
-                list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-        except OSError as exc:
-            return ProcessResult(None, b"", time.monotonic() - start, error=f"cannot run {argv[0]!r}: {exc}")
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+    with run_marker() as marker:  # spared by the clean-up of runs in other threads
+        start = time.monotonic()
+        become_subreaper()
+        before = descendants()
+        # OWNER_VAR: found and ended by the next swecl if this one is killed
+        env = {**env, OWNER_VAR: owner_token(), RUN_VAR: marker}
+        if sandbox is not None and sandbox.confined:
+            argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=writable, readable=readable)
+        with tempfile.TemporaryFile(prefix="swecl-out-") as sink:
+            try:
+                proc = subprocess.Popen(
+                    list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                    stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
+                )
+            except OSError as exc:
+                return ProcessResult(None, b"", time.monotonic() - start, error=f"cannot run {argv[0]!r}: {exc}")
+            timed_out = False
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc.pid)
+                proc.wait()
+            # leftovers (daemons a test started) go too: the group, and whatever left it
             _kill_group(proc.pid)
-            proc.wait()
-        # leftovers (daemons a test started) go too: the group, and whatever left it
-        _kill_group(proc.pid)
-        kill_new_descendants(before)
-        duration = time.monotonic() - start
-        sink.seek(0)
-        output = sink.read()
-    if timed_out:
-        output += f"\n[swecl] timed out after {timeout_s}s: process group killed\n".encode()
-    return ProcessResult(None if timed_out else proc.returncode, output, duration, timed_out)
+            kill_new_descendants(before, marker)
+            duration = time.monotonic() - start
+            sink.seek(0)
+            output = sink.read()
+        if timed_out:
+            output += f"\n[swecl] timed out after {timeout_s}s: process group killed\n".encode()
+        return ProcessResult(None if timed_out else proc.returncode, output, duration, timed_out)
 
 
 def test_directives(repo: str, test_patch: str) -> list[str]:

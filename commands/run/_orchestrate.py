@@ -408,6 +408,7 @@ def run_sequence_on(ledger: Ledger, version: str, opts: RunOptions, sequence_id:
         code_mode=opts.code_mode,
         budget=Budget(max_turns=opts.max_turns, timeout_s=opts.agent_timeout_s),
         builtin_dir=builtin_dir if stage.memory_mode == "builtin" else None,
+        task_jobs=opts.task_jobs,
     )
     run_sequence(ctx, opts.pass_list, opts.retest_every)
 

@@ -7,14 +7,26 @@ redone as the next attempt.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import replace
+from typing import Any
 
 from commands.inputs import Task
-from ledger import NewEvent, StreamRange, event_id_for
+from graders import parallel_runs, preferred_slot
+from ledger import Ledger, NewEvent, StreamRange, event_id_for
 from ledger.events import PassFinished, PassStarted
 from projections import Cell, OutcomeProjection, Projector, RunOutcomes, SequenceCells
 
+from ._stages import Stage
 from ._task import SequenceContext, abandon, run_attempt
+
+
+def order_free(stage: Stage, pass_: str) -> bool:
+    """Whether a pass's tasks may run in any order, at once: nothing one task does is
+    read by another (no memory in the stage, or the baseline pass, which runs without it)."""
+    return not stage.memory_on or pass_ == "baseline"
 
 
 def plan_passes(passes: Iterable[str], n_tasks: int, retest_every: int | None) -> list[tuple[str, int]]:
@@ -45,8 +57,12 @@ def run_sequence(ctx: SequenceContext, passes: Iterable[str], retest_every: int 
             ctx.append([NewEvent(PassStarted(sequence_id=ctx.sequence.id, pass_=pass_), _mark_id(ctx, pass_, "started"))])
             marks.add((pass_, "pass.started"))
         first = _first_open(state, ctx, tasks, upto) if pass_ == "initial" else 1
-        for task in tasks[first - 1 : upto]:
-            _run_task(ctx, state, task, pass_)
+        todo = tasks[first - 1 : upto]
+        if ctx.task_jobs > 1 and len(todo) > 1 and order_free(ctx.stage, pass_):
+            _run_tasks_at_once(ctx, state, todo, pass_)
+        else:
+            for task in todo:
+                _run_task(ctx, state, task, pass_)
         if upto == len(tasks) or pass_.startswith("retest-"):
             if (pass_, "pass.finished") not in marks:
                 ctx.append(
@@ -85,6 +101,65 @@ def _run_task(ctx: SequenceContext, state: RunOutcomes, task: Task, pass_: str) 
     cells[task.order] = Cell(
         instance_id=task.instance_id, attempt=attempt, done=True, status=finished.status, resolved=finished.resolved
     )
+
+
+def _run_tasks_at_once(ctx: SequenceContext, state: RunOutcomes, tasks: list[Task], pass_: str) -> None:
+    """`ctx.task_jobs` threads, each with its own ledger connection and its own worktree
+    slot. The tasks of one environment (repo and version) stay on one thread, in order:
+    an environment is used by one grade at a time, and its install, made in one slot, is
+    reused there instead of redone in another."""
+    groups: dict[tuple[str, str], list[Task]] = {}
+    for task in tasks:
+        groups.setdefault((task.repo, str(task.version)), []).append(task)
+    queue = sorted(groups.values(), key=len, reverse=True)  # the longest first: the wall time is the slowest thread's
+    taken = threading.Lock()
+    stop = threading.Event()
+    reporter = _LockedReporter(ctx.reporter)
+
+    def worker(number: int) -> None:
+        ledger = Ledger.open(ctx.ledger.path)
+        try:
+            mine = replace(ctx, ledger=ledger, reporter=reporter)
+            with preferred_slot(number):
+                while not stop.is_set():
+                    with taken:
+                        if not queue:
+                            return
+                        group = queue.pop(0)
+                    for task in group:
+                        if stop.is_set():
+                            return
+                        _run_task(mine, state, task, pass_)
+        finally:
+            ledger.close()
+
+    with parallel_runs(), ThreadPoolExecutor(max_workers=min(ctx.task_jobs, len(queue)),
+                                             thread_name_prefix="swecl-task") as pool:
+        futures = [pool.submit(worker, n) for n in range(min(ctx.task_jobs, len(queue)))]
+        try:
+            wait(futures, return_when=FIRST_EXCEPTION)
+        finally:
+            stop.set()  # on an error or Ctrl-C: no thread starts another task
+        for fut in futures:
+            exc = fut.exception()
+            if exc is not None:
+                raise exc
+
+
+class _LockedReporter:
+    """One reporter for several threads: one call at a time."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner, self._lock = inner, threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._inner, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return method(*args, **kwargs)
+
+        return call
 
 
 def _builtin_files(ctx: SequenceContext) -> dict[str, tuple[str, str]]:

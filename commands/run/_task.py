@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+import threading
 import time
 import traceback
 from contextlib import ExitStack
@@ -73,6 +74,9 @@ class SequenceContext:
     builtin_dir: Path | None = None
     sandbox: Sandbox | None = None  # where the agent runs (the grader has its own)
     progress: dict[str, tuple[int, int]] = field(default_factory=dict)  # pass -> (done, resolved)
+    task_jobs: int = 1  # tasks at once in an order-free pass (see _sequence.order_free)
+    # guards `progress` when tasks run in threads (each thread has its own ledger connection)
+    lock: threading.Lock = field(default_factory=threading.Lock)
     builtin_seen: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (item id, sha256)
 
     @property
@@ -136,7 +140,8 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
             f"task {task.instance_id!r} ({pass_}): attempt {attempt} is recorded already; "
             "nothing was run (run `swecl verify` and report this)"
         )
-    done, resolved_so_far = ctx.progress.get(pass_, (0, 0))
+    with ctx.lock:
+        done, resolved_so_far = ctx.progress.get(pass_, (0, 0))
     total = task_count(ctx, pass_)
     ctx.reporter.task_started(
         TaskProgress(ctx.version, seq.id, pass_, task.order, total, task.instance_id,
@@ -199,8 +204,10 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
     ctx.append(batch, blobs=memory_blobs, durable=True)
     failpoint("task.finished")
 
-    ok = 1 if grade.resolved else 0
-    ctx.progress[pass_] = (done + 1, resolved_so_far + ok)
+    with ctx.lock:  # tasks finish in any order when they run at once
+        done, resolved_so_far = ctx.progress.get(pass_, (0, 0))
+        ok = 1 if grade.resolved else 0
+        ctx.progress[pass_] = (done + 1, resolved_so_far + ok)
     ctx.reporter.task_finished(
         TaskProgress(ctx.version, seq.id, pass_, task.order, total, task.instance_id, status=grade.status,
                      resolved=grade.resolved, resolved_so_far=resolved_so_far + ok, done_so_far=done + 1)

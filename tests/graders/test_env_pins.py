@@ -31,6 +31,20 @@ def test_a_pin_newer_than_the_era_still_installs(tmp_path: Path) -> None:
     assert "--exclude-newer-package six=false" in log and "docutils=false" not in log
 
 
+def test_a_pin_whose_dependencies_are_newer_than_the_era_resolves_as_of_the_images(tmp_path: Path) -> None:
+    """sphinx 3.0 (2020) pins tox 4.16.0, which needs cachetools>=5.3.3 (2024): under the
+    era cut-off nothing satisfies it. The pins are of SWE-bench's images, so the batch
+    resolves as of when those were built (real PyPI: pyproject-api 1.7.1 needs
+    packaging>=24.1, of June 2024)."""
+    spec = EnvSpec(python=None, pip_packages=["pyproject-api==1.7.1"])
+    build = build_env(REPO, "image-era", spec, cache_dir=tmp_path, exclude_newer="2021-01-01T00:00:00Z")
+    log = build.log_path.read_text() if build.log_path else ""
+    assert build.warnings == [], log
+    assert installed_version(build.env.python, "pyproject-api") == "1.7.1"
+    assert installed_version(build.env.python, "packaging") == "24.2"  # the newest before 2025
+    assert "when SWE-bench's images were built" in log
+
+
 def test_a_later_package_never_replaces_an_earlier_pin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """astropy 1.3: one uninstallable name sends the batch one by one, and then trio
     (pulled in by exceptiongroup) upgraded the pinned attrs 17.3.0 and broke pytest."""

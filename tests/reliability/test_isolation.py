@@ -280,7 +280,7 @@ SNOOP = r'''
 import glob, os, subprocess, sys
 found = []
 for key, value in os.environ.items():
-    if key.startswith("SWECL_") and key != "SWECL_OWNER":
+    if key.startswith("SWECL_") and key not in ("SWECL_OWNER", "SWECL_RUN"):
         found.append("env " + key)
 mirrors = set()
 for var in ("SWECL_CACHE", "SWECL_RESULTS"):

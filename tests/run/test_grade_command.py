@@ -152,3 +152,38 @@ def test_validate_records_what_this_host_cannot_grade_and_metrics_honour_it(tmp_
     assert metrics["not_gradeable"] == {broken: rows[broken]["reason"]}
     table = swecl(results, "metrics", "--version", "agent", cache=cache).stdout
     assert f"{broken} counted missing, not gradeable on this host" in table
+
+
+def test_grade_jobs_grades_tasks_at_once_with_every_event_in_order(tmp_path: Path, cache: Path) -> None:
+    """`--jobs 3`: the six spans tasks (three environments) graded by three threads, each
+    with its own ledger connection and worktree slot. Every task's events stay in causal
+    order, tasks of different environments overlap in time, and the verdicts are those
+    of grading one at a time."""
+    from .support import events
+
+    dataset = write_demo_curriculum(tmp_path / "demo.json")
+    tasks = {t.instance_id: t for t in load_benchmark(str(dataset)).tasks() if t.repo == "swecl-demo/spans"}
+    predictions = tmp_path / "preds.jsonl"
+    wrong = "swecl-demo__spans-12"
+    predictions.write_text("".join(
+        json.dumps({"instance_id": iid, "model_name_or_path": "t",
+                    "model_patch": tasks["swecl-demo__spans-8"].patch if iid == wrong else t.patch}) + "\n"
+        for iid, t in tasks.items()))
+    results = tmp_path / "results"
+    report = json.loads(swecl(results, "grade", "--dataset", str(dataset), "--predictions", str(predictions),
+                              "--jobs", "3", "--json", cache=cache).stdout)
+    assert report["resolved_ids"] == sorted(set(tasks) - {wrong}), (report["statuses"], report["reasons"])
+    assert report["statuses"][wrong] in ("unresolved", "patch_failed")
+    order = ("task.started", "agent.finished", "grade.finished", "task.finished")
+    seen: dict[str, list[tuple[int, str]]] = {}
+    for seq, _, type_, payload in events(results, *order):
+        seen.setdefault(payload["instance_id"], []).append((seq, type_))
+    assert set(seen) == set(tasks)
+    for iid, steps in seen.items():
+        assert [t for _, t in steps] == list(order), (iid, steps)
+    spans = sorted((steps[0][0], steps[-1][0]) for steps in seen.values())
+    assert any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:])), "no two tasks overlapped"
+    swecl(results, "verify", cache=cache)
+    with_one = json.loads(swecl(tmp_path / "one", "grade", "--dataset", str(dataset), "--predictions",
+                                str(predictions), "--json", cache=cache).stdout)
+    assert with_one["statuses"] == report["statuses"]
