@@ -91,9 +91,14 @@ def metrics_cmd(
         echo_json(metrics_document(found))
     elif csv_path is None or str(csv_path) != "-":
         print_metrics_table(found)
-        for vm in found:
-            for iid, why in sorted(vm.not_gradeable.items()):
-                click.echo(f"{vm.run.version}: {iid} counted missing, not gradeable on this host ({why})")
+        print_not_gradeable(found)
+
+
+def print_not_gradeable(found: list[VersionMetrics]) -> None:
+    """One line per task a validation found this host cannot grade (see `swecl validate`)."""
+    for vm in found:
+        for iid, why in sorted(vm.not_gradeable.items()):
+            click.echo(f"{vm.run.version}: {iid} counted missing, not gradeable on this host ({why})")
 
 
 def _read_vectors(path: Path) -> Any:

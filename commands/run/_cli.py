@@ -175,7 +175,7 @@ def _executor_session(opts: RunOptions) -> Iterator[None]:
 
 
 def _summary(results, versions: list[str], *, quiet: bool, as_json: bool) -> None:  # type: ignore[no-untyped-def]
-    from .._cli_metrics import metrics_document, print_metrics_table
+    from .._cli_metrics import metrics_document, print_metrics_table, print_not_gradeable
     from .._queries import metrics_for
 
     with results.open_ledger(readonly=True) as ledger:
@@ -186,6 +186,7 @@ def _summary(results, versions: list[str], *, quiet: bool, as_json: bool) -> Non
         click.echo(msgspec.json.encode({"event": "summary", **metrics_document(found), **where}).decode())
         return
     print_metrics_table(found)
+    print_not_gradeable(found)
     if not quiet:
         click.echo(f"ledger:  {where['ledger']}")
         for v, path in where["version_dirs"].items():

@@ -152,6 +152,11 @@ def test_validate_records_what_this_host_cannot_grade_and_metrics_honour_it(tmp_
     assert metrics["not_gradeable"] == {broken: rows[broken]["reason"]}
     table = swecl(results, "metrics", "--version", "agent", cache=cache).stdout
     assert f"{broken} counted missing, not gradeable on this host" in table
+    # and `swecl run`'s own summary says the same for an agent's run
+    ran = swecl(results, "run", "--dataset", str(dataset), "--agent", "oracle", "--stage", "base", "--instance", good,
+                "--instance", broken,
+                cache=cache).stdout
+    assert f"{broken} counted missing, not gradeable on this host" in ran
 
 
 def test_grade_jobs_grades_tasks_at_once_with_every_event_in_order(tmp_path: Path, cache: Path) -> None:
