@@ -74,6 +74,7 @@ from pathlib import Path
 
 import msgspec
 
+from graders._era_deps import project_requirements, self_install_extras
 from graders._integrity import (
     diff_manifests,
     drop_added_caches,
@@ -796,20 +797,21 @@ def ensure_repo_installed(
     state = _install_state(env)
     same_place = (
         state.get("worktree") == os.fspath(worktree) and state.get("ok") is True and state.get("install") == spec.install
-        and state.get("fingerprint") == fingerprint
+        and state.get("fingerprint") == fingerprint and state.get("recipe") == INSTALL_RECIPE
     )
     if same_place and (not spec.install_per_task or state.get("commit") == commit):
         return InstallResult(ran=False, ok=True, log=f"(repo already installed from {worktree} at {state.get('commit')})\n")
     state_file.unlink(missing_ok=True)
     results: list[LineResult] = []
     variables: dict[str, str] = {}
+    era_note = _era_dependencies(env, spec.install, worktree, timeout_s=timeout_s)
     for line in [spec.install]:  # `a; b` lines are split by run_line itself
         results.append(
             run_line(line, cwd=worktree, env=install_environment(env), python=env.python,
                      bin_dir=env.bin_dir, variables=variables, timeout_s=timeout_s)
         )
     ok = all(r.status == "ok" for r in results)
-    text = "".join(f"$ {r.line}\n{r.output}[{r.status}{': ' + r.reason if r.reason else ''}]\n" for r in results)
+    text = era_note + "".join(f"$ {r.line}\n{r.output}[{r.status}{': ' + r.reason if r.reason else ''}]\n" for r in results)
     products: dict = {}
     if (worktree / ".git").exists():
         products = products_manifest(worktree, untracked_files(worktree))
@@ -817,10 +819,37 @@ def ensure_repo_installed(
     record_env_files(env)
     state_file.write_text(
         json.dumps({"worktree": os.fspath(worktree), "commit": commit, "install": spec.install, "ok": ok,
+                    "recipe": INSTALL_RECIPE,
                     "fingerprint": fingerprint, "products": products, "at": time.time()}) + "\n",
         encoding="utf-8",
     )
     return InstallResult(ran=True, ok=ok, log=text)
+
+
+# 2: the repository's own requirements are installed under the era cut-off first
+INSTALL_RECIPE = 2
+
+
+def _era_dependencies(env: EnvInfo, install: str, worktree: Path, *, timeout_s: float) -> str:
+    """Before `pip install -e .[extras]`: the checkout's requirements installed with uv as
+    of the env's era (see `graders._era_deps`). Returns the lines for the install log;
+    when anything fails, pip resolves as it would have, and the log says so."""
+    extras = self_install_extras(install)
+    if extras is None or not env.exclude_newer:
+        return ""
+    reqs, how = project_requirements(worktree, env.python, extras, timeout_s=min(timeout_s, 600))
+    head = f"[swecl] the repository's requirements as of {env.exclude_newer}: {how}\n"
+    if not reqs:
+        return head
+    argv = [uv_bin(), "pip", "install", "--python", os.fspath(env.python), "--exclude-newer", env.exclude_newer, *reqs]
+    try:
+        done = subprocess.run(argv, cwd=worktree, capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL,
+                              timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return head + f"[swecl] not installed ({exc}); pip resolves them\n"
+    out = (done.stdout + done.stderr).decode("utf-8", "replace")
+    verdict = "ok" if done.returncode == 0 else f"exit {done.returncode}: pip resolves them instead"
+    return head + f"$ {shlex.join(argv)}\n{out}[{verdict}]\n"
 
 
 # -- integrity of the venv ------------------------------------------------------------------

@@ -84,3 +84,37 @@ def test_changed_dependency_manifests_reinstall_and_others_do_not(tmp_path: Path
         assert f"install: {install} (ok)" in log, (commit, log)
     assert len(list((cache / "envs").rglob("installed.json"))) == 1
     assert _state(cache)["commit"] == new_reqs
+
+
+def test_the_repositorys_own_requirements_resolve_as_of_the_era(tmp_path: Path) -> None:
+    """pip knows no cut-off: sphinx 3.0's `docutils>=0.12` became docutils 0.21 (no
+    `docutils.utils.roman`) and every sphinx 3.x run died on import. The requirements of
+    `pip install -e .[test]` are installed as of the era first (real PyPI), and pip keeps them."""
+    from graders._era_deps import parse_requires_txt, self_install_extras
+    from tests.graders.env_support import installed_version
+    from tests.graders.exec_support import make_calc_repo
+
+    assert self_install_extras("python -m pip install -e .[test,docs]") == ["test", "docs"]
+    assert self_install_extras("pip install .") == []
+    assert self_install_extras("python setup.py develop") is None
+    assert parse_requires_txt('a>=1\n\n[test]\nb\n\n[test:python_version < "3.8"]\nc\n\n[docs]\nd\n', ["test"]) == [
+        "a>=1", "b", 'c ; python_version < "3.8"']
+
+    src, _ = make_calc_repo(tmp_path / "src")
+    write(src, "setup.py", 'from setuptools import setup\n\nsetup(name="calc", version="0.1", packages=["calc"], '
+                           'install_requires=["docutils"], extras_require={"test": ["six"]})\n')
+    base = commit_at(src, "calc with requirements", "2020-06-01T12:00:00Z")
+    spec = EnvSpec(python=None, pip_packages=["pytest==7.4.4"], install="python -m pip install -e .[test]",
+                   test_cmd="pytest -rA")
+    cache = tmp_path / "cache"
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)})
+    out = grader.grade(GradeRequest(
+        instance_id="acme__calcpkg-1", repo=PKG, version="0.1", base_commit=base, model_patch=GOLD_PATCH,
+        test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=spec,
+    ))
+    log = out.log.decode()
+    assert out.status == "resolved", log
+    [python] = list((cache / "envs").rglob("venv/bin/python"))
+    assert installed_version(python, "docutils") == "0.16", log  # 0.17 came out in 2021
+    assert installed_version(python, "six") == "1.15.0", log  # 1.16.0: May 2021
+    assert installed_version(python, "pytest") == "7.4.4"  # the spec's pin is kept
