@@ -19,7 +19,7 @@ from pathlib import Path
 from ledger import SweclError
 
 from graders import Sandbox
-from graders._reaper import OWNER_VAR, RUN_VAR, become_subreaper, descendants, kill_new_descendants, owner_token, run_marker
+from graders._reaper import owned_processes
 
 # Time between SIGTERM and SIGKILL: long enough for a CLI to flush its transcript.
 _GRACE_S = 3.0
@@ -56,12 +56,8 @@ def run_process(
     """
     if not cwd.is_dir():
         raise SweclError(f"agent worktree {cwd} does not exist: prepare the task's checkout first")
-    with run_marker() as marker:  # spared by the clean-up of runs in other threads
+    with owned_processes(env) as (env, clean_up):
         started = time.monotonic()
-        become_subreaper()
-        before = descendants()
-        # OWNER_VAR: found and ended by the next swecl if this one is killed
-        env = {**env, OWNER_VAR: owner_token(), RUN_VAR: marker}
         if sandbox is not None and sandbox.confined:
             argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=writable, readable=readable, network=True)
         with open(stdout, "wb") as out, open(stderr, "wb") as err:
@@ -95,7 +91,7 @@ def run_process(
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
-                kill_new_descendants(before, marker)  # children that left the group (setsid) too
+                clean_up()  # children that left the group (setsid) too
                 if feeder is not None:
                     feeder.join(timeout=1.0)
         return ProcessOutcome(None if timed_out else proc.returncode, timed_out, time.monotonic() - started)

@@ -29,7 +29,7 @@ import os
 import signal
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -113,6 +113,17 @@ def run_marker() -> Iterator[str]:
     finally:
         with _in_flight_lock:
             _in_flight.discard(marker)
+
+
+@contextmanager
+def owned_processes(env: Mapping[str, str]) -> Iterator[tuple[dict[str, str], Callable[[], None]]]:
+    """For one run: the environment its processes get (`OWNER_VAR`: found and ended by the
+    next swecl if this one is killed; `RUN_VAR`: spared by other threads' clean-ups), and
+    the clean-up that kills what the run left behind (call it when the run ends)."""
+    with run_marker() as marker:
+        become_subreaper()
+        before = descendants()
+        yield {**env, OWNER_VAR: owner_token(), RUN_VAR: marker}, lambda: kill_new_descendants(before, marker)
 
 
 def _marker_of(pid: int) -> str | None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from graders._apply import normalize_patch
 from graders._results_plugin import PLUGIN_NAME, ResultsChannel
 from graders._sandbox import Sandbox
-from graders._reaper import OWNER_VAR, RUN_VAR, become_subreaper, descendants, kill_new_descendants, owner_token, run_marker
+from graders._reaper import owned_processes
 
 __all__ = [
     "LineResult",
@@ -114,12 +114,8 @@ def run_process(
 
     With a confined `sandbox` the command runs inside it, `cwd` and `writable` read-write,
     `readable` read-only, nothing else writable, no network (see `_sandbox`)."""
-    with run_marker() as marker:  # spared by the clean-up of runs in other threads
+    with owned_processes(env) as (env, clean_up):
         start = time.monotonic()
-        become_subreaper()
-        before = descendants()
-        # OWNER_VAR: found and ended by the next swecl if this one is killed
-        env = {**env, OWNER_VAR: owner_token(), RUN_VAR: marker}
         if sandbox is not None and sandbox.confined:
             argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=writable, readable=readable)
         with tempfile.TemporaryFile(prefix="swecl-out-") as sink:
@@ -139,7 +135,7 @@ def run_process(
                 proc.wait()
             # leftovers (daemons a test started) go too: the group, and whatever left it
             _kill_group(proc.pid)
-            kill_new_descendants(before, marker)
+            clean_up()
             duration = time.monotonic() - start
             sink.seek(0)
             output = sink.read()
