@@ -1,8 +1,10 @@
-"""`swecl verdict`: decide recorded test logs without running anything."""
+"""`swecl verdict`, `grade`, `regrade` and `validate`: verdicts from logs, and grading on this host."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -35,6 +37,24 @@ def verdict_cmd(input_path: Path, as_json: bool) -> None:
     click.echo(f"{resolved} of {len(rows)} resolved")
 
 
+def _where_tests_run(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options grade and validate share: where repositories, interpreters and the
+    cache are, and how long a test run may take."""
+    for option in reversed((
+        click.option("--repo-source", "repo_sources", multiple=True, metavar="OWNER/NAME=PATH_OR_URL",
+                     help="Where to clone a repo from."),
+        click.option("--python", "pythons", multiple=True, metavar="VERSION=PATH", help="Interpreter for a Python version."),
+        click.option("--cache-dir", default=None, metavar="DIR", help="Repository and environment cache."),
+        click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S"),
+    )):
+        f = option(f)
+    return f
+
+
+_jobs_option = click.option("--jobs", type=int, default=1, show_default=True, metavar="N",
+                            help="Tasks graded at once (a worktree slot each; one environment's tasks in turn).")
+
+
 @click.command("grade")
 @results_option
 @click.option("--dataset", default=None, metavar="FILE", help="The tasks (curriculum/manifest JSON, rows, hf:NAME; default: the demo).")
@@ -42,16 +62,12 @@ def verdict_cmd(input_path: Path, as_json: bool) -> None:
 @click.option("--predictions", "predictions", required=True, type=click.Path(path_type=Path),
               metavar="FILE", help="SWE-bench predictions JSONL ({instance_id, model_name_or_path, model_patch}).")
 @click.option("--instance", "instances", multiple=True, metavar="ID", help="Grade only this instance (repeatable).")
-@click.option("--repo-source", "repo_sources", multiple=True, metavar="OWNER/NAME=PATH_OR_URL", help="Where to clone a repo from.")
+@_where_tests_run
 @click.option("--grader", default="swebench", show_default=True, metavar="NAME", help="swebench, local, auto, overlap or none.")
-@click.option("--python", "pythons", multiple=True, metavar="VERSION=PATH", help="Interpreter for a Python version.")
-@click.option("--cache-dir", default=None, metavar="DIR", help="Repository and environment cache.")
-@click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S")
 @click.option("--version", default=None, metavar="SLUG", help="Run version to record the grades under.")
 @click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default="bwrap", envvar="SWECL_SANDBOX", show_default=True,
               help="Where tests run: bwrap or none (unconfined, recorded on the run). Default from $SWECL_SANDBOX.")
-@click.option("--jobs", type=int, default=1, show_default=True, metavar="N",
-              help="Tasks graded at once (a worktree slot each; one environment's tasks in turn).")
+@_jobs_option
 @click.option("--json", "as_json", is_flag=True, help="SWE-bench's run report keys plus statuses, as JSON.")
 @click.pass_context
 def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predictions: Path, instances: tuple[str, ...],
@@ -175,16 +191,12 @@ def regrade_cmd(ctx: click.Context, version: str) -> None:
 @click.option("--dataset", default=None, metavar="FILE", help="The tasks (curriculum/manifest JSON, rows, hf:NAME; default: the demo).")
 @click.option("--rows", default=None, metavar="FILE", help="SWE-bench rows that complete a manifest.")
 @click.option("--instance", "instances", multiple=True, metavar="ID", help="Validate only this instance (repeatable).")
-@click.option("--repo-source", "repo_sources", multiple=True, metavar="OWNER/NAME=PATH_OR_URL", help="Where to clone a repo from.")
-@click.option("--python", "pythons", multiple=True, metavar="VERSION=PATH", help="Interpreter for a Python version.")
-@click.option("--cache-dir", default=None, metavar="DIR", help="Repository and environment cache.")
-@click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S")
+@_where_tests_run
 @click.option("--version", "slug", default=None, metavar="NAME",
               help="Name of this validation; its runs are NAME-gold, NAME-noop, NAME-empty (default: validate-N).")
 @click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default="bwrap", envvar="SWECL_SANDBOX", show_default=True,
               help="Where tests run: bwrap or none (unconfined, recorded on the runs).")
-@click.option("--jobs", type=int, default=1, show_default=True, metavar="N",
-              help="Tasks graded at once (a worktree slot each; one environment's tasks in turn).")
+@_jobs_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON document: per task and per repository.")
 @click.pass_context
 def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, instances: tuple[str, ...], repo_sources: tuple[str, ...],

@@ -183,12 +183,19 @@ def checkpoint_of(projections: Path) -> tuple[int, bytes]:
     return seq, digest
 
 
-def test_the_read_check_starts_from_its_checkpoint(tmp_path: Path) -> None:
+def _checked_once(tmp_path: Path) -> tuple[Path, Path, ChainCheckpoints]:
+    """A ledger of 30 events whose chain one read has checked (a checkpoint at its head)."""
     path, projections = tmp_path / "ledger.db", tmp_path / "projections.db"
     make_ledger(path)
     checkpoints = ChainCheckpoints(projections)
     with Ledger.open(path, readonly=True) as led:
         assert chain_problem(led, checkpoints) is None
+    return path, projections, checkpoints
+
+
+def test_the_read_check_starts_from_its_checkpoint(tmp_path: Path) -> None:
+    path, projections, checkpoints = _checked_once(tmp_path)
+    with Ledger.open(path, readonly=True) as led:
         head_hash = led.hash_at(30)
     assert checkpoint_of(projections) == (30, head_hash)
 
@@ -204,11 +211,7 @@ def test_the_read_check_starts_from_its_checkpoint(tmp_path: Path) -> None:
 
 
 def test_the_read_check_sees_events_after_its_checkpoint(tmp_path: Path) -> None:
-    path, projections = tmp_path / "ledger.db", tmp_path / "projections.db"
-    make_ledger(path)
-    checkpoints = ChainCheckpoints(projections)
-    with Ledger.open(path, readonly=True) as led:
-        assert chain_problem(led, checkpoints) is None
+    path, projections, checkpoints = _checked_once(tmp_path)
     with Ledger.open(path) as led:
         led.append("s0", [RunFinished(status="later")])
     raw(path, "UPDATE events SET payload = CAST('{\"status\":\"forged\"}' AS BLOB) WHERE seq = 31")
