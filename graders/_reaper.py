@@ -9,10 +9,13 @@ The grader's test commands and the agents' processes both use it (agents import 
 here: graders never import agents, so there is no cycle).
 
 A SIGKILLed swecl cannot clean up after itself. Every process it starts carries
-`SWECL_OWNER=<pid>.<start time>` in its environment (inherited by its children, setsid
-or not); the next swecl that starts a run or a grade ends every process whose owner is
-gone (`reap_orphans`). In the sandbox this is not needed (the PID namespace dies with
-swecl), but it costs one scan of /proc and covers `--sandbox none`.
+`SWECL_OWNER=<pid>.<start time>/<cache>` in its environment (inherited by its children,
+setsid or not); the next swecl that starts a run or a grade on the same cache ends every
+process whose owner is gone (`reap_orphans`). In the sandbox this is not needed (the PID
+namespace dies with swecl), but it costs one scan of /proc and covers `--sandbox none`.
+The cache scopes it: leftovers work in that cache's worktrees, which is where the next
+swecl on it would meet them, and a swecl never ends what another user's or another
+project's swecl (another cache) left, even while that one is still deciding.
 
 Several runs may be in flight at once in one swecl (`swecl grade --jobs N` grades in
 threads, inside `parallel_runs()`). Each run's processes carry its own `SWECL_RUN`
@@ -25,6 +28,7 @@ and left its group is then not found (in the sandbox it dies with the PID namesp
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import signal
 import threading
@@ -170,20 +174,32 @@ def _start_time(pid: int) -> str | None:
     return fields[19].decode() if len(fields) > 19 else None  # field 22: start time in ticks
 
 
+_scope = ""  # the cache this swecl works on (`reap_orphans` sets it), in owner tokens
+
+
+def _scope_of(cache_dir: str | os.PathLike[str]) -> str:
+    return hashlib.sha256(os.path.realpath(cache_dir).encode()).hexdigest()[:16]
+
+
 def owner_token() -> str:
-    """This process, in a form no later process can share (pid plus start time)."""
-    return f"{os.getpid()}.{_start_time(os.getpid()) or 0}"
+    """This process, in a form no later process can share (pid plus start time), and the
+    cache it works on."""
+    return f"{os.getpid()}.{_start_time(os.getpid()) or 0}/{_scope}"
 
 
 def _owner_alive(token: str) -> bool:
-    pid_text, _, started = token.partition(".")
+    pid_text, _, started = token.partition("/")[0].partition(".")
     if not pid_text.isdigit():
         return True  # not ours to judge
     return _start_time(int(pid_text)) == started
 
 
-def reap_orphans() -> list[int]:
-    """SIGKILL every process started by a swecl that is gone; returns their pids."""
+def reap_orphans(cache_dir: str | os.PathLike[str]) -> list[int]:
+    """SIGKILL every process started by a swecl on this cache that is gone (and by one
+    that named no cache); returns their pids. From now on, this process's children carry
+    this cache in their owner token."""
+    global _scope
+    _scope = _scope_of(cache_dir)
     killed: list[int] = []
     marker = OWNER_VAR.encode() + b"="
     mine = owner_token()
@@ -202,7 +218,8 @@ def reap_orphans() -> list[int]:
         for entry in environ.split(b"\0"):
             if entry.startswith(marker):
                 token = entry[len(marker):].decode("ascii", "replace")
-                if token != mine and not _owner_alive(token):
+                scope = token.partition("/")[2]
+                if token != mine and scope in ("", _scope) and not _owner_alive(token):
                     try:
                         os.kill(int(name), signal.SIGKILL)
                         killed.append(int(name))

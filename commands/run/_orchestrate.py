@@ -309,7 +309,7 @@ def _execute_locked(results: Results, version: str, opts: RunOptions, reporter: 
                     sequence_ids: list[str] | None = None) -> RunReport:
     stage = get_stage(opts.stage)
     # What an earlier swecl that was SIGKILLed left running (unconfined test runs, agents).
-    killed = reap_orphans()
+    killed = reap_orphans(cache_dir_of(opts))
     if killed:
         reporter.note(f"ended {len(killed)} process(es) left running by a swecl that was killed")
     if sequence_ids is None:

@@ -1,0 +1,52 @@
+"""Leftovers of a killed swecl: the next swecl on the same cache ends them, and only them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graders import _reaper
+
+
+def _dead_owner() -> str:
+    """An owner (pid.start time) that is gone: a process that already exited."""
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    return f"{done.stdout.strip()}.0"
+
+
+def _leftover(owner_token: str) -> subprocess.Popen:
+    env = {**os.environ, _reaper.OWNER_VAR: owner_token}
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env=env)
+
+
+@pytest.fixture
+def own_scope(monkeypatch: pytest.MonkeyPatch) -> None:
+    # reap_orphans records this process's cache; leave the test process as it was
+    monkeypatch.setattr(_reaper, "_scope", "")
+
+
+def test_the_next_swecl_on_a_cache_ends_what_a_killed_one_left_there_and_nothing_else(
+    tmp_path: Path, own_scope: None
+) -> None:
+    ours, theirs = tmp_path / "cache", tmp_path / "other-cache"
+    dead = _dead_owner()
+    same_cache = _leftover(f"{dead}/{_reaper._scope_of(ours)}")
+    other_cache = _leftover(f"{dead}/{_reaper._scope_of(theirs)}")
+    no_cache = _leftover(dead)  # a token that names no cache is anyone's to end
+    live_owner = _leftover(f"{os.getppid()}.{_reaper._start_time(os.getppid())}/{_reaper._scope_of(ours)}")
+    try:
+        killed = set(_reaper.reap_orphans(ours))
+        assert {same_cache.pid, no_cache.pid} <= killed
+        assert other_cache.pid not in killed and live_owner.pid not in killed
+        assert same_cache.wait(timeout=10) == -9 and no_cache.wait(timeout=10) == -9
+        assert other_cache.poll() is None and live_owner.poll() is None
+        assert _reaper.owner_token().endswith("/" + _reaper._scope_of(ours))
+    finally:
+        for proc in (same_cache, other_cache, no_cache, live_owner):
+            proc.kill()
+            proc.wait()
