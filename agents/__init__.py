@@ -29,15 +29,19 @@ _EXPORTS = {
     "RecallService": "_recall",
     "RecalledItem": "_recall",
     "worktree_patch": "_diff",
+    "Scrubber": "_scrub",
+    "find_claude": "_claude",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from ._claude import find_claude
     from ._diff import worktree_patch
     from ._protocol import CODE_MODES, EXIT_KINDS, PROMPT_STYLES, Agent, AgentInput, AgentResult, Budget, Recall
     from ._recall import RecalledItem, RecallService
     from ._registry import AGENTS, get_agent
+    from ._scrub import Scrubber
 
 
 def __getattr__(name: str) -> Any:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from graders._reaper import PROCESS_VARS
+from graders import PROCESS_VARS
 
 __all__ = ["RecallBridge", "agent_environment", "checkout_object_stores"]
 

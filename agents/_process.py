@@ -19,7 +19,7 @@ from pathlib import Path
 from ledger import SweclError
 
 from graders import Sandbox
-from graders._reaper import owned_processes
+from graders import owned_processes
 
 # Time between SIGTERM and SIGKILL: long enough for a CLI to flush its transcript.
 _GRACE_S = 3.0

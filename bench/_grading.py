@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from graders._repos import git
+from graders import git
 
 from ._core import Context, Result
 

@@ -51,7 +51,7 @@ def measure(path: Path, mode: str) -> dict[str, Any]:
     import msgspec
 
     from ledger import Ledger
-    from projections._rebuild import rebuild
+    from projections import rebuild
 
     with Ledger.open(path, readonly=True) as ledger:
         gc.collect()

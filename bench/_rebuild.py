@@ -24,7 +24,7 @@ import msgspec
 from ledger import Ledger
 from ledger.events import BY_TYPE
 from projections import OutcomeProjection, Projector, RunsProjection
-from projections._rebuild import Rebuilt, rebuild
+from projections import Rebuilt, rebuild
 from projections.memory import load_memory
 from projections.metrics import compute
 

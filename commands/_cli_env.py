@@ -80,7 +80,7 @@ def env_build_cmd(repo: str, version: str, cache_dir: str | None, repo_sources: 
     repos = RepoCache(cache, _repo_sources(repo_sources))
     cutoff = None
     if commit:
-        from graders._envs import era_for
+        from graders import era_for
 
         cutoff = era_for(repos, repo, commit, commit).cutoff  # the environment grading builds for this commit
     else:
@@ -88,7 +88,7 @@ def env_build_cmd(repo: str, version: str, cache_dir: str | None, repo_sources: 
                    "its own environment as of the task's environment_setup_commit", err=True)
     if needs_tree:
         mirror = repos.ensure_mirror(repo)
-        from graders._repos import git
+        from graders import git
 
         target = commit or git(["rev-parse", "HEAD"], cwd=mirror).stdout.decode().strip()
         with repos.worktree(repo, target) as wt:

@@ -9,7 +9,7 @@ import msgspec
 from ledger import IntegrityError, Recorded
 from ledger import check_references
 from ledger import LedgerDamaged
-from projections._checkpoints import ChainCheckpoints
+from projections import ChainCheckpoints
 
 from ._cli_common import echo_json_line, results_of, results_option
 from ._export import event_record

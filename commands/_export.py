@@ -35,7 +35,7 @@ import msgspec
 
 from ledger import Ledger, Recorded, StreamRange, SweclError, blob_refs_of
 from projections import OutcomeProjection, Projector
-from projections._files import output_file, write_error, write_output
+from projections import output_file, write_error, write_output
 
 FORMATS = ("predictions", "events", "parquet")
 

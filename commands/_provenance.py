@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agents._scrub import Scrubber
+from agents import Scrubber
 
 _PACKAGES = ("apsw", "msgspec", "pydantic", "polars", "unidiff", "mcp", "click", "datasets", "uv")
 

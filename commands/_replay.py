@@ -44,7 +44,7 @@ import msgspec
 
 from ledger import Ledger, SweclError
 from projections import OutcomeProjection, Projector, RunOutcomes
-from projections._files import undo_new_folder, write_error
+from projections import undo_new_folder, write_error
 from projections.memory import (
     MemoryState,
     SeedRecord,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ledger import GENESIS_HASH, IntegrityError, Ledger
 from projections import CheckpointStore, Projector
-from projections._checkpoints import ChainCheckpoints
+from projections import ChainCheckpoints
 
 DEFAULT_RESULTS = "results"
 LEDGER_FILE = "ledger.db"

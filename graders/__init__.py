@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ._apply import ApplyResult, apply_check, apply_patch, is_test_path, normalize_patch, patch_paths, unsafe_reason
 from ._decide import Decision, decide, grade_log, match_test
-from ._envs import EnvBuild, EnvBuildError, EnvInfo, build_env, list_envs, prune_envs
+from ._envs import EnvBuild, EnvBuildError, EnvInfo, build_env, era_for, list_envs, prune_envs
 from ._graders import (
     GRADE_STATUSES,
     GRADER_NAMES,
@@ -22,6 +22,7 @@ from ._graders import (
     patch_similarity,
 )
 from ._interpreters import Interpreter, PythonNotFound, find_python
+from ._limits import MAX_JSON_BYTES, MAX_PARQUET_BYTES, check_input_file, json_problem, loads_limited, read_limited
 from ._parsers import (
     TestStatus,
     canonical_parser,
@@ -32,30 +33,33 @@ from ._parsers import (
     parser_for_repo,
     parser_names,
 )
-from ._reaper import parallel_runs, reap_orphans
-from ._repos import GitError, RepoCache, Worktree, default_cache_dir, preferred_slot
+from ._reaper import PROCESS_VARS, owned_processes, parallel_runs, reap_orphans
+from ._repos import GitError, RepoCache, Worktree, default_cache_dir, git, preferred_slot
 from ._sandbox import SANDBOX_MODES, Sandbox, SandboxUnavailable, sandbox_for
 from ._specs import EnvSpec, UnknownEnvSpec, has_spec, known_specs, spec_for
 from ._verdict import verdict_lines
 
 __all__ = [
-    "GRADER_NAMES",
-    "GRADE_STATUSES",
-    "OVERLAP_LINES_F1",
-    "SANDBOX_MODES",
     "ApplyResult",
     "Decision",
     "EnvBuild",
     "EnvBuildError",
     "EnvInfo",
     "EnvSpec",
+    "GRADER_NAMES",
+    "GRADE_STATUSES",
     "GitError",
     "GradeOutcome",
     "GradeRequest",
     "Grader",
     "Interpreter",
+    "MAX_JSON_BYTES",
+    "MAX_PARQUET_BYTES",
+    "OVERLAP_LINES_F1",
+    "PROCESS_VARS",
     "PythonNotFound",
     "RepoCache",
+    "SANDBOX_MODES",
     "Sandbox",
     "SandboxUnavailable",
     "TestStatus",
@@ -65,27 +69,34 @@ __all__ = [
     "apply_patch",
     "build_env",
     "canonical_parser",
+    "check_input_file",
     "decide",
     "default_cache_dir",
+    "era_for",
     "find_python",
     "find_test_output",
     "frame_test_output",
     "get_grader",
+    "git",
     "grade_log",
     "has_spec",
     "is_test_path",
+    "json_problem",
     "known_specs",
     "list_envs",
+    "loads_limited",
     "match_test",
     "normalize_patch",
+    "owned_processes",
+    "parallel_runs",
     "parse_log",
     "parse_test_log",
     "parser_for_repo",
     "parser_names",
-    "parallel_runs",
     "patch_paths",
     "preferred_slot",
     "prune_envs",
+    "read_limited",
     "reap_orphans",
     "sandbox_for",
     "spec_for",

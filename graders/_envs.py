@@ -97,7 +97,7 @@ from graders._repos import (
 )
 from graders._run import LineResult, run_line, skip_reason, split_line
 from graders._specs import EnvSpec, environment_yml_paths, requirements_paths, spec_for
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 __all__ = [
     "EnvBuild",

@@ -51,7 +51,7 @@ from graders._repos import GitError, RepoCache, Worktree
 from graders._sandbox import Sandbox, sandbox_for
 from graders._run import build_test_command, parse_eval_commands, run_line, run_process, test_directives, test_environment
 from graders._specs import DEFAULT_TEST_CMD, EnvSpec, UnknownEnvSpec, has_spec, spec_for
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 __all__ = [
     "GRADER_NAMES",

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 __all__ = ["Interpreter", "PythonNotFound", "env_var_name", "find_python", "python_version_of", "uv_bin"]
 

@@ -25,7 +25,7 @@ import stat
 import sys
 from typing import Any
 
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 __all__ = [
     "LIMIT_ENV",

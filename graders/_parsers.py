@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 __all__ = [
     "END_MARKER",

@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from graders._submodules import gitlinks_at, is_inside, parse_gitmodules, submodule_repo, submodules_of
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 __all__ = [
     "GitError",

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 __all__ = [
     "DEFAULT_TEST_CMD",

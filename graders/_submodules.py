@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 __all__ = ["Submodule", "gitlinks_at", "is_inside", "parse_gitmodules", "submodule_repo", "submodules_of"]
 

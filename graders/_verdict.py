@@ -18,7 +18,7 @@ from typing import Any
 from graders._decide import grade_log
 from graders._limits import MAX_JSON_BYTES, MAX_LOG_BYTES, InputRefused, json_problem, read_limited
 from graders._parsers import canonical_parser, parser_for_repo
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 __all__ = ["verdict_lines"]
 

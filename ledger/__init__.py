@@ -7,7 +7,7 @@ catalog (`events`), upcaster registration, and the errors every layer raises.
 from __future__ import annotations
 
 from . import events
-from ._errors import ConcurrencyConflict, IntegrityError, LedgerDamaged, LedgerError, SweclError, Terminated
+from .errors import ConcurrencyConflict, IntegrityError, LedgerDamaged, LedgerError, SweclError, Terminated
 from .events import BY_TYPE, EVENT_TYPES, AnyEvent, Event, UnknownEvent
 from ._schema import GENESIS_HASH, STORE_SCHEMA
 from ._store import (

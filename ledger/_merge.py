@@ -28,7 +28,7 @@ from pathlib import Path
 
 import msgspec
 
-from ._errors import ConcurrencyConflict, IntegrityError, LedgerError
+from .errors import ConcurrencyConflict, IntegrityError, LedgerError
 from ._store import Ledger, Recorded, StreamRange, decode_payload, encode_payload
 from .events import Event, UnknownEvent
 

@@ -12,7 +12,7 @@ Domain-aware but ledger-only: it knows the `run/{version}` header streams and th
 
 from __future__ import annotations
 
-from ._errors import IntegrityError
+from .errors import IntegrityError
 from ._store import Ledger
 from .events import MemorySeeded, RunStarted
 

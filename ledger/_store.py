@@ -22,7 +22,7 @@ from typing import Any
 import apsw
 import msgspec
 
-from ._errors import ConcurrencyConflict, IntegrityError, LedgerDamaged, LedgerError
+from .errors import ConcurrencyConflict, IntegrityError, LedgerDamaged, LedgerError
 from .events import BY_TYPE, Event, UnknownEvent
 from ._integrity import file_damage, meta_problem, schema_problem
 from ._schema import DDL, GENESIS_HASH, STORE_SCHEMA

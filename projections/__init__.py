@@ -5,7 +5,8 @@ Nothing here appends events; everything here can be rebuilt from the ledger as o
 
 from __future__ import annotations
 
-from ._checkpoints import CheckpointStore
+from ._checkpoints import ChainCheckpoints, CheckpointStore
+from ._files import WRITE_ERRNOS, atomic_file, output_file, undo_new_folder, write_atomic, write_error, write_if_changed, write_output
 from ._outcomes import INVALID_STATUSES, Cell, OutcomeProjection, RunOutcomes, SequenceCells
 from ._runner import Folded, Projection, Projector, Selection
 from ._rebuild import Rebuilt, rebuild
@@ -13,10 +14,11 @@ from ._runs import RunsProjection, RunsState, RunSummary
 from ._views import read_views
 
 __all__ = [
-    "INVALID_STATUSES",
     "Cell",
+    "ChainCheckpoints",
     "CheckpointStore",
     "Folded",
+    "INVALID_STATUSES",
     "OutcomeProjection",
     "Projection",
     "Projector",
@@ -27,6 +29,14 @@ __all__ = [
     "RunsState",
     "Selection",
     "SequenceCells",
+    "WRITE_ERRNOS",
+    "atomic_file",
+    "output_file",
     "read_views",
     "rebuild",
+    "undo_new_folder",
+    "write_atomic",
+    "write_error",
+    "write_if_changed",
+    "write_output",
 ]

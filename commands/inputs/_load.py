@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from ledger._errors import SweclError
-from projections._files import write_output
+from ledger.errors import SweclError
+from projections import write_output
 
 from ._model import DIFFICULTY_LABELS, Benchmark, Sequence, Task
 from ._rows import SwebenchRow, load_hf, modified_files_of, read_rows, row_fields, rows_from_records, sequences_from_rows

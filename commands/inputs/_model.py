@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 __all__ = [
     "DIFFICULTY_LABELS",

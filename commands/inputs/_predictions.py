@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 from ._model import Prediction
 from ._validate import describe_validation_error, parse_json, read_text

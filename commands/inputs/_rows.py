@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
 
-from graders._limits import MAX_PARQUET_BYTES, check_input_file
-from ledger._errors import SweclError
+from graders import MAX_PARQUET_BYTES, check_input_file
+from ledger.errors import SweclError
 
 from ._model import DIFFICULTY_LABELS
 from ._validate import TestIds, Timestamp, describe_validation_error, parse_json, read_text

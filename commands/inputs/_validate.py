@@ -15,8 +15,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, StrictBool, StrictStr, ValidationError
 
-from graders._limits import MAX_JSON_BYTES, json_problem, read_limited
-from ledger._errors import SweclError
+from graders import MAX_JSON_BYTES, json_problem, read_limited
+from ledger.errors import SweclError
 
 __all__ = [
     "EnvironmentIn",

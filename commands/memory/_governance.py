@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from agents._scrub import Scrubber
+from agents import Scrubber
 
 # Fields of an item, in the order they are checked (the reason names the first hit).
 CHECKED_FIELDS = ("title", "body", "tags", "files", "symbols", "patch")

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from graders._limits import read_limited
+from graders import read_limited
 from ledger import Ledger, NewEvent, Recorded, SweclError, event_id_for
 from ledger.events import MemorySeeded, MemoryWritten, memory_content
 from projections import Projector, RunsProjection, RunSummary

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ledger import SweclError
-from projections._files import WRITE_ERRNOS, undo_new_folder, write_atomic, write_error
+from projections import WRITE_ERRNOS, undo_new_folder, write_atomic, write_error
 
 from .._results import Results
 from ._data import ReportData, collect

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-from projections._files import atomic_file
+from projections import atomic_file
 
 from ._data import CellState, Matrix, MatrixRow, SequenceReport, running_mean
 

@@ -115,7 +115,7 @@ def build_agent(opts: RunOptions, benchmark: Benchmark, *, runs_here: bool = Tru
             raise SweclError("--agent command needs --command 'TEMPLATE with {workdir} {issue_file} {model}'")
         return get_agent("command", template=opts.command)
     if name == "claude" and runs_here:
-        from agents._claude import find_claude
+        from agents import find_claude
 
         find_claude()  # a missing CLI is said before the run starts, not once per task
     return get_agent(name)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agents import Agent, AgentInput, AgentResult, Budget, RecallService
-from agents._scrub import Scrubber
+from agents import Scrubber
 from commands.inputs import Sequence, Task
 from commands.memory import GradingSecrets, TaskView, plan_daydream
 from graders import EnvSpec, Grader, GradeRequest, RepoCache, Sandbox, apply_check

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 from projections.metrics._extras import SequenceExtras, sequence_extras
 from projections.metrics._registry import DEFAULT_FORMULA, get_formula
 if TYPE_CHECKING:

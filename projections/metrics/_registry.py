@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 from projections.metrics import _eval_v1, _native
 from projections.metrics._vectors import Lambdas, SequenceOutcomes, SequenceScore
 

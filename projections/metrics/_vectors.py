@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 METRIC_NAMES: tuple[str, ...] = (
     "ACC",

@@ -13,7 +13,7 @@ import pytest
 from graders._envs import list_envs
 from graders._graders import GRADER_NAMES, GradeOutcome, GradeRequest, get_grader, patch_similarity
 from graders._specs import EnvSpec
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 from tests.graders.exec_support import (
     F2P,
     GOLD_PATCH,

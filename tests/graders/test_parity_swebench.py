@@ -36,7 +36,7 @@ from graders._parsers import (  # noqa: E402
     parse_log,
     parser_for_repo,
 )
-from ledger._errors import SweclError  # noqa: E402
+from ledger.errors import SweclError  # noqa: E402
 from tests.graders.test_official_logs import OfficialLog, load_official_logs  # noqa: E402
 from tests.graders.test_parsers import DJANGO, PYTEST_RA, SYMPY  # noqa: E402
 

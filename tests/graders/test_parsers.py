@@ -20,7 +20,7 @@ from graders._parsers import (
     parser_names,
 )
 from graders._verdict import verdict_lines
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 P, F, S, E, X = (TestStatus.PASSED, TestStatus.FAILED, TestStatus.SKIPPED, TestStatus.ERROR, TestStatus.XFAIL)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from graders._repos import GitError, RepoCache, default_cache_dir, git, repo_slug
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 from tests.graders.exec_support import REPO, make_calc_repo, run_git, write
 
 

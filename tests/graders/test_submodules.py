@@ -12,7 +12,7 @@ import pytest
 from graders._graders import GradeRequest, get_grader
 from graders._repos import GitError, RepoCache
 from graders._submodules import parse_gitmodules, submodule_repo
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 from tests.graders.exec_support import run_git, write
 
 SUPER = "acme/app"

@@ -18,7 +18,7 @@ from commands.inputs import (
     materialise_demo_repos,
     write_demo_curriculum,
 )
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 from .demo_support import DemoGrader, bm25_rank, git, memory_text, run_demo_agent
 

@@ -21,7 +21,7 @@ from commands.inputs import (
     load_benchmark,
     write_curriculum,
 )
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 from ..conftest import REPO_ROOT
 
@@ -444,7 +444,7 @@ def test_rows_alone_become_sequences_by_the_upstream_rule(tmp_path: Path) -> Non
 def test_hub_unreachable_is_one_line(tmp_path: Path) -> None:
     script = (
         "from commands.inputs import load_benchmark\n"
-        "from ledger._errors import SweclError\n"
+        "from ledger.errors import SweclError\n"
         "try:\n"
         "    load_benchmark('hf:princeton-nlp/SWE-bench_Verified')\n"
         "except SweclError as exc:\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from commands.inputs import Prediction, load_predictions
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 
 def _jsonl(path: Path, *records: object) -> Path:

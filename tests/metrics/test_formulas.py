@@ -9,7 +9,7 @@ from fractions import Fraction
 import polars as pl
 import pytest
 
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 from projections.metrics import (
     FORMULAS,
     METRIC_NAMES,

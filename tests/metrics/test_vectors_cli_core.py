@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 from projections.metrics import METRIC_NAMES, SequenceOutcomes, metrics_from_vectors_document
 
 DESIGN_DOCUMENT: dict[str, Any] = {

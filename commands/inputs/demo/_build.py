@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 from .._load import write_curriculum
 from .._model import DIFFICULTY_LABELS, Benchmark, Sequence, Task

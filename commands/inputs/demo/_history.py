@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from ledger._errors import SweclError
+from ledger.errors import SweclError
 
 __all__ = [
     "AUTHOR",

@@ -1,0 +1,54 @@
+"""The packages' contracts: each keeps its private modules to itself, and every public name
+it lists resolves."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("ledger", "commands", "projections", "agents", "graders")
+
+
+def _modules(package: str) -> list[str]:
+    names = [package]
+    for info in pkgutil.walk_packages([str(ROOT / package)], prefix=f"{package}."):
+        if not info.name.endswith("__main__"):  # running it is its import
+            names.append(info.name)
+    return names
+
+
+def _imported_modules(path: Path) -> list[tuple[int, str]]:
+    """Every absolute module an import statement of `path` names, anywhere in the file."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def test_no_package_imports_another_packages_private_modules() -> None:
+    offences = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for line, module in _imported_modules(path):
+                parts = module.split(".")
+                if parts[0] in PACKAGES and parts[0] != package and any(p.startswith("_") for p in parts[1:]):
+                    offences.append(f"{path.relative_to(ROOT)}:{line}: {module}")
+    assert offences == [], "import the package's public names instead:\n" + "\n".join(offences)
+
+
+@pytest.mark.parametrize("module", [m for p in PACKAGES for m in _modules(p)])
+def test_every_name_in_all_resolves(module: str) -> None:
+    imported = importlib.import_module(module)
+    names = getattr(imported, "__all__", [])
+    assert len(names) == len(set(names)), f"{module}.__all__ lists a name twice"
+    missing = [name for name in names if not hasattr(imported, name)]
+    assert missing == [], f"{module}.__all__ names what it does not have: {missing}"
