@@ -197,8 +197,9 @@ def env_identity(spec: EnvSpec, exclude_newer: str | None) -> str:
         return spec.spec_hash()
     # recipe 4: exact pins exempt from the cut-off, pip of 2024 (earlier recipes could not
     # install newer pins at all, and their era pip could not install the repository);
-    # recipe 5: a batch whose pins need newer dependencies resolves as of the images
-    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=5".encode()).hexdigest()
+    # recipe 5: a batch whose pins need newer dependencies resolves as of the images;
+    # recipe 6: the build's packages are recorded (BUILT), so a later install starts from them
+    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=6".encode()).hexdigest()
 
 
 def _env_dir(
@@ -625,6 +626,7 @@ def build_env(
                 "warnings": warnings,
             }
             (tmp / "env.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+            _record_built(tmp / "venv" / "bin" / "python", tmp / BUILT, log)
             log.write(f"# complete; {len(warnings)} warning(s)")
             log.close()
             save_manifest(tmp / FILES, venv_manifest(tmp / "venv"))
@@ -804,7 +806,8 @@ def ensure_repo_installed(
     state_file.unlink(missing_ok=True)
     results: list[LineResult] = []
     variables: dict[str, str] = {}
-    era_note = _era_dependencies(env, spec.install, worktree, timeout_s=timeout_s)
+    era_note = _back_to_built(env, timeout_s=timeout_s)
+    era_note += _era_dependencies(env, spec.install, worktree, timeout_s=timeout_s)
     for line in [spec.install]:  # `a; b` lines are split by run_line itself
         results.append(
             run_line(line, cwd=worktree, env=install_environment(env), python=env.python,
@@ -828,6 +831,41 @@ def ensure_repo_installed(
 
 # 2: the repository's own requirements are installed under the era cut-off first
 INSTALL_RECIPE = 2
+
+# The env's packages as its build left them (`uv pip freeze`), so that every install of
+# the repository starts from them: an install for other dependency manifests (another
+# task's setup.py) leaves packages behind, and the next install keeps whatever already
+# satisfies it (pytest 8 from an unpinned install stays where the era has pytest 6).
+# SWE-bench builds each instance's image from the environment image the same way.
+BUILT = "built.txt"
+
+
+def _record_built(python: Path, path: Path, log: _Log) -> None:
+    argv = [uv_bin(), "pip", "freeze", "--python", os.fspath(python)]
+    log.write("$ " + shlex.join(argv))
+    try:
+        done = subprocess.run(argv, capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.write(f"failed to run: {exc}; installs will not start from the build's packages")
+        return
+    log.write((done.stdout + done.stderr).decode("utf-8", "replace").rstrip() + f"\n[exit {done.returncode}]")
+    if done.returncode == 0:
+        path.write_bytes(done.stdout)
+
+
+def _back_to_built(env: EnvInfo, *, timeout_s: float) -> str:
+    """The venv's packages back to the build's (`uv pip sync`, from uv's cache); lines
+    for the install log. An env built before builds were recorded is left as it is."""
+    built = env.path / BUILT
+    if not built.is_file():
+        return ""
+    argv = [uv_bin(), "pip", "sync", "--python", os.fspath(env.python), os.fspath(built)]
+    try:
+        done = subprocess.run(argv, capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"[swecl] the env's packages could not be put back to its build's ({exc})\n"
+    out = (done.stdout + done.stderr).decode("utf-8", "replace")
+    return f"$ {shlex.join(argv)}\n{out}[{'ok' if done.returncode == 0 else f'exit {done.returncode}'}]\n"
 
 
 def _era_dependencies(env: EnvInfo, install: str, worktree: Path, *, timeout_s: float) -> str:

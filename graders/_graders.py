@@ -50,6 +50,7 @@ from graders._results_plugin import ResultsChannel, check_against_channel
 from graders._repos import GitError, RepoCache, Worktree
 from graders._sandbox import Sandbox, sandbox_for
 from graders._run import build_test_command, parse_eval_commands, run_line, run_process, test_directives, test_environment
+from graders._tox import put_current_env_launchers
 from graders._specs import DEFAULT_TEST_CMD, EnvSpec, UnknownEnvSpec, has_spec, spec_for
 from ledger.errors import SweclError
 
@@ -254,6 +255,7 @@ class _ExecutingGrader:
             run_env = test_environment(bin_dir=bin_dir, venv=env.venv if env else None, extra={**eval_env, **cmd.env},
                                        channel=cmd.channel)
             notes.add(f"[swecl] test command: {' '.join(cmd.argv)} (timeout {self.timeout_s}s)")
+            _tox_launchers(cmd.argv, wt.path, env, notes)
             confined = dict(sandbox=self.sandbox, readable=[*([env.path] if env else []), *channel.paths()])
             run = run_process(cmd.argv, cwd=wt.path, env=run_env, timeout_s=self.timeout_s, writable=channel.paths(),
                               **confined)
@@ -286,7 +288,7 @@ class _ExecutingGrader:
             elif status == "infra_error":
                 status, error = self._control_run(
                     req, wt.path, prepared, model_paths, cmd.argv, run_env, parser, notes, error or "no usable test results",
-                    readable=confined["readable"], writable=channel.paths(),
+                    readable=confined["readable"], writable=channel.paths(), env=env,
                 )
             return _finish(self.name, notes, start, status, test_output=output, exit_code=run.exit_code,
                            error=error, **common, **verdict)
@@ -313,6 +315,7 @@ class _ExecutingGrader:
         *,
         readable: list[Path],
         writable: list[Path],
+        env: EnvInfo | None = None,
     ) -> tuple[str, str]:
         """Whose failure is a test run with no usable results: the patch's or ours?
 
@@ -326,6 +329,7 @@ class _ExecutingGrader:
         gold = apply_test_patch(worktree, req.test_patch)
         if not gold.ok:
             return "infra_error", f"{error}; the control run could not apply the test patch"
+        _tox_launchers(argv, worktree, env, None)
         control = run_process(argv, cwd=worktree, env=run_env, timeout_s=self.timeout_s, sandbox=self.sandbox,
                               readable=readable, writable=writable)
         control_out = control.output.decode("utf-8", "replace")
@@ -342,6 +346,15 @@ class _ExecutingGrader:
             f"the patch broke the test run ({error}); without it the same tests give "
             f"{len(control_statuses)} results"
         )
+
+
+def _tox_launchers(argv: list[str], worktree: Path, env: EnvInfo | None, notes: _Notes | None) -> None:
+    if env is None:
+        return
+    made = put_current_env_launchers(argv, worktree, env.python, ".".join(env.python_version.split(".")[:2]))
+    if made and notes is not None:
+        notes.add(f"[swecl] tox --current-env: {', '.join(made)} launch the environment's interpreter "
+                  "(a link to it, as tox-current-env makes, would lose the venv)")
 
 
 class SwebenchGrader(_ExecutingGrader):

@@ -4,6 +4,7 @@ everything else untracked or ignored removed, re-run when the dependency manifes
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,42 @@ def test_the_repositorys_own_requirements_resolve_as_of_the_era(tmp_path: Path) 
     assert installed_version(python, "docutils") == "0.16", log  # 0.17 came out in 2021
     assert installed_version(python, "six") == "1.15.0", log  # 1.16.0: May 2021
     assert installed_version(python, "pytest") == "7.4.4"  # the spec's pin is kept
+
+
+def test_every_install_starts_from_the_packages_the_env_was_built_with(tmp_path: Path) -> None:
+    """An install for other dependency manifests left its packages in the venv, and the
+    next install kept whatever satisfied it (sphinx: pytest 8 from an unpinned install
+    stayed where the era has pytest 6). Each install now starts from the build's packages."""
+    from tests.graders.env_support import installed_version, make_wheel
+
+    links = tmp_path / "links"
+    make_wheel(links, "tinyextra", "1.0")
+    src, first = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
+    write(src, "setup.py", 'from setuptools import setup\n\nsetup(name="calc", version="0.2", packages=["calc"], '
+                           'install_requires=["tinyextra"])\n')
+    needs_extra = commit_at(src, "needs tinyextra", "2024-03-02T12:00:00Z")
+    write(src, "setup.py", SETUP_PY.format(version="0.3"))
+    without = commit_at(src, "tinyextra no more", "2024-03-03T12:00:00Z")
+    spec = EnvSpec(python=None, pip_packages=["pytest"], test_cmd="pytest -rA",
+                   install=f"python -m pip install --no-build-isolation --no-index --find-links {links} -e .")
+    cache = tmp_path / "cache"
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
+
+    def grade(commit: str) -> str:
+        out = grader.grade(GradeRequest(
+            instance_id="acme__calcpkg-1", repo=PKG, version="0.1", base_commit=commit, model_patch=GOLD_PATCH,
+            test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=spec,
+            environment_setup_commit=first,
+        ))
+        assert out.status == "resolved", out.log.decode()
+        return out.log.decode()
+
+    grade(needs_extra)
+    [python] = list((cache / "envs").rglob("venv/bin/python"))
+    assert installed_version(python, "tinyextra") == "1.0"
+    [built] = list((cache / "envs").rglob("built.txt"))
+    assert "pytest==" in built.read_text() and "tinyextra" not in built.read_text()
+    grade(without)
+    gone = subprocess.run([str(python), "-c", "import tinyextra"], capture_output=True)
+    assert gone.returncode != 0, "the earlier install's package is still in the venv"
+    assert installed_version(python, "pytest")  # the build's own packages stay
