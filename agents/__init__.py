@@ -12,8 +12,9 @@ an MCP server must start fast.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ledger.lazy import lazy_exports
 
 _EXPORTS = {
     "Agent": "_protocol",
@@ -44,10 +45,4 @@ if TYPE_CHECKING:
     from ._scrub import Scrubber
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agents' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())

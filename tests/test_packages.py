@@ -52,3 +52,23 @@ def test_every_name_in_all_resolves(module: str) -> None:
     assert len(names) == len(set(names)), f"{module}.__all__ lists a name twice"
     missing = [name for name in names if not hasattr(imported, name)]
     assert missing == [], f"{module}.__all__ names what it does not have: {missing}"
+
+
+def test_reading_an_error_class_or_starting_the_recall_server_loads_no_sqlite() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, ledger, ledger.errors, agents, agents.recall_server; "
+            "print(sorted(m for m in ('apsw', 'msgspec', 'graders', 'polars') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_lazy_name_resolves_once_to_what_its_module_defines() -> None:
+    import ledger
+    from ledger import _store, events
+
+    assert ledger.Ledger is _store.Ledger and ledger.events is events
+    assert "Ledger" in vars(ledger)  # kept: the next use does not come back to __getattr__
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        ledger.Nope  # noqa: B018

@@ -8,8 +8,9 @@ run's dataset, when it is available); `audit_cmd` is the click command.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ledger.lazy import lazy_exports
 
 _AUDIT_NAMES = (
     "FLAG_KINDS",
@@ -65,11 +66,4 @@ if TYPE_CHECKING:
     from ._cli import audit_cmd
 
 
-def __getattr__(name: str) -> Any:
-    # Lazily, as in `commands.run`: `swecl --help` must not pay for the memory substrate.
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'commands.audit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -6,8 +6,9 @@ importing agents, graders and the memory substrate.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ledger.lazy import lazy_exports
 
 _EXPORTS = {
     "run_demo_suite": "_demo_suite",
@@ -38,10 +39,4 @@ if TYPE_CHECKING:
     from ._stages import DEMO_SUITE, PASSES, STAGES, Stage, get_stage
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'commands.run' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
