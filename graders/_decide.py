@@ -13,6 +13,11 @@ Per listed test (FAIL_TO_PASS and PASS_TO_PASS name tests in the parser's key sp
   alike); the first of them in log order then stands for the name. Candidates that
   disagree leave the name unmatched (AMBIGUOUS), which fails it.
 
+- A duplicate parametrize id is named by pytest's version: the official runs (pytest 8)
+  write `test_unparse[1234-1234_0]` where the older pytest of a task's era writes
+  `test_unparse[1234-12340]` for the same test. A listed name with that suffix that is
+  not in the log takes the older spelling's status.
+
 resolved iff every F2P and every P2P test passes (empty lists pass vacuously, as in
 swebench).
 
@@ -40,6 +45,7 @@ as a model failure. `resolved` is False either way. Two cases, both those where 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -103,10 +109,17 @@ class Decision:
         return [name for name, status in self.p2p.items() if status not in _MAINTAINED]
 
 
+# pytest 8 suffixes a duplicate id that ends in a digit with `_N`; older pytest with `N`
+_DUPLICATE_ID = re.compile(r"^(?P<head>.*\[.*\d)_(?P<n>\d+)\]$")
+
+
 def match_test(name: str, statuses: Mapping[str, str]) -> str:
     """The log's status for a listed test name, or MISSING / AMBIGUOUS (see module doc)."""
     if name in statuses:
         return str(statuses[name])
+    renamed = _DUPLICATE_ID.match(name)
+    if renamed and f"{renamed['head']}{renamed['n']}]" in statuses:
+        return str(statuses[f"{renamed['head']}{renamed['n']}]"])
     # Only a name cut inside its parameter brackets can be a truncation; whole names
     # (django descriptions, sympy functions, complete pytest ids) match exactly or not at all.
     if name.count("[") <= name.count("]"):

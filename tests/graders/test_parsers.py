@@ -603,3 +603,16 @@ def test_conflicting_statuses_change_no_official_verdict(shared: Path) -> None:
         theirs = decide(last_line_wins, entry.names("FAIL_TO_PASS"), entry.names("PASS_TO_PASS"))
         assert ours.resolved == theirs.resolved == entry.report["resolved"], name
         assert (ours.f2p, ours.p2p) == (theirs.f2p, theirs.p2p), name
+
+
+def test_a_duplicate_id_of_pytest_8_matches_the_older_pytests_spelling() -> None:
+    # sphinx-7462's official list (pytest 8.3.2) names the tests as the era's pytest 5.4 does not
+    log = {"tests/test_pycode_ast.py::test_unparse[1234-12340]": "PASSED",
+           "tests/test_pycode_ast.py::test_unparse[1234-12341]": "FAILED"}
+    assert match_test("tests/test_pycode_ast.py::test_unparse[1234-1234_0]", log) == "PASSED"
+    assert match_test("tests/test_pycode_ast.py::test_unparse[1234-1234_1]", log) == "FAILED"
+    assert match_test("tests/test_pycode_ast.py::test_unparse[1234-1234_2]", log) == MISSING
+    # only an id ending in a digit gets the underscore; the exact name always wins
+    assert match_test("t.py::test_x[a_0]", {"t.py::test_x[a0]": "PASSED"}) == MISSING
+    both = {"t.py::test_y[1_0]": "FAILED", "t.py::test_y[10]": "PASSED"}
+    assert match_test("t.py::test_y[1_0]", both) == "FAILED"
