@@ -81,7 +81,7 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
     from commands.inputs import load_predictions
 
     from ._cli_common import results_of
-    from ._queries import grade_reasons, outcomes
+    from ._queries import grade_reasons, pass_statuses
     from .run import RunOptions, make_reporter, start_run
     from .run._cli import _python_paths, _repo_sources, warn_if_unconfined
 
@@ -101,17 +101,11 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
     finally:
         reporter.close()
     with results.open_ledger(readonly=True) as ledger:
-        state = outcomes(ledger, results.projector(ledger), report.version)
+        statuses = pass_statuses(ledger, results.projector(ledger), report.version)
         reasons = grade_reasons(ledger, report.version)
-    statuses = {
-        cell.instance_id: cell.status or "missing"
-        for seq in state.sequences.values()
-        for cell in seq.passes.get("initial", {}).values()
-    }
     doc = swebench_report(statuses, submitted=wanted)
     doc["version"] = report.version
-    doc["reasons"] = {iid: reasons[iid][1] for iid, s in sorted(statuses.items()) if s != "resolved" and iid in reasons
-                      and reasons[iid][1]}
+    doc["reasons"] = {iid: reasons[iid] for iid, s in sorted(statuses.items()) if s != "resolved" and iid in reasons}
     # What is not the patch's doing is said, not only recorded: one line per task.
     not_the_patch = sorted(iid for iid, status in statuses.items() if status in _NOT_THE_PATCH)
     for iid in not_the_patch:

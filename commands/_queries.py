@@ -75,16 +75,31 @@ def outcomes(
     return state
 
 
-def grade_reasons(ledger: Ledger, version: str, pass_: str = "initial") -> dict[str, tuple[str, str | None]]:
-    """instance_id -> (status, error) of each task's last recorded grade in `pass_`: why a
-    task is not resolved, in the grader's words (corrections re-decide the status only)."""
-    out: dict[str, tuple[str, str | None]] = {}
-    graded = read_views(ledger, "grade.finished", ("instance_id", "pass_", "status", "error"),
+def grade_reasons(ledger: Ledger, version: str, pass_: str = "initial") -> dict[str, str]:
+    """instance_id -> the grader's error of each task's last recorded grade in `pass_`:
+    why a task is not resolved, in the grader's words (corrections re-decide the status
+    only; the status itself is the outcome projection's, `pass_statuses`)."""
+    out: dict[str, str] = {}
+    graded = read_views(ledger, "grade.finished", ("instance_id", "pass_", "error"),
                         ranges=[StreamRange(f"run/{version}")])
     for _, ev in graded:
         if ev.pass_ == pass_:
-            out[ev.instance_id] = (ev.status, ev.error)
+            if ev.error:
+                out[ev.instance_id] = ev.error
+            else:
+                out.pop(ev.instance_id, None)
     return out
+
+
+def pass_statuses(ledger: Ledger, projector: Projector, version: str, pass_: str = "initial") -> dict[str, str]:
+    """instance_id -> grade status in `pass_` of run `version`, corrections applied
+    ("missing" for a task without a verdict)."""
+    state = outcomes(ledger, projector, version)
+    return {
+        cell.instance_id: cell.status or "missing"
+        for seq in state.sequences.values()
+        for cell in seq.passes.get(pass_, {}).values()
+    }
 
 
 @dataclass(frozen=True)

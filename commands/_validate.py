@@ -24,7 +24,7 @@ from pathlib import Path
 from ledger import SweclError
 from ledger.events import TasksValidated, TaskValidity
 
-from ._queries import grade_reasons
+from ._queries import grade_reasons, pass_statuses
 from ._results import Results
 from .inputs import Task
 
@@ -129,10 +129,13 @@ def validate(
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     with results.open_ledger() as ledger:
-        statuses = {kind: grade_reasons(ledger, version) for kind, version in versions.items()}
+        projector = results.projector(ledger)
+        statuses = {kind: pass_statuses(ledger, projector, version) for kind, version in versions.items()}
+        reasons = {kind: grade_reasons(ledger, version) for kind, version in versions.items()}
         validation = Validation(runs=versions)
         for task in tasks:
-            got = {kind: statuses[kind].get(task.instance_id, ("missing", None)) for kind in KINDS}
+            got = {kind: (statuses[kind].get(task.instance_id, "missing"), reasons[kind].get(task.instance_id))
+                   for kind in KINDS}
             gradeable, reason = judge(got["gold"], got["noop"])
             validation.rows.append(TaskValidity(
                 instance_id=task.instance_id, gradeable=gradeable, gold=got["gold"][0], noop=got["noop"][0],

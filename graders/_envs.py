@@ -859,13 +859,22 @@ def _back_to_built(env: EnvInfo, *, timeout_s: float) -> str:
     built = env.path / BUILT
     if not built.is_file():
         return ""
-    argv = [uv_bin(), "pip", "sync", "--python", os.fspath(env.python), os.fspath(built)]
+    return _uv_install_log(["pip", "sync", "--python", os.fspath(env.python), os.fspath(built)], timeout_s=timeout_s,
+                           failed="the env's packages could not be put back to its build's")
+
+
+def _uv_install_log(args: list[str], *, timeout_s: float, failed: str, cwd: Path | None = None) -> str:
+    """One uv call of the repository's install step, as lines for its install log (which
+    is text the grade keeps, not the build's `_Log`); `failed` says what a failure means."""
+    argv = [uv_bin(), *args]
     try:
-        done = subprocess.run(argv, capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL, timeout=timeout_s)
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL,
+                              timeout=timeout_s)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"[swecl] the env's packages could not be put back to its build's ({exc})\n"
+        return f"[swecl] {failed} ({exc})\n"
     out = (done.stdout + done.stderr).decode("utf-8", "replace")
-    return f"$ {shlex.join(argv)}\n{out}[{'ok' if done.returncode == 0 else f'exit {done.returncode}'}]\n"
+    verdict = "ok" if done.returncode == 0 else f"exit {done.returncode}: {failed}"
+    return f"$ {shlex.join(argv)}\n{out}[{verdict}]\n"
 
 
 def _era_dependencies(env: EnvInfo, install: str, worktree: Path, *, timeout_s: float) -> str:
@@ -879,15 +888,8 @@ def _era_dependencies(env: EnvInfo, install: str, worktree: Path, *, timeout_s: 
     head = f"[swecl] the repository's requirements as of {env.exclude_newer}: {how}\n"
     if not reqs:
         return head
-    argv = [uv_bin(), "pip", "install", "--python", os.fspath(env.python), "--exclude-newer", env.exclude_newer, *reqs]
-    try:
-        done = subprocess.run(argv, cwd=worktree, capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL,
-                              timeout=timeout_s)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return head + f"[swecl] not installed ({exc}); pip resolves them\n"
-    out = (done.stdout + done.stderr).decode("utf-8", "replace")
-    verdict = "ok" if done.returncode == 0 else f"exit {done.returncode}: pip resolves them instead"
-    return head + f"$ {shlex.join(argv)}\n{out}[{verdict}]\n"
+    args = ["pip", "install", "--python", os.fspath(env.python), "--exclude-newer", env.exclude_newer, *reqs]
+    return head + _uv_install_log(args, cwd=worktree, timeout_s=timeout_s, failed="not installed: pip resolves them instead")
 
 
 # -- integrity of the venv ------------------------------------------------------------------

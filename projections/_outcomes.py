@@ -56,6 +56,11 @@ class SequenceCells(msgspec.Struct):
         return self.attempts.get(pass_, {}).get(order, 0)
 
 
+def _outcomes_of(cells: Mapping[int, Cell], plan: list[TaskRef], excluded: Collection[str]) -> list[int | None]:
+    """The cells' outcomes in plan order; a task in `excluded` has no valid outcome."""
+    return [(c.outcome if (c := cells.get(t.order)) and t.instance_id not in excluded else None) for t in plan]
+
+
 class RunOutcomes(msgspec.Struct):
     version: str = ""
     stage: str = ""
@@ -75,9 +80,7 @@ class RunOutcomes(msgspec.Struct):
         cells = seq.passes.get(pass_)
         if cells is None:
             return None
-        return [
-            (c.outcome if (c := cells.get(t.order)) and t.instance_id not in excluded else None) for t in seq.plan
-        ]
+        return _outcomes_of(cells, seq.plan, excluded)
 
     def rows(self, sequence_id: str, excluded: Collection[str] = ()) -> dict[int, list[int | None]]:
         """Extra a(i, j<=i) rows from `retest-{i}` passes."""
@@ -86,8 +89,7 @@ class RunOutcomes(msgspec.Struct):
         for name, cells in seq.passes.items():
             if name.startswith("retest-"):
                 i = int(name.split("-", 1)[1])
-                out[i] = [(c.outcome if (c := cells.get(t.order)) and t.instance_id not in excluded else None)
-                          for t in seq.plan[:i]]
+                out[i] = _outcomes_of(cells, seq.plan[:i], excluded)
         return dict(sorted(out.items()))
 
     def to_metric_inputs(self, excluded: Collection[str] = ()) -> list[SequenceOutcomes]:
