@@ -11,7 +11,8 @@ has to make it itself. Inside the sandbox (`bwrap`):
 - only the paths a run needs come back on top: the worktree read-write, the environment
   (tests) or the agent's checkout, scratch and config dirs read-write;
 - `/tmp` and `$HOME` are private and empty (tmpfs; `$HOME` points into the private
-  `/tmp`). The real home directory stays readable, read-only: interpreters, the agent's
+  `/tmp`); `$TMPDIR` is a private tree apart from the worktree's top directory, as in
+  SWE-bench's images (`temp_dir_apart_from`). The real home directory stays readable, read-only: interpreters, the agent's
   CLI and the checkout of swecl itself often live there;
 - its own PID namespace (`/proc` shows only its own processes, not the parent's command
   line) that dies with the process that started it (`--die-with-parent`): no daemon
@@ -168,8 +169,20 @@ class Sandbox:
                 out += ["--bind", path, path]
         out += ["--dir", SANDBOX_HOME, "--chdir", os.path.abspath(os.fspath(cwd)), "--"]
         env_out["HOME"] = SANDBOX_HOME
-        env_out["TMPDIR"] = "/tmp"
+        env_out["TMPDIR"] = temp_dir_apart_from(cwd)
         return out + list(argv), env_out
+
+
+def temp_dir_apart_from(cwd: str | os.PathLike[str]) -> str:
+    """The private temp tree whose top directory differs from the worktree's.
+
+    SWE-bench's images run tests in /testbed with temp files in /tmp, and tests depend on
+    it: docutils' `relative_path` returns an absolute path only when two paths differ in
+    their top directory, so with a worktree under /tmp a docname comes out as
+    `../../…/baz/baz` and sphinx-11510's gold patch fails its own test.
+    """
+    top = os.path.abspath(os.fspath(cwd)).split(os.sep)[:2]
+    return "/var/tmp" if top == "/tmp".split(os.sep) else "/tmp"
 
 
 _PRIVATE_TREES = ("/tmp", "/var/tmp", "/dev/shm")
