@@ -200,9 +200,12 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
 
     Per task it grades the gold patch, the empty patch and a no-op patch (one that
     changes no code, so the tests run without the fix). A task is gradeable when the
-    gold patch resolves and the no-op patch does not. The result is one tasks.validated
-    event; `swecl metrics` then reports the tasks that are not gradeable as missing,
-    with the reason, never as the agent's 0.
+    gold patch resolves and the no-op patch does not pass its FAIL_TO_PASS tests. A
+    PASS_TO_PASS test that fails here with the gold patch and with the no-op patch alike
+    (it needs the network, say) is left out of this host's grades, as SWE-bench's own
+    validation would. The result is one tasks.validated event; `swecl run` and `swecl
+    grade` then grade without those tests, and `swecl metrics` reports the tasks that are
+    not gradeable as missing, with the reason, never as the agent's 0.
     """
     from dataclasses import asdict
 
@@ -257,18 +260,23 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
         echo_json_line({
             "validation": slug, "runs": outcome.runs,
             "tasks": [{"instance_id": r.instance_id, "repo": repo_of[r.instance_id], "gradeable": r.gradeable,
-                       "gold": r.gold, "noop": r.noop, "empty": r.empty, "reason": r.reason} for r in outcome.rows],
+                       "gold": r.gold, "noop": r.noop, "empty": r.empty, "reason": r.reason,
+                       "p2p_excluded": r.p2p_excluded} for r in outcome.rows],
             "repositories": {repo: asdict(counts) for repo, counts in table.items()},
         })
         return
-    click.echo(f"{'repository':<24} {'tasks':>5} {'gold':>5} {'no-op':>5} {'gradeable':>9}  not gradeable, by cause")
+    click.echo(f"{'repository':<24} {'tasks':>5} {'gold':>5} {'no-op':>5} {'gradeable':>9} {'p2p-excl':>8}  "
+               "not gradeable, by cause")
     for repo, counts in table.items():
         causes = ", ".join(f"{n} {cause}" for cause, n in sorted(counts.causes.items())) or "-"
         click.echo(f"{repo:<24} {counts.tasks:>5} {counts.gold_resolved:>5} {counts.noop_resolved:>5} "
-                   f"{counts.gradeable:>9}  {causes}")
+                   f"{counts.gradeable:>9} {counts.p2p_excluded:>8}  {causes}")
     for row in outcome.rows:
         if not row.gradeable:
             click.echo(f"not gradeable: {row.instance_id}: {row.reason}")
+        elif row.p2p_excluded:
+            click.echo(f"graded without {len(row.p2p_excluded)} PASS_TO_PASS test(s) that fail here with and without "
+                       f"the fix: {row.instance_id}: {', '.join(row.p2p_excluded)}")
     gradeable = sum(r.gradeable for r in outcome.rows)
     click.echo(f"validation {slug}: {gradeable} of {len(outcome.rows)} task(s) gradeable on this host "
                f"(runs {', '.join(outcome.runs.values()) or 'none'})")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ledger import Ledger, StreamRange, SweclError
-from ledger.events import TaskValidity
+from ledger.events import GradeCorrected, GradeFinished, TaskValidity
 from projections import OutcomeProjection, Projector, RunOutcomes, RunsProjection, RunSummary, read_views
 from projections.metrics import Lambdas, MetricsResult, compute
 
@@ -114,11 +114,37 @@ class VersionMetrics:
 def not_gradeable(ledger: Ledger) -> dict[str, str]:
     """instance_id -> reason, for the tasks the latest validation of each found not
     gradeable on this host (a later validation of a task replaces an earlier one)."""
+    return {iid: row.reason or "not gradeable" for iid, row in _latest_validity(ledger).items() if not row.gradeable}
+
+
+def p2p_excluded(ledger: Ledger) -> dict[str, list[str]]:
+    """instance_id -> the PASS_TO_PASS tests the latest validation of each task found
+    failing on this host with and without the fix; grades leave them out."""
+    return {iid: list(row.p2p_excluded) for iid, row in _latest_validity(ledger).items()
+            if row.gradeable and row.p2p_excluded}
+
+
+def _latest_validity(ledger: Ledger) -> dict[str, TaskValidity]:
+    """instance_id -> what the latest validation of it found (a later one replaces)."""
     latest: dict[str, TaskValidity] = {}
     for _, ev in read_views(ledger, "tasks.validated", ("tasks",)):
         for row in ev.tasks:
             latest[row.instance_id] = row
-    return {iid: row.reason or "not gradeable" for iid, row in latest.items() if not row.gradeable}
+    return latest
+
+
+def verdicts_in_force(ledger: Ledger, projector: Projector, version: str,
+                      pass_: str = "initial") -> dict[str, GradeFinished | GradeCorrected]:
+    """instance_id -> the grade (or its latest correction) in force in `pass_` of run
+    `version`: per-test statuses included, for what the outcome cells do not keep."""
+    state = outcomes(ledger, projector, version)
+    out: dict[str, GradeFinished | GradeCorrected] = {}
+    for seq in state.sequences.values():
+        for cell in seq.passes.get(pass_, {}).values():
+            rec = ledger.get_by_id(cell.grade_event) if cell.grade_event else None
+            if rec is not None and isinstance(rec.event, (GradeFinished, GradeCorrected)):
+                out[cell.instance_id] = rec.event
+    return out
 
 
 def run_not_gradeable(state: RunOutcomes, found: dict[str, str]) -> dict[str, str]:

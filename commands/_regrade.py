@@ -4,6 +4,10 @@ A parser fix never needs a test re-run: every test log is a blob in the ledger. 
 changed decision is appended as `grade.corrected` naming the decision it replaces; the
 original stays, and the outcome projection uses the newest.
 
+A regrade also applies what the latest `swecl validate` found: PASS_TO_PASS tests that
+fail on this host with and without the fix are left out of the verdict (and named on the
+correction), so grades recorded before the validation agree with those made after it.
+
 Every log is checked against its hash before it is parsed (`Ledger.get_blob` does), and
 the corrections are appended together only once every log has been read: a forged or
 damaged log stops the regrade with nothing appended, instead of a grade decided from it.
@@ -11,11 +15,14 @@ damaged log stops the regrade with nothing appended, instead of a grade decided 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from graders import grade_log
 from ledger import Ledger, NewEvent, StreamBatch, StreamRange, SweclError, event_id_for
 from ledger.events import GradeCorrected, GradeFinished
+
+from ._queries import p2p_excluded
 
 # Only verdicts read from test output can be re-read; a patch that did not apply or an
 # empty patch has no test log to re-decide.
@@ -39,9 +46,13 @@ class RegradeReport:
         return out
 
 
-def regrade(ledger: Ledger, version: str) -> RegradeReport:
+def regrade(ledger: Ledger, version: str, *, excluded: Mapping[str, list[str]] | None = None) -> RegradeReport:
+    """Re-decide run `version`'s grades. `excluded`: instance -> PASS_TO_PASS tests to
+    leave out (default: what the latest validation of each task found)."""
     if ledger.stream_version(f"run/{version}") < 0:
         raise SweclError(f"no run version {version!r} in {ledger.path}")
+    if excluded is None:
+        excluded = p2p_excluded(ledger)
     in_force: dict[tuple[str, str, int, int], tuple[str, str, GradeFinished | GradeCorrected]] = {}
     originals: dict[str, GradeFinished | None] = {}  # decision event -> the grade whose log it read
     for rec in ledger.read(types=["grade.finished", "grade.corrected"], ranges=[StreamRange(f"run/{version}")]):
@@ -62,8 +73,11 @@ def regrade(ledger: Ledger, version: str) -> RegradeReport:
             continue
         report.examined += 1
         log = ledger.get_blob(original.log).decode("utf-8", "replace")
+        # the task's whole list: what the grade judged and what it left out
+        listed = [*original.p2p, *(t for t in original.p2p_excluded if t not in original.p2p)]
+        left_out = [t for t in excluded.get(original.instance_id, ()) if t in listed]
         decision = grade_log(
-            log, original.parser or "pytest", list(original.f2p), list(original.p2p),
+            log, original.parser or "pytest", list(original.f2p), [t for t in listed if t not in left_out],
             test_exit_code=original.test_exit_code,
         )
         status, resolved, error = decision.status, decision.resolved, decision.error
@@ -77,6 +91,7 @@ def regrade(ledger: Ledger, version: str) -> RegradeReport:
             and resolved == current.resolved
             and dict(decision.f2p) == dict(current.f2p)
             and dict(decision.p2p) == dict(current.p2p)
+            and left_out == list(current.p2p_excluded)
         )
         if same:
             continue
@@ -93,10 +108,13 @@ def regrade(ledger: Ledger, version: str) -> RegradeReport:
             p2p={k: str(v) for k, v in decision.p2p.items()},
             tests={k: str(v) for k, v in decision.tests.items()},
             error=error,
-            reason="re-decided from the recorded log with the current parsers",
+            reason="re-decided from the recorded log with the current parsers"
+                   + (f", without {len(left_out)} PASS_TO_PASS test(s) that fail on this host with and without the fix"
+                      if left_out else ""),
             parser=original.parser,
+            p2p_excluded=left_out,
         )
-        new = NewEvent(correction, event_id_for("grade.corrected", event_id, status, resolved))
+        new = NewEvent(correction, event_id_for("grade.corrected", event_id, status, resolved, *left_out))
         corrections.append(StreamBatch(stream, [new]))
         report.corrected.append((current.instance_id, current.pass_, current.status, status))
     if corrections:

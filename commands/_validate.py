@@ -3,10 +3,18 @@
 For each task three patches are graded, each as a run version of its own (stage base,
 agent predictions, initial pass): the gold patch, the empty patch, and a no-op patch that
 changes no code (one new text file), so the tests really run without the fix. A task is
-gradeable here when the gold patch resolves and the no-op patch does not; anything else
-is a property of the host (an environment that cannot be built, tests that need the
-network, a flaky test), recorded in one `tasks.validated` event. From then on the metrics
-report such a task as missing, with the reason, never as an agent's 0.
+gradeable here when the gold patch resolves and the no-op patch does not pass its
+FAIL_TO_PASS tests; anything else is a property of the host (an environment that cannot
+be built, a flaky test), recorded in one `tasks.validated` event. From then on the
+metrics report such a task as missing, with the reason, never as an agent's 0.
+
+SWE-bench's own validation keeps a test in PASS_TO_PASS only when it passes before and
+after the fix. Here the lists come from SWE-bench's hosts, and a few of their tests fail on
+this one whatever the patch (they fetch URLs; the sandbox has no network): a PASS_TO_PASS
+test that fails with the gold patch *and* with the no-op patch is left out of this
+host's grades, named on the validation and on every grade made without it (`swecl run`,
+`swecl grade`, and `swecl regrade` for grades made before). A test the gold patch fails
+but the no-op patch passes is not the host's doing: that task is not gradeable.
 
 The predictions files hold the answers (gold patches): they are written under the results
 directory, which no agent sees (the sandbox hides it), and removed after the runs.
@@ -21,10 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from graders import MISSING, f2p_passes, p2p_passes
 from ledger import SweclError
-from ledger.events import TasksValidated, TaskValidity
+from ledger.events import GradeCorrected, GradeFinished, TasksValidated, TaskValidity
 
-from ._queries import grade_reasons, pass_statuses
+from ._queries import grade_reasons, pass_statuses, verdicts_in_force
+from ._regrade import regrade
 from ._results import Results
 from .inputs import Task
 
@@ -56,7 +66,24 @@ def write_predictions(directory: Path, kind: str, tasks: list[Task]) -> Path:
     return path
 
 
-def judge(gold: tuple[str, str | None], noop: tuple[str, str | None]) -> tuple[bool, str | None]:
+Verdict = GradeFinished | GradeCorrected
+
+
+def failing_either_way(gold: Verdict, noop: Verdict | None) -> list[str]:
+    """The PASS_TO_PASS tests this host fails with the fix and without it, when they are
+    all that keeps the gold patch from resolving; else none (nothing to leave out)."""
+    if gold.status != "unresolved" or noop is None or noop.status not in ("resolved", "unresolved"):
+        return []
+    if not all(f2p_passes(s) for s in gold.f2p.values()):
+        return []
+    failing = [t for t, s in gold.p2p.items() if not p2p_passes(s)]
+    if any(p2p_passes(noop.p2p.get(t, MISSING)) for t in failing):
+        return []  # the gold patch breaks a test that passes without it: not the host's doing
+    return failing
+
+
+def judge(gold: tuple[str, str | None], noop: tuple[str, str | None], *,
+          noop_passes_f2p: bool = False) -> tuple[bool, str | None]:
     """Whether a task is gradeable here, and why not: swebench's validation rule (the gold
     patch resolves; without the fix, here the no-op patch, FAIL_TO_PASS does not pass).
     The empty patch is recorded for the table; it never decides."""
@@ -66,6 +93,8 @@ def judge(gold: tuple[str, str | None], noop: tuple[str, str | None]) -> tuple[b
         return False, "the no-op patch resolves: FAIL_TO_PASS passes without the fix"
     if noop[0] != "unresolved":
         return False, f"no-op patch {noop[0]}" + (f": {noop[1]}" if noop[1] else "")
+    if noop_passes_f2p:
+        return False, "the no-op patch passes every FAIL_TO_PASS test: they do not tell the fix from its absence here"
     return True, None
 
 
@@ -77,6 +106,7 @@ class RepoCounts:
     gold_resolved: int = 0
     noop_resolved: int = 0
     gradeable: int = 0
+    p2p_excluded: int = 0  # gradeable with PASS_TO_PASS tests that fail here either way left out
     causes: dict[str, int] = field(default_factory=dict)
 
 
@@ -96,6 +126,7 @@ class Validation:
             entry.gold_resolved += row.gold == "resolved"
             entry.noop_resolved += row.noop == "resolved"
             entry.gradeable += row.gradeable
+            entry.p2p_excluded += bool(row.gradeable and row.p2p_excluded)
             if not row.gradeable:
                 cause = cause_of(row)
                 entry.causes[cause] = entry.causes.get(cause, 0) + 1
@@ -130,16 +161,31 @@ def validate(
         shutil.rmtree(scratch, ignore_errors=True)
     with results.open_ledger() as ledger:
         projector = results.projector(ledger)
+        excluded: dict[str, list[str]] = {}
+        noop_verdicts: dict[str, Verdict] = {}
+        if versions:
+            gold_verdicts = verdicts_in_force(ledger, projector, versions["gold"])
+            noop_verdicts = verdicts_in_force(ledger, projector, versions["noop"])
+            for iid, verdict in gold_verdicts.items():
+                if tests := failing_either_way(verdict, noop_verdicts.get(iid)):
+                    excluded[iid] = tests
+            # the two runs' grades, decided as this host's grades will be
+            for kind in ("gold", "noop"):
+                regrade(ledger, versions[kind], excluded=excluded)
+            noop_verdicts = verdicts_in_force(ledger, projector, versions["noop"])
         statuses = {kind: pass_statuses(ledger, projector, version) for kind, version in versions.items()}
         reasons = {kind: grade_reasons(ledger, version) for kind, version in versions.items()}
         validation = Validation(runs=versions)
         for task in tasks:
             got = {kind: (statuses[kind].get(task.instance_id, "missing"), reasons[kind].get(task.instance_id))
                    for kind in KINDS}
-            gradeable, reason = judge(got["gold"], got["noop"])
+            noop = noop_verdicts.get(task.instance_id)
+            gradeable, reason = judge(got["gold"], got["noop"], noop_passes_f2p=bool(
+                noop and noop.f2p and all(f2p_passes(s) for s in noop.f2p.values())))
             validation.rows.append(TaskValidity(
                 instance_id=task.instance_id, gradeable=gradeable, gold=got["gold"][0], noop=got["noop"][0],
                 empty=got["empty"][0], reason=reason,
+                p2p_excluded=excluded.get(task.instance_id, []) if gradeable else [],
             ))
         for iid, why in sorted((incomplete or {}).items()):
             validation.rows.append(TaskValidity(instance_id=iid, gradeable=False, gold="ungraded", noop="ungraded",

@@ -9,7 +9,7 @@ Decisions follow swebench 5.x; `verdict_lines` decides recorded logs without run
 from __future__ import annotations
 
 from ._apply import ApplyResult, apply_check, apply_patch, is_test_path, normalize_patch, patch_paths, unsafe_reason
-from ._decide import Decision, decide, grade_log, match_test
+from ._decide import MISSING, Decision, decide, f2p_passes, grade_log, match_test, p2p_passes
 from ._envs import EnvBuild, EnvBuildError, EnvInfo, build_env, era_for, list_envs, prune_envs
 from ._graders import (
     GRADE_STATUSES,
@@ -55,6 +55,7 @@ __all__ = [
     "Interpreter",
     "MAX_JSON_BYTES",
     "MAX_PARQUET_BYTES",
+    "MISSING",
     "OVERLAP_LINES_F1",
     "PROCESS_VARS",
     "PythonNotFound",
@@ -73,6 +74,7 @@ __all__ = [
     "decide",
     "default_cache_dir",
     "era_for",
+    "f2p_passes",
     "find_python",
     "find_test_output",
     "frame_test_output",
@@ -88,6 +90,7 @@ __all__ = [
     "match_test",
     "normalize_patch",
     "owned_processes",
+    "p2p_passes",
     "parallel_runs",
     "parse_log",
     "parse_test_log",

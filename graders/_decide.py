@@ -59,8 +59,10 @@ __all__ = [
     "UNRESOLVED",
     "Decision",
     "decide",
+    "f2p_passes",
     "grade_log",
     "match_test",
+    "p2p_passes",
 ]
 
 RESOLVED = "resolved"
@@ -94,7 +96,7 @@ class Decision:
 
     @property
     def f2p_success(self) -> list[str]:
-        return [name for name, status in self.f2p.items() if status in _PASSING]
+        return [name for name, status in self.f2p.items() if f2p_passes(status)]
 
     @property
     def f2p_failure(self) -> list[str]:
@@ -107,6 +109,16 @@ class Decision:
     @property
     def p2p_failure(self) -> list[str]:
         return [name for name, status in self.p2p.items() if status not in _MAINTAINED]
+
+
+def f2p_passes(status: str) -> bool:
+    """Whether a FAIL_TO_PASS test with this status counts as passing."""
+    return status in _PASSING
+
+
+def p2p_passes(status: str) -> bool:
+    """Whether a PASS_TO_PASS test with this status counts as maintained."""
+    return status in _MAINTAINED
 
 
 # pytest 8 suffixes a duplicate id that ends in a digit with `_N`; older pytest with `N`

@@ -168,6 +168,9 @@ class GradeFinished(Event, tag="grade.finished", kw_only=True):
     error: str | None = None
     similarity: dict[str, float] | None = None
     parser: str | None = None  # the log parser used; a regrade re-reads the log with it
+    # PASS_TO_PASS tests left out of the verdict: `swecl validate` found them failing on
+    # this host with the fix and without it (network, a missing system tool)
+    p2p_excluded: list[str] = msgspec.field(default_factory=list)
 
 
 class GradeCorrected(Event, tag="grade.corrected", kw_only=True):
@@ -187,6 +190,7 @@ class GradeCorrected(Event, tag="grade.corrected", kw_only=True):
     error: str | None = None
     reason: str = ""
     parser: str | None = None
+    p2p_excluded: list[str] = msgspec.field(default_factory=list)  # as in grade.finished
 
 
 # --- memory ----------------------------------------------------------------------------
@@ -345,11 +349,16 @@ class TaskValidity(msgspec.Struct, frozen=True, kw_only=True):
     noop: str  # ... of a patch that changes no code (the tests run, the fix is absent)
     empty: str  # ... of the empty patch
     reason: str | None = None  # why not gradeable, in the grader's words
+    # PASS_TO_PASS tests that fail here with the gold patch and with the no-op patch alike:
+    # SWE-bench's own validation keeps a test in PASS_TO_PASS only if it passes before and
+    # after the fix, so grades on this host leave these out (recorded on each grade)
+    p2p_excluded: list[str] = msgspec.field(default_factory=list)
 
 
 class TasksValidated(Event, tag="tasks.validated", kw_only=True):
     """SWE-bench's validation step on this host: the tasks whose gold patch does not
-    resolve, or whose no-op patch does, are not gradeable here. Metrics report them as
+    resolve (PASS_TO_PASS tests failing here with and without the fix left out), or
+    whose no-op patch passes FAIL_TO_PASS, are not gradeable here. Metrics report them as
     missing (with the reason), never as the agent's 0. A later validation of the same
     task replaces an earlier one."""
 

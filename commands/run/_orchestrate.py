@@ -30,7 +30,7 @@ from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, Terminated
 from ledger.events import RunFinished, RunResumed, RunStarted, TaskRef
 
 from .._provenance import provenance
-from .._queries import RUN_LOCK, get_run
+from .._queries import RUN_LOCK, get_run, p2p_excluded
 from .._results import Results
 from ._options import RunOptions
 from ._progress import QueueDrain, QueueReporter, Reporter
@@ -409,6 +409,7 @@ def run_sequence_on(ledger: Ledger, version: str, opts: RunOptions, sequence_id:
         budget=Budget(max_turns=opts.max_turns, timeout_s=opts.agent_timeout_s),
         builtin_dir=builtin_dir if stage.memory_mode == "builtin" else None,
         task_jobs=opts.task_jobs,
+        p2p_excluded=p2p_excluded(ledger),
     )
     run_sequence(ctx, opts.pass_list, opts.retest_every)
 

@@ -78,6 +78,8 @@ class SequenceContext:
     # guards `progress` when tasks run in threads (each thread has its own ledger connection)
     lock: threading.Lock = field(default_factory=threading.Lock)
     builtin_seen: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (item id, sha256)
+    # instance -> PASS_TO_PASS tests `swecl validate` found failing here with and without the fix
+    p2p_excluded: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def stream(self) -> str:
@@ -316,6 +318,8 @@ def _scrubbed(text: str) -> str:
 
 
 def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: str) -> tuple[GradeFinished, list[bytes]]:
+    listed = list(task.pass_to_pass or ())
+    excluded = [t for t in ctx.p2p_excluded.get(task.instance_id, ()) if t in listed]
     request = GradeRequest(
         instance_id=task.instance_id,
         repo=task.repo,
@@ -324,7 +328,7 @@ def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: st
         model_patch=patch,
         test_patch=task.test_patch or "",
         fail_to_pass=list(task.fail_to_pass or ()),
-        pass_to_pass=list(task.pass_to_pass or ()),
+        pass_to_pass=[t for t in listed if t not in excluded],
         environment=environment_spec(task),
         gold_patch=task.patch,
         environment_setup_commit=task.environment_setup_commit,
@@ -356,6 +360,7 @@ def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: st
         error=scrubber.optional(outcome.error),
         similarity=outcome.similarity,
         parser=outcome.parser,
+        p2p_excluded=excluded,
     )
     return event, collect.blobs
 

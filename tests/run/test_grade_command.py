@@ -192,3 +192,70 @@ def test_grade_jobs_grades_tasks_at_once_with_every_event_in_order(tmp_path: Pat
     with_one = json.loads(swecl(tmp_path / "one", "grade", "--dataset", str(dataset), "--predictions",
                                 str(predictions), "--json", cache=cache).stdout)
     assert with_one["statuses"] == report["statuses"]
+
+
+def _new_test_file(path: str, source: str) -> str:
+    """A test-patch hunk that adds `path` with `source`."""
+    lines = source.splitlines()
+    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+            f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines))
+
+
+ONLINE = "tests/test_online.py::test_the_index_answers"
+REGRESSION = "tests/test_source.py::test_merge_keeps_input_order"
+
+
+def test_validate_leaves_out_pass_to_pass_tests_this_host_fails_either_way(tmp_path: Path, cache: Path) -> None:
+    """SWE-bench's validation keeps a PASS_TO_PASS test only if it passes with and without
+    the fix. A listed test that needs the network fails here (the sandbox has none) with
+    the gold patch and with the no-op patch: it is left out of this host's grades, the
+    task stays gradeable, and later grades name what they left out. A test the gold patch
+    fails but the no-op patch passes is not the host's doing: that task is not gradeable."""
+    online, regress = "swecl-demo__spans-8", "swecl-demo__spans-12"
+
+    def listed_extra_tests(task: dict) -> None:
+        iid, ev = task["metadata"]["instance_id"], task["evaluation"]
+        if iid == online:
+            ev["test_patch"] += _new_test_file("tests/test_online.py", (
+                "import socket\n\n\n"
+                "def test_the_index_answers():\n"
+                "    socket.create_connection(('pypi.org', 443), timeout=5).close()\n"))
+            ev["PASS_TO_PASS"].append(ONLINE)
+        elif iid == regress:  # passes on the buggy source only: the gold patch "breaks" it
+            ev["test_patch"] += _new_test_file("tests/test_source.py", (
+                "from pathlib import Path\n\n\n"
+                "def test_merge_keeps_input_order():\n"
+                "    assert 'for current in intervals:' in Path('spans/ops.py').read_text()\n"))
+            ev["PASS_TO_PASS"].append(REGRESSION)
+
+    dataset = _curriculum(tmp_path, listed_extra_tests)
+    results = tmp_path / "results"
+    done = swecl(results, "validate", "--dataset", str(dataset), "--instance", online, "--instance", regress,
+                 "--json", cache=cache)
+    rows = {row["instance_id"]: row for row in json.loads(done.stdout)["tasks"]}
+    assert rows[online]["gradeable"] and rows[online]["p2p_excluded"] == [ONLINE]
+    assert rows[online]["gold"] == "resolved"  # the gold run's grade, re-decided without it
+    assert not rows[regress]["gradeable"] and rows[regress]["p2p_excluded"] == []
+    assert rows[regress]["reason"].startswith("gold patch unresolved")
+
+    # an agent's later grade leaves the test out, and says so on the grade
+    from .support import events
+
+    predictions = _gold(tmp_path, write_demo_curriculum(tmp_path / "plain.json"), online)
+    graded = json.loads(swecl(results, "grade", "--dataset", str(dataset), "--predictions", str(predictions),
+                              "--version", "agent", "--json", cache=cache).stdout)
+    assert graded["statuses"] == {online: "resolved"}
+    (grade,) = [p for _, stream, _, p in events(results, "grade.finished") if stream.startswith("run/agent/")]
+    assert grade["p2p_excluded"] == [ONLINE] and ONLINE not in grade["p2p"]
+    assert grade["tests"][ONLINE] == "FAILED"  # it still ran; it just does not decide
+
+    # a grade made before the validation agrees once regraded
+    early = tmp_path / "early"
+    before = json.loads(swecl(early, "grade", "--dataset", str(dataset), "--predictions", str(predictions),
+                              "--version", "before", "--json", cache=cache).stdout)
+    assert before["statuses"] == {online: "unresolved"}
+    swecl(early, "validate", "--dataset", str(dataset), "--instance", online, cache=cache)
+    regraded = swecl(early, "regrade", "before", cache=cache).stdout
+    assert f"{online}  initial: unresolved -> resolved" in regraded
+    (run,) = [r for r in swecl_json(early, "runs", cache=cache) if r["version"] == "before"]
+    assert run["resolved"] == {"initial": 1}
