@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graders import MISSING, f2p_passes, p2p_passes
+from graders import MISSING, UnknownEnvSpec, f2p_passes, p2p_passes, pre_install_plan, spec_for
 from ledger import SweclError
 from ledger.events import GradeCorrected, GradeFinished, TasksValidated, TaskValidity
 
@@ -37,6 +37,7 @@ from ._queries import grade_reasons, pass_statuses, verdicts_in_force
 from ._regrade import regrade
 from ._results import Results
 from .inputs import Task
+from .run._task import environment_spec
 
 KINDS = ("gold", "noop", "empty")
 
@@ -80,6 +81,16 @@ def failing_either_way(gold: Verdict, noop: Verdict | None) -> list[str]:
     if any(p2p_passes(noop.p2p.get(t, MISSING)) for t in failing):
         return []  # the gold patch breaks a test that passes without it: not the host's doing
     return failing
+
+
+def setup_not_run(task: Task) -> list[str]:
+    """The lines of the task's set-up that this host does not run (system packages:
+    `apt-get install -y graphviz` for sphinx 7.x, whose tests then skip)."""
+    try:
+        spec = spec_for(task.repo, task.version, environment_spec(task))
+    except UnknownEnvSpec:
+        return []
+    return [line for line, _ in pre_install_plan(spec)[1]]
 
 
 def judge(gold: tuple[str, str | None], noop: tuple[str, str | None], *,
@@ -182,6 +193,8 @@ def validate(
             noop = noop_verdicts.get(task.instance_id)
             gradeable, reason = judge(got["gold"], got["noop"], noop_passes_f2p=bool(
                 noop and noop.f2p and all(f2p_passes(s) for s in noop.f2p.values())))
+            if not gradeable and got["gold"][0] != "resolved" and (lines := setup_not_run(task)):
+                reason = f"{reason} (set-up this host does not run: {'; '.join(lines)})"
             validation.rows.append(TaskValidity(
                 instance_id=task.instance_id, gradeable=gradeable, gold=got["gold"][0], noop=got["noop"][0],
                 empty=got["empty"][0], reason=reason,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ._apply import ApplyResult, apply_check, apply_patch, is_test_path, normalize_patch, patch_paths, unsafe_reason
 from ._decide import MISSING, Decision, decide, f2p_passes, grade_log, match_test, p2p_passes
-from ._envs import EnvBuild, EnvBuildError, EnvInfo, build_env, era_for, list_envs, prune_envs
+from ._envs import EnvBuild, EnvBuildError, EnvInfo, build_env, era_for, list_envs, pre_install_plan, prune_envs
 from ._graders import (
     GRADE_STATUSES,
     GRADER_NAMES,
@@ -96,6 +96,7 @@ __all__ = [
     "parse_test_log",
     "parser_for_repo",
     "parser_names",
+    "pre_install_plan",
     "patch_paths",
     "preferred_slot",
     "prune_envs",

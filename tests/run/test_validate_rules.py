@@ -1,0 +1,49 @@
+"""The validation's rules on recorded verdicts: which listed tests are the host's doing,
+and what a task that is not gradeable is told (no grading here; `test_grade_command`
+runs them end to end)."""
+
+from __future__ import annotations
+
+from commands._validate import failing_either_way, judge, setup_not_run
+from commands.inputs import Task
+from ledger.events import GradeFinished
+
+F2P, NET, OTHER = "t.py::test_fix", "t.py::test_fetch", "t.py::test_other"
+
+
+def _verdict(status: str, f2p: str, net: str, other: str = "PASSED") -> GradeFinished:
+    return GradeFinished(sequence_id="s", instance_id="i", order=1, pass_="initial", grader="swebench", status=status,
+                         resolved=status == "resolved", f2p={F2P: f2p}, p2p={NET: net, OTHER: other})
+
+
+def test_a_listed_test_failing_with_and_without_the_fix_is_the_hosts() -> None:
+    gold, noop = _verdict("unresolved", "PASSED", "FAILED"), _verdict("unresolved", "FAILED", "FAILED")
+    assert failing_either_way(gold, noop) == [NET]
+    assert failing_either_way(gold, _verdict("unresolved", "FAILED", "MISSING")) == [NET]
+
+
+def test_nothing_is_left_out_when_the_fix_itself_fails_or_breaks_a_passing_test() -> None:
+    noop = _verdict("unresolved", "FAILED", "FAILED")
+    assert failing_either_way(_verdict("unresolved", "FAILED", "FAILED"), noop) == []  # FAIL_TO_PASS fails
+    assert failing_either_way(_verdict("unresolved", "PASSED", "FAILED", "FAILED"),
+                              _verdict("unresolved", "FAILED", "FAILED", "PASSED")) == []  # gold breaks OTHER
+    assert failing_either_way(_verdict("resolved", "PASSED", "PASSED"), noop) == []  # nothing to leave out
+    assert failing_either_way(_verdict("unresolved", "PASSED", "FAILED"), None) == []  # no no-op verdict
+    assert failing_either_way(_verdict("unresolved", "PASSED", "FAILED"),
+                              _verdict("infra_error", "FAILED", "FAILED")) == []
+
+
+def test_a_no_op_patch_that_passes_the_new_tests_makes_a_task_not_gradeable() -> None:
+    assert judge(("resolved", None), ("unresolved", None)) == (True, None)
+    ok, why = judge(("resolved", None), ("unresolved", None), noop_passes_f2p=True)
+    assert not ok and why is not None and "FAIL_TO_PASS" in why
+    ok, why = judge(("patch_failed", "does not apply"), ("unresolved", None))
+    assert not ok and why == "gold patch patch_failed: does not apply"
+
+
+def test_set_up_the_host_does_not_run_is_named() -> None:
+    """sphinx 7.x installs graphviz with apt-get; its inheritance-diagram tests skip without it."""
+    task = Task(instance_id="sphinx-doc__sphinx-10614", repo="sphinx-doc/sphinx", base_commit="0" * 40, order=1,
+                difficulty=1, version="7.2")
+    assert setup_not_run(task) == ["apt-get update && apt-get install -y graphviz"]
+    assert setup_not_run(Task(instance_id="x", repo="nobody/none", base_commit="0" * 40, order=1, difficulty=1)) == []
