@@ -1,6 +1,7 @@
 """Coding-agent adapters and the memory plugin they talk to.
 
-Agents by name (`get_agent`, `AGENTS`): demo, oracle, predictions, claude, command.
+Agents by name (`build_agent`, `get_agent`, `AGENTS`): demo, oracle, predictions, claude,
+command; adding one is a module and a registry entry (`agents._registry`).
 Every agent takes an `AgentInput` (only what an agent may see) and returns an
 `AgentResult` (the worktree's patch, turns, tool calls, tokens, cost, exit kind,
 transcript). `RecallService` is the per-task memory handle; `agents.recall_server` serves
@@ -26,6 +27,10 @@ _EXPORTS = {
     "EXIT_KINDS": "_protocol",
     "PROMPT_STYLES": "_protocol",
     "AGENTS": "_registry",
+    "AgentEntry": "_registry",
+    "RunSupplies": "_protocol",
+    "agent_entry": "_registry",
+    "build_agent": "_registry",
     "get_agent": "_registry",
     "RecallService": "_recall",
     "RecalledItem": "_recall",
@@ -39,9 +44,19 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from ._claude import find_claude
     from ._diff import worktree_patch
-    from ._protocol import CODE_MODES, EXIT_KINDS, PROMPT_STYLES, Agent, AgentInput, AgentResult, Budget, Recall
+    from ._protocol import (
+        CODE_MODES,
+        EXIT_KINDS,
+        PROMPT_STYLES,
+        Agent,
+        AgentInput,
+        AgentResult,
+        Budget,
+        Recall,
+        RunSupplies,
+    )
     from ._recall import RecalledItem, RecallService
-    from ._registry import AGENTS, get_agent
+    from ._registry import AGENTS, AgentEntry, agent_entry, build_agent, get_agent
     from ._scrub import Scrubber
 
 

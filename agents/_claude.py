@@ -40,7 +40,7 @@ from ledger import SweclError
 from . import _diff
 from ._confine import RecallBridge, agent_environment, checkout_object_stores
 from ._process import run_process
-from ._protocol import AgentInput, AgentResult
+from ._protocol import AgentInput, AgentResult, RunSupplies
 from ._scrub import Scrubber
 from ._stream_json import StreamSummary, classify, parse_stream
 
@@ -502,3 +502,9 @@ def _last_line(path: Path) -> str:
     except OSError:
         return "(none)"
     return lines[-1][:500] if lines else "(empty)"
+
+
+def from_run(run: RunSupplies) -> ClaudeAgent:
+    if run.runs_here:
+        find_claude()  # a missing CLI is said before the run starts, not once per task
+    return ClaudeAgent()

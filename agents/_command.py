@@ -24,7 +24,7 @@ from ledger import SweclError
 from . import _diff
 from ._confine import agent_environment, checkout_object_stores
 from ._process import run_process
-from ._protocol import AgentInput, AgentResult, ExitKind
+from ._protocol import AgentInput, AgentResult, ExitKind, RunSupplies
 from ._scrub import Scrubber
 
 __all__ = ["PLACEHOLDERS", "CommandAgent"]
@@ -149,3 +149,9 @@ def _named_paths(argv: Sequence[str], sandbox: Sandbox | None) -> tuple[list[Pat
         elif os.path.isdir(real) and real != "/":
             dirs.append(Path(real))
     return files, dirs
+
+
+def from_run(run: RunSupplies) -> CommandAgent:
+    if not run.command:
+        raise SweclError("--agent command needs --command 'TEMPLATE with {workdir} {issue_file} {model}'")
+    return CommandAgent(template=run.command)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from ledger import SweclError
 from ledger.events import ToolCall
 
 from . import _diff
-from ._protocol import AgentInput, AgentResult
+from ._protocol import AgentInput, AgentResult, RunSupplies
 
 __all__ = ["DemoAgent"]
 
@@ -70,3 +71,9 @@ class DemoAgent:
             ).encode() + (f"\nsubmitted {chosen}\n".encode() if chosen else b"\n"),
             error=error,
         )
+
+
+def from_run(run: RunSupplies) -> DemoAgent:
+    if run.demo_attempts is None:
+        raise SweclError("the demo agent only knows the built-in demo benchmark; pick another --agent for --dataset")
+    return DemoAgent(attempts=run.demo_attempts)

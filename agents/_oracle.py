@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from ledger.events import ToolCall
 
 from . import _diff
-from ._protocol import AgentInput, AgentResult
+from ._protocol import AgentInput, AgentResult, RunSupplies
 
 __all__ = ["OracleAgent", "replay_patch"]
 
@@ -56,3 +56,7 @@ class OracleAgent:
 
     def run(self, inp: AgentInput) -> AgentResult:
         return replay_patch(inp, self._gold.get(inp.instance_id), source="gold patch")
+
+
+def from_run(run: RunSupplies) -> OracleAgent:
+    return OracleAgent(gold=run.gold())

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from ledger import SweclError
 
 from ._oracle import replay_patch
-from ._protocol import AgentInput, AgentResult
+from ._protocol import AgentInput, AgentResult, RunSupplies
 
 __all__ = ["PredictionsAgent"]
 
@@ -44,3 +44,9 @@ class PredictionsAgent:
         table, source = self._table(inp)
         patch = table.get(inp.instance_id) if table is not None else None
         return replay_patch(inp, patch, source=source)
+
+
+def from_run(run: RunSupplies) -> PredictionsAgent:
+    if run.predictions is None:
+        raise SweclError("--agent predictions needs --predictions FILE (or PASS=FILE, repeatable)")
+    return PredictionsAgent(predictions=run.predictions())

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from graders import Sandbox
 from ledger import SweclError
@@ -31,6 +31,7 @@ __all__ = [
     "PromptStyle",
     "Recall",
     "RecalledLike",
+    "RunSupplies",
     "ToolCall",
 ]
 
@@ -179,3 +180,15 @@ class Agent(Protocol):
     name: str
 
     def run(self, inp: AgentInput) -> AgentResult: ...
+
+
+@dataclass(frozen=True)
+class RunSupplies:
+    """What a run can hand an agent to build itself from; each agent takes what it needs
+    and refuses, in one line, a run that lacks it (see `agents._registry`)."""
+
+    gold: Callable[[], dict[str, str]]  # instance -> gold patch, read only by the oracle
+    predictions: Callable[[], Any] | None = None  # the loaded --predictions tables (None: none given)
+    command: str | None = None  # --command's template
+    demo_attempts: dict[str, str] | None = None  # the built-in demo's scripted attempts; None on other data
+    runs_here: bool = True  # False: a driver that fans tasks out checks options, not the agent's CLI

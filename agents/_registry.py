@@ -1,43 +1,66 @@
-"""Agents by name, for the CLI (`swecl agents [--json]`, `--agent NAME`)."""
+"""Agents by name, for the CLI (`swecl agents [--json]`, `--agent NAME`).
+
+Adding an agent is one module (a class with `name` and `run(AgentInput) -> AgentResult`,
+plus a `from_run(RunSupplies)` that builds it from what a run offers) and one entry
+below. Nothing else in swecl names an agent.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ledger import SweclError
 
-from ._claude import ClaudeAgent
-from ._command import CommandAgent
-from ._demo import DemoAgent
-from ._oracle import OracleAgent
-from ._predictions import PredictionsAgent
-from ._protocol import Agent
+from . import _claude, _command, _demo, _oracle, _predictions
+from ._protocol import Agent, RunSupplies
 
-__all__ = ["AGENTS", "get_agent"]
+__all__ = ["AGENTS", "REGISTRY", "AgentEntry", "agent_entry", "build_agent", "get_agent"]
 
-AGENTS: tuple[tuple[str, str], ...] = (
-    ("demo", "deterministic offline agent of the built-in demo benchmark; reuses recalled fixes that worked"),
-    ("oracle", "submits the gold patch (upper bound; checks that grading works)"),
-    ("predictions", "replays SWE-bench predictions JSONL (one file, or one per pass or stage)"),
-    ("claude", "the Claude Code CLI (claude -p, stream-json), memory through the recall MCP server"),
-    ("command", "any CLI agent through a command template with {workdir} {issue_file} {model} placeholders"),
-)
 
-_FACTORIES: dict[str, Any] = {
-    "demo": DemoAgent,
-    "oracle": OracleAgent,
-    "predictions": PredictionsAgent,
-    "claude": ClaudeAgent,
-    "command": CommandAgent,
-}
+@dataclass(frozen=True)
+class AgentEntry:
+    name: str
+    description: str
+    factory: Callable[..., Agent]  # the class, built with explicit options (`get_agent`)
+    from_run: Callable[[RunSupplies], Agent]  # built from what a run offers (`build_agent`)
+    briefed: bool = True  # reads the issue text; False: replays recorded patches, never briefed
+
+
+REGISTRY: dict[str, AgentEntry] = {e.name: e for e in (
+    AgentEntry("demo", "deterministic offline agent of the built-in demo benchmark; reuses recalled fixes that worked",
+               _demo.DemoAgent, _demo.from_run),
+    AgentEntry("oracle", "submits the gold patch (upper bound; checks that grading works)",
+               _oracle.OracleAgent, _oracle.from_run),
+    AgentEntry("predictions", "replays SWE-bench predictions JSONL (one file, or one per pass or stage)",
+               _predictions.PredictionsAgent, _predictions.from_run, briefed=False),
+    AgentEntry("claude", "the Claude Code CLI (claude -p, stream-json), memory through the recall MCP server",
+               _claude.ClaudeAgent, _claude.from_run),
+    AgentEntry("command", "any CLI agent through a command template with {workdir} {issue_file} {model} placeholders",
+               _command.CommandAgent, _command.from_run),
+)}
+
+AGENTS: tuple[tuple[str, str], ...] = tuple((e.name, e.description) for e in REGISTRY.values())
+
+
+def agent_entry(name: str) -> AgentEntry:
+    entry = REGISTRY.get(name)
+    if entry is None:
+        raise SweclError(f"unknown agent {name!r}: choose one of {', '.join(REGISTRY)}")
+    return entry
+
+
+def build_agent(name: str, run: RunSupplies) -> Agent:
+    """The agent called `name`, built from what the run offers (refused in one line when
+    the run lacks what it needs)."""
+    return agent_entry(name).from_run(run)
 
 
 def get_agent(name: str, **options: Any) -> Agent:
     """The agent called `name`, built with `options` (e.g. gold=..., predictions=..., template=...)."""
-    factory = _FACTORIES.get(name)
-    if factory is None:
-        raise SweclError(f"unknown agent {name!r}: choose one of {', '.join(n for n, _ in AGENTS)}")
+    factory = agent_entry(name).factory
     try:
-        return factory(**options)  # type: ignore[no-any-return]
+        return factory(**options)
     except TypeError as exc:
         raise SweclError(f"agent {name!r} cannot be built with options {sorted(options)}: {exc}") from None

@@ -21,7 +21,8 @@ from typing import Any
 
 import msgspec
 
-from agents import Agent, Budget, get_agent
+import agents
+from agents import Agent, Budget, RunSupplies
 from commands.inputs import Benchmark, Sequence, find_sequence, load_benchmark, load_predictions
 from commands.memory import dream, seed_memory
 from projections.memory import materialise_version
@@ -86,7 +87,7 @@ def select_sequences(benchmark: Benchmark, opts: RunOptions) -> list[Sequence]:
         chosen = [replace(s, tasks=tuple(t for t in s.tasks if t.instance_id in wanted)) for s in chosen]
         chosen = [s for s in chosen if s.tasks]
     # Agents that replay recorded patches are never briefed, so the issue text is optional.
-    grading_only = opts.agent == "predictions"
+    grading_only = not agents.agent_entry(opts.agent).briefed
     for seq in chosen:
         seq.require_runnable(grading_only=grading_only)
     if not chosen:
@@ -95,30 +96,21 @@ def select_sequences(benchmark: Benchmark, opts: RunOptions) -> list[Sequence]:
 
 
 def build_agent(opts: RunOptions, benchmark: Benchmark, *, runs_here: bool = True) -> Agent:
-    """The agent `opts` asks for. `runs_here=False` (a driver that fans out to Ray) checks
-    the options but not the agent's CLI, which only the nodes that run tasks need."""
-    name = opts.agent
-    if name == "demo":
-        if opts.dataset is not None:
-            raise SweclError("the demo agent only knows the built-in demo benchmark; pick another --agent for --dataset")
+    """The agent `opts` asks for, built by its registry entry from what this run offers.
+    `runs_here=False` (a driver that fans out to Ray) checks the options but not the
+    agent's CLI, which only the nodes that run tasks need."""
+    demo_attempts = None
+    if opts.dataset is None:
         from commands.inputs.demo import DEMO_ATTEMPTS
 
-        return get_agent("demo", attempts=DEMO_ATTEMPTS)
-    if name == "oracle":
-        return get_agent("oracle", gold={t.instance_id: t.patch or "" for t in benchmark.tasks()})
-    if name == "predictions":
-        if not opts.predictions:
-            raise SweclError("--agent predictions needs --predictions FILE (or PASS=FILE, repeatable)")
-        return get_agent("predictions", predictions=_predictions(opts.predictions))
-    if name == "command":
-        if not opts.command:
-            raise SweclError("--agent command needs --command 'TEMPLATE with {workdir} {issue_file} {model}'")
-        return get_agent("command", template=opts.command)
-    if name == "claude" and runs_here:
-        from agents import find_claude
-
-        find_claude()  # a missing CLI is said before the run starts, not once per task
-    return get_agent(name)
+        demo_attempts = dict(DEMO_ATTEMPTS)
+    return agents.build_agent(opts.agent, RunSupplies(
+        gold=lambda: {t.instance_id: t.patch or "" for t in benchmark.tasks()},
+        predictions=(lambda: _predictions(opts.predictions)) if opts.predictions else None,
+        command=opts.command,
+        demo_attempts=demo_attempts,
+        runs_here=runs_here,
+    ))
 
 
 def _predictions(specs: list[str]) -> dict[str, dict[str, str]] | dict[str, str]:
