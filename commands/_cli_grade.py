@@ -10,6 +10,7 @@ import click
 
 from graders import SANDBOX_MODES
 from ledger import SweclError
+from ledger.events import GradeStatus
 
 from ._cli_common import echo_json_line, results_option
 
@@ -128,16 +129,16 @@ class NothingGraded(SweclError):
 
 
 # Ends that are the set-up's, not the patch's: said on stderr; all of them is exit 1.
-_NOT_THE_PATCH = frozenset({"infra_error", "env_failed", "agent_error"})
+_NOT_THE_PATCH = frozenset(s.value for s in GradeStatus if s.not_the_patch)
 
-_ERROR_STATUSES = {"patch_failed", "timeout", "env_failed", "infra_error", "agent_error", "ungraded"}
+_ERROR_STATUSES = frozenset(s.value for s in GradeStatus if s.report_error)
 
 
 def swebench_report(statuses: dict[str, str], *, submitted: list[str]) -> dict[str, object]:
     """SWE-bench's run report keys (swebench 5.x `make_run_report`) plus per-instance statuses."""
-    resolved = sorted(i for i, s in statuses.items() if s == "resolved")
-    unresolved = sorted(i for i, s in statuses.items() if s == "unresolved")
-    empty = sorted(i for i, s in statuses.items() if s == "empty_patch")
+    resolved = sorted(i for i, s in statuses.items() if s == GradeStatus.RESOLVED)
+    unresolved = sorted(i for i, s in statuses.items() if s == GradeStatus.UNRESOLVED)
+    empty = sorted(i for i, s in statuses.items() if s == GradeStatus.EMPTY_PATCH)
     errors = sorted(i for i, s in statuses.items() if s in _ERROR_STATUSES)
     completed = sorted(resolved + unresolved)
     return {

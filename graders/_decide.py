@@ -50,6 +50,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from graders._parsers import TestStatus, parse_test_log
+from ledger.events import GradeStatus
 
 __all__ = [
     "AMBIGUOUS",
@@ -65,9 +66,10 @@ __all__ = [
     "p2p_passes",
 ]
 
-RESOLVED = "resolved"
-UNRESOLVED = "unresolved"
-INFRA_ERROR = "infra_error"
+# the statuses a test run can end in (the whole vocabulary: `ledger.events.GradeStatus`)
+RESOLVED = GradeStatus.RESOLVED.value
+UNRESOLVED = GradeStatus.UNRESOLVED.value
+INFRA_ERROR = GradeStatus.INFRA_ERROR.value
 
 # Per-test values for listed tests the log does not settle; both count as failed.
 MISSING = "MISSING"  # no log id equals it (nor, for a truncated id, starts with it)

@@ -53,6 +53,7 @@ from graders._run import build_test_command, parse_eval_commands, run_line, run_
 from graders._tox import put_current_env_launchers
 from graders._specs import DEFAULT_TEST_CMD, EnvSpec, UnknownEnvSpec, has_spec, spec_for
 from ledger.errors import SweclError
+from ledger.events import GradeStatus
 
 __all__ = [
     "GRADER_NAMES",
@@ -71,7 +72,8 @@ __all__ = [
 ]
 
 GRADER_NAMES = ("swebench", "local", "auto", "overlap", "none")
-GRADE_STATUSES = ("resolved", "unresolved", "empty_patch", "patch_failed", "env_failed", "timeout", "infra_error", "ungraded")
+# what a grader ends with (agent_error is the run's: the agent's process failed before a patch)
+GRADE_STATUSES = tuple(s.value for s in GradeStatus if s is not GradeStatus.AGENT_ERROR)
 # overlap: resolved iff every gold file is touched and the changed-line F1 reaches this.
 OVERLAP_LINES_F1 = 0.5
 
@@ -119,7 +121,6 @@ class Grader(Protocol):
     def grade(self, req: GradeRequest) -> GradeOutcome: ...
 
 
-_NO_VERDICT = {"env_failed", "infra_error", "ungraded"}
 
 
 class _Notes:
@@ -138,7 +139,7 @@ class _Notes:
 def _finish(grader: str, notes: _Notes, start: float, status: str, *, test_output: str | None = None,
             exit_code: int | None = None, **fields: object) -> GradeOutcome:
     if "resolved" not in fields:
-        fields["resolved"] = None if status in _NO_VERDICT else status == "resolved"
+        fields["resolved"] = GradeStatus(status).resolved
     body = notes.text()
     if test_output is not None:
         body += frame_test_output(test_output, exit_code)

@@ -9,6 +9,7 @@ Field `pass_` is spelled `pass` on the wire (a Python keyword otherwise).
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, ClassVar, Union
 
 import msgspec
@@ -146,6 +147,62 @@ class AgentFinished(Event, tag="agent.finished", kw_only=True):
     error: str | None = None
 
 
+class GradeStatus(StrEnum):
+    """How a task's grade ends: the one vocabulary of the grader, the events (`status` of
+    grade.finished and grade.corrected holds the value, kept a plain string so a status a
+    newer swecl adds still reads), the projections and the CLI.
+
+    | status        | resolved | scored (1 or 0) | SWE-bench report error |
+    |---------------|----------|-----------------|------------------------|
+    | resolved      | True     | yes             |                        |
+    | unresolved    | False    | yes             |                        |
+    | empty_patch   | False    | yes             |                        |
+    | patch_failed  | False    | yes             | yes                    |
+    | timeout       | False    | yes             | yes                    |
+    | env_failed    | None     | no: the host's  | yes                    |
+    | infra_error   | None     | no: the host's  | yes                    |
+    | agent_error   | None     | no: the host's  | yes                    |
+    | ungraded      | None     | no              | yes                    |
+
+    A test run becomes resolved, unresolved or infra_error in one place
+    (`graders._decide.decide`); the other statuses end a grade before tests run.
+    """
+
+    RESOLVED = "resolved"
+    UNRESOLVED = "unresolved"
+    EMPTY_PATCH = "empty_patch"
+    PATCH_FAILED = "patch_failed"
+    TIMEOUT = "timeout"
+    ENV_FAILED = "env_failed"
+    INFRA_ERROR = "infra_error"
+    AGENT_ERROR = "agent_error"
+    UNGRADED = "ungraded"
+
+    @property
+    def scored(self) -> bool:
+        """A valid outcome: counted 1 (resolved) or 0 in every metric."""
+        return self in _SCORED
+
+    @property
+    def resolved(self) -> bool | None:
+        """The verdict it stands for; None when there is none (the task counts missing)."""
+        return (self is GradeStatus.RESOLVED) if self in _SCORED else None
+
+    @property
+    def not_the_patch(self) -> bool:
+        """An end the set-up caused (the host, the harness, the agent's process), not the patch."""
+        return self in (GradeStatus.ENV_FAILED, GradeStatus.INFRA_ERROR, GradeStatus.AGENT_ERROR)
+
+    @property
+    def report_error(self) -> bool:
+        """Counted among `error_ids` of SWE-bench's run report."""
+        return self not in (GradeStatus.RESOLVED, GradeStatus.UNRESOLVED, GradeStatus.EMPTY_PATCH)
+
+
+_SCORED = frozenset({GradeStatus.RESOLVED, GradeStatus.UNRESOLVED, GradeStatus.EMPTY_PATCH, GradeStatus.PATCH_FAILED,
+                     GradeStatus.TIMEOUT})
+
+
 class GradeFinished(Event, tag="grade.finished", kw_only=True):
     sequence_id: str
     instance_id: str
@@ -153,7 +210,7 @@ class GradeFinished(Event, tag="grade.finished", kw_only=True):
     pass_: str = PASS
     attempt: int = 1
     grader: str
-    status: str  # resolved | unresolved | empty_patch | patch_failed | env_failed | timeout | infra_error | ungraded
+    status: str  # a GradeStatus value
     resolved: bool | None
     applied_with: str | None = None
     test_files_reverted: list[str] = msgspec.field(default_factory=list)

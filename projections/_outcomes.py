@@ -14,13 +14,14 @@ from typing import ClassVar
 import msgspec
 
 from ledger import Recorded, StreamRange
-from ledger.events import TaskRef
+from ledger.events import GradeStatus, TaskRef
 
 from ._runner import Projection, Selection
 from .metrics import SequenceOutcomes
 
-# What counts as "no valid verdict": not the agent's doing, so never scored as a failure.
-INVALID_STATUSES = frozenset({"env_failed", "infra_error", "ungraded", "agent_error"})
+# What counts as "no valid verdict": not the agent's doing, so never scored as a failure
+# (GradeStatus.scored); the task counts missing.
+INVALID_STATUSES = frozenset(s.value for s in GradeStatus if not s.scored)
 
 
 class Cell(msgspec.Struct):

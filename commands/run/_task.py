@@ -24,7 +24,7 @@ from commands.inputs import Sequence, Task
 from commands.memory import GradingSecrets, TaskView, plan_daydream
 from graders import EnvSpec, Grader, GradeRequest, RepoCache, Sandbox, apply_check
 from ledger import Event, Ledger, NewEvent, SweclError, event_id_for
-from ledger.events import GradeFinished, MemorySuperseded, MemoryWritten, TaskAbandoned, TaskFinished, TaskStarted
+from ledger.events import GradeFinished, GradeStatus, MemorySuperseded, MemoryWritten, TaskAbandoned, TaskFinished, TaskStarted
 
 from .._failpoints import failpoint
 from ._progress import Reporter, TaskProgress
@@ -301,13 +301,13 @@ def _run_agent(
     except SweclError as exc:
         # The message and traceback may quote what the adapter read (its environment
         # among it): recorded scrubbed, like an adapter's own result.
-        return AgentResult(exit="error", error=_scrubbed(str(exc)), duration_s=time.monotonic() - started), "agent_error"
+        return AgentResult(exit="error", error=_scrubbed(str(exc)), duration_s=time.monotonic() - started), GradeStatus.AGENT_ERROR.value
     except Exception as exc:  # an adapter bug must not take the run down or pass as a result
         detail = traceback.format_exc(limit=5)
         return AgentResult(
             exit="error", error=_scrubbed(f"the agent adapter raised {exc!r}"),
             duration_s=time.monotonic() - started, transcript=_scrubbed(detail).encode(),
-        ), "agent_error"
+        ), GradeStatus.AGENT_ERROR.value
     finally:
         if recall is not None:
             recall.close()
