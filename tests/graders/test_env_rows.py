@@ -68,7 +68,7 @@ def test_the_setup_commit_reaches_the_grade_request(tmp_path: Path) -> None:
             seen.append(req)
             raise _Stop
 
-    ctx = SimpleNamespace(grader=Recorder(), grader_name="recorder")
+    ctx = SimpleNamespace(grader=Recorder(), grader_name="recorder", p2p_excluded={})
     for task in tasks:
         with pytest.raises(_Stop):
             _task._grade(ctx, task, "main", 1, GOLD_PATCH)  # type: ignore[arg-type]
