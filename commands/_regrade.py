@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from graders import grade_log
+from graders import grade_log, leave_out
 from ledger import Ledger, NewEvent, StreamBatch, StreamRange, SweclError, event_id_for
 from ledger.events import GradeCorrected, GradeFinished
 
@@ -74,10 +74,9 @@ def regrade(ledger: Ledger, version: str, *, excluded: Mapping[str, list[str]] |
         report.examined += 1
         log = ledger.get_blob(original.log).decode("utf-8", "replace")
         # the task's whole list: what the grade judged and what it left out
-        listed = [*original.p2p, *(t for t in original.p2p_excluded if t not in original.p2p)]
-        left_out = [t for t in excluded.get(original.instance_id, ()) if t in listed]
+        judged, left_out = leave_out([*original.p2p, *original.p2p_excluded], excluded.get(original.instance_id, ()))
         decision = grade_log(
-            log, original.parser or "pytest", list(original.f2p), [t for t in listed if t not in left_out],
+            log, original.parser or "pytest", list(original.f2p), judged,
             test_exit_code=original.test_exit_code,
         )
         status, resolved, error = decision.status, decision.resolved, decision.error

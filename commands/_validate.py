@@ -180,10 +180,10 @@ def validate(
             for iid, verdict in gold_verdicts.items():
                 if tests := failing_either_way(verdict, noop_verdicts.get(iid)):
                     excluded[iid] = tests
-            # the two runs' grades, decided as this host's grades will be
+            # the two runs' grades, decided as this host's grades will be (FAIL_TO_PASS
+            # statuses stay as they are, so `noop_verdicts` still holds for them)
             for kind in ("gold", "noop"):
                 regrade(ledger, versions[kind], excluded=excluded)
-            noop_verdicts = verdicts_in_force(ledger, projector, versions["noop"])
         statuses = {kind: pass_statuses(ledger, projector, version) for kind, version in versions.items()}
         reasons = {kind: grade_reasons(ledger, version) for kind, version in versions.items()}
         validation = Validation(runs=versions)

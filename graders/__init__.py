@@ -9,7 +9,7 @@ Decisions follow swebench 5.x; `verdict_lines` decides recorded logs without run
 from __future__ import annotations
 
 from ._apply import ApplyResult, apply_check, apply_patch, is_test_path, normalize_patch, patch_paths, unsafe_reason
-from ._decide import MISSING, Decision, decide, f2p_passes, grade_log, match_test, p2p_passes
+from ._decide import MISSING, Decision, decide, f2p_passes, grade_log, leave_out, match_test, p2p_passes
 from ._envs import EnvBuild, EnvBuildError, EnvInfo, build_env, era_for, list_envs, pre_install_plan, prune_envs
 from ._graders import (
     GRADE_STATUSES,
@@ -85,6 +85,7 @@ __all__ = [
     "is_test_path",
     "json_problem",
     "known_specs",
+    "leave_out",
     "list_envs",
     "loads_limited",
     "match_test",

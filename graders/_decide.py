@@ -62,6 +62,7 @@ __all__ = [
     "decide",
     "f2p_passes",
     "grade_log",
+    "leave_out",
     "match_test",
     "p2p_passes",
 ]
@@ -102,15 +103,15 @@ class Decision:
 
     @property
     def f2p_failure(self) -> list[str]:
-        return [name for name, status in self.f2p.items() if status not in _PASSING]
+        return [name for name, status in self.f2p.items() if not f2p_passes(status)]
 
     @property
     def p2p_success(self) -> list[str]:
-        return [name for name, status in self.p2p.items() if status in _MAINTAINED]
+        return [name for name, status in self.p2p.items() if p2p_passes(status)]
 
     @property
     def p2p_failure(self) -> list[str]:
-        return [name for name, status in self.p2p.items() if status not in _MAINTAINED]
+        return [name for name, status in self.p2p.items() if not p2p_passes(status)]
 
 
 def f2p_passes(status: str) -> bool:
@@ -121,6 +122,14 @@ def f2p_passes(status: str) -> bool:
 def p2p_passes(status: str) -> bool:
     """Whether a PASS_TO_PASS test with this status counts as maintained."""
     return status in _MAINTAINED
+
+
+def leave_out(listed: Iterable[str], excluded: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(the PASS_TO_PASS tests that decide, the listed ones left out): `excluded` are
+    tests a validation found failing on this host with and without the fix."""
+    names = list(listed)
+    out = [t for t in dict.fromkeys(excluded) if t in names]
+    return [t for t in names if t not in out], out
 
 
 # pytest 8 suffixes a duplicate id that ends in a digit with `_N`; older pytest with `N`

@@ -121,8 +121,6 @@ class Grader(Protocol):
     def grade(self, req: GradeRequest) -> GradeOutcome: ...
 
 
-
-
 class _Notes:
     """The grader's own account of a grade, put before the test output in the log."""
 

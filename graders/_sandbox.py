@@ -12,8 +12,9 @@ has to make it itself. Inside the sandbox (`bwrap`):
   (tests) or the agent's checkout, scratch and config dirs read-write;
 - `/tmp` and `$HOME` are private and empty (tmpfs; `$HOME` points into the private
   `/tmp`); `$TMPDIR` is a private tree apart from the worktree's top directory, as in
-  SWE-bench's images (`temp_dir_apart_from`). The real home directory stays readable, read-only: interpreters, the agent's
-  CLI and the checkout of swecl itself often live there;
+  SWE-bench's images (`temp_dir_apart_from`). The real home directory stays readable,
+  read-only: interpreters, the agent's CLI and the checkout of swecl itself often live
+  there;
 - its own PID namespace (`/proc` shows only its own processes, not the parent's command
   line) that dies with the process that started it (`--die-with-parent`): no daemon
   outlives a grade or a SIGKILLed swecl;

@@ -22,7 +22,7 @@ from agents import Agent, AgentInput, AgentResult, Budget, RecallService
 from agents import Scrubber
 from commands.inputs import Sequence, Task
 from commands.memory import GradingSecrets, TaskView, plan_daydream
-from graders import EnvSpec, Grader, GradeRequest, RepoCache, Sandbox, apply_check
+from graders import EnvSpec, Grader, GradeRequest, RepoCache, Sandbox, apply_check, leave_out
 from ledger import Event, Ledger, NewEvent, SweclError, event_id_for
 from ledger.events import GradeFinished, GradeStatus, MemorySuperseded, MemoryWritten, TaskAbandoned, TaskFinished, TaskStarted
 
@@ -318,8 +318,7 @@ def _scrubbed(text: str) -> str:
 
 
 def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: str) -> tuple[GradeFinished, list[bytes]]:
-    listed = list(task.pass_to_pass or ())
-    excluded = [t for t in ctx.p2p_excluded.get(task.instance_id, ()) if t in listed]
+    judged, excluded = leave_out(task.pass_to_pass or (), ctx.p2p_excluded.get(task.instance_id, ()))
     request = GradeRequest(
         instance_id=task.instance_id,
         repo=task.repo,
@@ -328,7 +327,7 @@ def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: st
         model_patch=patch,
         test_patch=task.test_patch or "",
         fail_to_pass=list(task.fail_to_pass or ()),
-        pass_to_pass=[t for t in listed if t not in excluded],
+        pass_to_pass=judged,
         environment=environment_spec(task),
         gold_patch=task.patch,
         environment_setup_commit=task.environment_setup_commit,

@@ -47,3 +47,10 @@ def test_set_up_the_host_does_not_run_is_named() -> None:
                 difficulty=1, version="7.2")
     assert setup_not_run(task) == ["apt-get update && apt-get install -y graphviz"]
     assert setup_not_run(Task(instance_id="x", repo="nobody/none", base_commit="0" * 40, order=1, difficulty=1)) == []
+
+
+def test_only_listed_tests_are_left_out_and_the_rest_decide_in_order() -> None:
+    from graders import leave_out
+
+    assert leave_out([F2P, NET, OTHER], [NET, "t.py::not_listed", NET]) == ([F2P, OTHER], [NET])
+    assert leave_out([OTHER], []) == ([OTHER], [])
