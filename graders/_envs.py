@@ -84,6 +84,8 @@ from graders._integrity import (
     venv_manifest,
 )
 from graders._interpreters import Interpreter, find_python, uv_bin
+from graders._py_compat import repair as repair_for_python
+from graders._py_compat import requirement_names
 from graders._repos import (
     GitError,
     RepoCache,
@@ -198,8 +200,9 @@ def env_identity(spec: EnvSpec, exclude_newer: str | None) -> str:
     # recipe 4: exact pins exempt from the cut-off, pip of 2024 (earlier recipes could not
     # install newer pins at all, and their era pip could not install the repository);
     # recipe 5: a batch whose pins need newer dependencies resolves as of the images;
-    # recipe 6: the build's packages are recorded (BUILT), so a later install starts from them
-    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=6".encode()).hexdigest()
+    # recipe 6: the build's packages are recorded (BUILT), so a later install starts from them;
+    # recipe 7: era releases that do not run on the interpreter are replaced (graders._py_compat)
+    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=7".encode()).hexdigest()
 
 
 def _env_dir(
@@ -706,10 +709,35 @@ def _build_into(
     # swebench's order: the repo's requirements first, then the pinned pip_packages win
     warnings += _uv_install(python, requirements, log, "packages", cutoff)
     warnings += _uv_install(python, list(spec.pip_packages), log, "pip_packages", cutoff)
+    warnings += _repair_for_python(python, requirements, spec, interp, cutoff, log)
     warnings = cutoff.warnings + warnings
     for w in warnings:
         log.write(f"# WARNING {w}")
     return warnings
+
+
+def _repair_for_python(
+    python: Path, requirements: list[str], spec: EnvSpec, interp: Interpreter, cutoff: _Cutoff, log: _Log
+) -> list[str]:
+    """The era's releases of the repository's unpinned packages that do not run on this
+    Python, replaced by later ones (see graders._py_compat). Only under a cut-off: without
+    one every package is already of today."""
+    if not (cutoff.when and cutoff.applied and requirements):
+        return []
+    pinned = exact_pins([*requirements, *spec.pip_packages])
+    constraints = python.parent.parent.parent / ".swecl-repair-constraints.txt"  # in the build dir
+
+    def install(dist: str, requirement: str, held: list[str]) -> bool:
+        constraints.write_text("".join(f"{line}\n" for line in held), encoding="utf-8")
+        args = ["pip", "install", "--compile-bytecode", "--python", os.fspath(python),
+                "--constraint", os.fspath(constraints), requirement]
+        return _uv_with_cutoff(args, cutoff, log, [requirement, *held], exempt={dist: IMAGE_ERA})
+
+    try:
+        return repair_for_python(python, requirement_names(requirements), set(pinned),
+                                 list(exact_pins(spec.pip_packages).values()), install, log.write, interp.version)
+    finally:
+        constraints.unlink(missing_ok=True)
 
 
 def install_environment(env: EnvInfo, extra: Mapping[str, str] = ()) -> dict[str, str]:

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.server
+import json
 import os
 import subprocess
+import threading
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.graders.exec_support import make_calc_repo, run_git, write
@@ -20,13 +25,17 @@ def commit_at(root: Path, message: str, date: str) -> str:
     return run_git(root, "rev-parse", "HEAD")
 
 
-def make_wheel(directory: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> Path:
-    """A pure-Python wheel whose module `name` has `VERSION = "<version>"`."""
+def make_wheel(
+    directory: Path, name: str, version: str, requires: tuple[str, ...] = (), modules: dict[str, str] | None = None
+) -> Path:
+    """A pure-Python wheel whose module `name` has `VERSION = "<version>"`; `modules`:
+    more files of the package ({"client.py": source})."""
     directory.mkdir(parents=True, exist_ok=True)
     dist = f"{name}-{version}"
     needs = "".join(f"Requires-Dist: {r}\n" for r in requires)
     entries = {
         f"{name}/__init__.py": f'VERSION = "{version}"\n',
+        **{f"{name}/{rel}": text for rel, text in (modules or {}).items()},
         f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{needs}",
         f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: swecl-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
@@ -74,6 +83,55 @@ def simple_index(root: Path, packages: dict[str, list[str]]) -> str:
         anchors = "".join(f'<a href="{link}">{link}</a>\n' for link in links)
         (project / "index.html").write_text(f"<html><body>\n{anchors}</body></html>\n", encoding="utf-8")
     return root.resolve().as_uri()
+
+
+@contextmanager
+def dated_index(root: Path, releases: dict[str, list[tuple[str, str, Path]]]) -> Iterator[str]:
+    """A loopback PEP 691 (JSON) index whose files carry upload times, as PyPI's do, so
+    uv's --exclude-newer applies to them. releases: {name: [(version, upload time, wheel)]}.
+    Yields the index URL; the server stops on exit."""
+    pages: dict[str, bytes] = {}
+    files: dict[str, Path] = {}
+    for name, items in releases.items():
+        entries = []
+        for version, when, wheel in items:
+            files[wheel.name] = wheel
+            entries.append({"filename": wheel.name, "url": f"/files/{wheel.name}", "upload-time": when,
+                            "hashes": {"sha256": hashlib.sha256(wheel.read_bytes()).hexdigest()}})
+        pages[name] = json.dumps({"meta": {"api-version": "1.1"}, "name": name, "files": entries,
+                                  "versions": sorted({v for v, _, _ in items})}).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self) -> None:  # noqa: N802 (the stdlib's names); uv asks before a download
+            self.do_GET(head=True)
+
+        def do_GET(self, head: bool = False) -> None:  # noqa: N802
+            parts = [p for p in self.path.split("/") if p]
+            if len(parts) == 2 and parts[0] == "simple" and parts[1] in pages:
+                body, kind = pages[parts[1]], "application/vnd.pypi.simple.v1+json"
+            elif len(parts) == 2 and parts[0] == "files" and parts[1] in files:
+                body, kind = files[parts[1]].read_bytes(), "application/octet-stream"
+            else:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if not head:
+                self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def installed_version(python: Path, dist: str) -> str:
