@@ -1,7 +1,7 @@
 """The recall service an agent talks to, in process or through the MCP server.
 
 One service per task: it knows the run version, sequence, pass, order and repo of the
-asking task, so every recall sees exactly what that task may see (DESIGN section 5) and
+asking task, so every recall sees exactly what that task may see (docs/design.md section 5) and
 is recorded as a `memory.recalled` event on the task's sequence stream.
 
 Note for writers of the same stream: a recall appends at the stream's head while the

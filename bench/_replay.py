@@ -1,6 +1,6 @@
 """Benchmark 3: replay of one run as of any task order, and incremental catch-up.
 
-Replay: `commands._replay.replay_state(ledger, V, K)` (what `swecl replay` writes out):
+Replay: `projections.replay_state(ledger, V, K)` (what `swecl replay` writes out):
 the memory substrate, a(i,j) and both formula sets' metrics of run V as they stood
 before initial task K started, from the ledger alone, no checkpoint. V is a complete
 plugin-accum run (so its memory has a seed chain): the same run in both ledgers (the
@@ -71,7 +71,7 @@ def replay_times(ledger: Ledger, run: RunInfo, cpu: dict[int, float] | None = No
     The repetitions go round the orders (K1, K2, ..., K1, K2, ...) rather than one order
     at a time, so a spell of a slower machine (a virtual machine's neighbours) lands on
     one sample of several orders, not on every sample of one."""
-    from commands._replay import replay_state
+    from projections import replay_state
 
     walls: dict[int, list[float]] = {k: [] for k in orders(run)}
     cpus: dict[int, list[float]] = {k: [] for k in walls}

@@ -1,1 +1,30 @@
-"""commands"""
+"""The write side: everything that appends to the ledger.
+
+- `commands.run`: the main job (stages over sequences, resumable), and grading.
+- `commands.memory`: daydream, dream, seeding, export/import of memory.
+- `commands.inputs`: datasets, grading rows, predictions, the demo benchmark.
+- `regrade`, `validate`: a run's grades again under today's rules; SWE-bench's
+  validation step on this host.
+- `commands.cli`: the click CLI, a thin shell (parse, call, print) over these and the
+  read side (`projections`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ledger.lazy import lazy_exports
+
+_EXPORTS = {
+    "regrade": "_regrade",
+    "check_slug": "_validate",
+    "validate": "_validate",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from ._regrade import regrade
+    from ._validate import check_slug, validate
+
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -22,7 +22,7 @@ from graders import grade_log, leave_out
 from ledger import Ledger, NewEvent, StreamBatch, StreamRange, SweclError, event_id_for
 from ledger.events import GradeCorrected, GradeFinished
 
-from ._queries import p2p_excluded
+from projections import p2p_excluded
 
 # Only verdicts read from test output can be re-read; a patch that did not apply or an
 # empty patch has no test log to re-decide.

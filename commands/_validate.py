@@ -33,9 +33,9 @@ from graders import MISSING, UnknownEnvSpec, f2p_passes, p2p_passes, pre_install
 from ledger import SweclError
 from ledger.events import GradeCorrected, GradeFinished, TasksValidated, TaskValidity
 
-from ._queries import grade_reasons, pass_statuses, verdicts_in_force
+from projections import grade_reasons, pass_statuses, verdicts_in_force
 from ._regrade import regrade
-from ._results import Results
+from projections import Results
 from .inputs import Task
 from .run._task import environment_spec
 

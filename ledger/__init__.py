@@ -46,12 +46,13 @@ _EXPORTS = {
     "Event": "events",
     "UnknownEvent": "events",
     "events": "events",
+    "sqlite": "sqlite",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from . import events
+    from . import events, sqlite
     from .errors import ConcurrencyConflict, IntegrityError, LedgerDamaged, LedgerError, SweclError, Terminated
     from .events import BY_TYPE, EVENT_TYPES, AnyEvent, Event, UnknownEvent
     from ._schema import GENESIS_HASH, STORE_SCHEMA

@@ -399,6 +399,26 @@ class Ledger:
             raise
         return meta
 
+    @staticmethod
+    def snapshot_file(source: str | Path, target: str | Path) -> None:
+        """Copy the ledger file `source` to `target` as one consistent snapshot: SQLite's
+        backup API copies the pages under one read transaction, so appends made meanwhile
+        by another process are either wholly in the copy or not at all."""
+        try:
+            src = apsw.Connection(str(source), flags=apsw.SQLITE_OPEN_READONLY)
+            try:
+                copy = apsw.Connection(str(target))
+                try:
+                    with copy.backup("main", src, "main") as backup:
+                        while not backup.done:
+                            backup.step(-1)
+                finally:
+                    copy.close()
+            finally:
+                src.close()
+        except apsw.Error as exc:
+            raise _ledger_error(Path(source), exc, "copy") from None
+
     def close(self) -> None:
         self._conn.close()
 

@@ -1,6 +1,6 @@
 """The event catalog: every fact swecl records, as msgspec Structs in one tagged union.
 
-Names follow DESIGN section 3. Payloads carry blob hashes, never large texts. Each
+Names follow docs/design.md section 3. Payloads carry blob hashes, never large texts. Each
 class has a `SCHEMA` number; a change that old rows cannot decode into bumps it and
 registers an upcaster (see `_upcasting`), so old rows are read, never rewritten.
 
@@ -262,7 +262,7 @@ class MemoryContent(msgspec.Struct, kw_only=True):
     """
 
     item_id: str
-    kind: str  # episode | consolidated | builtin-file
+    kind: str  # episode | builtin-file (`consolidated` is reserved: dreams only prune, merge, supersede)
     title: str
     body: str
     repo: str
@@ -311,7 +311,7 @@ _CONTENT_LISTS = tuple(
 
 
 class MemoryWritten(Event, MemoryContent, tag="memory.written", kw_only=True):
-    """An item added to a run's substrate (daydream, dream consolidation, import)."""
+    """An item added to a run's substrate (daydream, a builtin memory file, import)."""
 
 
 # Types whose fields are exactly MemoryContent's (`asdict` gives those and nothing else).

@@ -1,9 +1,16 @@
-"""The read side: pure folds over the ledger (memory substrate, a(i,j) matrices, metrics).
+"""The read side: pure folds over the ledger (memory substrate, a(i,j) matrices, metrics),
+and what reads them: the queries behind `swecl runs`/`metrics`, replay, export, the recall
+audit (`projections.audit`) and the HTML report (`projections.report`).
 
 Nothing here appends events; everything here can be rebuilt from the ledger as of any seq.
+The results folder (`Results`) opens the ledger for the write side too.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ledger.lazy import lazy_exports
 
 from ._checkpoints import ChainCheckpoints, CheckpointStore
 from ._files import WRITE_ERRNOS, atomic_file, output_file, undo_new_folder, write_atomic, write_error, write_if_changed, write_output
@@ -40,3 +47,118 @@ __all__ = [
     "write_if_changed",
     "write_output",
 ]
+
+# Loaded on first use: `swecl --help` need not import polars or the metrics.
+_EXPORTS = {
+    "DEFAULT_RESULTS": "_results",
+    "LEDGER_FILE": "_results",
+    "PROJECTIONS_FILE": "_results",
+    "resolve_results_dir": "_results",
+    "Results": "_results",
+    "chain_problem": "_results",
+    "RUN_LOCK": "_queries",
+    "runs": "_queries",
+    "get_run": "_queries",
+    "live_status": "_queries",
+    "sequence_cutoffs": "_queries",
+    "outcomes": "_queries",
+    "grade_reasons": "_queries",
+    "pass_statuses": "_queries",
+    "VersionMetrics": "_queries",
+    "not_gradeable": "_queries",
+    "p2p_excluded": "_queries",
+    "verdicts_in_force": "_queries",
+    "run_not_gradeable": "_queries",
+    "metrics_for": "_queries",
+    "lock_path": "_queries",
+    "REPLAY_FORMAT": "_replay",
+    "REPLAY_FORMAT_VERSION": "_replay",
+    "MEMORY_SUBDIR": "_replay",
+    "MANIFEST_FILE": "_replay",
+    "OUTCOMES_JSON": "_replay",
+    "OUTCOMES_CSV": "_replay",
+    "METRICS_JSON": "_replay",
+    "CSV_COLUMNS": "_replay",
+    "Replay": "_replay",
+    "ReplayReport": "_replay",
+    "replay_state": "_replay",
+    "outcomes_document": "_replay",
+    "outcomes_csv": "_replay",
+    "metrics_document": "_replay",
+    "manifest_document": "_replay",
+    "write_replay": "_replay",
+    "replay": "_replay",
+    "FORMATS": "_export",
+    "EVENT_COLUMNS": "_export",
+    "ExportReport": "_export",
+    "model_name_or_path": "_export",
+    "predictions": "_export",
+    "event_record": "_export",
+    "run_events": "_export",
+    "event_records": "_export",
+    "events_frame": "_export",
+    "parquet_bytes": "_export",
+    "export_run": "_export",
+}
+__all__ += sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from ._results import (
+        DEFAULT_RESULTS,
+        LEDGER_FILE,
+        PROJECTIONS_FILE,
+        resolve_results_dir,
+        Results,
+        chain_problem,
+    )
+    from ._queries import (
+        RUN_LOCK,
+        runs,
+        get_run,
+        live_status,
+        sequence_cutoffs,
+        outcomes,
+        grade_reasons,
+        pass_statuses,
+        VersionMetrics,
+        not_gradeable,
+        p2p_excluded,
+        verdicts_in_force,
+        run_not_gradeable,
+        metrics_for,
+        lock_path,
+    )
+    from ._replay import (
+        REPLAY_FORMAT,
+        REPLAY_FORMAT_VERSION,
+        MEMORY_SUBDIR,
+        MANIFEST_FILE,
+        OUTCOMES_JSON,
+        OUTCOMES_CSV,
+        METRICS_JSON,
+        CSV_COLUMNS,
+        Replay,
+        ReplayReport,
+        replay_state,
+        outcomes_document,
+        outcomes_csv,
+        metrics_document,
+        manifest_document,
+        write_replay,
+        replay,
+    )
+    from ._export import (
+        FORMATS,
+        EVENT_COLUMNS,
+        ExportReport,
+        model_name_or_path,
+        predictions,
+        event_record,
+        run_events,
+        event_records,
+        events_frame,
+        parquet_bytes,
+        export_run,
+    )
+
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import sqlite3
 from contextlib import closing
 from pathlib import Path
 
 from typing import TYPE_CHECKING
 
 from ledger import utc_now
+from ledger.sqlite import StdlibError, connect_stdlib
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -161,10 +161,9 @@ class ChainCheckpoints:
         if not self.path.exists():
             return None
         try:
-            uri = self.path.resolve().as_uri() + "?mode=ro"
-            with closing(sqlite3.connect(uri, uri=True, timeout=2)) as conn:
+            with closing(connect_stdlib(self.path, readonly=True)) as conn:
                 row = conn.execute("SELECT seq, hash FROM verified_chain WHERE ledger_id = ?", (ledger_id,)).fetchone()
-        except sqlite3.Error:
+        except StdlibError:
             return None  # no table yet, or unreadable: verify from the start
         if row is None or not isinstance(row[0], int) or not isinstance(row[1], bytes):
             return None
@@ -172,7 +171,7 @@ class ChainCheckpoints:
 
     def save(self, ledger_id: str, seq: int, digest: bytes) -> bool:
         try:
-            with closing(sqlite3.connect(self.path, timeout=2)) as conn:
+            with closing(connect_stdlib(self.path)) as conn:
                 conn.execute("PRAGMA journal_mode=WAL")  # as CheckpointStore keeps this file
                 with conn:
                     conn.execute(self._TABLE)
@@ -181,6 +180,6 @@ class ChainCheckpoints:
                         (ledger_id, seq, digest, utc_now()),
                     )
             return True
-        except (sqlite3.Error, OSError) as exc:
+        except (StdlibError, OSError) as exc:
             log.debug("could not save the verified chain checkpoint (%s)", exc)
             return False

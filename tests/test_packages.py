@@ -1,5 +1,6 @@
-"""The packages' contracts: each keeps its private modules to itself, and every public name
-it lists resolves."""
+"""The packages' contracts: each keeps its private modules to itself, the layers import
+downward only (ledger <- projections <- commands), only the ledger opens SQLite, and every
+public name a package lists resolves."""
 
 from __future__ import annotations
 
@@ -43,6 +44,44 @@ def test_no_package_imports_another_packages_private_modules() -> None:
                 if parts[0] in PACKAGES and parts[0] != package and any(p.startswith("_") for p in parts[1:]):
                     offences.append(f"{path.relative_to(ROOT)}:{line}: {module}")
     assert offences == [], "import the package's public names instead:\n" + "\n".join(offences)
+
+
+# What each layer may not import: the ledger stores, the projections read it, and
+# neither knows about the write side, the agents or the graders.
+FORBIDDEN = {
+    "ledger": ("commands", "projections", "agents", "graders"),
+    "projections": ("commands", "agents", "graders"),
+}
+
+
+def test_the_layers_import_downward_only() -> None:
+    offences = []
+    for package, forbidden in FORBIDDEN.items():
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for line, module in _imported_modules(path):
+                if module.split(".")[0] in forbidden:
+                    offences.append(f"{path.relative_to(ROOT)}:{line}: {module}")
+    assert offences == [], "a lower layer imports a higher one:\n" + "\n".join(offences)
+
+
+def test_only_the_ledger_touches_sqlite() -> None:
+    offences = []
+    for package in PACKAGES:
+        if package == "ledger":
+            continue
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for line, module in _imported_modules(path):
+                if module.split(".")[0] in ("apsw", "sqlite3"):
+                    offences.append(f"{path.relative_to(ROOT)}:{line}: {module}")
+    assert offences == [], "open SQLite through ledger (ledger.sqlite, Ledger):\n" + "\n".join(offences)
+
+
+def test_the_layering_check_sees_what_it_forbids(tmp_path: Path) -> None:
+    """A positive control: the scanner finds an import nested in a function and a
+    `from ... import` alike, so an empty list above means there were none."""
+    planted = tmp_path / "planted.py"
+    planted.write_text("def f():\n    import apsw\n    from commands.run import x\n")
+    assert [m for _, m in _imported_modules(planted)] == ["apsw", "commands.run", "commands.run.x"]
 
 
 @pytest.mark.parametrize("module", [m for p in PACKAGES for m in _modules(p)])

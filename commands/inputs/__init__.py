@@ -22,6 +22,7 @@ from ._load import (
 from ._model import DIFFICULTY_LABELS, RUNNABLE_FIELDS, Benchmark, Prediction, Sequence, Task, canonical_content
 from ._predictions import load_predictions
 from ._rows import SwebenchRow, read_rows
+from ._secrets import load_task_secrets
 from .demo import (
     DEMO_ATTEMPTS,
     DEMO_DESIGN,
@@ -34,6 +35,7 @@ from .demo import (
 )
 
 __all__ = [
+    "load_task_secrets",
     "DEMO_ATTEMPTS",
     "DEMO_DESIGN",
     "DEMO_ENVIRONMENT",

@@ -1,6 +1,6 @@
 """Loading a benchmark: the demo, a SWE-Bench-CL curriculum or manifest, rows, the Hub.
 
-The curriculum shape (DESIGN.md section 8):
+The curriculum shape (docs/design.md section 8):
 `{metadata, sequences: [{id, repo, num_tasks, tasks: [{metadata: {instance_id, repo,
 base_commit, created_at, difficulty}, task: {problem_statement, hints_text}, evaluation:
 {patch, test_patch, FAIL_TO_PASS, PASS_TO_PASS}, continual_learning: {sequence_position,

@@ -12,9 +12,11 @@ from ledger.lazy import lazy_exports
 
 _EXPORTS = {
     "run_demo_suite": "_demo_suite",
+    "EXECUTORS": "_options",
     "RunOptions": "_options",
     "RunReport": "_orchestrate",
     "execute": "_orchestrate",
+    "open_benchmark": "_orchestrate",
     "resume_run": "_orchestrate",
     "start_run": "_orchestrate",
     "JsonReporter": "_progress",
@@ -27,14 +29,16 @@ _EXPORTS = {
     "STAGES": "_stages",
     "Stage": "_stages",
     "get_stage": "_stages",
+    "ray_session": "_ray",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from ._demo_suite import run_demo_suite
-    from ._options import RunOptions
-    from ._orchestrate import RunReport, execute, resume_run, start_run
+    from ._options import EXECUTORS, RunOptions
+    from ._orchestrate import RunReport, execute, open_benchmark, resume_run, start_run
+    from ._ray import ray_session
     from ._progress import JsonReporter, QuietReporter, Reporter, RichReporter, make_reporter
     from ._stages import DEMO_SUITE, PASSES, STAGES, Stage, get_stage
 

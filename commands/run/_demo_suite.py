@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from .._results import Results
+from projections import Results
 from ._options import RunOptions
 from ._orchestrate import RunReport, start_run
 from ._progress import Reporter

@@ -31,8 +31,8 @@ from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, Terminated
 from ledger.events import RunFinished, RunResumed, RunStarted, TaskRef
 
 from .._provenance import provenance
-from .._queries import RUN_LOCK, get_run, p2p_excluded
-from .._results import Results
+from projections import RUN_LOCK, get_run, p2p_excluded
+from projections import Results
 from ._options import RunOptions
 from ._progress import QueueDrain, QueueReporter, Reporter
 from ._sequence import run_sequence

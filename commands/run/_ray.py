@@ -78,7 +78,7 @@ from typing import Any
 from ledger import Ledger, LedgerError, StreamRange, SweclError, blob_refs_of, merge_ledgers
 
 from .._failpoints import failpoint
-from .._results import Results
+from projections import Results
 from ._options import RunOptions
 from ._progress import Reporter, TaskProgress
 from ._sequence import plan_passes
@@ -462,23 +462,11 @@ class FanOut:
     # -- snapshots -------------------------------------------------------------------
 
     def take_base(self) -> _Base:
-        import apsw
-
         name = f"base-{uuid.uuid4().hex[:12]}.db"
         local = self.tmp / name
-        # The backup API copies the pages under one read transaction: a consistent
-        # snapshot, taken while nothing of this run writes (merges happen on this thread).
-        source = apsw.Connection(str(self.results.ledger_path), flags=apsw.SQLITE_OPEN_READONLY)
-        try:
-            copy = apsw.Connection(str(local))
-            try:
-                with copy.backup("main", source, "main") as backup:
-                    while not backup.done:
-                        backup.step(-1)
-            finally:
-                copy.close()
-        finally:
-            source.close()
+        # A consistent snapshot, taken while nothing of this run writes (merges happen on
+        # this thread).
+        Ledger.snapshot_file(self.results.ledger_path, local)
         with Ledger.open(local) as snap:
             head = snap.head()
             head_hash = (snap.hash_at(head) or b"").hex()

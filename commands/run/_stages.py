@@ -1,4 +1,4 @@
-"""The stage matrix (DESIGN section 4): what each stage does with memory and passes."""
+"""The stage matrix (docs/design.md section 4): what each stage does with memory and passes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One attempt at one task of one pass: the events, in the order DESIGN section 1 gives.
+"""One attempt at one task of one pass: the events, in the order docs/design.md section 1 gives.
 
 task.started -> (the agent recalls: memory.recalled) -> agent.finished -> grade.finished
 -> task.finished together with what the daydream decided to remember, in one durable

@@ -70,7 +70,15 @@ from ._state import (
     parse_time,
 )
 
+from ._leaks import DEFAULT_POLICY, GovernancePolicy, GradingSecrets, leak_lines, normalise_space, test_name_forms
+
 __all__ = [
+    "DEFAULT_POLICY",
+    "GovernancePolicy",
+    "GradingSecrets",
+    "leak_lines",
+    "normalise_space",
+    "test_name_forms",
     "COOKBOOK_DIR",
     "EXPORT_FORMAT",
     "GRAPH_DB",

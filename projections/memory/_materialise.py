@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import apsw
 import msgspec
 
 from ledger import Ledger, LedgerError, SweclError
+from ledger import sqlite
 
 from .._files import WRITE_ERRNOS, atomic_file, undo_new_folder, write_error, write_if_changed
 from ._projection import load_memory
@@ -336,7 +336,7 @@ def _meta_rows(state: MemoryState, kind: str) -> list[tuple[str, str]]:
 
 
 def _fill_memory_db(
-    conn: apsw.Connection, state: MemoryState, items: list[MemoryItem], patches: dict[str, str | None]
+    conn: sqlite.Connection, state: MemoryState, items: list[MemoryItem], patches: dict[str, str | None]
 ) -> None:
     conn.execute(MEMORY_DB_DDL)
     conn.execute(FTS_DDL)
@@ -389,7 +389,7 @@ def node_id(kind: str, *parts: str) -> str:
     return ":".join((kind, *parts))
 
 
-def _fill_graph_db(conn: apsw.Connection, state: MemoryState, items: list[MemoryItem]) -> None:
+def _fill_graph_db(conn: sqlite.Connection, state: MemoryState, items: list[MemoryItem]) -> None:
     conn.execute(GRAPH_DB_DDL)
     conn.executemany("INSERT INTO meta VALUES (?, ?)", _meta_rows(state, "graph"))
     nodes: dict[str, tuple[str, str, str]] = {}
@@ -430,14 +430,14 @@ def _fill_graph_db(conn: apsw.Connection, state: MemoryState, items: list[Memory
     conn.executemany("INSERT INTO edges VALUES (?, ?, ?)", sorted(edges))
 
 
-def _build_db(path: Path, fill: Callable[[apsw.Connection], None]) -> bool:
+def _build_db(path: Path, fill: Callable[[sqlite.Connection], None]) -> bool:
     """Build a fresh database next to `path`; replace `path` only if the bytes differ.
 
     One transaction, rollback journal, no WAL: the same statements give the same file.
     """
     try:
         with atomic_file(path) as tmp:
-            conn = apsw.Connection(str(tmp))
+            conn = sqlite.connect(tmp)
             try:
                 with conn:
                     fill(conn)
@@ -447,7 +447,7 @@ def _build_db(path: Path, fill: Callable[[apsw.Connection], None]) -> bool:
             if not changed:
                 tmp.unlink()  # atomic_file then leaves `path` (and its mtime) alone
         return changed
-    except apsw.FullError:
+    except sqlite.FullError:
         raise write_error(OSError(errno.ENOSPC, WRITE_ERRNOS[errno.ENOSPC]), path, hint="the memory folder was not updated") from None
-    except apsw.Error as exc:
+    except sqlite.SqliteError as exc:
         raise SweclError(f"cannot write {path}: {exc}") from None

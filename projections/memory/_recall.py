@@ -20,9 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-import apsw
-
-from ledger import SweclError
+from ledger import SweclError, sqlite
 
 from ._state import MemoryItem, MemoryState, expired
 
@@ -289,7 +287,7 @@ def _bm25(items: Sequence[MemoryItem], query: str) -> dict[str, float]:
     match = fts_query(query)
     if not match:
         return {}
-    conn = apsw.Connection(":memory:")
+    conn = sqlite.connect(":memory:")
     try:
         conn.execute(FTS_DDL)
         with conn:

@@ -6,7 +6,7 @@
                                        final=[0, 0, 1, 1], baseline=[1, 0, 0, 1])])
     result.sequences["django"].metrics["CL-Score"]; result.macro["ACC"]
 
-Formula sets (`FORMULAS`, `get_formula`): `native` (DESIGN section 7) and `eval-v1` (the
+Formula sets (`FORMULAS`, `get_formula`): `native` (docs/design.md section 7) and `eval-v1` (the
 SWE-Bench-CL authors' eval_v1 code). Their docstrings (`_native`, `_eval_v1`) define each
 metric and what a missing outcome (None) does to it.
 """

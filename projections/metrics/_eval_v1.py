@@ -14,9 +14,9 @@ recorded; a None outcome here is a task absent from such a dict. Their definitio
 - ACC (`calculate_accuracy`): passes / number of recorded results of the memory-enabled
   condition, 0.0 when there are none. eval-v1 has one memory-on pass, the in-order one,
   so this is over a(i,i) = `initial`, missing entries left out of the denominator.
-- AULC (`calculate_aulc`): DESIGN's formula over the full order with a task that has no
-  recorded result counted as unresolved (`.get(id, False)`), denominators i and N; 0.0
-  when nothing is recorded.
+- AULC (`calculate_aulc`): docs/design.md section 7's formula over the full order with a
+  task that has no recorded result counted as unresolved (`.get(id, False)`),
+  denominators i and N; 0.0 when nothing is recorded.
 - F (`calculate_forgetting`): sum_{j<N} (a(j,j) - a(N,j)) / (N-1); 0.0 when N <= 1 or no
   initial result is recorded; the final results fall back to the initial ones when none
   is recorded (an absent or all-missing `final`); unrecorded entries count as 0.
@@ -31,7 +31,7 @@ recorded; a None outcome here is a task absent from such a dict. Their definitio
 Differences from `native`:
 
 1. ACC is over the in-order memory-on results a(i,i), not the re-test a(N,j). With a
-   re-test that changed outcomes they differ: on DESIGN's vector A eval-v1 gives ACC =
+   re-test that changed outcomes they differ: on the design document's vector A eval-v1 gives ACC =
    3/4 = 0.75 (native 0.5) and so CL-Score = 1.145833 (native 0.895833); on B and C (no
    change, no re-test) all nine metrics equal the table. Without missing outcomes
    eval-v1's ACC is always native's CL-P.
@@ -45,7 +45,7 @@ Differences from `native`:
 
 Not mirrored: their orchestration replaces a sequence's memory-off results by all-fail
 when that sequence has none but other sequences do (so FT becomes the memory-on pass rate
-of tasks 2..N); here, as in DESIGN, a sequence without a baseline has FWT = 0. Their
+of tasks 2..N); here, as in docs/design.md, a sequence without a baseline has FWT = 0. Their
 published runs also pass the in-order results as both initial and final (they had no
 re-test, so F = BWT = 0 there); here the recorded re-test is used when there is one, which
 their functions' signatures allow.

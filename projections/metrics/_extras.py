@@ -1,4 +1,4 @@
-"""Per-sequence views beside the nine metrics (DESIGN section 7, "Also").
+"""Per-sequence views beside the nine metrics (docs/design.md section 7, "Also").
 
 - strata: the nine metrics of each difficulty level present, keyed "1".."4". A stratum
   is scored as a sequence of its own: its tasks in their original relative order, with
@@ -64,7 +64,7 @@ class SnapshotPhase(msgspec.Struct, frozen=True, kw_only=True):
     n_initial: int
     n_final: int
     retested: bool
-    """False: no re-test was recorded and `final` is the initial pass (DESIGN section 7)."""
+    """False: no re-test was recorded and `final` is the initial pass (docs/design.md section 7)."""
 
 
 class MissingCounts(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,4 +1,4 @@
-"""The `native` formula set: DESIGN section 7, with missing outcomes excluded, never zeroed.
+"""The `native` formula set: docs/design.md section 7, with missing outcomes excluded, never zeroed.
 
 Per sequence of N tasks, with a(i,i) = `initial`, a(N,j) = `final` (or `initial` when there
 was no re-test) and b(j) = `baseline`:
@@ -24,8 +24,8 @@ Missing outcomes (None), precisely:
   zeros: N <= 1 gives F = BWT = FWT = 0 and no baseline gives FWT = 0, whatever is missing.
 - CL-F1 is None when P or S is; CL-Score is None when a term with a non-zero lambda is.
 
-With no missing outcomes every formula reduces to DESIGN's, and reproduces its public test
-vectors A, B and C exactly.
+With no missing outcomes every formula reduces to docs/design.md section 7's, and
+reproduces its public test vectors A, B and C exactly.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from projections.metrics._vectors import (
 
 NAME = "native"
 VERSION = 1
-DESCRIPTION = "DESIGN section 7: ACC over the final re-test a(N,j); missing outcomes excluded from every sum and mean"
+DESCRIPTION = "docs/design.md section 7: ACC over the final re-test a(N,j); missing outcomes excluded from every sum and mean"
 
 
 def score_native(seq: SequenceOutcomes, lambdas: Lambdas) -> SequenceScore:

@@ -122,7 +122,7 @@ class SequenceOutcomes(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def final_or_initial(self) -> list[Outcome]:
-        """a(N,j): the re-test when recorded, else the initial pass (DESIGN section 7)."""
+        """a(N,j): the re-test when recorded, else the initial pass (docs/design.md section 7)."""
         return self.final if self.final is not None else self.initial
 
 

@@ -9,13 +9,13 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from commands.audit import (
+from commands.cli._audit import audit_cmd
+from commands.inputs import load_task_secrets
+from projections.audit import (
     REUSE_THRESHOLD,
-    audit_cmd,
     audit_summary,
     audit_task,
     changed_lines,
-    load_task_secrets,
     patch_reuse,
 )
 from commands.memory import export_memory, import_seed

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from commands._export import export_run
-from commands._replay import replay
-from commands.audit import audit_cmd, audit_summary, audit_task, load_task_secrets
+from projections import export_run
+from projections import replay
+from commands.cli._audit import audit_cmd
+from commands.inputs import load_task_secrets
+from projections.audit import audit_summary, audit_task
 from commands.inputs import load_predictions
 from ledger import Ledger
 

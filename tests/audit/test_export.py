@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from commands._cli_export import export_cmd
-from commands._cli_ledger import log_cmd
-from commands._export import EVENT_COLUMNS, export_run
+from commands.cli._export import export_cmd
+from commands.cli._ledger import log_cmd
+from projections import EVENT_COLUMNS, export_run
 from commands.inputs import load_predictions
 from ledger import Ledger, SweclError
 

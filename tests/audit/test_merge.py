@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from commands._cli_merge import merge_cmd
-from commands.audit import audit_task
+from commands.cli._merge import merge_cmd
+from projections.audit import audit_task
 from ledger import IntegrityError, Ledger, LedgerError
 from ledger._merge import merge_ledgers
 from tests.ledger.contract import tamper

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from commands._cli_ledger import verify_cmd
+from commands.cli._ledger import verify_cmd
 from commands.memory import export_memory, import_seed
 from ledger import IntegrityError, Ledger
 from ledger._references import check_references

@@ -9,10 +9,10 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from commands._cli_replay import replay_cmd
-from commands._queries import sequence_cutoffs
-from commands import _replay as replay_module
-from commands._replay import replay, replay_state
+from commands.cli._replay import replay_cmd
+from projections import sequence_cutoffs
+from projections import _replay as replay_module
+from projections import replay, replay_state
 from ledger import Ledger, SweclError
 from projections.memory import load_memory, materialise_version
 
@@ -210,7 +210,7 @@ def test_materialise_all_equals_each_version_materialised(
 ) -> None:
     """`swecl memory materialise --all` (one pass over the ledger, `projections.rebuild`)
     writes every run's folder byte for byte as materialising each version does."""
-    from commands._cli_memory import memory_materialise_cmd
+    from commands.cli._memory import memory_materialise_cmd
 
     results = tmp_path / "results"
     results.mkdir()

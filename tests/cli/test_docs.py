@@ -43,3 +43,25 @@ def test_the_readme_gives_the_two_setup_commands_and_ci_runs_the_test_one() -> N
     assert "./dev swecl run" in README and "./dev pytest" in README
     ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text()
     assert "exec ./dev pytest" in ci
+
+
+def test_every_design_citation_names_a_section_of_the_design_document() -> None:
+    """The code and README cite `docs/design.md section N`; each N must be a heading
+    there (`## N. Title`), and nothing cites a design document outside the repository."""
+    root = Path(__file__).resolve().parents[2]
+    design = (root / "docs" / "design.md").read_text()
+    sections = set(re.findall(r"^## (\d+)\. ", design, re.M))
+    cited: dict[str, set[str]] = {}
+    stale = []
+    for path in [root / "README.md", *sorted(root.glob("[a-z]*/**/*.py"))]:
+        if ".venv" in path.parts or ".dev" in path.parts:
+            continue
+        text = path.read_text(errors="replace")
+        for number in re.findall(r"docs/design\.md section (\d+)", text):
+            cited.setdefault(number, set()).add(str(path.relative_to(root)))
+        if re.search(r"\bDESIGN(?:\.md)? section \d", text):
+            stale.append(str(path.relative_to(root)))
+    assert cited, "no citation found: the scan is looking in the wrong place"
+    missing = {n: sorted(paths) for n, paths in cited.items() if n not in sections}
+    assert missing == {}, f"cited sections the design document lacks: {missing}"
+    assert stale == [], f"cite docs/design.md, not an outside document: {stale}"

@@ -11,7 +11,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from commands._results import chain_problem
+from projections import chain_problem
 from ledger import IntegrityError, Ledger, LedgerError
 from ledger import LedgerDamaged
 from ledger._integrity import _expected_objects, file_damage

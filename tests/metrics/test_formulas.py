@@ -1,4 +1,4 @@
-"""Formula sets against DESIGN section 7's public vectors, missing outcomes, extras, properties."""
+"""Formula sets against docs/design.md section 7's public vectors, missing outcomes, extras, properties."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from projections.metrics import (
 
 TOL = 1e-6
 
-# DESIGN.md section 7, "Public test vectors" (BWT is -F by definition; the table omits it).
+# docs/design.md section 7, "Public test vectors" (BWT is -F by definition; the table omits it).
 VECTOR_A = SequenceOutcomes(name="A", initial=[1, 0, 1, 1], final=[0, 0, 1, 1], baseline=[1, 0, 0, 1])
 VECTOR_B = SequenceOutcomes(name="B", initial=[1], final=[1], baseline=[0])
 VECTOR_C = SequenceOutcomes(name="C", initial=[0, 1, 1], final=None, baseline=[0, 0, 1])
@@ -398,7 +398,7 @@ def test_to_frame_null_for_not_computable_and_refuses_a_sequence_named_macro() -
 
 
 def _literal_design(initial: list[int], final: list[int] | None, baseline: list[int] | None) -> dict[str, Fraction]:
-    """DESIGN section 7 word for word, 1-based, in exact arithmetic (no missing outcomes)."""
+    """docs/design.md section 7 word for word, 1-based, in exact arithmetic (no missing outcomes)."""
     n = len(initial)
     a_ii = {i: Fraction(initial[i - 1]) for i in range(1, n + 1)}
     a_nj = {j: Fraction((final if final is not None else initial)[j - 1]) for j in range(1, n + 1)}
@@ -478,7 +478,7 @@ def _check_invariants(seq: SequenceOutcomes) -> None:
 def test_invariants_hold_for_every_small_sequence() -> None:
     """Exhaustive over N <= 3: every initial/final/baseline in {0, 1, None}, with and without
     a re-test or a baseline: BWT == -F, CL-S == 1 - F, eval-v1 == its oracle, native ==
-    DESIGN's literal formulas when nothing is missing."""
+    the design document's literal formulas when nothing is missing."""
     outcomes = (0, 1, None)
     checked = 0
     for n in (1, 2, 3):

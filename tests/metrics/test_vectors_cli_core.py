@@ -23,7 +23,7 @@ DESIGN_DOCUMENT: dict[str, Any] = {
     }
 }
 
-# DESIGN.md section 7 table (BWT = -F).
+# docs/design.md section 7 table (BWT = -F).
 TABLE = {
     "A": [0.5, 0.333333, -0.333333, 0.333333, 0.729167, 0.75, 0.666667, 0.705882, 0.895833],
     "B": [1, 0, 0, 0, 1, 1, 1, 1, 2.0],

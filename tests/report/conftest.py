@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from commands._results import Results
-from commands.report import ReportSummary, build_report
+from projections import Results
+from projections.report import ReportSummary, build_report
 
 from .browser import ensure_chromium
 from .ledger_builder import Realistic, build_realistic

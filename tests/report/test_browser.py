@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from matplotlib import image as mpimg
 
-from commands.report import ReportSummary
+from projections.report import ReportSummary
 
 from .browser import Browser, evaluate, launch, open_page, screenshot, serve
 from .ledger_builder import Realistic

@@ -11,10 +11,11 @@ import pytest
 from click.testing import CliRunner
 from matplotlib import image as mpimg
 
-from commands._queries import metrics_for
-from commands._results import Results
-from commands.report import ReportSummary, build_report, report_cmd
-from commands.report._data import collect, running_mean
+from projections import metrics_for
+from projections import Results
+from commands.cli._report import report_cmd
+from projections.report import ReportSummary, build_report
+from projections.report._data import collect, running_mean
 from ledger import SweclError
 from projections.metrics import METRIC_NAMES, SequenceOutcomes, compute
 

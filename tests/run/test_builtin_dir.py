@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from commands._results import Results
+from projections import Results
 
 
 def test_a_plain_sequence_id_is_the_folder_name(tmp_path: Path) -> None:

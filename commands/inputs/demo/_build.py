@@ -17,9 +17,7 @@ from ledger.errors import SweclError
 from .._load import write_curriculum
 from .._model import DIFFICULTY_LABELS, Benchmark, Sequence, Task
 from ._history import GOLD, Built, build_library, git_env, write_repo
-from ._iniconf import INICONF
-from ._spans import SPANS
-from ._textkit import TEXTKIT
+from ._library_files import INICONF, SPANS, TEXTKIT
 
 __all__ = [
     "DEMO_ATTEMPTS",

@@ -1,0 +1,142 @@
+"""The `swecl` command line: a thin click layer over the command handlers.
+
+Every command works on the experiment root `./results/` (its `ledger.db` inside),
+overridable with `--results DIR` or `SWECL_RESULTS`. A user error is one line on
+stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import sys
+import threading
+import traceback
+from typing import Any
+
+import click
+
+from ledger import SweclError, Terminated, sqlite
+
+from ._common import CONTEXT_SETTINGS, ResultsParam
+from ._ledger import init_cmd, log_cmd, verify_cmd
+from ._env import env_group
+from ._export import export_cmd
+from ._grade import grade_cmd, regrade_cmd, validate_cmd, verdict_cmd
+from ._inputs import agents_cmd, sequences_cmd, show_cmd
+from ._memory import dream_cmd, memory_group
+from ._merge import merge_cmd
+from ._replay import replay_cmd
+from ._audit import audit_cmd
+from ._report import report_cmd
+from ._run import run_cmd
+from ._metrics import metrics_cmd, runs_cmd
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.option(
+    "--results",
+    "results",
+    type=ResultsParam(),
+    default=None,
+    metavar="DIR",
+    help="Experiment root holding ledger.db (default: $SWECL_RESULTS or ./results).",
+)
+@click.version_option(package_name="swecl", prog_name="swecl")
+@click.pass_context
+def cli(ctx: click.Context, results: Any) -> None:
+    """swecl: a continual-learning benchmark harness for coding agents.
+
+    Runs an agent task by task over ordered sequences of SWE-bench tasks, grades every
+    patch, lets a memory substrate accumulate, and scores learning, retention and
+    transfer. Every action is an event in one SQLite ledger; everything else is
+    rebuilt from it.
+    """
+    ctx.obj = results
+
+
+for _command in (
+    run_cmd,
+    runs_cmd,
+    metrics_cmd,
+    report_cmd,
+    audit_cmd,
+    replay_cmd,
+    export_cmd,
+    merge_cmd,
+    sequences_cmd,
+    show_cmd,
+    agents_cmd,
+    grade_cmd,
+    regrade_cmd,
+    verdict_cmd,
+    validate_cmd,
+    dream_cmd,
+    memory_group,
+    env_group,
+    init_cmd,
+    log_cmd,
+    verify_cmd,
+):
+    cli.add_command(_command)
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def main(argv: list[str] | None = None) -> None:
+    if threading.current_thread() is threading.main_thread():
+        # `kill`, a batch scheduler's time limit, a container stop: the same clean stop as Ctrl-C.
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        # Without standalone mode click returns a command's exit code instead of exiting.
+        code = cli.main(args=argv, prog_name="swecl", standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort as exc:
+        if isinstance(exc.__cause__, Terminated):  # click turns KeyboardInterrupt into Abort
+            click.echo("swecl: terminated (SIGTERM)", err=True)
+            sys.exit(143)
+        click.echo("swecl: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except SweclError as exc:
+        click.echo(f"swecl: error: {_one_line(str(exc))}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        click.echo("swecl: terminated (SIGTERM)" if terminated else "swecl: interrupted", err=True)
+        sys.exit(143 if terminated else 130)
+    except sqlite.CorruptError:
+        # Only the ledger is opened with apsw: a malformed page a command met past its checks.
+        click.echo("swecl: error: the ledger is damaged: SQLite reports a malformed database image; "
+                   "run `swecl verify`", err=True)
+        sys.exit(2)
+    except BrokenPipeError:
+        # `swecl log | head`: the reader left; not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    except Exception as exc:  # a bug: say so in one line, full traceback on request
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG):
+            # A full disk, a quota or a read-only mount that a writer did not word itself:
+            # the user's to fix (exit 2, like every SweclError), not a bug of ours.
+            where = f" {exc.filename}" if exc.filename else ""
+            click.echo(f"swecl: error: cannot write{where}: {exc.strerror or exc}", err=True)
+            sys.exit(2)
+        if os.environ.get("SWECL_DEBUG"):
+            traceback.print_exc()
+        click.echo(
+            f"swecl: internal error: {type(exc).__name__}: {_one_line(str(exc))} (set SWECL_DEBUG=1 for the traceback)",
+            err=True,
+        )
+        sys.exit(70)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,226 @@
+"""`swecl audit VERSION TASK_ID` and `swecl audit VERSION --summary`: readable or JSON."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from ._common import echo_json, results_of, results_option
+
+if TYPE_CHECKING:  # the audit itself is imported when the command runs, not at `swecl --help`
+    from projections.audit import AuditedHit, DatasetNote, Provenance, RunAuditSummary, TaskAudit
+
+
+@click.command("audit")
+@results_option
+@click.argument("version")
+@click.argument("task_id", required=False, metavar="[TASK_ID]")
+@click.option("--pass", "pass_", default=None, metavar="P", help="Only recalls of this pass (default: every pass).")
+@click.option("--summary", is_flag=True, help="Every flagged task of the run instead of one task.")
+@click.option("--dataset", default=None, metavar="X",
+              help="Benchmark for the test-content check (default: the one the run recorded).")
+@click.option("--rows", default=None, metavar="FILE", help="SWE-bench rows completing --dataset.")
+@click.option("--no-dataset", is_flag=True, help="Skip the test-content check (no dataset is loaded).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def audit_cmd(ctx: click.Context, version: str, task_id: str | None, pass_: str | None, summary: bool,
+              dataset: str | None, rows: str | None, no_dataset: bool, as_json: bool) -> None:
+    """Which memories influenced a task, where they came from, and whether any leaked.
+
+    For TASK_ID (an instance_id): every recall of every attempt (abandoned ones
+    marked), each item's rank and score, its provenance (written by which task of which
+    run, seeded or imported into this run, merged, superseded or pruned by which dream
+    and why), whether the agent's patch reused it, and leakage flags: same-instance,
+    later-task, test-content. With --summary: every flagged task of the run.
+    """
+    from commands.inputs import load_task_secrets
+    from projections.audit import DatasetNote, RunAuditSummary, audit_summary, audit_task
+
+    if summary == (task_id is not None):
+        raise click.UsageError("give a TASK_ID, or --summary for the whole run (not both)")
+    results = results_of(ctx)
+    with results.open_ledger(readonly=True) as ledger:
+        if no_dataset:
+            secrets, note = None, DatasetNote(available=False, note="--no-dataset: the test-content check was not run")
+        else:
+            secrets, note = load_task_secrets(ledger, version, dataset=dataset, rows=rows)
+        if summary:
+            doc: TaskAudit | RunAuditSummary = audit_summary(ledger, version, pass_=pass_, secrets=secrets, dataset=note)
+        else:
+            assert task_id is not None
+            doc = audit_task(ledger, version, task_id, pass_=pass_, secrets=secrets, dataset=note)
+    if as_json:
+        echo_json(doc)
+    elif isinstance(doc, RunAuditSummary):
+        _print_summary(doc)
+    else:
+        _print_task(doc)
+
+
+# -- the readable view ----------------------------------------------------------------------
+
+
+def _console():  # type: ignore[no-untyped-def]
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(width=200, highlight=False)
+
+
+def _dataset_line(note: DatasetNote) -> str:
+    if note.available:
+        text = f"test-content check: against {note.source or 'the given secrets'}"
+        return text + (f" ({note.note})" if note.note else "")
+    return f"test-content check: not run: {note.note or 'no dataset'}"
+
+
+def _written(p: Provenance) -> str:
+    w = p.written
+    task = w.instance_id or "?"
+    bits = [f"v{w.run}", task]
+    if w.order is not None:
+        bits.append(f"order {w.order}")
+    if w.pass_:
+        bits.append(w.pass_)
+    if w.attempt is not None:
+        bits.append(f"attempt {w.attempt}")
+    where = f"seq {w.seq}" if w.seq is not None else "in another ledger"
+    return " ".join(bits) + f" ({where})"
+
+
+def _hops(p: Provenance) -> list[str]:
+    out = []
+    for h in p.hops:
+        if h.via == "seeded":
+            out.append(f"seeded into v{h.into} from v{h.source_run} as of seq {h.source_seq} (seq {h.seq}, {h.chosen})")
+        else:
+            out.append(f"imported into v{h.into} from {h.path} (seq {h.seq})")
+    if p.upstream:
+        u = p.upstream
+        out.append(f"  upstream: v{u.get('version')} of ledger {u.get('ledger_id')}, written in v{u.get('written_in')} at seq {u.get('written_seq')}")
+    return out
+
+
+def _decisions(p: Provenance) -> list[str]:
+    out = []
+    for d in p.decisions:
+        if d.status in ("written", "rewritten"):
+            continue
+        by = f" {'into' if d.status == 'merged' else 'by'} {d.by}" if d.by else ""
+        dream = f" in dream {d.dream_id} of v{d.dream_run} ({d.dream_reason})" if d.dream_id else ""
+        out.append(f"{d.status}{by} at seq {d.seq}{dream}: {d.reason}")
+    return out
+
+
+def _reuse(hit: AuditedHit) -> str:
+    r = hit.reuse
+    if not r.compared:
+        return f"n/a ({r.reason})"
+    mark = "REUSED" if r.reused else "no"
+    return f"{mark} {r.score:.2f} ({r.shared_lines}/{r.item_lines} {r.basis} lines, {len(r.shared_files)} file(s))"
+
+
+def _print_task(audit: TaskAudit) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = _console()
+    console.print(
+        f"[bold]audit of {escape(audit.instance_id)}[/bold]: task {audit.order} of {escape(audit.sequence_id)} "
+        f"({escape(audit.repo)}) in v{escape(audit.version)} ({escape(audit.stage)})"
+        + (f", pass {escape(audit.pass_filter)}" if audit.pass_filter else "")
+    )
+    console.print(escape(_dataset_line(audit.dataset)))
+    console.print(f"reuse: the agent's patch adds at least {audit.reuse_threshold:.0%} of the lines the item's patch adds")
+    flags = ", ".join(audit.flags) if audit.flags else "none"
+    console.print(f"leakage flags: [{'bold red' if audit.flags else 'green'}]{flags}[/]")
+
+    attempts = Table(title="attempts", title_justify="left")
+    for col in ("pass", "attempt", "status", "in force", "verdict", "agent patch"):
+        attempts.add_column(col)
+    for a in audit.attempts:
+        verdict = a.grade_status or ""
+        status = a.status + (f" ({a.abandon_reason})" if a.abandon_reason else "")
+        attempts.add_row(a.pass_, str(a.attempt), escape(status), "yes" if a.in_force else "", escape(verdict),
+                         (a.agent_patch or "")[:12])
+    console.print(attempts)
+
+    if not audit.recalls:
+        console.print("no recalls")
+        return
+    provenance: dict[str, AuditedHit] = {}
+    for r in audit.recalls:
+        state = r.attempt_status + (", in force" if r.in_force else "")
+        console.print(
+            f"\n[bold]recall at seq {r.seq}[/bold] · {r.pass_} attempt {r.attempt} ({escape(state)}) · via {r.via} · "
+            f"{escape(r.ranker)} · k={r.k} · query {escape(r.query_hash[:12])}: "
+            f"{escape((r.query.splitlines() or [''])[0][:80])}"
+        )
+        if not r.hits:
+            console.print("  no items returned")
+            continue
+        table = Table(show_lines=False, pad_edge=False)
+        for col in ("rank", "score", "item", "title", "written by", "status (recall -> now)", "reuse", "flags"):
+            table.add_column(col)
+        for h in r.hits:
+            if not h.known:
+                table.add_row(str(h.rank), f"{h.score:.3f}", escape(h.item_id), "[dim]unknown item[/dim]", "", "", "", "")
+                continue
+            p = h.provenance
+            assert p is not None
+            provenance.setdefault(h.item_id, h)
+            status = p.status_at_recall if p.status_at_recall == p.status_now else f"{p.status_at_recall} -> {p.status_now}"
+            flag_text = ", ".join(sorted({f.kind for f in h.flags}))
+            table.add_row(
+                str(h.rank), f"{h.score:.3f}", escape(h.item_id), escape((h.title or "")[:60]), escape(_written(p)),
+                escape(status), escape(_reuse(h)), f"[bold red]{escape(flag_text)}[/]" if flag_text else "",
+            )
+        console.print(table)
+
+    if provenance:
+        console.print("\n[bold]provenance of the recalled items[/bold]")
+    for item_id, h in provenance.items():
+        p = h.provenance
+        assert p is not None
+        console.print(f"[bold]{escape(item_id)}[/bold] {escape(h.title or '')}")
+        console.print(f"  written by {escape(_written(p))}, outcome {escape(p.written.outcome or '?')}")
+        for line in _hops(p):
+            console.print("  " + escape(line))
+        for line in _decisions(p):
+            console.print("  " + escape(line))
+        if p.merged_from:
+            console.print("  absorbed (merged from) " + escape(", ".join(p.merged_from)))
+        if p.supersedes:
+            console.print("  supersedes " + escape(", ".join(p.supersedes)))
+        for f in h.flags:
+            console.print(f"  [bold red]{escape(f.kind)}[/]: {escape(f.detail)}")
+
+
+def _print_summary(summary: RunAuditSummary) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = _console()
+    console.print(f"[bold]audit of v{escape(summary.version)}[/bold] ({escape(summary.stage)})")
+    console.print(escape(_dataset_line(summary.dataset)))
+    kinds = ", ".join(f"{k}={n}" for k, n in summary.by_kind.items())
+    console.print(
+        f"{summary.recalls} recall(s), {summary.hits} item(s) returned, {summary.reused_hits} reused by the agent "
+        f"(>= {summary.reuse_threshold:.0%} of their added lines), {summary.flagged_hits} flagged ({kinds})"
+    )
+    if not summary.flagged:
+        console.print("[green]no flagged tasks[/green]")
+        return
+    table = Table(title="flagged tasks", title_justify="left")
+    for col in ("sequence", "order", "task", "pass", "attempts", "flags", "items", "reused"):
+        table.add_column(col)
+    for f in summary.flagged:
+        items = ", ".join(f.items[:3]) + (f" (+{len(f.items) - 3})" if len(f.items) > 3 else "")
+        reused = ", ".join(f.reused_items[:3]) + (f" (+{len(f.reused_items) - 3})" if len(f.reused_items) > 3 else "")
+        table.add_row(
+            escape(f.sequence_id.removesuffix("_sequence")), str(f.order), escape(f.instance_id), escape(f.pass_),
+            ",".join(str(a) for a in f.attempts), f"[bold red]{escape(', '.join(f.kinds))}[/]", escape(items),
+            escape(reused),
+        )
+    console.print(table)

@@ -1,0 +1,38 @@
+"""`swecl export`: predictions JSONL, events JSON lines, or a parquet table of a run."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import results_of, results_option
+
+
+@click.command("export")
+@results_option
+@click.argument("version")
+@click.option("--format", "fmt", type=click.Choice(["predictions", "events", "parquet"]), required=True,
+              help="predictions: SWE-bench JSONL; events: JSON lines as `swecl log --json`; parquet: one row per event.")
+@click.option("--out", "out", required=True, metavar="FILE", help="Output file ('-' for stdout, not for parquet).")
+@click.option("--pass", "pass_", default=None, metavar="P",
+              help="predictions: the pass to export (default initial); events/parquet: only that pass's events.")
+@click.option("--with-blobs", is_flag=True, help="events: inline the blobs each event refers to (patches, logs).")
+@click.pass_context
+def export_cmd(ctx: click.Context, version: str, fmt: str, out: str, pass_: str | None, with_blobs: bool) -> None:
+    """Export run VERSION for other tools.
+
+    predictions: one {instance_id, model_name_or_path, model_patch} line per task of
+    the pass, the patch of the attempt in force (swebench's harness reads it).
+    events: the run's events, exactly as `swecl log --json` prints them.
+    parquet: the same events as a table (envelope columns, sequence_id, instance_id,
+    order, pass, attempt promoted, payload as JSON text).
+    """
+    from projections import export_run
+
+    results = results_of(ctx)
+    with results.open_ledger(readonly=True) as ledger:
+        report = export_run(ledger, version, fmt, out, pass_=pass_, with_blobs=with_blobs)
+    if out != "-":
+        for line in report.lines():
+            click.echo(line)
+    elif report.missing:
+        click.echo(report.lines()[0].split("; ", 1)[-1], err=True)

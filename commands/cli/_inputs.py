@@ -1,0 +1,78 @@
+"""`swecl sequences`, `swecl show`, `swecl agents`: what there is to run, and with what."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import echo_json
+
+
+def _benchmark(dataset: str | None, rows: str | None):  # type: ignore[no-untyped-def]
+    from commands.inputs import load_benchmark
+
+    if dataset is None and rows is None:
+        from commands.inputs.demo import demo_benchmark
+
+        return demo_benchmark(materialise=False)  # listing needs no git repositories
+    return load_benchmark(dataset, rows)
+
+
+dataset_option = click.option(
+    "--dataset", default=None, metavar="X", help="Curriculum/manifest JSON, rows file, or hf:NAME (default: the built-in demo)."
+)
+rows_option = click.option("--rows", default=None, metavar="FILE", help="SWE-bench rows that complete a manifest.")
+
+
+@click.command("sequences")
+@dataset_option
+@rows_option
+@click.option("--json", "as_json", is_flag=True, help="A JSON list of {id, repo, num_tasks, difficulty}.")
+def sequences_cmd(dataset: str | None, rows: str | None, as_json: bool) -> None:
+    """The sequences of a benchmark, in curriculum order."""
+    from commands.inputs import list_sequences
+
+    benchmark = _benchmark(dataset, rows)
+    listed = list_sequences(benchmark)
+    if as_json:
+        echo_json(listed)
+        return
+    for seq in listed:
+        strata = " ".join(f"d{level}={n}" for level, n in seq["difficulty"].items())
+        click.echo(f"{seq['id']:<40} {seq['repo']:<28} {seq['num_tasks']:>4} tasks  {strata}")
+    click.echo(f"{sum(s['num_tasks'] for s in listed)} tasks in {len(listed)} sequences ({benchmark.name}, {benchmark.content_hash[:12]})")
+
+
+@click.command("show")
+@click.argument("task_id")
+@dataset_option
+@rows_option
+@click.option("--json", "as_json", is_flag=True, help="Every field of the task as JSON (gold patch and tests included).")
+def show_cmd(task_id: str, dataset: str | None, rows: str | None, as_json: bool) -> None:
+    """One task: where it sits, what is missing to run it, and its issue text."""
+    from commands.inputs import find_task
+
+    sequence, task = find_task(_benchmark(dataset, rows), task_id)
+    if as_json:
+        echo_json({"sequence": sequence.id, **task.to_dict(), "missing": task.missing()})
+        return
+    click.echo(f"{task.instance_id}  ({task.repo}, sequence {sequence.id}, order {task.order}, difficulty {task.difficulty})")
+    click.echo(f"base commit: {task.base_commit}   version: {task.version or '-'}")
+    click.echo(f"tests: {len(task.fail_to_pass or ())} FAIL_TO_PASS, {len(task.pass_to_pass or ())} PASS_TO_PASS")
+    if task.missing():
+        click.echo(f"cannot run yet: missing {', '.join(task.missing())} (supply --rows FILE with SWE-bench rows)")
+    if task.problem_statement:
+        click.echo("")
+        click.echo(task.problem_statement.rstrip())
+
+
+@click.command("agents")
+@click.option("--json", "as_json", is_flag=True, help="A JSON list of {name, description}.")
+def agents_cmd(as_json: bool) -> None:
+    """The agents swecl can drive."""
+    from agents import AGENTS
+
+    if as_json:
+        echo_json([{"name": name, "description": text} for name, text in AGENTS])
+        return
+    for name, text in AGENTS:
+        click.echo(f"{name:<12} {text}")

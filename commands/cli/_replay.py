@@ -1,0 +1,39 @@
+"""`swecl replay`: a run's memory, a(i,j) cells and metrics as they stood before task K."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ._common import echo_json, results_of, results_option
+
+
+@click.command("replay")
+@results_option
+@click.argument("version")
+@click.option("--upto-order", "upto_order", type=int, required=True, metavar="K",
+              help="Rebuild the state as it stood before initial-pass task K started.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Folder to write (new, empty, or an earlier replay's).")
+@click.option("--json", "as_json", is_flag=True, help="Print the replay manifest as JSON.")
+@click.pass_context
+def replay_cmd(ctx: click.Context, version: str, upto_order: int, out_dir: Path, as_json: bool) -> None:
+    """Rebuild run VERSION as it stood before task K started: the memory substrate
+    (DIR/_memory/), the a(i,j) cells (outcomes.json, outcomes.csv) and the metrics of
+    both formula sets (metrics.json), with replay.json saying where each sequence was cut.
+
+    Each sequence is cut just before its own initial-pass task K; memory items of a
+    repository are as of the cut of that repository's sequence. The same ledger and K
+    always give byte-identical files.
+    """
+    from projections import manifest_document, replay
+
+    results = results_of(ctx)
+    with results.open_ledger(readonly=True) as ledger:
+        report = replay(ledger, version, upto_order, out_dir, projector=results.projector(ledger))
+    if as_json:
+        echo_json({**manifest_document(report.replay), "out": str(report.out_dir)})
+        return
+    for line in report.lines():
+        click.echo(line)

@@ -1,0 +1,194 @@
+"""`swecl run`: the main job."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+import msgspec
+
+from graders import SANDBOX_MODES
+from ledger import SweclError
+
+from ._common import results_of, results_option
+from commands.run import EXECUTORS, RunOptions
+from commands.run import make_reporter
+from commands.run import DEMO_SUITE, STAGES
+
+
+def _repo_sources(values: tuple[str, ...]) -> dict[str, str]:
+    sources: dict[str, str] = {}
+    for item in values:
+        name, sep, where = item.partition("=")
+        if not sep or name.count("/") != 1 or not where:
+            raise SweclError(f"--repo-source {item!r}: expected OWNER/NAME=PATH_OR_URL")
+        sources[name] = where
+    return sources
+
+
+def _python_paths(values: tuple[str, ...]) -> dict[str, str]:
+    paths: dict[str, str] = {}
+    for item in values:
+        version, sep, path = item.partition("=")
+        if not sep or not version or not path:
+            raise SweclError(f"--python {item!r}: expected VERSION=/path/to/python (e.g. 3.9=/usr/bin/python3.9)")
+        paths[version] = path
+    return paths
+
+
+@click.command("run")
+@results_option
+@click.option("--stage", type=click.Choice(sorted(STAGES)), default=None,
+              help=f"Stage of the matrix to run (default: the demo suite {', '.join(DEMO_SUITE)}).")
+@click.option("--sequence", "sequences", multiple=True, metavar="ID", help="Sequence to run (repeatable; default: all).")
+@click.option("--instance", "instances", multiple=True, metavar="ID", help="Only this task (repeatable).")
+@click.option("--dataset", default=None, metavar="X", help="Curriculum/manifest JSON, rows file, or hf:NAME (default: the built-in demo).")
+@click.option("--rows", default=None, metavar="FILE", help="SWE-bench rows that complete a manifest (JSON, JSONL, parquet, hf:NAME).")
+@click.option("--agent", default="demo", show_default=True, metavar="NAME", help="Agent (see `swecl agents`).")
+@click.option("--model", default=None, metavar="M", help="Model for the agent (claude: haiku-4-5, sonnet-4-6, opus-4-8, or a full name).")
+@click.option("--grader", default="swebench", show_default=True, metavar="NAME", help="swebench, local, auto, overlap or none.")
+@click.option("--version", default=None, metavar="SLUG", help="Run version to create (default: the next number).")
+@click.option("--source-memory", default=None, metavar="PATH|VERSION", help="Seed for plugin-accum / plugin-dreamed.")
+@click.option("--passes", default=None, metavar="LIST", help="Comma-separated subset of initial,retest,baseline.")
+@click.option("--retest-every", type=int, default=None, metavar="K", help="Also re-test tasks 1..i after every K-th task.")
+@click.option("--jobs", type=int, default=1, show_default=True, metavar="N",
+              help="Sequences run in parallel processes (with --executor ray: at most N sequence jobs at once).")
+@click.option("--max-turns", type=int, default=50, show_default=True, help="Agent turn budget per task.")
+@click.option("--agent-timeout", type=float, default=1800.0, show_default=True, metavar="S", help="Seconds per agent attempt.")
+@click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S", help="Seconds per test run.")
+@click.option("--code-mode", type=click.Choice(["agentic", "blind"]), default="agentic", show_default=True)
+@click.option("--predictions", multiple=True, metavar="[PASS=]FILE", help="Predictions JSONL for --agent predictions.")
+@click.option("--command", "command_template", default=None, metavar="TEMPLATE", help="Command for --agent command.")
+@click.option("--repo-source", "repo_sources", multiple=True, metavar="OWNER/NAME=PATH_OR_URL", help="Where to clone a repo from.")
+@click.option("--python", "pythons", multiple=True, metavar="VERSION=PATH", help="Interpreter to use for a Python version.")
+@click.option("--cache-dir", default=None, metavar="DIR", help="Repository and environment cache (default: $SWECL_CACHE or ~/.cache/swecl).")
+@click.option("--resume", default=None, metavar="VERSION", help="Continue an interrupted run where it stopped.")
+@click.option("--executor", type=click.Choice(EXECUTORS), default=None,
+              help="Where sequences run: local (this machine, default) or ray (one job per sequence on a Ray cluster).")
+@click.option("--ray-address", default=None, metavar="ADDR",
+              help="Ray cluster to use: HOST:PORT, auto, or local (default: $RAY_ADDRESS, else this node's cluster, else a new local one).")
+@click.option("--shard-dir", default=None, metavar="DIR",
+              help="With --executor ray: pass ledger snapshots and shards as files in DIR, a folder the driver and every node share (default: through Ray's object store).")
+@click.option("--ray-cpus", type=float, default=None, metavar="N", help="With --executor ray: CPUs each sequence job asks for (default 1).")
+@click.option("--max-retries", type=int, default=None, metavar="N",
+              help="With --executor ray: times a failed sequence job is retried from what it delivered (default 2).")
+@click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default="bwrap", envvar="SWECL_SANDBOX", show_default=True,
+              help="Where agents and tests run: bwrap (bubblewrap: read-only system, hidden cache and results, "
+                   "private /tmp and HOME, own PID namespace) or none (unconfined, recorded on the run). "
+                   "Default from $SWECL_SANDBOX.")
+@click.option("--quiet", is_flag=True, help="No progress display.")
+@click.option("--json", "as_json", is_flag=True, help="Progress and the summary as JSON lines.")
+@click.pass_context
+def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], instances: tuple[str, ...],
+            dataset: str | None, rows: str | None, agent: str, model: str | None, grader: str, version: str | None,
+            source_memory: str | None, passes: str | None, retest_every: int | None, jobs: int, max_turns: int,
+            agent_timeout: float, test_timeout: float, code_mode: str, predictions: tuple[str, ...],
+            command_template: str | None, repo_sources: tuple[str, ...], pythons: tuple[str, ...],
+            cache_dir: str | None, resume: str | None, executor: str | None, ray_address: str | None,
+            shard_dir: str | None, ray_cpus: float | None, max_retries: int | None, sandbox: str,
+            quiet: bool, as_json: bool) -> None:
+    """Run a stage of the stage matrix over sequences, task by task, in three passes.
+
+    With no arguments: the built-in demo benchmark end to end (stages base,
+    plugin-blank, plugin-accum and plugin-dreamed, each its own run version), then the
+    CL metrics table. Passes: initial (memory on, in order), retest (every task again
+    with the end-of-sequence memory), baseline (memory off). Interrupted runs continue
+    with --resume VERSION: no task lost or repeated.
+    """
+    from commands.run import run_demo_suite
+    from commands.run import resume_run, start_run
+
+    results = results_of(ctx)
+    placement = _executor_options(executor, ray_address, shard_dir, ray_cpus, max_retries, resuming=resume is not None)
+    reporter = make_reporter(quiet=quiet, as_json=as_json)
+    try:
+        if resume is not None:
+            report = resume_run(results, resume, reporter, jobs=jobs if jobs != 1 else None, executor=placement)
+            reports = [report]
+        else:
+            opts = RunOptions(
+                stage=stage or DEMO_SUITE[0], dataset=dataset, rows=rows, sequences=list(sequences),
+                instances=list(instances), agent=agent, model=model, grader=grader, version=version,
+                source_memory=source_memory, passes=passes.split(",") if passes else [], retest_every=retest_every,
+                jobs=jobs, max_turns=max_turns, agent_timeout_s=agent_timeout, test_timeout_s=test_timeout,
+                code_mode=code_mode, predictions=list(predictions), command=command_template,
+                repo_sources=_repo_sources(repo_sources), cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
+                python_paths=_python_paths(pythons),
+                sandbox=sandbox,
+            )
+            opts = msgspec.structs.replace(opts, **placement)
+            if stage is None and version is not None:
+                raise SweclError("--version names one run; the demo suite makes four: add --stage")
+            opts.validate()
+            warn_if_unconfined(opts.sandbox)
+            with _executor_session(opts):
+                if stage is None:
+                    reports = run_demo_suite(results, opts, reporter)
+                else:
+                    reports = [start_run(results, opts, reporter)]
+    finally:
+        reporter.close()
+    _summary(results, [r.version for r in reports], quiet=quiet, as_json=as_json)
+
+
+def warn_if_unconfined(sandbox: str) -> None:
+    """`--sandbox none` is said on stderr before anything runs (and recorded with the options)."""
+    if sandbox == "none":
+        click.echo("swecl: warning: --sandbox none: agents and tests run unconfined (they can read the cache and "
+                   "write outside their worktree); the run records it", err=True)
+
+
+def _executor_options(executor: str | None, ray_address: str | None, shard_dir: str | None,
+                      ray_cpus: float | None, max_retries: int | None, *, resuming: bool) -> dict[str, Any]:
+    """The executor options given on this command line (a resume keeps the others)."""
+    given: dict[str, Any] = {}
+    if executor is not None:
+        given["executor"] = executor
+    if ray_address is not None:
+        given["ray_address"] = ray_address
+    if shard_dir is not None:
+        given["shard_dir"] = str(Path(shard_dir).resolve())
+    if ray_cpus is not None:
+        given["ray_num_cpus"] = ray_cpus
+    if max_retries is not None:
+        given["max_retries"] = max_retries
+    local = executor == "local" or (executor is None and not resuming)
+    ray_only = [flag for flag, key in (("--ray-cpus", "ray_num_cpus"), ("--max-retries", "max_retries")) if key in given]
+    if local and ray_only:
+        raise SweclError(f"{ray_only[0]} is for --executor ray; add --executor ray or drop {ray_only[0]}")
+    return given
+
+
+@contextmanager
+def _executor_session(opts: RunOptions) -> Iterator[None]:
+    """One Ray connection for every run this command makes (the demo suite makes four)."""
+    if opts.executor != "ray":
+        yield
+        return
+    from commands.run import ray_session
+
+    with ray_session(opts):
+        yield
+
+
+def _summary(results, versions: list[str], *, quiet: bool, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    from ._metrics import metrics_document, print_metrics_table, print_not_gradeable
+    from projections import metrics_for
+
+    with results.open_ledger(readonly=True) as ledger:
+        found = metrics_for(ledger, results.projector(ledger), versions)
+    where = {"ledger": str(results.ledger_path), "results": str(results.root),
+             "version_dirs": {v: str(results.version_dir(v)) for v in versions}}
+    if as_json:
+        click.echo(msgspec.json.encode({"event": "summary", **metrics_document(found), **where}).decode())
+        return
+    print_metrics_table(found)
+    print_not_gradeable(found)
+    if not quiet:
+        click.echo(f"ledger:  {where['ledger']}")
+        for v, path in where["version_dirs"].items():
+            click.echo(f"run {v}: {path}")
+        click.echo("next:    swecl runs · swecl metrics --formula eval-v1 · swecl report --out report/")

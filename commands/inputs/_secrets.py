@@ -1,0 +1,61 @@
+"""The grading secrets of a run's tasks (gold test patch, FAIL_TO_PASS, PASS_TO_PASS),
+read from the dataset the run recorded, for the recall audit's test-content check."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ledger import SweclError
+
+from ._load import load_benchmark
+from .demo import demo_benchmark
+
+if TYPE_CHECKING:
+    from ledger import Ledger
+    from projections.audit import DatasetNote
+    from projections.memory import GradingSecrets
+
+
+def load_task_secrets(
+    ledger: Ledger, version: str, *, dataset: str | None = None, rows: str | None = None
+) -> tuple[dict[str, GradingSecrets] | None, DatasetNote]:
+    """The grading secrets of the run's tasks, from the dataset its run.started recorded
+    (or `dataset`/`rows` given instead). Never raises for an unavailable dataset: the
+    note says why the test-content check cannot run."""
+    # The audit's modules load here, not when `commands.inputs` is imported.
+    from projections.audit import DatasetNote, run_started
+    from projections.memory import GradingSecrets
+
+    started = run_started(ledger, version)
+    config = started.config or {}
+    if dataset is not None:
+        source, rows_source = dataset, rows
+    elif "dataset" in config:
+        source, rows_source = config.get("dataset"), config.get("rows")
+    else:  # a run that recorded no options: its benchmark name is all there is
+        source, rows_source = (None if started.benchmark == "demo" else started.benchmark), None
+    label = source or "the built-in demo benchmark"
+    try:
+        if source is None:
+            # The secrets need no repositories: skip creating them.
+            benchmark = demo_benchmark(materialise=False)
+        else:
+            benchmark = load_benchmark(source, rows_source)
+    except (SweclError, OSError) as exc:
+        return None, DatasetNote(
+            available=False, source=label, note=f"dataset not available ({' '.join(str(exc).split())}): test content not checked"
+        )
+    note = None
+    if benchmark.content_hash != started.dataset_hash:
+        note = (
+            f"the dataset's content hash is {benchmark.content_hash[:12]}, the run's was {started.dataset_hash[:12]}: "
+            "it changed since the run; checked against the current content"
+        )
+    secrets = {
+        t.instance_id: GradingSecrets(
+            test_patch=t.test_patch or "", fail_to_pass=tuple(t.fail_to_pass or ()), pass_to_pass=tuple(t.pass_to_pass or ())
+        )
+        for t in benchmark.tasks()
+    }
+    return secrets, DatasetNote(available=True, source=label, note=note)
+

@@ -1,0 +1,17 @@
+"""`swecl report`: a static, offline HTML page with a(i,j) heatmaps and learning curves.
+
+    from projections import Results
+    from projections.report import build_report
+
+    summary = build_report(Results(Path("results")), ["base", "plugin-blank"], Path("report"))
+    summary.index  # report/index.html; summary.files lists every file written
+
+The page (`index.html`) and its figures (`plots/*.png`) are a projection of the ledger as
+of its head seq: rebuild them any time; the same ledger gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from ._build import INDEX_FILE, PLOTS_DIR, ReportSummary, build_report, write_report
+
+__all__ = ["INDEX_FILE", "PLOTS_DIR", "ReportSummary", "build_report", "write_report"]
