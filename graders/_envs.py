@@ -85,7 +85,7 @@ from graders._integrity import (
 )
 from graders._interpreters import Interpreter, find_python, uv_bin
 from graders._py_compat import repair as repair_for_python
-from graders._py_compat import requirement_names
+from graders._py_compat import normalise_name, requirement_names
 from graders._repos import (
     GitError,
     RepoCache,
@@ -347,7 +347,7 @@ def exact_pins(requirements: Iterable[str]) -> dict[str, str]:
     for req in requirements:
         m = _EXACT_PIN.match(req)
         if m:
-            out[re.sub(r"[-_.]+", "-", m.group(1)).lower()] = req.strip()
+            out[normalise_name(m.group(1))] = req.strip()
     return out
 
 

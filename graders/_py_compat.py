@@ -95,7 +95,8 @@ with open(out_path, "w") as fh:
 _SKIP_PARTS = frozenset({"tests", "test", "testing", "__pycache__", "benchmarks", "examples", "docs"})
 
 
-def _norm(name: str) -> str:
+def normalise_name(name: str) -> str:
+    """A distribution name as PEP 503 compares them (`Py_Thing.x` -> `py-thing-x`)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -109,7 +110,7 @@ def installed(site: Path) -> dict[str, tuple[str, Path]]:
     out: dict[str, tuple[str, Path]] = {}
     for info in site.glob("*.dist-info"):
         name, _, version = info.name[: -len(".dist-info")].partition("-")
-        out[_norm(name)] = (version, info)
+        out[normalise_name(name)] = (version, info)
     return out
 
 
@@ -162,7 +163,7 @@ def stdlib_breakages(python: Path, dists: Iterable[str], *, timeout_s: float = 6
     if site is None:
         return {}
     have = installed(site)
-    wanted = {_norm(d): modules_of(have[_norm(d)][1]) for d in dists if _norm(d) in have}
+    wanted = {normalise_name(d): modules_of(have[normalise_name(d)][1]) for d in dists if normalise_name(d) in have}
     wanted = {d: mods for d, mods in wanted.items() if mods}
     if not wanted:
         return {}

@@ -32,10 +32,8 @@ FullError = apsw.FullError
 StdlibError = sqlite3.Error
 
 
-def connect(path: str | Path, *, readonly: bool = False) -> apsw.Connection:
+def connect(path: str | Path) -> apsw.Connection:
     """An apsw connection to the file `path` (":memory:" for a private in-memory one)."""
-    if readonly:
-        return apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     return apsw.Connection(str(path))
 
 

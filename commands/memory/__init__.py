@@ -17,7 +17,15 @@ Every function returns a report or the recorded events; every refusal is a Swecl
 
 from __future__ import annotations
 
-from projections.memory import MaterialiseReport, materialise_version
+from projections.memory import (
+    DEFAULT_POLICY,
+    GovernancePolicy,
+    GradingSecrets,
+    MaterialiseReport,
+    leak_lines,
+    materialise_version,
+    test_name_forms,
+)
 
 from ._daydream import (
     DaydreamInput,
@@ -42,16 +50,7 @@ from ._dream import (
     plan_dream,
     shingles,
 )
-from ._governance import (
-    DEFAULT_POLICY,
-    Checker,
-    GovernancePolicy,
-    GradingSecrets,
-    Violation,
-    find_secret,
-    leak_lines,
-    test_name_forms,
-)
+from ._governance import Checker, Violation, find_secret
 from ._seed import (
     ExportReport,
     SeedPlan,

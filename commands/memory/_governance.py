@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from agents import Scrubber
-from projections.memory import DEFAULT_POLICY, GovernancePolicy, GradingSecrets, leak_lines, test_name_forms
+from projections.memory import DEFAULT_POLICY, GovernancePolicy, GradingSecrets, leak_lines, test_names_pattern
 from projections.memory import normalise_space as _normalise
 
 # Fields of an item, in the order they are checked (the reason names the first hit).
@@ -111,17 +111,7 @@ class Checker:
         self.policy = policy
         self._scrubber = scrubber if scrubber is not None else Scrubber()
         self.leaks = leak_lines(secrets.test_patch, policy.min_leak_line_chars) if secrets else []
-        names: dict[str, None] = {}
-        if secrets:
-            for name in [*secrets.fail_to_pass, *secrets.pass_to_pass]:
-                for form in test_name_forms(name):
-                    if len(form) >= policy.min_test_name_chars:
-                        names[form] = None
-        self._names = (
-            re.compile("|".join(rf"(?<![\w.]){re.escape(n)}(?![\w])" for n in sorted(names, key=len, reverse=True)))
-            if names
-            else None
-        )
+        self._names = test_names_pattern(secrets, policy) if secrets else None
 
     def check(self, fields: Mapping[str, str | Iterable[str] | None]) -> Violation | None:
         """The first rule `fields` (title, body, tags, files, symbols, patch) breaks."""

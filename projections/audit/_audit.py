@@ -39,7 +39,7 @@ import msgspec
 
 from ledger import Ledger, LedgerError, Recorded, StreamRange, SweclError
 from ledger.events import MemoryRecalled, RunStarted, TaskRef
-from projections.memory import DEFAULT_POLICY, GradingSecrets, leak_lines, test_name_forms
+from projections.memory import DEFAULT_POLICY, GradingSecrets, leak_lines, test_names_pattern
 from projections.memory import (
     MemoryItem,
     MemoryState,
@@ -319,18 +319,8 @@ class TestContent:
     __test__ = False  # not a pytest class
 
     def __init__(self, secrets: GradingSecrets) -> None:
-        policy = DEFAULT_POLICY
-        self.lines = leak_lines(secrets.test_patch, policy.min_leak_line_chars)
-        names: dict[str, None] = {}
-        for name in [*secrets.fail_to_pass, *secrets.pass_to_pass]:
-            for form in test_name_forms(name):
-                if len(form) >= policy.min_test_name_chars:
-                    names[form] = None
-        self.pattern = (
-            re.compile("|".join(rf"(?<![\w.]){re.escape(n)}(?![\w])" for n in sorted(names, key=len, reverse=True)))
-            if names
-            else None
-        )
+        self.lines = leak_lines(secrets.test_patch, DEFAULT_POLICY.min_leak_line_chars)
+        self.pattern = test_names_pattern(secrets)
 
     def find(self, fields: Mapping[str, str]) -> list[str]:
         """One detail per field that holds test content (empty: none)."""

@@ -70,7 +70,15 @@ from ._state import (
     parse_time,
 )
 
-from ._leaks import DEFAULT_POLICY, GovernancePolicy, GradingSecrets, leak_lines, normalise_space, test_name_forms
+from ._leaks import (
+    DEFAULT_POLICY,
+    GovernancePolicy,
+    GradingSecrets,
+    leak_lines,
+    normalise_space,
+    test_name_forms,
+    test_names_pattern,
+)
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -79,6 +87,7 @@ __all__ = [
     "leak_lines",
     "normalise_space",
     "test_name_forms",
+    "test_names_pattern",
     "COOKBOOK_DIR",
     "EXPORT_FORMAT",
     "GRAPH_DB",

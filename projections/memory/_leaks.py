@@ -56,6 +56,20 @@ def leak_lines(test_patch: str, min_chars: int) -> list[str]:
 _DJANGO_NAME = re.compile(r"^(\w+) \(([\w.]+)\)")
 
 
+def test_names_pattern(secrets: GradingSecrets, policy: GovernancePolicy = DEFAULT_POLICY) -> re.Pattern[str] | None:
+    """One pattern matching every FAIL_TO_PASS / PASS_TO_PASS test of `secrets` by its full
+    id or its leaf name (those at least `min_test_name_chars` long), longest first, not
+    inside a longer identifier; None when there is none."""
+    names: dict[str, None] = {}
+    for name in [*secrets.fail_to_pass, *secrets.pass_to_pass]:
+        for form in test_name_forms(name):
+            if len(form) >= policy.min_test_name_chars:
+                names[form] = None
+    if not names:
+        return None
+    return re.compile("|".join(rf"(?<![\w.]){re.escape(n)}(?![\w])" for n in sorted(names, key=len, reverse=True)))
+
+
 def test_name_forms(name: str) -> list[str]:
     """The full test id and its leaf name (`a.py::C::test_x[p]` -> `test_x`)."""
     name = name.strip()
