@@ -38,8 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledger import Ledger, NewEvent, StreamBatch, event_id_for
-from ledger._schema import DDL, STORE_SCHEMA
+from ledger import STORE_DDL, STORE_SCHEMA, Ledger, NewEvent, StreamBatch, event_id_for
 from ledger.events import (
     AgentFinished,
     DreamFinished,
@@ -111,7 +110,7 @@ class LedgerSpec:
     seed: int = 11
 
     def key(self) -> str:
-        schema = hashlib.sha256(f"{STORE_SCHEMA}\n{DDL}".encode()).hexdigest()[:10]
+        schema = hashlib.sha256(f"{STORE_SCHEMA}\n{STORE_DDL}".encode()).hexdigest()[:10]
         what = f"e{self.events}" if self.events is not None else f"r{self.runs}"
         return f"g{GENERATOR_VERSION}-{self.name}-{what}-a{self.attempts}-s{self.task_scale:g}-seed{self.seed}-{schema}"
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from ._apply import ApplyResult, apply_check, apply_patch, is_test_path, normalize_patch, patch_paths, unsafe_reason
 from ._decide import MISSING, Decision, decide, f2p_passes, grade_log, leave_out, match_test, p2p_passes
-from ._envs import EnvBuild, EnvBuildError, EnvInfo, build_env, era_for, list_envs, pre_install_plan, prune_envs
+from ._env_info import EnvBuildError, EnvInfo
+from ._envs import EnvBuild, build_env, era_for, list_envs, prune_envs
 from ._graders import (
     GRADE_STATUSES,
     GRADER_NAMES,
@@ -23,6 +24,7 @@ from ._graders import (
 )
 from ._interpreters import Interpreter, PythonNotFound, find_python
 from ._limits import MAX_JSON_BYTES, MAX_PARQUET_BYTES, check_input_file, json_problem, loads_limited, read_limited
+from ._manifests import pre_install_plan
 from ._parsers import (
     TestStatus,
     canonical_parser,

@@ -42,8 +42,10 @@ from graders._apply import (
     snapshot,
 )
 from graders._decide import decide
-from graders._envs import EnvBuildError, EnvInfo, build_env, ensure_repo_installed, env_lock, install_environment, pre_install_plan, touch_used
-from graders._envs import era_for, guard_env, install_fingerprint, prepare_worktree
+from graders._env_info import EnvBuildError, EnvInfo
+from graders._envs import build_env, env_lock, era_for, guard_env, touch_used
+from graders._install import ensure_repo_installed, install_environment, install_fingerprint, prepare_worktree
+from graders._manifests import pre_install_plan
 from graders._interpreters import PythonNotFound, find_python
 from graders._parsers import frame_test_output, parse_log, parser_for_repo
 from graders._results_plugin import ResultsChannel, check_against_channel

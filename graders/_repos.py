@@ -15,7 +15,7 @@ in an ignored dir) reaches the next one. The only exception is what the repo's o
 install produced (`*.egg-info`, extensions compiled in place): the environment records
 those files with their size and SHA-256 after installing, and the grader keeps exactly
 them (`clean(keep=...)`), or removes everything and re-installs when one of them changed
-(see `graders._envs.prepare_worktree`). At the end of a task `Worktree.reset` puts tracked
+(see `graders._install.prepare_worktree`). At the end of a task `Worktree.reset` puts tracked
 files back and removes untracked files and the ignored files the patches named.
 
 Every git call is an argv list, never a shell, with `--` before paths, prompts off, no

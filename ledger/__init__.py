@@ -16,22 +16,23 @@ _EXPORTS = {
     "merge_ledgers": "_merge",
     "check_references": "_references",
     "GENESIS_HASH": "_schema",
+    "STORE_DDL": "_schema",
     "STORE_SCHEMA": "_schema",
     "Ledger": "_store",
-    "NewEvent": "_store",
-    "PAYLOAD_ERRORS": "_store",
-    "Recorded": "_store",
-    "StreamBatch": "_store",
-    "StreamRange": "_store",
-    "VerifyReport": "_store",
-    "blob_hash": "_store",
-    "blob_refs_of": "_store",
-    "chain_hash": "_store",
-    "decode_payload": "_store",
-    "encode_payload": "_store",
-    "event_id_for": "_store",
-    "new_event_id": "_store",
-    "utc_now": "_store",
+    "NewEvent": "_codec",
+    "PAYLOAD_ERRORS": "_codec",
+    "Recorded": "_codec",
+    "StreamBatch": "_codec",
+    "StreamRange": "_codec",
+    "VerifyReport": "_verify",
+    "blob_hash": "_blobs",
+    "blob_refs_of": "_blobs",
+    "chain_hash": "_codec",
+    "decode_payload": "_codec",
+    "encode_payload": "_codec",
+    "event_id_for": "_codec",
+    "new_event_id": "_codec",
+    "utc_now": "_codec",
     "upcast": "_upcasting",
     "upcaster": "_upcasting",
     "ConcurrencyConflict": "errors",
@@ -55,17 +56,14 @@ if TYPE_CHECKING:
     from . import events, sqlite
     from .errors import ConcurrencyConflict, IntegrityError, LedgerDamaged, LedgerError, SweclError, Terminated
     from .events import BY_TYPE, EVENT_TYPES, AnyEvent, Event, UnknownEvent
-    from ._schema import GENESIS_HASH, STORE_SCHEMA
-    from ._store import (
+    from ._schema import GENESIS_HASH, STORE_DDL, STORE_SCHEMA
+    from ._blobs import blob_hash, blob_refs_of
+    from ._codec import (
         PAYLOAD_ERRORS,
-        Ledger,
         NewEvent,
         Recorded,
         StreamBatch,
         StreamRange,
-        VerifyReport,
-        blob_hash,
-        blob_refs_of,
         chain_hash,
         decode_payload,
         encode_payload,
@@ -73,6 +71,8 @@ if TYPE_CHECKING:
         new_event_id,
         utc_now,
     )
+    from ._store import Ledger
+    from ._verify import VerifyReport
     from ._merge import MergeReport, ShardReport, merge_ledgers
     from ._references import check_references
     from ._upcasting import upcast, upcaster

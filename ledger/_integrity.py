@@ -15,7 +15,7 @@ from pathlib import Path
 
 import apsw
 
-from ._schema import DDL, META_KEYS, STORE_SCHEMA
+from ._schema import META_KEYS, STORE_DDL, STORE_SCHEMA
 
 _HEADER_SIZE = 100  # the SQLite file header: https://www.sqlite.org/fileformat.html
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
@@ -69,7 +69,7 @@ def _expected_objects() -> tuple[tuple[str, str, str | None], ...]:
     """(type, name, sql) of every object the DDL creates, in the order it creates them."""
     conn = apsw.Connection(":memory:")
     try:
-        conn.execute(DDL)
+        conn.execute(STORE_DDL)
         return tuple(_objects(conn))
     finally:
         conn.close()

@@ -29,7 +29,8 @@ from pathlib import Path
 import msgspec
 
 from .errors import ConcurrencyConflict, IntegrityError, LedgerError
-from ._store import Ledger, Recorded, StreamRange, decode_payload, encode_payload
+from ._codec import Recorded, StreamRange, decode_payload, encode_payload
+from ._store import Ledger
 from .events import Event, UnknownEvent
 
 _RAW_ENCODER = msgspec.json.Encoder(order="deterministic")

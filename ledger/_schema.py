@@ -17,14 +17,14 @@ META_KEYS = frozenset({"store_schema", "ledger_id", "created_at"})
 """The rows of `swecl_meta`, each written once when the ledger is made: `verify` wants
 exactly these (the metadata is outside the hash chain, so its form is what can be checked).
 
-`verify` also wants every table, index and trigger of `DDL` below, each with the very SQL
+`verify` also wants every table, index and trigger of `STORE_DDL` below, each with the very SQL
 text written here (SQLite keeps it in `sqlite_schema`), and nothing else: a dropped or
 rewritten trigger is how the log stops being append-only. So a change to this text (even
 to its whitespace) or a new object makes existing ledgers fail verification: it needs a
 store schema bump and a migration of the ledgers made before it.
 """
 
-DDL = """
+STORE_DDL = """
 CREATE TABLE swecl_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL

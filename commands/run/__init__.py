@@ -29,7 +29,7 @@ _EXPORTS = {
     "STAGES": "_stages",
     "Stage": "_stages",
     "get_stage": "_stages",
-    "ray_session": "_ray",
+    "ray_session": "_ray_session",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ._demo_suite import run_demo_suite
     from ._options import EXECUTORS, RunOptions
     from ._orchestrate import RunReport, execute, open_benchmark, resume_run, start_run
-    from ._ray import ray_session
+    from ._ray_session import ray_session
     from ._progress import JsonReporter, QuietReporter, Reporter, RichReporter, make_reporter
     from ._stages import DEMO_SUITE, PASSES, STAGES, Stage, get_stage
 

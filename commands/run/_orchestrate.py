@@ -285,7 +285,7 @@ def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int 
 
 def _require_executor(opts: RunOptions) -> None:
     if opts.executor == "ray":
-        from ._ray import check_ray
+        from ._ray_session import check_ray
 
         check_ray(opts)
 

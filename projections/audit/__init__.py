@@ -12,35 +12,37 @@ from typing import TYPE_CHECKING
 
 from ledger.lazy import lazy_exports
 
-_AUDIT_NAMES = (
-    "FLAG_KINDS",
-    "REUSE_THRESHOLD",
-    "Attempt",
-    "AuditedHit",
-    "AuditedRecall",
-    "CopyHop",
-    "DatasetNote",
-    "Decision",
-    "Flag",
-    "FlaggedTask",
-    "Provenance",
-    "Reuse",
-    "RunAuditSummary",
-    "TaskAudit",
-    "TestContent",
-    "WrittenBy",
-    "audit_summary",
-    "audit_task",
-    "changed_lines",
-    "run_started",
-    "patch_reuse",
-)
-_EXPORTS = {name: "_audit" for name in _AUDIT_NAMES}
+_EXPORTS = {
+    "audit_summary": "_audit",
+    "audit_task": "_audit",
+    "TestContent": "_flags",
+    "run_started": "_fold",
+    "FLAG_KINDS": "_model",
+    "REUSE_THRESHOLD": "_model",
+    "Attempt": "_model",
+    "AuditedHit": "_model",
+    "AuditedRecall": "_model",
+    "CopyHop": "_model",
+    "DatasetNote": "_model",
+    "Decision": "_model",
+    "Flag": "_model",
+    "FlaggedTask": "_model",
+    "Provenance": "_model",
+    "Reuse": "_model",
+    "RunAuditSummary": "_model",
+    "TaskAudit": "_model",
+    "WrittenBy": "_model",
+    "changed_lines": "_reuse",
+    "patch_reuse": "_reuse",
+}
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from ._audit import (
+    from ._audit import audit_summary, audit_task
+    from ._flags import TestContent
+    from ._fold import run_started
+    from ._model import (
         FLAG_KINDS,
         REUSE_THRESHOLD,
         Attempt,
@@ -55,14 +57,9 @@ if TYPE_CHECKING:
         Reuse,
         RunAuditSummary,
         TaskAudit,
-        TestContent,
         WrittenBy,
-        audit_summary,
-        audit_task,
-        changed_lines,
-        run_started,
-        patch_reuse,
     )
+    from ._reuse import changed_lines, patch_reuse
 
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

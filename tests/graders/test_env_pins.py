@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from graders._envs import build_env, exact_pins
+from graders._envs import build_env
 from graders._specs import EnvSpec
+from graders._uv import exact_pins
 from tests.graders.env_support import installed_version, make_sdist, make_wheel
 from tests.graders.exec_support import REPO
 

@@ -1,0 +1,225 @@
+"""The repository's own install into a built environment, bound to one worktree slot:
+when it must run again (`install_fingerprint`, `installed.json`), cleaning the slot
+around its products (`prepare_worktree`), the install itself (`ensure_repo_installed`)
+started from the build's packages (`BUILT`) with the repository's requirements of the era.
+
+See `graders._envs` for why the install is not part of the cached environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from graders._env_info import EnvInfo, record_env_files
+from graders._era_deps import project_requirements, self_install_extras
+from graders._integrity import products_manifest
+from graders._interpreters import uv_bin
+from graders._repos import Worktree, git, untracked_files
+from graders._run import LineResult, run_line
+from graders._specs import EnvSpec
+from graders._uv import _Log, _uv_env
+
+__all__ = [
+    "BUILT",
+    "INSTALL_RECIPE",
+    "InstallResult",
+    "ensure_repo_installed",
+    "install_environment",
+    "install_fingerprint",
+    "prepare_worktree",
+]
+
+
+@dataclass(slots=True)
+class InstallResult:
+    ran: bool
+    ok: bool
+    log: str = ""
+
+
+def install_environment(env: EnvInfo, extra: Mapping[str, str] = ()) -> dict[str, str]:
+    """Variables for setup commands run with the env: host env, env bin first, no PYTHONPATH."""
+    out = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX", "PYTHONSTARTUP")}
+    out["PATH"] = os.pathsep.join([os.fspath(env.bin_dir), os.environ.get("PATH", "")])
+    out["VIRTUAL_ENV"] = os.fspath(env.venv)
+    out.update(dict(extra))
+    return out
+
+
+_MANIFEST_NAMES = frozenset({"setup.py", "setup.cfg", "pyproject.toml"})
+
+
+def _is_dependency_manifest(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    if rel in _MANIFEST_NAMES:
+        return True
+    return name.endswith(".txt") and (name.startswith("requirements") or "/requirements/" in f"/{rel}")
+
+
+def install_fingerprint(worktree: Path, commit: str) -> str | None:
+    """SHA-256 over the dependency manifests at `commit` (root setup.py, setup.cfg,
+    pyproject.toml; every requirements*.txt and requirements/*.txt), from git's blob ids:
+    no file is read. None when `worktree` is not a git checkout."""
+    if not (worktree / ".git").exists():
+        return None
+    listing = git(["ls-tree", "-r", "-z", "--full-tree", commit], cwd=worktree).stdout.decode("utf-8", "surrogateescape")
+    lines = []
+    for entry in listing.split("\0"):
+        if not entry:
+            continue
+        meta, _, rel = entry.partition("\t")
+        if _is_dependency_manifest(rel):
+            lines.append(f"{meta.split()[-1]} {rel}")
+    return hashlib.sha256("\n".join(sorted(lines)).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _install_state(env: EnvInfo) -> dict:
+    try:
+        state = json.loads((env.path / "installed.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def prepare_worktree(env: EnvInfo, spec: EnvSpec, wt: Worktree) -> str:
+    """Clean the slot before a grade: every untracked and ignored file goes except the
+    products of the env's install from this slot, which must be as the install left them
+    (size and SHA-256); if one is missing or changed, everything goes and the install is
+    forgotten so it runs again. Call with the env's lock held. Returns a note for the log."""
+    state = _install_state(env)
+    products = state.get("products")
+    if not spec.install or state.get("worktree") != os.fspath(wt.path) or not state.get("ok") or not isinstance(products, dict):
+        wt.clean()
+        return "worktree cleaned (untracked and ignored files removed)"
+    removed = wt.clean(keep=products)
+    now = products_manifest(wt.path, products)
+    damaged = sorted(p for p in products if now.get(p) != products[p])
+    if damaged:
+        wt.clean()
+        (env.path / "installed.json").unlink(missing_ok=True)
+        return (f"worktree cleaned; {len(damaged)} install product(s) changed since the install "
+                f"({', '.join(damaged[:3])}): removed all, the install runs again")
+    return f"worktree cleaned: {len(removed)} untracked/ignored file(s) removed, {len(products)} install product(s) kept"
+
+
+def ensure_repo_installed(
+    env: EnvInfo,
+    spec: EnvSpec,
+    worktree: Path,
+    commit: str,
+    *,
+    fingerprint: str | None = None,
+    timeout_s: float = 3600,
+) -> InstallResult:
+    """Run spec.install in `worktree` unless the env already has it installed from there.
+
+    Call with the env's lock held (`env_lock`). Re-runs when the last install was made
+    from another worktree, failed, had other dependency manifests (`fingerprint`, see
+    `install_fingerprint`), or (install_per_task) at another commit. After an install
+    its products in the worktree and the venv's files are recorded.
+    """
+    if not spec.install:
+        return InstallResult(ran=False, ok=True)
+    state_file = env.path / "installed.json"
+    state = _install_state(env)
+    same_place = (
+        state.get("worktree") == os.fspath(worktree) and state.get("ok") is True and state.get("install") == spec.install
+        and state.get("fingerprint") == fingerprint and state.get("recipe") == INSTALL_RECIPE
+    )
+    if same_place and (not spec.install_per_task or state.get("commit") == commit):
+        return InstallResult(ran=False, ok=True, log=f"(repo already installed from {worktree} at {state.get('commit')})\n")
+    state_file.unlink(missing_ok=True)
+    results: list[LineResult] = []
+    variables: dict[str, str] = {}
+    era_note = _back_to_built(env, timeout_s=timeout_s)
+    era_note += _era_dependencies(env, spec.install, worktree, timeout_s=timeout_s)
+    for line in [spec.install]:  # `a; b` lines are split by run_line itself
+        results.append(
+            run_line(line, cwd=worktree, env=install_environment(env), python=env.python,
+                     bin_dir=env.bin_dir, variables=variables, timeout_s=timeout_s)
+        )
+    ok = all(r.status == "ok" for r in results)
+    text = era_note + "".join(f"$ {r.line}\n{r.output}[{r.status}{': ' + r.reason if r.reason else ''}]\n" for r in results)
+    products: dict = {}
+    if (worktree / ".git").exists():
+        products = products_manifest(worktree, untracked_files(worktree))
+    # installing writes into the venv too (the editable finder, scripts): the harness's own act
+    record_env_files(env)
+    state_file.write_text(
+        json.dumps({"worktree": os.fspath(worktree), "commit": commit, "install": spec.install, "ok": ok,
+                    "recipe": INSTALL_RECIPE,
+                    "fingerprint": fingerprint, "products": products, "at": time.time()}) + "\n",
+        encoding="utf-8",
+    )
+    return InstallResult(ran=True, ok=ok, log=text)
+
+
+# 2: the repository's own requirements are installed under the era cut-off first
+INSTALL_RECIPE = 2
+
+# The env's packages as its build left them (`uv pip freeze`), so that every install of
+# the repository starts from them: an install for other dependency manifests (another
+# task's setup.py) leaves packages behind, and the next install keeps whatever already
+# satisfies it (pytest 8 from an unpinned install stays where the era has pytest 6).
+# SWE-bench builds each instance's image from the environment image the same way.
+BUILT = "built.txt"
+
+
+def _record_built(python: Path, path: Path, log: _Log) -> None:
+    argv = [uv_bin(), "pip", "freeze", "--python", os.fspath(python)]
+    log.write("$ " + shlex.join(argv))
+    try:
+        done = subprocess.run(argv, capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.write(f"failed to run: {exc}; installs will not start from the build's packages")
+        return
+    log.write((done.stdout + done.stderr).decode("utf-8", "replace").rstrip() + f"\n[exit {done.returncode}]")
+    if done.returncode == 0:
+        path.write_bytes(done.stdout)
+
+
+def _back_to_built(env: EnvInfo, *, timeout_s: float) -> str:
+    """The venv's packages back to the build's (`uv pip sync`, from uv's cache); lines
+    for the install log. An env built before builds were recorded is left as it is."""
+    built = env.path / BUILT
+    if not built.is_file():
+        return ""
+    return _uv_install_log(["pip", "sync", "--python", os.fspath(env.python), os.fspath(built)], timeout_s=timeout_s,
+                           failed="the env's packages could not be put back to its build's")
+
+
+def _uv_install_log(args: list[str], *, timeout_s: float, failed: str, cwd: Path | None = None) -> str:
+    """One uv call of the repository's install step, as lines for its install log (which
+    is text the grade keeps, not the build's `_Log`); `failed` says what a failure means."""
+    argv = [uv_bin(), *args]
+    try:
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL,
+                              timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"[swecl] {failed} ({exc})\n"
+    out = (done.stdout + done.stderr).decode("utf-8", "replace")
+    verdict = "ok" if done.returncode == 0 else f"exit {done.returncode}: {failed}"
+    return f"$ {shlex.join(argv)}\n{out}[{verdict}]\n"
+
+
+def _era_dependencies(env: EnvInfo, install: str, worktree: Path, *, timeout_s: float) -> str:
+    """Before `pip install -e .[extras]`: the checkout's requirements installed with uv as
+    of the env's era (see `graders._era_deps`). Returns the lines for the install log;
+    when anything fails, pip resolves as it would have, and the log says so."""
+    extras = self_install_extras(install)
+    if extras is None or not env.exclude_newer:
+        return ""
+    reqs, how = project_requirements(worktree, env.python, extras, timeout_s=min(timeout_s, 600))
+    head = f"[swecl] the repository's requirements as of {env.exclude_newer}: {how}\n"
+    if not reqs:
+        return head
+    args = ["pip", "install", "--python", os.fspath(env.python), "--exclude-newer", env.exclude_newer, *reqs]
+    return head + _uv_install_log(args, cwd=worktree, timeout_s=timeout_s, failed="not installed: pip resolves them instead")

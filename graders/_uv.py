@@ -1,0 +1,183 @@
+"""uv plumbing of the environment builds: running uv with a build log (`_Log`, `_uv_run`),
+the era cut-off applied to every call (`_Cutoff`, `_uv_with_cutoff`, exact pins exempt),
+and installing a batch of requirements with its fallbacks (`_uv_install`).
+
+Why the cut-off and how packages are installed: see `graders._envs`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from graders._interpreters import uv_bin
+from graders._py_compat import normalise_name
+
+__all__ = ["IMAGE_ERA", "exact_pins"]
+
+
+class _Log:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fh = open(path, "a", encoding="utf-8")
+
+    def write(self, text: str) -> None:
+        self.fh.write(text if text.endswith("\n") else text + "\n")
+        self.fh.flush()
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def _uv_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX")}
+    env["UV_PYTHON_DOWNLOADS"] = "never"
+    return env
+
+
+def _uv_run(args: list[str], log: _Log, *, timeout_s: float = 3600) -> tuple[bool, str]:
+    argv = [uv_bin(), *args]
+    log.write("$ " + shlex.join(argv))
+    try:
+        done = subprocess.run(argv, capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.write(f"failed to run: {exc}")
+        return False, str(exc)
+    text = (done.stdout + done.stderr).decode("utf-8", "replace").rstrip()
+    log.write(text + f"\n[exit {done.returncode}]")
+    return done.returncode == 0, text
+
+
+def _uv(args: list[str], log: _Log, *, timeout_s: float = 3600) -> bool:
+    return _uv_run(args, log, timeout_s=timeout_s)[0]
+
+
+# uv's words for a file whose index gives no upload time: under --exclude-newer it is dropped.
+_NO_UPLOAD_TIME = "missing an upload date"
+
+
+def _find_links_configured() -> bool:
+    """Whether uv will read find-links (never filtered by --exclude-newer): from the
+    environment or a uv.toml it reads."""
+    if os.environ.get("UV_FIND_LINKS"):
+        return True
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    for conf in (os.environ.get("UV_CONFIG_FILE"), os.path.join(xdg, "uv", "uv.toml"), "/etc/uv/uv.toml"):
+        try:
+            text = Path(conf).read_text(encoding="utf-8") if conf else ""
+        except OSError:
+            continue
+        if re.search(r"^\s*find-links\s*=", text, re.MULTILINE):
+            return True
+    return False
+
+
+# An exact pin (`name==1.2`, `name[extra]===1.2`, with or without a marker): the spec's
+# own choice, which the era cut-off must not overrule.
+_EXACT_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*[^\s,;*]+\s*(?:;.*)?$")
+
+
+def exact_pins(requirements: Iterable[str]) -> dict[str, str]:
+    """{normalised name: requirement} of the exact pins among `requirements`."""
+    out: dict[str, str] = {}
+    for req in requirements:
+        m = _EXACT_PIN.match(req)
+        if m:
+            out[normalise_name(m.group(1))] = req.strip()
+    return out
+
+
+# When SWE-bench's environment images were built: the specs' exact pins are of then.
+IMAGE_ERA = "2024-12-31T00:00:00Z"
+
+
+@dataclass(slots=True)
+class _Cutoff:
+    """The era cut-off of one build: applied to every uv call until an index shows it has
+    no upload times, then dropped (once, with one warning) for the rest of the build.
+
+    Exact pins are exempt: swebench's specs pin versions released after a task's era
+    (pytest 4.5 pins attrs 23.1.0), and a pin is the spec's decision, so the cut-off only
+    chooses what the spec leaves open (unpinned packages and every dependency)."""
+
+    when: str | None
+    warnings: list[str] = field(default_factory=list)
+    applied: bool = True
+
+    def args(self, requirements: Iterable[str] = (), exempt: Mapping[str, str] | None = None) -> list[str]:
+        """uv's arguments; `exempt`: package -> its own cut-off (a later date)."""
+        if not (self.when and self.applied):
+            return []
+        out = ["--exclude-newer", self.when]
+        for name in exact_pins(requirements):
+            out += ["--exclude-newer-package", f"{name}=false"]
+        for name, when in (exempt or {}).items():
+            out += ["--exclude-newer-package", f"{name}={max(when, self.when)}"]
+        return out
+
+    def drop(self, log: _Log, why: str) -> None:
+        self.applied = False
+        text = f"the era cut-off {self.when} cannot apply ({why}); packages resolve by the spec's pins alone"
+        self.warnings.append(text)
+        log.write(f"# {text}")
+
+
+def _uv_with_cutoff(
+    args: list[str], cutoff: _Cutoff, log: _Log, requirements: Iterable[str] = (), exempt: Mapping[str, str] | None = None
+) -> bool:
+    """One uv call under the cut-off; when the index has no upload times, again without."""
+    with_cutoff = cutoff.args(requirements, exempt)
+    ok, text = _uv_run([*args, *with_cutoff], log)
+    if not ok and with_cutoff and _NO_UPLOAD_TIME in text:
+        cutoff.drop(log, "the package index serves no upload times")
+        ok, _ = _uv_run(args, log)
+    return ok
+
+
+def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cutoff: _Cutoff | None = None) -> list[str]:
+    """Install with uv: the batch online, then offline, then online without build
+    isolation (old sdists such as MarkupSafe 1.0 only build against the venv's own
+    setuptools); then one by one, each held to the batch's exact pins by a constraints
+    file, so a later package can never replace an earlier pin (trio pulled in by
+    exceptiongroup must not upgrade astropy 1.3's attrs 17.3.0). Returns warnings."""
+    if not requirements:
+        return []
+    cut = cutoff or _Cutoff(None)
+    # Compiled now, so an unconfined test run has no bytecode to write into the venv (see
+    # graders._integrity); files that do not compile (Python 2 leftovers) are skipped by uv.
+    base = ["pip", "install", "--compile-bytecode", "--python", os.fspath(python)]
+    # Online first: offline, uv resolves among the files it happens to have cached, so the
+    # same spec could give another environment on another machine. Offline is the fallback.
+    attempts = ([], ["--offline"], ["--no-build-isolation"])
+    for mode in attempts:
+        if _uv_with_cutoff([*base, *mode, *requirements], cut, log, requirements):
+            return []
+    pins = exact_pins(requirements)
+    if pins and cut.when and cut.applied and cut.when < IMAGE_ERA:
+        # The spec pins releases newer than the task (sphinx 3.0's tox 4.16.0, of 2024),
+        # and their own dependencies (cachetools>=5.3.3) did not exist at the era: the
+        # pins are of SWE-bench's images, so the batch resolves as of when they were built.
+        log.write(f"# {what}: the spec's pins need packages newer than the era {cut.when}; "
+                  f"resolving this batch as of {IMAGE_ERA}, when SWE-bench's images were built")
+        images = _Cutoff(IMAGE_ERA)
+        for mode in attempts:
+            if _uv_with_cutoff([*base, *mode, *requirements], images, log, requirements):
+                return []
+    log.write(f"# {what}: the batch failed; installing one by one, held to its exact pins")
+    constraints = python.parent.parent.parent / f".swecl-{what}-pins.txt"  # beside the venv, in the build dir
+    failed = []
+    for req in requirements:
+        # Its own pin is left out, so a pin that cannot install fails alone.
+        own = exact_pins([req])
+        held = [line for name, line in pins.items() if name not in own]
+        constraints.write_text("".join(f"{line}\n" for line in held), encoding="utf-8")
+        extra = ["--constraint", os.fspath(constraints)] if held else []
+        if not any(_uv_with_cutoff([*base, *mode, *extra, req], cut, log, [req, *held]) for mode in attempts):
+            failed.append(req)
+    constraints.unlink(missing_ok=True)
+    return [f"{what}: could not install {req}" for req in failed]
