@@ -5,7 +5,7 @@
 The long version of tests/reliability/test_crash_random.py: rounds of demo runs
 (plugin-blank on the spans sequence; every J-th round spans + iniconf with --jobs 2),
 each killed K times at points drawn from the seed (after an event type, after N events,
-or at a time; see tests/reliability/crashkit.py), then resumed to the end. After every
+or at a time; see bench/crashkit.py), then resumed to the end. After every
 round: every planned task finished exactly once, abandoned attempts recorded, no memory
 from an abandoned attempt, `swecl verify` passes, and `swecl metrics --json` equals an
 uninterrupted run's. Prints a summary; exits 1 if any round broke a promise.
@@ -23,17 +23,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tests.reliability.crashkit import (
-    INICONF,
-    SPANS,
-    CrashReport,
-    crash_loop,
-    kill_plan,
-    live_memory,
-    metrics_doc,
-    run_invariants,
-    swecl,
-)
+from bench.crashkit import CrashReport, crash_loop, kill_plan, live_memory, metrics_doc, run_invariants
+from bench.processes import INICONF, SPANS, swecl
 
 SINGLE = ("--stage", "plugin-blank", "--sequence", SPANS)
 PAIR = ("--stage", "plugin-blank", "--sequence", SPANS, "--sequence", INICONF, "--jobs", "2")  # all passes: 39 tasks

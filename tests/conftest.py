@@ -23,3 +23,10 @@ def shared() -> Path:
     if found is None:
         pytest.skip("SKIPPED LOUDLY: ../shared (real logs, manifests, CLI captures) is not beside this checkout; set SWECL_SHARED")
     return found
+
+
+@pytest.fixture(scope="session")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One swecl cache (demo repositories, test environments) per test process: the demo
+    is built once per process, whichever package's tests ask for it first."""
+    return tmp_path_factory.mktemp("swecl-cache")

@@ -4,42 +4,25 @@ the audit flags what the seeded run recalled of its own tasks."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from projections import export_run
-from projections import replay
+from bench.processes import SPANS, swecl
 from commands.cli._audit import audit_cmd
-from commands.inputs import load_task_secrets
-from projections.audit import audit_summary, audit_task
-from commands.inputs import load_predictions
+from commands.inputs import load_predictions, load_task_secrets
 from ledger import Ledger
+from projections import export_run, replay
+from projections.audit import audit_summary, audit_task
 
 pytestmark = pytest.mark.slow
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SPANS = "swecl-demo_spans_sequence"
-
-
-def swecl(results: Path, cache: Path, *args: str) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("SWECL_FAILPOINTS", "SWECL_RESULTS")}
-    env.update(SWECL_CACHE=str(cache), PYTHONPATH=str(REPO_ROOT))
-    proc = subprocess.run([sys.executable, "-m", "commands", "--results", str(results), *args],
-                          capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=600)
-    assert proc.returncode == 0, f"swecl {' '.join(args)}: {proc.stdout}\n{proc.stderr}"
-
-
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cache = tmp_path_factory.mktemp("swecl-cache")
+def demo(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
     results = tmp_path_factory.mktemp("audit-demo")
-    swecl(results, cache, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--quiet")
-    swecl(results, cache, "run", "--stage", "plugin-accum", "--sequence", SPANS, "--quiet")
+    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--quiet", cache=cache)
+    swecl(results, "run", "--stage", "plugin-accum", "--sequence", SPANS, "--quiet", cache=cache)
     return results
 
 

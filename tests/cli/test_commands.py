@@ -17,11 +17,6 @@ MANIFEST_COUNTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("cache")
-
-
 def test_agents_json(tmp_path: Path, cache: Path) -> None:
     listed = swecl_json(tmp_path, "agents", cache=cache)
     assert {a["name"] for a in listed} == {"demo", "oracle", "predictions", "claude", "command"}

@@ -10,6 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from bench.processes import live_processes
 from graders._envs import list_envs
 from graders._graders import GRADER_NAMES, GradeOutcome, GradeRequest, get_grader, patch_similarity
 from graders._specs import EnvSpec
@@ -24,7 +25,6 @@ from tests.graders.exec_support import (
     WRONG_PATCH,
     shared_grading_cache,
 )
-from tests.reliability.support import live_processes_with
 
 pytestmark = pytest.mark.slow
 
@@ -177,9 +177,9 @@ def test_hanging_test_times_out_and_its_children_die(setup, sandbox: str) -> Non
     assert out.status == "timeout" and out.resolved is False, out.log.decode()
     assert out.test_exit_code is None and b"timed out" in out.log
     deadline = time.monotonic() + 5
-    while live_processes_with(token) and time.monotonic() < deadline:
+    while live_processes(cmdline=token) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not live_processes_with(token), "a child of the timed-out test run (in its own session) is still alive"
+    assert not live_processes(cmdline=token), "a child of the timed-out test run (in its own session) is still alive"
 
 
 def test_skipped_fail_to_pass_is_unresolved(setup) -> None:

@@ -15,11 +15,6 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("cache")
-
-
-@pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
     results = tmp_path_factory.mktemp("metrics-run")
     swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--quiet", cache=cache)

@@ -4,18 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from .crashkit import INICONF, SPANS, swecl
+from bench.processes import INICONF, SPANS, swecl
+
 from .support import DemoCurriculum, demo_curriculum
 
 SPANS_ARGS = ("--stage", "plugin-blank", "--sequence", SPANS)
 INITIAL_ARGS = ("--stage", "plugin-blank", "--sequence", SPANS, "--passes", "initial")
 PAIR_ARGS = ("--stage", "plugin-blank", "--sequence", SPANS, "--sequence", INICONF, "--passes", "initial", "--jobs", "2")
-
-
-@pytest.fixture(scope="session")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One swecl cache (demo repositories, the test environment) per test process."""
-    return tmp_path_factory.mktemp("swecl-cache")
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .crashkit import swecl
+from bench.processes import swecl
 
 
 def _mount(*args: str) -> None:

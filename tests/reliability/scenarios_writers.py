@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .crashkit import swecl
+from bench.processes import swecl
+
 from .scenarios import _done, _mount, fill
 
 # SQLite's own sidecars of the ledger and the read-model database come and go with

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .crashkit import read_blobs, read_events
+from bench.processes import read_blobs, read_events
 
 
 @dataclass(frozen=True)
@@ -168,14 +168,13 @@ CALC_GOLD = (
 )
 
 
-def calc_test_patch(test_path: str = "tests/test_calc.py", test_name: str = "test_add_numbers") -> str:
-    if test_path == "tests/test_calc.py":
-        return (
-            "diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/test_calc.py\n+++ b/tests/test_calc.py\n"
-            "@@ -3,3 +3,7 @@ from calc import add\n \n def test_add_zero():\n     assert add(0, 0) == 0\n+\n+\n"
-            f"+def {test_name}():\n+    assert add(2, 3) == 5\n"
-        )
-    return new_file_patch(test_path, ["from calc import add", "", "", f"def {test_name}():", "    assert add(2, 3) == 5"])
+def calc_test_patch() -> str:
+    """The calc task's test patch: one new test, `test_add_numbers`."""
+    return (
+        "diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/test_calc.py\n+++ b/tests/test_calc.py\n"
+        "@@ -3,3 +3,7 @@ from calc import add\n \n def test_add_zero():\n     assert add(0, 0) == 0\n+\n+\n"
+        "+def test_add_numbers():\n+    assert add(2, 3) == 5\n"
+    )
 
 
 def calc_curriculum(folder: Path, *, base: str, repo_dir: Path, repo: str = "acme/calc",
@@ -215,22 +214,6 @@ def calc_curriculum(folder: Path, *, base: str, repo_dir: Path, repo: str = "acm
 
 
 # -- scanners ---------------------------------------------------------------------------
-
-
-def live_processes_with(marker: str) -> list[int]:
-    """Pids of live (not zombie) processes whose command line holds `marker`."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
-            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in cmdline and state != "Z":
-            found.append(int(name))
-    return found
 
 
 def ledger_texts(results: Path) -> list[tuple[str, bytes]]:

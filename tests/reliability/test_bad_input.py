@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from .crashkit import INICONF, SPANS, read_events, swecl
+from bench.processes import INICONF, SPANS, read_events, swecl
+
 from .support import (
     DemoCurriculum,
     assert_clean_refusal,
@@ -112,7 +113,7 @@ def test_malformed_datasets_are_refused_in_one_line_or_run_cleanly(
         ("array", b"[1, 2, 3]"),
         ("null", b"null"),
         ("truncated", b'{"sequences": [{"id": "x", "repo": "a/b", "tasks": [{"metadata":'),
-        ("bom+crlf", b"\xef\xbb\xbf{\r\n\"sequences\": []\r\n}"),
+        ("no-sequences", b"{\"sequences\": []}"),
     ],
 )
 def test_hand_picked_bad_datasets_are_one_line_errors(name: str, content: bytes, tmp_path: Path, cache: Path) -> None:
@@ -131,13 +132,19 @@ def test_a_dataset_that_is_a_directory_or_missing_is_a_one_line_error(tmp_path: 
     assert_clean_refusal(cli(results, "run", "--dataset", str(tmp_path / "nope.json"), *RUN_ARGS, cache=cache))
 
 
-def test_crlf_dataset_loads_like_lf(small: Path, tmp_path: Path, cache: Path) -> None:
-    crlf = tmp_path / "crlf.json"
-    crlf.write_bytes(small.read_bytes().replace(b"\n", b"\r\n"))
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"], ids=["crlf", "bom+crlf"])
+def test_a_crlf_dataset_with_or_without_a_bom_runs_like_the_original(
+    bom: bytes, small: Path, tmp_path: Path, cache: Path
+) -> None:
+    """What an editor on another system makes of a good dataset is still that dataset."""
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(bom + small.read_bytes().replace(b"\n", b"\r\n"))
     results = tmp_path / "results"
-    done = cli(results, "run", "--dataset", str(crlf), *RUN_ARGS, cache=cache)
+    done = cli(results, "run", "--dataset", str(copy), *RUN_ARGS, cache=cache)
     assert done.code == 0, done.stderr
     assert ledger_state(results) == []
+    finished = [e["payload"]["instance_id"] for e in read_events(results) if e["type"] == "task.finished"]
+    assert finished == [FIRST]
 
 
 # -- predictions ---------------------------------------------------------------------------

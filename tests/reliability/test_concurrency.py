@@ -7,40 +7,19 @@ race between bare `Ledger.append`s). Here the racers are whole `swecl` commands.
 from __future__ import annotations
 
 import json
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
+from bench.crashkit import live_memory, metrics_doc, run_invariants
+from bench.processes import SPANS, LedgerWatch, kill_all, read_events, spawn, swecl, swecl_argv
+
 from .conftest import INITIAL_ARGS
-from .crashkit import (
-    SPANS,
-    LedgerWatch,
-    kill_all,
-    live_memory,
-    metrics_doc,
-    read_events,
-    run_invariants,
-    spawn,
-    swecl,
-    swecl_argv,
-)
 from .support import assert_clean_refusal
 
 pytestmark = pytest.mark.slow
 
 FIRST_SPANS_TASK = "swecl-demo__spans-8"
-
-
-def _wait_for(watch: LedgerWatch, type_: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(t == type_ for _, _, t in watch.since(0)):
-            return
-        assert proc.poll() is None, f"the run ended (exit {proc.returncode}) before any {type_}"
-        time.sleep(0.02)
-    raise AssertionError(f"no {type_} within {timeout}s")
 
 
 def test_two_runs_of_different_stages_and_readers_share_one_ledger(
@@ -58,7 +37,7 @@ def test_two_runs_of_different_stages_and_readers_share_one_ledger(
     try:
         for version, proc in zip(("blank", "base"), runs, strict=True):
             watch = LedgerWatch(results / "ledger.db", version)
-            _wait_for(watch, "run.started", proc)
+            watch.wait_for("run.started", proc)
             watch.close()
         # readers alongside the writers: every answer is complete JSON, never an error
         while any(p.poll() is None for p in runs):
@@ -126,7 +105,7 @@ def test_resume_of_a_running_run_is_refused_and_writes_nothing(tmp_path: Path, c
                    log=tmp_path / "busy.log")
     watch = LedgerWatch(results / "ledger.db", "busy")
     try:
-        _wait_for(watch, "task.finished", runner)
+        watch.wait_for("task.finished", runner)
         before = [e["event_id"] for e in read_events(results, prefix="run/busy") if e["stream"] == "run/busy"]
         refused = swecl(results, "run", "--resume", "busy", "--quiet", cache=cache, check=False)
         assert assert_clean_refusal(refused) == "swecl: error: run busy is being run by another process right now"

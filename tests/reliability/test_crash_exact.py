@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.crashkit import differences_from
+from bench.processes import REPO_ROOT, SPANS, read_events, run_exists, swecl, swecl_env
 from ledger import Ledger
 
 from .conftest import INITIAL_ARGS
-from .crashkit import REPO_ROOT, SPANS, differences_from, read_events, run_exists, swecl, swecl_env
 
 pytestmark = pytest.mark.slow
 
@@ -115,7 +116,7 @@ def test_ctrl_c_mid_run_records_interrupted_and_the_resume_matches(
     import signal
     import time
 
-    from .crashkit import LedgerWatch, spawn, swecl_argv
+    from bench.processes import LedgerWatch, spawn, swecl_argv
 
     results = tmp_path / "results"
     own = tmp_path / "cache"  # SIGINT reaches git too: what it leaves must not reach other tests
@@ -159,6 +160,17 @@ def test_a_lock_file_left_by_a_killed_git_command_does_not_break_later_tasks(
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["statuses"] == {"acme__calc-1": "resolved"}, (attempt, [
             e["payload"].get("error") for e in read_events(results) if e["type"] in ("agent.finished", "grade.finished")])
+        if attempt != "first":
+            continue
         # what a killed git leaves in every slot's private git dir
-        for slot_git in (cache / "repos" / f"{repo.replace('/', '__')}.git" / "worktrees").iterdir():
+        slot_gits = list((cache / "repos" / f"{repo.replace('/', '__')}.git" / "worktrees").iterdir())
+        assert slot_gits, "the first grade left no worktree slot to plant the lock in"
+        for slot_git in slot_gits:
             (slot_git / leftover).write_text("0000000000000000000000000000000000000000\n")
+        # positive control: a plain git in the slot is stopped by the planted lock
+        slots = [p for p in (cache / "worktrees" / repo.replace("/", "__")).glob("slot-*") if p.is_dir()]
+        assert slots
+        for slot in slots:
+            stopped = subprocess.run(["git", "-C", str(slot), "reset", "-q", "--hard", base], capture_output=True,
+                                     text=True)
+            assert stopped.returncode != 0 and ".lock" in stopped.stderr, stopped.stderr

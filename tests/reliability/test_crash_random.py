@@ -5,19 +5,22 @@ as if it had never been interrupted.
 memory, each planned (sequence, pass, order) with exactly one `task.finished`, every
 attempt that did not finish recorded as `task.abandoned` before the next one starts, no
 memory item from an abandoned attempt, and `swecl verify` passing
-(`crashkit.differences_from`). The kill points come from a seed; where each one fires
+(`bench.crashkit.differences_from`). The kill points come from a seed; where each one fires
 is decided by watching the ledger (a read-only connection) and by timing. The soak
 script (`python -m bench.soak`) is the same with hundreds of kills.
 """
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
 
+from bench.crashkit import crash_loop, differences_from, kill_plan
+from bench.processes import read_events
+
 from .conftest import SPANS_ARGS
-from .crashkit import crash_loop, differences_from, kill_plan, read_events
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +34,9 @@ def test_twenty_random_sigkills_then_resume_match_an_uninterrupted_run(
     # a cache of its own: what a killed run leaves there must not reach other tests
     report = crash_loop(results, tmp_path / "cache", "crash", SPANS_ARGS, kill_plan(SEED, 400), kills=20,
                         log=tmp_path / "swecl.log")
-    assert report.kills >= 20
+    # the loop stops at 20 kills; each ended a launch that was still running (SIGKILL)
+    fired = [landing for landing in report.landings if landing.fired]
+    assert len(fired) == 20 and {landing.returncode for landing in fired} == {-signal.SIGKILL}, report.landings
     assert report.final is not None and report.final.returncode == 0, report.final.stderr if report.final else ""
     # the kills spread over the phases of a task, not all at one place
     assert len(report.where()) >= 3, report.where()

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from graders._results_plugin import CHANNEL_VAR, PLUGIN_NAME, ResultsChannel, check_against_channel
+from bench.processes import read_events, swecl
 from graders._parsers import TestStatus, parse_log
+from graders._results_plugin import CHANNEL_VAR, PLUGIN_NAME, ResultsChannel, check_against_channel
 from graders._run import build_test_command, test_environment
 
-from .crashkit import read_events, swecl
 from .support import CALC_FILES, CALC_GOLD, calc_curriculum, ledger_state, make_repo, new_file_patch, write_predictions
 
 pytestmark = pytest.mark.slow
@@ -179,7 +179,7 @@ def test_git_behaviour_files_never_take_a_task_out_of_the_score(graded: dict) ->
 
 
 def test_the_grade_log_says_what_was_left_out_and_what_the_channel_saw(graded: dict) -> None:
-    from .crashkit import read_blobs
+    from bench.processes import read_blobs
 
     blobs = read_blobs(graded["results"])
     logs = {name: blobs[g["log"]].decode("utf-8", "replace") for name, g in graded["grades"].items() if g.get("log")}

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from .crashkit import read_blobs, read_events, swecl
+from bench.processes import REPO_ROOT, read_blobs, read_events, swecl
+
 from .support import (
     CALC_FILES,
     CALC_GOLD,
     calc_curriculum,
+    git,
     ledger_state,
     make_repo,
     new_file_patch,
@@ -66,7 +69,8 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> dict[str, 
             CALC_GOLD + symlink_patch("link", str(outside)) + new_file_patch("link/through.txt", ["pwned"]),
             "patch_failed"),
         "symlink-relative": (
-            CALC_GOLD + symlink_patch("uplink", "../../../../../../../../..") + new_file_patch("uplink/tmp/x", ["p"]),
+            CALC_GOLD + symlink_patch("uplink", "../" * depth)
+            + new_file_patch(f"uplink/{str(outside).lstrip('/')}/symlink-relative.txt", ["pwned"]),
             "patch_failed"),
         "existing-symlink": (CALC_GOLD + new_file_patch("escape/through-repo-link.txt", ["pwned"]), "patch_failed"),
         "existing-relative-symlink": (CALC_GOLD + new_file_patch("docs/up/escaped.txt", ["pwned"]), "patch_failed"),
@@ -109,9 +113,10 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> dict[str, 
     grades = {by_instance[e["payload"]["instance_id"]]: e["payload"] for e in read_events(results)
               if e["type"] == "grade.finished"}
     return {
-        "root": root, "outside": outside, "canaries": canaries, "results": results, "statuses": statuses,
+        "root": root, "outside": outside, "slots": Path(cache, "worktrees", "acme__calc-hostile"), "canaries": canaries, "results": results, "statuses": statuses,
         "expected": {name: want for name, (_, want) in patches.items()}, "grades": grades, "cache": cache,
-        "dataset": dataset, "repo_dir": repo_dir,
+        "dataset": dataset, "repo_dir": repo_dir, "by_instance": by_instance, "base": base,
+        "patches": {name: patch for name, (patch, _) in patches.items()},
     }
 
 
@@ -128,12 +133,24 @@ def test_a_nul_byte_in_a_path_is_the_patchs_failure_not_the_harness(hostile: dic
     assert grade["error"].startswith("unsafe patch: ")
 
 
+# Every file an attack would write, by the name it would have wherever it landed.
+ATTACK_FILES = ("traversal.txt", "traversal2.txt", "absolute.txt", "through.txt", "symlink-relative.txt",
+                "through-repo-link.txt", "escaped.txt")
+
+
 def test_nothing_was_written_outside_the_worktree(hostile: dict) -> None:
-    outside: Path = hostile["outside"]
-    assert sorted(os.listdir(outside)) == []
-    root: Path = hostile["root"]
-    strays = [p for p in root.rglob("*") if p.name in ("traversal.txt", "traversal2.txt", "absolute.txt", "calc.py")
-              and "worktrees" not in p.parts and p.parent.name != "repo"]
+    # the absolute, traversal and symlink attacks all aim at one folder
+    assert sorted(os.listdir(hostile["outside"])) == []
+    # the relative ones (pkg/../.., docs/up -> ../../.., a rename to ../calc.py) land
+    # beside the worktree slots, if anywhere
+    slots: Path = hostile["slots"]
+    assert sorted(p.name for p in slots.iterdir() if not p.name.startswith("slot-")) == []
+    # and nowhere else the grader writes: the test's folders, the whole cache (worktree
+    # slots excepted: a refused patch is reset there, and the slot is cleaned for the next task)
+    strays = [
+        p for top in (hostile["root"], hostile["cache"]) for p in top.rglob("*")
+        if p.name in ATTACK_FILES and not (p.is_relative_to(slots) and p.relative_to(slots).parts[0].startswith("slot-"))
+    ]
     assert strays == []
 
 
@@ -164,7 +181,11 @@ def test_option_like_file_names_reach_no_command_line(hostile: dict) -> None:
     grade = hostile["grades"]["option-names"]
     assert grade["status"] == "resolved" and grade["applied_with"] == "git apply"
     assert not any(arg.startswith(("-rf", "--output", "--exec")) for arg in grade["test_cmd"])
-    assert not (hostile["root"] / "pwned").exists()
+    # `touch pwned`, had it run, would have made `pwned` in the working directory of
+    # whatever ran it: the worktree slot, the cache (git, uv), or swecl's own directory
+    places = [hostile["root"], hostile["cache"]]
+    assert [p for top in places for p in top.rglob("pwned")] == []
+    assert not (REPO_ROOT / "pwned").exists()
 
 
 def test_hooks_planted_in_the_repository_cache_never_run(hostile: dict, tmp_path: Path) -> None:
@@ -187,12 +208,41 @@ def test_hooks_planted_in_the_repository_cache_never_run(hostile: dict, tmp_path
     assert json.loads(done.stdout)["statuses"] == {"acme__calc-1": "resolved"}
     assert not canary.exists(), canary.read_text()
     assert ledger_state(results) == []
+    # positive control: the planted hooks do fire for a git that has hooks enabled
+    mirror = hooks.parent
+    try:
+        git(["--git-dir", str(mirror), "worktree", "add", "--detach", str(tmp_path / "control"), hostile["base"]], tmp_path)
+        assert "post-checkout" in canary.read_text()
+    finally:
+        git(["--git-dir", str(mirror), "worktree", "remove", "--force", str(tmp_path / "control")], tmp_path)
+        for hook in hooks.iterdir():
+            if hook.read_text().endswith(f">> '{canary}'\n"):
+                hook.unlink()
 
 
-def test_the_recorded_patch_is_what_was_graded(hostile: dict) -> None:
-    """The hostile text is kept as evidence (a blob), byte for byte what the grader saw."""
+def _tree_after(repo_dir: Path, base: str, patch: bytes, where: Path) -> dict[str, bytes]:
+    """Every file of `repo_dir` at `base` with `patch` applied (git apply, as graded)."""
+    git(["clone", "-q", str(repo_dir), str(where)], repo_dir.parent)
+    git(["checkout", "-q", "--detach", base], where)
+    subprocess.run(["git", "apply", "-"], input=patch, cwd=where, check=True, capture_output=True)
+    return {str(f.relative_to(where)): f.read_bytes() for f in where.rglob("*")
+            if f.is_file() and ".git" not in f.relative_to(where).parts}
+
+
+def test_the_recorded_patch_is_what_was_graded(hostile: dict, tmp_path: Path) -> None:
+    """The hostile text is kept as evidence (a blob): a refused patch byte for byte as it
+    was given; an applied one as the diff of the worktree it made, which changes the
+    repository exactly as the given patch does."""
     blobs = read_blobs(hostile["results"])
-    patches = {e["payload"]["instance_id"]: blobs[e["payload"]["patch"]].decode("utf-8", "replace")
-               for e in read_events(hostile["results"]) if e["type"] == "agent.finished" and e["payload"]["patch"]}
-    assert any("escape/through-repo-link.txt" in p for p in patches.values())
-    assert ledger_state(hostile["results"]) == []
+    recorded = {hostile["by_instance"][e["payload"]["instance_id"]]: blobs[e["payload"]["patch"]]
+                for e in read_events(hostile["results"]) if e["type"] == "agent.finished" and e["payload"]["patch"]}
+    given = {name: patch.encode("utf-8") for name, patch in hostile["patches"].items()}
+    assert recorded.keys() == given.keys()
+    applied = {name for name, status in hostile["statuses"].items() if status != "patch_failed"}
+    assert applied == {"option-names", "conftest", "test-edit"}
+    for name in sorted(set(given) - applied):
+        assert recorded[name] == given[name], name
+    for name in sorted(applied):
+        trees = [_tree_after(hostile["repo_dir"], hostile["base"], patch, tmp_path / name / which)
+                 for which, patch in (("given", given[name]), ("recorded", recorded[name]))]
+        assert trees[0] == trees[1], name

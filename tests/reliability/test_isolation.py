@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from .crashkit import read_blobs, read_events, spawn, swecl, swecl_argv, swecl_env
-from .support import CALC_GOLD, calc_curriculum, git, ledger_state, live_processes_with, make_repo, write_predictions
+from bench.processes import live_processes, read_blobs, read_events, spawn, swecl, swecl_argv
+
+from .support import CALC_GOLD, calc_curriculum, git, ledger_state, make_repo, write_predictions
 
 pytestmark = pytest.mark.slow
 
@@ -111,9 +112,9 @@ subprocess.Popen([sys.executable, "-c", {code!r}, {token!r}], start_new_session=
 
 def _wait_gone(token: str, seconds: float = 10.0) -> list[int]:
     deadline = time.monotonic() + seconds
-    while live_processes_with(token) and time.monotonic() < deadline:
+    while live_processes(cmdline=token) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return live_processes_with(token)
+    return live_processes(cmdline=token)
 
 
 @pytest.fixture(scope="module")
@@ -211,7 +212,7 @@ def _start_hanging_grade(calc: dict, tmp: Path, cache: Path, token: str, sandbox
     proc = spawn(swecl_argv(results, "grade", "--dataset", str(dataset), "--predictions", str(predictions),
                             "--sandbox", sandbox), cache=cache, log=tmp / "swecl.log")
     deadline = time.monotonic() + 300
-    while not live_processes_with(token):
+    while not live_processes(cmdline=token):
         assert proc.poll() is None, (tmp / "swecl.log").read_text()
         assert time.monotonic() < deadline, "the daemon never started"
         time.sleep(0.1)
@@ -234,12 +235,12 @@ def test_unconfined_leftovers_of_a_killed_swecl_are_ended_by_the_next_start(
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     time.sleep(0.5)
-    assert live_processes_with(token), "positive control: unconfined, the daemon survives the SIGKILL of swecl"
+    assert live_processes(cmdline=token), "positive control: unconfined, the daemon survives the SIGKILL of swecl"
     try:
         _grade(calc, tmp_path / "b", cache, [CALC_GOLD], repo="acme/calc-kill", sandbox="none")
         assert _wait_gone(token, 5) == []
     finally:
-        for pid in live_processes_with(token):
+        for pid in live_processes(cmdline=token):
             os.kill(pid, signal.SIGKILL)
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from .crashkit import SPANS, read_events, swecl
+from bench.processes import SPANS, read_events, swecl
+
 from .support import (
     CALC_FILES,
     CALC_GOLD,
@@ -134,7 +135,15 @@ def test_the_repository_history_the_agent_can_reach_holds_no_grading_secrets(
     leaks = {}
     for iid in curriculum.instance_ids(SPANS):
         needles = [n for n in _secrets_of(curriculum, iid) if not _in_history(curriculum, iid, n)]
-        hits = find_needles([("git objects", (out / iid / "history.txt").read_bytes())], needles)
+        history = (out / iid / "history.txt").read_bytes()
+        # positive controls: the dump holds the base commit and its objects, and the
+        # needles are found in the source repository, where the later commits are
+        task = curriculum.task(iid)
+        assert task["metadata"]["base_commit"].encode() in history, iid
+        repo = curriculum.repo_dir(curriculum.sequence_of(iid)["repo"])
+        everything = subprocess.run(["git", "log", "--all", "-p"], cwd=repo, capture_output=True, check=True).stdout
+        assert needles and find_needles([("source repository", everything)], needles) != [], iid
+        hits = find_needles([("git objects", history)], needles)
         if hits:
             leaks[iid] = hits[:3]
     assert leaks == {}
@@ -178,7 +187,7 @@ def test_memory_never_holds_grading_secrets(curriculum: DemoCurriculum, tmp_path
 
 
 def _blobs(results: Path) -> dict[str, bytes]:
-    from .crashkit import read_blobs
+    from bench.processes import read_blobs
 
     return read_blobs(results)
 
@@ -260,7 +269,10 @@ def test_an_api_key_printed_by_a_setup_command_is_not_recorded(tmp_path: Path, c
     document = json.loads(dataset.read_text())
     document["sequences"][0]["environment"] = {
         **ENVIRONMENT,
-        "pre_install": ["python -c 'import os,sys; print(os.environ.get(\"ANTHROPIC_API_KEY\")); sys.exit(3)'"],
+        # the key, and a marker: a positive control that the line ran and what it printed
+        # was recorded (a reversed or encoded key would be redacted as well)
+        "pre_install": ["python -c 'import os,sys; print(os.environ.get(\"ANTHROPIC_API_KEY\")); "
+                        "print(\"setup-line-\" + \"ran\"); sys.exit(3)'"],
     }
     dataset.write_text(json.dumps(document))
     predictions = write_predictions(tmp_path / "pred.jsonl", {"acme__calc-1": CALC_GOLD})
@@ -268,4 +280,6 @@ def test_an_api_key_printed_by_a_setup_command_is_not_recorded(tmp_path: Path, c
     done = swecl(results, "grade", "--dataset", str(dataset), "--predictions", str(predictions), "--json",
                  cache=cache, env={"ANTHROPIC_API_KEY": key}, check=False)
     assert done.returncode == 0, done.stderr
-    assert find_needles(ledger_texts(results), [key]) == []
+    recorded = ledger_texts(results)
+    assert find_needles(recorded, ["setup-line-ran"]) != [], "the setup line did not run, or its output was not recorded"
+    assert find_needles(recorded, [key]) == []

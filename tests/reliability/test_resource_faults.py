@@ -19,18 +19,10 @@ from pathlib import Path
 import apsw
 import pytest
 
+from bench.crashkit import live_memory, metrics_doc, run_invariants
+from bench.processes import REPO_ROOT, SPANS, live_processes, read_events, swecl, swecl_argv, swecl_env
+
 from .conftest import INITIAL_ARGS
-from .crashkit import (
-    REPO_ROOT,
-    SPANS,
-    live_memory,
-    metrics_doc,
-    read_events,
-    run_invariants,
-    swecl,
-    swecl_argv,
-    swecl_env,
-)
 from .support import (
     CALC_FILES,
     CALC_GOLD,
@@ -280,19 +272,6 @@ def test_every_writer_into_a_read_only_mount_says_so_in_one_line(
 # -- a test that hangs, an agent that never exits ------------------------------------------------
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    if marker.encode() in fh.read():
-                        found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
 def test_a_hung_test_is_a_recorded_timeout_and_its_processes_are_gone(tmp_path: Path, cache: Path) -> None:
     marker = "1000.4242"
     hang = CALC_GOLD.replace(
@@ -313,7 +292,7 @@ def test_a_hung_test_is_a_recorded_timeout_and_its_processes_are_gone(tmp_path: 
     assert json.loads(done.stdout)["statuses"] == {"acme__calc-1": "timeout"}
     (grade,) = [e["payload"] for e in read_events(results) if e["type"] == "grade.finished"]
     assert grade["resolved"] is False and "3.0s" in grade["error"]
-    assert _processes_with(marker) == []
+    assert live_processes(cmdline=marker) == []
     assert ledger_state(results) == []
 
 
@@ -340,7 +319,7 @@ def test_an_agent_that_never_exits_is_a_recorded_timeout(
     assert agent["exit"] == "timeout" and "2.0s" in agent["error"]
     (finished,) = [e["payload"] for e in read_events(results) if e["type"] == "task.finished"]
     assert finished["status"] == "empty_patch"
-    assert _processes_with(f"1000.{n}") == []
+    assert live_processes(cmdline=f"1000.{n}") == []
     assert ledger_state(results) == []
 
 
@@ -358,7 +337,7 @@ def test_an_agents_detached_descendants_end_with_it(curriculum: DemoCurriculum, 
                      "--stage", "base", "--agent", "command", "--command", str(script), "--agent-timeout", "2",
                      "--quiet", cache=cache, check=False, timeout=300)
         assert done.returncode == 0, done.stderr
-        assert _processes_with(f"1000.{n}") == []
+        assert live_processes(cmdline=f"1000.{n}") == []
     finally:
-        for pid in _processes_with(f"1000.{n}"):
+        for pid in live_processes(cmdline=f"1000.{n}"):
             os.kill(pid, signal.SIGKILL)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from .crashkit import read_events, swecl
+from bench.processes import read_blobs, read_events, swecl
+
 from .support import (
     CALC_FILES,
     CALC_GOLD,
@@ -73,15 +74,22 @@ def test_test_file_names_and_setup_lines_never_reach_a_shell(tmp_path: Path, cac
     dataset = calc_curriculum(tmp_path / "ds", base=base, repo_dir=repo_dir, repo=repo, test_patch=test_patch,
                               fail_to_pass=f2p, pass_to_pass=[])
     document = json.loads(dataset.read_text())
-    document["sequences"][0]["environment"] = {
+    environment = {
         **ENVIRONMENT,
         "pre_install": [f"echo $(touch {canaries / 'pre0'})", f"echo `touch {canaries / 'pre1'}`",
                         f"true | touch {canaries / 'pre2'}", f"echo x > {canaries / 'pre3'}"],
         "eval_commands": [f"export SWECL_X=$(touch {canaries / 'eval0'})", f"touch {canaries / 'eval1'} &"],
     }
+    document["sequences"][0]["environment"] = environment
     dataset.write_text(json.dumps(document))
     results = tmp_path / "results"
     grade = _grade_the_gold_patch(tmp_path, dataset, results, canaries, cache)
+    # the setup lines were not run, and the grade log says so, line by line
+    log = read_blobs(results)[grade["log"]].decode()
+    notes = [line for line in log.splitlines() if line.startswith("[swecl] ")]
+    for kind, lines in (("pre_install", environment["pre_install"]), ("eval command", environment["eval_commands"])):
+        for line in lines:
+            assert any(n.startswith(f"[swecl] {kind} not run (") and n.endswith(f"): {line}") for n in notes), (line, notes)
     # the weird paths reached pytest as plain arguments, and their tests ran and passed
     assert [a for a in grade["test_cmd"] if a.startswith("tests/")] == [f.split("::")[0] for f in f2p]
     assert grade["status"] == "resolved", grade["error"]

@@ -19,7 +19,8 @@ from pathlib import Path
 import apsw
 import pytest
 
-from .crashkit import SPANS, read_events, swecl
+from bench.processes import SPANS, read_events, swecl
+
 from .support import assert_clean_refusal
 
 pytestmark = pytest.mark.slow

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.run.support import REPO_ROOT
+from bench.processes import REPO_ROOT, live_processes
 
 # Ray's defaults that would leave this machine or write outside the test: no usage
 # reports, no token file in the home directory (loopback only).
@@ -43,28 +43,6 @@ ray.shutdown()
 class RayCluster:
     address: str
     cache: Path
-
-
-def _marked(mark: str) -> list[int]:
-    """Live (not zombie) processes that carry `mark` in their environment."""
-    found: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if mark.encode() not in Path(f"/proc/{entry}/environ").read_bytes():
-                continue
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            found.append(int(entry))
-    return found
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("swecl-cache")
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +72,7 @@ def ray_cluster(cache: Path) -> Iterator[RayCluster]:
         except subprocess.TimeoutExpired:
             head.kill()
         deadline = time.monotonic() + 30
-        while (left := _marked(mark)) and time.monotonic() < deadline:
+        while (left := live_processes(environ=mark)) and time.monotonic() < deadline:
             time.sleep(0.5)
         for pid in left:  # ours: started by this fixture's Ray head
             try:

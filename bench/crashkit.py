@@ -1,10 +1,11 @@
-"""Fault injection for swecl runs: real `swecl` processes, SIGKILLed at chosen points.
+"""Fault injection for swecl runs: real `swecl` processes, SIGKILLed at chosen points,
+and the invariants a crash-resumed run must satisfy.
 
 Shared by the reliability tests and `python -m bench.soak`. The runs are real
-subprocesses, and the ledger is only ever *read*, through a read-only apsw connection,
-the way an outside observer (a monitoring job, a second terminal) would; only
-`live_memory` asks swecl itself (its memory projection). Kill points are planned from
-a seed, so a failing schedule can be replayed.
+subprocesses, and the ledger is only ever *read*, through a read-only connection
+(`bench.processes`), the way an outside observer would; only `live_memory` asks swecl
+itself (its memory projection). Kill points are planned from a seed, so a failing
+schedule can be replayed.
 
 How a kill point fires, in the order a run writes:
 
@@ -23,21 +24,15 @@ nothing of a killed run keeps writing.
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import apsw
-
-from tests.run.support import INICONF, REPO_ROOT, SPANS  # noqa: F401 (the reliability tests import them from here)
+from .processes import LedgerWatch, kill_all, read_events, run_exists, spawn, swecl, swecl_argv
 
 # Types a `type` kill point waits for: one per phase of a task, plus the launch's own mark.
 WATCHED_TYPES = (
@@ -50,181 +45,9 @@ WATCHED_TYPES = (
     "task.finished",
     "memory.written",
 )
-# A launch lets at most this many tasks finish past its point's `skip` before the kill
-# fires anyway, so a short run survives many kills and they spread over all its tasks.
+# A launch lets at most this many tasks finish before the kill fires anyway, so a short
+# run survives many kills and they spread over all its tasks.
 SLACK_TASKS = 1
-
-
-# -- running swecl -----------------------------------------------------------------------
-
-
-def swecl_env(cache: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a swecl subprocess: this checkout on PYTHONPATH, its own cache.
-
-    Bytecode goes to a cache outside the checkout (PYTHONPYCACHEPREFIX): these tests
-    start swecl hundreds of times, and recompiling every import each time would triple
-    their cost where PYTHONDONTWRITEBYTECODE is set. Nothing is written into the project.
-    """
-    inherited = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("SWECL_FAILPOINTS", "SWECL_RESULTS", "SWECL_DEBUG", "PYTHONDONTWRITEBYTECODE")
-    }
-    return {
-        **inherited,
-        "PYTHONPYCACHEPREFIX": inherited.get("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "swecl-test-pycache")),
-        "SWECL_CACHE": str(cache),
-        "PYTHONPATH": str(REPO_ROOT),
-        **(extra or {}),
-    }
-
-
-def swecl_argv(results: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "commands", "--results", str(results), *args]
-
-
-def swecl(
-    results: Path,
-    *args: str,
-    cache: Path,
-    env: dict[str, str] | None = None,
-    timeout: float = 600,
-    check: bool = True,
-    input: str | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """Run `swecl --results RESULTS ARGS...` to completion."""
-    proc = subprocess.run(
-        swecl_argv(results, *args),
-        capture_output=True,
-        text=True,
-        env=swecl_env(cache, env),
-        timeout=timeout,
-        cwd=REPO_ROOT,
-        input=input,
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"swecl {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
-def spawn(
-    argv: Sequence[str], *, cache: Path, env: dict[str, str] | None = None, log: Path | None = None
-) -> subprocess.Popen[bytes]:
-    """Start argv in a new session (its own process group), output to `log`."""
-    out = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115 - closed by the child's exit
-    try:
-        return subprocess.Popen(
-            list(argv), cwd=REPO_ROOT, env=swecl_env(cache, env), stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-    finally:
-        if log is not None:
-            out.close()  # type: ignore[union-attr]
-
-
-def _descendants(root: int) -> list[int]:
-    """Every live process whose parent chain leads to `root` (through /proc)."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        # the command name is in parentheses and may hold spaces: split after the last ')'
-        fields = stat[stat.rfind(")") + 2 :].split()
-        parents[int(entry)] = int(fields[1])
-    found: list[int] = []
-    frontier = [root]
-    while frontier:
-        pid = frontier.pop()
-        kids = [p for p, pp in parents.items() if pp == pid]
-        found.extend(kids)
-        frontier.extend(kids)
-    return found
-
-
-def kill_all(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the process, its group and every descendant (even ones in other sessions).
-
-    Descendants are listed first and frozen with SIGSTOP so none can fork away while
-    the group dies; then everything gets SIGKILL.
-    """
-    pids = _descendants(proc.pid)
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGSTOP)
-        except ProcessLookupError:
-            pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    for pid in [*pids, *_descendants(proc.pid)]:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait()
-
-
-# -- watching the ledger -----------------------------------------------------------------
-
-
-class LedgerWatch:
-    """A read-only look at `results/ledger.db`: new events of one run, as they land."""
-
-    def __init__(self, ledger: Path, version: str) -> None:
-        self.path = ledger
-        self.prefix = f"run/{version}"
-        self._conn: apsw.Connection | None = None
-
-    def _connect(self) -> apsw.Connection | None:
-        if self._conn is None:
-            if not self.path.exists():
-                return None
-            try:
-                conn = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
-                conn.set_busy_timeout(2000)
-                if not conn.table_exists("main", "events"):
-                    conn.close()
-                    return None
-            except apsw.Error:
-                return None
-            self._conn = conn
-        return self._conn
-
-    def head(self) -> int:
-        conn = self._connect()
-        if conn is None:
-            return 0
-        try:
-            return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0])
-        except apsw.Error:
-            return 0
-
-    def since(self, after: int) -> list[tuple[int, str, str]]:
-        """(seq, stream, type) of this run's events with seq > after."""
-        conn = self._connect()
-        if conn is None:
-            return []
-        try:
-            return [
-                (seq, stream, type_)
-                for seq, stream, type_ in conn.execute(
-                    "SELECT seq, stream, type FROM events WHERE seq > ? AND (stream = ? OR stream LIKE ?) ORDER BY seq",
-                    (after, self.prefix, self.prefix + "/%"),
-                )
-            ]
-        except apsw.Error:
-            return []
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
 
 
 # -- kill points -------------------------------------------------------------------------
@@ -232,38 +55,34 @@ class LedgerWatch:
 
 @dataclass(frozen=True)
 class KillPoint:
-    """`type`/`events`: let `skip` tasks of this launch finish, then wait for the next
-    event of `type` (or `n` more events) and `delay` seconds more. `time`: `delay`
-    seconds after launch. Either way the kill fires once `skip + SLACK_TASKS + 1` tasks
-    have finished in this launch."""
+    """`type`/`events`: wait for the launch's first event of `type` (or its `n`-th new
+    event), then `delay` seconds more. `time`: `delay` seconds after launch. Either way
+    the kill fires once the launch has finished more than its slack of tasks."""
 
     kind: str  # type | events | time
     type: str = ""
     n: int = 0
     delay: float = 0.0
-    skip: int = 0
 
     def describe(self) -> str:
-        after = f"{self.skip} tasks, then " if self.skip else ""
         if self.kind == "type":
-            return f"{after}{self.type} +{self.delay * 1000:.0f}ms"
+            return f"{self.type} +{self.delay * 1000:.0f}ms"
         if self.kind == "events":
-            return f"{after}{self.n} events +{self.delay * 1000:.0f}ms"
+            return f"{self.n} events +{self.delay * 1000:.0f}ms"
         return f"{self.delay:.2f}s after launch"
 
 
-def kill_plan(seed: int, count: int, *, max_time: float = 3.0, max_skip: int = 0) -> list[KillPoint]:
+def kill_plan(seed: int, count: int, *, max_time: float = 3.0) -> list[KillPoint]:
     """`count` kill points drawn from `seed` (the same seed gives the same plan)."""
     rng = random.Random(seed)
     plan: list[KillPoint] = []
     for _ in range(count):
         roll = rng.random()
-        skip = rng.randint(0, max_skip)
         delay = rng.choice([0.0, 0.0, rng.uniform(0, 0.3)])
         if roll < 0.55:
-            plan.append(KillPoint("type", type=rng.choice(WATCHED_TYPES), delay=delay, skip=skip))
+            plan.append(KillPoint("type", type=rng.choice(WATCHED_TYPES), delay=delay))
         elif roll < 0.8:
-            plan.append(KillPoint("events", n=rng.randint(1, 6), delay=delay, skip=skip))
+            plan.append(KillPoint("events", n=rng.randint(1, 6), delay=delay))
         else:
             plan.append(KillPoint("time", delay=rng.uniform(0.05, max_time)))
     return plan
@@ -276,8 +95,7 @@ class Landing:
     point: KillPoint
     fired: bool  # False: the process exited before the point was reached
     last_type: str | None
-    new_events: int
-    seconds: float
+    returncode: int  # of the launch: -SIGKILL when the kill ended it
 
 
 @dataclass
@@ -301,32 +119,11 @@ class CrashReport:
         return dict(sorted(counts.items()))
 
 
-def run_exists(results: Path, version: str) -> bool:
-    watch = LedgerWatch(results / "ledger.db", version)
-    try:
-        return any(t == "run.started" for _, stream, t in watch.since(0) if stream == watch.prefix)
-    finally:
-        watch.close()
-
-
 def _launch_argv(results: Path, version: str, start_args: Sequence[str], jobs: int | None) -> list[str]:
     if run_exists(results, version):
         extra = ["--jobs", str(jobs)] if jobs else []
         return swecl_argv(results, "run", "--resume", version, "--quiet", *extra)
     return swecl_argv(results, "run", *start_args, "--version", version, "--quiet")
-
-
-def _armed(seen: list[tuple[int, str, str]], skip: int) -> list[tuple[int, str, str]] | None:
-    """The events after this launch's `skip`-th task.finished (None until it happens)."""
-    if skip == 0:
-        return seen
-    count = 0
-    for i, (_, _, type_) in enumerate(seen):
-        if type_ == "task.finished":
-            count += 1
-            if count == skip:
-                return seen[i + 1 :]
-    return None
 
 
 def _fire(proc: subprocess.Popen[bytes], watch: LedgerWatch, point: KillPoint, started: float,
@@ -335,29 +132,27 @@ def _fire(proc: subprocess.Popen[bytes], watch: LedgerWatch, point: KillPoint, s
     base = watch.head()
     seen: list[tuple[int, str, str]] = []
     trigger_at: float | None = started + point.delay if point.kind == "time" else None
-    cap = point.skip + slack + 1
+    cap = slack + 1
     deadline = started + timeout
     while True:
         now = time.monotonic()
         seen += watch.since(seen[-1][0] if seen else base)
         if proc.poll() is not None:
             seen += watch.since(seen[-1][0] if seen else base)
-            return Landing(point, False, seen[-1][2] if seen else None, len(seen), now - started)
+            return Landing(point, False, seen[-1][2] if seen else None, proc.returncode)
         if now > deadline:
             kill_all(proc)
             raise TimeoutError(f"swecl ran past {timeout}s waiting for kill point {point.describe()}")
         if trigger_at is None:
-            armed = _armed(seen, point.skip)
-            if armed is not None and (
-                (point.kind == "type" and any(t == point.type for _, _, t in armed))
-                or (point.kind == "events" and len(armed) >= point.n)
+            if (point.kind == "type" and any(t == point.type for _, _, t in seen)) or (
+                point.kind == "events" and len(seen) >= point.n
             ):
                 trigger_at = now + point.delay
         finished = sum(1 for _, _, t in seen if t == "task.finished")
         if (trigger_at is not None and now >= trigger_at) or finished >= cap:
             kill_all(proc)
             seen += watch.since(seen[-1][0] if seen else base)
-            return Landing(point, True, seen[-1][2] if seen else None, len(seen), time.monotonic() - started)
+            return Landing(point, True, seen[-1][2] if seen else None, proc.returncode)
         time.sleep(poll)
 
 
@@ -372,7 +167,6 @@ def crash_loop(
     jobs: int | None = None,
     log: Path | None = None,
     launch_timeout: float = 300,
-    max_launches: int | None = None,
     report: CrashReport | None = None,
     slack: int = SLACK_TASKS,
 ) -> CrashReport:
@@ -382,12 +176,12 @@ def crash_loop(
     The first launch is `swecl run START_ARGS --version VERSION`; every later one is
     `swecl run --resume VERSION` (a fresh start again if the kill came before the claim).
     `report`, when given, is filled as the loop goes (still readable if it raises).
-    `slack`: tasks a launch may finish past its point's `skip` before the kill fires anyway.
+    `slack`: tasks a launch may finish before the kill fires anyway.
     """
     report = report if report is not None else CrashReport(version)
     watch = LedgerWatch(results / "ledger.db", version)
     points = iter(plan)
-    limit = max_launches if max_launches is not None else kills * 4 + 10
+    limit = kills * 4 + 10
     try:
         while report.kills < kills:
             if report.launches >= limit:
@@ -418,37 +212,6 @@ def crash_loop(
 
 
 # -- what a finished run must look like --------------------------------------------------
-
-
-def read_events(results: Path, *, prefix: str | None = None) -> list[dict[str, Any]]:
-    """Every event (seq, stream, version, type, payload) straight from SQLite, read-only."""
-    conn = apsw.Connection(str(results / "ledger.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        rows = conn.execute(
-            "SELECT seq, event_id, stream, stream_version, type, payload FROM events ORDER BY seq"
-        ).fetchall()
-    finally:
-        conn.close()
-    out = []
-    for seq, event_id, stream, version, type_, payload in rows:
-        if prefix is not None and not (stream == prefix or stream.startswith(prefix + "/")):
-            continue
-        out.append(
-            {"seq": seq, "event_id": event_id, "stream": stream, "version": version, "type": type_,
-             "payload": json.loads(payload)}
-        )
-    return out
-
-
-def read_blobs(results: Path) -> dict[str, bytes]:
-    import zlib
-
-    conn = apsw.Connection(str(results / "ledger.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        rows = conn.execute("SELECT sha256, encoding, data FROM blobs").fetchall()
-    finally:
-        conn.close()
-    return {sha: (zlib.decompress(data) if enc == "zlib" else bytes(data)) for sha, enc, data in rows}
 
 
 def _cell(p: dict[str, Any]) -> tuple[str, str, int]:
