@@ -34,7 +34,7 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger, Recorded, StreamRange, SweclError, blob_refs_of
-from projections import OutcomeProjection, Projector
+from projections import OutcomeProjection, Projector, run_started_record
 from projections import output_file, write_error, write_output
 
 FORMATS = ("predictions", "events", "parquet")
@@ -76,14 +76,6 @@ class ExportReport:
         return [head]
 
 
-def _require_run(ledger: Ledger, version: str) -> Recorded:
-    for rec in ledger.read_stream(f"run/{version}"):
-        if rec.type == "run.started":
-            return rec
-        break
-    raise SweclError(f"no run version {version!r} in {ledger.path}: nothing to export")
-
-
 # -- predictions ---------------------------------------------------------------------------
 
 
@@ -93,7 +85,7 @@ def model_name_or_path(agent: str, model: str | None, version: str) -> str:
 
 def predictions(ledger: Ledger, version: str, pass_: str = "initial") -> tuple[list[dict[str, str]], list[str]]:
     """(predictions in plan order, instance ids of the plan that have none)."""
-    started = _require_run(ledger, version).event
+    started = run_started_record(ledger, version, doing="export").event
     state = Projector(ledger).run(OutcomeProjection(version)).state
     # The agent result of each (sequence, order, attempt) of the pass.
     patches: dict[tuple[str, int, int], str | None] = {}
@@ -154,7 +146,7 @@ def _blob_entry(data: bytes) -> dict[str, Any]:
 
 def run_events(ledger: Ledger, version: str, pass_: str | None = None) -> Iterator[Recorded]:
     """The run's events in seq order (only those of `pass_` when given)."""
-    _require_run(ledger, version)
+    run_started_record(ledger, version, doing="export")
     for rec in ledger.read(ranges=[StreamRange(f"run/{version}")]):
         if pass_ is not None and getattr(rec.event, "pass_", None) != pass_:
             continue

@@ -10,7 +10,7 @@ import fcntl
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledger import Ledger, StreamRange, SweclError
+from ledger import Ledger, Recorded, StreamRange, SweclError
 from ledger.events import GradeCorrected, GradeFinished, TaskValidity
 from projections import OutcomeProjection, Projector, RunOutcomes, RunsProjection, RunSummary, read_views
 from projections.metrics import Lambdas, MetricsResult, compute
@@ -30,6 +30,16 @@ def get_run(ledger: Ledger, projector: Projector, version: str) -> RunSummary:
         known = ", ".join(sorted(runs(ledger, projector))) or "none yet"
         raise SweclError(f"no run version {version!r} in {ledger.path} (versions: {known})")
     return found
+
+
+def run_started_record(ledger: Ledger, version: str, *, doing: str) -> Recorded:
+    """The `run.started` record of `version` (the first event of its stream); a SweclError
+    saying there is nothing to `doing` when there is no such run."""
+    for rec in ledger.read_stream(f"run/{version}"):
+        if rec.type == "run.started":
+            return rec
+        break
+    raise SweclError(f"no run version {version!r} in {ledger.path}: nothing to {doing}")
 
 
 def live_status(results: Results, run: RunSummary) -> str:

@@ -56,7 +56,7 @@ from projections.memory import (
 )
 from projections.metrics import FORMULAS, MetricsResult, compute
 
-from ._queries import sequence_cutoffs
+from ._queries import run_started_record, sequence_cutoffs
 
 REPLAY_FORMAT = "swecl-replay"
 REPLAY_FORMAT_VERSION = 1
@@ -101,19 +101,11 @@ class ReplayReport:
         ]
 
 
-def _run_started(ledger: Ledger, version: str) -> Any:
-    for rec in ledger.read_stream(f"run/{version}"):
-        if rec.type == "run.started":
-            return rec.event
-        break
-    raise SweclError(f"no run version {version!r} in {ledger.path}: nothing to replay")
-
-
 def replay_state(ledger: Ledger, version: str, upto_order: int, *, projector: Projector | None = None) -> Replay:
     """The run `version` as it stood before initial task `upto_order` started (pure: ledger in, state out)."""
     if upto_order < 1:
         raise SweclError(f"--upto-order {upto_order}: task orders start at 1")
-    started = _run_started(ledger, version)
+    started = run_started_record(ledger, version, doing="replay").event
     runner = projector if projector is not None else Projector(ledger)
     head = ledger.head()
     cutoffs = sequence_cutoffs(ledger, version, upto_order)

@@ -13,10 +13,10 @@ import msgspec
 
 from ledger import Ledger, LedgerError, Recorded, StreamRange, SweclError
 from ledger.events import MemoryRecalled, RunStarted
+from projections import run_started_record
 from projections.memory import MemoryItem, MemoryState, SeedRecord, decode_export, memory_projection, run_of
 
 from ._model import Attempt, CopyHop, Decision, Provenance, WrittenBy
-
 
 # -- reading the ledger -------------------------------------------------------------------
 
@@ -36,11 +36,7 @@ AttemptKey = tuple[str, str, int, int]  # (sequence_id, pass, order, attempt)
 
 def run_started(ledger: Ledger, version: str) -> RunStarted:
     """The run.started of `version`; a SweclError when there is no such run."""
-    for rec in ledger.read_stream(f"run/{version}"):
-        if rec.type == "run.started":
-            return rec.event
-        break
-    raise SweclError(f"no run version {version!r} in {ledger.path}: nothing to audit")
+    return run_started_record(ledger, version, doing="audit").event
 
 
 def _attempt_events(ledger: Ledger, version: str, keep: Callable[[Any], bool]) -> dict[AttemptKey, _AttemptEvents]:
