@@ -1,5 +1,7 @@
 """Synthetic ledgers for the benchmarks: realistic runs over the 273 tasks, built fast with the real API.
 
+The events come from `bench.ledgers.LedgerBuilder`, the builder the tests use too; this
+module only chooses them (randomly, reproducibly) and buffers them in big transactions.
 What a run looks like (as `commands/run` appends it):
 
 - `run/{V}`: `run.started` with a plan of the 8 SWE-Bench-CL sequences (django 50, sympy 50,
@@ -34,37 +36,26 @@ import hashlib
 import os
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledger import STORE_DDL, STORE_SCHEMA, Ledger, NewEvent, StreamBatch, event_id_for
+from ledger import STORE_DDL, STORE_SCHEMA, Ledger, NewEvent, Recorded, StreamBatch, event_id_for
 from ledger.events import (
-    AgentFinished,
-    DreamFinished,
-    DreamStarted,
     Event,
-    GradeFinished,
     MemoryMerged,
     MemoryPruned,
-    MemoryRecalled,
     MemoryRejected,
-    MemorySeeded,
     MemorySuperseded,
     MemoryWritten,
-    PassFinished,
-    PassStarted,
     RecallHit,
-    RunFinished,
-    RunStarted,
-    TaskAbandoned,
-    TaskFinished,
     TaskRef,
-    TaskStarted,
     ToolCall,
 )
 
-GENERATOR_VERSION = 1
+from .ledgers import LedgerBuilder
+
+GENERATOR_VERSION = 2
 """Bumped whenever what the generator writes changes: cached ledgers of other versions are not reused."""
 
 # (sequence id, repo, tasks): the SWE-Bench-CL curriculum's 8 sequences, 273 tasks.
@@ -149,7 +140,8 @@ class _Done(Exception):
 
 @dataclass
 class _Writer:
-    """Buffers events as interleaved stream batches and appends them in big transactions."""
+    """The builder's sink: buffers events as interleaved stream batches and appends them in
+    big transactions (the runner's own transaction boundaries would make generation slow)."""
 
     ledger: Ledger
     limit: int | None
@@ -159,24 +151,28 @@ class _Writer:
     blobs: dict[str, bytes] = field(default_factory=dict)
     stored_blobs: set[str] = field(default_factory=set)
 
-    def emit(self, stream: str, event: Event, event_id: str) -> int:
+    def append(self, stream: str, events: Sequence[Event | NewEvent], *, blobs: Sequence[bytes], durable: bool,
+               expected_version: int | None) -> list[Recorded]:
+        for raw in blobs:
+            digest = hashlib.sha256(raw).hexdigest()
+            if digest not in self.stored_blobs:
+                self.blobs[digest] = raw
+        for event in events:
+            assert isinstance(event, NewEvent), "the generator's builder gives every event its id"
+            self.emit(stream, event)
+        return []  # nothing is recorded until a flush
+
+    def emit(self, stream: str, event: NewEvent) -> None:
         if self.limit is not None and self.count >= self.limit:
             raise _Done
         if self.pending and self.pending[-1][0] == stream:
-            self.pending[-1][1].append(NewEvent(event, event_id))
+            self.pending[-1][1].append(event)
         else:
-            self.pending.append((stream, [NewEvent(event, event_id)]))
+            self.pending.append((stream, [event]))
         self.count += 1
         self.pending_events += 1
         if self.pending_events >= _FLUSH_EVENTS:
             self.flush()
-        return self.count  # the event's seq: this writer is the ledger's only writer
-
-    def blob(self, data: bytes) -> str:
-        digest = hashlib.sha256(data).hexdigest()
-        if digest not in self.stored_blobs:
-            self.blobs[digest] = data
-        return digest
 
     def flush(self) -> None:
         if not self.pending:
@@ -276,11 +272,13 @@ def _log_text(task: _Task, status: str) -> bytes:
 
 
 class _RunWriter:
-    """Appends one run's events (see the module doc) through a shared `_Writer`."""
+    """Appends one run's events (see the module doc) through the shared `LedgerBuilder`
+    into a shared `_Writer`."""
 
     def __init__(self, w: _Writer, plan: dict[str, list[_Task]], spec: LedgerSpec, index: int,
                  blank_of_campaign: dict[int, RunInfo], items_of: dict[str, list[tuple[str, str]]]) -> None:
         self.w = w
+        self.b = LedgerBuilder(sink=w, event_ids=lambda version, key: event_id_for(version, *key))
         self.plan = plan
         self.spec = spec
         self.index = index
@@ -288,15 +286,11 @@ class _RunWriter:
         self.stage = STAGES[index % len(STAGES)]
         self.campaign = index // len(STAGES)
         self.version = str(index + 1)
-        self.header = f"run/{self.version}"
         self.plugin = self.stage.startswith("plugin")
         self.blank_of_campaign = blank_of_campaign
         self.items_of = items_of  # version -> [(item id, repo)] written in its initial pass
         self.items_by_repo: dict[str, list[str]] = {}  # what recall can hit in this run
         self.pools = _pools(spec.seed)
-
-    def ids(self, *parts: object) -> str:
-        return event_id_for(self.version, *parts)
 
     def run(self, runs: list[RunInfo]) -> None:
         passes = PLUGIN_PASSES if self.plugin else ["initial"]
@@ -304,7 +298,7 @@ class _RunWriter:
         info = RunInfo(self.version, self.stage, self.w.count + 1, list(self.plan),
                        {s: len(t) for s, t in self.plan.items()}, source=source.version if source else None)
         runs.append(info)
-        self.w.emit(self.header, self._run_started(passes, source), self.ids("run.started"))
+        self._run_started(passes, source)
         if self.stage == "plugin-blank":
             self.blank_of_campaign[self.campaign] = info
         if source is not None:
@@ -314,35 +308,29 @@ class _RunWriter:
         for pass_ in passes:
             memory_on = self.plugin and pass_ != "baseline"
             for sequence_id in self.plan:
-                self.w.emit(f"{self.header}/{sequence_id}", PassStarted(sequence_id=sequence_id, pass_=pass_),
-                            self.ids(sequence_id, pass_, "pass", "started"))
+                self.b.pass_mark(self.version, sequence_id, pass_, "started")
             longest = max(len(t) for t in self.plan.values())
             for order in range(1, longest + 1):
                 for tasks in self.plan.values():
                     if order <= len(tasks):
                         self._task(tasks[order - 1], pass_, memory_on)
             for sequence_id in self.plan:
-                self.w.emit(f"{self.header}/{sequence_id}", PassFinished(sequence_id=sequence_id, pass_=pass_),
-                            self.ids(sequence_id, pass_, "pass", "finished"))
-        self.w.emit(self.header, RunFinished(status="finished"), self.ids("run.finished"))
+                self.b.pass_mark(self.version, sequence_id, pass_, "finished")
+        self.b.finish_run(self.version)
         info.complete = True
 
-    def _run_started(self, passes: list[str], source: RunInfo | None) -> RunStarted:
-        rng = self.rng
-        return RunStarted(
-            version=self.version,
+    def _run_started(self, passes: list[str], source: RunInfo | None) -> None:
+        self.b.start_run(
+            self.version,
+            stage=self.stage,
+            plan={s: [TaskRef(t.instance_id, t.order, t.repo, t.difficulty) for t in tasks] for s, tasks in self.plan.items()},
             benchmark="swe-bench-cl",
             dataset_hash=hashlib.sha256(b"swe-bench-cl-273").hexdigest(),
-            sequences=list(self.plan),
-            stage=self.stage,
             memory_mode="plugin-real" if self.plugin else "off",
             agent="claude-code",
-            model=rng.choice(["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"]),
+            model=self.rng.choice(["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"]),
             passes=list(passes),
             source_memory=source.version if source else None,
-            tasks={
-                s: [TaskRef(t.instance_id, t.order, t.repo, t.difficulty) for t in tasks] for s, tasks in self.plan.items()
-            },
             config={"max_turns": 60, "budget_usd": 5.0, "timeout_s": 1800, "recall_k": 5, "ttl_tasks": None},
             provenance={
                 "swecl": "0.1.0",
@@ -359,33 +347,24 @@ class _RunWriter:
         items = self.items_of.get(source.version, [])
         for item_id, repo in items:
             self.items_by_repo.setdefault(repo, []).append(item_id)
-        self.w.emit(
-            self.header,
-            MemorySeeded(item_count=len(items), source_run=source.version, source_seq=self.w.count, chosen="newest-prior"),
-            self.ids("memory.seeded"),
-        )
+        self.b.seed(self.version, source.version, source_seq=self.w.count, item_count=len(items), chosen="newest-prior")
 
     def _dream(self) -> None:
         rng = self.rng
         dream_id = f"dream-{self.version}-1"
-        self.w.emit(self.header, DreamStarted(dream_id=dream_id, reason="pre-eval", params={"ttl": True, "dedup": 0.92}),
-                    self.ids("dream.started"))
-        decisions = 0
+        decisions: list[Event] = []
         for items in self.items_by_repo.values():
             pool = list(items)
             rng.shuffle(pool)
             for item_id in pool[: max(1, len(pool) // 20)]:
-                self.w.emit(self.header, MemoryPruned(item_id=item_id, reason="ttl_tasks exceeded", dream_id=dream_id),
-                            self.ids("pruned", item_id))
-                decisions += 1
+                decisions.append(MemoryPruned(item_id=item_id, reason="ttl_tasks exceeded", dream_id=dream_id))
             if len(pool) >= 6:
                 into, a, b = pool[-1], pool[-2], pool[-3]
-                self.w.emit(self.header, MemoryMerged(into=into, from_=[a, b], reason="near-duplicate", similarity=0.94,
-                                                      dream_id=dream_id), self.ids("merged", into))
-                self.w.emit(self.header, MemorySuperseded(item_id=pool[-4], by=pool[-5], reason="newer on the same subject",
-                                                          dream_id=dream_id), self.ids("superseded", pool[-4]))
-                decisions += 2
-        self.w.emit(self.header, DreamFinished(dream_id=dream_id, decisions=decisions), self.ids("dream.finished"))
+                decisions.append(MemoryMerged(into=into, from_=[a, b], reason="near-duplicate", similarity=0.94,
+                                              dream_id=dream_id))
+                decisions.append(MemorySuperseded(item_id=pool[-4], by=pool[-5], reason="newer on the same subject",
+                                                  dream_id=dream_id))
+        self.b.dream(self.version, dream_id, decisions, reason="pre-eval", params={"ttl": True, "dedup": 0.92})
 
     def _task(self, task: _Task, pass_: str, memory_on: bool) -> None:
         for attempt in range(1, self.spec.attempts):
@@ -393,74 +372,69 @@ class _RunWriter:
         self._attempt(task, pass_, memory_on, self.spec.attempts, final=True)
 
     def _attempt(self, task: _Task, pass_: str, memory_on: bool, attempt: int, *, final: bool) -> None:
-        rng, w = self.rng, self.w
-        stream = f"{self.header}/{task.sequence_id}"
-        common = dict(sequence_id=task.sequence_id, instance_id=task.instance_id, order=task.order, pass_=pass_, attempt=attempt)
-        ids = (task.sequence_id, pass_, task.order, attempt)
-        w.emit(stream, TaskStarted(repo=task.repo, difficulty=task.difficulty, **common), self.ids(*ids, "task.started"))
+        rng = self.rng
+        recalls: list[list[RecallHit]] = []
+        query = None
         if memory_on:
             pool = self.items_by_repo.get(task.repo, [])
             picked = rng.sample(pool, min(5, len(pool))) if pool else []
             query = rng.choice(self.pools.queries)
-            w.emit(stream, MemoryRecalled(
-                query_hash=hashlib.sha256(query.encode()).hexdigest()[:16], query=query, repo=task.repo, k=5,
-                results=[RecallHit(item_id=i, score=round(9.0 - n * rng.random(), 4), rank=n + 1) for n, i in enumerate(picked)],
-                via="mcp", **common,
-            ), self.ids(*ids, "memory.recalled"))
+            recalls.append([RecallHit(item_id=i, score=round(9.0 - n * rng.random(), 4), rank=n + 1)
+                            for n, i in enumerate(picked)])
         status = rng.choices([s for s, _ in _STATUSES], [wt for _, wt in _STATUSES])[0] if final else "crashed"
         tool_calls = rng.choice(self.pools.tool_calls)
         turns = 2 * len(tool_calls) + rng.randint(0, 1)
-        empty = status == "empty_patch"
-        w.emit(stream, AgentFinished(
-            agent="claude-code", model="claude-sonnet-4-5", patch=None if empty else w.blob(_patch_text(task)),
+        agent = dict(
+            agent="claude-code", model="claude-sonnet-4-5",
             exit="completed" if final else "crashed", exit_code=0 if final else 1, turns=turns,
             tool_calls=tool_calls,
             cost_usd=round(rng.uniform(0.05, 2.5), 4),
             tokens={"input": rng.randint(2_000, 90_000), "output": rng.randint(300, 9_000),
                     "cache_read": rng.randint(0, 400_000), "cache_creation": rng.randint(0, 40_000)},
-            duration_s=round(rng.uniform(20, 900), 2), session_id=f"{rng.getrandbits(128):032x}", **common,
-        ), self.ids(*ids, "agent.finished"))
+            duration_s=round(rng.uniform(20, 900), 2), session_id=f"{rng.getrandbits(128):032x}",
+        )
+        patch = None if status == "empty_patch" else _patch_text(task)
         if not final:
-            w.emit(stream, TaskAbandoned(reason="interrupted", **common), self.ids(*ids, "task.abandoned"))
+            self.b.task(self.version, task.sequence_id, task.order, pass_=pass_, attempt=attempt, patch=patch,
+                        recalls=recalls, query=query, agent=agent, abandon=True)
             return
-        resolved = None if status in ("env_failed", "infra_error") else status == "resolved"
         ran = status in ("resolved", "unresolved", "timeout")
         f2p_status = "PASSED" if status == "resolved" else "FAILED"
         f2p = {t: f2p_status for t in task.f2p} if ran else {}
         p2p = {t: ("PASSED" if status == "resolved" or rng.random() < 0.9 else "FAILED") for t in task.p2p} if ran else {}
-        w.emit(stream, GradeFinished(
-            grader="swebench", status=status, resolved=resolved,
+        grade = dict(
             applied_with="git apply" if ran else None,
             f2p=f2p, p2p=p2p, tests={**p2p, **f2p},
-            log=w.blob(_log_text(task, status)), test_exit_code=(0 if status == "resolved" else 1) if ran else None,
+            test_exit_code=(0 if status == "resolved" else 1) if ran else None,
             test_cmd=["pytest", "-rA", task.test_file] if ran else [], duration_s=round(rng.uniform(3, 240), 2),
             env_key=f"{task.repo.replace('/', '__')}/3.0/py3.9-{hashlib.sha1(task.repo.encode()).hexdigest()[:12]}",
-            parser="pytest", **common,
-        ), self.ids(*ids, "grade.finished"))
-        w.emit(stream, TaskFinished(resolved=resolved, status=status, **common), self.ids(*ids, "task.finished"))
-        if memory_on and pass_ == "initial":
-            self._daydream(task, stream, status, attempt)
-
-    def _daydream(self, task: _Task, stream: str, status: str, attempt: int) -> None:
-        rng = self.rng
+            parser="pytest",
+        )
+        daydream = memory_on and pass_ == "initial"
         item_id = "mem-" + hashlib.sha256(f"{self.version}\x1f{task.instance_id}\x1f{attempt}".encode()).hexdigest()[:20]
-        if rng.random() < 0.02:
-            self.w.emit(stream, MemoryRejected(reason="mentions a FAIL_TO_PASS test id", rule="test-leak", title="[withheld]",
-                                               repo=task.repo, source_instance=task.instance_id, item_id=item_id),
-                        event_id_for("memory.rejected", item_id))
-            return
+        rejected = daydream and rng.random() < 0.02
+        write = self._item(task, status, item_id) if daydream and not rejected else None
+        self.b.task(self.version, task.sequence_id, task.order, pass_=pass_, attempt=attempt, status=status, patch=patch,
+                    recalls=recalls, query=query, agent=agent, grade=grade, log=_log_text(task, status), write=write)
+        if rejected:
+            self.b.write(self.version, task.sequence_id, MemoryRejected(
+                reason="mentions a FAIL_TO_PASS test id", rule="test-leak", title="[withheld]", repo=task.repo,
+                source_instance=task.instance_id, item_id=item_id))
+        elif write is not None:
+            self.items_by_repo.setdefault(task.repo, []).append(item_id)
+            self.items_of.setdefault(self.version, []).append((item_id, task.repo))
+
+    def _item(self, task: _Task, status: str, item_id: str) -> MemoryWritten:
+        """The daydream's item of `task`."""
+        rng = self.rng
         symbol = f"{rng.choice(_WORDS)}_{rng.choice(_WORDS)}"
-        self.w.emit(stream, MemoryWritten(
-            item_id=item_id, kind="episode", title=f"{task.instance_id}: {rng.choice(self.pools.titles)}",
+        return self.b.item(
+            self.version, task.sequence_id, task.order, item_id, title=f"{task.instance_id}: {rng.choice(self.pools.titles)}",
             body=(f"Issue: {rng.choice(self.pools.issues)}\nTouched {task.module} ({symbol}).\nOutcome: {status}.\n"
                   f"Lesson: {rng.choice(self.pools.lessons)}"),
-            repo=task.repo, source_run=self.version, sequence_id=task.sequence_id, source_instance=task.instance_id,
-            source_order=task.order, source_pass="initial", files=[task.module], symbols=[symbol],
-            tags=[task.repo.split("/")[1], status, f"difficulty-{task.difficulty}"], outcome=status,
-            patch=self.w.blob(_patch_text(task)),
-        ), event_id_for("memory.written", item_id))
-        self.items_by_repo.setdefault(task.repo, []).append(item_id)
-        self.items_of.setdefault(self.version, []).append((item_id, task.repo))
+            files=[task.module], symbols=[symbol], tags=[task.repo.split("/")[1], status, f"difficulty-{task.difficulty}"],
+            outcome=status, patch=_patch_text(task),
+        )
 
 
 @dataclass
@@ -470,15 +444,11 @@ class _Collector(_Writer):
 
     events: list[tuple[str, NewEvent]] = field(default_factory=list)
 
-    def emit(self, stream: str, event: Event, event_id: str) -> int:
+    def emit(self, stream: str, event: NewEvent) -> None:
         if self.limit is not None and self.count >= self.limit:
             raise _Done
-        self.events.append((stream, NewEvent(event, event_id)))
+        self.events.append((stream, event))
         self.count += 1
-        return self.count
-
-    def blob(self, data: bytes) -> str:
-        return hashlib.sha256(data).hexdigest()
 
     def flush(self) -> None:
         pass

@@ -9,8 +9,12 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
+from bench.ledgers import Item, LedgerBuilder
 from commands.cli._audit import audit_cmd
 from commands.inputs import load_task_secrets
+from commands.memory import export_memory, import_seed
+from ledger import Ledger, SweclError
+from ledger._merge import merge_ledgers
 from projections.audit import (
     REUSE_THRESHOLD,
     audit_summary,
@@ -18,18 +22,15 @@ from projections.audit import (
     changed_lines,
     patch_reuse,
 )
-from commands.memory import export_memory, import_seed
-from ledger import Ledger, SweclError
-from ledger._merge import merge_ledgers
 
-from .crafted import F2P, LEAK_LINE, OWN_WRONG, P1, P2, P3, SEQ, TASKS, Item, Runs, accum_run, blank_run, diff_of, secrets_for_task_1
+from .crafted import F2P, LEAK_LINE, OWN_WRONG, P1, P2, P3, SEQ, TASKS, accum_run, blank_run, diff_of, secrets_for_task_1
 
 
 @pytest.fixture(scope="module")
 def crafted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
     path = tmp_path_factory.mktemp(__name__.rsplit(".", 1)[-1]) / "results" / "ledger.db"
     with Ledger.open(path, create=True) as led:
-        r = Runs(led)
+        r = LedgerBuilder(led)
         blank_run(r, "1")
         seqs = accum_run(r, "2", "1")
     return path, seqs
@@ -213,16 +214,16 @@ def test_cli_json_and_readable_views(crafted: tuple[Path, dict[str, int]]) -> No
 def test_provenance_of_items_whose_source_came_in_by_merge(tmp_path: Path) -> None:
     shard = tmp_path / "shard" / "ledger.db"
     with Ledger.open(shard, create=True) as led:
-        blank_run(Runs(led), "1")
+        blank_run(LedgerBuilder(led), "1")
         shard_ids = {r.event.item_id: r.event_id for r in led.read(types=["memory.written"])}
     target = tmp_path / "main" / "ledger.db"
     with Ledger.open(target, create=True) as led:
-        r = Runs(led)
-        r.start("0", stage="base", plan={SEQ: TASKS})  # the target already holds a run: seqs shift
-        r.finish("0")
+        r = LedgerBuilder(led)
+        r.start_run("0", stage="base", plan={SEQ: TASKS})  # the target already holds a run: seqs shift
+        r.finish_run("0")
     merge_ledgers([shard], target)
     with Ledger.open(target) as led:
-        seqs = accum_run(Runs(led), "2", "1")
+        seqs = accum_run(LedgerBuilder(led), "2", "1")
         merged_seq = led.get_by_id(shard_ids["v1-1"]).seq
         audit = audit_task(led, "2", "acme__widgets-1", pass_="initial")
     hits, _ = _hits(audit, seqs["recall_attempt2"])
@@ -235,13 +236,13 @@ def test_provenance_of_items_whose_source_came_in_by_merge(tmp_path: Path) -> No
 def test_provenance_of_an_item_imported_from_an_export(tmp_path: Path) -> None:
     source = tmp_path / "elsewhere" / "ledger.db"
     with Ledger.open(source, create=True) as led:
-        blank_run(Runs(led), "1")
+        blank_run(LedgerBuilder(led), "1")
         export_memory(led, "1", tmp_path / "export")
         source_id = led.ledger_id
     target = tmp_path / "here" / "ledger.db"
     with Ledger.open(target, create=True) as led:
-        r = Runs(led)
-        r.start("5", stage="plugin-accum", plan={SEQ: TASKS})
+        r = LedgerBuilder(led)
+        r.start_run("5", stage="plugin-accum", plan={SEQ: TASKS})
         import_seed(led, "5", tmp_path / "export")
         rec = r.task("5", SEQ, 1, patch=P1, recalls=[["v1-1"]])[1]
         audit = audit_task(led, "5", "acme__widgets-1")
@@ -261,7 +262,7 @@ def test_load_task_secrets_of_the_demo_needs_no_repositories(tmp_path: Path) -> 
     bench = demo_benchmark(materialise=False)
     task = bench.tasks()[0]
     with Ledger.open(tmp_path / "ledger.db", create=True) as led:
-        r = Runs(led)
+        r = LedgerBuilder(led)
         from ledger.events import RunStarted, TaskRef
 
         led.append("run/1", [RunStarted(version="1", benchmark="demo", dataset_hash=bench.content_hash,
@@ -278,8 +279,8 @@ def test_load_task_secrets_of_the_demo_needs_no_repositories(tmp_path: Path) -> 
 
 def test_items_written_with_a_patch_but_an_agent_without_one(tmp_path: Path) -> None:
     with Ledger.open(tmp_path / "ledger.db", create=True) as led:
-        r = Runs(led)
-        r.start("1", stage="plugin-blank", plan={SEQ: TASKS})
+        r = LedgerBuilder(led)
+        r.start_run("1", stage="plugin-blank", plan={SEQ: TASKS})
         r.task("1", SEQ, 1, patch=P1, write=Item("a", patch=P1))
         rec = r.task("1", SEQ, 2, patch=None, recalls=[["a"]])[1]
         hits, _ = _hits(audit_task(led, "1", "acme__widgets-2"), rec.seq)
@@ -291,8 +292,8 @@ def test_merged_and_pruned_items_say_by_which_dream_and_why(tmp_path: Path) -> N
     from ledger.events import DreamFinished, DreamStarted, MemoryMerged, MemoryPruned
 
     with Ledger.open(tmp_path / "ledger.db", create=True) as led:
-        r = Runs(led)
-        r.start("1", stage="plugin-blank", plan={SEQ: TASKS})
+        r = LedgerBuilder(led)
+        r.start_run("1", stage="plugin-blank", plan={SEQ: TASKS})
         r.task("1", SEQ, 1, patch=P1, write=Item("a", patch=P1))
         r.task("1", SEQ, 2, patch=P1, write=Item("b", patch=P1))
         rec = r.task("1", SEQ, 3, patch=P3, recalls=[["a", "b"]])[1]

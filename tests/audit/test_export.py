@@ -8,23 +8,24 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from bench.ledgers import LedgerBuilder
 from commands.cli._export import export_cmd
 from commands.cli._ledger import log_cmd
-from projections import EVENT_COLUMNS, export_run
 from commands.inputs import load_predictions
 from ledger import Ledger, SweclError
+from projections import EVENT_COLUMNS, export_run
 
-from .crafted import P1, P2, P3, SEQ, TASKS, Runs, accum_run, blank_run
+from .crafted import P1, P2, P3, SEQ, TASKS, accum_run, blank_run
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp(__name__.rsplit(".", 1)[-1]) / "results" / "ledger.db"
     with Ledger.open(path, create=True) as led:
-        r = Runs(led)
+        r = LedgerBuilder(led)
         blank_run(r, "1")
         accum_run(r, "2", "1")
-        r.start("3", stage="base", plan={SEQ: TASKS}, model="claude-test")
+        r.start_run("3", stage="base", plan={SEQ: TASKS}, model="claude-test")
         r.task("3", SEQ, 1, patch=P3)
         r.task("3", SEQ, 2, patch=None)  # the agent produced nothing: the empty prediction
     return path.parent

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from bench.ledgers import LedgerBuilder
 from commands.cli._merge import merge_cmd
-from projections.audit import audit_task
 from ledger import IntegrityError, Ledger, LedgerError
 from ledger._merge import merge_ledgers
+from projections.audit import audit_task
 from tests.ledger.contract import tamper
 
-from .crafted import P1, SEQ, TASKS, Runs, accum_run, blank_run
+from .crafted import P1, SEQ, TASKS, accum_run, blank_run
 
 
 def ids(path: Path) -> list[str]:
@@ -32,12 +33,12 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("shards")
     a, b = root / "a" / "ledger.db", root / "b" / "ledger.db"
     with Ledger.open(a, create=True) as led:
-        blank_run(Runs(led), "1")
+        blank_run(LedgerBuilder(led), "1")
     with Ledger.open(b, create=True) as led:
-        r = Runs(led)
-        r.start("7", stage="base", plan={SEQ: TASKS})
+        r = LedgerBuilder(led)
+        r.start_run("7", stage="base", plan={SEQ: TASKS})
         r.task("7", SEQ, 1, patch=P1)
-        r.finish("7")
+        r.finish_run("7")
     return a, b
 
 
@@ -92,7 +93,7 @@ def test_two_shards_claiming_the_same_stream_version_conflict(shards: tuple[Path
     a, _ = shards
     rival = tmp_path / "rival.db"
     with Ledger.open(rival, create=True) as led:
-        blank_run(Runs(led), "1")  # another machine's run 1: same streams, other event ids
+        blank_run(LedgerBuilder(led), "1")  # another machine's run 1: same streams, other event ids
     target = tmp_path / "t.db"
     merge_ledgers([a], target)
     before = head(target)
@@ -104,13 +105,13 @@ def test_two_shards_claiming_the_same_stream_version_conflict(shards: tuple[Path
 def test_a_shard_whose_seed_positions_would_shift_is_refused(tmp_path: Path) -> None:
     seeded = tmp_path / "seeded.db"
     with Ledger.open(seeded, create=True) as led:
-        r = Runs(led)
+        r = LedgerBuilder(led)
         blank_run(r, "1")
         seqs = accum_run(r, "2", "1")
     busy = tmp_path / "busy.db"
     with Ledger.open(busy, create=True) as led:
-        r = Runs(led)
-        r.start("0", stage="base", plan={SEQ: TASKS})
+        r = LedgerBuilder(led)
+        r.start_run("0", stage="base", plan={SEQ: TASKS})
         for order in (1, 2, 3):
             r.task("0", SEQ, order, patch=P1)  # enough that the seed position lands inside run 1 once merged
     before = head(busy)
@@ -121,7 +122,7 @@ def test_a_shard_whose_seed_positions_would_shift_is_refused(tmp_path: Path) -> 
     # (here one event: the seed position had room to spare).
     nearly_empty = tmp_path / "nearly-empty.db"
     with Ledger.open(nearly_empty, create=True) as led:
-        Runs(led).start("0", stage="base", plan={SEQ: TASKS})
+        LedgerBuilder(led).start_run("0", stage="base", plan={SEQ: TASKS})
     merge_ledgers([seeded], nearly_empty)
     # Into an empty ledger every seq is kept, and the seed reads what it read in the shard.
     empty = tmp_path / "empty.db"

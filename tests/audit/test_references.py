@@ -8,17 +8,18 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from bench.ledgers import LedgerBuilder
 from commands.cli._ledger import verify_cmd
 from commands.memory import export_memory, import_seed
 from ledger import IntegrityError, Ledger
 from ledger._references import check_references
 from ledger.events import MemorySeeded
 
-from .crafted import SEQ, TASKS, Runs, accum_run, blank_run
+from .crafted import SEQ, TASKS, accum_run, blank_run
 
 
-def _ledger(path: Path) -> Runs:
-    return Runs(Ledger.open(path, create=True))
+def _ledger(path: Path) -> LedgerBuilder:
+    return LedgerBuilder(Ledger.open(path, create=True))
 
 
 def test_a_sound_ledger_has_no_problem(tmp_path: Path) -> None:
@@ -26,7 +27,7 @@ def test_a_sound_ledger_has_no_problem(tmp_path: Path) -> None:
     blank_run(r, "1")
     accum_run(r, "2", "1")
     export_memory(r.ledger, "1", tmp_path / "export")
-    r.start("3", stage="plugin-accum", plan={SEQ: TASKS})
+    r.start_run("3", stage="plugin-accum", plan={SEQ: TASKS})
     import_seed(r.ledger, "3", tmp_path / "export")
     assert check_references(r.ledger) is None
     r.ledger.close()
@@ -37,7 +38,7 @@ def test_a_sound_ledger_has_no_problem(tmp_path: Path) -> None:
 def test_verify_flags_a_dangling_seed_reference(tmp_path: Path) -> None:
     r = _ledger(tmp_path / "results" / "ledger.db")
     blank_run(r, "1")
-    r.start("2", stage="plugin-accum", plan={SEQ: TASKS})
+    r.start_run("2", stage="plugin-accum", plan={SEQ: TASKS})
     bad = r.seed("2", "ghost")
     problem = check_references(r.ledger)
     r.ledger.close()
@@ -66,9 +67,9 @@ def test_each_broken_reference_names_its_seq(tmp_path: Path, make, needle: str) 
     r = _ledger(tmp_path / "ledger.db")
     with r.ledger:
         blank_run(r, "1")
-        start2 = r.start("2", stage="plugin-accum", plan={SEQ: TASKS}).seq
+        start2 = r.start_run("2", stage="plugin-accum", plan={SEQ: TASKS}).seq
         bad = make(r, start2)
-        r.start("3", stage="plugin-blank", plan={SEQ: TASKS})
+        r.start_run("3", stage="plugin-blank", plan={SEQ: TASKS})
         problem = check_references(r.ledger)
     assert problem is not None and problem.seq == bad.seq and needle in str(problem), problem
 

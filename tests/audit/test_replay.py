@@ -9,14 +9,14 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
+from bench.ledgers import Item, LedgerBuilder
 from commands.cli._replay import replay_cmd
-from projections import sequence_cutoffs
-from projections import _replay as replay_module
-from projections import replay, replay_state
 from ledger import Ledger, SweclError
+from projections import _replay as replay_module
+from projections import replay, replay_state, sequence_cutoffs
 from projections.memory import load_memory, materialise_version
 
-from .crafted import OTHER_SEQ, OTHER_TASKS, P1, P2, P3, SEQ, TASKS, Item, Runs, accum_run, blank_run
+from .crafted import OTHER_SEQ, OTHER_TASKS, P1, P2, P3, SEQ, TASKS, accum_run, blank_run, supersede
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -38,7 +38,7 @@ def cut_ledger(source: Path, dest: Path, upto: int) -> Path:
 def two_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp(__name__.rsplit(".", 1)[-1]) / "results" / "ledger.db"
     with Ledger.open(path, create=True) as led:
-        r = Runs(led)
+        r = LedgerBuilder(led)
         blank_run(r, "1")
         accum_run(r, "2", "1")
     return path
@@ -110,13 +110,13 @@ def test_a_multi_sequence_run_is_cut_per_repository(tmp_path: Path) -> None:
     cut (only a1), repo B's as of B's (only b1), though by B's cut all of A was written."""
     path = tmp_path / "ledger.db"
     with Ledger.open(path, create=True) as led:
-        r = Runs(led)
-        r.start("1", stage="plugin-blank", plan={SEQ: TASKS, OTHER_SEQ: OTHER_TASKS})
+        r = LedgerBuilder(led)
+        r.start_run("1", stage="plugin-blank", plan={SEQ: TASKS, OTHER_SEQ: OTHER_TASKS})
         for n, patch in enumerate((P1, P2, P3), start=1):
             r.task("1", SEQ, n, patch=patch, write=Item(f"a{n}", patch=patch))
         for n, patch in enumerate((P1, P2, P3), start=1):
             r.task("1", OTHER_SEQ, n, patch=patch, write=Item(f"b{n}", patch=patch))
-        r.finish("1")
+        r.finish_run("1")
         state = replay_state(led, "1", 2)
         cutoffs = sequence_cutoffs(led, "1", 2)
     assert state.cursors == {SEQ: cutoffs[SEQ] - 1, OTHER_SEQ: cutoffs[OTHER_SEQ] - 1}
@@ -139,9 +139,9 @@ def test_memory_cut_per_repository_equals_independent_folds(
     the source's history joins mid-run), each cursor is folded on its own."""
     path = tmp_path / "ledger.db"
     with Ledger.open(path, create=True) as led:
-        r = Runs(led)
+        r = LedgerBuilder(led)
         blank_run(r, "1")
-        r.start("2", stage="plugin-accum", plan={SEQ: TASKS, OTHER_SEQ: OTHER_TASKS})
+        r.start_run("2", stage="plugin-accum", plan={SEQ: TASKS, OTHER_SEQ: OTHER_TASKS})
         if not late_seed:
             r.seed("2", "1")
         for n, patch in enumerate((P1, P2, P3), start=1):
@@ -149,8 +149,8 @@ def test_memory_cut_per_repository_equals_independent_folds(
             if late_seed and n == 2:
                 r.seed("2", "1")  # after sequence A's task 2 started, before B's
             r.task("2", OTHER_SEQ, n, patch=patch, write=Item(f"b{n}", patch=patch))
-        r.supersede("2", "a1", "a2", "newer")
-        r.finish("2")
+        supersede(r, "2", "a1", "a2", "newer")
+        r.finish_run("2")
     separate: list[int] = []
     by_folds = replay_module._memory_by_folds
     monkeypatch.setattr(

@@ -8,7 +8,7 @@ from projections import Results
 from projections.report import ReportSummary, build_report
 
 from .browser import ensure_chromium
-from .ledger_builder import Realistic, build_realistic
+from .realistic import Realistic, build_realistic
 
 
 @pytest.fixture(scope="session")

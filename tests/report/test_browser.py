@@ -21,7 +21,7 @@ from matplotlib import image as mpimg
 from projections.report import ReportSummary
 
 from .browser import Browser, evaluate, launch, open_page, screenshot, serve
-from .ledger_builder import Realistic
+from .realistic import Realistic
 
 _DOM_FACTS = """JSON.stringify({
   sequences: [...document.querySelectorAll('section[data-sequence]')].map(e => e.dataset.sequence),

@@ -11,15 +11,17 @@ import pytest
 from click.testing import CliRunner
 from matplotlib import image as mpimg
 
-from projections import metrics_for
-from projections import Results
+from bench.ledgers import LedgerBuilder
 from commands.cli._report import report_cmd
+from ledger import SweclError
+from ledger.events import TaskRef
+from projections import Results, metrics_for
+from projections.metrics import METRIC_NAMES, SequenceOutcomes, compute
 from projections.report import ReportSummary, build_report
 from projections.report._data import collect, running_mean
-from ledger import SweclError
-from projections.metrics import METRIC_NAMES, SequenceOutcomes, compute
 
-from .ledger_builder import BASE, DJANGO, PLAN, PLUGIN, SYMPY, Hit, LedgerBuilder, Realistic, Task
+from .realistic import BASE, DJANGO, PLAN, PLUGIN, SYMPY, Realistic
+
 
 def read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
@@ -287,10 +289,10 @@ def test_hostile_names_and_a_long_sequence(tmp_path: Path) -> None:
     root = tmp_path / "results"
     b = LedgerBuilder.create(root / "ledger.db")
     version, sequence = "<b>v1&amp;..", 'seq"/../<i>x'
-    plan = {sequence: [Task(f"org__repo-{k}", "org/repo", 1 + k % 4) for k in range(1, 51)]}
+    plan = {sequence: [TaskRef(f"org__repo-{k}", k, "org/repo", 1 + k % 4) for k in range(1, 51)]}
     b.start_run(version, stage="plugin-blank", plan=plan)
     b.run_pass(version, sequence, "initial", [k % 3 % 2 if k % 7 else None for k in range(1, 51)],
-               recalls={2: [Hit.of("nope", 0.5)]})
+               recalls={2: [("nope", 0.5)]})
     b.close()
     summary = build_report(Results(root), [], tmp_path / "out")
     for f in summary.files:
