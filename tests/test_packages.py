@@ -121,3 +121,24 @@ def test_a_lazy_name_resolves_once_to_what_its_module_defines() -> None:
     assert "Ledger" in vars(ledger)  # kept: the next use does not come back to __getattr__
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         ledger.Nope  # noqa: B018
+
+
+def _lazy_packages() -> list[str]:
+    return [m for p in PACKAGES for m in _modules(p) if isinstance(getattr(importlib.import_module(m), "_EXPORTS", None), dict)]
+
+
+@pytest.mark.parametrize("package", _lazy_packages())
+def test_a_lazy_table_and_its_type_checking_imports_agree(package: str) -> None:
+    """A lazy package lists its names twice: `_EXPORTS` (what resolves at run time) and the
+    `if TYPE_CHECKING:` imports (what type checkers and editors see). They must not drift."""
+    imported = importlib.import_module(package)
+    tree = ast.parse(Path(imported.__file__).read_text())
+    seen: set[tuple[str, str]] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for stmt in node.body:
+                assert isinstance(stmt, ast.ImportFrom) and stmt.level == 1, ast.unparse(stmt)
+                for alias in stmt.names:
+                    seen.add((alias.name, stmt.module or alias.name))  # `from . import x`: x is the module
+    assert seen == {(name, module) for name, module in imported._EXPORTS.items()}
+    assert set(imported.__all__) >= set(imported._EXPORTS)
