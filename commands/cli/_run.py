@@ -51,7 +51,7 @@ def _python_paths(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--model", default=None, metavar="M", help="Model for the agent (claude: haiku-4-5, sonnet-4-6, opus-4-8, or a full name).")
 @click.option("--grader", default="swebench", show_default=True, metavar="NAME", help="swebench, local, auto, overlap or none.")
 @click.option("--version", default=None, metavar="SLUG", help="Run version to create (default: the next number).")
-@click.option("--source-memory", default=None, metavar="PATH|VERSION", help="Seed for plugin-accum / plugin-dreamed.")
+@click.option("--source-memory", default=None, metavar="PATH|VERSION[@SEQ]", help="Seed for plugin-accum / plugin-dreamed.")
 @click.option("--passes", default=None, metavar="LIST", help="Comma-separated subset of initial,retest,baseline.")
 @click.option("--retest-every", type=int, default=None, metavar="K", help="Also re-test tasks 1..i after every K-th task.")
 @click.option("--jobs", type=int, default=1, show_default=True, metavar="N",
