@@ -40,7 +40,8 @@ STAGES: dict[str, Stage] = {
         Stage("plugin-blank", "plugin-real", False, False, "recall", "recall MCP memory, blank, built within the sequence"),
         Stage("plugin-accum", "plugin-real", True, False, "recall", "recall MCP memory copy-seeded from a prior run"),
         Stage("plugin-dreamed", "plugin-real", True, True, "recall", "copy-seeded, then one dream pass before eval"),
-        Stage("plugin-primed", "plugin-real", False, False, "natural", "shared substrate, natural-recall prompt, primed stream-json"),
+        Stage("plugin-primed", "plugin-real", False, False, "natural",
+              "recall MCP memory, blank like plugin-blank; natural-recall prompt, primed stream-json"),
     )
 }
 

@@ -9,6 +9,7 @@ never leaves a finished task whose lessons are lost, nor lessons of an abandoned
 from __future__ import annotations
 
 import hashlib
+import shutil
 import tempfile
 import threading
 import time
@@ -293,7 +294,8 @@ def _run_agent(
                 stage=ctx.stage.name,
                 memory_mode=ctx.stage.memory_mode if pass_ != "baseline" else "off",
                 pass_=pass_,
-                memory_dir=ctx.builtin_dir if ctx.stage.memory_mode == "builtin" and pass_ != "baseline" else None,
+                memory_dir=builtin_memory_for(ctx.builtin_dir, pass_, Path(scratch))
+                if ctx.stage.memory_mode == "builtin" else None,
                 apply_check=lambda patch, _wt=workdir: apply_check(_wt, patch),
                 sandbox=ctx.sandbox,
             )
@@ -311,6 +313,25 @@ def _run_agent(
     finally:
         if recall is not None:
             recall.close()
+
+
+def builtin_memory_for(builtin_dir: Path | None, pass_: str, scratch: Path) -> Path | None:
+    """The native memory folder the builtin stage's agent gets for a task of `pass_`.
+
+    The initial pass works in the sequence's own folder, kept from task to task. A re-test
+    measures what the initial pass left: it gets a copy of the folder as it stands, in the
+    task's scratch space, so what the agent writes during a re-test never reaches the
+    initial pass's later tasks nor the next re-test. The baseline pass has no memory."""
+    if builtin_dir is None or pass_ == "baseline":
+        return None
+    if pass_ == "initial":
+        return builtin_dir
+    frozen = scratch / "builtin-memory"
+    if builtin_dir.is_dir():
+        shutil.copytree(builtin_dir, frozen, symlinks=True)
+    else:
+        frozen.mkdir(parents=True)
+    return frozen
 
 
 def _scrubbed(text: str) -> str:
