@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from graders import grade_log, leave_out
+from graders import PATCH_BROKE_RUN, grade_log
 from ledger import Ledger, NewEvent, StreamBatch, StreamRange, SweclError, event_id_for
 from ledger.events import GradeCorrected, GradeFinished
 
@@ -27,7 +27,6 @@ from projections import p2p_excluded
 # Only verdicts read from test output can be re-read; a patch that did not apply or an
 # empty patch has no test log to re-decide.
 _REDECIDABLE = frozenset({"resolved", "unresolved", "infra_error"})
-_CONTROL_NOTE = "the patch broke the test run"
 
 
 @dataclass
@@ -74,13 +73,13 @@ def regrade(ledger: Ledger, version: str, *, excluded: Mapping[str, list[str]] |
         report.examined += 1
         log = ledger.get_blob(original.log).decode("utf-8", "replace")
         # the task's whole list: what the grade judged and what it left out
-        judged, left_out = leave_out([*original.p2p, *original.p2p_excluded], excluded.get(original.instance_id, ()))
         decision = grade_log(
-            log, original.parser or "pytest", list(original.f2p), judged,
-            test_exit_code=original.test_exit_code,
+            log, original.parser or "pytest", list(original.f2p), [*original.p2p, *original.p2p_excluded],
+            test_exit_code=original.test_exit_code, excluded=excluded.get(original.instance_id, ()),
         )
+        left_out = list(decision.p2p_excluded)
         status, resolved, error = decision.status, decision.resolved, decision.error
-        if status == "infra_error" and _CONTROL_NOTE in (original.error or ""):
+        if status == "infra_error" and PATCH_BROKE_RUN in (original.error or ""):
             # A control run showed the tests work without the patch: still the patch's doing.
             status, resolved, error = "unresolved", False, original.error
         if resolved is not None and status == "infra_error":

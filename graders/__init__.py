@@ -9,7 +9,7 @@ Decisions follow swebench 5.x; `verdict_lines` decides recorded logs without run
 from __future__ import annotations
 
 from ._apply import ApplyResult, apply_check, apply_patch, is_test_path, normalize_patch, patch_paths, unsafe_reason
-from ._decide import MISSING, Decision, decide, f2p_passes, grade_log, leave_out, match_test, p2p_passes
+from ._decide import MISSING, PATCH_BROKE_RUN, Decision, blame, decide, f2p_passes, grade_log, leave_out, match_test, p2p_passes
 from ._env_info import EnvBuildError, EnvInfo
 from ._envs import EnvBuild, build_env, era_for, list_envs, prune_envs
 from ._graders import (
@@ -58,6 +58,7 @@ __all__ = [
     "MAX_JSON_BYTES",
     "MAX_PARQUET_BYTES",
     "MISSING",
+    "PATCH_BROKE_RUN",
     "OVERLAP_LINES_F1",
     "PROCESS_VARS",
     "PythonNotFound",
@@ -73,6 +74,7 @@ __all__ = [
     "build_env",
     "canonical_parser",
     "check_input_file",
+    "blame",
     "decide",
     "default_cache_dir",
     "era_for",

@@ -19,7 +19,13 @@ Per listed test (FAIL_TO_PASS and PASS_TO_PASS name tests in the parser's key sp
   not in the log takes the older spelling's status.
 
 resolved iff every F2P and every P2P test passes (empty lists pass vacuously, as in
-swebench).
+swebench). PASS_TO_PASS tests a validation found failing on this host with and without
+the fix (`excluded`) are left out of the judgement and listed in `p2p_excluded`: the
+task's own list stays whole in the record, and what decided is visible beside it.
+
+A run with no usable results is followed by a control run (the same tests without the
+model patch, see `blame`): if the control run gives results, the patch broke the run and
+the status is `unresolved` (the agent's failure); if not, it stays `infra_error`.
 
 When the log does not describe a completed test run the status is `infra_error`, not
 `unresolved`, so that a broken environment shows up as such instead of passing silently
@@ -47,7 +53,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from graders._parsers import TestStatus, parse_test_log
 from ledger.events import GradeStatus
@@ -56,9 +62,11 @@ __all__ = [
     "AMBIGUOUS",
     "INFRA_ERROR",
     "MISSING",
+    "PATCH_BROKE_RUN",
     "RESOLVED",
     "UNRESOLVED",
     "Decision",
+    "blame",
     "decide",
     "f2p_passes",
     "grade_log",
@@ -76,6 +84,10 @@ INFRA_ERROR = GradeStatus.INFRA_ERROR.value
 MISSING = "MISSING"  # no log id equals it (nor, for a truncated id, starts with it)
 AMBIGUOUS = "AMBIGUOUS"  # a truncated id whose candidate log ids disagree on the outcome
 
+# How an `error` starts when a control run put a result-less run on the patch; a regrade
+# reads it back from the recorded event, so the wording is part of the record's format.
+PATCH_BROKE_RUN = "the patch broke the test run"
+
 _PASSING = frozenset({TestStatus.PASSED, TestStatus.XFAIL})
 _MAINTAINED = _PASSING | {TestStatus.SKIPPED}
 _FAILING_RESULTS = frozenset({TestStatus.FAILED, TestStatus.ERROR})
@@ -87,7 +99,8 @@ class Decision:
 
     f2p / p2p: every listed test -> the log's status for it (a `TestStatus` value), or
     MISSING / AMBIGUOUS. tests: every status the log states. error: why the status is
-    infra_error (None otherwise).
+    infra_error (None otherwise). p2p_excluded: listed PASS_TO_PASS tests left out of the
+    judgement (not in p2p).
     """
 
     resolved: bool
@@ -96,6 +109,7 @@ class Decision:
     p2p: dict[str, str] = field(default_factory=dict)
     tests: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+    p2p_excluded: list[str] = field(default_factory=list)
 
     @property
     def f2p_success(self) -> list[str]:
@@ -165,14 +179,17 @@ def decide(
     pass_to_pass: Iterable[str],
     *,
     test_exit_code: int | None = None,
+    excluded: Iterable[str] = (),
 ) -> Decision:
-    """Judge a run from the statuses its log states (see the module doc for the rules)."""
+    """Judge a run from the statuses its log states (see the module doc for the rules).
+    `excluded`: PASS_TO_PASS tests to leave out (see `leave_out`)."""
     tests = {name: str(status) for name, status in statuses.items()}
     f2p = {name: match_test(name, tests) for name in _unique(fail_to_pass)}
-    p2p = {name: match_test(name, tests) for name in _unique(pass_to_pass)}
+    judged, left_out = leave_out(_unique(pass_to_pass), excluded)
+    p2p = {name: match_test(name, tests) for name in judged}
 
     def failed(error: str) -> Decision:
-        return Decision(False, INFRA_ERROR, f2p, p2p, tests, error)
+        return Decision(False, INFRA_ERROR, f2p, p2p, tests, error, left_out)
 
     if not tests:
         return failed(
@@ -186,7 +203,24 @@ def decide(
             "erroring test: the log does not describe the whole run"
         )
     resolved = all(s in _PASSING for s in f2p.values()) and all(s in _MAINTAINED for s in p2p.values())
-    return Decision(resolved, RESOLVED if resolved else UNRESOLVED, f2p, p2p, tests, None)
+    return Decision(resolved, RESOLVED if resolved else UNRESOLVED, f2p, p2p, tests, None, left_out)
+
+
+def blame(decision: Decision, control: Decision | None) -> Decision:
+    """Whose failure is an infra_error run: `control` is the decision on the same tests
+    run without the model patch (None: the control run did not run or did not finish).
+    Results there mean the harness is sound and the patch broke the run (a syntax or
+    import error, a crash at collection): `unresolved`, never excused as infrastructure.
+    Other decisions pass through."""
+    if decision.status != INFRA_ERROR:
+        return decision
+    error = decision.error or "no usable test results"
+    if control is None or control.status == INFRA_ERROR:
+        return replace(decision, error=f"{error}; the tests give no usable results without the patch either")
+    return replace(decision, status=UNRESOLVED, error=(
+        f"{PATCH_BROKE_RUN} ({error}); without it the same tests give {len(control.tests)} results"))
+
+
 
 
 def grade_log(
@@ -197,6 +231,7 @@ def grade_log(
     *,
     test_exit_code: int | None = None,
     test_cmd: str | None = None,
+    excluded: Iterable[str] = (),
 ) -> Decision:
     """Find the test run in `log`, parse it with `parser` and decide.
 
@@ -206,7 +241,7 @@ def grade_log(
     parsed = parse_test_log(log, parser, test_cmd=test_cmd)
     region = parsed.region
     exit_code = test_exit_code if test_exit_code is not None else region.exit_code
-    decision = decide(parsed.statuses, fail_to_pass, pass_to_pass, test_exit_code=exit_code)
+    decision = decide(parsed.statuses, fail_to_pass, pass_to_pass, test_exit_code=exit_code, excluded=excluded)
     error: str | None = None
     if region.fault is not None:
         error = f"the log says {region.fault!r}: its test results are not those of a completed run"
@@ -214,4 +249,4 @@ def grade_log(
         error = "the test output has a start marker but no end marker: the run was cut short"
     if error is None:
         return decision
-    return Decision(False, INFRA_ERROR, decision.f2p, decision.p2p, decision.tests, error)
+    return Decision(False, INFRA_ERROR, decision.f2p, decision.p2p, decision.tests, error, decision.p2p_excluded)

@@ -25,6 +25,7 @@ import sys
 import time
 import traceback
 from collections import Counter
+from dataclasses import replace
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
@@ -41,7 +42,7 @@ from graders._apply import (
     revert_test_files,
     snapshot,
 )
-from graders._decide import decide
+from graders._decide import Decision, blame, decide
 from graders._env_info import EnvBuildError, EnvInfo
 from graders._envs import build_env, env_lock, era_for, guard_env, touch_used
 from graders._install import ensure_repo_installed, install_environment, install_fingerprint, prepare_worktree
@@ -91,6 +92,7 @@ class GradeRequest(msgspec.Struct, frozen=True, kw_only=True):
     test_patch: str = ""
     fail_to_pass: list[str] = []
     pass_to_pass: list[str] = []
+    p2p_excluded: list[str] = []  # PASS_TO_PASS tests to leave out of the decision (see graders._decide)
     environment: EnvSpec | None = None
     gold_patch: str | None = None
     environment_setup_commit: str | None = None  # the era and manifests of the env (see graders._envs.Era)
@@ -106,6 +108,7 @@ class GradeOutcome(msgspec.Struct, kw_only=True):
     tests: dict[str, str] = {}
     f2p: dict[str, str] = {}
     p2p: dict[str, str] = {}
+    p2p_excluded: list[str] = []
     log: bytes = b""
     test_exit_code: int | None = None
     test_cmd: list[str] = []
@@ -276,8 +279,10 @@ class _ExecutingGrader:
             statuses, channel_notes = check_against_channel(parse_log(output, parser), output, cmd.channel, parser)
             for line in channel_notes:
                 notes.add(line)
-            decision = decide(statuses, req.fail_to_pass, req.pass_to_pass, test_exit_code=run.exit_code)
-            verdict = dict(tests=dict(decision.tests), f2p=dict(decision.f2p), p2p=dict(decision.p2p))
+            decision = decide(statuses, req.fail_to_pass, req.pass_to_pass, test_exit_code=run.exit_code,
+                              excluded=req.p2p_excluded)
+            verdict = dict(tests=dict(decision.tests), f2p=dict(decision.f2p), p2p=dict(decision.p2p),
+                           p2p_excluded=list(decision.p2p_excluded))
             if run.timed_out:
                 return _finish(self.name, notes, start, "timeout", test_output=output, exit_code=None,
                                error=f"the tests ran past {self.timeout_s}s; the process group was killed",
@@ -287,10 +292,11 @@ class _ExecutingGrader:
                 status = "env_failed"
                 error = f"{error}; environment problems: {'; '.join(env_warnings)}"
             elif status == "infra_error":
-                status, error = self._control_run(
-                    req, wt.path, prepared, model_paths, cmd.argv, run_env, parser, notes, error or "no usable test results",
+                blamed = self._control_run(
+                    req, wt.path, prepared, model_paths, cmd.argv, run_env, parser, notes, decision,
                     readable=confined["readable"], writable=channel.paths(), env=env,
                 )
+                status, error = blamed.status, blamed.error
             return _finish(self.name, notes, start, status, test_output=output, exit_code=run.exit_code,
                            error=error, **common, **verdict)
         finally:
@@ -312,41 +318,32 @@ class _ExecutingGrader:
         run_env: dict[str, str],
         parser: str,
         notes: _Notes,
-        error: str,
+        decision: Decision,
         *,
         readable: list[Path],
         writable: list[Path],
         env: EnvInfo | None = None,
-    ) -> tuple[str, str]:
-        """Whose failure is a test run with no usable results: the patch's or ours?
-
-        The same tests run once more without the model patch. If they then give results
-        the harness is sound and the patch broke the run (a syntax or import error, a
-        crash at collection): that is the agent's failure, `unresolved`. If they still
-        give none, it is an infrastructure problem and stays `infra_error`, never
-        counted against the agent.
-        """
+    ) -> Decision:
+        """Whose failure is a test run with no usable results, the patch's or ours: the
+        same tests run once more without the model patch, and `blame` decides."""
         reset_to(worktree, prepared, model_paths)
         gold = apply_test_patch(worktree, req.test_patch)
         if not gold.ok:
-            return "infra_error", f"{error}; the control run could not apply the test patch"
+            return replace(decision, error=f"{decision.error or 'no usable test results'}; the control run could not apply the test patch")
         _tox_launchers(argv, worktree, env, None)
         control = run_process(argv, cwd=worktree, env=run_env, timeout_s=self.timeout_s, sandbox=self.sandbox,
                               readable=readable, writable=writable)
         control_out = control.output.decode("utf-8", "replace")
         control_statuses = parse_log(control_out, parser) if not control.error else {}
-        verdict = decide(control_statuses, req.fail_to_pass, req.pass_to_pass, test_exit_code=control.exit_code)
+        verdict = decide(control_statuses, req.fail_to_pass, req.pass_to_pass, test_exit_code=control.exit_code,
+                         excluded=req.p2p_excluded)
         notes.add(
             f"[swecl] control run without the model patch: exit {control.exit_code}, "
             f"{len(control_statuses)} test results ({verdict.status})"
         )
         if control.timed_out or control.error or verdict.status == "infra_error":
             notes.add(control_out[-20000:])
-            return "infra_error", f"{error}; the tests give no usable results without the patch either"
-        return "unresolved", (
-            f"the patch broke the test run ({error}); without it the same tests give "
-            f"{len(control_statuses)} results"
-        )
+        return blame(decision, None if control.timed_out or control.error else verdict)
 
 
 def _tox_launchers(argv: list[str], worktree: Path, env: EnvInfo | None, notes: _Notes | None) -> None:

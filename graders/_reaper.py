@@ -23,6 +23,9 @@ marker; the clean-up after one run then kills only the new processes that carry 
 marker: without that, the first test run to end would kill every other thread's test
 run, and the uv or git another thread is running. A process that wiped its environment
 and left its group is then not found (in the sandbox it dies with the PID namespace).
+
+That state (subreaper or not, the runs in flight, the cache) belongs to the process, so
+one `Reaper` holds it; the module's functions are that one instance's methods.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 _PR_SET_CHILD_SUBREAPER = 36
-_subreaper = False
 
 
 def _stat_fields(pid: int) -> list[bytes]:
@@ -49,17 +51,6 @@ def _stat_fields(pid: int) -> list[bytes]:
         return []
     # the command name may hold spaces and parentheses: fields start after the last ')'
     return stat[stat.rfind(b")") + 2 :].split()
-
-
-def become_subreaper() -> None:
-    global _subreaper
-    if _subreaper:
-        return
-    _subreaper = True
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: process groups are all there is
-        pass
 
 
 def descendants(root: int | None = None) -> set[int]:
@@ -87,47 +78,6 @@ def descendants(root: int | None = None) -> set[int]:
 
 
 RUN_VAR = "SWECL_RUN"
-_in_flight: set[str] = set()
-_in_flight_lock = threading.Lock()
-_parallel = 0  # > 0 inside parallel_runs()
-
-
-@contextmanager
-def parallel_runs() -> Iterator[None]:
-    """Within the block runs may be in flight in several threads (see the module doc)."""
-    global _parallel
-    with _in_flight_lock:
-        _parallel += 1
-    try:
-        yield
-    finally:
-        with _in_flight_lock:
-            _parallel -= 1
-
-
-@contextmanager
-def run_marker() -> Iterator[str]:
-    """A marker for the processes of one run (put it in their environment as `RUN_VAR`),
-    in flight until the block ends."""
-    marker = uuid.uuid4().hex
-    with _in_flight_lock:
-        _in_flight.add(marker)
-    try:
-        yield marker
-    finally:
-        with _in_flight_lock:
-            _in_flight.discard(marker)
-
-
-@contextmanager
-def owned_processes(env: Mapping[str, str]) -> Iterator[tuple[dict[str, str], Callable[[], None]]]:
-    """For one run: the environment its processes get (`OWNER_VAR`: found and ended by the
-    next swecl if this one is killed; `RUN_VAR`: spared by other threads' clean-ups), and
-    the clean-up that kills what the run left behind (call it when the run ends)."""
-    with run_marker() as marker:
-        become_subreaper()
-        before = descendants()
-        yield {**env, OWNER_VAR: owner_token(), RUN_VAR: marker}, lambda: kill_new_descendants(before, marker)
 
 
 def _marker_of(pid: int) -> str | None:
@@ -143,26 +93,6 @@ def _marker_of(pid: int) -> str | None:
     return None
 
 
-def kill_new_descendants(before: set[int], marker: str | None = None) -> None:
-    """SIGKILL and reap every descendant that appeared since `before` was taken; with
-    runs in several threads, only those that carry `marker` (see the module doc)."""
-    for pid in descendants() - before:
-        theirs = _marker_of(pid)
-        if theirs != marker:
-            with _in_flight_lock:
-                spare = (theirs is not None and theirs in _in_flight) or (theirs is None and _parallel > 0)
-            if spare:
-                continue
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            continue
-        try:
-            os.waitpid(pid, 0)  # ours now (subreaper): leave no zombie
-        except ChildProcessError:
-            pass
-
-
 OWNER_VAR = "SWECL_OWNER"
 # swecl's variables every process it starts carries: they name no path, only a process
 # and a run, so an agent may see them (`agents._confine.agent_environment`).
@@ -174,17 +104,8 @@ def _start_time(pid: int) -> str | None:
     return fields[19].decode() if len(fields) > 19 else None  # field 22: start time in ticks
 
 
-_scope = ""  # the cache this swecl works on (`reap_orphans` sets it), in owner tokens
-
-
 def _scope_of(cache_dir: str | os.PathLike[str]) -> str:
     return hashlib.sha256(os.path.realpath(cache_dir).encode()).hexdigest()[:16]
-
-
-def owner_token() -> str:
-    """This process, in a form no later process can share (pid plus start time), and the
-    cache it works on."""
-    return f"{os.getpid()}.{_start_time(os.getpid()) or 0}/{_scope}"
 
 
 def _owner_alive(token: str) -> bool:
@@ -194,36 +115,128 @@ def _owner_alive(token: str) -> bool:
     return _start_time(int(pid_text)) == started
 
 
-def reap_orphans(cache_dir: str | os.PathLike[str]) -> list[int]:
-    """SIGKILL every process started by a swecl on this cache that is gone (and by one
-    that named no cache); returns their pids. From now on, this process's children carry
-    this cache in their owner token."""
-    global _scope
-    _scope = _scope_of(cache_dir)
-    killed: list[int] = []
-    marker = OWNER_VAR.encode() + b"="
-    mine = owner_token()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return killed
-    for name in entries:
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
+class Reaper:
+    """What this process knows about the runs it has in flight: whether it is a subreaper
+    yet, the markers of the runs in flight, how deep in `parallel_runs` it is, and the cache
+    its owner tokens name. Subreaping and /proc are per process, so swecl keeps one
+    (`REAPER`, behind the module's functions); tests may make their own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._subreaper = False
+        self._in_flight: set[str] = set()
+        self._parallel = 0  # > 0 inside parallel_runs()
+        self._scope = ""  # the cache this swecl works on (`reap_orphans` sets it), in owner tokens
+
+    def become_subreaper(self) -> None:
+        with self._lock:
+            if self._subreaper:
+                return
+            self._subreaper = True
         try:
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                environ = fh.read()
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        except (OSError, AttributeError):  # not Linux: process groups are all there is
+            pass
+
+    @contextmanager
+    def parallel_runs(self) -> Iterator[None]:
+        """Within the block runs may be in flight in several threads (see the module doc)."""
+        with self._lock:
+            self._parallel += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._parallel -= 1
+
+    @contextmanager
+    def run_marker(self) -> Iterator[str]:
+        """A marker for the processes of one run (put it in their environment as `RUN_VAR`),
+        in flight until the block ends."""
+        marker = uuid.uuid4().hex
+        with self._lock:
+            self._in_flight.add(marker)
+        try:
+            yield marker
+        finally:
+            with self._lock:
+                self._in_flight.discard(marker)
+
+    @contextmanager
+    def owned_processes(self, env: Mapping[str, str]) -> Iterator[tuple[dict[str, str], Callable[[], None]]]:
+        """For one run: the environment its processes get (`OWNER_VAR`: found and ended by
+        the next swecl if this one is killed; `RUN_VAR`: spared by other threads'
+        clean-ups), and the clean-up that kills what the run left behind (call it when the
+        run ends)."""
+        with self.run_marker() as marker:
+            self.become_subreaper()
+            before = descendants()
+            yield ({**env, OWNER_VAR: self.owner_token(), RUN_VAR: marker},
+                   lambda: self.kill_new_descendants(before, marker))
+
+    def _spared(self, theirs: str | None) -> bool:
+        with self._lock:
+            return (theirs is not None and theirs in self._in_flight) or (theirs is None and self._parallel > 0)
+
+    def kill_new_descendants(self, before: set[int], marker: str | None = None) -> None:
+        """SIGKILL and reap every descendant that appeared since `before` was taken; with
+        runs in several threads, only those that carry `marker` (see the module doc)."""
+        for pid in descendants() - before:
+            theirs = _marker_of(pid)
+            if theirs != marker and self._spared(theirs):
+                continue
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+            try:
+                os.waitpid(pid, 0)  # ours now (subreaper): leave no zombie
+            except ChildProcessError:
+                pass
+
+    def owner_token(self) -> str:
+        """This process, in a form no later process can share (pid plus start time), and
+        the cache it works on."""
+        return f"{os.getpid()}.{_start_time(os.getpid()) or 0}/{self._scope}"
+
+    def reap_orphans(self, cache_dir: str | os.PathLike[str]) -> list[int]:
+        """SIGKILL every process started by a swecl on this cache that is gone (and by one
+        that named no cache); returns their pids. From now on, this process's children
+        carry this cache in their owner token."""
+        self._scope = scope = _scope_of(cache_dir)
+        killed: list[int] = []
+        prefix = OWNER_VAR.encode() + b"="
+        mine = self.owner_token()
+        try:
+            entries = os.listdir("/proc")
         except OSError:
-            continue
-        for entry in environ.split(b"\0"):
-            if entry.startswith(marker):
-                token = entry[len(marker):].decode("ascii", "replace")
-                scope = token.partition("/")[2]
-                if token != mine and scope in ("", _scope) and not _owner_alive(token):
-                    try:
-                        os.kill(int(name), signal.SIGKILL)
-                        killed.append(int(name))
-                    except (ProcessLookupError, PermissionError):
-                        pass
-                break
-    return killed
+            return killed
+        for name in entries:
+            if not name.isdigit() or int(name) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{name}/environ", "rb") as fh:
+                    environ = fh.read()
+            except OSError:
+                continue
+            for entry in environ.split(b"\0"):
+                if entry.startswith(prefix):
+                    token = entry[len(prefix):].decode("ascii", "replace")
+                    if token != mine and token.partition("/")[2] in ("", scope) and not _owner_alive(token):
+                        try:
+                            os.kill(int(name), signal.SIGKILL)
+                            killed.append(int(name))
+                        except (ProcessLookupError, PermissionError):
+                            pass
+                    break
+        return killed
+
+
+REAPER = Reaper()
+become_subreaper = REAPER.become_subreaper
+parallel_runs = REAPER.parallel_runs
+run_marker = REAPER.run_marker
+owned_processes = REAPER.owned_processes
+kill_new_descendants = REAPER.kill_new_descendants
+owner_token = REAPER.owner_token
+reap_orphans = REAPER.reap_orphans

@@ -23,7 +23,7 @@ from agents import Agent, AgentInput, AgentResult, Budget, RecallService
 from agents import Scrubber
 from commands.inputs import Sequence, Task
 from commands.memory import GradingSecrets, TaskView, plan_daydream
-from graders import EnvSpec, Grader, GradeRequest, RepoCache, Sandbox, apply_check, leave_out
+from graders import EnvSpec, Grader, GradeRequest, RepoCache, Sandbox, apply_check
 from ledger import Event, Ledger, NewEvent, SweclError, event_id_for
 from ledger.events import GradeFinished, GradeStatus, MemorySuperseded, MemoryWritten, TaskAbandoned, TaskFinished, TaskStarted
 
@@ -339,7 +339,6 @@ def _scrubbed(text: str) -> str:
 
 
 def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: str) -> tuple[GradeFinished, list[bytes]]:
-    judged, excluded = leave_out(task.pass_to_pass or (), ctx.p2p_excluded.get(task.instance_id, ()))
     request = GradeRequest(
         instance_id=task.instance_id,
         repo=task.repo,
@@ -348,7 +347,8 @@ def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: st
         model_patch=patch,
         test_patch=task.test_patch or "",
         fail_to_pass=list(task.fail_to_pass or ()),
-        pass_to_pass=judged,
+        pass_to_pass=list(task.pass_to_pass or ()),
+        p2p_excluded=list(ctx.p2p_excluded.get(task.instance_id, ())),
         environment=environment_spec(task),
         gold_patch=task.patch,
         environment_setup_commit=task.environment_setup_commit,
@@ -380,7 +380,7 @@ def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: st
         error=scrubber.optional(outcome.error),
         similarity=outcome.similarity,
         parser=outcome.parser,
-        p2p_excluded=excluded,
+        p2p_excluded=list(outcome.p2p_excluded),
     )
     return event, collect.blobs
 

@@ -8,7 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from graders._decide import AMBIGUOUS, INFRA_ERROR, MISSING, RESOLVED, UNRESOLVED, decide, grade_log, match_test
+from graders._decide import (
+    AMBIGUOUS,
+    INFRA_ERROR,
+    MISSING,
+    PATCH_BROKE_RUN,
+    RESOLVED,
+    UNRESOLVED,
+    blame,
+    decide,
+    grade_log,
+    match_test,
+)
 from graders._parsers import TestStatus, frame_test_output
 from graders._verdict import verdict_lines
 from ledger.errors import SweclError
@@ -88,6 +99,30 @@ def test_exit_code_with_failures_or_zero_is_trusted() -> None:
     assert decide({"a": F}, ["a"], [], test_exit_code=0).status == UNRESOLVED
     assert decide({"a": P}, ["a"], [], test_exit_code=0).status == RESOLVED
     assert decide({"a": P}, ["a"], [], test_exit_code=None).status == RESOLVED
+
+
+def test_excluded_pass_to_pass_tests_are_left_out_of_the_decision_and_named() -> None:
+    """Tests a validation found failing here with and without the fix do not decide; the
+    decision says which listed ones it left out (an excluded name not listed is ignored)."""
+    decision = decide({"a": P, "flaky": F, "c": P}, ["a"], ["flaky", "c"], excluded=["flaky", "unlisted"])
+    assert (decision.status, decision.p2p, decision.p2p_excluded) == (RESOLVED, {"c": "PASSED"}, ["flaky"])
+    assert decide({"a": P, "flaky": F}, ["a"], ["flaky"]).status == UNRESOLVED
+    framed = frame_test_output("PASSED t.py::a\nFAILED t.py::net\n", 1)
+    logged = grade_log(framed, "pytest", ["t.py::a"], ["t.py::net"], excluded=["t.py::net"])
+    assert (logged.status, logged.p2p_excluded) == (RESOLVED, ["t.py::net"])
+
+
+def test_blame_puts_a_result_less_run_on_the_patch_only_when_the_control_run_gives_results() -> None:
+    broken = decide({}, ["a"], [], test_exit_code=1)
+    control_ok = decide({"a": F, "b": P}, ["a"], [], test_exit_code=1)
+    on_patch = blame(broken, control_ok)
+    assert (on_patch.status, on_patch.resolved) == (UNRESOLVED, False)
+    assert (on_patch.error or "").startswith(PATCH_BROKE_RUN) and "give 2 results" in (on_patch.error or "")
+    for control in (None, decide({}, ["a"], [], test_exit_code=1)):
+        ours = blame(broken, control)
+        assert ours.status == INFRA_ERROR and "without the patch either" in (ours.error or "")
+    decided = decide({"a": P}, ["a"], [])
+    assert blame(decided, None) is decided
 
 
 def test_empty_lists_pass_vacuously_as_in_swebench() -> None:

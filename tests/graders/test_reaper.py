@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from graders import _reaper
 
 
@@ -24,15 +22,9 @@ def _leftover(owner_token: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env=env)
 
 
-@pytest.fixture
-def own_scope(monkeypatch: pytest.MonkeyPatch) -> None:
-    # reap_orphans records this process's cache; leave the test process as it was
-    monkeypatch.setattr(_reaper, "_scope", "")
-
-
-def test_the_next_swecl_on_a_cache_ends_what_a_killed_one_left_there_and_nothing_else(
-    tmp_path: Path, own_scope: None
-) -> None:
+def test_the_next_swecl_on_a_cache_ends_what_a_killed_one_left_there_and_nothing_else(tmp_path: Path) -> None:
+    # a reaper of its own: reap_orphans records the cache, and the process-wide one stays as it was
+    reaper = _reaper.Reaper()
     ours, theirs = tmp_path / "cache", tmp_path / "other-cache"
     dead = _dead_owner()
     same_cache = _leftover(f"{dead}/{_reaper._scope_of(ours)}")
@@ -40,12 +32,13 @@ def test_the_next_swecl_on_a_cache_ends_what_a_killed_one_left_there_and_nothing
     no_cache = _leftover(dead)  # a token that names no cache is anyone's to end
     live_owner = _leftover(f"{os.getppid()}.{_reaper._start_time(os.getppid())}/{_reaper._scope_of(ours)}")
     try:
-        killed = set(_reaper.reap_orphans(ours))
+        killed = set(reaper.reap_orphans(ours))
         assert {same_cache.pid, no_cache.pid} <= killed
         assert other_cache.pid not in killed and live_owner.pid not in killed
         assert same_cache.wait(timeout=10) == -9 and no_cache.wait(timeout=10) == -9
         assert other_cache.poll() is None and live_owner.poll() is None
-        assert _reaper.owner_token().endswith("/" + _reaper._scope_of(ours))
+        assert reaper.owner_token().endswith("/" + _reaper._scope_of(ours))
+        assert _reaper.REAPER.owner_token() != reaper.owner_token()
     finally:
         for proc in (same_cache, other_cache, no_cache, live_owner):
             proc.kill()
