@@ -51,7 +51,7 @@ from ledger.events import (
     TaskStarted,
 )
 
-__all__ = ["Item", "LedgerBuilder", "LedgerSink", "Sink", "memory_item", "status_of", "verdict_of"]
+__all__ = ["Item", "LedgerBuilder", "LedgerSink", "Sink", "memory_item", "status_of"]
 
 Hit = RecallHit | str | tuple[str, float]
 """A recall hit: a full `RecallHit`, an item id (scored by rank), or (item id, score)."""
@@ -77,11 +77,6 @@ class LedgerSink:
         expected_version: int | None,
     ) -> list[Recorded]:
         return self.ledger.append(stream, events, blobs=blobs, durable=durable, expected_version=expected_version)
-
-
-def verdict_of(status: str) -> bool | None:
-    """grade.finished's `resolved` for a status: None when the status is not scored."""
-    return GradeStatus(status).resolved
 
 
 def status_of(outcome: bool | int | None | str) -> str:
@@ -321,7 +316,7 @@ class LedgerBuilder:
         if abandon:
             out += self._append(version, stream, [(TaskAbandoned(reason="interrupted", **common), (*key, "task.abandoned"))])
             return out
-        verdict = verdict_of(status) if resolved == "auto" else resolved
+        verdict = GradeStatus(status).resolved if resolved == "auto" else resolved
         grade_fields = {"grader": "swebench", **(grade or {})}
         blobs = []
         if log is not None:
