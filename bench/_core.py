@@ -141,9 +141,11 @@ def document(results: list[Result], details: dict[str, Any], meta: dict[str, Any
 
 
 def machine_meta(quick: bool, seconds: float) -> dict[str, Any]:
-    import apsw
     import msgspec
 
+    from ledger.sqlite import library_versions
+
+    sqlite = library_versions()
     return {
         "quick": quick,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -151,9 +153,8 @@ def machine_meta(quick: bool, seconds: float) -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
-        "machine": f"{os.cpu_count()} CPUs, Python {platform.python_version()}, SQLite {apsw.sqlite_lib_version()} (apsw)",
-        "apsw": apsw.apsw_version(),
-        "sqlite": apsw.sqlite_lib_version(),
+        "machine": f"{os.cpu_count()} CPUs, Python {platform.python_version()}, SQLite {sqlite['sqlite']} (apsw)",
+        **sqlite,
         "msgspec": msgspec.__version__,
         "git": _git_sha(),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,

@@ -552,9 +552,9 @@ def _prune_stale(folder: Path, spec: LedgerSpec) -> None:
 
 def _checkpoint(path: Path) -> None:
     """Fold the WAL into the file so the cached ledger is one self-contained file."""
-    import apsw
+    from ledger.sqlite import connect
 
-    conn = apsw.Connection(str(path))
+    conn = connect(path)
     try:
         conn.pragma("wal_checkpoint", "TRUNCATE")
         conn.pragma("journal_mode", "delete")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import apsw
+from ledger.sqlite import Connection, SqliteError, connect
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SPANS = "swecl-demo_spans_sequence"
@@ -196,8 +196,8 @@ def kill_all(proc: subprocess.Popen[bytes]) -> None:
 # -- the ledger, read from outside -------------------------------------------------------
 
 
-def _read_only(results: Path) -> apsw.Connection:
-    return apsw.Connection(str(results / "ledger.db"), flags=apsw.SQLITE_OPEN_READONLY)
+def _read_only(results: Path) -> Connection:
+    return connect(results / "ledger.db", readonly=True)
 
 
 def read_events(results: Path, *, prefix: str | None = None) -> list[dict[str, Any]]:
@@ -237,19 +237,19 @@ class LedgerWatch:
     def __init__(self, ledger: Path, version: str) -> None:
         self.path = ledger
         self.prefix = f"run/{version}"
-        self._conn: apsw.Connection | None = None
+        self._conn: Connection | None = None
 
-    def _connect(self) -> apsw.Connection | None:
+    def _connect(self) -> Connection | None:
         if self._conn is None:
             if not self.path.exists():
                 return None
             try:
-                conn = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+                conn = connect(self.path, readonly=True)
                 conn.set_busy_timeout(2000)
                 if not conn.table_exists("main", "events"):
                     conn.close()
                     return None
-            except apsw.Error:
+            except SqliteError:
                 return None
             self._conn = conn
         return self._conn
@@ -260,7 +260,7 @@ class LedgerWatch:
             return 0
         try:
             return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0])
-        except apsw.Error:
+        except SqliteError:
             return 0
 
     def since(self, after: int) -> list[tuple[int, str, str]]:
@@ -276,7 +276,7 @@ class LedgerWatch:
                     (after, self.prefix, self.prefix + "/%"),
                 )
             ]
-        except apsw.Error:
+        except SqliteError:
             return []
 
     def wait_for(self, type_: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:

@@ -23,6 +23,7 @@ __all__ = [
     "StdlibError",
     "connect",
     "connect_stdlib",
+    "library_versions",
 ]
 
 Connection = apsw.Connection
@@ -32,9 +33,17 @@ FullError = apsw.FullError
 StdlibError = sqlite3.Error
 
 
-def connect(path: str | Path) -> apsw.Connection:
-    """An apsw connection to the file `path` (":memory:" for a private in-memory one)."""
+def connect(path: str | Path, *, readonly: bool = False) -> apsw.Connection:
+    """An apsw connection to the file `path` (":memory:" for a private in-memory one);
+    `readonly`: the file must exist and is never written."""
+    if readonly:
+        return apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     return apsw.Connection(str(path))
+
+
+def library_versions() -> dict[str, str]:
+    """The SQLite library and its binding, for reports of where a number was measured."""
+    return {"apsw": apsw.apsw_version(), "sqlite": apsw.sqlite_lib_version()}
 
 
 def connect_stdlib(path: str | Path, *, readonly: bool = False, timeout: float = 2) -> sqlite3.Connection:
