@@ -221,8 +221,6 @@ def blame(decision: Decision, control: Decision | None) -> Decision:
         f"{PATCH_BROKE_RUN} ({error}); without it the same tests give {len(control.tests)} results"))
 
 
-
-
 def grade_log(
     log: str,
     parser: str,

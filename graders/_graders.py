@@ -25,8 +25,8 @@ import sys
 import time
 import traceback
 from collections import Counter
-from dataclasses import replace
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -329,7 +329,8 @@ class _ExecutingGrader:
         reset_to(worktree, prepared, model_paths)
         gold = apply_test_patch(worktree, req.test_patch)
         if not gold.ok:
-            return replace(decision, error=f"{decision.error or 'no usable test results'}; the control run could not apply the test patch")
+            why = decision.error or "no usable test results"
+            return replace(decision, error=f"{why}; the control run could not apply the test patch")
         _tox_launchers(argv, worktree, env, None)
         control = run_process(argv, cwd=worktree, env=run_env, timeout_s=self.timeout_s, sandbox=self.sandbox,
                               readable=readable, writable=writable)
