@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from graders import PATCH_BROKE_RUN, grade_log
+from graders import grade_log, keep_blame
 from ledger import Ledger, NewEvent, StreamBatch, StreamRange, SweclError, event_id_for
-from ledger.events import GradeCorrected, GradeFinished
+from ledger.events import GradeCorrected, GradeFinished, GradeStatus
 
 from projections import p2p_excluded
 
@@ -73,17 +73,13 @@ def regrade(ledger: Ledger, version: str, *, excluded: Mapping[str, list[str]] |
         report.examined += 1
         log = ledger.get_blob(original.log).decode("utf-8", "replace")
         # the task's whole list: what the grade judged and what it left out
-        decision = grade_log(
+        decision = keep_blame(grade_log(
             log, original.parser or "pytest", list(original.f2p), [*original.p2p, *original.p2p_excluded],
             test_exit_code=original.test_exit_code, excluded=excluded.get(original.instance_id, ()),
-        )
+        ), original.error)
         left_out = list(decision.p2p_excluded)
-        status, resolved, error = decision.status, decision.resolved, decision.error
-        if status == "infra_error" and PATCH_BROKE_RUN in (original.error or ""):
-            # A control run showed the tests work without the patch: still the patch's doing.
-            status, resolved, error = "unresolved", False, original.error
-        if resolved is not None and status == "infra_error":
-            resolved = None
+        status, error = decision.status, decision.error
+        resolved = GradeStatus(status).resolved  # infra_error is not scored: None, as the grader records it
         same = (
             status == current.status
             and resolved == current.resolved

@@ -9,7 +9,19 @@ Decisions follow swebench 5.x; `verdict_lines` decides recorded logs without run
 from __future__ import annotations
 
 from ._apply import ApplyResult, apply_check, apply_patch, is_test_path, normalize_patch, patch_paths, unsafe_reason
-from ._decide import MISSING, PATCH_BROKE_RUN, Decision, blame, decide, f2p_passes, grade_log, leave_out, match_test, p2p_passes
+from ._decide import (
+    MISSING,
+    PATCH_BROKE_RUN,
+    Decision,
+    blame,
+    decide,
+    f2p_passes,
+    grade_log,
+    keep_blame,
+    leave_out,
+    match_test,
+    p2p_passes,
+)
 from ._env_info import EnvBuildError, EnvInfo
 from ._envs import EnvBuild, build_env, era_for, list_envs, prune_envs
 from ._graders import (
@@ -85,6 +97,7 @@ __all__ = [
     "get_grader",
     "git",
     "grade_log",
+    "keep_blame",
     "has_spec",
     "is_test_path",
     "json_problem",

@@ -70,6 +70,7 @@ __all__ = [
     "decide",
     "f2p_passes",
     "grade_log",
+    "keep_blame",
     "leave_out",
     "match_test",
     "p2p_passes",
@@ -219,6 +220,14 @@ def blame(decision: Decision, control: Decision | None) -> Decision:
         return replace(decision, error=f"{error}; the tests give no usable results without the patch either")
     return replace(decision, status=UNRESOLVED, error=(
         f"{PATCH_BROKE_RUN} ({error}); without it the same tests give {len(control.tests)} results"))
+
+
+def keep_blame(decision: Decision, recorded_error: str | None) -> Decision:
+    """A re-decision from a recorded log cannot repeat the control run: a result-less run
+    the recorded grade put on the patch (its error says so) stays the patch's doing."""
+    if decision.status != INFRA_ERROR or PATCH_BROKE_RUN not in (recorded_error or ""):
+        return decision
+    return replace(decision, status=UNRESOLVED, resolved=False, error=recorded_error)
 
 
 def grade_log(

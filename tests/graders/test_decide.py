@@ -18,6 +18,7 @@ from graders._decide import (
     blame,
     decide,
     grade_log,
+    keep_blame,
     match_test,
 )
 from graders._parsers import TestStatus, frame_test_output
@@ -123,6 +124,11 @@ def test_blame_puts_a_result_less_run_on_the_patch_only_when_the_control_run_giv
         assert ours.status == INFRA_ERROR and "without the patch either" in (ours.error or "")
     decided = decide({"a": P}, ["a"], [])
     assert blame(decided, None) is decided
+    # a regrade cannot repeat the control run: the recorded blame stands, and only it
+    kept = keep_blame(broken, on_patch.error)
+    assert (kept.status, kept.resolved, kept.error) == (UNRESOLVED, False, on_patch.error)
+    assert keep_blame(broken, "the tests give no usable results").status == INFRA_ERROR
+    assert keep_blame(decided, on_patch.error) is decided
 
 
 def test_empty_lists_pass_vacuously_as_in_swebench() -> None:
