@@ -9,9 +9,9 @@ real `swebench` grader (`get_grader("swebench")`: bare mirror, worktree slot reu
 task after task, environment cache, the apply chain, test-file revert, pytest run,
 parse, decide), with a fresh cache dir, environments built with uv.
 
-Overhead per task = the grade's wall time - the test command's own time (every
-`run_process` of the grade, timed by wrapping it) - environment builds (timed the same
-way; an environment is built once per (repo, version) and counted separately). The
+Overhead per task = the grade's wall time - the test command's own time - environment
+builds, both as the grader reports them in `GradeOutcome.timings` (an environment is
+built once per (repo, version) and counted separately, from `GradeOutcome.env_built`). The
 first task also pays the mirror clone and the worktree checkout of the repository.
 Target: at most 1 s per task (every task); the ratio is the mean overhead to the mean
 test-command time. `grading_env_builds` checks that builds == distinct (repo, version)
@@ -146,47 +146,6 @@ def make_repo(root: Path, files: int) -> tuple[Path, list[str]]:
     return root, commits
 
 
-class _Clock:
-    """Times the test commands and environment builds of a grade, by wrapping the
-    grader's own functions (they still run: this measures, it does not replace)."""
-
-    def __init__(self) -> None:
-        import graders._graders as module
-
-        self.module = module
-        self.test_s = 0.0
-        self.build_s = 0.0
-        self.built = 0
-        self._run, self._build = module.run_process, module.build_env
-
-    def __enter__(self) -> _Clock:
-        def run_process(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return self._run(*args, **kwargs)
-            finally:
-                self.test_s += time.perf_counter() - start
-
-        def build_env(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                out = self._build(*args, **kwargs)
-            finally:
-                self.build_s += time.perf_counter() - start
-            self.built += int(out.built)
-            return out
-
-        self.module.run_process, self.module.build_env = run_process, build_env
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.module.run_process, self.module.build_env = self._run, self._build
-
-    def reset(self) -> None:
-        self.test_s = self.build_s = 0.0
-        self.built = 0
-
-
 def run(ctx: Context) -> list[Result]:
     from graders import EnvSpec, GradeRequest, get_grader
 
@@ -199,30 +158,29 @@ def run(ctx: Context) -> list[Result]:
     grader = get_grader("swebench", cache_dir=ctx.work / "grading-cache", repo_sources={REPO: str(repo)}, timeout_s=600)
     env = EnvSpec(python=None, pip_packages=["pytest"], test_cmd="pytest -rA")
     rows: list[dict[str, Any]] = []
-    with _Clock() as clock:
-        for i, (version, base, patch) in enumerate(tasks, start=1):
-            req = GradeRequest(
-                instance_id=f"acme__bigcalc-{i}", repo=REPO, version=version, base_commit=commits[base],
-                model_patch=patch, test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=env,
+    for i, (version, base, patch) in enumerate(tasks, start=1):
+        req = GradeRequest(
+            instance_id=f"acme__bigcalc-{i}", repo=REPO, version=version, base_commit=commits[base],
+            model_patch=patch, test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=env,
+        )
+        t0 = time.perf_counter()
+        outcome = grader.grade(req)
+        wall = time.perf_counter() - t0
+        expected = "resolved" if patch is GOLD else "unresolved"
+        if outcome.status != expected:
+            raise RuntimeError(
+                f"grading benchmark: task {i} graded {outcome.status} ({outcome.error}), expected {expected}; "
+                "the environment needs pytest from the uv cache or PyPI"
             )
-            clock.reset()
-            t0 = time.perf_counter()
-            outcome = grader.grade(req)
-            wall = time.perf_counter() - t0
-            expected = "resolved" if patch is GOLD else "unresolved"
-            if outcome.status != expected:
-                raise RuntimeError(
-                    f"grading benchmark: task {i} graded {outcome.status} ({outcome.error}), expected {expected}; "
-                    "the environment needs pytest from the uv cache or PyPI"
-                )
-            overhead = wall - clock.test_s - clock.build_s
-            rows.append({
-                "task": i, "version": version, "status": outcome.status, "applied_with": outcome.applied_with,
-                "wall_s": round(wall, 3), "test_s": round(clock.test_s, 3), "env_build_s": round(clock.build_s, 3),
-                "env_built": clock.built, "overhead_s": round(overhead, 3),
-            })
-            ctx.log(f"  task {i} ({version}, {outcome.status}): wall {wall:.2f}s, tests {clock.test_s:.2f}s, "
-                    f"env build {clock.build_s:.2f}s, overhead {overhead:.2f}s")
+        test_s, build_s = outcome.timings.get("tests", 0.0), outcome.timings.get("env", 0.0)
+        overhead = wall - test_s - build_s
+        rows.append({
+            "task": i, "version": version, "status": outcome.status, "applied_with": outcome.applied_with,
+            "wall_s": round(wall, 3), "test_s": round(test_s, 3), "env_build_s": round(build_s, 3),
+            "env_built": int(bool(outcome.env_built)), "overhead_s": round(overhead, 3),
+        })
+        ctx.log(f"  task {i} ({version}, {outcome.status}): wall {wall:.2f}s, tests {test_s:.2f}s, "
+                f"env build {build_s:.2f}s, overhead {overhead:.2f}s")
     overheads = [r["overhead_s"] for r in rows]
     tests = [r["test_s"] for r in rows]
     mean_overhead = sum(overheads) / len(overheads)
@@ -252,14 +210,12 @@ def run(ctx: Context) -> list[Result]:
                          timeout_s=600, sandbox=mode)
         for mode in by_mode
     }
-    with _Clock() as clock:
-        for _ in range(3):
-            for mode, g in graders_by_mode.items():
-                clock.reset()
-                outcome = g.grade(gold)
-                if outcome.status != "resolved":
-                    raise RuntimeError(f"grading benchmark: the gold patch graded {outcome.status} with --sandbox {mode}")
-                by_mode[mode].append(clock.test_s)
+    for _ in range(3):
+        for mode, g in graders_by_mode.items():
+            outcome = g.grade(gold)
+            if outcome.status != "resolved":
+                raise RuntimeError(f"grading benchmark: the gold patch graded {outcome.status} with --sandbox {mode}")
+            by_mode[mode].append(outcome.timings["tests"])
     unconfined, confined = min(by_mode["none"]), min(by_mode["bwrap"])
     cost = confined - unconfined
     ctx.details["grading"]["sandbox"] = {"test_run_s": {m: [round(x, 3) for x in v] for m, v in by_mode.items()},

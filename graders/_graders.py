@@ -19,13 +19,14 @@ The overlap grader's verdict is a proxy (no test runs); it says so in `error`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
 import time
 import traceback
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
@@ -118,6 +119,10 @@ class GradeOutcome(msgspec.Struct, kw_only=True):
     similarity: dict[str, float] | None = None
     grader: str = ""
     parser: str | None = None  # the log parser that read the test output (for regrades)
+    # where the grade's time went, in seconds: "env" (building or finding the environment)
+    # and "tests" (the test command, and the control run when there is one)
+    timings: dict[str, float] = {}
+    env_built: bool | None = None  # whether this grade built its environment (None: no environment)
 
 
 class Grader(Protocol):
@@ -131,6 +136,16 @@ class _Notes:
 
     def __init__(self, grader: str, req: GradeRequest) -> None:
         self.lines = [f"[swecl] grader={grader} instance={req.instance_id} repo={req.repo} version={req.version} base={req.base_commit}"]
+        self.timings: dict[str, float] = {}
+        self.env_built: bool | None = None
+
+    @contextlib.contextmanager
+    def timed(self, key: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[key] = round(self.timings.get(key, 0.0) + time.perf_counter() - start, 3)
 
     def add(self, text: str) -> None:
         self.lines.append(text.rstrip("\n"))
@@ -148,7 +163,8 @@ def _finish(grader: str, notes: _Notes, start: float, status: str, *, test_outpu
         body += frame_test_output(test_output, exit_code)
     return GradeOutcome(
         status=status, log=body.encode("utf-8", "replace"), test_exit_code=exit_code,
-        duration_s=round(time.monotonic() - start, 3), grader=grader, **fields,  # type: ignore[arg-type]
+        duration_s=round(time.monotonic() - start, 3), grader=grader, timings=dict(notes.timings),
+        env_built=notes.env_built, **fields,  # type: ignore[arg-type]
     )
 
 
@@ -261,8 +277,9 @@ class _ExecutingGrader:
             notes.add(f"[swecl] test command: {' '.join(cmd.argv)} (timeout {self.timeout_s}s)")
             _tox_launchers(cmd.argv, wt.path, env, notes)
             confined = dict(sandbox=self.sandbox, readable=[*([env.path] if env else []), *channel.paths()])
-            run = run_process(cmd.argv, cwd=wt.path, env=run_env, timeout_s=self.timeout_s, writable=channel.paths(),
-                              **confined)
+            with notes.timed("tests"):
+                run = run_process(cmd.argv, cwd=wt.path, env=run_env, timeout_s=self.timeout_s, writable=channel.paths(),
+                                  **confined)
             parser = spec.log_parser
             if parser is None:
                 try:
@@ -332,8 +349,9 @@ class _ExecutingGrader:
             why = decision.error or "no usable test results"
             return replace(decision, error=f"{why}; the control run could not apply the test patch")
         _tox_launchers(argv, worktree, env, None)
-        control = run_process(argv, cwd=worktree, env=run_env, timeout_s=self.timeout_s, sandbox=self.sandbox,
-                              readable=readable, writable=writable)
+        with notes.timed("tests"):
+            control = run_process(argv, cwd=worktree, env=run_env, timeout_s=self.timeout_s, sandbox=self.sandbox,
+                                  readable=readable, writable=writable)
         control_out = control.output.decode("utf-8", "replace")
         control_statuses = parse_log(control_out, parser) if not control.error else {}
         verdict = decide(control_statuses, req.fail_to_pass, req.pass_to_pass, test_exit_code=control.exit_code,
@@ -383,7 +401,9 @@ class SwebenchGrader(_ExecutingGrader):
                 interpreter=interp, exclude_newer=era.cutoff, read_file=era.read_file,
                 files_origin=f"commit {era.commit}" if era.read_file else None,
             )
-            build = make()
+            with notes.timed("env"):
+                build = make()
+            notes.env_built = build.built
             notes.add(f"[swecl] env {build.env.key}: {'built' if build.built else 'reused'} (Python {interp.version}, "
                       f"{interp.source}; packages as of {era.cutoff}, commit {era.commit[:12]})")
             for w in build.warnings:
@@ -391,7 +411,11 @@ class SwebenchGrader(_ExecutingGrader):
             with env_lock(build.env):
                 env = build.env
                 if self.check_env_integrity and not self.sandbox.confined:
-                    env, note = guard_env(env, lambda: make(force=True, locked=True).env)
+                    def rebuild() -> EnvInfo:
+                        with notes.timed("env"):
+                            return make(force=True, locked=True).env
+
+                    env, note = guard_env(env, rebuild)
                     if note:
                         notes.add(f"[swecl] {note}")
                 touch_used(env)

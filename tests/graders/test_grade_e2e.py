@@ -68,6 +68,9 @@ def test_gold_patch_resolves(setup) -> None:
     assert set(out.p2p.values()) == {"PASSED"}
     assert out.test_exit_code == 0 and out.test_cmd[-1] == "tests/test_ops.py"
     assert out.env_key and out.error is None and out.duration_s > 0
+    # the grader's own account of its time: the test run and the environment, within the whole
+    assert out.timings["tests"] > 0 and out.timings["env"] >= 0 and isinstance(out.env_built, bool)
+    assert out.timings["tests"] + out.timings["env"] <= out.duration_s
     assert b">>>>> Start Test Output" in out.log and b"PASSED tests/test_ops.py::test_clamp_high" in out.log
     # the outcome is a plain msgspec struct: it survives an encode/decode round trip
     assert msgspec.json.decode(msgspec.json.encode(out), type=GradeOutcome) == out
@@ -80,7 +83,7 @@ def test_environment_is_built_once_and_reused(setup) -> None:
     assert len(envs) == 1 and envs[0].complete
     built_at = envs[0].built_at
     second = _grade(setup, WRONG_PATCH)
-    assert b"reused" in second.log
+    assert b"reused" in second.log and second.env_built is False
     envs = list_envs(cache)
     assert len(envs) == 1 and envs[0].built_at == built_at
     build_log = (envs[0].path / "build.log").read_text()
@@ -225,6 +228,7 @@ def test_a_patch_that_breaks_the_test_run_is_the_agents_failure(setup) -> None:
     out = _grade(setup, BREAKING_PATCH)
     assert out.status == "unresolved" and out.resolved is False, out.log.decode()
     assert "the patch broke the test run" in (out.error or "")
+    assert out.env_built is not None and out.timings["tests"] > 0  # both test runs counted
     assert b"control run without the model patch" in out.log
 
 
