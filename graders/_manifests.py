@@ -23,7 +23,11 @@ _CONDA_ONLY = frozenset(
     {"python", "pip", "hdf5", "libnetcdf", "graphviz", "cairo", "pkg-config", "ffmpeg", "imagemagick",
      "c-compiler", "cxx-compiler", "compilers", "ccache", "make", "cmake", "git", "nodejs", "libgdal", "proj"}
 )
-_CONDA_TO_PIP = {"matplotlib-base": "matplotlib", "pytorch": "torch", "iris": "scitools-iris", "pyqt": "PyQt5", "pytables": "tables"}
+# conda-forge names whose PyPI distribution is named otherwise (dask-core is dask without its extras)
+_CONDA_TO_PIP = {
+    "matplotlib-base": "matplotlib", "dask-core": "dask", "pytorch": "torch", "iris": "scitools-iris", "pyqt": "PyQt5",
+    "pytables": "tables",
+}
 
 
 FileReader = Callable[[str], "str | None"]

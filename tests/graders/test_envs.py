@@ -106,11 +106,11 @@ def test_requirements_files_are_read_like_pip(tmp_path: Path) -> None:
 def test_environment_yml_becomes_pip_requirements(tmp_path: Path) -> None:
     (tmp_path / "environment.yml").write_text(
         "name: xarray-tests\nchannels:\n  - conda-forge\n  - nodefaults\ndependencies:\n"
-        "  - python=3.10\n  - numpy=1.23\n  - conda-forge::pandas>=1.4\n  - hdf5\n  - matplotlib-base\n"
+        "  - python=3.10\n  - numpy=1.23\n  - conda-forge::pandas>=1.4\n  - hdf5\n  - matplotlib-base\n  - dask-core\n"
         "  - pip\n  - pip:\n      - pytest-mypy-plugins\n      - numbagg==0.2.1\n  - scipy  # trailing comment\n"
     )
     assert _read_environment_yml(tmp_path / "environment.yml") == [
-        "numpy==1.23.*", "pandas>=1.4", "matplotlib", "pytest-mypy-plugins", "numbagg==0.2.1", "scipy",
+        "numpy==1.23.*", "pandas>=1.4", "matplotlib", "dask", "pytest-mypy-plugins", "numbagg==0.2.1", "scipy",
     ]
 
 
