@@ -9,13 +9,13 @@ import http.server
 import json
 import os
 import subprocess
-import threading
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from tests.graders.exec_support import make_calc_repo, run_git, write
+from tests.loopback import loopback_server
 
 
 def commit_at(root: Path, message: str, date: str) -> str:
@@ -124,14 +124,8 @@ def dated_index(root: Path, releases: dict[str, list[tuple[str, str, Path]]]) ->
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_server(Handler) as base:
+        yield f"{base}/simple"
 
 
 def installed_version(python: Path, dist: str) -> str:

@@ -18,15 +18,16 @@ import socket
 import struct
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from tests.loopback import loopback_server
 
 INSTALL_LOCK = "swecl-chromium-install.lock"
 _CANDIDATES = ("chromium", "chromium-browser")
@@ -334,15 +335,8 @@ def serve(directory: Path) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(directory)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with loopback_server(partial(Quiet, directory=str(directory))) as base:
+        yield f"{base}/"
 
 
 @dataclass
