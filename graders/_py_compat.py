@@ -16,6 +16,16 @@ dependency that is not installed (ModuleNotFoundError of a third-party name) is 
 package's normal behaviour and does not count. A package that fails is resolved again
 as of when SWE-bench's images were built, held to everything else as installed, and the
 build records a warning naming the release, the failure and the replacement.
+
+The same holds for a release whose native library came from conda in the images and is
+absent here: xarray's environment.yml lists cfgrib, whose era dependency eccodes 1.4 is a
+pure-Python binding to a C library conda installed beside it. On this host `import cfgrib`
+raises `RuntimeError: Cannot find the ecCodes library`, which xarray's `_importorskip`
+does not catch (it catches ImportError), so conftest fails to load and no test runs.
+PyPI's eccodes 2.37 and later are wheels that bundle the library. So an error raised at
+import whose message says a shared library cannot be found or opened counts too, charged
+to the package whose code raised it (the innermost frame outside the standard library:
+ctypes raises OSError from its own file on the package's behalf).
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 # Standard modules removed in 3.10-3.13: their absence is the interpreter's, not a
 # missing optional dependency (PEP 594, PEP 632, imp in 3.12). Windows-only ones (msilib)
@@ -39,10 +50,25 @@ REMOVED_STDLIB = frozenset({
 
 # Runs inside the venv's interpreter, which may be as old as 3.5: no f-strings, no walrus.
 _PROBE = r'''
-import importlib, json, re, sys, traceback
+import importlib, json, os, re, sys, sysconfig, traceback
 out_path, removed = sys.argv[1], set(sys.argv[2].split(","))
 modules = json.loads(sys.stdin.read())
 names = getattr(sys, "stdlib_module_names", None)
+std_dirs = tuple(sorted(set(os.path.join(sysconfig.get_paths()[k], "") for k in ("stdlib", "platstdlib"))))
+NATIVE = re.compile(r"cannot open shared object file|library not found|"
+                    r"(cannot|can't|could not|couldn't|unable to|failed to) (find|load|locate|open)\b.{0,80}\blibrary",
+                    re.I | re.S)
+def native_missing(exc):
+    """An error at import saying a shared library is not there (not a missing module)."""
+    if type(exc).__name__ == "ModuleNotFoundError" or not isinstance(exc, (ImportError, OSError, RuntimeError)):
+        return False
+    return bool(NATIVE.search(str(exc)))
+def raised_in(exc, skip_std):
+    tb = traceback.extract_tb(exc.__traceback__)
+    files = [frame[0] for frame in reversed(tb)]
+    if skip_std:
+        files = [f for f in files if not f.startswith(std_dirs) or "site-packages" in f]
+    return files[0] if files else ""
 def is_stdlib(name):
     top = (name or "").split(".")[0]
     if not top:
@@ -82,11 +108,13 @@ for dist, mods in modules.items():
         try:
             importlib.import_module(mod)
         except BaseException as exc:
+            why = "%s: %s: %s" % (mod, type(exc).__name__, " ".join(str(exc).split()))
+            if isinstance(exc, Exception) and native_missing(exc):
+                broken[dist] = [why, raised_in(exc, True), "native"]
+                break
             name = missing_from(exc) if isinstance(exc, Exception) else None
             if name and is_stdlib(name):
-                tb = traceback.extract_tb(exc.__traceback__)
-                where = tb[-1][0] if tb else ""
-                broken[dist] = ["%s: %s: %s" % (mod, type(exc).__name__, exc), where]
+                broken[dist] = [why, raised_in(exc, False), "stdlib"]
                 break
 with open(out_path, "w") as fh:
     json.dump(broken, fh)
@@ -153,12 +181,25 @@ def _owners(site: Path, have: dict[str, tuple[str, Path]]) -> dict[str, str]:
     return out
 
 
-def stdlib_breakages(python: Path, dists: Iterable[str], *, timeout_s: float = 600) -> dict[str, str]:
+class Breakage(NamedTuple):
+    """Why an installed package does not import here: `kind` is "stdlib" (a standard
+    name this Python no longer has) or "native" (a shared library that is not there)."""
+
+    why: str
+    kind: str
+
+    def says(self, interpreter_version: str) -> str:
+        if self.kind == "native":
+            return f"cannot load its native library on this host ({self.why})"
+        return f"does not run on Python {interpreter_version} ({self.why})"
+
+
+def import_breakages(python: Path, dists: Iterable[str], *, timeout_s: float = 600) -> dict[str, Breakage]:
     """{normalised dist name: first failure} of installed packages whose code does not
-    run on this interpreter for want of a standard-library name, found by importing the
-    modules of `dists`. The failure is charged to the package whose file raised it: flox
-    importing an xarray that imports a broken pydap names pydap. Names not installed
-    are skipped."""
+    import on this interpreter, for want of a standard-library name or of a native
+    library, found by importing the modules of `dists`. The failure is charged to the
+    package whose file raised it: flox importing an xarray that imports a broken pydap
+    names pydap. Names not installed are skipped."""
     site = site_packages(python.parent.parent)
     if site is None:
         return {}
@@ -185,12 +226,16 @@ def stdlib_breakages(python: Path, dists: Iterable[str], *, timeout_s: float = 6
     if not isinstance(found, dict):
         return {}
     owners = _owners(site, have)
-    charged: dict[str, str] = {}
+    charged: dict[str, Breakage] = {}
+
+    def where(item: tuple[str, list[str]]) -> str:
+        return os.path.normpath(str(item[1][1]))
+
     # A package's own failure first, so the reason names its own module where it has one.
-    for dist, (why, where) in sorted(found.items(), key=lambda item: owners.get(os.path.normpath(str(item[1][1]))) != item[0]):
-        owner = owners.get(os.path.normpath(str(where)))
+    for _, (why, raised, kind, *_) in sorted(found.items(), key=lambda item: owners.get(where(item)) != item[0]):
+        owner = owners.get(os.path.normpath(str(raised)))
         if owner is not None:  # else the repository's own code, or the interpreter's
-            charged.setdefault(owner, str(why))
+            charged.setdefault(owner, Breakage(str(why), str(kind)))
     return charged
 
 
@@ -210,30 +255,32 @@ Installer = Callable[[str, str, list[str]], bool]  # (dist, requirement, constra
 def repair(python: Path, names: Iterable[str], pinned: Collection[str], held: list[str], install: Installer,
            note: Callable[[str], None], interpreter_version: str) -> list[str]:
     """Find which installed packages, reached by importing `names` (the repository's
-    packages), do not run on this Python and resolve each again with `install`, newer
-    than the installed release: first held to everything else as installed, then to
-    `held` (the spec's pins) alone. A package in `pinned` (normalised names) is a pin's
-    choice: it is named in a warning, never replaced. Returns warnings."""
-    broken = stdlib_breakages(python, names)
+    packages), do not import here (this Python lacks a standard name they use, or their
+    native library is absent) and resolve each again with `install`, newer than the
+    installed release: first held to everything else as installed, then to `held` (the
+    spec's pins) alone. A package in `pinned` (normalised names) is a pin's choice: it is
+    named in a warning, never replaced. Returns warnings."""
+    broken = import_breakages(python, names)
     if not broken:
         return []
     site = site_packages(python.parent.parent)
     assert site is not None
     warnings = []
-    for dist, why in sorted(broken.items()):
+    for dist, found in sorted(broken.items()):
         old = installed(site)[dist][0]
+        says = found.says(interpreter_version)
         if dist in pinned:
-            warnings.append(f"{dist} {old} does not run on Python {interpreter_version} ({why}); it is pinned, so it stays")
+            warnings.append(f"{dist} {old} {says}; it is pinned, so it stays")
             continue
-        note(f"# {dist} {old} does not run on Python {interpreter_version} ({why}): resolving a later release")
+        note(f"# {dist} {old} {says}: resolving a later release")
         frozen = [f"{name}=={version}" for name, (version, _) in sorted(installed(site).items()) if name != dist]
         ok = install(dist, f"{dist}>{old}", frozen) or install(dist, f"{dist}>{old}", held)
         now = installed(site).get(dist, (old, Path()))[0]
-        still = stdlib_breakages(python, [dist]).get(dist)
+        still = import_breakages(python, [dist]).get(dist)
         if ok and now != old and still is None:
-            warnings.append(f"{dist} {old} (of the era) does not run on Python {interpreter_version} ({why}): "
-                            f"installed {dist} {now}, a later release, as SWE-bench's images had")
+            like = "as SWE-bench's images had" if found.kind == "stdlib" else "that imports here"
+            warnings.append(f"{dist} {old} (of the era) {says}: installed {dist} {now}, a later release, {like}")
         else:
-            warnings.append(f"{dist} {now} does not run on Python {interpreter_version} ({still or why}) "
+            warnings.append(f"{dist} {now} {(still or found).says(interpreter_version)} "
                             "and no later release installs in its place")
     return warnings

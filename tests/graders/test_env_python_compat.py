@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from graders._envs import build_env
-from graders._py_compat import modules_of, stdlib_breakages
+from graders._py_compat import import_breakages, modules_of
 from graders._specs import EnvSpec
 from tests.graders.env_support import dated_index, installed_version, make_wheel
 from tests.graders.exec_support import REPO
@@ -84,8 +84,60 @@ def test_the_probe_names_the_module_and_skips_tests_and_private_modules(tmp_path
     site = next(venv.glob("lib/python*/site-packages"))
     zipfile.ZipFile(wheel).extractall(site)
     assert modules_of(site / "tinypkg-1.0.dist-info") == ["tinypkg", "tinypkg.public"]
-    assert stdlib_breakages(venv / "bin" / "python", ["tinypkg"]) == {}
+    assert import_breakages(venv / "bin" / "python", ["tinypkg"]) == {}
     (site / "tinypkg" / "public.py").write_text("import inspect\ninspect.no_such_function_anymore\n")
     # a RECORD lists the file, so the failure is charged to its package
-    found = stdlib_breakages(venv / "bin" / "python", ["tinypkg"])
-    assert list(found) == ["tinypkg"] and "tinypkg.public: AttributeError" in found["tinypkg"]
+    found = import_breakages(venv / "bin" / "python", ["tinypkg"])
+    assert list(found) == ["tinypkg"] and "tinypkg.public: AttributeError" in found["tinypkg"].why
+
+
+# What eccodes 1.4 does without the C library conda put beside it in SWE-bench's images,
+# and what a binding over ctypes does: both fail at import, for want of a shared library.
+NO_LIBRARY = 'raise RuntimeError("Cannot find the tinycodes library")\n'
+NO_SHARED_OBJECT = 'import ctypes\nctypes.CDLL("libswecl-absent-for-tests.so.1")\n'
+# A RuntimeError at import that is not about a library: the package's own business.
+NO_DISPLAY = 'raise RuntimeError("no display to draw on")\n'
+
+
+@pytest.fixture
+def native_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    wheels = tmp_path / "wheels"
+    releases = {
+        "tinycodes": [
+            ("1.0", OLD, make_wheel(wheels / "a", "tinycodes", "1.0", modules={"bindings.py": NO_LIBRARY})),
+            ("2.0", NEW, make_wheel(wheels / "b", "tinycodes", "2.0", modules={"bindings.py": "LIBRARY = 'bundled'\n"})),
+        ],
+        # cfgrib's part: it imports the binding, so the failure is charged to tinycodes.
+        "tinygrib": [("1.0", OLD, make_wheel(wheels / "c", "tinygrib", "1.0", requires=("tinycodes",),
+                                             modules={"reader.py": "import tinycodes.bindings\n"}))],
+        "tinyctypes": [
+            ("1.0", OLD, make_wheel(wheels / "d", "tinyctypes", "1.0", modules={"lib.py": NO_SHARED_OBJECT})),
+            ("2.0", NEW, make_wheel(wheels / "e", "tinyctypes", "2.0", modules={"lib.py": "import ctypes\n"})),
+        ],
+        "tinyrt": [
+            ("1.0", OLD, make_wheel(wheels / "f", "tinyrt", "1.0", modules={"screen.py": NO_DISPLAY})),
+            ("2.0", NEW, make_wheel(wheels / "g", "tinyrt", "2.0")),
+        ],
+    }
+    with dated_index(tmp_path / "index", releases) as url:
+        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
+        yield url
+
+
+def test_an_era_release_whose_native_library_is_absent_is_replaced(tmp_path: Path, native_index: str) -> None:
+    spec = EnvSpec(python=None, packages="tinygrib tinyctypes tinyrt")
+    build = build_env(REPO, "native", spec, cache_dir=tmp_path / "cache", exclude_newer=CUTOFF)
+    log = build.log_path.read_text() if build.log_path else ""
+    python = build.env.python
+    assert installed_version(python, "tinycodes") == "2.0", log
+    assert installed_version(python, "tinyctypes") == "2.0", log
+    subprocess.run([str(python), "-c", "import tinygrib.reader, tinyctypes.lib"], check=True)
+    codes = [w for w in build.warnings if w.startswith("tinycodes")]
+    assert len(codes) == 1 and "tinycodes 1.0 (of the era) cannot load its native library" in codes[0], build.warnings
+    assert "Cannot find the tinycodes library" in codes[0] and "installed tinycodes 2.0" in codes[0]
+    # ctypes raises from the standard library's file: charged to the package that called it
+    ctypes_said = [w for w in build.warnings if w.startswith("tinyctypes")]
+    assert len(ctypes_said) == 1 and "cannot open shared object file" in ctypes_said[0], build.warnings
+    # the package that merely imports the binding, and an unrelated RuntimeError, stay
+    assert installed_version(python, "tinygrib") == "1.0" and installed_version(python, "tinyrt") == "1.0"
+    assert not [w for w in build.warnings if w.startswith(("tinygrib", "tinyrt"))], build.warnings
