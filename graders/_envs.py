@@ -139,8 +139,9 @@ def env_identity(spec: EnvSpec, exclude_newer: str | None) -> str:
     # install newer pins at all, and their era pip could not install the repository);
     # recipe 5: a batch whose pins need newer dependencies resolves as of the images;
     # recipe 6: the build's packages are recorded (BUILT), so a later install starts from them;
-    # recipe 7: era releases that do not run on the interpreter are replaced (graders._py_compat)
-    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=7".encode()).hexdigest()
+    # recipe 7: era releases that do not run on the interpreter are replaced (graders._py_compat);
+    # recipe 8: and those that cannot load their native library here
+    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=8".encode()).hexdigest()
 
 
 def _env_dir(
