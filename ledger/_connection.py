@@ -48,7 +48,8 @@ def open_connection(
         raise LedgerError(f"{p} is a directory, not a ledger file")
     if not exists:
         if not create or readonly:
-            raise LedgerError(f"no ledger at {p}: run `swecl init` (or pass --results DIR)")
+            raise LedgerError(f"no ledger at {p.absolute()}: nothing has run here yet; start with `swecl run`, "
+                              "or point at an existing experiment with --results DIR (or SWECL_RESULTS)")
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

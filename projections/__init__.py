@@ -59,6 +59,7 @@ _EXPORTS = {
     "RUN_LOCK": "_queries",
     "runs": "_queries",
     "get_run": "_queries",
+    "canonical_version": "_queries",
     "run_started_record": "_queries",
     "live_status": "_queries",
     "sequence_cutoffs": "_queries",
@@ -71,6 +72,7 @@ _EXPORTS = {
     "verdicts_in_force": "_queries",
     "run_not_gradeable": "_queries",
     "metrics_for": "_queries",
+    "shown_versions": "_queries",
     "lock_path": "_queries",
     "REPLAY_FORMAT": "_replay",
     "REPLAY_FORMAT_VERSION": "_replay",
@@ -116,6 +118,7 @@ if TYPE_CHECKING:
         RUN_LOCK,
         runs,
         get_run,
+        canonical_version,
         run_started_record,
         live_status,
         sequence_cutoffs,
@@ -128,6 +131,7 @@ if TYPE_CHECKING:
         verdicts_in_force,
         run_not_gradeable,
         metrics_for,
+        shown_versions,
         lock_path,
     )
     from ._replay import (

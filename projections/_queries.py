@@ -24,6 +24,17 @@ def runs(ledger: Ledger, projector: Projector) -> dict[str, RunSummary]:
     return projector.run(RunsProjection()).state.runs
 
 
+def canonical_version(ledger: Ledger, given: str) -> str:
+    """`v2` is run 2 when no run is named `v2` and run 2 exists: the folders are
+    `results/v2`, so that is what users type."""
+    def exists(version: str) -> bool:
+        return next(ledger.read_stream(f"run/{version}"), None) is not None
+
+    if len(given) > 1 and given[0] in "vV" and not exists(given) and exists(given[1:]):
+        return given[1:]
+    return given
+
+
 def get_run(ledger: Ledger, projector: Projector, version: str) -> RunSummary:
     found = runs(ledger, projector).get(version)
     if found is None:
@@ -82,6 +93,11 @@ def outcomes(
     state = projector.run(projection, upto=upto).state
     if not state.started:
         raise SweclError(f"no run version {version!r} in {ledger.path}")
+    if as_of_order is not None:
+        last = max((t.order for seq in state.sequences.values() for t in seq.plan), default=0)
+        if as_of_order > last + 1:  # else the scores "as of" a task that does not exist: the final ones, unsaid
+            raise SweclError(f"--as-of-order {as_of_order}: run {version}'s sequences have tasks 1 to {last} "
+                             f"({last + 1}: as the initial pass ended)")
     return state
 
 
@@ -163,6 +179,10 @@ def run_not_gradeable(state: RunOutcomes, found: dict[str, str]) -> dict[str, st
             if t.instance_id in found}
 
 
+def shown_versions(known: dict[str, RunSummary], include_failed: bool) -> list[str]:
+    return [v for v, run in known.items() if include_failed or run.status != "failed"]
+
+
 def metrics_for(
     ledger: Ledger,
     projector: Projector,
@@ -171,9 +191,13 @@ def metrics_for(
     formula: str = "native",
     lambdas: Lambdas | None = None,
     as_of_order: int | None = None,
+    include_failed: bool = False,
 ) -> list[VersionMetrics]:
+    """The metrics of `versions`; with none, of every run that did not fail (a run that
+    failed, a typo in its options say, scored nothing and would only crowd the table)
+    unless `include_failed`."""
     known = runs(ledger, projector)
-    chosen = versions or list(known)
+    chosen = versions or shown_versions(known, include_failed)
     out = []
     found = not_gradeable(ledger)  # one read for every version
     for version in chosen:

@@ -106,6 +106,10 @@ def replay_state(ledger: Ledger, version: str, upto_order: int, *, projector: Pr
     if upto_order < 1:
         raise SweclError(f"--upto-order {upto_order}: task orders start at 1")
     started = run_started_record(ledger, version, doing="replay").event
+    last_order = max((t.order for tasks in started.tasks.values() for t in tasks), default=0)
+    if upto_order > last_order + 1:
+        raise SweclError(f"--upto-order {upto_order}: run {version}'s sequences have tasks 1 to {last_order} "
+                         f"({last_order + 1}: as the initial pass ended)")
     runner = projector if projector is not None else Projector(ledger)
     head = ledger.head()
     cutoffs = sequence_cutoffs(ledger, version, upto_order)

@@ -34,7 +34,25 @@ from ._run import run_cmd
 from ._metrics import metrics_cmd, runs_cmd
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+class _Swecl(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # `swecl --version 2 metrics` meant a run version, but before the command
+        # `--version` is the program's flag: click would print 0.1.0 and exit 0.
+        rest = iter(args)
+        for arg in rest:
+            if arg == "--results":
+                next(rest, None)
+            elif arg == "--version":
+                if next(rest, None) is not None:
+                    raise SweclError("--version before a command prints swecl's own version and takes nothing after "
+                                     "it; for a run version put it after the command (swecl metrics --version 2)")
+                break
+            elif not arg.startswith("-"):
+                break  # the command: what follows is its own
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_Swecl, context_settings=CONTEXT_SETTINGS)
 @click.option(
     "--results",
     "results",

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ._common import echo_json, results_of, results_option
+from ._common import PassParam, echo_json, results_of, results_option, run_version
 
 if TYPE_CHECKING:  # the audit itself is imported when the command runs, not at `swecl --help`
     from projections.audit import AuditedHit, DatasetNote, Provenance, RunAuditSummary, TaskAudit
@@ -14,9 +14,10 @@ if TYPE_CHECKING:  # the audit itself is imported when the command runs, not at 
 
 @click.command("audit")
 @results_option
-@click.argument("version")
+@click.argument("version", callback=run_version)
 @click.argument("task_id", required=False, metavar="[TASK_ID]")
-@click.option("--pass", "pass_", default=None, metavar="P", help="Only recalls of this pass (default: every pass).")
+@click.option("--pass", "pass_", type=PassParam(), default=None, metavar="P",
+              help="Only recalls of this pass (default: every pass).")
 @click.option("--summary", is_flag=True, help="Every flagged task of the run instead of one task.")
 @click.option("--dataset", default=None, metavar="X",
               help="Benchmark for the test-content check (default: the one the run recorded).")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -19,6 +20,18 @@ class ResultsParam(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         return value
+
+
+class PassParam(click.ParamType):
+    """A pass of a run: initial, retest, baseline, or retest-K (a `--retest-every` row).
+    A typo is refused: a filter that matches nothing would print nothing and exit 0."""
+
+    name = "P"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value in ("initial", "retest", "baseline") or re.fullmatch(r"retest-[1-9][0-9]*", str(value)):
+            return value
+        self.fail(f"{value!r} is not a pass: initial, retest, baseline or retest-K (a --retest-every row)", param, ctx)
 
 
 def results_of(ctx: click.Context) -> Results:
@@ -52,3 +65,22 @@ def echo_json(obj: Any) -> None:
 
 def echo_json_line(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def run_version(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+    """A run version as users type it: `v2` names run 2, as its folder `results/v2` does
+    (a run really named `v2` keeps its name). For a VERSION argument or option, single or
+    repeated."""
+    if value is None:
+        return value
+    given = (value,) if isinstance(value, str) else tuple(value)
+    if not any(len(v) > 1 and v[0] in "vV" for v in given):
+        return value
+    results = results_of(ctx)
+    if not results.ledger_path.exists():
+        return value
+    from projections import canonical_version
+
+    with results.open_ledger(readonly=True) as ledger:
+        found = tuple(canonical_version(ledger, v) for v in given)
+    return found[0] if isinstance(value, str) else found

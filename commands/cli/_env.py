@@ -28,7 +28,7 @@ def env_group() -> None:
 @env_group.command("list")
 @cache_option
 @click.option("--sizes", is_flag=True, help="Also measure each environment's size on disk.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def env_list_cmd(cache_dir: str | None, sizes: bool, as_json: bool) -> None:
     """The environments in the cache."""
     from graders import list_envs

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import click
 
-from ._common import results_of, results_option
+from ._common import PassParam, results_of, results_option, run_version
 
 
 @click.command("export")
 @results_option
-@click.argument("version")
+@click.argument("version", callback=run_version)
 @click.option("--format", "fmt", type=click.Choice(["predictions", "events", "parquet"]), required=True,
               help="predictions: SWE-bench JSONL; events: JSON lines as `swecl log --json`; parquet: one row per event.")
 @click.option("--out", "out", required=True, metavar="FILE", help="Output file ('-' for stdout, not for parquet).")
-@click.option("--pass", "pass_", default=None, metavar="P",
+@click.option("--pass", "pass_", type=PassParam(), default=None, metavar="P",
               help="predictions: the pass to export (default initial); events/parquet: only that pass's events.")
 @click.option("--with-blobs", is_flag=True, help="events: inline the blobs each event refers to (patches, logs).")
 @click.pass_context

@@ -12,7 +12,7 @@ from graders import SANDBOX_MODES
 from ledger import SweclError
 from ledger.events import GradeStatus
 
-from ._common import echo_json_line, results_option
+from ._common import echo_json_line, results_option, run_version
 
 
 @click.command("verdict")
@@ -46,7 +46,8 @@ def _where_tests_run(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Where to clone a repo from."),
         click.option("--python", "pythons", multiple=True, metavar="VERSION=PATH", help="Interpreter for a Python version."),
         click.option("--cache-dir", default=None, metavar="DIR", help="Repository and environment cache."),
-        click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S"),
+        click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S",
+                     help="Seconds per test run; the whole process group is killed after it."),
     )):
         f = option(f)
     return f
@@ -163,7 +164,7 @@ def swebench_report(statuses: dict[str, str], *, submitted: list[str]) -> dict[s
 
 @click.command("regrade")
 @results_option
-@click.argument("version")
+@click.argument("version", callback=run_version)
 @click.pass_context
 def regrade_cmd(ctx: click.Context, version: str) -> None:
     """Re-decide a run's grades from the test logs in the ledger with today's parsers.

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
+
 import click
 import msgspec
 
-from ledger import IntegrityError, Recorded
+from ledger import IntegrityError, Recorded, SweclError
 from ledger import check_references
 from ledger import LedgerDamaged, sqlite
 from projections import ChainCheckpoints
@@ -42,8 +44,20 @@ def log_cmd(
     """Print the events of the ledger in order."""
     from ledger import StreamRange
 
+    from ledger.events import BY_TYPE
+
+    unknown = [t for t in types if t not in BY_TYPE]
+    if unknown:
+        raise SweclError(f"--type {unknown[0]!r}: no such event type{_did_you_mean(unknown[0], sorted(BY_TYPE))} "
+                         f"(types: {', '.join(sorted(BY_TYPE))})")
     results = results_of(ctx)
     with results.open_ledger(readonly=True) as ledger:
+        for stream in streams:
+            if not ledger.streams(stream):
+                found = ledger.streams()
+                tops = sorted({s.split("/")[0] for s in found})
+                raise SweclError(f"--stream {stream!r}: no such stream in {ledger.path}{_did_you_mean(stream, found)} "
+                                 f"(stream families: {', '.join(tops) or 'none yet'})")
         events = ledger.read(
             after=after,
             upto=upto,
@@ -55,6 +69,11 @@ def log_cmd(
                 echo_json_line(event_record(rec))
             else:
                 click.echo(_as_line(rec))
+
+
+def _did_you_mean(given: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(given, choices, n=3)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 def _as_line(rec: Recorded) -> str:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from ._common import echo_json, results_of, results_option
+from ._common import echo_json, results_of, results_option, run_version
 
 
 @click.command("dream")
 @results_option
-@click.argument("version")
+@click.argument("version", callback=run_version)
 @click.option("--json", "as_json", is_flag=True, help="The decisions as JSON.")
 @click.pass_context
 def dream_cmd(ctx: click.Context, version: str, as_json: bool) -> None:
@@ -51,8 +51,9 @@ def memory_group() -> None:
 
 @memory_group.command("export")
 @results_option
-@click.argument("version")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), metavar="DIR")
+@click.argument("version", callback=run_version)
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Folder to write the portable _memory/ export into.")
 @click.pass_context
 def memory_export_cmd(ctx: click.Context, version: str, out_dir: Path) -> None:
     """Write VERSION's live memory as a portable `_memory/` folder (Markdown, memory.db,
@@ -69,7 +70,8 @@ def memory_export_cmd(ctx: click.Context, version: str, out_dir: Path) -> None:
 @memory_group.command("import")
 @results_option
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option("--into", "version", required=True, metavar="VERSION", help="The run version the folder seeds.")
+@click.option("--into", "version", required=True, metavar="VERSION", callback=run_version,
+              help="The run version the folder seeds.")
 @click.pass_context
 def memory_import_cmd(ctx: click.Context, path: Path, version: str) -> None:
     """Seed VERSION from an exported `_memory/` folder: one memory.seeded event plus the
@@ -85,7 +87,7 @@ def memory_import_cmd(ctx: click.Context, path: Path, version: str) -> None:
 
 @memory_group.command("materialise")
 @results_option
-@click.argument("version", required=False)
+@click.argument("version", required=False, callback=run_version)
 @click.option("--all", "every", is_flag=True, help="Every run's memory folder, from one pass over the ledger.")
 @click.option("--upto", type=int, default=None, metavar="SEQ", help="The memory as of this seq (default: now).")
 @click.pass_context

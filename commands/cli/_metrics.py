@@ -12,7 +12,7 @@ import msgspec
 from ledger import SweclError
 from projections.metrics import FORMULAS, METRIC_NAMES, Lambdas, metrics_from_vectors_document, to_frame
 
-from ._common import echo_json, results_of, results_option
+from ._common import echo_json, results_of, results_option, run_version
 from projections import VersionMetrics, live_status, metrics_for, outcomes, runs
 
 _LAMBDA_NAMES = {"acc": "acc", "f": "f", "fwt": "fwt", "bwt": "bwt", "aulc": "aulc"}
@@ -43,12 +43,14 @@ def _fmt(value: float | None) -> str:
 
 @click.command("metrics")
 @results_option
-@click.option("--version", "versions", multiple=True, metavar="V", help="Run version (repeatable; default: every run).")
+@click.option("--version", "versions", multiple=True, metavar="V", callback=run_version,
+              help="Run version (repeatable; default: every run).")
 @click.option("--formula", type=click.Choice(sorted(FORMULAS)), default="native", show_default=True, help="Formula set.")
 @click.option("--as-of-order", type=int, default=None, metavar="K", help="Metrics as they stood before task K started.")
 @click.option("--lambda", "lambdas", multiple=True, metavar="NAME=W", help="CL-Score weight (acc, f, fwt, bwt, aulc; default 1).")
 @click.option("--vectors", type=click.Path(path_type=Path), default=None, metavar="FILE",
               help="Score outcome vectors from a JSON file instead of the ledger.")
+@click.option("--all", "include_failed", is_flag=True, help="Without --version: failed runs too (hidden by default).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="Write one row per sequence (and macro) as CSV ('-' for stdout).")
@@ -62,6 +64,7 @@ def metrics_cmd(
     as_of_order: int | None,
     lambdas: tuple[str, ...],
     vectors: Path | None,
+    include_failed: bool,
     as_json: bool,
     csv_path: Path | None,
     parquet_path: Path | None,
@@ -82,7 +85,9 @@ def metrics_cmd(
     results = results_of(ctx)
     with results.open_ledger(readonly=True) as ledger:
         found = metrics_for(ledger, results.projector(ledger), list(versions), formula=formula, lambdas=weights,
-                            as_of_order=as_of_order)
+                            as_of_order=as_of_order, include_failed=include_failed)
+        if not found and not versions and runs(ledger, results.projector(ledger)):
+            raise SweclError(f"every run in {results.ledger_path} failed: `swecl metrics --all` includes failed runs")
     if not found:
         raise SweclError(f"no runs in {results.ledger_path} yet: start one with `swecl run`")
     if csv_path is not None or parquet_path is not None:

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from ._common import echo_json, results_of, results_option
+from ._common import echo_json, results_of, results_option, run_version
 
 
 @click.command("replay")
 @results_option
-@click.argument("version")
+@click.argument("version", callback=run_version)
 @click.option("--upto-order", "upto_order", type=int, required=True, metavar="K",
               help="Rebuild the state as it stood before initial-pass task K started.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), metavar="DIR",

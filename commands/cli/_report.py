@@ -8,13 +8,13 @@ import click
 
 from projections.metrics import FORMULAS
 
-from ._common import results_of, results_option
+from ._common import results_of, results_option, run_version
 from projections.report import build_report
 
 
 @click.command("report")
 @results_option
-@click.argument("versions", nargs=-1, metavar="[VERSION]...")
+@click.argument("versions", nargs=-1, metavar="[VERSION]...", callback=run_version)
 @click.option(
     "--out",
     "out_dir",
@@ -24,16 +24,17 @@ from projections.report import build_report
     help="Directory to write index.html and plots/ into (created if missing).",
 )
 @click.option("--formula", type=click.Choice(sorted(FORMULAS)), default="native", show_default=True, help="Formula set.")
+@click.option("--all", "include_failed", is_flag=True, help="With no VERSION: failed runs too (hidden by default).")
 @click.pass_context
-def report_cmd(ctx: click.Context, versions: tuple[str, ...], out_dir: Path, formula: str) -> None:
+def report_cmd(ctx: click.Context, versions: tuple[str, ...], out_dir: Path, formula: str, include_failed: bool) -> None:
     """A static HTML report (works offline): metric tables, a(i,j) heatmaps and learning
     curves per sequence, and which memories each task recalled.
 
-    No VERSION: every run in the ledger. Several versions are overlaid on the learning
+    No VERSION: every run in the ledger that did not fail (--all: failed ones too). Several versions are overlaid on the learning
     curves of each sequence they share.
     """
     results = results_of(ctx)
-    summary = build_report(results, list(versions), out_dir, formula=formula)
+    summary = build_report(results, list(versions), out_dir, formula=formula, include_failed=include_failed)
     click.echo(
         f"wrote {len(summary.files)} files for {len(summary.versions)} version(s) and "
         f"{len(summary.sequences)} sequence(s) as of ledger seq {summary.head_seq}: open {summary.index}"

@@ -13,7 +13,7 @@ import msgspec
 from graders import SANDBOX_MODES
 from ledger import SweclError
 
-from ._common import results_of, results_option
+from ._common import results_of, results_option, run_version
 from commands.run import EXECUTORS, RunOptions
 from commands.run import make_reporter
 from commands.run import DEMO_SUITE, STAGES
@@ -59,13 +59,16 @@ def _python_paths(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--max-turns", type=int, default=50, show_default=True, help="Agent turn budget per task.")
 @click.option("--agent-timeout", type=float, default=1800.0, show_default=True, metavar="S", help="Seconds per agent attempt.")
 @click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S", help="Seconds per test run.")
-@click.option("--code-mode", type=click.Choice(["agentic", "blind"]), default="agentic", show_default=True)
+@click.option("--code-mode", type=click.Choice(["agentic", "blind"]), default="agentic", show_default=True,
+              help="agentic: the agent works in the repository with its tools; "
+                   "blind: no tools but recall, it answers with a unified diff.")
 @click.option("--predictions", multiple=True, metavar="[PASS=]FILE", help="Predictions JSONL for --agent predictions.")
 @click.option("--command", "command_template", default=None, metavar="TEMPLATE", help="Command for --agent command.")
 @click.option("--repo-source", "repo_sources", multiple=True, metavar="OWNER/NAME=PATH_OR_URL", help="Where to clone a repo from.")
 @click.option("--python", "pythons", multiple=True, metavar="VERSION=PATH", help="Interpreter to use for a Python version.")
 @click.option("--cache-dir", default=None, metavar="DIR", help="Repository and environment cache (default: $SWECL_CACHE or ~/.cache/swecl).")
-@click.option("--resume", default=None, metavar="VERSION", help="Continue an interrupted run where it stopped.")
+@click.option("--resume", default=None, metavar="VERSION", callback=run_version,
+              help="Continue an interrupted run where it stopped.")
 @click.option("--executor", type=click.Choice(EXECUTORS), default=None,
               help="Where sequences run: local (this machine, default) or ray (one job per sequence on a Ray cluster).")
 @click.option("--ray-address", default=None, metavar="ADDR",

@@ -24,7 +24,7 @@ import msgspec
 import agents
 from agents import Agent, Budget, RunSupplies
 from commands.inputs import Benchmark, Sequence, find_sequence, load_benchmark, load_predictions
-from commands.memory import dream, seed_memory
+from commands.memory import dream, resolve_seed, seed_memory
 from projections.memory import materialise_version
 from graders import RepoCache, default_cache_dir, get_grader, reap_orphans, sandbox_for
 from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, Terminated, event_id_for
@@ -233,6 +233,9 @@ def start_run(results: Results, opts: RunOptions, reporter: Reporter) -> RunRepo
     _require_executor(opts)
     require_writable(results)
     with results.open_ledger(create=True) as ledger:
+        if stage.seeds:  # a seed that cannot be found is refused before a version is claimed, not left as a failed run
+            resolve_seed(ledger, opts.version or _next_version(ledger), opts.source_memory,
+                         dataset_hash=benchmark.content_hash, sequences=[s.id for s in sequences])
         version = claim_version(ledger, opts, benchmark, sequences)
     with ExitStack() as held:
         try:

@@ -30,14 +30,15 @@ class ReportSummary:
     """The ledger seq the report is as of."""
 
 
-def build_report(results: Results, versions: list[str], out_dir: Path, *, formula: str = "native") -> ReportSummary:
+def build_report(results: Results, versions: list[str], out_dir: Path, *, formula: str = "native",
+                 include_failed: bool = False) -> ReportSummary:
     """Write `out_dir/index.html` and `out_dir/plots/` for `versions` (every run when empty).
 
     Raises `SweclError` for an unknown version or formula, a ledger without runs, or an
     output directory that cannot be written.
     """
     with results.open_ledger(readonly=True) as ledger:
-        data = collect(ledger, results.projector(ledger), versions, formula=formula)
+        data = collect(ledger, results.projector(ledger), versions, formula=formula, include_failed=include_failed)
     return write_report(data, Path(out_dir))
 
 

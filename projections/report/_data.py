@@ -29,7 +29,7 @@ from ledger.events import MemoryRecalled, RunStarted, TaskRef
 from projections import Cell, Projector, RunOutcomes, RunsProjection, RunSummary, read_views
 from projections.metrics import MetricsResult, SequenceOutcomes, SequenceResult, compute
 
-from projections import not_gradeable, outcomes, run_not_gradeable
+from projections import not_gradeable, outcomes, run_not_gradeable, shown_versions
 
 CellState = Literal["resolved", "unresolved", "missing", "n/a"]
 
@@ -161,13 +161,17 @@ class ReportData:
     """`memory.written` item ids known to the ledger (for the recall join)."""
 
 
-def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, formula: str = "native") -> ReportData:
-    """The report of `versions` (all runs, in ledger order, when empty) as of the ledger head."""
+def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, formula: str = "native",
+            include_failed: bool = False) -> ReportData:
+    """The report of `versions` (when empty: all runs, in ledger order, failed ones only
+    with `include_failed`) as of the ledger head."""
     head = ledger.head()
     known = projector.run(RunsProjection(), upto=head).state.runs
     if not known:
         raise SweclError(f"no runs in {ledger.path} yet: start one with `swecl run`")
-    chosen = list(dict.fromkeys(versions)) if versions else list(known)
+    chosen = list(dict.fromkeys(versions)) if versions else shown_versions(known, include_failed)
+    if not chosen:
+        raise SweclError(f"every run in {ledger.path} failed: `swecl report --all` includes failed runs")
     for version in chosen:
         if version not in known:
             raise SweclError(f"no run version {version!r} in {ledger.path} (versions: {', '.join(known)})")

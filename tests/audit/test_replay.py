@@ -122,10 +122,12 @@ def test_a_multi_sequence_run_is_cut_per_repository(tmp_path: Path) -> None:
     assert state.cursors == {SEQ: cutoffs[SEQ] - 1, OTHER_SEQ: cutoffs[OTHER_SEQ] - 1}
     assert sorted(state.memory.items) == ["a1", "b1"]
     assert state.repo_cursors == {"acme/gadgets": cutoffs[OTHER_SEQ] - 1, "acme/widgets": cutoffs[SEQ] - 1}
-    # K past every plan: nothing to cut, the whole run.
+    # K one past every plan: nothing to cut, the whole run; further is a typo, refused.
     with Ledger.open(path, readonly=True) as led:
-        whole = replay_state(led, "1", 9)
+        whole = replay_state(led, "1", 4)
         assert whole.cursors == {SEQ: led.head(), OTHER_SEQ: led.head()}
+        with pytest.raises(SweclError, match=r"--upto-order 9: run 1's sequences have tasks 1 to 3 \(4: as"):
+            replay_state(led, "1", 9)
     assert sorted(whole.memory.items) == ["a1", "a2", "a3", "b1", "b2", "b3"]
 
 

@@ -63,3 +63,13 @@ def test_every_design_citation_names_a_section_of_the_design_document() -> None:
     missing = {n: sorted(paths) for n, paths in cited.items() if n not in sections}
     assert missing == {}, f"cited sections the design document lacks: {missing}"
     assert stale == [], f"cite docs/design.md, not an outside document: {stale}"
+
+
+@pytest.mark.parametrize("command", all_commands())
+def test_every_option_has_help(command: str) -> None:
+    cmd: click.Command = cli
+    for part in command.split()[1:]:
+        assert isinstance(cmd, click.Group)
+        cmd = cmd.commands[part]
+    bare = [p.opts[0] for p in cmd.params if isinstance(p, click.Option) and not (p.help or "").strip()]
+    assert bare == [], f"{command}: options without help text: {bare}"
