@@ -192,6 +192,17 @@ def _summary(results, versions: list[str], *, quiet: bool, as_json: bool) -> Non
     print_not_gradeable(found)
     if not quiet:
         click.echo(f"ledger:  {where['ledger']}")
+        stages = {vm.run.version: vm.run.stage for vm in found}
         for v, path in where["version_dirs"].items():
-            click.echo(f"run {v}: {path}")
+            click.echo(f"run {v} ({stages.get(v, '?')}): {_on_disk(Path(path))}")
         click.echo("next:    swecl runs · swecl metrics --formula eval-v1 · swecl report --out report/")
+
+
+def _on_disk(folder: Path) -> str:
+    """What a run's folder holds for a reader: its memory, or that the ledger is all there is."""
+    shown = sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
+    if "_memory" in shown:
+        return f"memory in {folder / '_memory'} (one Markdown file per item in _memory/.cookbook-memory/)"
+    if shown:
+        return f"{folder} ({', '.join(shown)})"
+    return "no memory, nothing on disk: its events are in the ledger (swecl audit, swecl log)"

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from agents._protocol import AgentInput
+from tests.debian import apt_install
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLAUDE_VERSION = "2.1.197"  # the version of the shared captures and of claude_help.txt
@@ -117,10 +118,10 @@ def claude_bin() -> str:
     binary = prefix / "node_modules" / ".bin" / "claude"
     if _works(binary):
         return str(binary)
-    npm = shutil.which("npm")
+    npm, why = apt_install(["nodejs", "npm"], lambda: shutil.which("npm"), "swecl-npm-install.lock")
     if npm is None:
-        pytest.skip(f"SKIPPED LOUDLY: npm is not on PATH, so the claude CLI {CLAUDE_VERSION} cannot be installed; "
-                    "install Node.js/npm or set SWECL_CLAUDE_BIN")
+        pytest.skip(f"SKIPPED LOUDLY: npm is not on PATH, so the claude CLI {CLAUDE_VERSION} cannot be installed "
+                    f"(install Node.js with npm, or set SWECL_CLAUDE_BIN): {why}")
     prefix.parent.mkdir(parents=True, exist_ok=True)
     with open(prefix.parent / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers install once, the others wait

@@ -121,3 +121,16 @@ def test_regrade_corrects_a_wrong_recorded_decision(blank: Path, cache: Path) ->
     corrected = [p for _, _, _, p in events(blank, "grade.corrected")]
     assert corrected[0]["corrects"] == "forged-old-parser-decision"
     assert "0 corrected" in swecl(blank, "regrade", "1", cache=cache).stdout  # idempotent
+
+
+@pytest.mark.slow
+def test_the_run_summary_says_what_each_run_left_on_disk(tmp_path: Path, cache: Path, blank: Path) -> None:
+    """A base run has no memory folder: the summary says so instead of pointing at an empty one."""
+    out = swecl(tmp_path, "run", "--stage", "base", "--agent", "oracle", "--sequence", SPANS, cache=cache).stdout
+    assert "run 1 (base): no memory, nothing on disk: its events are in the ledger" in out, out
+    assert str(tmp_path / "v1") not in out
+    from commands.cli._run import _on_disk  # the memory run's line, from the fixture's run
+
+    said = _on_disk(blank / "v1")
+    assert said.startswith(f"memory in {blank / 'v1' / '_memory'}") and ".cookbook-memory" in said
+    assert any((blank / "v1" / "_memory" / ".cookbook-memory").glob("*.md"))

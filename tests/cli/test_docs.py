@@ -73,3 +73,42 @@ def test_every_option_has_help(command: str) -> None:
         cmd = cmd.commands[part]
     bare = [p.opts[0] for p in cmd.params if isinstance(p, click.Option) and not (p.help or "").strip()]
     assert bare == [], f"{command}: options without help text: {bare}"
+
+
+def test_the_tour_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Each command of the README's tour, as printed there, on a ledger with runs 1 to 4
+    (what `./dev swecl run` leaves); `swecl run` itself is the subject of tests/run."""
+    import shlex
+
+    from bench.ledgers import LedgerBuilder
+    from commands.cli import main
+    from ledger import Ledger
+    from tests.audit.crafted import accum_run, blank_run
+
+    block = README.split("## A tour", 1)[1].split("```", 2)[1].strip().splitlines()
+    assert block[0].split("#")[0].strip() == "source .venv/bin/activate"
+    venv = Path(__file__).resolve().parents[2] / ".venv"
+    assert not venv.is_dir() or (venv / "bin" / "swecl").exists(), "the set-up's venv has no swecl to put on PATH"
+    results = tmp_path / "results"
+    results.mkdir()
+    with Ledger.open(results / "ledger.db", create=True) as led:
+        builder = LedgerBuilder(led)
+        blank_run(builder, "1")
+        accum_run(builder, "2", source="1")
+        blank_run(builder, "3")
+        blank_run(builder, "4")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SWECL_RESULTS", raising=False)
+    commands = [shlex.split(line.split("#")[0]) for line in block[1:]]
+    assert all(c[0] == "swecl" for c in commands), commands
+    for argv in commands:
+        if argv[1] == "run":
+            continue
+        try:
+            main(argv[1:])
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        out = capsys.readouterr()
+        assert code == 0 and out.out.strip(), (argv, out.err)

@@ -9,7 +9,6 @@ adding a dependency.
 from __future__ import annotations
 
 import base64
-import fcntl
 import hashlib
 import json
 import os
@@ -17,7 +16,6 @@ import shutil
 import socket
 import struct
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +25,7 @@ from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from tests.debian import apt_install
 from tests.loopback import loopback_server
 
 INSTALL_LOCK = "swecl-chromium-install.lock"
@@ -60,38 +59,8 @@ def find_chromium() -> str | None:
 
 
 def ensure_chromium() -> tuple[str | None, str]:
-    """The chromium binary, installing Debian's package when missing and we are root.
-
-    Returns (path or None, why not). A file lock serialises pytest-xdist workers: the
-    first installs, the others wait and then find it.
-    """
-    found = find_chromium()
-    if found:
-        return found, ""
-    if os.geteuid() != 0:
-        return None, "chromium is not installed and we are not root (apt-get install -y chromium needs root)"
-    if shutil.which("apt-get") is None:
-        return None, "chromium is not installed and there is no apt-get to install it with"
-    lock = Path(tempfile.gettempdir()) / INSTALL_LOCK
-    with lock.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            found = find_chromium()
-            if found:
-                return found, ""
-            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-            log = []
-            for argv in (["apt-get", "install", "-y", "chromium"], ["apt-get", "update"], ["apt-get", "install", "-y", "chromium"]):
-                if argv[1] == "update" and find_chromium():
-                    break
-                proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1200, check=False)
-                log.append(f"$ {' '.join(argv)} -> exit {proc.returncode}\n{proc.stderr[-1500:]}")
-                if argv[1] == "install" and proc.returncode == 0:
-                    break
-            found = find_chromium()
-            return found, "" if found else "apt-get install -y chromium failed:\n" + "\n".join(log)
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    """The chromium binary, installing Debian's package when missing and we are root."""
+    return apt_install(["chromium"], find_chromium, INSTALL_LOCK)
 
 
 # --- a minimal WebSocket client (RFC 6455, client side) -----------------------------------
