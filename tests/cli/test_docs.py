@@ -23,6 +23,15 @@ def all_commands(group: click.Group = cli, prefix: str = "swecl") -> list[str]:
     return found
 
 
+def command_of(path: str) -> click.Command:
+    """`swecl memory export` -> its click command."""
+    cmd: click.Command = cli
+    for part in path.split()[1:]:
+        assert isinstance(cmd, click.Group)
+        cmd = cmd.commands[part]
+    return cmd
+
+
 @pytest.mark.parametrize("command", all_commands())
 def test_every_command_is_in_the_readme(command: str) -> None:
     top = " ".join(command.split()[:2])
@@ -32,10 +41,7 @@ def test_every_command_is_in_the_readme(command: str) -> None:
 
 @pytest.mark.parametrize("command", all_commands())
 def test_every_command_has_help(command: str) -> None:
-    cmd: click.Command = cli
-    for part in command.split()[1:]:
-        assert isinstance(cmd, click.Group)
-        cmd = cmd.commands[part]
+    cmd = command_of(command)
     assert (cmd.help or "").strip(), f"{command} has no help text"
 
 
@@ -67,10 +73,7 @@ def test_every_design_citation_names_a_section_of_the_design_document() -> None:
 
 @pytest.mark.parametrize("command", all_commands())
 def test_every_option_has_help(command: str) -> None:
-    cmd: click.Command = cli
-    for part in command.split()[1:]:
-        assert isinstance(cmd, click.Group)
-        cmd = cmd.commands[part]
+    cmd = command_of(command)
     bare = [p.opts[0] for p in cmd.params if isinstance(p, click.Option) and not (p.help or "").strip()]
     assert bare == [], f"{command}: options without help text: {bare}"
 
