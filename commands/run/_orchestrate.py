@@ -233,7 +233,8 @@ def start_run(results: Results, opts: RunOptions, reporter: Reporter) -> RunRepo
     _require_executor(opts)
     require_writable(results)
     with results.open_ledger(create=True) as ledger:
-        if stage.seeds:  # a seed that cannot be found is refused before a version is claimed, not left as a failed run
+        taken = opts.version is not None and ledger.stream_version(f"run/{opts.version}") >= 0  # claim says so
+        if stage.seeds and not taken:  # a seed that cannot be found is refused before a version is claimed
             resolve_seed(ledger, opts.version or _next_version(ledger), opts.source_memory,
                          dataset_hash=benchmark.content_hash, sequences=[s.id for s in sequences])
         version = claim_version(ledger, opts, benchmark, sequences)

@@ -158,5 +158,6 @@ def test_a_locked_ledger(tmp_path: Path) -> None:
 
 
 def test_missing_ledger_says_how_to_create_one(tmp_path: Path) -> None:
-    assert_one_line_error(swecl("--results", str(tmp_path / "nowhere"), "log"), "swecl init")
+    assert_one_line_error(swecl("--results", str(tmp_path / "nowhere"), "log"), "start with `swecl run`",
+                          str(tmp_path / "nowhere" / "ledger.db"))
     assert not (tmp_path / "nowhere").exists()
