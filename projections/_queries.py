@@ -35,6 +35,17 @@ def canonical_version(ledger: Ledger, given: str) -> str:
     return given
 
 
+def check_order(flag: str, order: int, version: str, last: int | None = None) -> None:
+    """`order` names a task of run `version` (1 to `last`), or `last + 1`: as the initial
+    pass ended. Anything else is a typo, refused rather than answered with the final scores.
+    Without `last` (not read yet), the lower bound only."""
+    if order < 1:
+        raise SweclError(f"{flag} {order}: task orders start at 1")
+    if last is not None and order > last + 1:
+        raise SweclError(f"{flag} {order}: run {version}'s sequences have tasks 1 to {last} "
+                         f"({last + 1}: as the initial pass ended)")
+
+
 def get_run(ledger: Ledger, projector: Projector, version: str) -> RunSummary:
     found = runs(ledger, projector).get(version)
     if found is None:
@@ -83,8 +94,8 @@ def sequence_cutoffs(ledger: Ledger, version: str, order: int) -> dict[str, int]
 def outcomes(
     ledger: Ledger, projector: Projector, version: str, *, as_of_order: int | None = None, upto: int | None = None
 ) -> RunOutcomes:
-    if as_of_order is not None and as_of_order < 1:
-        raise SweclError(f"--as-of-order {as_of_order}: task orders start at 1")
+    if as_of_order is not None:
+        check_order("--as-of-order", as_of_order, version)
     projection = (
         OutcomeProjection(version)
         if as_of_order is None
@@ -94,10 +105,8 @@ def outcomes(
     if not state.started:
         raise SweclError(f"no run version {version!r} in {ledger.path}")
     if as_of_order is not None:
-        last = max((t.order for seq in state.sequences.values() for t in seq.plan), default=0)
-        if as_of_order > last + 1:  # else the scores "as of" a task that does not exist: the final ones, unsaid
-            raise SweclError(f"--as-of-order {as_of_order}: run {version}'s sequences have tasks 1 to {last} "
-                             f"({last + 1}: as the initial pass ended)")
+        last = max((t.order for s in state.sequences.values() for t in s.plan), default=0)
+        check_order("--as-of-order", as_of_order, version, last)
     return state
 
 

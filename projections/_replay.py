@@ -56,7 +56,7 @@ from projections.memory import (
 )
 from projections.metrics import FORMULAS, MetricsResult, compute
 
-from ._queries import run_started_record, sequence_cutoffs
+from ._queries import check_order, run_started_record, sequence_cutoffs
 
 REPLAY_FORMAT = "swecl-replay"
 REPLAY_FORMAT_VERSION = 1
@@ -103,13 +103,9 @@ class ReplayReport:
 
 def replay_state(ledger: Ledger, version: str, upto_order: int, *, projector: Projector | None = None) -> Replay:
     """The run `version` as it stood before initial task `upto_order` started (pure: ledger in, state out)."""
-    if upto_order < 1:
-        raise SweclError(f"--upto-order {upto_order}: task orders start at 1")
+    check_order("--upto-order", upto_order, version)
     started = run_started_record(ledger, version, doing="replay").event
-    last_order = max((t.order for tasks in started.tasks.values() for t in tasks), default=0)
-    if upto_order > last_order + 1:
-        raise SweclError(f"--upto-order {upto_order}: run {version}'s sequences have tasks 1 to {last_order} "
-                         f"({last_order + 1}: as the initial pass ended)")
+    check_order("--upto-order", upto_order, version, max((t.order for ts in started.tasks.values() for t in ts), default=0))
     runner = projector if projector is not None else Projector(ledger)
     head = ledger.head()
     cutoffs = sequence_cutoffs(ledger, version, upto_order)

@@ -19,7 +19,7 @@ from pathlib import Path
 from graders import read_limited
 from ledger import Ledger, NewEvent, Recorded, SweclError, event_id_for
 from ledger.events import MemorySeeded, MemoryWritten, memory_content
-from projections import Projector, RunsProjection, RunSummary
+from projections import Projector, RunsProjection, RunSummary, canonical_version
 from projections.memory import (
     ITEMS_FILE,
     ExportFile,
@@ -128,7 +128,7 @@ def resolve_seed(
     m = _VERSION_AT.match(text)
     if m and text not in runs:
         source, source_seq = m["version"], int(m["seq"])
-    source = source[1:] if source not in runs and source.startswith("v") and source[1:] in runs else source
+    source = canonical_version(ledger, source)  # `v2` is run 2, as the CLI reads every VERSION
     if source not in runs:
         known = ", ".join(sorted(runs)) or "none yet"
         raise SweclError(
