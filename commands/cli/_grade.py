@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,7 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
 
     from ._common import results_of
     from projections import grade_reasons, pass_statuses
-    from commands.run import RunOptions, make_reporter, start_run
+    from commands.run import RunOptions, start_run
     from ._run import _python_paths, _repo_sources, warn_if_unconfined
 
     results = results_of(ctx)
@@ -96,8 +97,7 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
         test_timeout_s=test_timeout, sandbox=sandbox, task_jobs=jobs,
     )
     warn_if_unconfined(opts.sandbox)
-    # Progress goes to stderr, so it is there with --json too (stdout keeps the one document).
-    reporter = make_reporter(quiet=False, as_json=False)
+    reporter = _progress(as_json)
     try:
         report = start_run(results, opts, reporter)
     finally:
@@ -121,6 +121,14 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
         )
     if wanted and len(not_the_patch) == len(wanted):
         raise NothingGraded(f"nothing could be graded: all {len(wanted)} instance(s) ended in errors (see above)")
+
+
+def _progress(as_json: bool):  # type: ignore[no-untyped-def]
+    """Progress goes to stderr, so stdout keeps the one document: bars at a terminal; else
+    one line per task, as JSON lines with --json, so a pipeline can follow the run."""
+    from commands.run import make_reporter
+
+    return make_reporter(quiet=False, as_json=as_json and not sys.stderr.isatty(), json_to_stderr=True)
 
 
 class NothingGraded(SweclError):
@@ -214,7 +222,7 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
     from ._common import results_of
     from projections import runs
     from commands import check_slug, validate
-    from commands.run import RunOptions, make_reporter, start_run
+    from commands.run import RunOptions, start_run
     from ._run import _python_paths, _repo_sources, warn_if_unconfined
     from commands.run import open_benchmark
 
@@ -249,7 +257,7 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
             repo_sources=_repo_sources(repo_sources), cache_dir=cache,
             python_paths=_python_paths(pythons), test_timeout_s=test_timeout, sandbox=sandbox, task_jobs=jobs,
         )
-        reporter = make_reporter(quiet=False, as_json=False)
+        reporter = _progress(as_json)
         try:
             return start_run(results, opts, reporter).version
         finally:

@@ -20,6 +20,7 @@ _EXPORTS = {
     "resume_run": "_orchestrate",
     "start_run": "_orchestrate",
     "JsonReporter": "_progress",
+    "LineReporter": "_progress",
     "QuietReporter": "_progress",
     "Reporter": "_progress",
     "RichReporter": "_progress",
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from ._options import EXECUTORS, RunOptions
     from ._orchestrate import RunReport, execute, open_benchmark, resume_run, start_run
     from ._ray_session import ray_session
-    from ._progress import JsonReporter, QuietReporter, Reporter, RichReporter, make_reporter
+    from ._progress import JsonReporter, LineReporter, QuietReporter, Reporter, RichReporter, make_reporter
     from ._stages import DEMO_SUITE, PASSES, STAGES, Stage, get_stage
 
 

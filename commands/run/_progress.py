@@ -1,4 +1,6 @@
-"""Progress of a run: rich bars for people, JSON lines for machines, nothing with --quiet.
+"""Progress of a run: rich bars for people at a terminal, one plain line per task when
+stderr is a file or a pipe (nohup, CI, `2> log`), JSON lines for machines, nothing with
+--quiet. Each says how long the rest of its pass should take (ETA).
 
 Workers (one process per sequence with --jobs) send plain tuples through a queue; only
 the parent process draws, so bars never interleave.
@@ -9,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -30,6 +33,34 @@ class TaskProgress:
     @property
     def rate(self) -> float:
         return self.resolved_so_far / self.done_so_far if self.done_so_far else 0.0
+
+
+class _Eta:
+    """Seconds left per (version, sequence, pass): the pass's mean wall time per finished
+    task so far, times the tasks left. Wall time from the pass's first start, so tasks
+    running side by side (--task-jobs) count once, as the user waits for them."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.began: dict[tuple[str, str, str], float] = {}
+
+    def started(self, p: TaskProgress) -> None:
+        self.began.setdefault((p.version, p.sequence_id, p.pass_), self.clock())
+
+    def left(self, p: TaskProgress) -> float | None:
+        began = self.began.setdefault((p.version, p.sequence_id, p.pass_), self.clock())
+        if not p.done_so_far:
+            return None
+        return max(0.0, (self.clock() - began) / p.done_so_far * max(0, p.total - p.done_so_far))
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 class Reporter(Protocol):
@@ -66,6 +97,7 @@ class JsonReporter:
 
     def __init__(self, out: Any = None) -> None:
         self.out = out or sys.stdout
+        self.eta = _Eta()
 
     def _emit(self, obj: dict[str, Any]) -> None:
         self.out.write(json.dumps(obj, separators=(",", ":")) + "\n")
@@ -75,9 +107,10 @@ class JsonReporter:
         self._emit({"event": "run_started", "version": version, "stage": stage, "sequences": plan, "passes": list(passes)})
 
     def task_started(self, p: TaskProgress) -> None:
-        pass
+        self.eta.started(p)
 
     def task_finished(self, p: TaskProgress) -> None:
+        left = self.eta.left(p)
         self._emit(
             {
                 "event": "task_finished",
@@ -90,6 +123,8 @@ class JsonReporter:
                 "status": p.status,
                 "resolved": p.resolved,
                 "resolve_rate": round(p.rate, 4),
+                "done": p.done_so_far,
+                "eta_s": None if left is None else round(left, 1),
             }
         )
 
@@ -98,6 +133,42 @@ class JsonReporter:
 
     def run_finished(self, version: str, status: str) -> None:
         self._emit({"event": "run_finished", "version": version, "status": status})
+
+    def close(self) -> None:
+        pass
+
+
+class LineReporter:
+    """One whole line per finished task on stderr, flushed at once: what a log file, `nohup`
+    or CI shows while the run goes (a live bar there prints nothing until the end)."""
+
+    def __init__(self, out: Any = None) -> None:
+        self.out = out or sys.stderr
+        self.eta = _Eta()
+
+    def _line(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def run_started(self, version: str, stage: str, plan: dict[str, int], passes: tuple[str, ...]) -> None:
+        tasks = ", ".join(f"{name} ({n})" for name, n in plan.items())
+        self._line(f"run {version} ({stage}): {tasks}; passes {', '.join(passes)}")
+
+    def task_started(self, p: TaskProgress) -> None:
+        self.eta.started(p)
+
+    def task_finished(self, p: TaskProgress) -> None:
+        outcome = "resolved" if p.resolved else (p.status or "unresolved")
+        self._line(
+            f"v{p.version} {p.sequence_id} {p.pass_} {p.done_so_far}/{p.total}: {p.order}: {p.instance_id} {outcome}; "
+            f"resolved {p.resolved_so_far}/{p.done_so_far} ({p.rate:.0%}), {format_duration(self.eta.left(p))} left in this pass"
+        )
+
+    def note(self, text: str) -> None:
+        self._line(text)
+
+    def run_finished(self, version: str, status: str) -> None:
+        self._line(f"run {version}: {status}")
 
     def close(self) -> None:
         pass
@@ -116,7 +187,14 @@ class RichReporter:
 
     def __init__(self) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         self.console = Console(stderr=True)
         self.progress = Progress(
@@ -126,6 +204,7 @@ class RichReporter:
             TextColumn("{task.fields[rate]}"),
             TextColumn("{task.fields[last]}", style="dim"),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=self.console,
             transient=False,
         )
@@ -177,11 +256,15 @@ class RichReporter:
             self.progress.stop()
 
 
-def make_reporter(*, quiet: bool, as_json: bool) -> Reporter:
+def make_reporter(*, quiet: bool, as_json: bool, json_to_stderr: bool = False) -> Reporter:
+    """`json_to_stderr` is for commands whose stdout holds one final document (`swecl
+    grade --json`): their progress lines go to stderr."""
     if as_json:
-        return JsonReporter()
+        return JsonReporter(sys.stderr if json_to_stderr else None)
     if quiet:
         return QuietReporter()
+    if not sys.stderr.isatty():
+        return LineReporter()
     return RichReporter()
 
 

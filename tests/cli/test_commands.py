@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -126,7 +127,14 @@ def test_regrade_corrects_a_wrong_recorded_decision(blank: Path, cache: Path) ->
 @pytest.mark.slow
 def test_the_run_summary_says_what_each_run_left_on_disk(tmp_path: Path, cache: Path, blank: Path) -> None:
     """A base run has no memory folder: the summary says so instead of pointing at an empty one."""
-    out = swecl(tmp_path, "run", "--stage", "base", "--agent", "oracle", "--sequence", SPANS, cache=cache).stdout
+    done = swecl(tmp_path, "run", "--stage", "base", "--agent", "oracle", "--sequence", SPANS, cache=cache)
+    out = done.stdout
+    # stderr is a pipe here, as under nohup or CI: a whole line per task as it ends, with the time left
+    initial = [line for line in done.stderr.splitlines() if line.startswith(f"v1 {SPANS} initial ")]
+    assert initial and all(re.search(r" \d+/(\d+): \d+: \S+ resolved; resolved \d+/\d+ \(\d+%\), \S+ left in this pass$", line)
+                           for line in initial), done.stderr
+    total = int(initial[-1].split()[3].rstrip(":").split("/")[1])
+    assert len(initial) == total and initial[-1].endswith(", 0s left in this pass")
     assert "run 1 (base): no memory, nothing on disk: its events are in the ledger" in out, out
     assert str(tmp_path / "v1") not in out
     from commands.cli._run import _on_disk  # the memory run's line, from the fixture's run

@@ -88,7 +88,9 @@ def test_grading_needs_no_problem_statement_and_reports_progress_with_json(tmp_p
                  str(_gold(tmp_path, dataset, gold)), "--json", cache=cache)
     report = json.loads(done.stdout)
     assert report["resolved_ids"] == [gold] and report["reasons"] == {}
-    assert gold in done.stderr  # the task's progress line
+    progress = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    finished = [p for p in progress if p["event"] == "task_finished"]  # JSON lines: stderr is a pipe
+    assert [p["instance_id"] for p in finished] == [gold] and finished[0]["eta_s"] == 0.0
     # an agent that would be briefed still needs the issue
     refused = swecl(tmp_path / "r2", "run", "--dataset", str(dataset), "--agent", "command", "--command",
                     "true {workdir} {issue_file}", "--stage", "base", cache=cache, check=False)
