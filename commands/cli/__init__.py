@@ -24,7 +24,8 @@ from ._ledger import init_cmd, log_cmd, verify_cmd
 from ._env import env_group
 from ._export import export_cmd
 from ._grade import grade_cmd, regrade_cmd, validate_cmd, verdict_cmd
-from ._inputs import agents_cmd, sequences_cmd, show_cmd
+from ._inputs import agents_cmd, sequences_cmd
+from ._show import show_cmd  # `show VERSION TASK` (an attempt), or `show TASK` (_inputs' benchmark task)
 from ._memory import dream_cmd, memory_group
 from ._merge import merge_cmd
 from ._replay import replay_cmd

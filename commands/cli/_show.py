@@ -1,0 +1,177 @@
+"""`swecl show [VERSION] TASK`: with a run version, one attempt of a task whole (grade
+and per-test results, recalled memory, the agent's final message and numbers, the full
+patch, the test log's tail), optionally written out as files; with a task alone, the
+benchmark task itself (`_inputs.show_cmd`, unchanged)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from ledger import SweclError
+
+from ._common import PassParam, echo_json, results_of, results_option, run_version
+from ._inputs import show_cmd as task_show_cmd
+
+if TYPE_CHECKING:  # imported when the command runs, not at `swecl --help`
+    from projections.show import AttemptShow
+
+LOG_TAIL = 60
+
+
+@click.command("show")
+@results_option
+@click.argument("first", metavar="[VERSION]")
+@click.argument("second", required=False, metavar="TASK")
+@click.option("--pass", "pass_", type=PassParam(), default=None, metavar="P",
+              help="With VERSION: the pass whose attempt to show (default: initial).")
+@click.option("--files", "files_dir", default=None, metavar="DIR",
+              help="With VERSION: also write patch.diff, test_output.txt, report.json, memory_recalled.json "
+                   "and the transcript (transcript.jsonl, or .txt when not JSON lines) into DIR, and print their paths.")
+@click.option("--tail", "tail", type=click.IntRange(min=0), default=LOG_TAIL, show_default=True, metavar="N",
+              help="With VERSION: how many last lines of the test log to print (the whole log: --files or --json).")
+@click.option("--dataset", default=None, metavar="X",
+              help="Without VERSION: curriculum/manifest JSON, rows file, or hf:NAME (default: the built-in demo).")
+@click.option("--rows", default=None, metavar="FILE", help="Without VERSION: SWE-bench rows that complete a manifest.")
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object: with VERSION every field of the attempt, full texts included (patch, log, "
+                   "transcript, prompt); without, every field of the benchmark task.")
+@click.pass_context
+def show_cmd(ctx: click.Context, first: str, second: str | None, pass_: str | None, files_dir: str | None, tail: int,
+             dataset: str | None, rows: str | None, as_json: bool) -> None:
+    """Why a task of a run passed or failed, or (TASK alone) a task of the benchmark.
+
+    `swecl show VERSION TASK`: the attempt of TASK (an instance_id, or a task order in a
+    one-sequence run) that counts in the pass: its grade with every FAIL_TO_PASS and
+    PASS_TO_PASS test and its result (failing ones first), the memory items it recalled,
+    the agent's final message, turns, tokens and cost, the agent's full patch, and the
+    last lines of the test log. --files DIR writes them all out in full.
+
+    `swecl show TASK`: one task of a benchmark, what is missing to run it, and its issue text.
+    """
+    if second is None:
+        used = [flag for flag, value in (("--pass", pass_), ("--files", files_dir)) if value is not None]
+        if tail != LOG_TAIL:
+            used.append("--tail")
+        if used:
+            raise click.UsageError(f"{', '.join(used)}: only for a run's attempt (swecl show VERSION TASK)")
+        ctx.invoke(task_show_cmd, task_id=first, dataset=dataset, rows=rows, as_json=as_json)
+        return
+    if dataset is not None or rows is not None:
+        raise click.UsageError("--dataset and --rows are for a benchmark task (swecl show TASK), not a run's attempt")
+    from projections import write_output
+    from projections.show import attempt_files, show_attempt
+
+    version = run_version(ctx, None, first)  # type: ignore[arg-type]
+    results = results_of(ctx)
+    if not results.ledger_path.exists():
+        raise SweclError(f"no ledger at {results.ledger_path}: nothing to show (run `swecl run` first, or give --results DIR)")
+    with results.open_ledger(readonly=True) as ledger:
+        shown = show_attempt(ledger, version, second, pass_=pass_ or "initial")
+    written: list[Path] = []
+    if files_dir is not None:
+        folder = Path(files_dir)
+        if folder.exists() and not folder.is_dir():
+            raise SweclError(f"--files {files_dir}: not a folder")
+        for name, data in attempt_files(shown).items():
+            write_output(folder / name, data)
+            written.append(folder / name)
+    if as_json:
+        doc = {**_json_of(shown), "files": [str(p) for p in written]}
+        echo_json(doc)
+        return
+    _print(shown, tail, files_dir is not None)
+    if written:
+        click.echo("")
+        click.echo(f"written to {files_dir}:")
+        for path in written:
+            click.echo(f"  {path}")
+
+
+def _json_of(shown: AttemptShow) -> dict:  # type: ignore[type-arg]
+    import msgspec
+
+    return msgspec.to_builtins(shown)
+
+
+def _section(title: str) -> None:
+    click.echo("")
+    click.echo(f"== {title} " + "=" * max(0, 70 - len(title)))
+
+
+def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
+    from projections.show import tail_lines
+
+    click.echo(f"{shown.instance_id}  task {shown.order} of {shown.sequence_id} ({shown.repo})")
+    attempts = f"attempt {shown.attempt}" + (f" of {len(shown.attempts)}" if len(shown.attempts) > 1 else "")
+    click.echo(f"run v{shown.version} ({shown.stage}, agent {shown.agent}{', model ' + shown.model if shown.model else ''}), "
+               f"pass {shown.pass_}, {attempts}: {shown.status}"
+               + (f" ({shown.abandon_reason})" if shown.abandon_reason else ""))
+
+    _section("outcome")
+    verdict = {True: "RESOLVED", False: "NOT RESOLVED", None: "no verdict"}[shown.resolved]
+    click.echo(f"{verdict}: status {shown.grade_status or '-'}"
+               + (f", grader {shown.grader}" if shown.grader else "")
+               + (" (corrected by a regrade)" if shown.corrected else "")
+               + (f", test exit code {shown.test_exit_code}" if shown.test_exit_code is not None else ""))
+    if shown.grade_error:
+        click.echo(f"error: {shown.grade_error}")
+    if shown.tests:
+        counted = [t for t in shown.tests if not t.excluded]
+        failed = [t for t in counted if not t.passed]
+        click.echo(f"{len(counted) - len(failed)}/{len(counted)} listed tests pass; failing: {len(failed)}")
+        for t in shown.tests:
+            mark = "excluded" if t.excluded else ("ok" if t.passed else "FAIL")
+            click.echo(f"  {mark:<8} {t.kind:<12} {t.result:<8} {t.name}")
+    else:
+        click.echo("no per-test results recorded")
+
+    _section("recalled memory")
+    if not shown.recalls:
+        click.echo("none")
+    for r in shown.recalls:
+        if not r.known:
+            click.echo(f"  #{r.rank} {r.item_id} (score {r.score:.3f}): not in this run's substrate")
+            continue
+        origin = f"from {r.source_instance}" + (f" in v{r.source_run}" if r.source_run else "") if r.source_instance else ""
+        click.echo(f"  #{r.rank} {r.item_id} (score {r.score:.3f}, {r.outcome or '?'}{', ' + origin if origin else ''}): "
+                   f"{r.title or ''}")
+        if r.short:
+            click.echo(f"      {r.short}")
+
+    _section("agent")
+    numbers = [f"exit {shown.agent_exit}" if shown.agent_exit else "no agent.finished recorded"]
+    if shown.turns is not None:
+        numbers.append(f"{shown.turns} turns")
+    if shown.tokens:
+        numbers.append("tokens " + ", ".join(f"{k} {v}" for k, v in shown.tokens.items()))
+    if shown.cost_usd is not None:
+        numbers.append(f"cost ${shown.cost_usd:.4f}")
+    if shown.duration_s:
+        numbers.append(f"{shown.duration_s:.1f}s")
+    click.echo(", ".join(numbers))
+    if shown.agent_error:
+        click.echo(f"error: {shown.agent_error}")
+    click.echo("final message:" + (f"\n{shown.final_message.rstrip()}" if shown.final_message else " (none recorded)"))
+
+    _section("patch (the agent's diff)")
+    if shown.patch:
+        click.echo(shown.patch.rstrip("\n"))
+    else:
+        click.echo("(no patch recorded)" if not shown.patch_blob else "(empty)" if shown.patch is not None
+                   else f"(blob {shown.patch_blob[:12]} is missing from the ledger; run `swecl verify`)")
+
+    _section("test output")
+    if shown.log is None:
+        click.echo("(no test log recorded)")
+        return
+    lines, total = tail_lines(shown.log, tail)
+    if total > len(lines):
+        click.echo(f"(last {len(lines)} of {total} lines)")
+    for line in lines:
+        click.echo(line)
+    if total > len(lines) and not wrote_files:
+        click.echo(f"(the whole log: swecl show {shown.version} {shown.instance_id} --pass {shown.pass_} --files DIR, "
+                   "then DIR/test_output.txt; or --tail N)")

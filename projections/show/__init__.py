@@ -1,0 +1,310 @@
+"""One attempt of one task, whole: why it passed or failed.
+
+`show_attempt(ledger, version, task_id, pass_=...)` gathers, for the attempt of the task
+that counts in pass `pass_` (the latest one not abandoned), its grade with each
+FAIL_TO_PASS and PASS_TO_PASS test (failing ones first), the memory items it recalled,
+the agent's numbers and final message, and the full texts behind the blobs: the agent's
+patch, the test log, the transcript and the prompt. `attempt_files(shown)` renders the
+files `swecl show --files DIR` writes. Pure reads of the ledger; nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+
+from ledger import Ledger, LedgerError, StreamRange, SweclError
+from projections.audit._audit import _resolve_task
+from projections import run_started_record
+from projections.audit._fold import _fold_with_snapshots, _pass_rank
+
+__all__ = [
+    "AttemptShow", "ShownRecall", "ShownTest", "attempt_files", "final_message", "grade_report", "is_json_lines",
+    "show_attempt", "tail_lines",
+]
+
+PASS = msgspec.field(name="pass")
+
+# swebench 5.0.2's per-test rules, as graders._decide applies them (projections may not import graders)
+_F2P_PASSING = frozenset({"PASSED", "XFAIL"})
+_P2P_PASSING = frozenset({"PASSED", "XFAIL", "SKIPPED"})
+_SHORT = 160  # characters of a recalled item's body shown as its short text
+
+
+class ShownTest(msgspec.Struct, kw_only=True):
+    name: str
+    kind: str  # FAIL_TO_PASS | PASS_TO_PASS
+    result: str  # as the grader recorded it (PASSED, FAILED, ERROR, SKIPPED, ... or missing)
+    passed: bool
+    excluded: bool = False  # a PASS_TO_PASS test `swecl validate` left out of the verdict
+
+
+class ShownRecall(msgspec.Struct, kw_only=True):
+    seq: int
+    rank: int
+    score: float
+    item_id: str
+    known: bool  # the item is in the run's substrate
+    title: str | None = None
+    kind: str | None = None
+    outcome: str | None = None
+    source_instance: str | None = None
+    source_run: str | None = None
+    short: str | None = None  # the body's start, one line
+    body: str | None = None
+
+
+class AttemptShow(msgspec.Struct, kw_only=True):
+    version: str
+    stage: str
+    agent: str
+    model: str | None
+    sequence_id: str
+    instance_id: str
+    order: int
+    repo: str
+    pass_: str = PASS
+    attempt: int
+    attempts: list[int]  # every attempt of this task in this pass
+    status: str  # finished | abandoned | unfinished
+    abandon_reason: str | None = None
+    grade_status: str | None = None
+    resolved: bool | None = None
+    grader: str | None = None
+    grade_error: str | None = None
+    corrected: bool = False  # a grade.corrected replaced the grade.finished
+    test_exit_code: int | None = None
+    test_cmd: list[str] = msgspec.field(default_factory=list)
+    tests: list[ShownTest] = msgspec.field(default_factory=list)  # failing first
+    failing: list[str] = msgspec.field(default_factory=list)
+    recalls: list[ShownRecall] = msgspec.field(default_factory=list)
+    agent_exit: str | None = None
+    agent_error: str | None = None
+    turns: int | None = None
+    tokens: dict[str, int] = msgspec.field(default_factory=dict)
+    cost_usd: float | None = None
+    duration_s: float | None = None
+    final_message: str | None = None
+    patch_blob: str | None = None
+    patch: str | None = None
+    log_blob: str | None = None
+    log: str | None = None
+    transcript_blob: str | None = None
+    transcript: str | None = None
+    prompt_blob: str | None = None
+    prompt: str | None = None
+
+
+def _text(ledger: Ledger, digest: str | None) -> str | None:
+    if not digest:
+        return None
+    try:
+        return ledger.get_blob(digest).decode("utf-8", errors="replace")
+    except LedgerError:
+        return None
+
+
+def _tests(f2p: dict[str, str], p2p: dict[str, str], excluded: list[str]) -> list[ShownTest]:
+    out = [ShownTest(name=n, kind="FAIL_TO_PASS", result=r, passed=r in _F2P_PASSING) for n, r in f2p.items()]
+    out += [
+        ShownTest(name=n, kind="PASS_TO_PASS", result=r, passed=r in _P2P_PASSING, excluded=n in excluded)
+        for n, r in p2p.items()
+    ]
+    # failing first (excluded ones after the counted failures), each kind in its recorded order
+    return sorted(out, key=lambda t: (t.passed, t.excluded))
+
+
+def final_message(transcript: str | None) -> str | None:
+    """The agent's last word: a stream-json transcript's `result` (else its last assistant
+    text); a plain-text transcript's last non-empty line."""
+    if not transcript or not transcript.strip():
+        return None
+    result: str | None = None
+    assistant: str | None = None
+    parsed = False
+    for line in transcript.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        parsed = True
+        if obj.get("type") == "result" and isinstance(obj.get("result"), str):
+            result = obj["result"]
+        elif obj.get("type") == "assistant" and not obj.get("parent_tool_use_id"):
+            content = (obj.get("message") or {}).get("content")
+            texts = [b.get("text") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+            texts = [t for t in texts if isinstance(t, str) and t.strip()]
+            if texts:
+                assistant = "\n".join(texts)
+    if parsed:
+        return result if result else assistant
+    lines = [ln for ln in transcript.splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else None
+
+
+def is_json_lines(text: str) -> bool:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return False
+    try:
+        return all(isinstance(json.loads(ln), dict) for ln in lines)
+    except json.JSONDecodeError:
+        return False
+
+
+def tail_lines(text: str, n: int) -> tuple[list[str], int]:
+    """The last `n` lines of `text`, and how many lines it has."""
+    lines = text.splitlines()
+    return lines[-n:] if n > 0 else [], len(lines)
+
+
+def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "initial") -> AttemptShow:
+    """The attempt of task `task_id` (instance_id, or order in a one-sequence run) of run
+    `version` that counts in pass `pass_`: the latest one not abandoned, else the latest."""
+    started = run_started_record(ledger, version, doing="show").event
+    sequence_id, task = _resolve_task(started, task_id)
+
+    def mine(ev: Any) -> bool:
+        return ev.sequence_id == sequence_id and ev.order == task.order
+
+    types = ["task.started", "task.abandoned", "task.finished", "agent.finished", "grade.finished", "grade.corrected"]
+    per: dict[tuple[str, int], dict[str, Any]] = {}
+    for rec in ledger.read(types=types, ranges=[StreamRange(f"run/{version}")]):
+        ev = rec.event
+        if mine(ev):
+            per.setdefault((ev.pass_, ev.attempt), {})[rec.type] = ev
+    passes = sorted({p for p, _ in per}, key=_pass_rank)
+    if pass_ not in passes:
+        ran = ", ".join(passes) if passes else "none yet"
+        raise SweclError(f"task {task.instance_id} (order {task.order} of {sequence_id}) has no attempt in pass "
+                         f"{pass_!r} of v{version} (passes it ran: {ran})")
+    attempts = sorted(a for p, a in per if p == pass_)
+    standing = [a for a in attempts if "task.abandoned" not in per[(pass_, a)]]
+    attempt = (standing or attempts)[-1]
+    evs = per[(pass_, attempt)]
+
+    status = "abandoned" if "task.abandoned" in evs else "finished" if "task.finished" in evs else "unfinished"
+    grade = evs.get("grade.finished")
+    corrected = evs.get("grade.corrected")
+    decided = corrected or grade
+    finished = evs.get("task.finished")
+    agent = evs.get("agent.finished")
+    transcript_blob = agent.transcript if agent is not None else None
+    transcript = _text(ledger, transcript_blob)
+
+    shown = AttemptShow(
+        version=version,
+        stage=started.stage,
+        agent=started.agent,
+        model=(agent.model if agent is not None and agent.model else started.model),
+        sequence_id=sequence_id,
+        instance_id=task.instance_id,
+        order=task.order,
+        repo=task.repo,
+        pass_=pass_,
+        attempt=attempt,
+        attempts=attempts,
+        status=status,
+        abandon_reason=evs["task.abandoned"].reason if "task.abandoned" in evs else None,
+        grade_status=decided.status if decided is not None else (finished.status if finished is not None else None),
+        resolved=decided.resolved if decided is not None else (finished.resolved if finished is not None else None),
+        grader=grade.grader if grade is not None else None,
+        grade_error=decided.error if decided is not None else None,
+        corrected=corrected is not None,
+        test_exit_code=grade.test_exit_code if grade is not None else None,
+        test_cmd=list(grade.test_cmd) if grade is not None else [],
+        agent_exit=agent.exit if agent is not None else None,
+        agent_error=agent.error if agent is not None else None,
+        turns=agent.turns if agent is not None else None,
+        tokens=dict(agent.tokens) if agent is not None else {},
+        cost_usd=agent.cost_usd if agent is not None else None,
+        duration_s=agent.duration_s if agent is not None else None,
+        final_message=final_message(transcript),
+        patch_blob=agent.patch if agent is not None else None,
+        patch=_text(ledger, agent.patch if agent is not None else None),
+        log_blob=grade.log if grade is not None else None,
+        log=_text(ledger, grade.log if grade is not None else None),
+        transcript_blob=transcript_blob,
+        transcript=transcript,
+        prompt_blob=agent.prompt if agent is not None else None,
+        prompt=_text(ledger, agent.prompt if agent is not None else None),
+    )
+    if decided is not None:
+        shown.tests = _tests(dict(decided.f2p), dict(decided.p2p), list(decided.p2p_excluded))
+        shown.failing = [t.name for t in shown.tests if not t.passed and not t.excluded]
+    shown.recalls = _recalls(ledger, version, sequence_id, task.order, pass_, attempt)
+    return shown
+
+
+def _recalls(ledger: Ledger, version: str, sequence_id: str, order: int, pass_: str, attempt: int) -> list[ShownRecall]:
+    def wanted(ev: Any) -> bool:
+        return ev.sequence_id == sequence_id and ev.order == order and ev.pass_ == pass_ and ev.attempt == attempt
+
+    _state, recalls = _fold_with_snapshots(ledger, version, wanted)
+    out = []
+    for rec, snap in recalls:
+        for hit in sorted(rec.event.results, key=lambda h: h.rank):
+            item = snap.get(hit.item_id)
+            if item is None:
+                out.append(ShownRecall(seq=rec.seq, rank=hit.rank, score=hit.score, item_id=hit.item_id, known=False))
+                continue
+            body = item.body or ""
+            first = " ".join(body.split())
+            out.append(ShownRecall(
+                seq=rec.seq, rank=hit.rank, score=hit.score, item_id=hit.item_id, known=True, title=item.title,
+                kind=item.kind, outcome=item.outcome, source_instance=item.source_instance,
+                source_run=item.source_run, short=first[:_SHORT] + ("..." if len(first) > _SHORT else ""), body=body,
+            ))
+    return out
+
+
+def grade_report(shown: AttemptShow) -> dict[str, Any]:
+    """The grade as report.json holds it: SWE-bench's shape (tests_status with success and
+    failure lists per kind) plus swecl's status and per-test results."""
+    def split(kind: str) -> dict[str, list[str]]:
+        tests = [t for t in shown.tests if t.kind == kind and not t.excluded]
+        return {"success": [t.name for t in tests if t.passed], "failure": [t.name for t in tests if not t.passed]}
+
+    return {
+        "instance_id": shown.instance_id,
+        "version": shown.version,
+        "sequence_id": shown.sequence_id,
+        "order": shown.order,
+        "pass": shown.pass_,
+        "attempt": shown.attempt,
+        "status": shown.grade_status,
+        "resolved": shown.resolved,
+        "grader": shown.grader,
+        "corrected": shown.corrected,
+        "error": shown.grade_error,
+        "test_exit_code": shown.test_exit_code,
+        "test_cmd": shown.test_cmd,
+        "patch_is_None": shown.patch_blob is None,
+        "tests_status": {"FAIL_TO_PASS": split("FAIL_TO_PASS"), "PASS_TO_PASS": split("PASS_TO_PASS")},
+        "tests": [msgspec.to_builtins(t) for t in shown.tests],
+        "failing": shown.failing,
+    }
+
+
+def attempt_files(shown: AttemptShow) -> dict[str, bytes]:
+    """The files of `swecl show --files`: name -> content (the patch and the log even when
+    empty, so a script can rely on them; the transcript and the prompt only when recorded)."""
+    files = {
+        "patch.diff": (shown.patch or "").encode(),
+        "test_output.txt": (shown.log or "").encode(),
+        "report.json": (json.dumps(grade_report(shown), indent=2, ensure_ascii=False) + "\n").encode(),
+        "memory_recalled.json": (json.dumps(msgspec.to_builtins(shown.recalls), indent=2, ensure_ascii=False) + "\n").encode(),
+    }
+    if shown.transcript is not None:
+        name = "transcript.jsonl" if is_json_lines(shown.transcript) else "transcript.txt"
+        files[name] = shown.transcript.encode()
+    if shown.prompt is not None:
+        files["prompt.txt"] = shown.prompt.encode()
+    return files
