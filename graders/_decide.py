@@ -56,7 +56,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from graders._parsers import TestStatus, parse_test_log
-from ledger.events import GradeStatus
+from ledger.events import TEST_MAINTAINED, TEST_PASSING, GradeStatus, f2p_passes, p2p_passes
 
 __all__ = [
     "AMBIGUOUS",
@@ -89,8 +89,7 @@ AMBIGUOUS = "AMBIGUOUS"  # a truncated id whose candidate log ids disagree on th
 # reads it back from the recorded event, so the wording is part of the record's format.
 PATCH_BROKE_RUN = "the patch broke the test run"
 
-_PASSING = frozenset({TestStatus.PASSED, TestStatus.XFAIL})
-_MAINTAINED = _PASSING | {TestStatus.SKIPPED}
+_PASSING, _MAINTAINED = TEST_PASSING, TEST_MAINTAINED  # TestStatus members are these strings
 _FAILING_RESULTS = frozenset({TestStatus.FAILED, TestStatus.ERROR})
 
 
@@ -127,16 +126,6 @@ class Decision:
     @property
     def p2p_failure(self) -> list[str]:
         return [name for name, status in self.p2p.items() if not p2p_passes(status)]
-
-
-def f2p_passes(status: str) -> bool:
-    """Whether a FAIL_TO_PASS test with this status counts as passing."""
-    return status in _PASSING
-
-
-def p2p_passes(status: str) -> bool:
-    """Whether a PASS_TO_PASS test with this status counts as maintained."""
-    return status in _MAINTAINED
 
 
 def leave_out(listed: Iterable[str], excluded: Iterable[str]) -> tuple[list[str], list[str]]:

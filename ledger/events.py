@@ -147,6 +147,23 @@ class AgentFinished(Event, tag="agent.finished", kw_only=True):
     error: str | None = None
 
 
+# How a recorded per-test result (the values of grade.finished's f2p and p2p) counts, by
+# swebench 5.0.2's rules: the grader decides with these and the read side explains its
+# decisions with the same ones, so they sit with the events both read.
+TEST_PASSING = frozenset({"PASSED", "XFAIL"})
+TEST_MAINTAINED = TEST_PASSING | {"SKIPPED"}
+
+
+def f2p_passes(status: str) -> bool:
+    """Whether a FAIL_TO_PASS test with this status counts as passing."""
+    return status in TEST_PASSING
+
+
+def p2p_passes(status: str) -> bool:
+    """Whether a PASS_TO_PASS test with this status counts as maintained."""
+    return status in TEST_MAINTAINED
+
+
 class GradeStatus(StrEnum):
     """How a task's grade ends: the one vocabulary of the grader, the events (`status` of
     grade.finished and grade.corrected holds the value, kept a plain string so a status a

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,6 +14,9 @@ from ledger import SweclError
 from ledger.events import GradeStatus
 
 from ._common import echo_json_line, results_option, run_version
+
+if TYPE_CHECKING:  # the run package loads when a grade starts, not at `swecl --help`
+    from commands.run import Reporter
 
 
 @click.command("verdict")
@@ -123,7 +126,7 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
         raise NothingGraded(f"nothing could be graded: all {len(wanted)} instance(s) ended in errors (see above)")
 
 
-def _progress(as_json: bool):  # type: ignore[no-untyped-def]
+def _progress(as_json: bool) -> Reporter:
     """Progress goes to stderr, so stdout keeps the one document: bars at a terminal; else
     one line per task, as JSON lines with --json, so a pipeline can follow the run."""
     from commands.run import make_reporter

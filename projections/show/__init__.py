@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger, LedgerError, StreamRange, SweclError
+from ledger.events import f2p_passes, p2p_passes
 from projections.audit._audit import _resolve_task
 from projections import run_started_record
 from projections.audit._fold import _fold_with_snapshots, _pass_rank
@@ -27,9 +28,6 @@ __all__ = [
 
 PASS = msgspec.field(name="pass")
 
-# swebench 5.0.2's per-test rules, as graders._decide applies them (projections may not import graders)
-_F2P_PASSING = frozenset({"PASSED", "XFAIL"})
-_P2P_PASSING = frozenset({"PASSED", "XFAIL", "SKIPPED"})
 _SHORT = 160  # characters of a recalled item's body shown as its short text
 
 
@@ -107,9 +105,9 @@ def _text(ledger: Ledger, digest: str | None) -> str | None:
 
 
 def _tests(f2p: dict[str, str], p2p: dict[str, str], excluded: list[str]) -> list[ShownTest]:
-    out = [ShownTest(name=n, kind="FAIL_TO_PASS", result=r, passed=r in _F2P_PASSING) for n, r in f2p.items()]
+    out = [ShownTest(name=n, kind="FAIL_TO_PASS", result=r, passed=f2p_passes(r)) for n, r in f2p.items()]
     out += [
-        ShownTest(name=n, kind="PASS_TO_PASS", result=r, passed=r in _P2P_PASSING, excluded=n in excluded)
+        ShownTest(name=n, kind="PASS_TO_PASS", result=r, passed=p2p_passes(r), excluded=n in excluded)
         for n, r in p2p.items()
     ]
     # failing first (excluded ones after the counted failures), each kind in its recorded order
