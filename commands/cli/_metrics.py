@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -88,14 +89,17 @@ def metrics_cmd(
                             as_of_order=as_of_order, include_failed=include_failed)
         if not found and not versions and runs(ledger, results.projector(ledger)):
             raise SweclError(f"every run in {results.ledger_path} failed: `swecl metrics --all` includes failed runs")
+        # Only the outputs that show it pay for the audit (CSV/Parquet rows have no place for it).
+        shown = as_json or csv_path is None or str(csv_path) != "-"
+        leakage = leakage_for(ledger, found, as_of_order) if shown else {}
     if not found:
         raise SweclError(f"no runs in {results.ledger_path} yet: start one with `swecl run`")
     if csv_path is not None or parquet_path is not None:
         _write_tables(found, csv_path, parquet_path)
     if as_json:
-        echo_json(metrics_document(found))
+        echo_json(metrics_document(found, leakage))
     elif csv_path is None or str(csv_path) != "-":
-        print_metrics_table(found)
+        print_metrics_table(found, leakage=leakage)
         print_not_gradeable(found)
 
 
@@ -123,7 +127,11 @@ def _vectors_with_lambdas(path: Path, formula: str, weights: Lambdas) -> dict[st
     }
 
 
-def metrics_document(found: list[VersionMetrics]) -> dict[str, Any]:
+def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] | None] | None = None) -> dict[str, Any]:
+    """The --json document. `unmeasured` (per version, of the macro values; per sequence in
+    `unmeasured_by_sequence`) names the metrics whose number is a convention the run's passes
+    did not measure; `leakage` is None when not computed (--as-of-order)."""
+    leakage = leakage or {}
     first = found[0].result
     return {
         "formula": first.formula,
@@ -139,6 +147,13 @@ def metrics_document(found: list[VersionMetrics]) -> dict[str, Any]:
                 "extras": {name: msgspec.to_builtins(item.extras) for name, item in vm.result.sequences.items()},
                 "notes": {name: list(item.notes) for name, item in vm.result.sequences.items() if item.notes},
                 "not_gradeable": dict(sorted(vm.not_gradeable.items())),
+                "passes": list(vm.run.passes),
+                "unmeasured": dict(vm.result.unmeasured),
+                "unmeasured_by_sequence": {name: dict(item.unmeasured) for name, item in vm.result.sequences.items()
+                                           if item.unmeasured},
+                "resolved": {name: dict(zip(("resolved", "tasks"), _resolved(vm, name), strict=True))
+                             for name in vm.result.sequences},
+                "leakage": leakage.get(vm.run.version),
             }
             for vm in found
         ],
@@ -166,29 +181,137 @@ def _write_tables(found: list[VersionMetrics], csv_path: Path | None, parquet_pa
         write_output(parquet_path, parquet_bytes(table))
 
 
-def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None) -> None:
+# The terminal table's columns: BWT (= -F) and CL-S (= 1 - F) are redundant with F in every
+# formula set, so they stay in --json/--csv/--parquet only; the table must fit 100 columns.
+TABLE_METRICS: tuple[str, ...] = tuple(m for m in METRIC_NAMES if m not in ("BWT", "CL-S"))
+
+
+def version_label(vm: VersionMetrics) -> str:
+    """`v2 plugin-blank`: a numbered run as its folder names it, a slug once when it is the stage."""
+    version, stage = vm.run.version, vm.run.stage
+    shown = f"v{version}" if version.isdigit() else version
+    return shown if stage == version else f"{shown} {stage}"
+
+
+def short_sequence_names(names: list[str]) -> dict[str, str]:
+    """`django_django_sequence` -> `django`: the part after the last `_` (the repository),
+    unless two sequences of the table would then read alike (then the whole id minus `_sequence`)."""
+    stripped = {n: n.removesuffix("_sequence") for n in names}
+    short = {n: s.rsplit("_", 1)[-1] or s for n, s in stripped.items()}
+    if len(set(short.values())) < len(set(names)):
+        return stripped
+    return short
+
+
+def _resolved(vm: VersionMetrics, sequence: str) -> tuple[int, int]:
+    """(initial-pass tasks resolved, tasks planned) of one sequence; a task not gradeable here is not resolved."""
+    vector = vm.outcomes.vector(sequence, "initial", vm.not_gradeable) or []
+    return sum(1 for v in vector if v == 1), len(vm.outcomes.sequences[sequence].plan)
+
+
+def _missing(vm: VersionMetrics, sequence: str) -> int:
+    miss = vm.result.sequences[sequence].extras.missing
+    return sum(x or 0 for x in (miss.initial, miss.final, miss.baseline))
+
+
+def _cells(metrics: dict[str, float | None], gaps: dict[str, str], bold: bool = False) -> list[str]:
+    # A metric the passes did not measure holds a convention (F = 0, CL-S = 1): never print it as a number.
+    texts = ["n/a" if m in gaps else _fmt(metrics[m]) for m in TABLE_METRICS]
+    return [f"[bold]{t}[/bold]" for t in texts] if bold else texts
+
+
+def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None, console: Any = None,
+                        leakage: dict[str, dict[str, Any] | None] | None = None) -> None:
+    """The CL metrics table (fits 100 columns), then what a reader needs to read it right:
+    which n/a are unmeasured, whether CL-Scores compare, leakage flags."""
+    from rich import box
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title or f"CL metrics ({found[0].result.formula} formulas)", show_lines=False, pad_edge=False)
-    table.add_column("version")
-    table.add_column("stage")
-    table.add_column("sequence")
-    for name in METRIC_NAMES:
-        table.add_column(name, justify="right")
-    table.add_column("missing", justify="right")
+    console = console or _console()
+    formula = found[0].result.formula
+    single = len(found) == 1
+    heading = title or (f"CL metrics of {version_label(found[0])} ({formula} formulas)" if single
+                        else f"CL metrics ({formula} formulas)")
+    table = Table(title=escape(heading), box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    # fold, never ellipsis: a long run or sequence name wraps rather than losing characters.
+    table.add_column("sequence" if single else "run / sequence", overflow="fold")
+    for name in TABLE_METRICS:
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("solved", justify="right", no_wrap=True)
+    table.add_column("miss", justify="right", no_wrap=True)
+    indent = "" if single else "  "
     for vm in found:
+        short = short_sequence_names(list(vm.result.sequences))
+        if not single:
+            table.add_row(f"[bold]{escape(version_label(vm))}[/bold]", *[""] * (len(TABLE_METRICS) + 2))
+        solved = total = 0
         for name, item in vm.result.sequences.items():
-            miss = item.extras.missing
-            missing = sum(x or 0 for x in (miss.initial, miss.final, miss.baseline))
-            table.add_row(
-                vm.run.version, vm.run.stage, name.removesuffix("_sequence"),
-                *[_fmt(item.metrics[m]) for m in METRIC_NAMES], str(missing),
-            )
-        table.add_row(
-            vm.run.version, vm.run.stage, "[bold]macro[/bold]",
-            *[f"[bold]{_fmt(vm.result.macro[m])}[/bold]" for m in METRIC_NAMES], "", end_section=True
-        )
-    _console().print(table)
+            x, n = _resolved(vm, name)
+            solved, total = solved + x, total + n
+            table.add_row(indent + escape(short[name]), *_cells(item.metrics, item.unmeasured), f"{x}/{n}",
+                          str(_missing(vm, name)))
+        table.add_row(f"{indent}[bold]macro[/bold]", *_cells(vm.result.macro, vm.result.unmeasured, bold=True),
+                      f"[bold]{solved}/{total}[/bold]", "", end_section=True)
+    console.print(table)
+    # Wrapped to the table's own 100 columns even when piped (the console is then 200 wide).
+    for line in table_notes(found, leakage or {}):
+        console.print(textwrap.fill(line, width=min(console.width, 100), subsequent_indent="  "),
+                      markup=False, highlight=False)
+
+
+def table_notes(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] | None]) -> list[str]:
+    """The lines under the table: unmeasured metrics, CL-Score comparability, leakage."""
+    lines = []
+    if any(vm.result.unmeasured for vm in found):
+        lines.append("n/a: not measured (F, CL-F1 need a re-test pass, FWT a baseline; --json says why) "
+                     "or not computable")
+    elif _any_none(found):
+        lines.append("n/a: not computable (no valid outcome to score)")
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for vm in found:
+        groups.setdefault(tuple(vm.run.passes), []).append(version_label(vm))
+    if len(groups) > 1:
+        said = "; ".join(f"{', '.join(labels)}: {'+'.join(passes)}" for passes, labels in groups.items())
+        lines.append(f"CL-Scores not comparable, different passes ({said})")
+    for vm in found:
+        line = leakage_line(vm, leakage.get(vm.run.version))
+        if line:
+            lines.append(line)
+    return lines
+
+
+def _any_none(found: list[VersionMetrics]) -> bool:
+    rows = [vm.result.macro for vm in found] + [s.metrics for vm in found for s in vm.result.sequences.values()]
+    return any(row[m] is None for row in rows for m in TABLE_METRICS)
+
+
+def leakage_of(ledger: Any, version: str) -> dict[str, Any]:
+    """Leakage flags of a run's recalls, from `swecl audit VERSION --summary`'s own function.
+    Without the dataset's grading secrets (cheap, offline) the test-content check is not run.
+    Only attempts that count: an attempt abandoned by a kill and redone is not counted twice."""
+    from projections.audit import audit_summary
+
+    summary = audit_summary(ledger, version, counted_only=True)
+    return {
+        "recalled_items": summary.hits,
+        "flagged": summary.flagged_hits,
+        "by_kind": dict(summary.by_kind),
+        "test_content_checked": summary.dataset.available,
+    }
+
+
+def leakage_for(ledger: Any, found: list[VersionMetrics], as_of_order: int | None = None) -> dict[str, dict[str, Any] | None]:
+    # The audit covers the whole run: at a cut (--as-of-order) its counts would include later tasks.
+    return {vm.run.version: (None if as_of_order is not None else leakage_of(ledger, vm.run.version)) for vm in found}
+
+
+def leakage_line(vm: VersionMetrics, leak: dict[str, Any] | None) -> str | None:
+    if not leak or not leak["flagged"]:
+        return None
+    kinds = ", ".join(f"{k.replace('-', ' ')} {n}" for k, n in leak["by_kind"].items() if n)
+    return (f"{version_label(vm)}: {leak['flagged']} recalled items flagged as leakage ({kinds}): "
+            f"see `swecl audit {vm.run.version} --summary`")
 
 
 def _console():  # type: ignore[no-untyped-def]
@@ -204,13 +327,15 @@ def _console():  # type: ignore[no-untyped-def]
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @click.pass_context
 def runs_cmd(ctx: click.Context, as_json: bool) -> None:
-    """One row per run version: stage, sequences, agent, status, resolved tasks per pass."""
+    """One row per run version: stage, sequences, agent, status, resolved tasks per pass, and
+    leaks: recalled items flagged as leakage (`swecl audit VERSION --summary` says which)."""
     results = results_of(ctx)
     with results.open_ledger(readonly=True) as ledger:
         projector = results.projector(ledger)
         rows = []
         for run in runs(ledger, projector).values():
             resolved = outcomes(ledger, projector, run.version).resolved_per_pass()
+            leak = leakage_of(ledger, run.version)
             rows.append(
                 {
                     "version": run.version,
@@ -225,6 +350,7 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
                     "benchmark": run.benchmark,
                     "seeded_from": run.seeded_from,
                     "started_at": run.started_at,
+                    "leakage": leak,
                 }
             )
     if as_json:
@@ -233,12 +359,12 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
     from rich.table import Table
 
     table = Table(title=f"runs in {results.ledger_path}")
-    for col in ("version", "stage", "agent", "status", "sequences", "resolved", "seeded from", "started"):
+    for col in ("version", "stage", "agent", "status", "sequences", "resolved", "leaks", "seeded from", "started"):
         table.add_column(col)
     for row in rows:
         table.add_row(
             row["version"], row["stage"], row["agent"], row["status"], ", ".join(row["sequences"]),
-            " ".join(f"{p}={n}" for p, n in row["resolved"].items()), row["seeded_from"] or "",
-            row["started_at"][:19],
+            " ".join(f"{p}={n}" for p, n in row["resolved"].items()), str(row["leakage"]["flagged"]),
+            row["seeded_from"] or "", row["started_at"][:19],
         )
     _console().print(table)

@@ -178,17 +178,18 @@ def _executor_session(opts: RunOptions) -> Iterator[None]:
 
 
 def _summary(results, versions: list[str], *, quiet: bool, as_json: bool) -> None:  # type: ignore[no-untyped-def]
-    from ._metrics import metrics_document, print_metrics_table, print_not_gradeable
+    from ._metrics import leakage_for, metrics_document, print_metrics_table, print_not_gradeable
     from projections import metrics_for
 
     with results.open_ledger(readonly=True) as ledger:
         found = metrics_for(ledger, results.projector(ledger), versions)
+        leakage = leakage_for(ledger, found)
     where = {"ledger": str(results.ledger_path), "results": str(results.root),
              "version_dirs": {v: str(results.version_dir(v)) for v in versions}}
     if as_json:
-        click.echo(msgspec.json.encode({"event": "summary", **metrics_document(found), **where}).decode())
+        click.echo(msgspec.json.encode({"event": "summary", **metrics_document(found, leakage), **where}).decode())
         return
-    print_metrics_table(found)
+    print_metrics_table(found, leakage=leakage)
     print_not_gradeable(found)
     if not quiet:
         click.echo(f"ledger:  {where['ledger']}")

@@ -176,8 +176,11 @@ def audit_summary(
     pass_: str | None = None,
     secrets: Mapping[str, GradingSecrets] | None = None,
     dataset: DatasetNote | None = None,
+    counted_only: bool = False,
 ) -> RunAuditSummary:
-    """Every task of run `version` with a flagged recall: its pass, attempts, flag kinds and items."""
+    """Every task of run `version` with a flagged recall: its pass, attempts, flag kinds and items.
+    `counted_only`: only the recalls of attempts that count (the latest, not abandoned), so a
+    run resumed after a kill sums the same as one that was never interrupted."""
     started = run_started(ledger, version)
     plan = {(s, t.order): t for s, tasks in started.tasks.items() for t in tasks}
 
@@ -197,6 +200,8 @@ def audit_summary(
         if task.instance_id not in checkers:
             checkers[task.instance_id] = _secrets_for(secrets, task.instance_id)
         attempt = attempts.get((ev.sequence_id, ev.pass_, ev.order, ev.attempt))
+        if counted_only and (attempt is None or not attempt.in_force):
+            continue
         hits = _audit_hits(ctx, rec, snap, task, ev.sequence_id, _agent_patch(attempt), checkers[task.instance_id])
         hits_total += len(hits)
         for hit in hits:

@@ -32,6 +32,7 @@ from projections.metrics._extras import (
     ToolUseEfficiency,
     sequence_extras,
 )
+from projections.metrics._measured import NEEDS_BASELINE, NEEDS_RETEST, macro_unmeasured, unmeasured
 from projections.metrics._registry import DEFAULT_FORMULA, FORMULAS, FormulaSet, get_formula
 from projections.metrics._vectors import (
     DIFFICULTY_LEVELS,
@@ -49,6 +50,8 @@ __all__ = [
     "FORMULAS",
     "MACRO_ROW",
     "METRIC_NAMES",
+    "NEEDS_BASELINE",
+    "NEEDS_RETEST",
     "NO_STEPS_REASON",
     "FormulaSet",
     "Lambdas",
@@ -66,8 +69,10 @@ __all__ = [
     "compute",
     "get_formula",
     "macro_average",
+    "macro_unmeasured",
     "metrics_from_vectors_document",
     "sequence_extras",
     "sequences_from_vectors_document",
     "to_frame",
+    "unmeasured",
 ]

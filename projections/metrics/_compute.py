@@ -15,6 +15,7 @@ import msgspec
 
 from ledger.errors import SweclError
 from projections.metrics._extras import SequenceExtras, sequence_extras
+from projections.metrics._measured import macro_unmeasured, unmeasured
 from projections.metrics._registry import DEFAULT_FORMULA, get_formula
 if TYPE_CHECKING:
     import polars as pl
@@ -34,6 +35,8 @@ class SequenceResult(msgspec.Struct, frozen=True, kw_only=True):
     metrics: dict[str, float | None]
     notes: tuple[str, ...]
     extras: SequenceExtras
+    unmeasured: dict[str, str] = msgspec.field(default_factory=dict)
+    """metric -> why the recorded passes did not measure it (its value is a convention; see `_measured`)."""
 
 
 class MetricsResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -45,6 +48,8 @@ class MetricsResult(msgspec.Struct, frozen=True, kw_only=True):
     macro: dict[str, float | None]
     macro_counts: dict[str, int]
     """Sequences each macro value averages (those where the metric is computable)."""
+    unmeasured: dict[str, str] = msgspec.field(default_factory=dict)
+    """metric -> why a macro value is not a measurement (some sequence's passes did not measure it)."""
 
 
 def compute(
@@ -66,6 +71,7 @@ def compute(
             metrics=score.metrics,
             notes=score.notes,
             extras=sequence_extras(seq, formula_set, weights),
+            unmeasured=unmeasured(seq, weights),
         )
     macro, counts = macro_average(result.metrics for result in results.values())
     return MetricsResult(
@@ -75,6 +81,7 @@ def compute(
         sequences=results,
         macro=macro,
         macro_counts=counts,
+        unmeasured=macro_unmeasured({name: item.unmeasured for name, item in results.items()}),
     )
 
 

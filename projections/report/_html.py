@@ -9,7 +9,8 @@ network. No wall-clock time is printed: the same ledger gives the same bytes.
 Stable hooks for tests and scrapers: `section[data-sequence]` (one per sequence),
 `article[data-version]` inside it, metric rows `tr[data-version][data-row]` (data-row is
 the sequence id, or `macro` for the headline) with cells `td[data-metric][data-value]`
-(data-value: the exact float, empty when not computable).
+(data-value: the exact float, empty when not computable; a cell whose value the run's
+passes did not measure reads "n/a" and says why in `data-unmeasured`).
 """
 
 from __future__ import annotations
@@ -149,12 +150,37 @@ def _runs_table(data: ReportData) -> str:
     return f'<section id="runs"><h2>Runs</h2><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></section>'
 
 
-def _metric_cells(metrics: Mapping[str, float | None]) -> str:
+def _metric_cells(metrics: Mapping[str, float | None], unmeasured: Mapping[str, str] | None = None) -> str:
+    # data-value keeps the formula's exact output; the text says "n/a" when that output is a
+    # convention the run's passes did not measure (F = 0 without a re-test), with the reason.
+    gaps = unmeasured or {}
     return "".join(
-        f'<td class="num" data-metric="{esc(name)}" data-value="{_value_attr(metrics.get(name))}">'
-        f"{_num(metrics.get(name))}</td>"
+        f'<td class="num" data-metric="{esc(name)}" data-value="{_value_attr(metrics.get(name))}"'
+        + (f' data-unmeasured="{esc(gaps[name])}" title="not measured: {esc(gaps[name])}">n/a</td>' if name in gaps
+           else f">{_num(metrics.get(name))}</td>")
         for name in METRIC_NAMES
     )
+
+
+def _headline_notes(data: ReportData) -> str:
+    """Under the headline: which values are not measurements, and whether CL-Scores compare."""
+    items = []
+    for vr in data.versions:
+        by_reason: dict[str, list[str]] = {}
+        for metric, why in vr.result.unmeasured.items():
+            by_reason.setdefault(why, []).append(metric)
+        if by_reason:
+            said = "; ".join(f"{', '.join(metrics)}: {why}" for why, metrics in by_reason.items())
+            items.append(f"{esc(vr.run.version)}: not measured, shown n/a ({esc(said)})")
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for vr in data.versions:
+        groups.setdefault(tuple(vr.run.passes), []).append(vr.run.version)
+    if len(groups) > 1:
+        said = "; ".join(f"{', '.join(versions)}: {' + '.join(passes)}" for passes, versions in groups.items())
+        items.append(f"CL-Scores are not comparable across versions with different passes ({esc(said)})")
+    if not items:
+        return ""
+    return '<ul class="note" id="unmeasured">' + "".join(f"<li>{item}</li>" for item in items) + "</ul>"
 
 
 def _metric_head(first: str, extra: Iterable[str] = (), *, before: Iterable[str] = ()) -> str:
@@ -169,13 +195,13 @@ def _headline(data: ReportData) -> str:
         counts = ", ".join(f"{n}" for n in sorted(set(result.macro_counts.values())))
         rows.append(
             f'<tr data-version="{esc(vr.run.version)}" data-row="macro"><td>{esc(vr.run.version)} '
-            f'<span class="meta">{esc(vr.run.stage)}</span></td>{_metric_cells(result.macro)}'
+            f'<span class="meta">{esc(vr.run.stage)}</span></td>{_metric_cells(result.macro, result.unmeasured)}'
             f'<td class="num">{esc(counts)}</td></tr>'
         )
     return (
         '<section id="headline"><h2>Headline: unweighted macro-average over sequences</h2>'
         f'<table class="metrics"><thead>{_metric_head("version", ["sequences averaged"])}</thead>'
-        f'<tbody>{"".join(rows)}</tbody></table></section>'
+        f'<tbody>{"".join(rows)}</tbody></table>{_headline_notes(data)}</section>'
     )
 
 
@@ -228,7 +254,7 @@ def _sequence_metric_row(vr: VersionReport, seq: SequenceReport) -> str:
     miss = " / ".join(_missing_text(v) for v in (missing.initial, missing.final, missing.baseline))
     return (
         f'<tr data-version="{esc(vr.run.version)}" data-row="{esc(seq.sequence_id)}">{label}'
-        f"{_metric_cells(result.metrics)}<td class=\"num\">{missing.n_tasks}</td><td>{esc(miss)}</td></tr>"
+        f"{_metric_cells(result.metrics, result.unmeasured)}<td class=\"num\">{missing.n_tasks}</td><td>{esc(miss)}</td></tr>"
     )
 
 

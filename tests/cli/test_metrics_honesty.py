@@ -1,0 +1,168 @@
+"""`swecl metrics`, `swecl runs`, the end-of-run table and the report say what the run's
+passes did not measure (n/a, never a conventional 0), fit 100 columns, and show leakage."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from bench.ledgers import LedgerBuilder
+from bench.processes import REPO_ROOT, swecl_argv, swecl_env
+from commands.cli._metrics import leakage_for, print_metrics_table, short_sequence_names
+from ledger import Ledger
+from projections import Results, metrics_for
+from projections.metrics import Lambdas, SequenceOutcomes, compute, unmeasured
+from projections.report import build_report
+from tests.report.realistic import DJANGO, PLAN, SYMPY, build_realistic
+
+ACCUM = "accum"
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report tests' ledger (base: initial only; plugin-blank: every pass) plus `accum`,
+    seeded from plugin-blank, with initial and retest passes only (no baseline), whose
+    django task 1 recalls its own item (same instance) and task 4's (later task)."""
+    root = tmp_path_factory.mktemp("honesty") / "results"
+    build_realistic(root)
+    b = LedgerBuilder(Ledger.open(root / "ledger.db"))
+    try:
+        b.start_run(ACCUM, stage="plugin-accum", plan=PLAN, passes=["initial", "retest"])
+        b.seed(ACCUM, "plugin-blank")
+        b.run_pass(ACCUM, DJANGO, "initial", [1, 1, 0, 1, 1], recalls={1: [("mem-dj-1", 0.9), ("mem-dj-4", 0.8)]})
+        b.run_pass(ACCUM, SYMPY, "initial", [1, 0, 1, 1])
+        b.run_pass(ACCUM, DJANGO, "retest", [1, 0, 0, 1, 1])
+        b.run_pass(ACCUM, SYMPY, "retest", [1, 0, 1, 0])
+        b.finish_run(ACCUM)
+    finally:
+        b.close()
+    return root
+
+
+def cli(root: Path, *args: str, columns: int = 100) -> str:
+    """The real CLI in a subprocess, output piped (not a terminal), COLUMNS as given."""
+    proc = subprocess.run(swecl_argv(root, *args), capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
+                          env=swecl_env(root.parent / "cache", {"COLUMNS": str(columns)}))
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def row(out: str, label: str, after: str | None = None) -> list[str]:
+    """The cells of the first table line starting with `label` (after the line holding `after`)."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if after in line) if after else 0
+    return next(line.split() for line in lines[start:] if line.strip().startswith(label))
+
+
+# --- 1. unmeasured metrics print n/a --------------------------------------------------
+
+
+def test_unmeasured_rules() -> None:
+    lambdas = Lambdas()
+    full = SequenceOutcomes(name="s", initial=[1, 0, 1], final=[1, 1, 0], baseline=[0, 0, 1])
+    assert unmeasured(full, lambdas) == {}
+    initial_only = SequenceOutcomes(name="s", initial=[1, 0, 1])
+    assert set(unmeasured(initial_only, lambdas)) == {"F", "BWT", "FWT", "CL-S", "CL-F1", "CL-Score"}
+    assert unmeasured(initial_only, lambdas)["F"] == "no re-test pass"
+    assert unmeasured(initial_only, lambdas)["FWT"] == "no baseline pass"
+    # CL-Score is measured when the unmeasured terms weigh nothing; N = 1 defines F = FWT = 0.
+    assert "CL-Score" not in unmeasured(initial_only, Lambdas(f=0, bwt=0, fwt=0))
+    assert unmeasured(SequenceOutcomes(name="s", initial=[1]), lambdas) == {}
+    no_valid_retest = SequenceOutcomes(name="s", initial=[1, 0], final=[None, None], baseline=[1, 1])
+    assert unmeasured(no_valid_retest, lambdas)["F"] == "the re-test pass has no valid outcome"
+    # The macro value is unmeasured when any sequence's is, and says which.
+    result = compute([full, SequenceOutcomes(name="t", initial=[1, 0, 1], final=[1, 0, 1])])
+    assert result.unmeasured["FWT"] == "no baseline pass (in t)" and "F" not in result.unmeasured
+    assert result.macro["FWT"] is not None  # the formula output itself is unchanged
+
+
+def test_table_prints_na_and_json_says_why(root: Path) -> None:
+    out = cli(root, "metrics")
+    # base has no re-test and no baseline; accum no baseline; plugin-blank measured everything.
+    assert row(out, "macro", after="base")[1:8] == ["0.550", "n/a", "n/a", "0.535", "0.550", "n/a", "n/a"]
+    assert row(out, "macro", after="accum")[2:4] == ["0.125", "n/a"]
+    assert "n/a" not in row(out, "macro", after="plugin-blank")
+    assert "CL-Scores not comparable, different passes (base: initial; plugin-blank: initial+retest+baseline; " \
+           "accum plugin-accum: initial+retest)" in " ".join(out.split())
+    doc = json.loads(cli(root, "metrics", "--json"))
+    by = {v["version"]: v for v in doc["versions"]}
+    assert by["base"]["unmeasured"]["F"] == "no re-test pass" and by["base"]["unmeasured"]["FWT"] == "no baseline pass"
+    assert set(by["base"]["unmeasured"]) == {"F", "BWT", "FWT", "CL-S", "CL-F1", "CL-Score"}
+    assert by["base"]["macro"]["F"] == 0.0 and by["base"]["macro"]["CL-S"] == 1.0  # formula outputs kept
+    assert set(by[ACCUM]["unmeasured"]) == {"FWT", "CL-Score"} and by["plugin-blank"]["unmeasured"] == {}
+    assert by["base"]["passes"] == ["initial"]
+    assert by["plugin-blank"]["resolved"][DJANGO] == {"resolved": 3, "tasks": 5}
+
+
+def test_report_prints_na_for_unmeasured(root: Path, tmp_path: Path) -> None:
+    summary = build_report(Results(root), [], tmp_path / "report")
+    page = summary.index.read_text()
+    assert 'data-metric="F" data-value="0.0" data-unmeasured="no re-test pass" title="not measured: no re-test pass">n/a' in page
+    assert "CL-Scores are not comparable across versions with different passes" in page
+    assert 'data-metric="FWT" data-value="0.6666666666666666">0.667' in page  # measured: a number
+
+
+# --- 2. the table fits 100 columns ---------------------------------------------------
+
+
+def test_table_fits_100_columns_with_nothing_cut(root: Path) -> None:
+    with Results(root).open_ledger(readonly=True) as ledger:
+        found = metrics_for(ledger, Results(root).projector(ledger), [])
+        leakage = leakage_for(ledger, found)
+    for width in (100, 200):  # at 200 the table keeps its natural width: it needs no squeezing
+        for shown in (found, found[:1]):
+            buf = io.StringIO()
+            print_metrics_table(shown, console=Console(width=width, file=buf), leakage=leakage)
+            text = buf.getvalue()
+            assert "…" not in text
+            assert all(len(line) <= 100 for line in text.splitlines()), text
+            assert "macro" in text and "CL-Score" in text and "solved" in text
+    out = cli(root, "metrics", columns=100)
+    assert "…" not in out and all(len(line) <= 100 for line in out.splitlines()), out
+    assert row(out, "macro", after="plugin-blank")[-1] == "6/9"  # resolved X/N: sums over sequences
+    assert row(out, "django", after="plugin-blank")[-2:] == ["3/5", "1"]  # solved, missing
+
+
+def test_short_sequence_names() -> None:
+    assert short_sequence_names(["django_django_sequence", "pydata_xarray_sequence"]) == {
+        "django_django_sequence": "django", "pydata_xarray_sequence": "xarray"}
+    # Two that would read alike keep their ids.
+    assert short_sequence_names(["a_x_sequence", "b_x_sequence"]) == {"a_x_sequence": "a_x", "b_x_sequence": "b_x"}
+
+
+# --- 3. leakage counts ---------------------------------------------------------------
+
+
+def test_leakage_in_metrics_and_runs(root: Path) -> None:
+    out = cli(root, "metrics")
+    assert ("accum plugin-accum: 2 recalled items flagged as leakage (same instance 1, later task 1): "
+            "see `swecl audit accum --summary`") in " ".join(out.split())
+    assert out.count("flagged as leakage") == 1  # no line for the runs without flags
+    doc = json.loads(cli(root, "metrics", "--json"))
+    leak = {v["version"]: v["leakage"] for v in doc["versions"]}
+    assert leak[ACCUM]["flagged"] == 2 and leak[ACCUM]["by_kind"]["same-instance"] == 1
+    assert leak["plugin-blank"]["flagged"] == 0
+    # --as-of-order: the whole-run audit does not apply to a cut; said with null.
+    cut = json.loads(cli(root, "metrics", "--json", "--as-of-order", "2"))
+    assert all(v["leakage"] is None for v in cut["versions"])
+    runs = json.loads(cli(root, "runs", "--json"))
+    assert {r["version"]: r["leakage"]["flagged"] for r in runs} == {"base": 0, "plugin-blank": 0, ACCUM: 2}
+    table = cli(root, "runs")
+    cells = next([c.strip() for c in line.split("│")[1:-1]] for line in table.splitlines() if f"│ {ACCUM} " in line)
+    assert "leaks" in table and cells[6] == "2"
+
+
+def test_run_summary_uses_the_same_table(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from commands.cli._run import _summary
+
+    os.environ.setdefault("COLUMNS", "100")
+    _summary(Results(root), ["base", ACCUM], quiet=True, as_json=False)
+    out = capsys.readouterr().out
+    assert "n/a" in out and "recalled items flagged as leakage" in out
+    assert all(len(line) <= 100 for line in out.splitlines()), out
