@@ -95,6 +95,7 @@ from graders._uv import (
     _uv_env,
     _uv_install,
     _uv_with_cutoff,
+    compile_flag,
     exact_pins,
 )
 from ledger.errors import SweclError
@@ -384,7 +385,7 @@ def _repair_for_python(
 
     def install(dist: str, requirement: str, held: list[str]) -> bool:
         constraints.write_text("".join(f"{line}\n" for line in held), encoding="utf-8")
-        args = ["pip", "install", "--compile-bytecode", "--python", os.fspath(python),
+        args = ["pip", "install", *compile_flag(python), "--python", os.fspath(python),
                 "--constraint", os.fspath(constraints), requirement]
         return _uv_with_cutoff(args, cutoff, log, [requirement, *held], exempt={dist: IMAGE_ERA})
 

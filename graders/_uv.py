@@ -34,6 +34,28 @@ class _Log:
         self.fh.close()
 
 
+def venv_python_version(python: Path) -> tuple[int, int] | None:
+    """The (major, minor) of the venv `python` belongs to, from its pyvenv.cfg (uv writes
+    `version_info`, the standard venv `version`); None when it cannot be read."""
+    try:
+        text = (python.parent.parent / "pyvenv.cfg").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    if m := re.search(r"^\s*version(?:_info)?\s*=\s*(\d+)\.(\d+)", text, re.MULTILINE):
+        return int(m[1]), int(m[2])
+    return None
+
+
+def compile_flag(python: Path) -> list[str]:
+    """`--compile-bytecode`, so an unconfined test run has no bytecode to write into the venv
+    (see graders._integrity; files that do not compile, Python 2 leftovers, uv skips). Not
+    below Python 3.7: uv compiles with a script that needs `py_compile.PycInvalidationMode`
+    (3.7+), so on a 3.6 venv (astropy 1.3) every install would fail after installing. Such
+    venvs compile lazily, and `guard_env` drops the caches tests write."""
+    version = venv_python_version(python)
+    return [] if version is not None and version < (3, 7) else ["--compile-bytecode"]
+
+
 def _uv_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX")}
     env["UV_PYTHON_DOWNLOADS"] = "never"
@@ -148,9 +170,7 @@ def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cut
     if not requirements:
         return []
     cut = cutoff or _Cutoff(None)
-    # Compiled now, so an unconfined test run has no bytecode to write into the venv (see
-    # graders._integrity); files that do not compile (Python 2 leftovers) are skipped by uv.
-    base = ["pip", "install", "--compile-bytecode", "--python", os.fspath(python)]
+    base = ["pip", "install", *compile_flag(python), "--python", os.fspath(python)]
     # Online first: offline, uv resolves among the files it happens to have cached, so the
     # same spec could give another environment on another machine. Offline is the fallback.
     attempts = ([], ["--offline"], ["--no-build-isolation"])

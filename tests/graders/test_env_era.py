@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from graders._envs import build_env, env_identity, era_for
+from graders._interpreters import PythonNotFound, find_python
 from graders._repos import RepoCache
 from graders._specs import EnvSpec
+from graders._uv import compile_flag
 from tests.graders.env_support import commit_at, installed_version, make_wheel, simple_index
 from tests.graders.exec_support import REPO, make_calc_repo, write
 
@@ -97,3 +99,34 @@ def test_manifests_are_read_at_the_setup_commit(tmp_path: Path, monkeypatch: pyt
     # a setup commit the repository does not have: the base commit's era, said in a note
     era = era_for(repos, REPO, base, "f" * 40)
     assert era.commit == base and era.notes and "environment_setup_commit" in era.notes[0]
+
+
+def test_bytecode_is_compiled_at_install_only_where_uv_can(tmp_path: Path) -> None:
+    """uv's compile step needs Python 3.7 (py_compile.PycInvalidationMode)."""
+    def venv(name: str, cfg: str) -> Path:
+        write(tmp_path / name, "pyvenv.cfg", cfg)
+        return tmp_path / name / "bin" / "python"
+
+    assert compile_flag(venv("uv36", "home = /x\nversion_info = 3.6.15\n")) == []
+    assert compile_flag(venv("std27", "home = /x\nversion = 2.7.18\n")) == []
+    assert compile_flag(venv("uv39", "version_info = 3.9.20\n")) == ["--compile-bytecode"]
+    assert compile_flag(tmp_path / "nowhere" / "bin" / "python") == ["--compile-bytecode"]
+
+
+def test_a_python_3_6_environment_installs_its_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """astropy 1.3's environments (Python 3.6): with uv's --compile-bytecode every install
+    failed after installing, and the whole pip_packages batch ended as env problems."""
+    try:
+        find_python("3.6")
+    except PythonNotFound as e:
+        pytest.skip(f"needs a Python 3.6 (PATH, pyenv, uv or SWECL_PYTHON_3_6): {e}")
+    links = tmp_path / "links"
+    make_wheel(links, "tinypkg", "1.0")
+    monkeypatch.setenv("UV_FIND_LINKS", str(links))
+    build = build_env(REPO, "py36", EnvSpec(python="3.6", pip_packages=["tinypkg==1.0"]), cache_dir=tmp_path / "cache")
+    log = build.log_path.read_text() if build.log_path else ""
+    assert build.built and build.warnings == [], log
+    shown = subprocess.run([str(build.env.python), "-m", "pip", "show", "tinypkg"],  # no importlib.metadata on 3.6
+                           capture_output=True, text=True, check=True).stdout
+    assert "Version: 1.0" in shown.splitlines()
+    assert "--compile-bytecode" not in log and "PycInvalidationMode" not in log
