@@ -87,6 +87,7 @@ from graders._py_compat import requirement_names
 from graders._repos import GitError, RepoCache, default_cache_dir, file_at, file_lock, repo_slug
 from graders._specs import EnvSpec, spec_for
 from graders._uv import (
+    BUILD_BACKEND_FLOOR,
     IMAGE_ERA,
     _Cutoff,
     _find_links_configured,
@@ -141,8 +142,9 @@ def env_identity(spec: EnvSpec, exclude_newer: str | None) -> str:
     # recipe 5: a batch whose pins need newer dependencies resolves as of the images;
     # recipe 6: the build's packages are recorded (BUILT), so a later install starts from them;
     # recipe 7: era releases that do not run on the interpreter are replaced (graders._py_compat);
-    # recipe 8: and those that cannot load their native library here
-    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=8".encode()).hexdigest()
+    # recipe 8: and those that cannot load their native library here;
+    # recipe 9: old sdists build with setuptools up to 40.8.0 (graders._uv.BUILD_BACKEND_FLOOR)
+    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=9".encode()).hexdigest()
 
 
 def _env_dir(
@@ -387,7 +389,7 @@ def _repair_for_python(
         constraints.write_text("".join(f"{line}\n" for line in held), encoding="utf-8")
         args = ["pip", "install", *compile_flag(python), "--python", os.fspath(python),
                 "--constraint", os.fspath(constraints), requirement]
-        return _uv_with_cutoff(args, cutoff, log, [requirement, *held], exempt={dist: IMAGE_ERA})
+        return _uv_with_cutoff(args, cutoff, log, [requirement, *held], exempt={**BUILD_BACKEND_FLOOR, dist: IMAGE_ERA})
 
     try:
         return repair_for_python(python, requirement_names(requirements), set(pinned),

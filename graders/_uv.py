@@ -18,7 +18,7 @@ from pathlib import Path
 from graders._interpreters import uv_bin
 from graders._py_compat import normalise_name
 
-__all__ = ["IMAGE_ERA", "exact_pins"]
+__all__ = ["BUILD_BACKEND_FLOOR", "IMAGE_ERA", "exact_pins"]
 
 
 class _Log:
@@ -136,10 +136,12 @@ class _Cutoff:
         if not (self.when and self.applied):
             return []
         out = ["--exclude-newer", self.when]
-        for name in exact_pins(requirements):
+        pinned = exact_pins(requirements)
+        for name in pinned:
             out += ["--exclude-newer-package", f"{name}=false"]
         for name, when in (exempt or {}).items():
-            out += ["--exclude-newer-package", f"{name}={max(when, self.when)}"]
+            if normalise_name(name) not in pinned:  # a pin is already free of any cut-off
+                out += ["--exclude-newer-package", f"{name}={max(when, self.when)}"]
         return out
 
     def drop(self, log: _Log, why: str) -> None:
@@ -161,6 +163,17 @@ def _uv_with_cutoff(
     return ok
 
 
+# uv builds a legacy sdist (setup.py, no pyproject.toml) with `setuptools>=40.8.0`, the
+# first release with `build_meta.__legacy__`. Under an older cut-off (astropy 1.3's
+# 2018-10-01) no such setuptools exists, so every old sdist (PyYAML 3.12, MarkupSafe 1.0)
+# failed to build, and without build isolation the venv's era setuptools (38.2.4) has no
+# legacy backend either. Build environments may take setuptools up to 40.8.0's release:
+# the nearest to the era that uv can build with (it still has `Feature`, which 46 removed).
+# The venv's own setuptools is installed already and stays the seed's (uv keeps what
+# satisfies a requirement); only a requirement needing a newer one could move it.
+BUILD_BACKEND_FLOOR = {"setuptools": "2019-02-06T00:00:00Z"}
+
+
 def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cutoff: _Cutoff | None = None) -> list[str]:
     """Install with uv: the batch online, then offline, then online without build
     isolation (old sdists such as MarkupSafe 1.0 only build against the venv's own
@@ -175,7 +188,7 @@ def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cut
     # same spec could give another environment on another machine. Offline is the fallback.
     attempts = ([], ["--offline"], ["--no-build-isolation"])
     for mode in attempts:
-        if _uv_with_cutoff([*base, *mode, *requirements], cut, log, requirements):
+        if _uv_with_cutoff([*base, *mode, *requirements], cut, log, requirements, BUILD_BACKEND_FLOOR):
             return []
     pins = exact_pins(requirements)
     if pins and cut.when and cut.applied and cut.when < IMAGE_ERA:
@@ -197,7 +210,8 @@ def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cut
         held = [line for name, line in pins.items() if name not in own]
         constraints.write_text("".join(f"{line}\n" for line in held), encoding="utf-8")
         extra = ["--constraint", os.fspath(constraints)] if held else []
-        if not any(_uv_with_cutoff([*base, *mode, *extra, req], cut, log, [req, *held]) for mode in attempts):
+        if not any(_uv_with_cutoff([*base, *mode, *extra, req], cut, log, [req, *held], BUILD_BACKEND_FLOOR)
+                   for mode in attempts):
             failed.append(req)
     constraints.unlink(missing_ok=True)
     return [f"{what}: could not install {req}" for req in failed]

@@ -14,7 +14,7 @@ from graders._interpreters import PythonNotFound, find_python
 from graders._repos import RepoCache
 from graders._specs import EnvSpec
 from graders._uv import compile_flag
-from tests.graders.env_support import commit_at, installed_version, make_wheel, simple_index
+from tests.graders.env_support import commit_at, dated_index, installed_version, make_sdist, make_wheel, simple_index
 from tests.graders.exec_support import REPO, make_calc_repo, write
 
 
@@ -126,7 +126,37 @@ def test_a_python_3_6_environment_installs_its_packages(tmp_path: Path, monkeypa
     build = build_env(REPO, "py36", EnvSpec(python="3.6", pip_packages=["tinypkg==1.0"]), cache_dir=tmp_path / "cache")
     log = build.log_path.read_text() if build.log_path else ""
     assert build.built and build.warnings == [], log
-    shown = subprocess.run([str(build.env.python), "-m", "pip", "show", "tinypkg"],  # no importlib.metadata on 3.6
-                           capture_output=True, text=True, check=True).stdout
-    assert "Version: 1.0" in shown.splitlines()
+    assert _pip_show_version(build.env.python, "tinypkg") == "1.0"
     assert "--compile-bytecode" not in log and "PycInvalidationMode" not in log
+
+
+def test_an_old_sdist_builds_under_a_cutoff_older_than_uv_s_build_backend(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """astropy 1.3's era (2018-10-01) predates setuptools 40.8.0, which uv needs to build a
+    legacy setup.py: PyYAML 3.12 and MarkupSafe 1.0 failed with "No solution found when
+    resolving: setuptools>=40.8.0". The build environment may take setuptools up to that
+    release; the venv keeps its own era setuptools. On astropy 1.3's Python 3.6: setuptools
+    40.8.0 does not run on 3.9+ (HTMLParser.unescape), nor do that era's tasks."""
+    try:
+        find_python("3.6")
+    except PythonNotFound as e:
+        pytest.skip(f"needs a Python 3.6 (PATH, pyenv, uv or SWECL_PYTHON_3_6): {e}")
+    setup_py = "from setuptools import setup\nsetup(name='tinyold', version='1.0', py_modules=['tinyold'])\n"
+    sdist = make_sdist(tmp_path / "sdists", "tinyold", "1.0", setup_py)
+    cutoff = "2018-10-01T00:00:00Z"
+    with dated_index(tmp_path / "index", {"tinyold": [("1.0", "2018-05-01T00:00:00Z", sdist)]}) as url:
+        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)  # setuptools and pip still come from PyPI
+        build = build_env(REPO, "oldsdist", EnvSpec(python="3.6", pip_packages=["tinyold"]),
+                          cache_dir=tmp_path / "cache", exclude_newer=cutoff)
+    log = build.log_path.read_text() if build.log_path else ""
+    assert build.built and build.warnings == [], log
+    assert _pip_show_version(build.env.python, "tinyold") == "1.0"
+    assert "--exclude-newer-package setuptools=2019-02-06T00:00:00Z" in log
+    # the venv's setuptools is the era's seed, not the build backend's
+    assert tuple(int(p) for p in _pip_show_version(build.env.python, "setuptools").split(".")[:2]) < (40, 8), log
+
+
+def _pip_show_version(python: Path, dist: str) -> str:
+    """The installed version (Python 3.6 has no importlib.metadata)."""
+    shown = subprocess.run([str(python), "-m", "pip", "show", dist], capture_output=True, text=True, check=True).stdout
+    return next(line.split(":", 1)[1].strip() for line in shown.splitlines() if line.startswith("Version:"))
