@@ -155,12 +155,47 @@ def _uv_with_cutoff(
     args: list[str], cutoff: _Cutoff, log: _Log, requirements: Iterable[str] = (), exempt: Mapping[str, str] | None = None
 ) -> bool:
     """One uv call under the cut-off; when the index has no upload times, again without."""
+    return _uv_with_cutoff_text(args, cutoff, log, requirements, exempt)[0]
+
+
+def _uv_with_cutoff_text(
+    args: list[str], cutoff: _Cutoff, log: _Log, requirements: Iterable[str] = (), exempt: Mapping[str, str] | None = None
+) -> tuple[bool, str]:
     with_cutoff = cutoff.args(requirements, exempt)
     ok, text = _uv_run([*args, *with_cutoff], log)
     if not ok and with_cutoff and _NO_UPLOAD_TIME in text:
         cutoff.drop(log, "the package index serves no upload times")
-        ok, _ = _uv_run(args, log)
-    return ok
+        ok, text = _uv_run(args, log)
+    return ok, text
+
+
+# uv's words when a source build itself failed (not the download): offline, the same
+# files would build the same way, so that attempt is skipped. It matters for time: an
+# era sdist with no wheel for the interpreter (bottleneck 1.3.2 on Python 3.10) compiles
+# its numpy for minutes before it fails.
+_BUILD_FAILED = "build backend returned an error"
+
+
+def _install_attempts(
+    base: list[str], args: list[str], cutoff: _Cutoff, log: _Log, requirements: Iterable[str],
+    exempt: Mapping[str, str] | None = None,
+) -> bool:
+    """Online, then offline (unless the online attempt failed in a source build), then
+    without build isolation (old sdists such as MarkupSafe 1.0 only build against the
+    venv's own packages). Online first: offline, uv resolves among the files it happens to
+    have cached, so the same spec could give another environment on another machine."""
+    reqs = list(requirements)
+    ok, text = _uv_with_cutoff_text([*base, *args], cutoff, log, reqs, exempt)
+    if ok:
+        return True
+    if _BUILD_FAILED not in text and _uv_with_cutoff([*base, "--offline", *args], cutoff, log, reqs, exempt):
+        return True
+    return _uv_with_cutoff([*base, "--no-build-isolation", *args], cutoff, log, reqs, exempt)
+
+
+def _name(requirement: str) -> str | None:
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return normalise_name(m.group(1)) if m else None
 
 
 # uv builds a legacy sdist (setup.py, no pyproject.toml) with `setuptools>=40.8.0`, the
@@ -175,21 +210,18 @@ BUILD_BACKEND_FLOOR = {"setuptools": "2019-02-06T00:00:00Z"}
 
 
 def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cutoff: _Cutoff | None = None) -> list[str]:
-    """Install with uv: the batch online, then offline, then online without build
-    isolation (old sdists such as MarkupSafe 1.0 only build against the venv's own
-    setuptools); then one by one, each held to the batch's exact pins by a constraints
-    file, so a later package can never replace an earlier pin (trio pulled in by
-    exceptiongroup must not upgrade astropy 1.3's attrs 17.3.0). Returns warnings."""
+    """Install with uv (the batch through `_install_attempts`); then one by one, each held
+    to the batch's exact pins by a constraints file, so a later package can never replace
+    an earlier pin (trio pulled in by exceptiongroup must not upgrade astropy 1.3's attrs
+    17.3.0). A package no release of the era installs here (no wheel for this Python, and
+    its source does not build) gets the newest wheel as of SWE-bench's images, with a
+    warning. Returns warnings."""
     if not requirements:
         return []
     cut = cutoff or _Cutoff(None)
     base = ["pip", "install", *compile_flag(python), "--python", os.fspath(python)]
-    # Online first: offline, uv resolves among the files it happens to have cached, so the
-    # same spec could give another environment on another machine. Offline is the fallback.
-    attempts = ([], ["--offline"], ["--no-build-isolation"])
-    for mode in attempts:
-        if _uv_with_cutoff([*base, *mode, *requirements], cut, log, requirements, BUILD_BACKEND_FLOOR):
-            return []
+    if _install_attempts(base, requirements, cut, log, requirements, BUILD_BACKEND_FLOOR):
+        return []
     pins = exact_pins(requirements)
     if pins and cut.when and cut.applied and cut.when < IMAGE_ERA:
         # The spec pins releases newer than the task (sphinx 3.0's tox 4.16.0, of 2024),
@@ -197,21 +229,32 @@ def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cut
         # pins are of SWE-bench's images, so the batch resolves as of when they were built.
         log.write(f"# {what}: the spec's pins need packages newer than the era {cut.when}; "
                   f"resolving this batch as of {IMAGE_ERA}, when SWE-bench's images were built")
-        images = _Cutoff(IMAGE_ERA)
-        for mode in attempts:
-            if _uv_with_cutoff([*base, *mode, *requirements], images, log, requirements):
-                return []
+        if _install_attempts(base, requirements, _Cutoff(IMAGE_ERA), log, requirements):
+            return []
     log.write(f"# {what}: the batch failed; installing one by one, held to its exact pins")
     constraints = python.parent.parent.parent / f".swecl-{what}-pins.txt"  # beside the venv, in the build dir
-    failed = []
+    failed, warnings = [], []
     for req in requirements:
         # Its own pin is left out, so a pin that cannot install fails alone.
         own = exact_pins([req])
         held = [line for name, line in pins.items() if name not in own]
         constraints.write_text("".join(f"{line}\n" for line in held), encoding="utf-8")
         extra = ["--constraint", os.fspath(constraints)] if held else []
-        if not any(_uv_with_cutoff([*base, *mode, *extra, req], cut, log, [req, *held], BUILD_BACKEND_FLOOR)
-                   for mode in attempts):
-            failed.append(req)
+        if _install_attempts(base, [*extra, req], cut, log, [req, *held], BUILD_BACKEND_FLOOR):
+            continue
+        name = _name(req)
+        if not own and name and cut.when and cut.applied and cut.when < IMAGE_ERA:
+            # The interpreter is newer than the era (xarray 0.12's Python 3.10, cut-off
+            # 2021-05): no era release of a compiled package has a wheel for it, and the
+            # sources do not build. SWE-bench's images resolved such packages when they were
+            # built, so this one comes as a wheel of then; its dependencies stay of the era.
+            exempt = {**BUILD_BACKEND_FLOOR, name: IMAGE_ERA}
+            if _uv_with_cutoff([*base, "--only-binary", name, *extra, req], cut, log, [req, *held], exempt):
+                text = (f"{what}: no release of {req} as of {cut.when} installs on this Python (no wheel, "
+                        f"its source does not build): installed its newest wheel as of {IMAGE_ERA} (SWE-bench's images)")
+                log.write(f"# {text}")
+                warnings.append(text)
+                continue
+        failed.append(req)
     constraints.unlink(missing_ok=True)
-    return [f"{what}: could not install {req}" for req in failed]
+    return warnings + [f"{what}: could not install {req}" for req in failed]

@@ -160,3 +160,30 @@ def _pip_show_version(python: Path, dist: str) -> str:
     """The installed version (Python 3.6 has no importlib.metadata)."""
     shown = subprocess.run([str(python), "-m", "pip", "show", dist], capture_output=True, text=True, check=True).stdout
     return next(line.split(":", 1)[1].strip() for line in shown.splitlines() if line.startswith("Version:"))
+
+
+def test_a_package_no_era_release_installs_here_gets_the_images_wheel(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """xarray 0.12 runs on Python 3.10 with a cut-off of 2021-05: bottleneck 1.3.2 has no
+    wheel for it and its build compiles numpy 1.17.3, which fails after minutes (once per
+    attempt). The failed source build is not retried offline, and the package comes as its
+    newest wheel as of SWE-bench's images, with a warning; others stay of the era."""
+    broken = "raise SystemExit('error: this C extension does not compile on this Python')\n"
+    releases = {
+        "tinybuild": [("1.0", "2020-06-01T00:00:00Z", make_sdist(tmp_path / "a", "tinybuild", "1.0", broken)),
+                      ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "b", "tinybuild", "2.0")),
+                      ("3.0", "2025-06-01T00:00:00Z", make_wheel(tmp_path / "c", "tinybuild", "3.0"))],
+        "tinyera": [("1.0", "2020-06-01T00:00:00Z", make_wheel(tmp_path / "d", "tinyera", "1.0")),
+                    ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "e", "tinyera", "2.0"))],
+    }
+    with dated_index(tmp_path / "index", releases) as url:
+        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
+        build = build_env(REPO, "nowheel", EnvSpec(python=None, packages="tinyera tinybuild"),
+                          cache_dir=tmp_path / "cache", exclude_newer="2021-01-01T00:00:00Z")
+    log = build.log_path.read_text() if build.log_path else ""
+    assert installed_version(build.env.python, "tinybuild") == "2.0", log  # not 3.0: after the images
+    assert installed_version(build.env.python, "tinyera") == "1.0"
+    said = [w for w in build.warnings if "tinybuild" in w]
+    assert len(said) == 1 and "no release of tinybuild as of 2021-01-01" in said[0], build.warnings
+    assert "could not install" not in " ".join(build.warnings)
+    assert "--offline" not in log  # a failed source build is not tried again offline
