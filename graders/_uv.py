@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graders._interpreters import uv_bin
-from graders._py_compat import normalise_name
+from graders._py_compat import normalise_name, requirement_names
 
 __all__ = ["BUILD_BACKEND_FLOOR", "IMAGE_ERA", "exact_pins"]
 
@@ -193,11 +193,6 @@ def _install_attempts(
     return _uv_with_cutoff([*base, "--no-build-isolation", *args], cutoff, log, reqs, exempt)
 
 
-def _name(requirement: str) -> str | None:
-    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
-    return normalise_name(m.group(1)) if m else None
-
-
 # uv builds a legacy sdist (setup.py, no pyproject.toml) with `setuptools>=40.8.0`, the
 # first release with `build_meta.__legacy__`. Under an older cut-off (astropy 1.3's
 # 2018-10-01) no such setuptools exists, so every old sdist (PyYAML 3.12, MarkupSafe 1.0)
@@ -242,7 +237,7 @@ def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cut
         extra = ["--constraint", os.fspath(constraints)] if held else []
         if _install_attempts(base, [*extra, req], cut, log, [req, *held], BUILD_BACKEND_FLOOR):
             continue
-        name = _name(req)
+        name = next((normalise_name(n) for n in requirement_names([req])), None)
         if not own and name and cut.when and cut.applied and cut.when < IMAGE_ERA:
             # The interpreter is newer than the era (xarray 0.12's Python 3.10, cut-off
             # 2021-05): no era release of a compiled package has a wheel for it, and the

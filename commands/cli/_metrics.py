@@ -11,10 +11,11 @@ import click
 import msgspec
 
 from ledger import SweclError
+from projections import VersionMetrics, live_status, metrics_for, outcomes, runs
+from projections.audit import leakage_of
 from projections.metrics import FORMULAS, METRIC_NAMES, Lambdas, metrics_from_vectors_document, to_frame
 
 from ._common import echo_json, results_of, results_option, run_version
-from projections import VersionMetrics, live_status, metrics_for, outcomes, runs
 
 _LAMBDA_NAMES = {"acc": "acc", "f": "f", "fwt": "fwt", "bwt": "bwt", "aulc": "aulc"}
 
@@ -284,21 +285,6 @@ def table_notes(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] |
 def _any_none(found: list[VersionMetrics]) -> bool:
     rows = [vm.result.macro for vm in found] + [s.metrics for vm in found for s in vm.result.sequences.values()]
     return any(row[m] is None for row in rows for m in TABLE_METRICS)
-
-
-def leakage_of(ledger: Any, version: str) -> dict[str, Any]:
-    """Leakage flags of a run's recalls, from `swecl audit VERSION --summary`'s own function.
-    Without the dataset's grading secrets (cheap, offline) the test-content check is not run.
-    Only attempts that count: an attempt abandoned by a kill and redone is not counted twice."""
-    from projections.audit import audit_summary
-
-    summary = audit_summary(ledger, version, counted_only=True)
-    return {
-        "recalled_items": summary.hits,
-        "flagged": summary.flagged_hits,
-        "by_kind": dict(summary.by_kind),
-        "test_content_checked": summary.dataset.available,
-    }
 
 
 def leakage_for(ledger: Any, found: list[VersionMetrics], as_of_order: int | None = None) -> dict[str, dict[str, Any] | None]:

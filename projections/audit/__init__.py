@@ -15,8 +15,12 @@ from ledger.lazy import lazy_exports
 _EXPORTS = {
     "audit_summary": "_audit",
     "audit_task": "_audit",
+    "resolve_task": "_audit",
+    "leakage_of": "_leakage",
     "TestContent": "_flags",
     "run_started": "_fold",
+    "pass_rank": "_fold",
+    "fold_with_snapshots": "_fold",
     "FLAG_KINDS": "_model",
     "REUSE_THRESHOLD": "_model",
     "Attempt": "_model",
@@ -39,9 +43,10 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from ._audit import audit_summary, audit_task
+    from ._audit import audit_summary, audit_task, resolve_task
     from ._flags import TestContent
-    from ._fold import run_started
+    from ._fold import fold_with_snapshots, pass_rank, run_started
+    from ._leakage import leakage_of
     from ._model import (
         FLAG_KINDS,
         REUSE_THRESHOLD,

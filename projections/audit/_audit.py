@@ -21,7 +21,7 @@ from ledger.events import RunStarted, TaskRef
 from projections.memory import GradingSecrets, MemoryItem
 
 from ._flags import TestContent, _leak_flags
-from ._fold import _attempt_events, _attempts, _Context, _fold_with_snapshots, _pass_rank, run_started
+from ._fold import _attempt_events, _attempts, _Context, fold_with_snapshots, pass_rank, run_started
 from ._model import (
     FLAG_KINDS,
     REUSE_THRESHOLD,
@@ -40,7 +40,8 @@ from ._reuse import patch_reuse
 # -- the audit ----------------------------------------------------------------------------
 
 
-def _resolve_task(started: RunStarted, task_id: str) -> tuple[str, TaskRef]:
+def resolve_task(started: RunStarted, task_id: str) -> tuple[str, TaskRef]:
+    """(sequence_id, task) of `task_id` in a run: an instance_id, or an order in a one-sequence run."""
     matches = [(s, t) for s, plan in started.tasks.items() for t in plan if t.instance_id == task_id]
     if not matches and task_id.isdigit():
         matches = [(s, t) for s, plan in started.tasks.items() for t in plan if t.order == int(task_id)]
@@ -119,13 +120,13 @@ def audit_task(
     """Every recall of task `task_id` (instance_id, or order in a one-sequence run) in
     run `version` (of pass `pass_` only, when given), across all its attempts."""
     started = run_started(ledger, version)
-    sequence_id, task = _resolve_task(started, task_id)
+    sequence_id, task = resolve_task(started, task_id)
 
     def mine(ev: Any) -> bool:
         return ev.sequence_id == sequence_id and ev.order == task.order and (pass_ is None or ev.pass_ == pass_)
 
     attempts = _attempts(_attempt_events(ledger, version, mine))
-    state, recalls = _fold_with_snapshots(ledger, version, mine)
+    state, recalls = fold_with_snapshots(ledger, version, mine)
     ctx = _Context(ledger, version, state)
     checker = _secrets_for(secrets, task.instance_id)
     audited = []
@@ -188,7 +189,7 @@ def audit_summary(
         return pass_ is None or ev.pass_ == pass_
 
     attempts = _attempts(_attempt_events(ledger, version, wanted))
-    state, recalls = _fold_with_snapshots(ledger, version, wanted)
+    state, recalls = fold_with_snapshots(ledger, version, wanted)
     ctx = _Context(ledger, version, state)
     checkers: dict[str, TestContent | None] = {}
     flagged: dict[tuple[str, str, int], FlaggedTask] = {}
@@ -228,7 +229,7 @@ def audit_summary(
                 entry.reused_items.append(hit.item_id)
     ordered = sorted(flagged.values(), key=lambda f: (list(started.sequences).index(f.sequence_id)
                                                       if f.sequence_id in started.sequences else 0,
-                                                      _pass_rank(f.pass_), f.order))
+                                                      pass_rank(f.pass_), f.order))
     return RunAuditSummary(
         version=version,
         stage=started.stage,

@@ -66,7 +66,7 @@ def _attempts(events: dict[AttemptKey, _AttemptEvents]) -> dict[AttemptKey, Atte
     for seq_id, pass_, order, attempt in events:
         latest[(seq_id, pass_, order)] = max(latest.get((seq_id, pass_, order), 0), attempt)
     out: dict[AttemptKey, Attempt] = {}
-    for key in sorted(events, key=lambda k: (k[0], _pass_rank(k[1]), k[2], k[3])):
+    for key in sorted(events, key=lambda k: (k[0], pass_rank(k[1]), k[2], k[3])):
         a = events[key]
         seq_id, pass_, order, attempt = key
         if a.abandoned is not None:
@@ -93,7 +93,8 @@ def _attempts(events: dict[AttemptKey, _AttemptEvents]) -> dict[AttemptKey, Atte
     return out
 
 
-def _pass_rank(name: str) -> tuple[int, int]:
+def pass_rank(name: str) -> tuple[int, int]:
+    """Sort key of pass names in the order a run makes them: initial, retest-K, retest, baseline."""
     if name == "initial":
         return (0, 0)
     if name.startswith("retest-"):
@@ -102,7 +103,7 @@ def _pass_rank(name: str) -> tuple[int, int]:
     return ({"retest": 2, "baseline": 3}.get(name, 4), 0)
 
 
-def _fold_with_snapshots(
+def fold_with_snapshots(
     ledger: Ledger, version: str, wanted: Callable[[MemoryRecalled], bool]
 ) -> tuple[MemoryState, list[tuple[Recorded, dict[str, MemoryItem]]]]:
     """The run's substrate at the head, and for each wanted recall of the run the

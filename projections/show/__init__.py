@@ -17,9 +17,8 @@ import msgspec
 
 from ledger import Ledger, LedgerError, StreamRange, SweclError
 from ledger.events import f2p_passes, p2p_passes
-from projections.audit._audit import _resolve_task
 from projections import run_started_record
-from projections.audit._fold import _fold_with_snapshots, _pass_rank
+from projections.audit import fold_with_snapshots, pass_rank, resolve_task
 
 __all__ = [
     "AttemptShow", "ShownRecall", "ShownTest", "attempt_files", "final_message", "grade_report", "is_json_lines",
@@ -167,7 +166,7 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
     """The attempt of task `task_id` (instance_id, or order in a one-sequence run) of run
     `version` that counts in pass `pass_`: the latest one not abandoned, else the latest."""
     started = run_started_record(ledger, version, doing="show").event
-    sequence_id, task = _resolve_task(started, task_id)
+    sequence_id, task = resolve_task(started, task_id)
 
     def mine(ev: Any) -> bool:
         return ev.sequence_id == sequence_id and ev.order == task.order
@@ -178,7 +177,7 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
         ev = rec.event
         if mine(ev):
             per.setdefault((ev.pass_, ev.attempt), {})[rec.type] = ev
-    passes = sorted({p for p, _ in per}, key=_pass_rank)
+    passes = sorted({p for p, _ in per}, key=pass_rank)
     if pass_ not in passes:
         ran = ", ".join(passes) if passes else "none yet"
         raise SweclError(f"task {task.instance_id} (order {task.order} of {sequence_id}) has no attempt in pass "
@@ -245,7 +244,7 @@ def _recalls(ledger: Ledger, version: str, sequence_id: str, order: int, pass_: 
     def wanted(ev: Any) -> bool:
         return ev.sequence_id == sequence_id and ev.order == order and ev.pass_ == pass_ and ev.attempt == attempt
 
-    _state, recalls = _fold_with_snapshots(ledger, version, wanted)
+    _state, recalls = fold_with_snapshots(ledger, version, wanted)
     out = []
     for rec, snap in recalls:
         for hit in sorted(rec.event.results, key=lambda h: h.rank):

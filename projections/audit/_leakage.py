@@ -1,0 +1,28 @@
+"""Leakage counts of a run, as `swecl metrics`, `swecl runs`, the end-of-run summary and
+the report print them: one function, so every output shows the same numbers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ledger import Ledger
+
+
+def leakage_of(ledger: Ledger, version: str) -> dict[str, Any]:
+    """Leakage flags of a run's recalls, from `swecl audit VERSION --summary`'s own function:
+    `recalled_items` (hits of the recalls counted), `flagged` (hits with any flag), `by_kind`
+    (flagged hits per kind, in `FLAG_KINDS` order) and `test_content_checked`.
+    Without the dataset's grading secrets (cheap, offline) the test-content check is not run.
+    Only attempts that count: an attempt abandoned by a kill and redone is not counted twice."""
+    # Imported on first call: the CLI imports this name at start-up, the audit only when a
+    # command shows leakage (`swecl --help` must not pay for it).
+    from ._audit import audit_summary
+
+    summary = audit_summary(ledger, version, counted_only=True)
+    return {
+        "recalled_items": summary.hits,
+        "flagged": summary.flagged_hits,
+        "by_kind": dict(summary.by_kind),
+        "test_content_checked": summary.dataset.available,
+    }
