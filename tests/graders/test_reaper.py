@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from graders import _reaper
@@ -19,7 +20,18 @@ def _dead_owner() -> str:
 
 def _leftover(owner_token: str) -> subprocess.Popen:
     env = {**os.environ, _reaper.OWNER_VAR: owner_token}
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env=env)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env=env)
+    # Popen returns once the child's exec has begun, but the kernel sets up the new
+    # process's environment a little later; until then /proc/PID/environ reads empty
+    marker = f"{_reaper.OWNER_VAR}={owner_token}".encode()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with open(f"/proc/{proc.pid}/environ", "rb") as fh:
+            if marker in fh.read().split(b"\0"):
+                return proc
+        time.sleep(0.01)
+    proc.kill()
+    raise AssertionError(f"the leftover never showed {_reaper.OWNER_VAR} in its environment")
 
 
 def test_the_next_swecl_on_a_cache_ends_what_a_killed_one_left_there_and_nothing_else(tmp_path: Path) -> None:
