@@ -33,6 +33,7 @@ from ._audit import audit_cmd
 from ._report import report_cmd
 from ._run import run_cmd
 from ._metrics import metrics_cmd, runs_cmd
+from ._compare import compare_cmd
 
 
 class _Swecl(click.Group):
@@ -79,6 +80,7 @@ for _command in (
     run_cmd,
     runs_cmd,
     metrics_cmd,
+    compare_cmd,
     report_cmd,
     audit_cmd,
     replay_cmd,

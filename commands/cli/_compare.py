@@ -1,0 +1,187 @@
+"""`swecl compare A B`: is the difference between two runs over the same tasks signal or
+noise? A thin layer over `projections.compare` (the statistics and their method)."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import TYPE_CHECKING, Any
+
+import click
+import msgspec
+
+from projections.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, RESOLVED
+from projections.metrics import FORMULAS
+
+from ._common import echo_json, results_of, results_option, run_version
+from ._metrics import _console, _parse_lambdas, short_sequence_names, version_label
+
+if TYPE_CHECKING:
+    from projections.compare import Comparison, RunSide, SequenceComparison
+
+# Row labels of the table, in COMPARED's order.
+_LABELS = {RESOLVED: "resolved", "ACC": "ACC", "F": "F", "FWT": "FWT", "CL-Score": "CL-Score"}
+_FLAG = "*"
+
+
+@click.command("compare")
+@results_option
+@click.argument("a", metavar="A", callback=run_version)
+@click.argument("b", metavar="B", callback=run_version)
+@click.option("--formula", type=click.Choice(sorted(FORMULAS)), default="native", show_default=True, help="Formula set.")
+@click.option("--lambda", "lambdas", multiple=True, metavar="NAME=W", help="CL-Score weight (acc, f, fwt, bwt, aulc; default 1).")
+@click.option("--seed", type=click.IntRange(min=0), default=DEFAULT_SEED, show_default=True, metavar="N",
+              help="Bootstrap seed (fixed by default, so the same command prints the same intervals).")
+@click.option("--resamples", type=click.IntRange(100, 100_000), default=DEFAULT_RESAMPLES, show_default=True,
+              metavar="R", help="Bootstrap resamples.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def compare_cmd(ctx: click.Context, a: str, b: str, formula: str, lambdas: tuple[str, ...], seed: int,
+                resamples: int, as_json: bool) -> None:
+    """B minus A for two runs over the same tasks: resolved rate, ACC, F, FWT and CL-Score per
+    sequence and macro-averaged, each with a paired bootstrap 95% interval over tasks, and an
+    exact McNemar test on which tasks each run resolved.
+
+    Runs over different tasks (or one run twice) are refused; a metric one run's passes did
+    not measure is n/a with the reason.
+    """
+    from projections import metrics_for
+    from projections.compare import compare_runs, side_of
+
+    weights = _parse_lambdas(lambdas)
+    results = results_of(ctx)
+    with results.open_ledger(readonly=True) as ledger:
+        # The runs exactly as `swecl metrics --version A --version B` loads and scores them.
+        found = metrics_for(ledger, results.projector(ledger), [a, b], formula=formula, lambdas=weights)
+    side_a, side_b = (side_of(vm, version_label(vm)) for vm in found)
+    comparison = compare_runs(side_a, side_b, formula=formula, lambdas=weights, seed=seed, resamples=resamples)
+    if as_json:
+        echo_json(compare_document(comparison))
+    else:
+        print_comparison(comparison)
+
+
+def compare_document(comparison: Comparison) -> dict[str, Any]:
+    """The --json document: every number at full precision, null where n/a (`na` says why)."""
+
+    def side(run: RunSide) -> dict[str, Any]:
+        return {"version": run.version, "label": run.label, "stage": run.stage, "passes": list(run.passes),
+                "status": run.status}
+
+    def row(r: SequenceComparison) -> dict[str, Any]:
+        return {
+            "tasks": r.tasks,
+            "sequences": r.sequences,
+            "resolved": {"a": r.resolved_a, "b": r.resolved_b},
+            "missing": {"a": r.missing_a, "b": r.missing_b},
+            "metrics": {name: {"a": m.a, "b": m.b, "diff": m.diff, "ci": list(m.ci) if m.ci else None, "na": m.na,
+                               "unmeasured": {"a": m.unmeasured_a, "b": m.unmeasured_b},
+                               "flags": list(m.flags), "undefined_resamples": m.undefined_resamples}
+                        for name, m in r.metrics.items()},
+            "mcnemar": {"b": r.mcnemar.b, "c": r.mcnemar.c, "discordant": r.mcnemar.discordant,
+                        "both": r.mcnemar.both, "neither": r.mcnemar.neither, "p_value": r.mcnemar.p_value},
+        }
+
+    return {
+        "a": side(comparison.a),
+        "b": side(comparison.b),
+        "formula": comparison.formula,
+        "formula_version": comparison.formula_version,
+        "lambdas": msgspec.to_builtins(comparison.lambdas),
+        "bootstrap": {"method": "paired percentile bootstrap over tasks; macro: each sequence resampled",
+                      "resamples": comparison.resamples, "seed": comparison.seed, "confidence": comparison.confidence},
+        "mcnemar": "exact, two-sided; b = tasks only A resolved, c = tasks only B resolved; macro pools every task",
+        "sequences": {name: row(r) for name, r in comparison.sequences.items()},
+        "macro": row(comparison.macro),
+        "notes": list(comparison.notes),
+    }
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _signed(value: float) -> str:
+    # 0.0 - x can be -0.0: never print a signed zero.
+    return f"{value + 0.0:+.3f}" if abs(value) >= 5e-4 else "0.000"
+
+
+def _p(value: float) -> str:
+    # Three significant digits: 0.0625 stays 0.0625 (not 0.062), 2e-06 stays visible.
+    return f"{value:.3g}"
+
+
+def print_comparison(comparison: Comparison, console: Any = None) -> None:
+    """The table (fits 100 columns): one block of rows per sequence and the macro, then
+    what makes a number n/a or only partly comparable, and how to read the columns."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = console or _console()
+    a, b = comparison.a, comparison.b
+    title = f"compare A = {a.label}, B = {b.label} ({comparison.formula} formulas)"
+    table = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table.add_column("sequence", overflow="fold")
+    table.add_column("metric", no_wrap=True)
+    for name in ("A", "B", "B - A"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column(f"{comparison.confidence:.0%} CI", justify="right", no_wrap=True)
+    table.add_column("McNemar", no_wrap=True)
+    short = short_sequence_names(list(comparison.sequences))
+    blocks = [(short[name], r) for name, r in comparison.sequences.items()] + [("macro", comparison.macro)]
+    gaps: dict[tuple[str, str], list[str]] = {}  # (metric, reason) -> rows where n/a
+    flags: dict[str, list[str]] = {}  # flag -> metrics it marks
+    undefined: list[str] = []
+    for label, r in blocks:
+        bold = label == "macro"
+        for k, (metric, m) in enumerate(r.metrics.items()):
+            if metric == RESOLVED:
+                va, vb = _count(r.resolved_a, r.tasks, m.a, bold), _count(r.resolved_b, r.tasks, m.b, bold)
+                test = f"b={r.mcnemar.b} c={r.mcnemar.c} p={_p(r.mcnemar.p_value)}"
+            else:
+                # An unmeasured value is a convention (F = 0 without a re-test): n/a, as `swecl metrics` prints it.
+                va = "n/a" if m.unmeasured_a else _num(m.a)
+                vb = "n/a" if m.unmeasured_b else _num(m.b)
+                test = ""
+            if m.na and m.diff is None:
+                diff, ci = "n/a", ""
+                gaps.setdefault((metric, m.na), []).append(label)
+            else:
+                diff = _signed(m.diff) + (_FLAG if m.flags else "")
+                ci = f"[{_signed(m.ci[0])}, {_signed(m.ci[1])}]" if m.ci else "n/a"
+                if m.ci is None:
+                    gaps.setdefault((metric, m.na or "no interval"), []).append(label)
+            for flag in m.flags:
+                flags.setdefault(flag, [])
+                if metric not in flags[flag]:
+                    flags[flag].append(metric)
+            if m.undefined_resamples and m.ci is not None:
+                undefined.append(f"{label} {metric}: interval over {comparison.resamples - m.undefined_resamples} "
+                                 f"of {comparison.resamples} resamples (the others hold no term of {metric})")
+            cells = [escape(label) if k == 0 else "", _LABELS[metric], va, vb, diff, ci, test]
+            if bold:
+                cells = [f"[bold]{c}[/bold]" if c else c for c in cells]
+            table.add_row(*cells, end_section=k == len(r.metrics) - 1)
+    console.print(table)
+    width = min(console.width, 100)
+    every = len(blocks)
+    lines = []
+    for (metric, reason), where in gaps.items():
+        scope = "" if len(where) == every else f" in {', '.join(where)}"
+        lines.append(f"{metric} n/a{scope}: {reason}")
+    for flag, metrics in flags.items():
+        lines.append(f"{_FLAG} {', '.join(metrics)}: {flag}")
+    lines.extend(undefined)
+    lines.extend(comparison.notes)
+    lines.append(f"B - A with a paired bootstrap {comparison.confidence:.0%} interval over tasks ({comparison.resamples} "
+                 f"resamples, seed {comparison.seed}; macro: each sequence resampled). McNemar: exact, b = tasks only "
+                 "A resolved, c = only B; the macro row pools every task.")
+    for line in lines:
+        # Wrapped to the table's own 100 columns even when piped (the console is then 200 wide).
+        console.print(textwrap.fill(line, width=width, subsequent_indent="  "), markup=False, highlight=False)
+
+
+def _count(resolved: int, tasks: int, rate: float | None, macro: bool) -> str:
+    """A sequence's resolved rate as X/N; the macro's as its rate (a mean of the sequences'
+    rates, not X/N pooled) with the pooled count beside it."""
+    return f"{_num(rate)} {resolved}/{tasks}" if macro else f"{resolved}/{tasks}"

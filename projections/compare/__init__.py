@@ -1,0 +1,103 @@
+"""Comparing two runs over the same tasks: is a difference signal or noise?
+
+    from projections.compare import compare_runs, side_of
+
+    comparison = compare_runs(side_of(vm_a, "v1"), side_of(vm_b, "v2"), formula="native")
+    comparison.macro.metrics["ACC"].diff, comparison.macro.metrics["ACC"].ci, comparison.macro.mcnemar.p_value
+
+For two run versions over the same sequences and tasks in the same order (anything else
+is refused, see `check_comparable`): per sequence and macro-averaged, B - A of the
+resolved rate, ACC, F, FWT and CL-Score, each with a paired bootstrap percentile
+interval, and an exact McNemar test on the per-task resolved flags.
+
+Point estimates: each run scored by `projections.metrics.compute`, the function behind
+`swecl metrics`, so a difference is exactly the difference of the two runs' `swecl metrics
+--json` values (the resolved rate: `solved` X/N, a task without a valid verdict not
+resolved; its macro is the unweighted mean over sequences, like every headline).
+
+Not measured, not compared: a metric one run's passes did not measure (F without a
+re-test, FWT without a baseline, CL-Score when a term it weighs is unmeasured; see
+`projections.metrics._measured`) or could not compute has no difference (n/a, with the
+reason). Partly comparable numbers stand with a flag: native ACC is over the re-test when
+there is one, so with a re-test in one run only the two ACCs are of different passes.
+
+The bootstrap (`_resample`, `_stats`). A resample draws N task positions with replacement
+within a sequence of N tasks; both runs are scored on the same draw (paired: the same task
+in A and B), and the interval is the 2.5th and 97.5th percentiles of B - A over the
+resamples (10,000 by default, a fixed default seed: the same command prints the same
+interval). The macro row resamples each sequence on its own (stratified: a sequence's
+length is fixed by the benchmark) and averages the sequences' resampled metrics as the
+macro does. Per metric, what a resample recomputes:
+
+- resolved rate, ACC: the mean of the drawn tasks' outcomes (resolved; the re-test
+  a(N,j), or eval-v1's in-order a(i,i)), missing outcomes as the formula set treats them.
+- F: resampling tasks resamples the columns j of the a(i,j) matrix; each task keeps its
+  own term a(j,j) - a(N,j) (its initial outcome against the re-test taken after the whole
+  recorded sequence: row N is not re-drawn, it is an outcome of the recorded order), and the
+  last task keeps having no term. F on a resample is the mean of its drawn tasks' terms.
+- FWT: likewise over the terms a(j,j) - b(j), the first task keeping none.
+- CL-Score: its terms recomputed on the same draw (BWT = -F) and weighed by the lambdas;
+  its AULC term is the learning-curve mean with each task's curve weight fixed by its
+  place in the recorded order (AULC = sum_k w_k a(k,k) / sum_k w_k, w_k = sum_{i>=k} 1/i):
+  a task's position is history, so a resample re-draws tasks, not the curve's shape.
+
+Every metric is thus a ratio of per-task sums, vectorised with numpy; with each task drawn
+once it equals the formula set's value (the tests check this on random vectors with
+missing outcomes, for both formula sets). A resample holding no term of a metric (F on a
+draw of only the last task) leaves it undefined; such resamples are counted
+(`undefined_resamples`) and left out of the interval, and when every one is, the
+interval is n/a. Intervals from few tasks are rough: with N tasks a rate moves in steps of
+1/N, and a percentile interval cannot be narrower than the data allow.
+
+McNemar (`_stats.mcnemar`): b = tasks only A resolved, c = tasks only B resolved; the
+two-sided exact p-value is the binomial test of c in b + c trials at p = 0.5 (1.0 when
+b + c = 0). The macro row pools every task of every sequence: under the null each
+discordant task falls either way with probability 1/2 whatever its sequence, so the
+pooled exact test is valid.
+"""
+
+from __future__ import annotations
+
+from projections.compare._fold import (
+    MACRO,
+    Comparison,
+    MetricDiff,
+    RunSide,
+    SequenceComparison,
+    check_comparable,
+    compare_runs,
+    side_of,
+)
+from projections.compare._resample import COMPARED, RESOLVED, resampled_metrics
+from projections.compare._stats import (
+    CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    McNemar,
+    draw_indices,
+    mcnemar,
+    mcnemar_exact_p,
+    percentile_interval,
+)
+
+__all__ = [
+    "COMPARED",
+    "CONFIDENCE",
+    "DEFAULT_RESAMPLES",
+    "DEFAULT_SEED",
+    "MACRO",
+    "RESOLVED",
+    "Comparison",
+    "McNemar",
+    "MetricDiff",
+    "RunSide",
+    "SequenceComparison",
+    "check_comparable",
+    "compare_runs",
+    "draw_indices",
+    "mcnemar",
+    "mcnemar_exact_p",
+    "percentile_interval",
+    "resampled_metrics",
+    "side_of",
+]
