@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from projections.metrics import FORMULAS
+from projections.report import build_report
 
 from ._common import results_of, results_option, run_version
-from projections.report import build_report
 
 
 @click.command("report")
@@ -27,11 +27,12 @@ from projections.report import build_report
 @click.option("--all", "include_failed", is_flag=True, help="With no VERSION: failed runs too (hidden by default).")
 @click.pass_context
 def report_cmd(ctx: click.Context, versions: tuple[str, ...], out_dir: Path, formula: str, include_failed: bool) -> None:
-    """A static HTML report (works offline): metric tables, a(i,j) heatmaps and learning
-    curves per sequence, and which memories each task recalled.
+    """A static HTML report (works offline): metric tables, memory on vs memory off, leakage
+    counts, a(i,j) heatmaps and learning curves per sequence, and which memories each task
+    recalled, under a table of contents.
 
-    No VERSION: every run in the ledger that did not fail (--all: failed ones too). Several versions are overlaid on the learning
-    curves of each sequence they share.
+    No VERSION: every run in the ledger that did not fail (--all: failed ones too). Several
+    versions are overlaid on the learning curves of each sequence they share.
     """
     results = results_of(ctx)
     summary = build_report(results, list(versions), out_dir, formula=formula, include_failed=include_failed)

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ledger import SweclError
-from projections import WRITE_ERRNOS, undo_new_folder, write_atomic, write_error
+from projections import WRITE_ERRNOS, Results, undo_new_folder, write_atomic, write_error
 
-from projections import Results
+from ._curves import SequenceCurves, sequence_curves, version_colour
 from ._data import ReportData, collect
-from ._html import Images, render
+from ._html import Anchors, Images, render
 
 INDEX_FILE = "index.html"
 PLOTS_DIR = "plots"
@@ -57,7 +57,7 @@ def write_report(data: ReportData, out_dir: Path) -> ReportSummary:
 
 def _write(data: ReportData, out_dir: Path) -> ReportSummary:
     # matplotlib lazily: every `swecl` invocation imports this package through the CLI.
-    from ._plots import curves_png, matrix_png, version_colour
+    from ._plots import curves_png, matrix_png
 
     if out_dir.exists() and not out_dir.is_dir():
         raise SweclError(f"--out {out_dir} is a file; give a directory")
@@ -65,17 +65,14 @@ def _write(data: ReportData, out_dir: Path) -> ReportSummary:
     plots.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     curves: dict[str, str] = {}
+    lines: dict[str, SequenceCurves] = {}
     matrices: dict[tuple[str, str], str] = {}
     colours = {vr.run.version: version_colour(i) for i, vr in enumerate(data.versions)}
 
     for sequence_id in data.sequence_ids:
         name = f"{PLOTS_DIR}/curves-{_file_stem(sequence_id)}.png"
-        series = [
-            (vr.run.version, colours[vr.run.version], vr.sequences[sequence_id])
-            for vr in data.versions
-            if sequence_id in vr.sequences
-        ]
-        curves_png(sequence_id, series, out_dir / name)
+        lines[sequence_id] = sequence_curves(sequence_id, data.versions, colours)
+        curves_png(lines[sequence_id], out_dir / name)
         curves[sequence_id] = name
         written.append(out_dir / name)
         for vr in data.versions:
@@ -83,12 +80,16 @@ def _write(data: ReportData, out_dir: Path) -> ReportSummary:
             if seq is None or not seq.plan:
                 continue
             name = f"{PLOTS_DIR}/matrix-{_file_stem(vr.run.version, sequence_id)}.png"
-            matrix_png(seq.matrix, f"a(i,j) of {vr.run.version} (stage {vr.run.stage}) on {sequence_id}", out_dir / name)
+            matrix_png(seq.matrix, f"a(i,j) of {vr.label} on {sequence_id}", out_dir / name)
             matrices[(vr.run.version, sequence_id)] = name
             written.append(out_dir / name)
 
-    anchors = {s: f"seq-{_file_stem(s)}" for s in data.sequence_ids}
-    page = render(data, Images(curves=curves, matrices=matrices), anchors=anchors)
+    anchors = Anchors(
+        sequences={s: f"seq-{_file_stem(s)}" for s in data.sequence_ids},
+        articles={(vr.run.version, s): f"run-{_file_stem(vr.run.version, s)}"
+                  for vr in data.versions for s in vr.sequences},
+    )
+    page = render(data, Images(curves=curves, matrices=matrices, lines=lines), anchors=anchors)
     index = out_dir / INDEX_FILE
     write_atomic(index, page.encode("utf-8"))
     return ReportSummary(

@@ -20,16 +20,25 @@ ungraded, never run) is "missing", never 0; a cell of a pass nobody asked for is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from ledger import Ledger, StreamRange, SweclError
 from ledger.events import MemoryRecalled, RunStarted, TaskRef
-from projections import Cell, Projector, RunOutcomes, RunsProjection, RunSummary, read_views
+from projections import (
+    Cell,
+    Projector,
+    RunOutcomes,
+    RunsProjection,
+    RunSummary,
+    not_gradeable,
+    outcomes,
+    read_views,
+    run_not_gradeable,
+    shown_versions,
+)
 from projections.metrics import MetricsResult, SequenceOutcomes, SequenceResult, compute
-
-from projections import not_gradeable, outcomes, run_not_gradeable, shown_versions
 
 CellState = Literal["resolved", "unresolved", "missing", "n/a"]
 
@@ -140,12 +149,151 @@ class SequenceReport:
 
 
 @dataclass(frozen=True)
+class Leakage:
+    """Leakage flags of a run's recalls: the counts `swecl metrics` and `swecl runs` print
+    (`projections.audit.leakage_of`), over the attempts that count."""
+
+    recalled_items: int
+    """Recalled items (hits) of the counted recalls."""
+    flagged: int
+    """Recalled items with at least one flag."""
+    by_kind: dict[str, int]
+    """Flagged items per kind ("same-instance", "later-task", "test-content"); an item can have two."""
+    test_content_checked: bool
+    """False: the report reads no dataset, so "test-content" was not looked for (0 means "not checked")."""
+
+
+@dataclass(frozen=True)
 class VersionReport:
     run: RunSummary
     retest_every: int | None
     result: MetricsResult
     sequences: dict[str, SequenceReport]
     """In the run's sequence order."""
+    leakage: Leakage
+
+    @property
+    def label(self) -> str:
+        return run_label(self.run)
+
+    @property
+    def memory_on(self) -> bool:
+        return memory_on(self.run)
+
+
+def run_label(run: RunSummary) -> str:
+    """`plugin-blank v2`: the stage first (what a reader compares), then the version as its
+    folder names it; a version that is its stage's name is said once."""
+    if run.version == run.stage:
+        return run.stage
+    return f"{run.stage} v{run.version}" if run.version.isdigit() else f"{run.stage} {run.version}"
+
+
+def memory_on(run: RunSummary) -> bool:
+    """Whether the run's stage has memory (base has none); its baseline pass never has."""
+    return run.memory_mode != "off"
+
+
+def pass_has_memory(run: RunSummary, pass_: str) -> bool:
+    """initial and re-tests run with the stage's memory; the baseline pass is memory off by design."""
+    return memory_on(run) and pass_ != "baseline"
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Resolved tasks of one pass, pooled over sequences; missing verdicts are left out of the rate."""
+
+    resolved: int
+    valid: int
+    """Tasks with a verdict (resolved or not)."""
+    tasks: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.resolved / self.valid if self.valid else None
+
+    @property
+    def missing(self) -> int:
+        return self.tasks - self.valid
+
+
+def tally(vectors: Iterable[Sequence[int | None]]) -> Tally:
+    resolved = valid = tasks = 0
+    for vector in vectors:
+        tasks += len(vector)
+        valid += sum(1 for v in vector if v is not None)
+        resolved += sum(1 for v in vector if v == 1)
+    return Tally(resolved=resolved, valid=valid, tasks=tasks)
+
+
+@dataclass(frozen=True)
+class ContrastRow:
+    """One memory-on vs memory-off comparison of a run, pooled over `sequences`."""
+
+    version: str
+    label: str
+    memory_on: bool
+    on: Tally | None
+    """The run's initial pass with memory; None for a run whose stage has no memory."""
+    off: Tally | None
+    """The memory-off side: the run's baseline pass, the control's initial pass, or (a
+    memory-off run) its own initial pass; None when there is none (`off_from` says why)."""
+    off_from: str
+    """What the memory-off side is, in words."""
+    kind: Literal["baseline", "control", "self"]
+    sequences: tuple[str, ...]
+
+    @property
+    def delta(self) -> float | None:
+        if self.on is None or self.off is None or self.on.rate is None or self.off.rate is None:
+            return None
+        return self.on.rate - self.off.rate
+
+
+def _vectors(vr: VersionReport, pass_: Literal["initial", "baseline"], sequences: Iterable[str]) -> list[list[int | None]]:
+    out = []
+    for name in sequences:
+        inputs = vr.sequences[name].inputs if name in vr.sequences else None
+        if inputs is None:
+            continue
+        vector = inputs.initial if pass_ == "initial" else inputs.baseline
+        if vector is not None:
+            out.append(list(vector))
+    return out
+
+
+def contrast_rows(versions: Sequence[VersionReport]) -> list[ContrastRow]:
+    """Memory on vs memory off for each run: against its own baseline pass (same run, memory
+    off) and, for a run with memory, against the control: the first reported run whose stage
+    has no memory (base), over the sequences both ran. A run without memory is the off side only."""
+    control = next((vr for vr in versions if not vr.memory_on), None)
+    rows: list[ContrastRow] = []
+    for vr in versions:
+        own = tuple(s for s in vr.sequences if vr.sequences[s].inputs is not None)
+        if not vr.memory_on:
+            rows.append(ContrastRow(
+                version=vr.run.version, label=vr.label, memory_on=False, on=None,
+                off=tally(_vectors(vr, "initial", own)), kind="self", sequences=own,
+                off_from=f"its initial pass (stage {vr.run.stage} has no memory)",
+            ))
+            continue
+        baseline = _vectors(vr, "baseline", own)
+        rows.append(ContrastRow(
+            version=vr.run.version, label=vr.label, memory_on=True, on=tally(_vectors(vr, "initial", own)),
+            off=tally(baseline) if baseline else None, kind="baseline", sequences=own,
+            off_from="its baseline pass b(j): the same tasks, memory off" if baseline
+            else "no baseline pass was run (--passes without baseline)",
+        ))
+        if control is None:
+            continue
+        shared = tuple(s for s in own if s in control.sequences and control.sequences[s].inputs is not None)
+        if shared:
+            rows.append(ContrastRow(
+                version=vr.run.version, label=vr.label, memory_on=True, on=tally(_vectors(vr, "initial", shared)),
+                off=tally(_vectors(control, "initial", shared)), kind="control", sequences=shared,
+                off_from=f"the control {control.label}: its initial pass on the same {len(shared)} sequence(s)",
+            ))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -239,7 +387,18 @@ def _version_report(
             inputs=by_name.get(sequence_id),
             metrics=result.sequences.get(sequence_id),
         )
-    return VersionReport(run=run, retest_every=retest_every, result=result, sequences=sequences)
+    return VersionReport(run=run, retest_every=retest_every, result=result, sequences=sequences,
+                         leakage=_leakage(ledger, run.version))
+
+
+def _leakage(ledger: Ledger, version: str) -> Leakage:
+    # The very function `swecl metrics` and `swecl runs` call, so the numbers agree. The audit
+    # reads the run as it stands, not cut at the report's head: on a finished run the same.
+    from projections.audit import leakage_of
+
+    found = leakage_of(ledger, version)
+    return Leakage(recalled_items=found["recalled_items"], flagged=found["flagged"], by_kind=dict(found["by_kind"]),
+                   test_content_checked=found["test_content_checked"])
 
 
 def _retest_every(ledger: Ledger, version: str, head: int) -> int | None:

@@ -22,7 +22,8 @@ from matplotlib.patches import Patch, Rectangle
 
 from projections import atomic_file
 
-from ._data import CellState, Matrix, MatrixRow, SequenceReport, running_mean
+from ._curves import LINESTYLES, SequenceCurves
+from ._data import CellState, Matrix, MatrixRow
 
 COLOURS: dict[CellState, str] = {
     "resolved": "#2c7fb8",  # blue / orange rather than green / red: legible to most colour-blind readers
@@ -31,17 +32,12 @@ COLOURS: dict[CellState, str] = {
     "n/a": "#ffffff",
 }
 MARKS: dict[CellState, str] = {"resolved": "1", "unresolved": "0", "missing": "?", "n/a": ""}
-VERSION_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#ff7f0e")
 _RC = {
     "text.parse_math": False,
     "font.size": 9,
 }
 _PNG_METADATA = {"Software": None}
 _ANNOTATE_UP_TO = 30  # tasks; past that the 0/1 marks are too small to read
-
-
-def version_colour(index: int) -> str:
-    return VERSION_COLOURS[index % len(VERSION_COLOURS)]
 
 
 def _save(fig: Figure, path: Path) -> None:
@@ -117,56 +113,65 @@ def matrix_png(matrix: Matrix, title: str, path: Path) -> None:
         _save(fig, path)
 
 
-def _nan(values: Sequence[float | None]) -> list[float]:
-    return [math.nan if v is None else v for v in values]
+def _nan(values: Sequence[float | None], offset: float = 0.0) -> list[float]:
+    return [math.nan if v is None else v + offset for v in values]
 
 
-def curves_png(sequence_id: str, series: Sequence[tuple[str, str, SequenceReport]], path: Path) -> None:
-    """Cumulative resolve rate over task order, one colour per run version.
+def curves_png(curves: SequenceCurves, path: Path) -> None:
+    """The learning curves of one sequence as a PNG (see `curves_figure`)."""
+    with matplotlib.rc_context(_RC):
+        _save(curves_figure(curves), path)
 
-    `series`: (version, colour, its report of this sequence). Solid: the initial pass (the
-    running mean of a(k,k)); dashed: the final re-test a(N,j); dotted: the memory-off
-    baseline b(j). Missing initial verdicts are marked under the axis, never drawn as 0.
+
+def curves_figure(curves: SequenceCurves) -> Figure:
+    """Cumulative resolve rate over task order, one colour and one marker per run.
+
+    Solid: the initial pass (the running mean of a(k,k)); dashed: the final re-test a(N,j);
+    dotted: the memory-off baseline b(j). Identical lines are drawn slightly apart and the
+    legend marks the repeats with "≡" (see `_curves`). Missing initial verdicts are marked
+    under the axis, one row per run, never drawn as 0. The figure is returned undrawn (tests
+    read its lines and legend).
     """
     with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(8.0, 4.2), layout="constrained")
+        n_max = max(curves.n_tasks, 1)
+        # The legend goes under the plot: the labels are long ("plugin-dreamed v4 · final
+        # re-test, memory on  ≡ ..."), and beside it they would squeeze the axes.
+        legend_rows = math.ceil((len(curves.curves) + len(curves.missing)) / 2)
+        fig = Figure(figsize=(9.0, 4.2 + 0.17 * legend_rows), layout="constrained")
         ax = fig.add_subplot()
-        n_max = 1
         handles: list[Line2D] = []
-        for version, colour, report in series:
-            inputs = report.inputs
-            if inputs is None:
-                continue
-            n = inputs.n_tasks
-            n_max = max(n_max, n)
-            xs = list(range(1, n + 1))
-            (line,) = ax.plot(xs, _nan(running_mean(inputs.initial)), color=colour, marker="o", markersize=3,
-                              linewidth=1.6, label=f"{version} initial a(k,k)")
+        xs_all = list(range(1, n_max + 1))
+        # Past 25 tasks a marker on every point is a smear: one every `every` tasks, each run
+        # starting at another task, so the markers of runs on the same values sit side by side.
+        every = max(1, math.ceil(n_max / 25))
+        for curve in curves.curves:
+            xs = xs_all[: len(curve.values)]
+            initial = curve.pass_kind == "initial"
+            (line,) = ax.plot(
+                xs, _nan(curve.values, curve.offset), color=curve.colour, linestyle=LINESTYLES[curve.pass_kind],
+                linewidth=1.8 if initial else 1.3, marker=curve.marker, markersize=curve.marker_size,
+                markerfacecolor="none", markeredgewidth=1.0, label=curve.legend,
+                markevery=(curve.run_index % every, every),
+            )
             handles.append(line)
-            if inputs.final is not None:
-                (line,) = ax.plot(xs, _nan(running_mean(inputs.final)), color=colour, linestyle="--",
-                                  linewidth=1.2, label=f"{version} final a(N,j)")
-                handles.append(line)
-            if inputs.baseline is not None:
-                (line,) = ax.plot(xs, _nan(running_mean(inputs.baseline)), color=colour, linestyle=":",
-                                  linewidth=1.2, label=f"{version} baseline b(j)")
-                handles.append(line)
-            missing = [x for x, v in zip(xs, inputs.initial, strict=True) if v is None]
-            if missing:
-                (line,) = ax.plot(missing, [-0.06] * len(missing), linestyle="none", marker="x", color=colour,
-                                  markersize=6, label=f"{version}: missing initial verdict")
-                handles.append(line)
+        bottom = -0.1
+        for gap in curves.missing:
+            y = -0.05 - 0.02 * gap.row
+            bottom = min(bottom, y - 0.04)
+            (line,) = ax.plot(list(gap.orders), [y] * len(gap.orders), linestyle="none", marker="x", color=gap.colour,
+                              markersize=6, label=f"{gap.run_label}: missing initial verdict")
+            handles.append(line)
         ax.set_xlim(0.5, n_max + 0.5)
-        ax.set_ylim(-0.1, 1.05)
+        ax.set_ylim(bottom, 1.08)
         ticks = _ticks(n_max)
         ax.set_xticks(ticks, [str(k) for k in ticks])
         ax.set_xlabel("task order k")
         ax.set_ylabel("cumulative resolve rate")
         ax.axhline(0, color="#cccccc", linewidth=0.6)
         ax.grid(axis="y", color="#eeeeee", linewidth=0.6)
-        ax.set_title(f"learning curves: {sequence_id}", fontsize=10)
+        ax.set_title(f"learning curves: {curves.sequence_id}", fontsize=10)
         if handles:
-            fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize=7)
+            fig.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False, fontsize=7.5)
         else:
             ax.text(0.5, 0.5, "no tasks to plot", transform=ax.transAxes, ha="center", va="center")
-        _save(fig, path)
+        return fig

@@ -23,7 +23,20 @@ from projections.report import ReportSummary
 from .browser import Browser, evaluate, launch, open_page, screenshot, serve
 from .realistic import Realistic
 
-_DOM_FACTS = """JSON.stringify({
+# Read before anything is unfolded: the contrast and the leakage are on screen at first
+# sight, the task tables folded. Then every <details> is opened, so the text check below
+# sees the folded task tables too (innerText skips closed ones).
+_FIRST_SIGHT = """JSON.stringify({
+  contrastRows: document.querySelector('#contrast table').checkVisibility()
+      && !document.querySelector('#contrast').closest('details'),
+  leakageRows: document.querySelector('#leakage table').checkVisibility()
+      && !document.querySelector('#leakage').closest('details'),
+  taskTablesShown: [...document.querySelectorAll('table.tasks')].filter(t => t.checkVisibility()).length,
+  taskTables: document.querySelectorAll('details.tasks table.tasks').length,
+})"""
+
+_DOM_FACTS = """document.querySelectorAll('details').forEach(d => { d.open = true; });
+JSON.stringify({
   sequences: [...document.querySelectorAll('section[data-sequence]')].map(e => e.dataset.sequence),
   versions: [...document.querySelectorAll('section[data-sequence] article[data-version]')]
       .map(e => [e.closest('section').dataset.sequence, e.dataset.version]),
@@ -59,8 +72,9 @@ def test_report_loads_clean_in_headless_chromium(
     with serve(report.out_dir) as base:
         url = base + "index.html"
         load = open_page(browser.cdp, url)
-        facts = json.loads(evaluate(browser.cdp, load.session, _DOM_FACTS))
+        first = json.loads(evaluate(browser.cdp, load.session, _FIRST_SIGHT))
         shot = screenshot(browser.cdp, load.session, tmp_path / "report.png")
+        facts = json.loads(evaluate(browser.cdp, load.session, _DOM_FACTS))
 
     assert load.problems == [], "\n".join(load.problems)
     assert load.requests and load.requests[0] == url
@@ -77,6 +91,8 @@ def test_report_loads_clean_in_headless_chromium(
     assert realistic.script_title in facts["text"]  # shown as text, not run
     assert f"unknown item {realistic.unknown_item}" in facts["text"]
     assert facts["missingCells"] >= 1
+    assert first["contrastRows"] and first["leakageRows"], first
+    assert first["taskTables"] == len(realistic.sequences) * len(realistic.versions) and first["taskTablesShown"] == 0
 
     # Keep the screenshot for humans: pytest's tmp dir, and a stable place under the system tmp.
     pixels = mpimg.imread(shot)
