@@ -288,8 +288,8 @@ def _any_none(found: list[VersionMetrics]) -> bool:
 
 
 def leakage_for(ledger: Any, found: list[VersionMetrics], as_of_order: int | None = None) -> dict[str, dict[str, Any] | None]:
-    # The audit covers the whole run: at a cut (--as-of-order) its counts would include later tasks.
-    return {vm.run.version: (None if as_of_order is not None else leakage_of(ledger, vm.run.version)) for vm in found}
+    # At a cut (--as-of-order) the counts are of the recalls made before it, as the outcomes are.
+    return {vm.run.version: leakage_of(ledger, vm.run.version, as_of_order) for vm in found}
 
 
 def leakage_line(vm: VersionMetrics, leak: dict[str, Any] | None) -> str | None:

@@ -178,18 +178,21 @@ def audit_summary(
     secrets: Mapping[str, GradingSecrets] | None = None,
     dataset: DatasetNote | None = None,
     counted_only: bool = False,
+    cutoffs: Mapping[str, int] | None = None,
 ) -> RunAuditSummary:
     """Every task of run `version` with a flagged recall: its pass, attempts, flag kinds and items.
     `counted_only`: only the recalls of attempts that count (the latest, not abandoned), so a
-    run resumed after a kill sums the same as one that was never interrupted."""
+    run resumed after a kill sums the same as one that was never interrupted. `cutoffs`:
+    the run as it stood at a cut (`--as-of-order`, see `_fold.before_cut`): later recalls
+    are not counted, and an attempt counts if it was in force then."""
     started = run_started(ledger, version)
     plan = {(s, t.order): t for s, tasks in started.tasks.items() for t in tasks}
 
     def wanted(ev: Any) -> bool:
         return pass_ is None or ev.pass_ == pass_
 
-    attempts = _attempts(_attempt_events(ledger, version, wanted))
-    state, recalls = fold_with_snapshots(ledger, version, wanted)
+    attempts = _attempts(_attempt_events(ledger, version, wanted, cutoffs))
+    state, recalls = fold_with_snapshots(ledger, version, wanted, cutoffs)
     ctx = _Context(ledger, version, state)
     checkers: dict[str, TestContent | None] = {}
     flagged: dict[tuple[str, str, int], FlaggedTask] = {}

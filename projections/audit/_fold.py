@@ -5,7 +5,7 @@ one fold of the run's memory projection with a snapshot of the recalled items at
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,12 +39,24 @@ def run_started(ledger: Ledger, version: str) -> RunStarted:
     return run_started_record(ledger, version, doing="audit").event
 
 
-def _attempt_events(ledger: Ledger, version: str, keep: Callable[[Any], bool]) -> dict[AttemptKey, _AttemptEvents]:
+def before_cut(cutoffs: Mapping[str, int] | None, rec: Recorded) -> bool:
+    """Whether `rec` (an event of one sequence) precedes the cut: `cutoffs` maps a sequence
+    to the seq at which its task K first started (`projections.sequence_cutoffs`); a
+    sequence absent from it had not reached K, so all of it precedes the cut."""
+    if cutoffs is None:
+        return True
+    cut = cutoffs.get(rec.event.sequence_id)
+    return cut is None or rec.seq < cut
+
+
+def _attempt_events(
+    ledger: Ledger, version: str, keep: Callable[[Any], bool], cutoffs: Mapping[str, int] | None = None
+) -> dict[AttemptKey, _AttemptEvents]:
     types = ["task.started", "task.abandoned", "task.finished", "agent.finished", "grade.finished", "grade.corrected"]
     out: dict[AttemptKey, _AttemptEvents] = {}
     for rec in ledger.read(types=types, ranges=[StreamRange(f"run/{version}")]):
         ev = rec.event
-        if not keep(ev):
+        if not (keep(ev) and before_cut(cutoffs, rec)):
             continue
         a = out.setdefault((ev.sequence_id, ev.pass_, ev.order, ev.attempt), _AttemptEvents())
         if rec.type == "task.started":
@@ -104,17 +116,18 @@ def pass_rank(name: str) -> tuple[int, int]:
 
 
 def fold_with_snapshots(
-    ledger: Ledger, version: str, wanted: Callable[[MemoryRecalled], bool]
+    ledger: Ledger, version: str, wanted: Callable[[MemoryRecalled], bool], cutoffs: Mapping[str, int] | None = None
 ) -> tuple[MemoryState, list[tuple[Recorded, dict[str, MemoryItem]]]]:
     """The run's substrate at the head, and for each wanted recall of the run the
-    recalled items as they stood when it was made."""
+    recalled items as they stood when it was made; with `cutoffs`, only the recalls made
+    before the cut (`before_cut`)."""
     projection = memory_projection(ledger, version)
     sel = projection.selection()
     state = projection.initial()
     recalls: list[tuple[Recorded, dict[str, MemoryItem]]] = []
     for rec in ledger.read(types=sel.types, ranges=list(sel.ranges or ())):
         if rec.type == "memory.recalled" and run_of(rec.stream) == version and rec.stream != f"run/{version}":
-            if wanted(rec.event):
+            if wanted(rec.event) and before_cut(cutoffs, rec):
                 snap = {
                     hit.item_id: msgspec.structs.replace(state.items[hit.item_id])
                     for hit in rec.event.results

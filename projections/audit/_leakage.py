@@ -9,17 +9,25 @@ if TYPE_CHECKING:
     from ledger import Ledger
 
 
-def leakage_of(ledger: Ledger, version: str) -> dict[str, Any]:
+def leakage_of(ledger: Ledger, version: str, as_of_order: int | None = None) -> dict[str, Any]:
     """Leakage flags of a run's recalls, from `swecl audit VERSION --summary`'s own function:
     `recalled_items` (hits of the recalls counted), `flagged` (hits with any flag), `by_kind`
     (flagged hits per kind, in `FLAG_KINDS` order) and `test_content_checked`.
     Without the dataset's grading secrets (cheap, offline) the test-content check is not run.
-    Only attempts that count: an attempt abandoned by a kill and redone is not counted twice."""
+    Only attempts that count: an attempt abandoned by a kill and redone is not counted twice.
+    `as_of_order` K: the run as it stood before task K started in each sequence, the cut
+    `swecl metrics --as-of-order` folds the outcomes at, so the counts beside them are of
+    the same recalls."""
     # Imported on first call: the CLI imports this name at start-up, the audit only when a
     # command shows leakage (`swecl --help` must not pay for it).
     from ._audit import audit_summary
 
-    summary = audit_summary(ledger, version, counted_only=True)
+    cutoffs = None
+    if as_of_order is not None:
+        from projections._queries import sequence_cutoffs
+
+        cutoffs = sequence_cutoffs(ledger, version, as_of_order)
+    summary = audit_summary(ledger, version, counted_only=True, cutoffs=cutoffs)
     return {
         "recalled_items": summary.hits,
         "flagged": summary.flagged_hits,

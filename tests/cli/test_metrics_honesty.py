@@ -148,9 +148,12 @@ def test_leakage_in_metrics_and_runs(root: Path) -> None:
     leak = {v["version"]: v["leakage"] for v in doc["versions"]}
     assert leak[ACCUM]["flagged"] == 2 and leak[ACCUM]["by_kind"]["same-instance"] == 1
     assert leak["plugin-blank"]["flagged"] == 0
-    # --as-of-order: the whole-run audit does not apply to a cut; said with null.
-    cut = json.loads(cli(root, "metrics", "--json", "--as-of-order", "2"))
-    assert all(v["leakage"] is None for v in cut["versions"])
+    # --as-of-order K: the recalls made before task K started in each sequence, the same
+    # cut as the outcomes: django task 1's two flagged recalls count from K = 2, not at K = 1.
+    cut = {v["version"]: v["leakage"] for v in json.loads(cli(root, "metrics", "--json", "--as-of-order", "2"))["versions"]}
+    assert cut[ACCUM]["flagged"] == 2 and cut[ACCUM]["by_kind"]["later-task"] == 1
+    cut = {v["version"]: v["leakage"] for v in json.loads(cli(root, "metrics", "--json", "--as-of-order", "1"))["versions"]}
+    assert cut[ACCUM]["flagged"] == 0 and cut[ACCUM]["recalled_items"] == 0
     runs = json.loads(cli(root, "runs", "--json"))
     assert {r["version"]: r["leakage"]["flagged"] for r in runs} == {"base": 0, "plugin-blank": 0, ACCUM: 2}
     table = cli(root, "runs")
