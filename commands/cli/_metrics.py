@@ -320,7 +320,9 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
         projector = results.projector(ledger)
         rows = []
         for run in runs(ledger, projector).values():
-            resolved = outcomes(ledger, projector, run.version).resolved_per_pass()
+            state = outcomes(ledger, projector, run.version)
+            resolved = state.resolved_per_pass()
+            planned = sum(len(cells.plan) for cells in state.sequences.values())
             leak = leakage_of(ledger, run.version)
             rows.append(
                 {
@@ -330,6 +332,7 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
                     "agent": run.agent,
                     "status": live_status(results, run),
                     "resolved": {p: resolved.get(p, 0) for p in run.passes},
+                    "tasks": planned,
                     "model": run.model,
                     "grader": run.grader,
                     "sandbox": run.config.get("sandbox") or "none",
@@ -348,9 +351,11 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
     for col in ("version", "stage", "agent", "status", "sequences", "resolved", "leaks", "seeded from", "started"):
         table.add_column(col)
     for row in rows:
+        # Short names (`django`): eight full sequence ids made every row four lines tall.
+        short = short_sequence_names(row["sequences"])
         table.add_row(
-            row["version"], row["stage"], row["agent"], row["status"], ", ".join(row["sequences"]),
-            " ".join(f"{p}={n}" for p, n in row["resolved"].items()), str(row["leakage"]["flagged"]),
+            row["version"], row["stage"], row["agent"], row["status"], ", ".join(short[s] for s in row["sequences"]),
+            " ".join(f"{p}={n}/{row['tasks']}" for p, n in row["resolved"].items()), str(row["leakage"]["flagged"]),
             row["seeded_from"] or "", row["started_at"][:19],
         )
     _console().print(table)

@@ -159,6 +159,9 @@ def test_leakage_in_metrics_and_runs(root: Path) -> None:
     table = cli(root, "runs")
     cells = next([c.strip() for c in line.split("│")[1:-1]] for line in table.splitlines() if f"│ {ACCUM} " in line)
     assert "leaks" in table and cells[6] == "2"
+    # resolved out of the tasks planned (django 5, sympy 4): initial 4 + 3, retest 3 + 2
+    assert cells[5] == "initial=7/9 retest=5/9" and cells[4] == "django, sympy", cells
+    assert {r["version"]: r["tasks"] for r in runs}[ACCUM] == 9
 
 
 def test_run_summary_uses_the_same_table(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
