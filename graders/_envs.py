@@ -46,7 +46,7 @@ build and after each install (the harness's own writes); `check_env` lists what 
 since, and `guard_env` removes new bytecode caches and rebuilds on anything else.
 
 Packages: the repository's requirements first, each package they name that the spec's
-pip_packages pin exactly taken at that pin right away (`with_spec_pins`: the pin
+pip_packages pin exactly taken at that pin right away (`spec_pins_named`: the pin
 replaces it in the next step anyway, and an era release may not even build for the
 interpreter), then pip_packages. Each batch: `uv pip install` online first (offline, uv picks among the files it has cached,
 so a spec would resolve differently from machine to machine), then `--offline` (no
@@ -85,8 +85,8 @@ from graders._install import BUILT, _record_built
 from graders._integrity import diff_manifests, drop_added_caches, load_manifest, save_manifest, venv_manifest
 from graders._interpreters import Interpreter, find_python
 from graders._manifests import FileReader, _dir_reader, _packages, pre_install_plan
-from graders._py_compat import repair as repair_for_python
 from graders._py_compat import normalise_name, requirement_names
+from graders._py_compat import repair as repair_for_python
 from graders._repos import GitError, RepoCache, default_cache_dir, file_at, file_lock, repo_slug
 from graders._specs import EnvSpec, spec_for
 from graders._uv import (
@@ -147,8 +147,9 @@ def env_identity(spec: EnvSpec, exclude_newer: str | None) -> str:
     # recipe 7: era releases that do not run on the interpreter are replaced (graders._py_compat);
     # recipe 8: and those that cannot load their native library here;
     # recipe 9: old sdists build with setuptools up to 40.8.0 (graders._uv.BUILD_BACKEND_FLOOR);
-    # recipe 10: the packages stage holds what it names to the spec's pins (`with_spec_pins`)
-    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=10".encode()).hexdigest()
+    # recipe 11: the packages stage installs the spec's pins of what it names first and holds
+    # them (`spec_pins_named`)
+    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=11".encode()).hexdigest()
 
 
 def _env_dir(
@@ -369,7 +370,16 @@ def _build_into(
     requirements, notes = _packages(spec, repo, read, origin, log)
     warnings += notes
     # swebench's order: the repo's requirements first, then the pinned pip_packages win
-    requirements = with_spec_pins(requirements, spec.pip_packages, log)
+    held = spec_pins_named(requirements, spec.pip_packages)
+    if held:
+        # First alone, with the pip_packages step's own fallback (a pin's dependencies may
+        # postdate the era: pytest 7.4.0 needs exceptiongroup, first released after xarray
+        # 0.12's 2021-05); then the stage resolves against them as installed (uv keeps an
+        # installed release that satisfies, whatever its date): xdist of the era, not one
+        # of 2013 that declares no pytest at all.
+        log.write(f"# packages: the spec's pip_packages pins of what they name, first: {' '.join(held)}")
+        warnings += _uv_install(python, held, log, "spec-pins", cutoff)
+        requirements = [*held, *requirements]
     warnings += _uv_install(python, requirements, log, "packages", cutoff)
     warnings += _uv_install(python, list(spec.pip_packages), log, "pip_packages", cutoff)
     warnings += _repair_for_python(python, requirements, spec, interp, cutoff, log)
@@ -379,9 +389,9 @@ def _build_into(
     return warnings
 
 
-def with_spec_pins(requirements: list[str], pip_packages: Iterable[str], log: _Log | None = None) -> list[str]:
-    """The packages stage's requirements, plus the spec's exact pip_packages pin of each
-    package the stage names itself (and does not pin itself).
+def spec_pins_named(requirements: list[str], pip_packages: Iterable[str]) -> list[str]:
+    """The spec's exact pip_packages pin of each package the packages stage names itself
+    (and does not pin itself), installed before the stage and held in it.
 
     Why: the pip_packages step replaces those packages with the pin anyway (swebench's
     order), so resolving them as of the era first only costs, and can break the stage:
@@ -394,10 +404,7 @@ def with_spec_pins(requirements: list[str], pip_packages: Iterable[str], log: _L
     pins = exact_pins(pip_packages)
     own = exact_pins(requirements)
     named = {normalise_name(n) for n in requirement_names(requirements)}
-    added = [line for name, line in pins.items() if name in named and name not in own]
-    if added and log is not None:
-        log.write(f"# packages: held to the spec's pip_packages pins of what they name: {' '.join(added)}")
-    return [*added, *requirements]
+    return [line for name, line in pins.items() if name in named and name not in own]
 
 
 def _repair_for_python(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from graders._envs import build_env, env_identity, era_for, with_spec_pins
+from graders._envs import build_env, env_identity, era_for, spec_pins_named
 from graders._interpreters import PythonNotFound, find_python
 from graders._repos import RepoCache
 from graders._specs import EnvSpec
@@ -191,34 +191,39 @@ def test_a_package_no_era_release_installs_here_gets_the_images_wheel(tmp_path: 
 
 def test_the_packages_stage_takes_the_spec_s_pin_of_what_it_names(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """xarray 0.12: environment.yml names numpy, the spec's pip_packages pin numpy==1.23.0,
-    and the era's numpy (2021-05) has no wheel for Python 3.10. The pip_packages step
-    replaces numpy with the pin anyway, so the packages stage takes the pin at once: the
-    era release is never built, what depends on it resolves against the pin, and nothing
-    falls back or warns."""
+    """xarray 0.12: environment.yml names numpy and pytest, the spec's pip_packages pin
+    numpy==1.23.0 and pytest==7.4.0, the era's numpy (2021-05) has no wheel for Python
+    3.10, and pytest 7.4.0 needs exceptiongroup, first released after the era. The pins
+    replace the era's releases in the next step anyway, so the packages stage takes them
+    at once: the era release is never built; the pins come first, their newer dependencies
+    as of SWE-bench's images; what depends on them resolves against them as installed (not
+    to an ancient release that declares no dependency at all); a name no index has (a
+    conda-only package) fails alone."""
     broken = "raise SystemExit('error: this C extension does not compile on this Python')\n"
     releases = {
         "tinycore": [("1.0", "2020-06-01T00:00:00Z", make_sdist(tmp_path / "a", "tinycore", "1.0", broken)),
-                     ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "b", "tinycore", "2.0"))],
-        "tinyuser": [("1.0", "2020-06-01T00:00:00Z", make_wheel(tmp_path / "c", "tinyuser", "1.0", ("tinycore",)))],
+                     ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "b", "tinycore", "2.0", ("tinynew",)))],
+        "tinynew": [("1.0", "2022-06-01T00:00:00Z", make_wheel(tmp_path / "c", "tinynew", "1.0"))],
+        "tinyuser": [("0.1", "2013-06-01T00:00:00Z", make_wheel(tmp_path / "d", "tinyuser", "0.1")),
+                     ("1.0", "2020-06-01T00:00:00Z", make_wheel(tmp_path / "e", "tinyuser", "1.0", ("tinycore>=1",)))],
     }
-    spec = EnvSpec(python=None, packages="tinyuser tinycore>=1", pip_packages=["tinycore==2.0"])
+    spec = EnvSpec(python=None, packages="tinyuser tinycore>=1 tinycondaonly", pip_packages=["tinycore==2.0"])
     with dated_index(tmp_path / "index", releases) as url:
         monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
         build = build_env(REPO, "pinned", spec, cache_dir=tmp_path / "cache", exclude_newer="2021-01-01T00:00:00Z")
     log = build.log_path.read_text() if build.log_path else ""
-    assert build.warnings == [], log
+    assert build.warnings == ["packages: could not install tinycondaonly"], log
     assert installed_version(build.env.python, "tinycore") == "2.0"
-    assert installed_version(build.env.python, "tinyuser") == "1.0"
-    assert "tinycore==1.0" not in log and "one by one" not in log  # the era release is never tried
-    assert "held to the spec's pip_packages pins of what they name: tinycore==2.0" in log
+    assert installed_version(build.env.python, "tinynew") == "1.0"
+    assert installed_version(build.env.python, "tinyuser") == "1.0"  # of the era, not 0.1
+    assert "tinycore==1.0" not in log  # the era release is never tried
+    assert "the spec's pip_packages pins of what they name, first: tinycore==2.0" in log
 
 
-def test_with_spec_pins_adds_only_pins_of_named_unpinned_packages() -> None:
+def test_spec_pins_named_are_the_pins_of_named_unpinned_packages() -> None:
     reqs = ["numpy", "dask[array]>=2", "pandas==0.25", "toolz; python_version>'3'", "-e ."]
     pins = ["numpy==1.23.0", "dask==2022.8.1", "pandas==1.5.3", "pytest==7.4.0", "Toolz==0.12.0"]
-    held = with_spec_pins(reqs, pins)
     # numpy, dask and toolz are named and not pinned by the stage; pandas keeps the stage's
     # own pin (pip_packages replaces it later, as in swebench); pytest is not named
-    assert held == ["numpy==1.23.0", "dask==2022.8.1", "Toolz==0.12.0", *reqs]
-    assert with_spec_pins(reqs, []) == reqs
+    assert spec_pins_named(reqs, pins) == ["numpy==1.23.0", "dask==2022.8.1", "Toolz==0.12.0"]
+    assert spec_pins_named(reqs, []) == []
