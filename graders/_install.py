@@ -13,6 +13,7 @@ import json
 import os
 import shlex
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from graders._interpreters import uv_bin
 from graders._repos import Worktree, git, untracked_files
 from graders._run import LineResult, run_line
 from graders._specs import EnvSpec
-from graders._uv import _Log, _uv_env
+from graders._uv import _Cutoff, _Log, _uv_env, _uv_install
 
 __all__ = [
     "BUILT",
@@ -162,8 +163,9 @@ def ensure_repo_installed(
     return InstallResult(ran=True, ok=ok, log=text)
 
 
-# 2: the repository's own requirements are installed under the era cut-off first
-INSTALL_RECIPE = 2
+# 2: the repository's own requirements are installed under the era cut-off first;
+# 3: with the environment build's fallbacks (`graders._uv._uv_install`), never left to pip
+INSTALL_RECIPE = 3
 
 # The env's packages as its build left them (`uv pip freeze`), so that every install of
 # the repository starts from them: an install for other dependency manifests (another
@@ -221,5 +223,15 @@ def _era_dependencies(env: EnvInfo, install: str, worktree: Path, *, timeout_s: 
     head = f"[swecl] the repository's requirements as of {env.exclude_newer}: {how}\n"
     if not reqs:
         return head
-    args = ["pip", "install", "--python", os.fspath(env.python), "--exclude-newer", env.exclude_newer, *reqs]
-    return head + _uv_install_log(args, cwd=worktree, timeout_s=timeout_s, failed="not installed: pip resolves them instead")
+    # The environment build's own installer, fallbacks included: a requirement no release
+    # of the era installs here (skyfield 1.10's sdist, built with a setuptools of 2019 that
+    # does not run on Python 3.9) comes as of SWE-bench's images, never as of today, which
+    # is what pip would take for whatever is left unsatisfied.
+    with tempfile.TemporaryDirectory(prefix="swecl-era-deps-") as tmp:
+        log = _Log(Path(tmp) / "install.log")
+        try:
+            warnings = _uv_install(env.python, reqs, log, "requirements", _Cutoff(env.exclude_newer))
+        finally:
+            log.close()
+        text = log.path.read_text(encoding="utf-8", errors="replace")
+    return head + text + "".join(f"[swecl] WARNING {w}\n" for w in warnings)

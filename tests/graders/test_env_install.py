@@ -158,3 +158,46 @@ def test_every_install_starts_from_the_packages_the_env_was_built_with(tmp_path:
     gone = subprocess.run([str(python), "-c", "import tinyextra"], capture_output=True)
     assert gone.returncode != 0, "the earlier install's package is still in the venv"
     assert installed_version(python, "pytest")  # the build's own packages stay
+
+
+def test_a_requirement_the_era_cannot_supply_comes_as_of_the_images_never_today(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """astropy 3.1 (`pip install -e .[test]`, Python 3.9, cut-off 2019-06): pytest-mpl of the
+    era needs a matplotlib of then, which has no wheel for 3.9 and does not build. Left to
+    pip, the requirement took today's releases (pyparsing 3.3, whose DeprecationWarnings
+    astropy's tests raise as errors: no test ran). It now comes with its dependencies as of
+    SWE-bench's images, and what the era can supply stays of the era."""
+    from tests.graders.env_support import dated_index, installed_version, make_sdist, make_wheel
+    from tests.graders.exec_support import make_calc_repo
+
+    broken = "raise SystemExit('error: this C extension does not compile on this Python')\n"
+    releases = {
+        "tinyplot": [("1.0", "2019-01-01T00:00:00Z", make_sdist(tmp_path / "w1", "tinyplot", "1.0", broken)),
+                     ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "w2", "tinyplot", "2.0")),
+                     ("3.0", "2025-06-01T00:00:00Z", make_wheel(tmp_path / "w3", "tinyplot", "3.0"))],
+        "tinympl": [("0.5", "2019-01-01T00:00:00Z", make_wheel(tmp_path / "w4", "tinympl", "0.5", ("tinyplot",))),
+                    ("0.9", "2025-06-01T00:00:00Z", make_wheel(tmp_path / "w5", "tinympl", "0.9", ("tinyplot",)))],
+        "tinyera": [("1.0", "2019-01-01T00:00:00Z", make_wheel(tmp_path / "w6", "tinyera", "1.0")),
+                    ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "w7", "tinyera", "2.0"))],
+    }
+    src, _ = make_calc_repo(tmp_path / "src")
+    write(src, "setup.py", 'from setuptools import setup\n\nsetup(name="calc", version="0.1", packages=["calc"], '
+                           'extras_require={"test": ["tinympl", "tinyera"]})\n')
+    base = commit_at(src, "calc with test requirements", "2020-06-01T12:00:00Z")
+    spec = EnvSpec(python=None, pip_packages=["pytest==7.4.4"], install="python -m pip install -e .[test]",
+                   test_cmd="pytest -rA")
+    cache = tmp_path / "cache"
+    with dated_index(tmp_path / "index", releases) as url:
+        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
+        monkeypatch.setenv("PIP_EXTRA_INDEX_URL", url)  # what pip would take, were it left to
+        grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)})
+        out = grader.grade(GradeRequest(
+            instance_id="acme__calcpkg-1", repo=PKG, version="0.1", base_commit=base, model_patch=GOLD_PATCH,
+            test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=spec,
+        ))
+    log = out.log.decode()
+    assert out.status == "resolved", log
+    [python] = list((cache / "envs").rglob("venv/bin/python"))
+    assert installed_version(python, "tinyplot") == "2.0", log  # of the images, not 3.0 of today
+    assert installed_version(python, "tinympl") == "0.5", log  # the era's still, as of the images too
+    assert installed_version(python, "tinyera") == "1.0", log
