@@ -22,7 +22,7 @@ from projections import VersionMetrics
 from projections.audit import Flag
 from projections.report._data import Matrix, MatrixCell, SequenceReport, TaskRow, VersionReport
 from projections.report._html import _STATE_CLASS, _STATE_TEXT, _metric_cells, _metric_head, esc, sandbox_of
-from projections.show import AttemptShow, ShownRecall, is_json_lines
+from projections.show import AttemptShow, ShownRecall, agent_numbers, is_json_lines
 
 from ._progress import Progress, duration_text
 
@@ -121,11 +121,11 @@ def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
             f'<tr data-run="{esc(r["version"])}" data-status="{esc(r["status"])}" data-done="{item.progress.done}" '
             f'data-total="{item.progress.total}">'
             f'<td>{_a(run_href(r["version"]), str(r["version"]))}</td><td>{esc(r["stage"])}</td><td>{esc(r["agent"])}</td>'
-            f'<td>{esc(r["status"])}</td><td>{progress_html(item.progress, r["status"])}</td>'
+            f'<td>{esc(r["status"])}</td><td class="progress-cell">{progress_html(item.progress, r["status"])}</td>'
             f'<td>{"<br>".join(_a(sequence_href(r["version"], s), s) for s in r["sequences"])}</td>'
             f'<td>{esc(" ".join(f"{p}={n}" for p, n in r["resolved"].items()))}</td>'
             f'<td class="num{" flagged" if leaks else ""}">{leaks}</td>{metrics}'
-            f'<td>{esc(r["seeded_from"] or "")}</td><td>{esc(str(r["started_at"])[:19])}</td></tr>'
+            f'<td>{esc(r["seeded_from"] or "")}</td><td>{esc(str(r["started_at"])[:19].replace("T", " "))}</td></tr>'
         )
     table = (f'<table class="runs"><thead><tr>{"".join(f"<th>{c}</th>" for c in cols)}</tr></thead>'
              f'<tbody>{"".join(rows)}</tbody></table>') if rows else '<p class="note">No runs yet: start one with <code>swecl run</code>.</p>'
@@ -185,22 +185,19 @@ def _metrics_table(vr: VersionReport, sequences: Iterable[str]) -> str:
 
 def _run_facts(vr: VersionReport, status: str, progress: Progress) -> str:
     run = vr.run
-    seeded = "" if run.seeded_from is None else f" · seeded from {esc(run.seeded_from)}"
     passes = ", ".join(run.passes) + (f" (+ retest every {vr.retest_every})" if vr.retest_every else "")
-    memory = f"memory on ({run.memory_mode})" if vr.memory_on else "memory off"
+    facts = [f"stage <b>{esc(run.stage)}</b>", f"memory on ({esc(run.memory_mode)})" if vr.memory_on else "memory off",
+             f"agent {esc(run.agent)}", *([f"model {esc(run.model)}"] if run.model else []), f"grader {esc(run.grader)}",
+             f"sandbox {esc(sandbox_of(run.config))}", f"benchmark {esc(run.benchmark)}", f"passes {esc(passes)}",
+             *([f"seeded from {esc(run.seeded_from)}"] if run.seeded_from is not None else [])]
+    when = [f"started {esc(run.started_at[:19])}", *([f"finished {esc(run.finished_at[:19])}"] if run.finished_at else [])]
     leak = vr.leakage
     leaks = (f'<span class="flagged">{leak.flagged} of {leak.recalled_items} recalled items flagged as leakage</span> '
              f"(<code>swecl audit {esc(run.version)} --summary</code>)" if leak.flagged
              else f"{leak.recalled_items} recalled items, none flagged")
-    return (
-        f'<p class="meta">stage <b>{esc(run.stage)}</b> · {memory} · agent {esc(run.agent)}'
-        f'{" · model " + esc(run.model) if run.model else ""} · grader {esc(run.grader)} · '
-        f"sandbox {esc(sandbox_of(run.config))} · benchmark {esc(run.benchmark)} · passes {esc(passes)}{seeded}</p>"
-        f'<p>status <b data-status="{esc(status)}">{esc(status)}</b> · {progress_html(progress, status)} · '
-        f"started {esc(run.started_at[:19])}"
-        f'{" · finished " + esc(run.finished_at[:19]) if run.finished_at else ""}</p>'
-        f"<p>{leaks}</p>"
-    )
+    return (f'<p class="meta">{" · ".join(facts)}</p>'
+            f'<p>status <b data-status="{esc(status)}">{esc(status)}</b> · {progress_html(progress, status)} · '
+            f'{" · ".join(when)}</p><p>{leaks}</p>')
 
 
 def run_page(vr: VersionReport, status: str, progress: Progress, head: int) -> str:
@@ -346,19 +343,10 @@ def transcript_html(text: str) -> str:
 
 
 def _agent_html(shown: AttemptShow) -> str:
-    numbers = [f"exit {shown.agent_exit}" if shown.agent_exit else "no agent.finished recorded"]
-    if shown.turns is not None:
-        numbers.append(f"{shown.turns} turns")
-    if shown.tokens:
-        numbers.append("tokens " + ", ".join(f"{k} {v}" for k, v in shown.tokens.items()))
-    if shown.cost_usd is not None:
-        numbers.append(f"cost ${shown.cost_usd:.4f}")
-    if shown.duration_s:
-        numbers.append(f"{shown.duration_s:.1f} s")
     error = f'<p class="error">error: {esc(shown.agent_error)}</p>' if shown.agent_error else ""
     final = (f'<pre class="wrap">{esc(shown.final_message.rstrip())}</pre>' if shown.final_message
              else '<p class="note">No final message recorded.</p>')
-    return f"<p>{esc(', '.join(numbers))}</p>{error}<h3>Final message</h3>{final}"
+    return f"<p>{esc(', '.join(agent_numbers(shown)))}</p>{error}<h3>Final message</h3>{final}"
 
 
 def task_page(shown: AttemptShow, label: str, flags: Mapping[tuple[int, int], list[Flag]], passes: list[str],

@@ -79,7 +79,9 @@ def _pass_orders(pass_: str, orders: list[int]) -> list[int]:
 
 
 def duration_text(seconds: float) -> str:
-    """`1 h 05 min`, `4 min 10 s`, `12 s`."""
+    """`1 h 05 min`, `4 min 10 s`, `12 s`, `0.4 s`."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
     s = int(round(seconds))
     if s >= 3600:
         return f"{s // 3600} h {s % 3600 // 60:02d} min"
