@@ -80,6 +80,24 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # quiet: a page polls every 2 s
 
 
+def _secrets_loader() -> Any:
+    """`load_task_secrets` once per run version (a dataset can take seconds to load), shared by the threads."""
+    import threading
+
+    from commands.inputs import load_task_secrets
+
+    loaded: dict[str, Any] = {}
+    lock = threading.Lock()
+
+    def secrets(ledger: Any, version: str) -> Any:
+        with lock:
+            if version not in loaded:
+                loaded[version] = load_task_secrets(ledger, version)
+            return loaded[version]
+
+    return secrets
+
+
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -120,7 +138,7 @@ def view_cmd(ctx: click.Context, port: int, host: str) -> None:
         raise SweclError(f"no ledger at {results.ledger_path}: nothing to view (run `swecl run` first, or give --results DIR)")
     with results.open_ledger(readonly=True):
         pass  # opens as every read command does: a damaged ledger is refused, a chain that does not verify warned of
-    view = View(results, log_error=lambda text: sys.stderr.write(f"swecl view: {text}\n"))
+    view = View(results, log_error=lambda text: sys.stderr.write(f"swecl view: {text}\n"), secrets=_secrets_loader())
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     handler = type("Handler", (_Handler,), {"view": view, "allowed_hosts": None})
     _Server.address_family = family

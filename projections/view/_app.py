@@ -60,6 +60,10 @@ class NotFound(SweclError):
 class View:
     results: Results
     log_error: Callable[[str], None] = lambda line: None
+    secrets: Callable[[Ledger, str], tuple[Any, Any]] | None = None
+    """version -> (grading secrets or None, `DatasetNote`) for the audit's test-content flag
+    (`commands.inputs.load_task_secrets`; the write side's, so the CLI passes it in). None:
+    the flag is not checked, and the task page says so."""
 
     def open(self) -> Ledger:
         # Checked once at start-up (`swecl view` opens it with the usual chain check);
@@ -157,14 +161,15 @@ class View:
         from projections.show import attempt_files, show_attempt
 
         shown = show_attempt(ledger, version, task_id, pass_=pass_)
-        audit = audit_task(ledger, version, shown.instance_id, pass_=pass_)
+        secrets, note = self.secrets(ledger, version) if self.secrets is not None else (None, None)
+        audit = audit_task(ledger, version, shown.instance_id, pass_=pass_, secrets=secrets, dataset=note)
         flags = {(r.seq, h.rank): list(h.flags) for r in audit.recalls if r.attempt == shown.attempt for h in r.hits}
         projector = self.results.projector(ledger)
         run = runs(ledger, projector)[version]
         cells = outcomes(ledger, projector, version).sequences.get(shown.sequence_id)
         ran = [p for p, by_order in cells.passes.items() if shown.order in by_order] if cells is not None else []
         passes = sorted(set(ran) | {pass_}, key=pass_rank)
-        return _pages.task_page(shown, run_label(run), flags, passes, live_status(self.results, run), head,
+        return _pages.task_page(shown, run_label(run), flags, audit.dataset, passes, live_status(self.results, run), head,
                                 list(attempt_files(shown)))
 
     def _task_file(self, ledger: Ledger, version: str, task_id: str, pass_: str, name: str) -> Response:

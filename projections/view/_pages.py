@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from projections import VersionMetrics
-from projections.audit import Flag
+from projections.audit import DatasetNote, Flag
 from projections.report._data import Matrix, MatrixCell, SequenceReport, TaskRow, VersionReport
 from projections.report._html import _STATE_CLASS, _STATE_TEXT, _metric_cells, _metric_head, esc, sandbox_of
 from projections.show import AttemptShow, ShownRecall, agent_numbers, is_json_lines
@@ -349,11 +349,12 @@ def _agent_html(shown: AttemptShow) -> str:
     return f"<p>{esc(', '.join(agent_numbers(shown)))}</p>{error}<h3>Final message</h3>{final}"
 
 
-def task_page(shown: AttemptShow, label: str, flags: Mapping[tuple[int, int], list[Flag]], passes: list[str],
-              run_status: str, head: int, files: Iterable[str]) -> str:
+def task_page(shown: AttemptShow, label: str, flags: Mapping[tuple[int, int], list[Flag]], dataset: DatasetNote,
+              passes: list[str], run_status: str, head: int, files: Iterable[str]) -> str:
     """One attempt whole: verdict, tests, recalled memory (with leak flags), agent, patch,
     test output, transcript, prompt; `label` names the run (`run_label`), `passes` are the
-    passes this task ran (a link each), `flags` the audit's leak flags by (recall seq, rank)."""
+    passes this task ran (a link each), `flags` the audit's leak flags by (recall seq, rank),
+    `dataset` whether its test-content check ran."""
     v, iid = shown.version, shown.instance_id
     attempts = f"attempt {shown.attempt}" + (f" of {len(shown.attempts)}" if len(shown.attempts) > 1 else "")
     verdict = {True: ("RESOLVED", "yes"), False: ("NOT RESOLVED", "no"), None: ("no verdict", "")}[shown.resolved]
@@ -386,8 +387,10 @@ def task_page(shown: AttemptShow, label: str, flags: Mapping[tuple[int, int], li
         + (f" ({esc(shown.abandon_reason)})" if shown.abandon_reason else "") + "</p>"
         f'<p class="passes">pass: {pass_links}</p><p class="meta">raw files: {raw}</p>'
         f'<section id="outcome"><h2>Outcome</h2>{outcome}{_tests_html(shown)}</section>'
-        f'<section id="memory"><h2>Recalled memory</h2><p class="meta">Leak flags: same-instance, later-task; '
-        f"test content is checked by <code>swecl audit {esc(v)} {esc(iid)}</code>, which loads the dataset.</p>"
+        f'<section id="memory"><h2>Recalled memory</h2><p class="meta" data-test-content="{str(dataset.available).lower()}">'
+        f"Leak flags (<code>swecl audit {esc(v)} {esc(iid)}</code>): same-instance, later-task, test-content; "
+        + (f"test content checked against {esc(dataset.source or 'the dataset')}" + (f" ({esc(dataset.note)})" if dataset.note else "")
+           if dataset.available else f"test content not checked: {esc(dataset.note or 'no dataset')}") + ".</p>"
         f"{recalls}</section>"
         f'<section id="agent"><h2>Agent</h2>{_agent_html(shown)}</section>'
         f'<section id="patch"><h2>Patch (the agent\'s diff)</h2>{patch}</section>'

@@ -119,6 +119,7 @@ def test_task_page_shows_what_swecl_show_shows(view: str, demo: Path, cache: Pat
         assert html.escape(line) in page
     assert html.escape(shown["log"].splitlines()[-1]) in page
     assert shown["recalls"] and all(f'data-item="{r["item_id"]}"' in page for r in shown["recalls"])
+    assert 'data-test-content="true"' in page  # the demo's grading secrets are built in: the audit checked them
     assert html.escape(shown["transcript"].splitlines()[-1].strip()) in page
     # the raw files are `swecl show --files`'s, byte for byte
     status, headers, patch = get(task_url(view, "1", grade["instance_id"]) + "/patch.diff")
