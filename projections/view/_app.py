@@ -28,7 +28,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import msgspec
 
 from ledger import Ledger, SweclError
-from projections import Results, live_status, metrics_for, outcomes, run_row, runs
+from projections import Results, canonical_version, live_status, metrics_for, outcomes, run_row, runs
 
 from . import _pages
 from ._progress import run_progress
@@ -86,12 +86,10 @@ class View:
                 if path == "/api/head":
                     return _json({"head": head, "ledger_id": ledger.ledger_id})
                 return self._route(ledger, head, path, query)
-        except NotFound as exc:
-            return self._error(404, str(exc), head, path)
         except SweclError as exc:
-            # An unknown run, task or pass: what `swecl show` would say in its one line.
+            # An unknown run, task or pass (NotFound, or what `swecl show` says in its one line).
             return self._error(404, str(exc), head, path)
-        except Exception as exc:  # a bug, or a damaged ledger: one line in the log, the page says it
+        except Exception as exc:  # a bug, or a damaged ledger: the traceback to the log, one line on the page
             self.log_error(f"{target}: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
             return self._error(500, f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}", head, path)
 
@@ -102,6 +100,8 @@ class View:
 
     def _route(self, ledger: Ledger, head: int, path: str, query: dict[str, str]) -> Response:
         segments = [unquote(s) for s in path.strip("/").split("/")] if path.strip("/") else []
+        if len(segments) > 1 and segments[0] == "run":
+            segments[1] = canonical_version(ledger, segments[1])  # `v2` names run 2, as on the command line
         match segments:
             case []:
                 return _html(self._runs_page(ledger, head))
