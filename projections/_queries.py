@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ledger import Ledger, Recorded, StreamRange, SweclError
 from ledger.events import GradeCorrected, GradeFinished, TaskValidity
@@ -78,6 +79,30 @@ def live_status(results: Results, run: RunSummary) -> str:
             return "running"
         fcntl.flock(fh, fcntl.LOCK_UN)
     return "interrupted"
+
+
+def run_row(results: Results, ledger: Ledger, run: RunSummary, state: RunOutcomes) -> dict[str, Any]:
+    """One row of `swecl runs --json` (and of `swecl view`'s runs page): `state` is the run's
+    outcomes (`outcomes(...)`), passed in so a caller that also scores the run folds once."""
+    from projections.audit import leakage_of
+
+    resolved = state.resolved_per_pass()
+    return {
+        "version": run.version,
+        "stage": run.stage,
+        "sequences": run.sequences,
+        "agent": run.agent,
+        "status": live_status(results, run),
+        "resolved": {p: resolved.get(p, 0) for p in run.passes},
+        "tasks": sum(len(cells.plan) for cells in state.sequences.values()),
+        "model": run.model,
+        "grader": run.grader,
+        "sandbox": run.config.get("sandbox") or "none",
+        "benchmark": run.benchmark,
+        "seeded_from": run.seeded_from,
+        "started_at": run.started_at,
+        "leakage": leakage_of(ledger, run.version),
+    }
 
 
 def sequence_cutoffs(ledger: Ledger, version: str, order: int) -> dict[str, int]:

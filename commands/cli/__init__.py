@@ -31,6 +31,7 @@ from ._merge import merge_cmd
 from ._replay import replay_cmd
 from ._audit import audit_cmd
 from ._report import report_cmd
+from ._view import view_cmd
 from ._run import run_cmd
 from ._metrics import metrics_cmd, runs_cmd
 from ._compare import compare_cmd
@@ -82,6 +83,7 @@ for _command in (
     metrics_cmd,
     compare_cmd,
     report_cmd,
+    view_cmd,
     audit_cmd,
     replay_cmd,
     export_cmd,

@@ -11,7 +11,7 @@ import click
 import msgspec
 
 from ledger import SweclError
-from projections import VersionMetrics, live_status, metrics_for, outcomes, runs
+from projections import VersionMetrics, metrics_for, outcomes, run_row, runs
 from projections.audit import leakage_of
 from projections.metrics import FORMULAS, METRIC_NAMES, Lambdas, metrics_from_vectors_document, to_frame
 
@@ -318,30 +318,8 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
     results = results_of(ctx)
     with results.open_ledger(readonly=True) as ledger:
         projector = results.projector(ledger)
-        rows = []
-        for run in runs(ledger, projector).values():
-            state = outcomes(ledger, projector, run.version)
-            resolved = state.resolved_per_pass()
-            planned = sum(len(cells.plan) for cells in state.sequences.values())
-            leak = leakage_of(ledger, run.version)
-            rows.append(
-                {
-                    "version": run.version,
-                    "stage": run.stage,
-                    "sequences": run.sequences,
-                    "agent": run.agent,
-                    "status": live_status(results, run),
-                    "resolved": {p: resolved.get(p, 0) for p in run.passes},
-                    "tasks": planned,
-                    "model": run.model,
-                    "grader": run.grader,
-                    "sandbox": run.config.get("sandbox") or "none",
-                    "benchmark": run.benchmark,
-                    "seeded_from": run.seeded_from,
-                    "started_at": run.started_at,
-                    "leakage": leak,
-                }
-            )
+        rows = [run_row(results, ledger, run, outcomes(ledger, projector, run.version))
+                for run in runs(ledger, projector).values()]
     if as_json:
         echo_json(rows)
         return

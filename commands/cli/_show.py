@@ -102,7 +102,7 @@ def _section(title: str) -> None:
 
 
 def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
-    from projections.show import tail_lines
+    from projections.show import agent_numbers, tail_lines
 
     click.echo(f"{shown.instance_id}  task {shown.order} of {shown.sequence_id} ({shown.repo})")
     attempts = f"attempt {shown.attempt}" + (f" of {len(shown.attempts)}" if len(shown.attempts) > 1 else "")
@@ -142,16 +142,7 @@ def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
             click.echo(f"      {r.short}")
 
     _section("agent")
-    numbers = [f"exit {shown.agent_exit}" if shown.agent_exit else "no agent.finished recorded"]
-    if shown.turns is not None:
-        numbers.append(f"{shown.turns} turns")
-    if shown.tokens:
-        numbers.append("tokens " + ", ".join(f"{k} {v}" for k, v in shown.tokens.items()))
-    if shown.cost_usd is not None:
-        numbers.append(f"cost ${shown.cost_usd:.4f}")
-    if shown.duration_s:
-        numbers.append(f"{shown.duration_s:.1f}s")
-    click.echo(", ".join(numbers))
+    click.echo(", ".join(agent_numbers(shown)))
     if shown.agent_error:
         click.echo(f"error: {shown.agent_error}")
     click.echo("final message:" + (f"\n{shown.final_message.rstrip()}" if shown.final_message else " (none recorded)"))

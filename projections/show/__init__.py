@@ -21,7 +21,7 @@ from projections import run_started_record
 from projections.audit import fold_with_snapshots, pass_rank, resolve_task
 
 __all__ = [
-    "AttemptShow", "ShownRecall", "ShownTest", "attempt_files", "final_message", "grade_report", "is_json_lines",
+    "AttemptShow", "ShownRecall", "ShownTest", "agent_numbers", "attempt_files", "final_message", "grade_report", "is_json_lines",
     "show_attempt", "tail_lines",
 ]
 
@@ -160,6 +160,21 @@ def tail_lines(text: str, n: int) -> tuple[list[str], int]:
     """The last `n` lines of `text`, and how many lines it has."""
     lines = text.splitlines()
     return lines[-n:] if n > 0 else [], len(lines)
+
+
+def agent_numbers(shown: AttemptShow) -> list[str]:
+    """What the agent's run cost, as `swecl show` and `swecl view` print it: exit, turns,
+    tokens, dollars, seconds (each only when recorded)."""
+    numbers = [f"exit {shown.agent_exit}" if shown.agent_exit else "no agent.finished recorded"]
+    if shown.turns is not None:
+        numbers.append(f"{shown.turns} turns")
+    if shown.tokens:
+        numbers.append("tokens " + ", ".join(f"{k} {v}" for k, v in shown.tokens.items()))
+    if shown.cost_usd is not None:
+        numbers.append(f"cost ${shown.cost_usd:.4f}")
+    if shown.duration_s:
+        numbers.append(f"{shown.duration_s:.1f}s")
+    return numbers
 
 
 def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "initial") -> AttemptShow:

@@ -81,7 +81,8 @@ def test_every_option_has_help(command: str) -> None:
 def test_the_tour_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     """Each command of the README's tour, as printed there, on a ledger with runs 1 to 4
-    (what `./dev swecl run` leaves); `swecl run` itself is the subject of tests/run."""
+    (what `./dev swecl run` leaves); `swecl run` itself is the subject of tests/run, and
+    `swecl view` (a server, it runs until Ctrl-C) of tests/cli/test_view.py."""
     import shlex
 
     from bench.ledgers import LedgerBuilder
@@ -106,7 +107,7 @@ def test_the_tour_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     commands = [shlex.split(line.split("#")[0]) for line in block[1:]]
     assert all(c[0] == "swecl" for c in commands), commands
     for argv in commands:
-        if argv[1] == "run":
+        if argv[1] in ("run", "view"):
             continue
         try:
             main(argv[1:])

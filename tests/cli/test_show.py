@@ -8,23 +8,12 @@ from pathlib import Path
 import pytest
 
 from projections.show import final_message
-from tests.run.support import SPANS, events, swecl, swecl_json
+from tests.run.support import events, swecl, swecl_json
 
+from .conftest import unresolved
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
-    """One plugin-blank run of the spans sequence: recalls, resolved and unresolved tasks."""
-    results = tmp_path_factory.mktemp("show-demo")
-    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--quiet", cache=cache)
-    return results
-
-
-def _unresolved(results: Path) -> dict:  # type: ignore[type-arg]
-    """The first initial-pass grade.finished that did not resolve, straight from the ledger."""
-    for _, _, _, p in events(results, "grade.finished"):
-        if p["pass"] == "initial" and p["status"] == "unresolved":
-            return p
-    raise AssertionError("the demo run resolved every task: nothing unresolved to show")
+# `demo` (one plugin-blank run of the spans sequence) and `unresolved` are in conftest.py:
+# `swecl view`'s tests read the same run.
 
 
 def _one_line_error(proc) -> None:  # type: ignore[no-untyped-def]
@@ -34,7 +23,7 @@ def _one_line_error(proc) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.slow
 def test_show_names_the_failing_tests_and_prints_the_patch(demo: Path, cache: Path) -> None:
-    grade = _unresolved(demo)
+    grade = unresolved(demo)
     failing = sorted(name for name, result in grade["f2p"].items() if result != "PASSED")
     assert failing
     (agent,) = [p for _, _, _, p in events(demo, "agent.finished")
@@ -64,7 +53,7 @@ def test_show_names_the_failing_tests_and_prints_the_patch(demo: Path, cache: Pa
 
 @pytest.mark.slow
 def test_show_files_writes_what_a_user_opens(demo: Path, cache: Path, tmp_path: Path) -> None:
-    grade = _unresolved(demo)
+    grade = unresolved(demo)
     folder = tmp_path / "why" / grade["instance_id"]
     out = swecl(demo, "show", "1", grade["instance_id"], "--pass", "retest", "--files", str(folder), cache=cache).stdout
     names = {"patch.diff", "test_output.txt", "report.json", "memory_recalled.json", "transcript.txt"}
@@ -84,7 +73,7 @@ def test_show_files_writes_what_a_user_opens(demo: Path, cache: Path, tmp_path: 
 
 @pytest.mark.slow
 def test_show_refuses_a_bad_version_task_or_pass_in_one_line(demo: Path, cache: Path) -> None:
-    grade = _unresolved(demo)
+    grade = unresolved(demo)
     bad_task = swecl(demo, "show", "1", "no-such-task", cache=cache, check=False)
     _one_line_error(bad_task)
     assert "no-such-task" in bad_task.stderr and "not in the plan of v1" in bad_task.stderr

@@ -1,0 +1,197 @@
+"""The view's requests -> responses, without any server: `View(results).respond(target)`.
+
+Every request opens the ledger read-only (apsw's read-only flag: nothing can be written
+through it), asks the projections the CLI asks, renders, and closes it. Nothing is cached
+between requests, so each page is the ledger as of that request; `/api/head` (the last
+global position, one indexed lookup) is what a page polls to know when to fetch itself again.
+
+Routes (GET and HEAD only):
+
+    /                                  the runs, with progress and headline metrics
+    /run/V                             one run: facts, progress/ETA, metrics, a(i,j) per sequence
+    /run/V/seq/S                       one sequence of a run: metrics, a(i,j), its tasks
+    /run/V/task/T[?pass=P]             one attempt's evidence (`swecl show V T --pass P`)
+    /run/V/task/T/FILE[?pass=P]        the files `swecl show --files` writes, raw
+    /api/head                          {"head": seq}
+    /api/runs                          the runs as `swecl runs --json`, each with its progress
+    /static/view.css, /static/view.js
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import msgspec
+
+from ledger import Ledger, SweclError
+from projections import Results, canonical_version, live_status, metrics_for, outcomes, run_row, runs
+
+from . import _pages
+from ._progress import run_progress
+from ._static import CSS, SCRIPT
+
+# No inline script or style on any page, nothing from elsewhere; the page may fetch only
+# its own server (the poll), and may not be framed.
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+HTML = "text/html; charset=utf-8"
+TEXT = "text/plain; charset=utf-8"
+JSON = "application/json"
+
+
+@dataclass
+class Response:
+    status: int
+    content_type: str
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class NotFound(SweclError):
+    """Nothing at that address (an unknown run, task or pass is a SweclError too)."""
+
+
+@dataclass
+class View:
+    results: Results
+    log_error: Callable[[str], None] = lambda line: None
+    secrets: Callable[[Ledger, str], tuple[Any, Any]] | None = None
+    """version -> (grading secrets or None, `DatasetNote`) for the audit's test-content flag
+    (`commands.inputs.load_task_secrets`; the write side's, so the CLI passes it in). None:
+    the flag is not checked, and the task page says so."""
+
+    def open(self) -> Ledger:
+        # Checked once at start-up (`swecl view` opens it with the usual chain check);
+        # per request a plain read-only open, so serving a page writes nothing anywhere.
+        return self.results.open_ledger(readonly=True, check=False)
+
+    def respond(self, target: str) -> Response:
+        """The response to `GET target` (a path with an optional query)."""
+        parts = urlsplit(target)
+        path = parts.path
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        if path == "/static/view.css":
+            return Response(200, "text/css; charset=utf-8", CSS.encode())
+        if path == "/static/view.js":
+            return Response(200, "text/javascript; charset=utf-8", SCRIPT.encode())
+        head = 0
+        try:
+            with self.open() as ledger:
+                head = ledger.head()
+                if path == "/api/head":
+                    return _json({"head": head, "ledger_id": ledger.ledger_id})
+                return self._route(ledger, head, path, query)
+        except SweclError as exc:
+            # An unknown run, task or pass (NotFound, or what `swecl show` says in its one line).
+            return self._error(404, str(exc), head, path)
+        except Exception as exc:  # a bug, or a damaged ledger: the traceback to the log, one line on the page
+            self.log_error(f"{target}: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+            return self._error(500, f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}", head, path)
+
+    def _error(self, status: int, message: str, head: int, path: str) -> Response:
+        if path.startswith("/api/"):
+            return _json({"error": message}, status)
+        return Response(status, HTML, _pages.error_page(status, message, head).encode())
+
+    def _route(self, ledger: Ledger, head: int, path: str, query: dict[str, str]) -> Response:
+        segments = [unquote(s) for s in path.strip("/").split("/")] if path.strip("/") else []
+        if len(segments) > 1 and segments[0] == "run":
+            segments[1] = canonical_version(ledger, segments[1])  # `v2` names run 2, as on the command line
+        match segments:
+            case []:
+                return _html(self._runs_page(ledger, head))
+            case ["api", "runs"]:
+                return _json([{**listing.row, "progress": _progress_doc(listing.progress)}
+                              for listing in self._listings(ledger)])
+            case ["run", version]:
+                return _html(self._run_page(ledger, head, version))
+            case ["run", version, "seq", sequence_id]:
+                return _html(self._sequence_page(ledger, head, version, sequence_id))
+            case ["run", version, "task", task_id]:
+                return _html(self._task_page(ledger, head, version, task_id, query.get("pass", "initial")))
+            case ["run", version, "task", task_id, name]:
+                return self._task_file(ledger, version, task_id, query.get("pass", "initial"), name)
+        raise NotFound(f"nothing at {path}")
+
+    # -- pages --------------------------------------------------------------------------
+
+    def _listings(self, ledger: Ledger) -> list[_pages.RunListing]:
+        projector = self.results.projector(ledger)
+        known = runs(ledger, projector)
+        found = metrics_for(ledger, projector, list(known), include_failed=True) if known else []
+        out = []
+        for vm in found:
+            row = run_row(self.results, ledger, vm.run, vm.outcomes)
+            out.append(_pages.RunListing(row=row, metrics=vm, progress=run_progress(ledger, vm.run, vm.outcomes, row["status"])))
+        return out
+
+    def _runs_page(self, ledger: Ledger, head: int) -> str:
+        return _pages.runs_page(self._listings(ledger), head, str(self.results.ledger_path))
+
+    def _version(self, ledger: Ledger, version: str) -> Any:
+        from projections.report._data import collect
+
+        known = runs(ledger, self.results.projector(ledger))
+        if version not in known:
+            raise NotFound(f"no run version {version!r} in {ledger.path} (versions: {', '.join(known) or 'none yet'})")
+        (vr,) = collect(ledger, self.results.projector(ledger), [version]).versions
+        return vr
+
+    def _run_page(self, ledger: Ledger, head: int, version: str) -> str:
+        vr = self._version(ledger, version)
+        status = live_status(self.results, vr.run)
+        state = outcomes(ledger, self.results.projector(ledger), version)
+        return _pages.run_page(vr, status, run_progress(ledger, vr.run, state, status), head)
+
+    def _sequence_page(self, ledger: Ledger, head: int, version: str, sequence_id: str) -> str:
+        vr = self._version(ledger, version)
+        seq = vr.sequences.get(sequence_id)
+        if seq is None:
+            raise NotFound(f"run {version} has no sequence {sequence_id!r} (sequences: {', '.join(vr.sequences)})")
+        return _pages.sequence_page(vr, seq, live_status(self.results, vr.run), head)
+
+    def _task_page(self, ledger: Ledger, head: int, version: str, task_id: str, pass_: str) -> str:
+        from projections.audit import audit_task, pass_rank
+        from projections.report._data import run_label
+        from projections.show import attempt_files, show_attempt
+
+        shown = show_attempt(ledger, version, task_id, pass_=pass_)
+        secrets, note = self.secrets(ledger, version) if self.secrets is not None else (None, None)
+        audit = audit_task(ledger, version, shown.instance_id, pass_=pass_, secrets=secrets, dataset=note)
+        flags = {(r.seq, h.rank): list(h.flags) for r in audit.recalls if r.attempt == shown.attempt for h in r.hits}
+        projector = self.results.projector(ledger)
+        run = runs(ledger, projector)[version]
+        cells = outcomes(ledger, projector, version).sequences.get(shown.sequence_id)
+        ran = [p for p, by_order in cells.passes.items() if shown.order in by_order] if cells is not None else []
+        passes = sorted(set(ran) | {pass_}, key=pass_rank)
+        return _pages.task_page(shown, run_label(run), flags, audit.dataset, passes, live_status(self.results, run), head,
+                                list(attempt_files(shown)))
+
+    def _task_file(self, ledger: Ledger, version: str, task_id: str, pass_: str, name: str) -> Response:
+        from projections.show import attempt_files, show_attempt
+
+        files = attempt_files(show_attempt(ledger, version, task_id, pass_=pass_))
+        if name not in files:
+            raise NotFound(f"no file {name!r} for this attempt (files: {', '.join(files)})")
+        kind = JSON if name.endswith(".json") else TEXT
+        return Response(200, kind, files[name])
+
+
+def _html(page: str) -> Response:
+    return Response(200, HTML, page.encode())
+
+
+def _json(doc: Any, status: int = 200) -> Response:
+    return Response(status, JSON, msgspec.json.encode(doc))
+
+
+def _progress_doc(p: Any) -> dict[str, Any]:
+    return {"done": p.done, "total": p.total, "running": p.running, "eta_s": p.eta_s, "pace_s": p.pace_s}
+
+
+__all__ = ["CSP", "NotFound", "Response", "View"]

@@ -1,0 +1,406 @@
+"""The view's pages, as HTML text: runs -> run -> sequence -> one task's evidence.
+
+Every string from the ledger (versions, ids, titles, patches, logs, transcripts) is
+untrusted: it reaches the page only through `esc`, in text and attributes alike, and in
+URLs only through `quote` (then `esc`). Pages carry no inline script or style, so the
+server's Content-Security-Policy can forbid both.
+
+Hooks for tests and scrapers: `body[data-head]` (the ledger seq the page shows),
+`tr[data-run][data-status][data-done][data-total]` on the runs page, `td[data-pass]` matrix
+cells with their link, `tr[data-test][data-kind][data-passed]` and `pre.patch` on a task page.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from projections import VersionMetrics
+from projections.audit import DatasetNote, Flag
+from projections.report._data import Matrix, MatrixCell, SequenceReport, TaskRow, VersionReport
+from projections.report._html import _STATE_CLASS, _STATE_TEXT, _metric_cells, _metric_head, esc, sandbox_of
+from projections.show import AttemptShow, ShownRecall, agent_numbers, is_json_lines
+
+from ._progress import Progress, duration_text
+
+_CLIP = 4000  # characters of one transcript entry shown before "(clipped)"
+
+
+# -- links ---------------------------------------------------------------------------------
+
+
+def q(text: str) -> str:
+    return quote(text, safe="")
+
+
+def run_href(version: str) -> str:
+    return f"/run/{q(version)}"
+
+
+def sequence_href(version: str, sequence_id: str) -> str:
+    return f"/run/{q(version)}/seq/{q(sequence_id)}"
+
+
+def task_href(version: str, instance_id: str, pass_: str = "initial", file: str | None = None) -> str:
+    base = f"/run/{q(version)}/task/{q(instance_id)}" + (f"/{q(file)}" if file else "")
+    return base if pass_ == "initial" else f"{base}?pass={q(pass_)}"
+
+
+def _a(href: str, text: str, cls: str = "") -> str:
+    return f'<a{f" class={chr(34)}{cls}{chr(34)}" if cls else ""} href="{esc(href)}">{esc(text)}</a>'
+
+
+# -- the frame -----------------------------------------------------------------------------
+
+
+def layout(title: str, crumbs: Iterable[tuple[str, str | None]], head: int, body: str) -> str:
+    """A whole page: `crumbs` are (text, href or None for the current page)."""
+    trail = '<span class="sep">/</span>'.join(_a(href, text) if href else f"<b>{esc(text)}</b>" for text, href in crumbs)
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<link rel="icon" href="data:,"><link rel="stylesheet" href="/static/view.css">',
+        '<script src="/static/view.js" defer></script>',
+        f"<title>{esc(title)} · swecl view</title></head>",
+        f'<body data-head="{head}">',
+        f'<header class="bar"><a class="brand" href="/">swecl view</a><nav class="crumbs">{trail}</nav>'
+        f'<span id="live">ledger seq {head}</span></header>',
+        f'<main id="main">{body}</main>',
+        "</body></html>",
+    ]) + "\n"
+
+
+def error_page(status: int, message: str, head: int) -> str:
+    return layout(f"{status}", [("runs", "/"), (str(status), None)], head,
+                  f'<h1>{status}</h1><p class="error" data-error>{esc(message)}</p><p>{_a("/", "all runs")}</p>')
+
+
+# -- runs ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunListing:
+    row: Mapping[str, Any]
+    """`projections.run_row`: what `swecl runs --json` prints for the run."""
+    metrics: VersionMetrics
+    progress: Progress
+
+
+_HEADLINE = ("ACC", "F", "FWT", "AULC", "CL-Score")
+
+
+def progress_html(p: Progress, status: str) -> str:
+    bar = f'<progress max="{p.total}" value="{p.done}"></progress> {p.done}/{p.total} tasks'
+    if p.running:
+        if p.eta_s is not None and p.pace_s is not None:
+            bar += f" · about {esc(duration_text(p.eta_s))} left ({esc(duration_text(p.pace_s))} per task)"
+        else:
+            bar += " · estimating time left"
+    elif status != "finished" and p.done < p.total:
+        bar += f" · {esc(status)}"
+    return f'<span class="progress" data-done="{p.done}" data-total="{p.total}">{bar}</span>'
+
+
+def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
+    cols = ("version", "stage", "agent", "status", "progress", "sequences", "resolved", "leaks", *_HEADLINE,
+            "seeded from", "started")
+    rows = []
+    for item in listings:
+        r, vm = item.row, item.metrics
+        macro, gaps = vm.result.macro, vm.result.unmeasured
+        metrics = "".join(
+            '<td class="num">' + ("n/a" if m in gaps or macro.get(m) is None else f"{macro[m]:.3f}") + "</td>"
+            for m in _HEADLINE
+        )
+        leaks = r["leakage"]["flagged"]
+        rows.append(
+            f'<tr data-run="{esc(r["version"])}" data-status="{esc(r["status"])}" data-done="{item.progress.done}" '
+            f'data-total="{item.progress.total}">'
+            f'<td>{_a(run_href(r["version"]), str(r["version"]))}</td><td>{esc(r["stage"])}</td><td>{esc(r["agent"])}</td>'
+            f'<td>{esc(r["status"])}</td><td class="progress-cell">{progress_html(item.progress, r["status"])}</td>'
+            f'<td>{"<br>".join(_a(sequence_href(r["version"], s), s) for s in r["sequences"])}</td>'
+            f'<td>{esc(" ".join(f"{p}={n}" for p, n in r["resolved"].items()))}</td>'
+            f'<td class="num{" flagged" if leaks else ""}">{leaks}</td>{metrics}'
+            f'<td>{esc(r["seeded_from"] or "")}</td><td>{esc(str(r["started_at"])[:19].replace("T", " "))}</td></tr>'
+        )
+    table = (f'<table class="runs"><thead><tr>{"".join(f"<th>{c}</th>" for c in cols)}</tr></thead>'
+             f'<tbody>{"".join(rows)}</tbody></table>') if rows else '<p class="note">No runs yet: start one with <code>swecl run</code>.</p>'
+    body = (
+        f'<h1>Runs</h1><p class="meta">Ledger <code>{esc(ledger_path)}</code>, read-only. Macro-averaged native '
+        "metrics (n/a: not measured by the run's passes); leaks: recalled items flagged as leakage "
+        "(<code>swecl audit VERSION --summary</code>). The page follows the ledger as it grows.</p>"
+        f"{table}"
+    )
+    return layout("runs", [("runs", None)], head, body)
+
+
+# -- one run -------------------------------------------------------------------------------
+
+
+def _matrix_cell(version: str, matrix: Matrix, j: int, cell: MatrixCell) -> str:
+    text = _STATE_TEXT[cell.state]
+    if cell.pass_ is None:
+        return f'<td class="{_STATE_CLASS[cell.state]}"></td>'
+    title = f"{matrix.instance_ids[j]} · {cell.pass_}: {cell.state}" + (f" ({cell.status})" if cell.status else "")
+    href = task_href(version, matrix.instance_ids[j], cell.pass_)
+    return (f'<td class="{_STATE_CLASS[cell.state]}" data-pass="{esc(cell.pass_)}" title="{esc(title)}">'
+            f'<a class="cell" href="{esc(href)}">{text or "&nbsp;"}</a></td>')
+
+
+def matrix_html(version: str, matrix: Matrix) -> str:
+    """a(i,j) with every evaluated cell a link to that task's attempt in that pass."""
+    if not matrix.orders:
+        return '<p class="note">No tasks planned in this sequence.</p>'
+    head = "<tr><th>i \\ j</th>" + "".join(
+        f'<th title="{esc(iid)}">{_a(task_href(version, iid), f"t{order}")}</th>'
+        for order, iid in zip(matrix.orders, matrix.instance_ids, strict=True)
+    ) + "</tr>"
+    body = [f"<tr><th>a({esc(row.label)},·)</th>{''.join(_matrix_cell(version, matrix, j, c) for j, c in enumerate(row.cells))}</tr>"
+            for row in matrix.rows]
+    if matrix.baseline is not None:
+        body.append(f"<tr><th>b(·)</th>{''.join(_matrix_cell(version, matrix, j, c) for j, c in enumerate(matrix.baseline.cells))}</tr>")
+    return f'<table class="matrix"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
+
+
+_LEGEND = ('<p class="legend meta">Cells: <span class="cell-resolved">1</span>resolved '
+           '<span class="cell-unresolved">0</span>not resolved <span class="cell-missing">?</span>missing '
+           "(no valid verdict, never scored as 0). Click a cell for that attempt's evidence.</p>")
+
+
+def _metrics_table(vr: VersionReport, sequences: Iterable[str]) -> str:
+    rows = []
+    for sequence_id in sequences:
+        seq = vr.sequences[sequence_id]
+        if seq.metrics is None:
+            continue
+        rows.append(f'<tr data-row="{esc(sequence_id)}"><td>{_a(sequence_href(vr.run.version, sequence_id), sequence_id)}</td>'
+                    f"{_metric_cells(seq.metrics.metrics, seq.metrics.unmeasured)}</tr>")
+    rows.append(f'<tr data-row="macro"><td><b>macro</b></td>{_metric_cells(vr.result.macro, vr.result.unmeasured)}</tr>')
+    return f'<table class="metrics"><thead>{_metric_head("sequence")}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _run_facts(vr: VersionReport, status: str, progress: Progress) -> str:
+    run = vr.run
+    passes = ", ".join(run.passes) + (f" (+ retest every {vr.retest_every})" if vr.retest_every else "")
+    facts = [f"stage <b>{esc(run.stage)}</b>", f"memory on ({esc(run.memory_mode)})" if vr.memory_on else "memory off",
+             f"agent {esc(run.agent)}", *([f"model {esc(run.model)}"] if run.model else []), f"grader {esc(run.grader)}",
+             f"sandbox {esc(sandbox_of(run.config))}", f"benchmark {esc(run.benchmark)}", f"passes {esc(passes)}",
+             *([f"seeded from {esc(run.seeded_from)}"] if run.seeded_from is not None else [])]
+    when = [f"started {esc(run.started_at[:19])}", *([f"finished {esc(run.finished_at[:19])}"] if run.finished_at else [])]
+    leak = vr.leakage
+    leaks = (f'<span class="flagged">{leak.flagged} of {leak.recalled_items} recalled items flagged as leakage</span> '
+             f"(<code>swecl audit {esc(run.version)} --summary</code>)" if leak.flagged
+             else f"{leak.recalled_items} recalled items, none flagged")
+    return (f'<p class="meta">{" · ".join(facts)}</p>'
+            f'<p>status <b data-status="{esc(status)}">{esc(status)}</b> · {progress_html(progress, status)} · '
+            f'{" · ".join(when)}</p><p>{leaks}</p>')
+
+
+def run_page(vr: VersionReport, status: str, progress: Progress, head: int) -> str:
+    version = vr.run.version
+    parts = [f"<h1>{esc(vr.label)}</h1>", _run_facts(vr, status, progress), "<h2>Metrics (native)</h2>",
+             _metrics_table(vr, vr.sequences), _LEGEND]
+    for sequence_id, seq in vr.sequences.items():
+        parts.append(f"<h2>{_a(sequence_href(version, sequence_id), sequence_id)} "
+                     f'<span class="meta">{len(seq.plan)} tasks</span></h2>{matrix_html(version, seq.matrix)}')
+    return layout(vr.label, [("runs", "/"), (vr.label, None)], head, "".join(parts))
+
+
+# -- one sequence of a run -----------------------------------------------------------------
+
+
+def _task_row(version: str, task: TaskRow) -> str:
+    resolved = {True: "yes", False: "no", None: "—"}[task.resolved]
+    outcome_cells = "".join(
+        f'<td class="{_STATE_CLASS[state]}">'
+        + (_a(task_href(version, task.instance_id, pass_), _STATE_TEXT[state] or " ", "cell") if state != "n/a" else "")
+        + "</td>"
+        for state, pass_ in ((task.initial, "initial"), (task.final, "retest"), (task.baseline, "baseline"))
+    )
+    recalled = sum(len(r.hits) for r in task.recalls)
+    return (
+        f'<tr data-order="{task.order}"><td class="num">{task.order}</td>'
+        f'<td class="mono iid">{_a(task_href(version, task.instance_id), task.instance_id)}</td>'
+        f'<td class="num">{"" if task.difficulty is None else task.difficulty}</td>'
+        f"<td>{esc(task.status)}{esc(f' (attempt {task.attempt})' if task.attempt and task.attempt > 1 else '')}</td>"
+        f"<td>{resolved}</td>{outcome_cells}"
+        f'<td class="num">{"" if task.turns is None else task.turns}</td>'
+        f'<td class="num">{"" if task.cost_usd is None else f"{task.cost_usd:.4f}"}</td>'
+        f'<td class="num">{recalled}</td></tr>'
+    )
+
+
+def sequence_page(vr: VersionReport, seq: SequenceReport, status: str, head: int) -> str:
+    version = vr.run.version
+    head_cells = "".join(f"<th>{h}</th>" for h in ("#", "instance", "difficulty", "status", "resolved", "initial",
+                                                      "final", "baseline", "turns", "cost $", "memories recalled"))
+    tasks = "".join(_task_row(version, t) for t in seq.tasks)
+    body = (
+        f'<h1>{esc(seq.sequence_id)} <span class="meta">in {esc(vr.label)} ({esc(status)})</span></h1>'
+        f"{_metrics_table(vr, [seq.sequence_id])}"
+        f"<h2>a(i,j)</h2>{_LEGEND}{matrix_html(version, seq.matrix)}"
+        f'<h2>Tasks (initial pass)</h2><table class="tasks"><thead><tr>{head_cells}</tr></thead><tbody>{tasks}</tbody></table>'
+    )
+    return layout(f"{seq.sequence_id} · {vr.label}", [("runs", "/"), (vr.label, run_href(version)), (seq.sequence_id, None)],
+                  head, body)
+
+
+# -- one task's evidence -------------------------------------------------------------------
+
+
+def _tests_html(shown: AttemptShow) -> str:
+    if not shown.tests:
+        return '<p class="note">No per-test results recorded.</p>'
+    counted = [t for t in shown.tests if not t.excluded]
+    failing = [t for t in counted if not t.passed]
+    rows = "".join(
+        f'<tr class="{"excluded" if t.excluded else "ok" if t.passed else "fail"}" data-test="{esc(t.name)}" '
+        f'data-kind="{esc(t.kind)}" data-passed="{str(t.passed).lower()}">'
+        f'<td class="mark">{"excluded" if t.excluded else "ok" if t.passed else "FAIL"}</td><td>{esc(t.kind)}</td>'
+        f'<td>{esc(t.result)}</td><td class="mono">{esc(t.name)}</td></tr>'
+        for t in shown.tests
+    )
+    return (f"<p>{len(counted) - len(failing)}/{len(counted)} listed tests pass; failing: {len(failing)}</p>"
+            f'<table class="tests"><thead><tr><th></th><th>kind</th><th>result</th><th>test</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>")
+
+
+def _recall_html(r: ShownRecall, flags: list[Flag]) -> str:
+    marks = "".join(f'<span class="flag" title="{esc(f.detail)}" data-flag="{esc(f.kind)}">{esc(f.kind)}</span>'
+                    for f in flags)
+    if not r.known:
+        return (f'<li value="{r.rank}" class="unknown" data-item="{esc(r.item_id)}">{marks}'
+                f"<code>{esc(r.item_id)}</code> (score {r.score:.3f}): not in this run's substrate</li>")
+    origin = (f" · from {esc(r.source_instance)}" + (f" in v{esc(r.source_run)}" if r.source_run else "")
+              if r.source_instance else "")
+    body = (f'<details data-key="recall-{r.seq}-{r.rank}"><summary>{esc(r.short or "")}</summary>'
+            f'<pre class="wrap">{esc(r.body or "")}</pre></details>') if r.body else ""
+    return (f'<li value="{r.rank}" data-item="{esc(r.item_id)}">{marks}<b>{esc(r.title or r.item_id)}</b> '
+            f'<span class="via">score {r.score:.3f} · {esc(r.kind or "?")} · outcome {esc(r.outcome or "?")}{origin} · '
+            f"<code>{esc(r.item_id)}</code></span>{body}</li>")
+
+
+def _patch_html(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        cls = ("file" if line.startswith(("diff --git", "--- ", "+++ ")) else "hunk" if line.startswith("@@")
+               else "add" if line.startswith("+") else "del" if line.startswith("-") else "")
+        lines.append(f'<span class="{cls}">{esc(line)}</span>' if cls else esc(line))
+    return '<pre class="patch">' + "\n".join(lines) + "</pre>"
+
+
+def _clip(text: str, limit: int = _CLIP) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters: see the raw file)"
+
+
+def _content_text(content: Any) -> str:
+    """A message's content (a string, or blocks) as text."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "tool_use":
+            parts.append(f"→ {block.get('name', '?')} {json.dumps(block.get('input', {}), ensure_ascii=False, indent=1)}")
+        elif kind == "tool_result":
+            parts.append("← " + _content_text(block.get("content", "")))
+        elif kind == "thinking":
+            parts.append("(thinking) " + str(block.get("thinking", "")))
+        else:
+            parts.append(json.dumps(block, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def transcript_html(text: str) -> str:
+    """A stream-json transcript as turns (who, then what), each clipped; any other text as it is."""
+    if not is_json_lines(text):
+        return f'<pre class="wrap">{esc(_clip(text, 200_000))}</pre>'
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        obj = json.loads(line)
+        kind = str(obj.get("type", "?"))
+        if kind in ("assistant", "user"):
+            said = _content_text((obj.get("message") or {}).get("content"))
+        elif kind == "result":
+            said = str(obj.get("result", "")) + "\n" + ", ".join(
+                f"{k} {obj[k]}" for k in ("subtype", "num_turns", "total_cost_usd", "duration_ms", "is_error") if k in obj)
+        else:
+            said = json.dumps(obj, ensure_ascii=False)
+        who = kind + (f" ({obj['subtype']})" if kind == "system" and "subtype" in obj else "")
+        out.append(f'<div class="turn {esc(kind)}"><span class="who">{esc(who)}</span>'
+                   f'<pre class="wrap">{esc(_clip(said))}</pre></div>')
+    return "".join(out)
+
+
+def _agent_html(shown: AttemptShow) -> str:
+    error = f'<p class="error">error: {esc(shown.agent_error)}</p>' if shown.agent_error else ""
+    final = (f'<pre class="wrap">{esc(shown.final_message.rstrip())}</pre>' if shown.final_message
+             else '<p class="note">No final message recorded.</p>')
+    return f"<p>{esc(', '.join(agent_numbers(shown)))}</p>{error}<h3>Final message</h3>{final}"
+
+
+def task_page(shown: AttemptShow, label: str, flags: Mapping[tuple[int, int], list[Flag]], dataset: DatasetNote,
+              passes: list[str], run_status: str, head: int, files: Iterable[str]) -> str:
+    """One attempt whole: verdict, tests, recalled memory (with leak flags), agent, patch,
+    test output, transcript, prompt; `label` names the run (`run_label`), `passes` are the
+    passes this task ran (a link each), `flags` the audit's leak flags by (recall seq, rank),
+    `dataset` whether its test-content check ran."""
+    v, iid = shown.version, shown.instance_id
+    attempts = f"attempt {shown.attempt}" + (f" of {len(shown.attempts)}" if len(shown.attempts) > 1 else "")
+    verdict = {True: ("RESOLVED", "yes"), False: ("NOT RESOLVED", "no"), None: ("no verdict", "")}[shown.resolved]
+    pass_links = " ".join(f"<b>{esc(p)}</b>" if p == shown.pass_ else _a(task_href(v, iid, p), p) for p in passes)
+    raw = " · ".join(_a(task_href(v, iid, shown.pass_, name), name) for name in files)
+    outcome = (
+        f'<p><span class="verdict {verdict[1]}" data-resolved="{esc(str(shown.resolved).lower())}">{verdict[0]}</span>: '
+        f"status {esc(shown.grade_status or '-')}" + (f", grader {esc(shown.grader)}" if shown.grader else "")
+        + (" (corrected by a regrade)" if shown.corrected else "")
+        + (f", test exit code {shown.test_exit_code}" if shown.test_exit_code is not None else "") + "</p>"
+        + (f'<p class="error">error: {esc(shown.grade_error)}</p>' if shown.grade_error else "")
+    )
+    recalls = ("<ol>" + "".join(_recall_html(r, flags.get((r.seq, r.rank), [])) for r in shown.recalls) + "</ol>"
+               if shown.recalls else '<p class="note">None.</p>')
+    if shown.patch:
+        patch = _patch_html(shown.patch)
+    else:
+        patch = '<p class="note">' + ("No patch recorded." if not shown.patch_blob else "Empty." if shown.patch is not None
+                                      else "The patch's blob is missing from the ledger: run <code>swecl verify</code>.") + "</p>"
+    log = f"<pre>{esc(shown.log)}</pre>" if shown.log is not None else '<p class="note">No test log recorded.</p>'
+    transcript = (transcript_html(shown.transcript) if shown.transcript is not None
+                  else '<p class="note">No transcript recorded.</p>')
+    prompt = (f'<details data-key="prompt"><summary>Prompt</summary><pre class="wrap">{esc(shown.prompt)}</pre></details>'
+              if shown.prompt is not None else "")
+    body = (
+        f"<h1>{esc(iid)}</h1>"
+        f'<p class="meta">task {shown.order} of {_a(sequence_href(v, shown.sequence_id), shown.sequence_id)} '
+        f"({esc(shown.repo)}) · run {_a(run_href(v), label)} ({esc(run_status)}) · agent {esc(shown.agent)}"
+        f'{" · model " + esc(shown.model) if shown.model else ""} · {esc(attempts)}: {esc(shown.status)}'
+        + (f" ({esc(shown.abandon_reason)})" if shown.abandon_reason else "") + "</p>"
+        f'<p class="passes">pass: {pass_links}</p><p class="meta">raw files: {raw}</p>'
+        f'<section id="outcome"><h2>Outcome</h2>{outcome}{_tests_html(shown)}</section>'
+        f'<section id="memory"><h2>Recalled memory</h2><p class="meta" data-test-content="{str(dataset.available).lower()}">'
+        f"Leak flags (<code>swecl audit {esc(v)} {esc(iid)}</code>): same-instance, later-task, test-content; "
+        + (f"test content checked against {esc(dataset.source or 'the dataset')}" + (f" ({esc(dataset.note)})" if dataset.note else "")
+           if dataset.available else f"test content not checked: {esc(dataset.note or 'no dataset')}") + ".</p>"
+        f"{recalls}</section>"
+        f'<section id="agent"><h2>Agent</h2>{_agent_html(shown)}</section>'
+        f'<section id="patch"><h2>Patch (the agent\'s diff)</h2>{patch}</section>'
+        f'<section id="log"><h2>Test output</h2>{log}</section>'
+        f'<section id="transcript"><h2>Transcript</h2>{prompt}{transcript}</section>'
+    )
+    return layout(f"{iid} · {label}", [("runs", "/"), (label, run_href(v)),
+                                       (shown.sequence_id, sequence_href(v, shown.sequence_id)), (f"{iid} ({shown.pass_})", None)],
+                  head, body)
+
+
+__all__ = ["RunListing", "error_page", "layout", "matrix_html", "run_href", "run_page", "runs_page",
+           "sequence_href", "sequence_page", "task_href", "task_page", "transcript_html"]
