@@ -207,5 +207,7 @@ def stratified_exact_p(resolved_a: list[int], runs_a: int, resolved_b: list[int]
     # (D = (T * total - sum_t * runs_b) / (runs_a * runs_b)): exact integer comparisons.
     values = (np.arange(len(dist)) + shift) * total - sum_t * runs_b
     observed = abs(observed_b * total - sum_t * runs_b)
+    if observed == 0:
+        return 1.0  # every outcome reaches |D| >= 0 (summing the floats could say 0.9999999999999999)
     p = float(dist[np.abs(values) >= observed].sum())
     return min(1.0, p)
