@@ -94,7 +94,7 @@ def print_grouped_table(grouped: list[GroupedMetrics], console: Any = None) -> N
     table.add_column("n", justify="right", no_wrap=True)
     for metric in _SHOWN:
         table.add_column(_HEADS.get(metric, metric), justify="right", no_wrap=True)
-    gaps: dict[str, set[str]] = {}
+    gaps: dict[tuple[str, str], set[str]] = {}  # (reason, group) -> metrics
     for g in grouped:
         table.add_row(f"[bold]{escape(g.label)}[/bold]", *[""] * (len(_SHOWN) + 1))
         short = short_sequence_names(list(g.sequences))
@@ -104,12 +104,12 @@ def print_grouped_table(grouped: list[GroupedMetrics], console: Any = None) -> N
             cells = [str(max(v.n for v in metrics.values()))] + [_cell(metrics[m]) for m in _SHOWN]
             for m in _SHOWN:
                 if metrics[m].na:
-                    gaps.setdefault(metrics[m].na, set()).add(_HEADS.get(m, m))
+                    gaps.setdefault((metrics[m].na or "", g.label), set()).add(_HEADS.get(m, m))
             if bold:
                 cells = [f"[bold]{c}[/bold]" for c in cells]
             table.add_row(label, *cells, end_section=bold)
     console.print(table)
-    lines = [f"{', '.join(sorted(metrics))}: {why}" for why, metrics in gaps.items()]
+    lines = [f"{', '.join(sorted(metrics))} n/a in {label}: {why}" for (why, label), metrics in gaps.items()]
     for g in grouped:
         lines.extend(f"{g.label}: {note}" for note in g.notes)
     lines.append("mean ± half-width of the Student-t 95% interval over the group's n runs (n=1: no interval). "

@@ -357,6 +357,8 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
                     "benchmark": run.benchmark,
                     "seeded_from": run.seeded_from,
                     "started_at": run.started_at,
+                    "repeat": ({"group": run.repeat_group, "index": run.repeat_index, "count": run.repeat_count}
+                               if run.repeat_group is not None else None),
                     "leakage": leak,
                 }
             )

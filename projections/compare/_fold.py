@@ -4,6 +4,9 @@
 metrics` prints, so every point estimate is the difference of the two runs' `swecl
 metrics --json` values), then bootstraps each difference over tasks and tests the
 per-task resolved flags with McNemar (see the package docstring for the method).
+`compare_groups(group_a, group_b)` does the same for two groups of repeated runs (`swecl
+run --repeat K`): each side the mean of its runs, every run on the same bootstrap draw of
+tasks, and the exact stratified test in McNemar's place; one run per group is `compare_runs`.
 """
 
 from __future__ import annotations
