@@ -62,6 +62,12 @@ class RunStarted(Event, tag="run.started", kw_only=True):
     tasks: dict[str, list[TaskRef]] = msgspec.field(default_factory=dict)  # sequence -> plan, in order
     config: dict[str, Any] = msgspec.field(default_factory=dict)
     provenance: dict[str, Any] = msgspec.field(default_factory=dict)
+    # `swecl run --repeat K`: the K runs of one setting form a group, named by the version
+    # of its first repeat; this run is repeat `repeat_index` (1-based) of `repeat_count`.
+    # None for a run started alone (and in every ledger older than these fields).
+    repeat_group: str | None = None
+    repeat_index: int | None = None
+    repeat_count: int | None = None
 
 
 class RunResumed(Event, tag="run.resumed", kw_only=True):

@@ -101,6 +101,8 @@ def run_row(results: Results, ledger: Ledger, run: RunSummary, state: RunOutcome
         "benchmark": run.benchmark,
         "seeded_from": run.seeded_from,
         "started_at": run.started_at,
+        "repeat": ({"group": run.repeat_group, "index": run.repeat_index, "count": run.repeat_count}
+                   if run.repeat_group is not None else None),
         "leakage": leakage_of(ledger, run.version),
     }
 

@@ -32,6 +32,11 @@ class RunSummary(msgspec.Struct):
     finished_at: str | None = None
     resumed: int = 0
     config: dict[str, Any] = msgspec.field(default_factory=dict)
+    repeat_group: str | None = None
+    """`swecl run --repeat K`: the version of the group's first repeat; None for a run started alone."""
+    repeat_index: int | None = None
+    repeat_count: int | None = None
+    code_mode: str = "agentic"
 
 
 class RunsState(msgspec.Struct):
@@ -40,7 +45,7 @@ class RunsState(msgspec.Struct):
 
 class RunsProjection(Projection[RunsState]):
     name: ClassVar[str] = "runs"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2  # 2: repeat_group, repeat_index, repeat_count, code_mode
     state_type: ClassVar[type] = RunsState
     # `apply` reads nothing of a run.resumed but its stream; the rest in full (see `_views`).
     reads: ClassVar[Mapping[str, tuple[str, ...]] | None] = {"run.resumed": ()}
@@ -74,6 +79,10 @@ class RunsProjection(Projection[RunsState]):
                 started_at=rec.time,
                 source_memory=ev.source_memory,
                 config=dict(ev.config),
+                repeat_group=ev.repeat_group,
+                repeat_index=ev.repeat_index,
+                repeat_count=ev.repeat_count,
+                code_mode=ev.code_mode,
             )
             return state
         run = state.runs.get(version)

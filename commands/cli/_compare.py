@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
+from ledger import SweclError
 from projections.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, RESOLVED
 from projections.metrics import FORMULAS
 
@@ -33,27 +34,50 @@ _FLAG = "*"
               help="Bootstrap seed (fixed by default, so the same command prints the same intervals).")
 @click.option("--resamples", type=click.IntRange(100, 100_000), default=DEFAULT_RESAMPLES, show_default=True,
               metavar="R", help="Bootstrap resamples.")
+@click.option("--group", "grouped", is_flag=True,
+              help="Compare the groups of repeats A and B belong to (`swecl run --repeat K`): each side the mean "
+                   "of its runs, the bootstrap resampling tasks with each task's repeats kept together.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def compare_cmd(ctx: click.Context, a: str, b: str, formula: str, lambdas: tuple[str, ...], seed: int,
-                resamples: int, as_json: bool) -> None:
+                resamples: int, grouped: bool, as_json: bool) -> None:
     """B minus A for two runs over the same tasks: resolved rate, ACC, F, FWT and CL-Score per
     sequence and macro-averaged, each with a paired bootstrap 95% interval over tasks, and an
     exact McNemar test on which tasks each run resolved.
 
     Runs over different tasks (or one run twice) are refused; a metric one run's passes did
-    not measure is n/a with the reason.
+    not measure is n/a with the reason. With --group, A and B stand for their groups of
+    repeats: means over the runs, intervals over tasks with repeats averaged, and an exact
+    stratified test that is McNemar's when each group is one run.
     """
-    from projections import metrics_for
-    from projections.compare import compare_runs, side_of
+    from projections import metrics_for, runs
+    from projections.compare import compare_groups, group_members, group_runs, side_of
 
     weights = _parse_lambdas(lambdas)
     results = results_of(ctx)
     with results.open_ledger(readonly=True) as ledger:
+        projector = results.projector(ledger)
+        members = [[a], [b]]
+        if grouped:
+            known = runs(ledger, projector)
+            for version in (a, b):
+                if version not in known:
+                    raise SweclError(f"no run version {version!r} in {ledger.path} "
+                                     f"(versions: {', '.join(known) or 'none yet'})")
+            members = [group_members(known, a), group_members(known, b)]
+            if a != b and b in members[0]:
+                raise SweclError(f"{a} and {b} are repeats of one group ({', '.join(members[0])}): "
+                                 "--group compares two groups")
         # The runs exactly as `swecl metrics --version A --version B` loads and scores them.
-        found = metrics_for(ledger, results.projector(ledger), [a, b], formula=formula, lambdas=weights)
-    side_a, side_b = (side_of(vm, version_label(vm)) for vm in found)
-    comparison = compare_runs(side_a, side_b, formula=formula, lambdas=weights, seed=seed, resamples=resamples)
+        found = metrics_for(ledger, projector, members[0] + members[1], formula=formula, lambdas=weights)
+    sides = [side_of(vm, version_label(vm)) for vm in found]
+    side_a, side_b = sides[:len(members[0])], sides[len(members[0]):]
+    labels = None
+    if grouped:
+        known_found = {vm.run.version: vm.run for vm in found}
+        labels = (group_runs(known_found, members[0])[0].label, group_runs(known_found, members[1])[0].label)
+    comparison = compare_groups(side_a, side_b, formula=formula, lambdas=weights, seed=seed, resamples=resamples,
+                                labels=labels)
     if as_json:
         echo_json(compare_document(comparison))
     else:
@@ -63,9 +87,9 @@ def compare_cmd(ctx: click.Context, a: str, b: str, formula: str, lambdas: tuple
 def compare_document(comparison: Comparison) -> dict[str, Any]:
     """The --json document: every number at full precision, null where n/a (`na` says why)."""
 
-    def side(run: RunSide) -> dict[str, Any]:
+    def side(run: RunSide, versions: tuple[str, ...]) -> dict[str, Any]:
         return {"version": run.version, "label": run.label, "stage": run.stage, "passes": list(run.passes),
-                "status": run.status}
+                "status": run.status, "runs": list(versions) or [run.version]}
 
     def row(r: SequenceComparison) -> dict[str, Any]:
         return {
@@ -78,22 +102,32 @@ def compare_document(comparison: Comparison) -> dict[str, Any]:
                                "flags": list(m.flags), "undefined_resamples": m.undefined_resamples}
                         for name, m in r.metrics.items()},
             "mcnemar": {"b": r.mcnemar.b, "c": r.mcnemar.c, "discordant": r.mcnemar.discordant,
-                        "both": r.mcnemar.both, "neither": r.mcnemar.neither, "p_value": r.mcnemar.p_value},
+                        "both": r.mcnemar.both, "neither": r.mcnemar.neither, "p_value": r.mcnemar.p_value,
+                        "test": r.mcnemar.test},
         }
 
     return {
-        "a": side(comparison.a),
-        "b": side(comparison.b),
+        "a": side(comparison.a, comparison.runs_a),
+        "b": side(comparison.b, comparison.runs_b),
         "formula": comparison.formula,
         "formula_version": comparison.formula_version,
         "lambdas": msgspec.to_builtins(comparison.lambdas),
-        "bootstrap": {"method": "paired percentile bootstrap over tasks; macro: each sequence resampled",
+        "bootstrap": {"method": _METHOD_GROUPS if comparison.grouped else _METHOD,
                       "resamples": comparison.resamples, "seed": comparison.seed, "confidence": comparison.confidence},
-        "mcnemar": "exact, two-sided; b = tasks only A resolved, c = tasks only B resolved; macro pools every task",
+        "mcnemar": _TEST_GROUPS if comparison.grouped else _TEST,
         "sequences": {name: row(r) for name, r in comparison.sequences.items()},
         "macro": row(comparison.macro),
         "notes": list(comparison.notes),
     }
+
+
+_METHOD = "paired percentile bootstrap over tasks; macro: each sequence resampled"
+_METHOD_GROUPS = ("paired percentile bootstrap over tasks, every run of both groups on the same draw and each group's "
+                  "runs averaged (a task's repeats stay together); macro: each sequence resampled")
+_TEST = "exact, two-sided; b = tasks only A resolved, c = tasks only B resolved; macro pools every task"
+_TEST_GROUPS = ("exact stratified permutation test (tasks as strata, each task's runs exchangeable under the null; "
+                "McNemar's exact test for one run per side), two-sided; b = tasks A's runs resolved more often, "
+                "c = tasks B's did; macro pools every task")
 
 
 def _num(value: float | None) -> str:
@@ -126,7 +160,7 @@ def print_comparison(comparison: Comparison, console: Any = None) -> None:
     for name in ("A", "B", "B - A"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column(f"{comparison.confidence:.0%} CI", justify="right", no_wrap=True)
-    table.add_column("McNemar", no_wrap=True)
+    table.add_column("test" if comparison.grouped else "McNemar", no_wrap=True)
     short = short_sequence_names(list(comparison.sequences))
     blocks = [(short[name], r) for name, r in comparison.sequences.items()] + [("macro", comparison.macro)]
     gaps: dict[tuple[str, str], list[str]] = {}  # (metric, reason) -> rows where n/a
@@ -173,15 +207,24 @@ def print_comparison(comparison: Comparison, console: Any = None) -> None:
         lines.append(f"{_FLAG} {', '.join(metrics)}: {flag}")
     lines.extend(undefined)
     lines.extend(comparison.notes)
-    lines.append(f"B - A with a paired bootstrap {comparison.confidence:.0%} interval over tasks ({comparison.resamples} "
-                 f"resamples, seed {comparison.seed}; macro: each sequence resampled). McNemar: exact, b = tasks only "
-                 "A resolved, c = only B; the macro row pools every task.")
+    if comparison.grouped:
+        lines.append(f"A: {', '.join(comparison.runs_a)}; B: {', '.join(comparison.runs_b)}. Each side is the mean of "
+                     f"its runs. B - A with a paired bootstrap {comparison.confidence:.0%} interval over tasks "
+                     f"({comparison.resamples} resamples, seed {comparison.seed}), every run on the same draw and each "
+                     "group's runs averaged; macro: each sequence resampled. Test: exact stratified permutation test "
+                     "(McNemar's when one run per side), b = tasks A's runs resolved more often, c = B's; the macro "
+                     "row pools every task.")
+    else:
+        lines.append(f"B - A with a paired bootstrap {comparison.confidence:.0%} interval over tasks "
+                     f"({comparison.resamples} resamples, seed {comparison.seed}; macro: each sequence resampled). "
+                     "McNemar: exact, b = tasks only A resolved, c = only B; the macro row pools every task.")
     for line in lines:
         # Wrapped to the table's own 100 columns even when piped (the console is then 200 wide).
         console.print(textwrap.fill(line, width=width, subsequent_indent="  "), markup=False, highlight=False)
 
 
-def _count(resolved: int, tasks: int, rate: float | None, macro: bool) -> str:
+def _count(resolved: float, tasks: int, rate: float | None, macro: bool) -> str:
     """A sequence's resolved rate as X/N; the macro's as its rate (a mean of the sequences'
     rates, not X/N pooled) with the pooled count beside it."""
-    return f"{_num(rate)} {resolved}/{tasks}" if macro else f"{resolved}/{tasks}"
+    count = f"{resolved:g}" if isinstance(resolved, float) else str(resolved)  # a group's is a mean
+    return f"{_num(rate)} {count}/{tasks}" if macro else f"{count}/{tasks}"

@@ -53,6 +53,10 @@ def _fmt(value: float | None) -> str:
 @click.option("--vectors", type=click.Path(path_type=Path), default=None, metavar="FILE",
               help="Score outcome vectors from a JSON file instead of the ledger.")
 @click.option("--all", "include_failed", is_flag=True, help="Without --version: failed runs too (hidden by default).")
+@click.option("--group", "grouped", is_flag=True,
+              help="One row per group of repeats (`swecl run --repeat K`, or runs sharing stage, agent, model, "
+                   "dataset, passes and tasks): mean and t-based 95% CI over the runs, n shown; "
+                   "--version V shows V's whole group.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="Write one row per sequence (and macro) as CSV ('-' for stdout).")
@@ -67,6 +71,7 @@ def metrics_cmd(
     lambdas: tuple[str, ...],
     vectors: Path | None,
     include_failed: bool,
+    grouped: bool,
     as_json: bool,
     csv_path: Path | None,
     parquet_path: Path | None,
@@ -84,8 +89,14 @@ def metrics_cmd(
         echo_json(metrics_from_vectors_document(_read_vectors(vectors), formula) if weights is None
                   else _vectors_with_lambdas(vectors, formula, weights))
         return
+    if grouped and (csv_path is not None or parquet_path is not None):
+        raise SweclError("--group prints a table or --json; --csv and --parquet write one row per run and sequence")
     results = results_of(ctx)
     with results.open_ledger(readonly=True) as ledger:
+        if grouped and versions:
+            from ._grouped import expand_to_groups
+
+            versions = tuple(expand_to_groups(runs(ledger, results.projector(ledger)), list(versions), include_failed))
         found = metrics_for(ledger, results.projector(ledger), list(versions), formula=formula, lambdas=weights,
                             as_of_order=as_of_order, include_failed=include_failed)
         if not found and not versions and runs(ledger, results.projector(ledger)):
@@ -95,6 +106,16 @@ def metrics_cmd(
         leakage = leakage_for(ledger, found, as_of_order) if shown else {}
     if not found:
         raise SweclError(f"no runs in {results.ledger_path} yet: start one with `swecl run`")
+    if grouped:
+        from ._grouped import grouped_document, grouped_of, print_grouped_table
+
+        groups = grouped_of(found)
+        if as_json:
+            echo_json(grouped_document(groups))
+        else:
+            print_grouped_table(groups)
+            print_not_gradeable(found)
+        return
     if csv_path is not None or parquet_path is not None:
         _write_tables(found, csv_path, parquet_path)
     if as_json:

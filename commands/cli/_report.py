@@ -25,17 +25,22 @@ from ._common import results_of, results_option, run_version
 )
 @click.option("--formula", type=click.Choice(sorted(FORMULAS)), default="native", show_default=True, help="Formula set.")
 @click.option("--all", "include_failed", is_flag=True, help="With no VERSION: failed runs too (hidden by default).")
+@click.option("--group", "grouped", is_flag=True,
+              help="Treat repeats as groups (`swecl run --repeat K`): each VERSION's whole group is reported, "
+                   "base vs memory stages compares groups, and a section gives each group's mean and 95% CI.")
 @click.pass_context
-def report_cmd(ctx: click.Context, versions: tuple[str, ...], out_dir: Path, formula: str, include_failed: bool) -> None:
+def report_cmd(ctx: click.Context, versions: tuple[str, ...], out_dir: Path, formula: str, include_failed: bool,
+               grouped: bool) -> None:
     """A static HTML report (works offline): metric tables, memory on vs memory off, leakage
-    counts, a(i,j) heatmaps and learning curves per sequence, and which memories each task
+    counts, base vs each memory stage with `swecl compare`'s intervals, a(i,j) heatmaps and learning curves per sequence, and which memories each task
     recalled, under a table of contents.
 
     No VERSION: every run in the ledger that did not fail (--all: failed ones too). Several
     versions are overlaid on the learning curves of each sequence they share.
     """
     results = results_of(ctx)
-    summary = build_report(results, list(versions), out_dir, formula=formula, include_failed=include_failed)
+    summary = build_report(results, list(versions), out_dir, formula=formula, include_failed=include_failed,
+                           grouped=grouped)
     click.echo(
         f"wrote {len(summary.files)} files for {len(summary.versions)} version(s) and "
         f"{len(summary.sequences)} sequence(s) as of ledger seq {summary.head_seq}: open {summary.index}"

@@ -82,6 +82,9 @@ def _python_paths(values: tuple[str, ...]) -> dict[str, str]:
               help="Where agents and tests run: bwrap (bubblewrap: read-only system, hidden cache and results, "
                    "private /tmp and HOME, own PID namespace) or none (unconfined, recorded on the run). "
                    "Default from $SWECL_SANDBOX.")
+@click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True, metavar="K",
+              help="Run each requested stage K times, each repeat its own run version, recorded as one group "
+                   "(`swecl metrics --group`, `swecl compare --group`, `swecl report --group` show mean and 95% CI).")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 @click.option("--json", "as_json", is_flag=True, help="Progress and the summary as JSON lines.")
 @click.pass_context
@@ -92,7 +95,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             command_template: str | None, repo_sources: tuple[str, ...], pythons: tuple[str, ...],
             cache_dir: str | None, resume: str | None, executor: str | None, ray_address: str | None,
             shard_dir: str | None, ray_cpus: float | None, max_retries: int | None, sandbox: str,
-            quiet: bool, as_json: bool) -> None:
+            repeat: int, quiet: bool, as_json: bool) -> None:
     """Run a stage of the stage matrix over sequences, task by task, in three passes.
 
     With no arguments: the built-in demo benchmark end to end (stages base,
@@ -101,14 +104,15 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
     with the end-of-sequence memory), baseline (memory off). Interrupted runs continue
     with --resume VERSION: no task lost or repeated.
     """
-    from commands.run import run_demo_suite
-    from commands.run import resume_run, start_run
+    from commands.run import resume_run, run_demo_suite, run_repeats
 
     results = results_of(ctx)
     placement = _executor_options(executor, ray_address, shard_dir, ray_cpus, max_retries, resuming=resume is not None)
     reporter = make_reporter(quiet=quiet, as_json=as_json)
     try:
         if resume is not None:
+            if repeat != 1:
+                raise SweclError("--resume continues one run; --repeat starts new ones: drop --repeat")
             report = resume_run(results, resume, reporter, jobs=jobs if jobs != 1 else None, executor=placement)
             reports = [report]
         else:
@@ -125,16 +129,19 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             opts = msgspec.structs.replace(opts, **placement)
             if stage is None and version is not None:
                 raise SweclError("--version names one run; the demo suite makes four: add --stage")
+            if repeat != 1 and version is not None:
+                raise SweclError(f"--version names one run; --repeat {repeat} makes {repeat}: drop --version "
+                                 "(the repeats take the next numbers)")
             opts.validate()
             warn_if_unconfined(opts.sandbox)
             with _executor_session(opts):
                 if stage is None:
-                    reports = run_demo_suite(results, opts, reporter)
+                    reports = run_demo_suite(results, opts, reporter, repeat)
                 else:
-                    reports = [start_run(results, opts, reporter)]
+                    reports = run_repeats(results, opts, reporter, repeat)
     finally:
         reporter.close()
-    _summary(results, [r.version for r in reports], quiet=quiet, as_json=as_json)
+    _summary(results, [r.version for r in reports], quiet=quiet, as_json=as_json, grouped=repeat > 1)
 
 
 def warn_if_unconfined(sandbox: str) -> None:
@@ -177,7 +184,9 @@ def _executor_session(opts: RunOptions) -> Iterator[None]:
         yield
 
 
-def _summary(results, versions: list[str], *, quiet: bool, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+def _summary(results, versions: list[str], *, quiet: bool, as_json: bool,  # type: ignore[no-untyped-def]
+             grouped: bool = False) -> None:
+    from ._grouped import grouped_document, grouped_of, print_grouped_table
     from ._metrics import leakage_for, metrics_document, print_metrics_table, print_not_gradeable
     from projections import metrics_for
 
@@ -186,11 +195,17 @@ def _summary(results, versions: list[str], *, quiet: bool, as_json: bool) -> Non
         leakage = leakage_for(ledger, found)
     where = {"ledger": str(results.ledger_path), "results": str(results.root),
              "version_dirs": {v: str(results.version_dir(v)) for v in versions}}
+    # --repeat K: the repeats of each stage also as one group, mean and interval over them.
+    groups = grouped_of(found) if grouped else []
     if as_json:
-        click.echo(msgspec.json.encode({"event": "summary", **metrics_document(found, leakage), **where}).decode())
+        extra = {"grouped": grouped_document(groups)} if groups else {}
+        click.echo(msgspec.json.encode({"event": "summary", **metrics_document(found, leakage), **extra,
+                                        **where}).decode())
         return
     print_metrics_table(found, leakage=leakage)
     print_not_gradeable(found)
+    if groups:
+        print_grouped_table(groups)
     if not quiet:
         click.echo(f"ledger:  {where['ledger']}")
         stages = {vm.run.version: vm.run.stage for vm in found}

@@ -12,8 +12,10 @@ from ledger.lazy import lazy_exports
 
 _EXPORTS = {
     "run_demo_suite": "_demo_suite",
+    "run_repeats": "_demo_suite",
     "EXECUTORS": "_options",
     "RunOptions": "_options",
+    "Repeat": "_orchestrate",
     "RunReport": "_orchestrate",
     "execute": "_orchestrate",
     "open_benchmark": "_orchestrate",
@@ -36,9 +38,9 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from ._demo_suite import run_demo_suite
+    from ._demo_suite import run_demo_suite, run_repeats
     from ._options import EXECUTORS, RunOptions
-    from ._orchestrate import RunReport, execute, open_benchmark, resume_run, start_run
+    from ._orchestrate import Repeat, RunReport, execute, open_benchmark, resume_run, start_run
     from ._ray_session import ray_session
     from ._progress import JsonReporter, LineReporter, QuietReporter, Reporter, RichReporter, make_reporter
     from ._stages import DEMO_SUITE, PASSES, STAGES, Stage, get_stage

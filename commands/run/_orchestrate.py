@@ -41,6 +41,16 @@ from ._task import AgentUnavailable, SequenceContext
 
 
 @dataclass(frozen=True)
+class Repeat:
+    """Which repeat of a `swecl run --repeat K` group a run is: `index` of `count` (1-based);
+    `group` is the version of the group's first repeat (None: this run is that first one)."""
+
+    index: int
+    count: int
+    group: str | None = None
+
+
+@dataclass(frozen=True)
 class RunReport:
     version: str
     stage: str
@@ -134,9 +144,11 @@ def _next_version(ledger: Ledger) -> str:
     return str(max(numbers, default=0) + 1)
 
 
-def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequences: list[Sequence]) -> str:
+def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequences: list[Sequence],
+                  repeat: Repeat | None = None) -> str:
     """Append run.started at version 0 of `run/{version}`: the claim. A taken explicit
-    version is refused; an automatic one moves on to the next free number."""
+    version is refused; an automatic one moves on to the next free number. A repeat records
+    its group (the first repeat's version: its own, when it is the first)."""
     stage = get_stage(opts.stage)
     for _ in range(1000):
         version = opts.version or _next_version(ledger)
@@ -159,6 +171,9 @@ def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequen
             },
             config=opts.to_config(),
             provenance=provenance(dataset=benchmark.source, dataset_hash=benchmark.content_hash),
+            repeat_group=None if repeat is None else (repeat.group or version),
+            repeat_index=None if repeat is None else repeat.index,
+            repeat_count=None if repeat is None else repeat.count,
         )
         try:
             ledger.append(f"run/{version}", [event], expected_version=-1, durable=True)
@@ -223,7 +238,7 @@ def require_writable(results: Results) -> None:
         raise SweclError(f"the results directory {results.root} is not writable: {exc.strerror}") from None
 
 
-def start_run(results: Results, opts: RunOptions, reporter: Reporter) -> RunReport:
+def start_run(results: Results, opts: RunOptions, reporter: Reporter, repeat: Repeat | None = None) -> RunReport:
     opts.validate()
     stage = get_stage(opts.stage)
     benchmark = open_benchmark(opts)
@@ -237,7 +252,7 @@ def start_run(results: Results, opts: RunOptions, reporter: Reporter) -> RunRepo
         if stage.seeds and not taken:  # a seed that cannot be found is refused before a version is claimed
             resolve_seed(ledger, opts.version or _next_version(ledger), opts.source_memory,
                          dataset_hash=benchmark.content_hash, sequences=[s.id for s in sequences])
-        version = claim_version(ledger, opts, benchmark, sequences)
+        version = claim_version(ledger, opts, benchmark, sequences, repeat)
     with ExitStack() as held:
         try:
             held.enter_context(run_lock(results, version))

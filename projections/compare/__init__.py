@@ -49,6 +49,19 @@ draw of only the last task) leaves it undefined; such resamples are counted
 interval is n/a. Intervals from few tasks are rough: with N tasks a rate moves in steps of
 1/N, and a percentile interval cannot be narrower than the data allow.
 
+Repeats (`swecl run --repeat K`, `--group`; `_groups`, `compare_groups`). A group's value
+of a metric is the mean of its runs' values. `grouped_metrics` gives each group's mean with
+a Student-t 95% interval over its K runs (n = K; with K = 1 there is no interval): the
+run-to-run spread of one setting. Comparing two groups, the interval is the bootstrap above
+with every run of both groups scored on the same draw of tasks and each group's runs
+averaged on it: tasks are the sampled unit and a task's repeats stay together (resampling
+the repeats as well would count run-to-run noise twice; a t-interval over the repeats of
+B - A would miss the task sampling and the pairing). The test generalises McNemar: per
+task, under the null the K_A + K_B outcomes are exchangeable between the groups, so B's
+count given the task's total is hypergeometric; the exact distribution of the summed
+per-task rate difference over tasks (strata) gives the two-sided p (`stratified_exact_p`,
+exactly McNemar's exact test when each group is one run).
+
 McNemar (`_stats.mcnemar`): b = tasks only A resolved, c = tasks only B resolved; the
 two-sided exact p-value is the binomial test of c in b + c trials at p = 0.5 (1.0 when
 b + c = 0). The macro row pools every task of every sequence: under the null each
@@ -65,19 +78,34 @@ from projections.compare._fold import (
     RunSide,
     SequenceComparison,
     check_comparable,
+    compare_groups,
     compare_runs,
     side_of,
+)
+from projections.compare._groups import (
+    GroupedMetrics,
+    GroupedSequence,
+    GroupedValue,
+    RunGroup,
+    group_members,
+    group_runs,
+    grouped_metrics,
 )
 from projections.compare._resample import COMPARED, RESOLVED, resampled_metrics
 from projections.compare._stats import (
     CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    GROUP_TEST,
     McNemar,
+    TInterval,
     draw_indices,
     mcnemar,
     mcnemar_exact_p,
     percentile_interval,
+    stratified_exact_p,
+    t_interval,
+    t_quantile,
 )
 
 __all__ = [
@@ -85,19 +113,32 @@ __all__ = [
     "CONFIDENCE",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
+    "GROUP_TEST",
     "MACRO",
     "RESOLVED",
     "Comparison",
+    "GroupedMetrics",
+    "GroupedSequence",
+    "GroupedValue",
     "McNemar",
     "MetricDiff",
+    "RunGroup",
     "RunSide",
     "SequenceComparison",
+    "TInterval",
     "check_comparable",
+    "compare_groups",
     "compare_runs",
     "draw_indices",
+    "group_members",
+    "group_runs",
+    "grouped_metrics",
     "mcnemar",
     "mcnemar_exact_p",
     "percentile_interval",
     "resampled_metrics",
     "side_of",
+    "stratified_exact_p",
+    "t_interval",
+    "t_quantile",
 ]

@@ -4,10 +4,14 @@
 metrics` prints, so every point estimate is the difference of the two runs' `swecl
 metrics --json` values), then bootstraps each difference over tasks and tests the
 per-task resolved flags with McNemar (see the package docstring for the method).
+`compare_groups(group_a, group_b)` does the same for two groups of repeated runs (`swecl
+run --repeat K`): each side the mean of its runs, every run on the same bootstrap draw of
+tasks, and the exact stratified test in McNemar's place; one run per group is `compare_runs`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -18,11 +22,13 @@ from projections.compare._stats import (
     CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    GROUP_TEST,
     McNemar,
     draw_indices,
     mcnemar,
     mcnemar_exact_p,
     percentile_interval,
+    stratified_exact_p,
 )
 from projections.metrics import DEFAULT_FORMULA, Lambdas, MetricsResult, SequenceOutcomes, compute
 
@@ -33,6 +39,7 @@ if TYPE_CHECKING:
     from projections._queries import VersionMetrics
 
     Floats = npt.NDArray[np.float64]
+    Indices = npt.NDArray[np.int64]
 
 MACRO = "macro"
 # The passes the formula sets score; `retest-K` rows (--retest-every) are carried unscored.
@@ -77,11 +84,12 @@ class MetricDiff(msgspec.Struct, frozen=True, kw_only=True):
 class SequenceComparison(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     tasks: int
-    resolved_a: int
-    resolved_b: int
-    missing_a: int
-    """Tasks without a valid initial verdict in A (counted as not resolved)."""
-    missing_b: int
+    resolved_a: float
+    """Tasks A resolved (an int for one run; for a group, the mean over its runs)."""
+    resolved_b: float
+    missing_a: float
+    """Tasks without a valid initial verdict in A (counted as not resolved; a group: the mean)."""
+    missing_b: float
     metrics: dict[str, MetricDiff]
     mcnemar: McNemar
     sequences: int = 1
@@ -103,6 +111,13 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
     """Each metric's unweighted mean over sequences (as `swecl metrics`), resampled per sequence;
     McNemar on all tasks pooled."""
     notes: tuple[str, ...]
+    runs_a: tuple[str, ...] = ()
+    """The run versions A stands for: one, or the repeats of a group (its values are their means)."""
+    runs_b: tuple[str, ...] = ()
+
+    @property
+    def grouped(self) -> bool:
+        return len(self.runs_a) > 1 or len(self.runs_b) > 1
 
 
 def side_of(vm: VersionMetrics, label: str) -> RunSide:
@@ -160,65 +175,170 @@ def compare_runs(
 ) -> Comparison:
     """B - A per sequence and macro-averaged, with paired bootstrap intervals (reproducible:
     the same seed, runs and options give the same numbers) and exact McNemar tests."""
+    return compare_groups([a], [b], formula=formula, lambdas=lambdas, seed=seed, resamples=resamples,
+                          confidence=confidence)
+
+
+def compare_groups(
+    group_a: Sequence[RunSide],
+    group_b: Sequence[RunSide],
+    *,
+    formula: str = DEFAULT_FORMULA,
+    lambdas: Lambdas | None = None,
+    seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = CONFIDENCE,
+    labels: tuple[str, str] | None = None,
+) -> Comparison:
+    """B - A of two groups of repeated runs (`swecl run --repeat K`), each group's value the
+    mean of its runs' values; one run per group is `compare_runs`, number for number.
+
+    The interval: a bootstrap over tasks that keeps each drawn task's repeats together. Each
+    resample draws the tasks of a sequence with replacement (one draw shared by every run of
+    both groups: paired by task), scores every run on the draw, and averages each group's runs.
+    Tasks are the sampled unit (the benchmark is a sample of tasks); the repeats of a task are
+    nested in it, so resampling tasks carries the run-to-run noise into the interval through the
+    per-task averages, and resampling repeats as well would count that noise twice. A t-interval
+    over the K repeats of B - A would only see run-to-run noise (K is small: 2 to 5), never
+    the task sampling, and lose the pairing by task. The test is `stratified_exact_p` (tasks
+    as strata, exact conditional permutation of each task's runs; McNemar's exact test when
+    each group is one run). `labels` names the groups (default: their first runs' labels)."""
     import numpy as np
 
+    runs_a, runs_b = list(group_a), list(group_b)
+    if not runs_a or not runs_b:
+        raise SweclError("compare needs at least one run on each side")
+    if labels is not None:
+        runs_a[0] = msgspec.structs.replace(runs_a[0], label=labels[0])
+        runs_b[0] = msgspec.structs.replace(runs_b[0], label=labels[1])
+    a, b = runs_a[0], runs_b[0]
+    shared = [r.version for r in runs_a if r.version in {x.version for x in runs_b}]
+    if shared and (len(runs_a) > 1 or len(runs_b) > 1):
+        raise SweclError(f"compare needs two different groups: run {shared[0]} is in both {a.label} and {b.label}")
     check_comparable(a, b)
+    for lead, members in ((a, runs_a), (b, runs_b)):
+        for member in members[1:]:
+            check_comparable(lead, member)  # every repeat over the same tasks, in the same order
     if resamples < 1:
         raise SweclError(f"resamples must be at least 1, got {resamples}")
     weights = lambdas if lambdas is not None else Lambdas()
     # Each run is scored in its own sequence order, exactly as `swecl metrics` scores it.
-    result_a = compute(a.sequences, formula, weights)
-    result_b = compute(b.sequences, formula, weights)
-    seqs_b = {s.name: s for s in b.sequences}
+    results_a = [compute(r.sequences, formula, weights) for r in runs_a]
+    results_b = [compute(r.sequences, formula, weights) for r in runs_b]
     rng = np.random.default_rng(seed)
     rows: dict[str, SequenceComparison] = {}
     boot_a: dict[str, dict[str, Floats]] = {}
     boot_b: dict[str, dict[str, Floats]] = {}
     for seq_a in a.sequences:
         name = seq_a.name
-        seq_b = seqs_b[name]
-        # One draw per sequence, in A's order, shared by both runs: the pairing.
+        seqs_a = [_sequence(r, name) for r in runs_a]
+        seqs_b = [_sequence(r, name) for r in runs_b]
+        # One draw per sequence, in A's order, shared by every run of both groups: the pairing.
         idx = draw_indices(rng, seq_a.n_tasks, resamples)
-        boot_a[name] = resampled_metrics(seq_a, formula, weights, idx)
-        boot_b[name] = resampled_metrics(seq_b, formula, weights, idx)
-        rows[name] = _sequence_row(a, b, seq_a, seq_b, result_a, result_b, boot_a[name], boot_b[name],
+        boot_a[name] = _group_resampled(seqs_a, formula, weights, idx)
+        boot_b[name] = _group_resampled(seqs_b, formula, weights, idx)
+        rows[name] = _sequence_row(a, b, seqs_a, seqs_b, results_a, results_b, boot_a[name], boot_b[name],
                                    formula, weights, confidence)
-    macro = _macro_row(a, b, rows, result_a, result_b, boot_a, boot_b, confidence)
+    macro = _macro_row(a, b, rows, results_a, results_b, boot_a, boot_b, confidence)
     return Comparison(
-        a=a, b=b, formula=result_a.formula, formula_version=result_a.formula_version, lambdas=weights, seed=seed,
-        resamples=resamples, confidence=confidence, sequences=rows, macro=macro, notes=tuple(_notes(a, b, rows)),
+        a=a, b=b, formula=results_a[0].formula, formula_version=results_a[0].formula_version, lambdas=weights,
+        seed=seed, resamples=resamples, confidence=confidence, sequences=rows, macro=macro,
+        notes=tuple(_notes(runs_a, runs_b, rows)), runs_a=tuple(r.version for r in runs_a),
+        runs_b=tuple(r.version for r in runs_b),
     )
 
 
+def _sequence(run: RunSide, name: str) -> SequenceOutcomes:
+    return next(s for s in run.sequences if s.name == name)
+
+
+def _group_resampled(seqs: list[SequenceOutcomes], formula: str, lambdas: Lambdas, idx: Indices) -> dict[str, Floats]:
+    """Each metric on each resample, averaged over the group's runs (NaN where any run's is
+    undefined: the group mean needs every repeat)."""
+    import numpy as np
+
+    per_run = [resampled_metrics(seq, formula, lambdas, idx) for seq in seqs]
+    if len(per_run) == 1:
+        return per_run[0]
+    return {metric: np.mean([values[metric] for values in per_run], axis=0) for metric in per_run[0]}
+
+
+def _mean(values: list[float | None]) -> float | None:
+    """A group's value: the mean of its runs' (None when any run's is: not computable)."""
+    if any(v is None for v in values):
+        return None
+    return sum(v for v in values if v is not None) / len(values)
+
+
+def _count(values: list[int]) -> float:
+    """A count over a group: the run's own when one run (an int, as before), else the mean."""
+    return values[0] if len(values) == 1 else sum(values) / len(values)
+
+
 def _sequence_row(
-    a: RunSide, b: RunSide, seq_a: SequenceOutcomes, seq_b: SequenceOutcomes, result_a: MetricsResult,
-    result_b: MetricsResult, boot_a: dict[str, Floats], boot_b: dict[str, Floats], formula: str, lambdas: Lambdas,
-    confidence: float,
+    a: RunSide, b: RunSide, seqs_a: list[SequenceOutcomes], seqs_b: list[SequenceOutcomes],
+    results_a: list[MetricsResult], results_b: list[MetricsResult], boot_a: dict[str, Floats],
+    boot_b: dict[str, Floats], formula: str, lambdas: Lambdas, confidence: float,
 ) -> SequenceComparison:
+    seq_a, seq_b = seqs_a[0], seqs_b[0]
     name = seq_a.name
-    item_a, item_b = result_a.sequences[name], result_b.sequences[name]
-    resolved_a, resolved_b = _resolved(seq_a), _resolved(seq_b)
+    resolved_a = [_resolved(s) for s in seqs_a]
+    resolved_b = [_resolved(s) for s in seqs_b]
     n = seq_a.n_tasks
     acc_flag = _acc_flag(a, b, seq_a, seq_b, formula)
     metrics: dict[str, MetricDiff] = {}
     for metric in COMPARED:
         if metric == RESOLVED:
-            va, vb = sum(resolved_a) / n, sum(resolved_b) / n
+            va: float | None = _mean([sum(r) / n for r in resolved_a])
+            vb: float | None = _mean([sum(r) / n for r in resolved_b])
         else:
-            va, vb = item_a.metrics[metric], item_b.metrics[metric]
+            va = _mean([res.sequences[name].metrics[metric] for res in results_a])
+            vb = _mean([res.sequences[name].metrics[metric] for res in results_b])
         flags = [acc_flag] if acc_flag and (metric == "ACC" or (metric == "CL-Score" and lambdas.acc != 0)) else []
-        metrics[metric] = _diff(a, b, va, vb, item_a.unmeasured.get(metric), item_b.unmeasured.get(metric),
+        metrics[metric] = _diff(a, b, va, vb, _gap(results_a, metric, name), _gap(results_b, metric, name),
                                 boot_b[metric] - boot_a[metric], flags, confidence)
     return SequenceComparison(
-        name=name, tasks=n, resolved_a=sum(resolved_a), resolved_b=sum(resolved_b),
-        missing_a=sum(1 for v in seq_a.initial if v is None), missing_b=sum(1 for v in seq_b.initial if v is None),
-        metrics=metrics, mcnemar=mcnemar(resolved_a, resolved_b),
+        name=name, tasks=n, resolved_a=_count([sum(r) for r in resolved_a]),
+        resolved_b=_count([sum(r) for r in resolved_b]),
+        missing_a=_count([sum(1 for v in s.initial if v is None) for s in seqs_a]),
+        missing_b=_count([sum(1 for v in s.initial if v is None) for s in seqs_b]),
+        metrics=metrics, mcnemar=_test(resolved_a, resolved_b),
+    )
+
+
+def _gap(results: list[MetricsResult], metric: str, sequence: str | None = None) -> str | None:
+    """Why a run of the group did not measure `metric` (the first run that did not)."""
+    for res in results:
+        gaps = res.unmeasured if sequence is None else res.sequences[sequence].unmeasured
+        if metric in gaps:
+            return gaps[metric]
+    return None
+
+
+def _test(resolved_a: list[list[bool]], resolved_b: list[list[bool]]) -> McNemar:
+    """McNemar on one run each; for groups, the exact stratified test on per-task counts (b:
+    tasks A's runs resolved more often than B's, c: the reverse; both/neither: tied, above 0 or at 0)."""
+    if len(resolved_a) == 1 and len(resolved_b) == 1:
+        return mcnemar(resolved_a[0], resolved_b[0])
+    counts_a = [sum(flags) for flags in zip(*resolved_a, strict=True)]
+    counts_b = [sum(flags) for flags in zip(*resolved_b, strict=True)]
+    return _group_test(counts_a, len(resolved_a), counts_b, len(resolved_b))
+
+
+def _group_test(counts_a: list[int], runs_a: int, counts_b: list[int], runs_b: int) -> McNemar:
+    rates = [(x / runs_a, y / runs_b) for x, y in zip(counts_a, counts_b, strict=True)]
+    return McNemar(
+        b=sum(1 for x, y in rates if x > y), c=sum(1 for x, y in rates if y > x),
+        both=sum(1 for x, y in rates if x == y and x > 0), neither=sum(1 for x, y in rates if x == y == 0),
+        p_value=stratified_exact_p(counts_a, runs_a, counts_b, runs_b), test=GROUP_TEST,
+        counts_a=tuple(counts_a), counts_b=tuple(counts_b), runs_a=runs_a, runs_b=runs_b,
     )
 
 
 def _macro_row(
-    a: RunSide, b: RunSide, rows: dict[str, SequenceComparison], result_a: MetricsResult, result_b: MetricsResult,
-    boot_a: dict[str, dict[str, Floats]], boot_b: dict[str, dict[str, Floats]], confidence: float,
+    a: RunSide, b: RunSide, rows: dict[str, SequenceComparison], results_a: list[MetricsResult],
+    results_b: list[MetricsResult], boot_a: dict[str, dict[str, Floats]], boot_b: dict[str, dict[str, Floats]],
+    confidence: float,
 ) -> SequenceComparison:
     import numpy as np
 
@@ -232,10 +352,11 @@ def _macro_row(
             vb: float | None = sum(rates_b.values()) / len(rows)
             used_a = used_b = list(rows)
         else:
-            va, vb = result_a.macro[metric], result_b.macro[metric]
+            va = _mean([res.macro[metric] for res in results_a])
+            vb = _mean([res.macro[metric] for res in results_b])
             # As `macro_average`: a sequence where the metric is not computable is left out of the mean.
-            used_a = [s for s in rows if result_a.sequences[s].metrics[metric] is not None]
-            used_b = [s for s in rows if result_b.sequences[s].metrics[metric] is not None]
+            used_a = [s for s in rows if all(res.sequences[s].metrics[metric] is not None for res in results_a)]
+            used_b = [s for s in rows if all(res.sequences[s].metrics[metric] is not None for res in results_b)]
         flags = sorted({f for r in rows.values() for f in r.metrics[metric].flags})
         if used_a != used_b:
             flags.append(f"the macro of {a.label} averages {len(used_a)} sequences, of {b.label} {len(used_b)} "
@@ -246,12 +367,16 @@ def _macro_row(
             dist = np.mean([boot_b[s][metric] for s in used_b], axis=0) - np.mean([boot_a[s][metric] for s in used_a], axis=0)
         else:
             dist = np.full(len(next(iter(boot_a.values()))[metric]), np.nan)
-        metrics[metric] = _diff(a, b, va, vb, result_a.unmeasured.get(metric), result_b.unmeasured.get(metric),
-                                dist, flags, confidence)
-    b_count = sum(r.mcnemar.b for r in rows.values())
-    c_count = sum(r.mcnemar.c for r in rows.values())
-    pooled = McNemar(b=b_count, c=c_count, both=sum(r.mcnemar.both for r in rows.values()),
-                     neither=sum(r.mcnemar.neither for r in rows.values()), p_value=mcnemar_exact_p(b_count, c_count))
+        metrics[metric] = _diff(a, b, va, vb, _gap(results_a, metric), _gap(results_b, metric), dist, flags, confidence)
+    tests = [r.mcnemar for r in rows.values()]
+    if all(t.test == "mcnemar" for t in tests):
+        b_count = sum(t.b for t in tests)
+        c_count = sum(t.c for t in tests)
+        pooled = McNemar(b=b_count, c=c_count, both=sum(t.both for t in tests), neither=sum(t.neither for t in tests),
+                         p_value=mcnemar_exact_p(b_count, c_count))
+    else:
+        pooled = _group_test([x for t in tests for x in t.counts_a], tests[0].runs_a,
+                             [y for t in tests for y in t.counts_b], tests[0].runs_b)
     return SequenceComparison(
         name=MACRO, tasks=sum(r.tasks for r in rows.values()), resolved_a=sum(r.resolved_a for r in rows.values()),
         resolved_b=sum(r.resolved_b for r in rows.values()), missing_a=sum(r.missing_a for r in rows.values()),
@@ -298,19 +423,25 @@ def _acc_flag(a: RunSide, b: RunSide, seq_a: SequenceOutcomes, seq_b: SequenceOu
             f"of {with_.label} over its re-test a(N,j)")
 
 
-def _notes(a: RunSide, b: RunSide, rows: dict[str, SequenceComparison]) -> list[str]:
+def _notes(runs_a: list[RunSide], runs_b: list[RunSide], rows: dict[str, SequenceComparison]) -> list[str]:
+    a, b = runs_a[0], runs_b[0]
     notes = []
     scored_a = [p for p in a.passes if p in _SCORED_PASSES]
     scored_b = [p for p in b.passes if p in _SCORED_PASSES]
     if scored_a != scored_b:
         notes.append(f"different passes ({a.label}: {'+'.join(scored_a)}; {b.label}: {'+'.join(scored_b)}): "
                      "a metric one run's passes did not measure is n/a")
-    for side in (a, b):
-        if side.status != "finished":
-            notes.append(f"{side.label} is {side.status}: tasks without a verdict count as missing")
+    grouped = len(runs_a) > 1 or len(runs_b) > 1
+    for side, members in ((a, runs_a), (b, runs_b)):
+        for run in members:
+            if run.status != "finished":
+                who = f"{side.label}: run {run.version}" if grouped else side.label
+                notes.append(f"{who} is {run.status}: tasks without a verdict count as missing")
         missing = sum(r.missing_a if side is a else r.missing_b for r in rows.values())
         if missing:
             total = sum(r.tasks for r in rows.values())
-            notes.append(f"{side.label}: {missing} of {total} tasks have no valid initial verdict: not resolved "
-                         "in the resolved rate and McNemar; the CL metrics treat them as the formula set says")
+            mean = " (mean over its runs)" if len(members) > 1 else ""
+            shown = f"{missing:g}" if isinstance(missing, float) else str(missing)
+            notes.append(f"{side.label}: {shown} of {total} tasks{mean} have no valid initial verdict: not resolved "
+                         "in the resolved rate and the test; the CL metrics treat them as the formula set says")
     return notes

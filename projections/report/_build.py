@@ -31,14 +31,15 @@ class ReportSummary:
 
 
 def build_report(results: Results, versions: list[str], out_dir: Path, *, formula: str = "native",
-                 include_failed: bool = False) -> ReportSummary:
+                 include_failed: bool = False, grouped: bool = False) -> ReportSummary:
     """Write `out_dir/index.html` and `out_dir/plots/` for `versions` (every run when empty).
 
     Raises `SweclError` for an unknown version or formula, a ledger without runs, or an
     output directory that cannot be written.
     """
     with results.open_ledger(readonly=True) as ledger:
-        data = collect(ledger, results.projector(ledger), versions, formula=formula, include_failed=include_failed)
+        data = collect(ledger, results.projector(ledger), versions, formula=formula, include_failed=include_failed,
+                       grouped=grouped)
     return write_report(data, Path(out_dir))
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ledger import Ledger, StreamRange, SweclError
 from ledger.events import MemoryRecalled, RunStarted, TaskRef
@@ -32,6 +32,7 @@ from projections import (
     RunOutcomes,
     RunsProjection,
     RunSummary,
+    VersionMetrics,
     not_gradeable,
     outcomes,
     read_views,
@@ -39,6 +40,11 @@ from projections import (
     shown_versions,
 )
 from projections.metrics import MetricsResult, SequenceOutcomes, SequenceResult, compute
+
+if TYPE_CHECKING:
+    from projections.compare import GroupedMetrics
+
+    from ._comparisons import ReportComparison
 
 CellState = Literal["resolved", "unresolved", "missing", "n/a"]
 
@@ -171,6 +177,8 @@ class VersionReport:
     sequences: dict[str, SequenceReport]
     """In the run's sequence order."""
     leakage: Leakage
+    scored: VersionMetrics
+    """The run as `swecl metrics` scores it (what the comparison and the grouped view read)."""
 
     @property
     def label(self) -> str:
@@ -307,12 +315,18 @@ class ReportData:
     """Every sequence of every reported version, in first-seen order."""
     memory_items: int
     """`memory.written` item ids known to the ledger (for the recall join)."""
+    comparisons: tuple[ReportComparison, ...] = ()
+    """Base vs each memory stage (`_comparisons`): runs, or groups of repeats with `grouped`."""
+    groups: tuple[GroupedMetrics, ...] = ()
+    """With `grouped`: each group of repeats, mean and t interval over its runs."""
+    grouped: bool = False
 
 
 def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, formula: str = "native",
-            include_failed: bool = False) -> ReportData:
+            include_failed: bool = False, grouped: bool = False) -> ReportData:
     """The report of `versions` (when empty: all runs, in ledger order, failed ones only
-    with `include_failed`) as of the ledger head."""
+    with `include_failed`) as of the ledger head. `grouped`: the comparison is of groups of
+    repeats (each version's whole group is reported), and the groups' metrics are added."""
     head = ledger.head()
     known = projector.run(RunsProjection(), upto=head).state.runs
     if not known:
@@ -323,10 +337,16 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
     for version in chosen:
         if version not in known:
             raise SweclError(f"no run version {version!r} in {ledger.path} (versions: {', '.join(known)})")
+    if grouped and versions:
+        from projections.compare import group_members
+
+        chosen = list(dict.fromkeys(m for v in chosen for m in group_members(known, v, include_failed=include_failed)))
     items = memory_items(ledger, upto=head)
     reports = tuple(_version_report(ledger, projector, known[v], items, head, formula) for v in chosen)
     sequence_ids = tuple(dict.fromkeys(s for vr in reports for s in vr.sequences))
     first = reports[0].result
+    from ._comparisons import base_comparisons, report_groups
+
     return ReportData(
         ledger_id=ledger.ledger_id,
         head_seq=head,
@@ -335,6 +355,9 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
         versions=reports,
         sequence_ids=sequence_ids,
         memory_items=len(items),
+        comparisons=base_comparisons(reports, grouped=grouped),
+        groups=report_groups(reports) if grouped else (),
+        grouped=grouped,
     )
 
 
@@ -369,7 +392,8 @@ def _version_report(
     ledger: Ledger, projector: Projector, run: RunSummary, items: dict[str, WrittenItem], head: int, formula: str
 ) -> VersionReport:
     state = outcomes(ledger, projector, run.version, upto=head)
-    inputs = state.to_metric_inputs(run_not_gradeable(state, not_gradeable(ledger)))  # missing, never the agent's 0
+    excluded = run_not_gradeable(state, not_gradeable(ledger))
+    inputs = state.to_metric_inputs(excluded)  # missing, never the agent's 0
     result = compute(inputs, formula)
     by_name = {seq.name: seq for seq in inputs}
     retest_every = _retest_every(ledger, run.version, head)
@@ -388,7 +412,7 @@ def _version_report(
             metrics=result.sequences.get(sequence_id),
         )
     return VersionReport(run=run, retest_every=retest_every, result=result, sequences=sequences,
-                         leakage=_leakage(ledger, run.version))
+                         leakage=_leakage(ledger, run.version), scored=VersionMetrics(run, state, result, excluded))
 
 
 def _leakage(ledger: Ledger, version: str) -> Leakage:

@@ -218,7 +218,8 @@ def test_table_of_contents_links_every_part(page: Page, data: ReportData) -> Non
     sections = [a["id"] for a, _ in page.with_attr("section", "data-sequence")]
     articles = [a["id"] for a, _ in page.with_attr("article", "data-version")]
     assert len(articles) == len(data.sequence_ids) * len(data.versions)
-    assert set(toc_links) == {"#runs", "#headline", "#contrast", "#leakage", *(f"#{i}" for i in sections + articles)}
+    assert set(toc_links) == {"#runs", "#headline", "#contrast", "#leakage", "#compare",
+                              *(f"#{i}" for i in sections + articles)}
     # Every in-page link lands somewhere.
     for attrs, _ in page.with_attr("a", "href"):
         if attrs["href"].startswith("#"):

@@ -1,0 +1,120 @@
+"""The grouped views (`--group`): runs of one setting (`swecl run --repeat K`) as one row,
+mean and t-based 95% interval over the repeats. A thin layer over `projections.compare`."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import TYPE_CHECKING, Any
+
+from ledger import SweclError
+
+if TYPE_CHECKING:
+    from projections import RunSummary, VersionMetrics
+    from projections.compare import GroupedMetrics, GroupedValue
+
+# The terminal table's columns (every metric is in --json): what `swecl compare` compares.
+_SHOWN = ("resolved_rate", "ACC", "F", "FWT", "CL-Score")
+_HEADS = {"resolved_rate": "resolved"}
+
+
+def expand_to_groups(known: dict[str, RunSummary], versions: list[str], include_failed: bool) -> list[str]:
+    """Each given version with the rest of its group (ledger order, each version once)."""
+    from projections.compare import group_members
+
+    for version in versions:
+        if version not in known:
+            raise SweclError(f"no run version {version!r} (versions: {', '.join(known) or 'none yet'})")
+    out: dict[str, None] = {}
+    for version in versions:
+        out.update(dict.fromkeys(group_members(known, version, include_failed=include_failed)))
+    return list(out)
+
+
+def grouped_of(found: list[VersionMetrics]) -> list[GroupedMetrics]:
+    from projections.compare import group_runs, grouped_metrics
+
+    known = {vm.run.version: vm.run for vm in found}
+    return [grouped_metrics(group, found) for group in group_runs(known, list(known))]
+
+
+def _value_document(value: GroupedValue) -> dict[str, Any]:
+    return {"n": value.n, "mean": value.mean, "sd": value.sd, "ci": list(value.ci) if value.ci else None,
+            "values": list(value.values), "na": value.na}
+
+
+def grouped_document(grouped: list[GroupedMetrics]) -> dict[str, Any]:
+    """The --json document of the grouped view: per group, per sequence and macro, each
+    metric's n, mean, sd, t-based interval, the runs' own values, and why n/a."""
+    first = grouped[0]
+    return {
+        "formula": first.formula,
+        "confidence": first.confidence,
+        "interval": "Student t over the group's runs: mean -/+ t(1 - alpha/2, n - 1) * sd / sqrt(n); none with n = 1",
+        "groups": [
+            {
+                "label": g.label,
+                "stage": g.group.stage,
+                "versions": list(g.group.versions),
+                "recorded": g.group.recorded,
+                "n": len(g.group.versions),
+                "sequences": {name: {"tasks": s.tasks,
+                                     "metrics": {m: _value_document(v) for m, v in s.metrics.items()}}
+                              for name, s in g.sequences.items()},
+                "macro": {m: _value_document(v) for m, v in g.macro.items()},
+                "notes": list(g.notes),
+            }
+            for g in grouped
+        ],
+    }
+
+
+def _cell(value: GroupedValue) -> str:
+    if value.mean is None:
+        return "n/a"
+    if value.ci is None:
+        return f"{value.mean:.3f}"
+    # The t interval is symmetric: mean -/+ its half-width.
+    return f"{value.mean:.3f} ±{(value.ci[1] - value.ci[0]) / 2:.3f}"
+
+
+def print_grouped_table(grouped: list[GroupedMetrics], console: Any = None) -> None:
+    """One block per group (fits 100 columns): per sequence and macro, n and mean ± the
+    half-width of the t-based 95% interval; then what is n/a and why."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ._metrics import _console, short_sequence_names
+
+    console = console or _console()
+    formula = grouped[0].formula
+    table = Table(title=escape(f"CL metrics by group, mean ± 95% CI over repeats ({formula} formulas)"),
+                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table.add_column("group / sequence", overflow="fold", max_width=16)  # the label row folds: 100 columns
+    table.add_column("n", justify="right", no_wrap=True)
+    for metric in _SHOWN:
+        table.add_column(_HEADS.get(metric, metric), justify="right", no_wrap=True)
+    gaps: dict[tuple[str, str], set[str]] = {}  # (reason, group) -> metrics
+    for g in grouped:
+        table.add_row(f"[bold]{escape(g.label)}[/bold]", *[""] * (len(_SHOWN) + 1))
+        short = short_sequence_names(list(g.sequences))
+        rows = [(f"  {escape(short[name])}", s.metrics, False) for name, s in g.sequences.items()]
+        rows.append(("  [bold]macro[/bold]", g.macro, True))
+        for label, metrics, bold in rows:
+            cells = [str(max(v.n for v in metrics.values()))] + [_cell(metrics[m]) for m in _SHOWN]
+            for m in _SHOWN:
+                if metrics[m].na:
+                    gaps.setdefault((metrics[m].na or "", g.label), set()).add(_HEADS.get(m, m))
+            if bold:
+                cells = [f"[bold]{c}[/bold]" for c in cells]
+            table.add_row(label, *cells, end_section=bold)
+    console.print(table)
+    lines = [f"{', '.join(sorted(metrics))} n/a in {label}: {why}" for (why, label), metrics in gaps.items()]
+    for g in grouped:
+        lines.extend(f"{g.label}: {note}" for note in g.notes)
+    lines.append("mean ± half-width of the Student-t 95% interval over the group's n runs (n=1: no interval). "
+                 "Groups: the runs of one `swecl run --repeat K`, else runs sharing stage, agent, model, dataset, "
+                 "grader, passes and tasks. --json has every metric, sd and each run's value.")
+    width = min(console.width, 100)
+    for line in lines:
+        console.print(textwrap.fill(line, width=width, subsequent_indent="  "), markup=False, highlight=False)
