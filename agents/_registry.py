@@ -13,7 +13,7 @@ from typing import Any
 
 from ledger import SweclError
 
-from . import _claude, _command, _demo, _oracle, _predictions
+from . import _claude, _codex, _command, _demo, _oracle, _predictions
 from ._protocol import Agent, RunSupplies
 
 __all__ = ["AGENTS", "REGISTRY", "AgentEntry", "agent_entry", "build_agent", "get_agent"]
@@ -37,6 +37,9 @@ REGISTRY: dict[str, AgentEntry] = {e.name: e for e in (
                _predictions.PredictionsAgent, _predictions.from_run, briefed=False),
     AgentEntry("claude", "the Claude Code CLI (claude -p, stream-json), memory through the recall MCP server",
                _claude.ClaudeAgent, _claude.from_run),
+    AgentEntry("codex", "the OpenAI Codex CLI (codex exec --json): recall MCP server in plugin stages, AGENTS.md as its "
+               "builtin memory; turns, tool calls, tokens (no cost); agentic only, time limit only (no turn or cost cap)",
+               _codex.CodexAgent, _codex.from_run),
     AgentEntry("command", "any CLI agent through a command template with {workdir} {issue_file} {model} placeholders",
                _command.CommandAgent, _command.from_run),
 )}

@@ -156,3 +156,63 @@ def _works(binary: Path) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0 and CLAUDE_VERSION in done.stdout
+
+
+# --- the real codex CLI ----------------------------------------------------------------
+
+CODEX_VERSION = "0.169.0"  # the version whose wire format fake_openai.py speaks (npm @openai/codex)
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> str:
+    """The real `codex` CLI of CODEX_VERSION, installed from npm once and reused (the npm
+    package pulls its platform's native binary as an optional dependency).
+
+    $SWECL_CODEX_BIN points at an existing install instead. No npm or no registry: the
+    end-to-end tests are skipped, loudly.
+    """
+    explicit = os.environ.get("SWECL_CODEX_BIN")
+    if explicit:
+        return explicit
+    prefix = _npm_cache_root() / f"codex-{CODEX_VERSION}"
+    binary = prefix / "node_modules" / ".bin" / "codex"
+    if _codex_works(binary):
+        return str(binary)
+    npm, why = apt_install(["nodejs", "npm"], lambda: shutil.which("npm"), "swecl-npm-install.lock")
+    if npm is None:
+        pytest.skip(f"SKIPPED LOUDLY: npm is not on PATH, so the codex CLI {CODEX_VERSION} cannot be installed "
+                    f"(install Node.js with npm, or set SWECL_CODEX_BIN): {why}")
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with open(prefix.parent / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers install once, the others wait
+        if not _codex_works(binary):
+            staging = prefix.with_name(prefix.name + ".partial")
+            shutil.rmtree(staging, ignore_errors=True)
+            try:
+                done = subprocess.run(
+                    [npm, "install", "--no-audit", "--no-fund", "--fetch-retries=1", "--prefix", str(staging),
+                     f"@openai/codex@{CODEX_VERSION}"],
+                    capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+                )
+            except subprocess.TimeoutExpired:
+                pytest.skip(f"SKIPPED LOUDLY: npm install @openai/codex@{CODEX_VERSION} timed out "
+                            "(is the npm registry reachable?)")
+            staged = staging / "node_modules" / ".bin" / "codex"
+            if done.returncode != 0 or not _codex_works(staged):
+                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+                pytest.skip(f"SKIPPED LOUDLY: npm could not install @openai/codex@{CODEX_VERSION} with its native "
+                            f"binary for this platform (registry unreachable?): {' | '.join(tail)}")
+            shutil.rmtree(prefix, ignore_errors=True)
+            staging.rename(prefix)
+    return str(binary)
+
+
+def _codex_works(binary: Path) -> bool:
+    if not binary.exists():
+        return False
+    try:
+        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and CODEX_VERSION in done.stdout
