@@ -45,7 +45,10 @@ Integrity: unconfined tests can write into the venv. `files.json` is recorded af
 build and after each install (the harness's own writes); `check_env` lists what changed
 since, and `guard_env` removes new bytecode caches and rebuilds on anything else.
 
-Packages: `uv pip install` online first (offline, uv picks among the files it has cached,
+Packages: the repository's requirements first, each package they name that the spec's
+pip_packages pin exactly taken at that pin right away (`with_spec_pins`: the pin
+replaces it in the next step anyway, and an era release may not even build for the
+interpreter), then pip_packages. Each batch: `uv pip install` online first (offline, uv picks among the files it has cached,
 so a spec would resolve differently from machine to machine), then `--offline` (no
 network), then without build isolation. A batch that fails is retried package by package,
 each held to the batch's exact pins (a later package never replaces an earlier pin);
@@ -69,7 +72,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -83,7 +86,7 @@ from graders._integrity import diff_manifests, drop_added_caches, load_manifest,
 from graders._interpreters import Interpreter, find_python
 from graders._manifests import FileReader, _dir_reader, _packages, pre_install_plan
 from graders._py_compat import repair as repair_for_python
-from graders._py_compat import requirement_names
+from graders._py_compat import normalise_name, requirement_names
 from graders._repos import GitError, RepoCache, default_cache_dir, file_at, file_lock, repo_slug
 from graders._specs import EnvSpec, spec_for
 from graders._uv import (
@@ -143,8 +146,9 @@ def env_identity(spec: EnvSpec, exclude_newer: str | None) -> str:
     # recipe 6: the build's packages are recorded (BUILT), so a later install starts from them;
     # recipe 7: era releases that do not run on the interpreter are replaced (graders._py_compat);
     # recipe 8: and those that cannot load their native library here;
-    # recipe 9: old sdists build with setuptools up to 40.8.0 (graders._uv.BUILD_BACKEND_FLOOR)
-    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=9".encode()).hexdigest()
+    # recipe 9: old sdists build with setuptools up to 40.8.0 (graders._uv.BUILD_BACKEND_FLOOR);
+    # recipe 10: the packages stage holds what it names to the spec's pins (`with_spec_pins`)
+    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=10".encode()).hexdigest()
 
 
 def _env_dir(
@@ -365,6 +369,7 @@ def _build_into(
     requirements, notes = _packages(spec, repo, read, origin, log)
     warnings += notes
     # swebench's order: the repo's requirements first, then the pinned pip_packages win
+    requirements = with_spec_pins(requirements, spec.pip_packages, log)
     warnings += _uv_install(python, requirements, log, "packages", cutoff)
     warnings += _uv_install(python, list(spec.pip_packages), log, "pip_packages", cutoff)
     warnings += _repair_for_python(python, requirements, spec, interp, cutoff, log)
@@ -372,6 +377,27 @@ def _build_into(
     for w in warnings:
         log.write(f"# WARNING {w}")
     return warnings
+
+
+def with_spec_pins(requirements: list[str], pip_packages: Iterable[str], log: _Log | None = None) -> list[str]:
+    """The packages stage's requirements, plus the spec's exact pip_packages pin of each
+    package the stage names itself (and does not pin itself).
+
+    Why: the pip_packages step replaces those packages with the pin anyway (swebench's
+    order), so resolving them as of the era first only costs, and can break the stage:
+    xarray 0.12 names numpy on Python 3.10 with a 2021-05 cut-off, when no numpy had a
+    cp310 wheel, so numpy compiled from source for minutes before the pin (1.23.0, with
+    wheels) replaced it; and every package of the stage resolved against that numpy. With
+    the pin in the stage, the rest resolves against the numpy the tests will import. A pin
+    is exempt from the cut-off (`_Cutoff`); extras and markers of the stage's own line stay.
+    """
+    pins = exact_pins(pip_packages)
+    own = exact_pins(requirements)
+    named = {normalise_name(n) for n in requirement_names(requirements)}
+    added = [line for name, line in pins.items() if name in named and name not in own]
+    if added and log is not None:
+        log.write(f"# packages: held to the spec's pip_packages pins of what they name: {' '.join(added)}")
+    return [*added, *requirements]
 
 
 def _repair_for_python(

@@ -1,7 +1,7 @@
 """One attempt of one task, whole: why it passed or failed.
 
 `show_attempt(ledger, version, task_id, pass_=...)` gathers, for the attempt of the task
-that counts in pass `pass_` (the latest one not abandoned), its grade with each
+that counts in pass `pass_` (the latest, as the a(i,j) cell takes it), its grade with each
 FAIL_TO_PASS and PASS_TO_PASS test (failing ones first), the memory items it recalled,
 the agent's numbers and final message, and the full texts behind the blobs: the agent's
 patch, the test log, the transcript and the prompt. `attempt_files(shown)` renders the
@@ -187,7 +187,8 @@ def tail_lines(text: str, n: int) -> tuple[list[str], int]:
 
 def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "initial") -> AttemptShow:
     """The attempt of task `task_id` (instance_id, or order in a one-sequence run) of run
-    `version` that counts in pass `pass_`: the latest one not abandoned, else the latest."""
+    `version` that counts in pass `pass_`: the latest (status "abandoned" when it was, and
+    then the cell is missing)."""
     started = run_started_record(ledger, version, doing="show").event
     sequence_id, task = resolve_task(started, task_id)
 
@@ -206,8 +207,10 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
         raise SweclError(f"task {task.instance_id} (order {task.order} of {sequence_id}) has no attempt in pass "
                          f"{pass_!r} of v{version} (passes it ran: {ran})")
     attempts = sorted(a for p, a in per if p == pass_)
-    standing = [a for a in attempts if "task.abandoned" not in per[(pass_, a)]]
-    attempt = (standing or attempts)[-1]
+    # The a(i,j) cell's rule (projections._outcomes) and the audit's `in_force`: the latest
+    # attempt is the one that counts; abandoned, it leaves the cell missing and shows as such.
+    # A resume abandons every earlier attempt before starting the next, so none of them counts.
+    attempt = attempts[-1]
     evs = per[(pass_, attempt)]
 
     status = "abandoned" if "task.abandoned" in evs else "finished" if "task.finished" in evs else "unfinished"

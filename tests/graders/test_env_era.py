@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from graders._envs import build_env, env_identity, era_for
+from graders._envs import build_env, env_identity, era_for, with_spec_pins
 from graders._interpreters import PythonNotFound, find_python
 from graders._repos import RepoCache
 from graders._specs import EnvSpec
@@ -187,3 +187,38 @@ def test_a_package_no_era_release_installs_here_gets_the_images_wheel(tmp_path: 
     assert len(said) == 1 and "no release of tinybuild as of 2021-01-01" in said[0], build.warnings
     assert "could not install" not in " ".join(build.warnings)
     assert "--offline" not in log  # a failed source build is not tried again offline
+
+
+def test_the_packages_stage_takes_the_spec_s_pin_of_what_it_names(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """xarray 0.12: environment.yml names numpy, the spec's pip_packages pin numpy==1.23.0,
+    and the era's numpy (2021-05) has no wheel for Python 3.10. The pip_packages step
+    replaces numpy with the pin anyway, so the packages stage takes the pin at once: the
+    era release is never built, what depends on it resolves against the pin, and nothing
+    falls back or warns."""
+    broken = "raise SystemExit('error: this C extension does not compile on this Python')\n"
+    releases = {
+        "tinycore": [("1.0", "2020-06-01T00:00:00Z", make_sdist(tmp_path / "a", "tinycore", "1.0", broken)),
+                     ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "b", "tinycore", "2.0"))],
+        "tinyuser": [("1.0", "2020-06-01T00:00:00Z", make_wheel(tmp_path / "c", "tinyuser", "1.0", ("tinycore",)))],
+    }
+    spec = EnvSpec(python=None, packages="tinyuser tinycore>=1", pip_packages=["tinycore==2.0"])
+    with dated_index(tmp_path / "index", releases) as url:
+        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
+        build = build_env(REPO, "pinned", spec, cache_dir=tmp_path / "cache", exclude_newer="2021-01-01T00:00:00Z")
+    log = build.log_path.read_text() if build.log_path else ""
+    assert build.warnings == [], log
+    assert installed_version(build.env.python, "tinycore") == "2.0"
+    assert installed_version(build.env.python, "tinyuser") == "1.0"
+    assert "tinycore==1.0" not in log and "one by one" not in log  # the era release is never tried
+    assert "held to the spec's pip_packages pins of what they name: tinycore==2.0" in log
+
+
+def test_with_spec_pins_adds_only_pins_of_named_unpinned_packages() -> None:
+    reqs = ["numpy", "dask[array]>=2", "pandas==0.25", "toolz; python_version>'3'", "-e ."]
+    pins = ["numpy==1.23.0", "dask==2022.8.1", "pandas==1.5.3", "pytest==7.4.0", "Toolz==0.12.0"]
+    held = with_spec_pins(reqs, pins)
+    # numpy, dask and toolz are named and not pinned by the stage; pandas keeps the stage's
+    # own pin (pip_packages replaces it later, as in swebench); pytest is not named
+    assert held == ["numpy==1.23.0", "dask==2022.8.1", "Toolz==0.12.0", *reqs]
+    assert with_spec_pins(reqs, []) == reqs
