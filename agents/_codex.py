@@ -34,14 +34,12 @@ limit applies.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import subprocess
 import time
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,22 +48,28 @@ from ledger import SweclError
 
 from . import _diff
 from ._claude import build_prompt
+from ._cli_agent import (
+    MCP_SERVER_NAME,
+    CliAgent,
+    CliInvocation,
+    carry_back,
+    carry_in,
+    find_cli,
+    last_line,
+    primed_notes,
+    recall_server,
+)
 from ._codex_events import classify, parse_events, read_rollout
-from ._confine import RecallBridge, agent_environment, checkout_object_stores
-from ._process import run_process
 from ._protocol import AgentInput, AgentResult, RunSupplies
-from ._scrub import Scrubber
 
 __all__ = ["DEFAULT_BASE_URL", "CodexAgent", "CodexInvocation", "find_codex", "render_config"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-MCP_SERVER_NAME = "memory"
 PROVIDER_ID = "swecl"
 MEMORY_FILE = "AGENTS.md"
-MEMORY_FOLDER = "auto-memory"  # under memory_dir: the builtin stage's folder, as recorded and restored
 
-# Set by a parent codex session or a user's shell: each would change what the child does
-# (which home it reads, whether it thinks it is already sandboxed), so the run decides.
+# Set by a parent codex session or a user's shell (which home it reads, whether it
+# thinks it is already sandboxed).
 _DROPPED_ENV = (
     "CODEX_HOME",
     "CODEX_SANDBOX",
@@ -74,8 +78,6 @@ _DROPPED_ENV = (
     "CODEX_INTERNAL_ORIGINATOR_OVERRIDE",
     "CODEX_API_KEY",  # codex exec's own API-key login: the run's key is $OPENAI_API_KEY alone
 )
-
-_NOTE_CHARS = 2000  # per recalled note in a primed prompt
 
 _BUILTIN_INSTRUCTIONS = """\
 You keep one memory file across the tasks you do in this repository: {path}. Codex loads it \
@@ -88,16 +90,7 @@ repository."""
 
 def find_codex(explicit: str | os.PathLike[str] | None = None) -> str:
     """The `codex` executable: `explicit`, else $SWECL_CODEX_BIN, else PATH."""
-    candidate = explicit or os.environ.get("SWECL_CODEX_BIN") or shutil.which("codex")
-    if not candidate:
-        raise SweclError(
-            "the codex CLI is not on PATH: npm install -g @openai/codex (or set SWECL_CODEX_BIN to its path)"
-        )
-    path = shutil.which(str(candidate)) or str(candidate)
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        raise SweclError(f"the codex CLI {candidate!s} is not an executable file: reinstall it or fix SWECL_CODEX_BIN")
-    # absolute: the CLI runs with the worktree as its cwd
-    return os.path.abspath(path)
+    return find_cli(CodexAgent.command, CodexAgent.env_var, CodexAgent.package, explicit)
 
 
 # --- config.toml ------------------------------------------------------------------------
@@ -141,57 +134,25 @@ def render_config(tables: Mapping[str, Mapping[str, Any]], top: Mapping[str, Any
 # --- one invocation ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CodexInvocation:
-    """Everything one run needs, prepared before the process starts (inspectable in tests)."""
-
-    argv: list[str]
-    env: dict[str, str]
-    stdin: bytes
-    prompt: str
+@dataclass(frozen=True, kw_only=True)
+class CodexInvocation(CliInvocation):
     codex_home: Path
     config: str  # the config.toml written into codex_home
     memory_root: Path | None  # builtin: the folder AGENTS.md is carried in across tasks
-    uses_mcp: bool  # the recall server is configured (plugin memory on)
-    stream_path: Path
-    stderr_path: Path
-    # Sandboxed plugin stages: the real recall server (argv, env), served through a
-    # `RecallBridge` socket in the scratch dir; the MCP config names the relay.
-    recall_server: tuple[list[str], dict[str, str]] | None = None
 
 
-class CodexAgent:
+class CodexAgent(CliAgent[CodexInvocation]):
     """`codex exec` on one task. Options: executable, base_url, max_retries, extra_args, env."""
 
     name = "codex"
+    command = "codex"
+    env_var = "SWECL_CODEX_BIN"
+    package = "@openai/codex"
+    dropped_env = _DROPPED_ENV
 
-    def __init__(
-        self,
-        *,
-        executable: str | os.PathLike[str] | None = None,
-        base_url: str | None = None,
-        max_retries: int | None = None,
-        extra_args: Sequence[str] = (),
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self._executable = executable
+    def __init__(self, *, base_url: str | None = None, **options: Any) -> None:
+        super().__init__(**options)
         self.base_url = base_url
-        self.max_retries = max_retries
-        self.extra_args = list(extra_args)
-        self.extra_env = dict(env or {})
-
-    @property
-    def executable(self) -> str:
-        return find_codex(self._executable)
-
-    def version(self) -> str:
-        """`codex --version`: a preflight the harness can run before a whole sequence."""
-        done = subprocess.run(
-            [self.executable, "--version"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60
-        )
-        if done.returncode != 0:
-            raise SweclError(f"{self.executable} --version failed (exit {done.returncode}): reinstall the codex CLI")
-        return done.stdout.strip()
 
     # -- preparing -------------------------------------------------------------------------
 
@@ -210,11 +171,7 @@ class CodexAgent:
         top: dict[str, Any] = {}
         if builtin:
             assert inp.memory_dir is not None  # AgentInput checks it
-            memory_root = inp.memory_dir / MEMORY_FOLDER
-            memory_root.mkdir(parents=True, exist_ok=True)
-            kept = memory_root / MEMORY_FILE
-            if kept.is_file() and not kept.is_symlink():
-                shutil.copyfile(kept, codex_home / MEMORY_FILE)
+            memory_root = carry_in(inp.memory_dir, codex_home / MEMORY_FILE)
             top["developer_instructions"] = _BUILTIN_INSTRUCTIONS.format(path=codex_home / MEMORY_FILE)
         top.update({
             "model_provider": PROVIDER_ID,
@@ -242,49 +199,27 @@ class CodexAgent:
             f"model_providers.{PROVIDER_ID}": provider,
         }
 
-        recall_server: tuple[list[str], dict[str, str]] | None = None
-        uses_mcp = inp.recall is not None and not builtin
-        if uses_mcp:
-            assert inp.recall is not None
-            argv = list(inp.recall.mcp_server_argv())
-            if not argv:
-                raise SweclError("the recall service gave an empty MCP server command")
-            # Optional in the Recall protocol: what the server needs beyond the minimal
-            # environment codex starts MCP servers with (e.g. the project on PYTHONPATH).
-            extra_env = getattr(inp.recall, "mcp_server_env", None)
-            server_env = dict(extra_env()) if callable(extra_env) else {}
-            if inp.sandbox is not None and inp.sandbox.confined:
-                # The server reads the ledger: it runs outside, behind a socket.
-                recall_server = (argv, {**os.environ, **server_env})
-                argv = RecallBridge(argv, {}, scratch / "recall-bridge").relay_argv
-                server_env = {}
-            server: dict[str, Any] = {
-                "command": argv[0],
-                "args": argv[1:],
+        server = recall_server(inp)
+        if server is not None:
+            entry: dict[str, Any] = {
+                "command": server.argv[0],
+                "args": server.argv[1:],
                 # A server that fails to start ends the run (a memory stage without its memory
                 # is not the experiment asked for); 60 s: a Python server on a busy machine.
                 "required": True,
                 "startup_timeout_sec": 60,
                 "tool_timeout_sec": 300,
             }
-            if server_env:
-                server["env"] = server_env
-            tables[f"mcp_servers.{MCP_SERVER_NAME}"] = server
+            if server.env:
+                # codex starts MCP servers with a minimal environment: what the server needs
+                # beyond it (e.g. the project on PYTHONPATH) is given here.
+                entry["env"] = server.env
+            tables[f"mcp_servers.{MCP_SERVER_NAME}"] = entry
         config = render_config(tables, top)
         (codex_home / "config.toml").write_text(config, encoding="utf-8")
 
-        notes: list[str] = []
-        if inp.prompt_style == "natural" and inp.recall is not None:
-            # The primed invocation: the harness recalls once with the issue (an inproc
-            # memory.recalled event) and the notes open the prompt.
-            for item in inp.recall.recall(inp.issue, k=5, repo=inp.repo):
-                body = (item.body or "").strip()
-                if len(body) > _NOTE_CHARS:
-                    body = body[:_NOTE_CHARS] + " [...]"
-                outcome = f" (outcome: {item.outcome})" if item.outcome else ""
-                notes.append(f"- {item.title}{outcome}: {body}")
         # The same prompt as the claude agent's: agents are compared on equal words.
-        prompt = build_prompt(inp, notes)
+        prompt = build_prompt(inp, primed_notes(inp))
 
         argv = [
             self.executable, "exec",
@@ -297,10 +232,7 @@ class CodexAgent:
         argv += self.extra_args
         argv.append("-")  # the prompt comes on stdin: no argv length limit, not in `ps`
 
-        # No cache, results or dataset path of the host's reaches the agent, confined or not;
-        # CODEX_HOME, set below, is its own.
-        hidden = inp.sandbox.hidden if inp.sandbox is not None else ()
-        env = agent_environment({k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}, hidden)
+        env = self.base_env(inp)
         env["CODEX_HOME"] = str(codex_home)
         env.update(self.extra_env)
 
@@ -312,39 +244,18 @@ class CodexAgent:
             codex_home=codex_home,
             config=config,
             memory_root=memory_root,
-            uses_mcp=uses_mcp,
+            uses_mcp=server is not None,
             stream_path=scratch / "codex-events.jsonl",
             stderr_path=scratch / "codex-stderr.txt",
-            recall_server=recall_server,
+            recall_server=server.bridged if server is not None else None,
         )
 
     # -- running ---------------------------------------------------------------------------
 
     def run(self, inp: AgentInput) -> AgentResult:
-        started = time.monotonic()
-        base = inp.base_commit or _diff.head_commit(inp.worktree)
-        inv = self.prepare(inp)
-        scrubber = Scrubber({**os.environ, **inv.env})
-        with contextlib.ExitStack() as stack:
-            if inv.recall_server is not None:
-                stack.enter_context(RecallBridge(*inv.recall_server, inp.scratch_dir / "recall-bridge"))
-            outcome = run_process(
-                inv.argv,
-                cwd=inp.worktree,
-                env=inv.env,
-                stdout=inv.stream_path,
-                stderr=inv.stderr_path,
-                stdin=inv.stdin,
-                timeout_s=inp.budget.timeout_s,
-                sandbox=inp.sandbox,
-                writable=[inp.scratch_dir],  # CODEX_HOME is in there
-                readable=checkout_object_stores(inp.worktree),
-            )
-        raw_stream = inv.stream_path.read_bytes()
-        # The scratch copies are scrubbed too: nothing on disk keeps a key after the run.
-        inv.stream_path.write_bytes(scrubber.bytes(raw_stream))
-        stderr = scrubber.text(inv.stderr_path.read_bytes().decode("utf-8", "replace"))
-        inv.stderr_path.write_text(stderr, encoding="utf-8")
+        inv, ran = self.launch(inp)  # CODEX_HOME is in the scratch dir, the one place it writes
+        started, base, outcome, raw_stream, scrubber, stderr = (ran.started, ran.base, ran.outcome, ran.stream,
+                                                                ran.scrubber, ran.stderr)
         summary = parse_events(raw_stream.splitlines())
         exit_kind, error = classify(summary, outcome.returncode, timed_out=outcome.timed_out)
         if inv.uses_mcp and "required MCP servers failed to initialize" in stderr:
@@ -358,7 +269,7 @@ class CodexAgent:
         scrubber.tree(inv.codex_home)
         rollout = _rollout(inv.codex_home, summary.thread_id)
         facts = read_rollout(rollout.splitlines()) if rollout else None
-        memory_files = _carry_memory(inv) if inv.memory_root is not None else {}
+        memory_files = carry_back(inv.codex_home / MEMORY_FILE, inv.memory_root) if inv.memory_root is not None else {}
         patch = _diff.worktree_patch(inp.worktree, base)
         return AgentResult(
             # A key the agent wrote into the worktree must not travel on in the patch either.
@@ -393,29 +304,10 @@ def _rollout(codex_home: Path, thread_id: str | None) -> bytes | None:
     return path.read_bytes()
 
 
-def _carry_memory(inv: CodexInvocation) -> dict[str, str]:
-    """AGENTS.md back from the task's CODEX_HOME into the folder kept across tasks (a file
-    the agent deleted is deleted there too); the folder's files, path -> text."""
-    assert inv.memory_root is not None
-    written = inv.codex_home / MEMORY_FILE
-    kept = inv.memory_root / MEMORY_FILE
-    if written.is_file() and not written.is_symlink():
-        shutil.copyfile(written, kept)
-    else:
-        kept.unlink(missing_ok=True)
-    files: dict[str, str] = {}
-    for path in sorted(inv.memory_root.rglob("*")):
-        if path.is_file() and not path.is_symlink() and path.stat().st_size <= 1_000_000:
-            files[path.relative_to(inv.memory_root).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
-    return files
-
-
 def _last_line(text: str) -> str:
     # codex ends a fatal error with a stack backtrace of numbered frames: the message is
     # the last line before it.
-    text = text.split("Stack backtrace:", 1)[0]
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1][:500] if lines else "(empty)"
+    return last_line(text.split("Stack backtrace:", 1)[0])
 
 
 def from_run(run: RunSupplies) -> CodexAgent:

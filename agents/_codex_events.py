@@ -19,7 +19,6 @@ Classification never calls a run a success unless its turn completed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 from ledger.events import ToolCall
 
 from ._protocol import ExitKind
+from ._stream_json import json_objects
 
 __all__ = ["CodexSummary", "RolloutFacts", "classify", "parse_events", "read_rollout"]
 
@@ -68,17 +68,8 @@ def parse_events(lines: Iterable[str | bytes]) -> CodexSummary:
     s = CodexSummary()
     tool_index: dict[str, int] = {}  # item id -> position in s.tool_calls (started, then completed)
     usage_totals: dict[str, int] = {}
-    for raw in lines:
-        line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            s.bad_lines += 1
-            continue
-        if not isinstance(obj, dict):
+    for obj in json_objects(lines):
+        if obj is None:
             s.bad_lines += 1
             continue
         kind = obj.get("type")
@@ -177,13 +168,8 @@ def read_rollout(lines: Iterable[str | bytes]) -> RolloutFacts:
     responses: set[str] = set()
     unnamed = 0
     token_counts = 0
-    for raw in lines:
-        line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("payload"), dict):
+    for obj in json_objects(lines):
+        if obj is None or not isinstance(obj.get("payload"), dict):
             continue
         kind, payload = obj.get("type"), obj["payload"]
         if kind == "turn_context" and isinstance(payload.get("model"), str):

@@ -14,22 +14,27 @@ MCP tools carry their `namespace`, e.g. `mcp__memory`), a `custom_tool_call` (th
 (codex defers MCP tools behind it for models that support tool search).
 
 Replies come from a script, picked by how many model responses the request's input already
-replays (each maximal run of model-made items is one response): deterministic whatever the
-CLI's timing. Anything but `POST /v1/responses` gets an OpenAI-style 404 and is logged, so a
+replays (each maximal run of model-made items is one response; the server and the script
+are `fake_api`'s). Anything but `POST /v1/responses` gets an OpenAI-style 404 and is logged, so a
 test sees what was asked; a request without a bearer token gets the API's 401.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import re
+import shlex
+from dataclasses import dataclass
 from typing import Any
 
+from .fake_api import ApiHandler, FakeAPI, Logged, Step
+
 Item = dict[str, Any]
-Step = list[Item]
+
+# One of the CLI's catalog, so codex offers the tool set it offers that model on the real service.
+MODEL = "gpt-5.5"
+# Where the codex adapter's builtin-stage developer instructions say the memory file is.
+MEMORY_PATH = re.compile(r"memory file across the tasks you do in this repository: (\S+/AGENTS\.md)")
 
 # Items the model makes (replayed in later requests' `input`); everything else there is
 # the client's (messages of other roles, tool outputs).
@@ -69,18 +74,6 @@ def tool_search(query: str, limit: int = 5) -> Item:
             "arguments": {"query": query, "limit": limit}}
 
 
-@dataclass
-class Logged:
-    method: str
-    path: str
-    body: Any = None
-    authorization: str | None = None  # the Authorization header (kept in memory only, to assert it arrived)
-
-    @property
-    def responses_so_far(self) -> int:
-        return responses_so_far(self.body)
-
-
 def _is_model_item(item: Any) -> bool:
     if not isinstance(item, dict):
         return False
@@ -111,150 +104,77 @@ def tool_outputs(body: dict[str, Any]) -> list[str]:
     return out
 
 
+def write_agents_md(body: dict[str, Any], line: str) -> list[Item]:
+    """A model's first move in the builtin stage: add `line` to the memory file its
+    developer instructions name, keeping what the file already held (codex showed it)."""
+    found = MEMORY_PATH.search(json.dumps(body))
+    assert found, "the builtin stage's instructions name the memory file"
+    path = found.group(1)
+    held = re.search(r"<INSTRUCTIONS>\\n(.*?)\\n</INSTRUCTIONS>", json.dumps(body))
+    before = json.loads(f'"{held.group(1)}"') + "\n" if held else ""
+    return [exec_command(f"printf %s {shlex.quote(before + line)} > {shlex.quote(path)}")]
+
+
 @dataclass
-class FakeOpenAI:
-    """`script[n]` answers a request whose input replays n model responses (last one repeats).
+class FakeOpenAI(FakeAPI):
+    """`script[n]` answers a request whose input replays n model responses (last one repeats)."""
 
-    mode: `script` (default), `hang` (read the request, never answer), `unauthorized` (401).
-    """
-
-    script: Sequence[Step] | Callable[[dict[str, Any]], Step] = ()
-    mode: str = "script"
     input_tokens: int = 100
     cached_tokens: int = 10
     output_tokens: int = 20
     reasoning_tokens: int = 5
-    requests: list[Logged] = field(default_factory=list)
-    _server: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
-    _release: threading.Event = field(default_factory=threading.Event)
 
-    @property
-    def url(self) -> str:
-        """The base URL a client appends `/responses` to."""
-        assert self._server is not None, "start() the fake first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+    credential_header = "authorization"
+    url_path = "/v1"  # the base URL a client appends `/responses` to
 
-    def start(self) -> FakeOpenAI:
-        fake = self
+    def is_model_call(self, method: str, route: str) -> bool:
+        return method == "POST" and route == "/v1/responses"
 
-        class Handler(_Handler):
-            owner = fake
+    def turns_so_far(self, body: Any) -> int:
+        return responses_so_far(body)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        return self
+    def default_step(self) -> Step:
+        return [text("ok")]
 
-    def stop(self) -> None:
-        self._release.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+    def error(self, handler: ApiHandler, status: int, message: str) -> None:
+        code = "invalid_api_key" if status == 401 else None
+        handler.send_json(status, {"error": {"message": message, "type": "invalid_request_error", "param": None,
+                                             "code": code}})
 
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
+    def authorised(self, handler: ApiHandler) -> bool:
+        return super().authorised(handler) and (handler.headers.get("authorization") or "").startswith("Bearer ")
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def unauthorized(self, handler: ApiHandler) -> None:
+        self.error(handler, 401, "Incorrect API key provided.")
 
-    @property
-    def response_requests(self) -> list[Logged]:
-        return [r for r in self.requests if r.method == "POST" and r.path.split("?")[0] == "/v1/responses"]
-
-    def step_for(self, body: dict[str, Any]) -> Step:
-        if callable(self.script):
-            return self.script(body)
-        if not self.script:
-            return [text("ok")]
-        n = responses_so_far(body)
-        return self.script[min(n, len(self.script) - 1)]
-
-
-class _Handler(BaseHTTPRequestHandler):
-    owner: FakeOpenAI
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet: the log is `requests`
-        pass
-
-    def _json(self, status: int, obj: Any) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _error(self, status: int, kind: str, code: str | None, message: str) -> None:
-        self._json(status, {"error": {"message": message, "type": kind, "param": None, "code": code}})
-
-    def _log(self, body: Any = None) -> Logged:
-        entry = Logged(self.command, self.path, body, self.headers.get("authorization"))
-        self.owner.requests.append(entry)
-        return entry
-
-    def do_GET(self) -> None:
-        self._log()
-        self._error(404, "invalid_request_error", None, f"no {self.path} in this fake")
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw) if raw else None
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            body = None
-        self._log(body)
-        if self.path.split("?")[0] != "/v1/responses" or not isinstance(body, dict):
-            self._error(404, "invalid_request_error", None, f"no {self.path} in this fake")
-            return
-        if self.owner.mode == "hang":
-            self.owner._release.wait()
-            self.close_connection = True
-            return
-        if self.owner.mode == "unauthorized" or not (self.headers.get("authorization") or "").startswith("Bearer "):
-            self._error(401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided.")
-            return
-        self._answer(body)
-
-    def _answer(self, body: dict[str, Any]) -> None:
-        turn = responses_so_far(body)
+    def answer(self, handler: ApiHandler, logged: Logged) -> None:
+        body, turn = logged.body, logged.turn
         response_id = f"resp_fake_{turn}"
         items: list[Item] = []
-        for i, item in enumerate(self.owner.step_for(body)):
+        for i, item in enumerate(self.step_for(body)):
             item = {**item, "id": f"{_ID_PREFIX.get(item['type'], 'item')}_fake_{turn}_{i}"}
             if item["type"] in ("function_call", "custom_tool_call", "tool_search_call"):
                 item["call_id"] = f"call_fake_{turn}_{i}"
             if item["type"] in ("message", "function_call", "custom_tool_call"):
                 item.setdefault("status", "completed")
             items.append(item)
-        o = self.owner
         usage = {
-            "input_tokens": o.input_tokens,
-            "input_tokens_details": {"cached_tokens": o.cached_tokens},
-            "output_tokens": o.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": o.reasoning_tokens},
-            "total_tokens": o.input_tokens + o.output_tokens,
+            "input_tokens": self.input_tokens,
+            "input_tokens_details": {"cached_tokens": self.cached_tokens},
+            "output_tokens": self.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": self.reasoning_tokens},
+            "total_tokens": self.input_tokens + self.output_tokens,
         }
         response = {"id": response_id, "object": "response", "created_at": 0, "status": "in_progress",
                     "model": body.get("model", "gpt-fake"), "output": []}
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("connection", "close")
-        self.end_headers()
+        handler.start_events()
         sequence = 0
 
         def event(data: dict[str, Any]) -> None:
             nonlocal sequence
             data = {**data, "sequence_number": sequence}
             sequence += 1
-            self.wfile.write(f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode())
-            self.wfile.flush()
+            handler.send_event(data, data["type"])
 
         event({"type": "response.created", "response": response})
         event({"type": "response.in_progress", "response": response})
@@ -276,7 +196,6 @@ class _Handler(BaseHTTPRequestHandler):
             event({"type": "response.output_item.done", "output_index": i, "item": item})
         event({"type": "response.completed",
                "response": {**response, "status": "completed", "output": items, "usage": usage}})
-        self.close_connection = True
 
 
 _ID_PREFIX = {"message": "msg", "function_call": "fc", "custom_tool_call": "ctc", "tool_search_call": "ts"}

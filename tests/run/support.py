@@ -5,12 +5,17 @@ shapes the run tests read events in."""
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 from typing import Any
 
+import apsw
+
 from bench.processes import INICONF, REPO_ROOT, SPANS, TEXTKIT, read_events, swecl, swecl_json
 
-__all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "events", "finished_cells", "swecl", "swecl_json"]
+__all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "a_missing_cli_is_said_before_the_run",
+           "builtin_versions_recorded", "events", "finished_cells", "no_secret_in_the_ledger", "no_secret_in_the_results",
+           "swecl", "swecl_json"]
 
 
 def events(results: Path, *types: str) -> list[tuple[int, str, str, dict[str, Any]]]:
@@ -30,3 +35,58 @@ def finished_cells(results: Path, version: str) -> list[tuple[str, str, int]]:
         for _, stream, _, p in events(results, "task.finished")
         if stream.startswith(prefix)
     ]
+
+
+def no_secret_in_the_ledger(path: Path, secret: str) -> None:
+    """`secret` is in no event payload and no blob (compressed or not) of the ledger at `path`."""
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        for (payload,) in conn.execute("SELECT payload FROM events"):
+            assert secret.encode() not in bytes(payload)
+        for (data,) in conn.execute("SELECT data FROM blobs"):
+            raw = bytes(data)
+            try:
+                raw = zlib.decompress(raw)
+            except zlib.error:
+                pass
+            assert secret.encode() not in raw
+    finally:
+        conn.close()
+
+
+def no_secret_in_the_results(results: Path, secret: str) -> None:
+    """`secret` is nowhere under the results dir: not in the ledger (events, blobs
+    decompressed) and not in any other file a run left there (logs, memory folders)."""
+    no_secret_in_the_ledger(results / "ledger.db", secret)
+    files = [p for p in results.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert files
+    for path in files:
+        assert secret.encode() not in path.read_bytes(), f"the key is in {path}"
+
+
+def a_missing_cli_is_said_before_the_run(tmp_path: Path, cache: Path, agent: str, env_var: str) -> None:
+    """`swecl run --agent AGENT` with its CLI missing: one line, exit 2, no run recorded."""
+    env = {env_var: str(tmp_path / f"no-such-{agent}"), "PATH": "/usr/bin:/bin"}
+    proc = swecl(tmp_path / "r", "run", "--stage", "base", "--agent", agent, "--sequence", SPANS,
+                 cache=cache, env=env, check=False)
+    assert proc.returncode == 2 and agent in proc.stderr and proc.stderr.count("\n") == 1
+    assert not (tmp_path / "r" / "ledger.db").exists() or events(tmp_path / "r") == []
+
+
+def builtin_versions_recorded(results: Path, cache: Path, title: str, versions: list[str]) -> list[dict[str, Any]]:
+    """A finished builtin run `b1` whose native memory file `title` was recorded once a
+    task, as `memory.written` with the file's text after that task (`versions`, one a
+    task, at least two), each superseding the one before. Returns the written payloads."""
+    (run,) = swecl_json(results, "runs", cache=cache)
+    assert (run["version"], run["stage"], run["status"]) == ("b1", "builtin", "finished")
+    tasks = len([p for _, _, _, p in events(results, "task.finished")])
+    assert tasks >= 2 and len(versions) == tasks
+    written = [p for _, _, _, p in events(results, "memory.written")]
+    assert [(w["kind"], w["title"]) for w in written] == [("builtin-file", title)] * tasks
+    assert [w["body"] for w in written] == versions
+    assert [w["source_order"] for w in written] == list(range(1, tasks + 1))
+    superseded = [p for _, _, _, p in events(results, "memory.superseded")]
+    assert [(s["item_id"], s["by"]) for s in superseded] == [
+        (written[n]["item_id"], written[n + 1]["item_id"]) for n in range(tasks - 1)
+    ]
+    return written
