@@ -279,22 +279,10 @@ class ClaudeAgent(CliAgent[ClaudeInvocation]):
             env["IS_SANDBOX"] = "1"
         if self.max_retries is not None:
             env["CLAUDE_CODE_MAX_RETRIES"] = str(self.max_retries)
-        env.update(self.extra_env)
 
-        return ClaudeInvocation(
-            argv=argv,
-            env=env,
-            stdin=stdin,
-            prompt=prompt,
-            session_id=session_id,
-            config_dir=config_dir,
-            auto_memory_dir=auto_memory,
-            uses_mcp=bool(servers),
-            hook_record=hook_record,
-            stream_path=scratch / "claude-stream.jsonl",
-            stderr_path=scratch / "claude-stderr.txt",
-            recall_server=server.bridged if server is not None else None,
-        )
+        return self.invocation(ClaudeInvocation, inp, argv=argv, env=env, prompt=prompt, server=server, stdin=stdin,
+                               session_id=session_id, config_dir=config_dir, auto_memory_dir=auto_memory,
+                               hook_record=hook_record)
 
     # -- running ---------------------------------------------------------------------------
 

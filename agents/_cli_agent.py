@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ledger import SweclError
 
@@ -34,7 +34,10 @@ from ._process import ProcessOutcome, run_process
 from ._protocol import AgentInput
 from ._scrub import Scrubber
 
-__all__ = ["CliAgent", "CliInvocation", "Launched", "RecallServer", "carry_back", "carry_in", "find_cli", "last_line", "primed_notes", "read_memory", "recall_server", "run_cli"]
+__all__ = [
+    "CliAgent", "CliInvocation", "Launched", "RecallServer", "carry_back", "carry_in", "find_cli", "last_line",
+    "primed_notes", "read_memory", "recall_server", "run_cli", "session_file",
+]
 
 MCP_SERVER_NAME = "memory"  # every CLI agent names the recall server so: its tool is memory's `recall`
 MEMORY_FOLDER = "auto-memory"  # under memory_dir: the builtin stage's folder, as recorded and restored
@@ -132,6 +135,24 @@ class CliAgent(Generic[I]):
 
     def prepare(self, inp: AgentInput) -> I:
         raise NotImplementedError
+
+    def invocation(self, cls: type[I], inp: AgentInput, *, argv: list[str], env: dict[str, str], prompt: str,
+                   server: RecallServer | None, stdin: bytes | None = None, **own: Any) -> I:
+        """`prepare`'s result: the adapter's `own` fields, and the shared ones filled the same
+        way for every CLI (the prompt on stdin unless `stdin` says otherwise, the options'
+        environment over the adapter's, `NAME-stream.jsonl` and `NAME-stderr.txt` in the
+        scratch dir, the recall server's relay)."""
+        return cls(
+            argv=argv,
+            env={**env, **self.extra_env},
+            stdin=prompt.encode() if stdin is None else stdin,
+            prompt=prompt,
+            uses_mcp=server is not None,
+            stream_path=inp.scratch_dir / f"{self.name}-stream.jsonl",
+            stderr_path=inp.scratch_dir / f"{self.name}-stderr.txt",
+            recall_server=server.bridged if server is not None else None,
+            **own,
+        )
 
     def writable(self, inp: AgentInput, inv: I) -> list[Path]:
         """What the sandbox lets the CLI write beside the worktree: the scratch dir, by default."""
@@ -236,6 +257,20 @@ def carry_back(written: Path, root: Path) -> dict[str, str]:
     else:
         kept.unlink(missing_ok=True)
     return read_memory(root)
+
+
+def session_file(root: Path, named: str | None, pattern: str) -> bytes | None:
+    """The CLI's own session file of this run under `root`: the one the glob `named` (with
+    the session's id) finds, else the only one `pattern` finds; never a link."""
+    found = sorted(root.glob(named)) if named else []
+    if not found:
+        found = sorted(root.glob(pattern))
+        if len(found) != 1:
+            return None
+    path = found[-1]
+    if path.is_symlink() or not path.is_file():
+        return None
+    return path.read_bytes()
 
 
 def read_memory(root: Path) -> dict[str, str]:

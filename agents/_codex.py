@@ -58,6 +58,7 @@ from ._cli_agent import (
     last_line,
     primed_notes,
     recall_server,
+    session_file,
 )
 from ._codex_events import classify, parse_events, read_rollout
 from ._protocol import AgentInput, AgentResult, RunSupplies
@@ -234,21 +235,8 @@ class CodexAgent(CliAgent[CodexInvocation]):
 
         env = self.base_env(inp)
         env["CODEX_HOME"] = str(codex_home)
-        env.update(self.extra_env)
-
-        return CodexInvocation(
-            argv=argv,
-            env=env,
-            stdin=prompt.encode(),
-            prompt=prompt,
-            codex_home=codex_home,
-            config=config,
-            memory_root=memory_root,
-            uses_mcp=server is not None,
-            stream_path=scratch / "codex-events.jsonl",
-            stderr_path=scratch / "codex-stderr.txt",
-            recall_server=server.bridged if server is not None else None,
-        )
+        return self.invocation(CodexInvocation, inp, argv=argv, env=env, prompt=prompt, server=server,
+                               codex_home=codex_home, config=config, memory_root=memory_root)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -292,16 +280,8 @@ class CodexAgent(CliAgent[CodexInvocation]):
 
 def _rollout(codex_home: Path, thread_id: str | None) -> bytes | None:
     """codex's session file of this run: the one named after the thread, else the only one."""
-    sessions = codex_home / "sessions"
-    found = sorted(sessions.rglob(f"rollout-*{thread_id}.jsonl")) if thread_id else []
-    if not found:
-        found = sorted(sessions.rglob("rollout-*.jsonl"))
-        if len(found) != 1:
-            return None
-    path = found[-1]
-    if path.is_symlink() or not path.is_file():
-        return None
-    return path.read_bytes()
+    return session_file(codex_home / "sessions", f"**/rollout-*{thread_id}.jsonl" if thread_id else None,
+                        "**/rollout-*.jsonl")
 
 
 def _last_line(text: str) -> str:

@@ -26,7 +26,7 @@ from typing import Any
 from ledger.events import ToolCall
 
 from ._protocol import ExitKind
-from ._stream_json import json_objects
+from ._stream_json import ended_early, json_objects, mentions_any, with_last_error
 
 __all__ = ["CodexSummary", "RolloutFacts", "classify", "parse_events", "read_rollout"]
 
@@ -191,29 +191,14 @@ def read_rollout(lines: Iterable[str | bytes]) -> RolloutFacts:
 def classify(s: CodexSummary, exit_code: int | None, *, timed_out: bool) -> tuple[ExitKind, str | None]:
     """The run's exit kind and a one-line reason (None for a clean success)."""
     if timed_out:
-        return "timeout", _with_last_error(s, "the agent did not finish within its time limit")
+        return "timeout", with_last_error("the agent did not finish within its time limit", s.stream_errors)
     if s.turn_errors:
         message = s.turn_errors[-1]
-        if _is_auth(message):
+        if mentions_any(message, _AUTH_TEXT):
             return "auth_failed", message
         return "error", message
     if s.completed:
         if exit_code:
             return "error", f"the turn completed but the CLI exited {exit_code}"
         return "completed", None
-    if exit_code is not None and exit_code < 0:
-        return "crashed", f"killed by signal {-exit_code} before its turn ended"
-    if exit_code:
-        return "crashed", _with_last_error(s, f"exited {exit_code} before its turn ended")
-    return "error", "exited 0 without a turn.completed event"
-
-
-def _is_auth(message: str) -> bool:
-    lowered = message.lower()
-    return any(t in lowered for t in _AUTH_TEXT)
-
-
-def _with_last_error(s: CodexSummary, base: str) -> str:
-    if not s.stream_errors:
-        return base
-    return f"{base} (last error: {s.stream_errors[-1][:300]}, {len(s.stream_errors)} reported)"
+    return ended_early(exit_code, "turn", "a turn.completed event", s.stream_errors)

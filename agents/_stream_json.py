@@ -20,7 +20,8 @@ from ledger.events import ToolCall
 
 from ._protocol import ExitKind
 
-__all__ = ["StreamSummary", "classify", "json_objects", "parse_stream", "parse_stream_text"]
+__all__ = ["StreamSummary", "classify", "ended_early", "json_objects", "mentions_any", "parse_stream", "parse_stream_text",
+           "with_last_error"]
 
 _AUTH_ERRORS = {"authentication_failed", "authentication_error", "oauth_org_not_allowed", "permission_error"}
 _AUTH_TEXT = ("not logged in", "invalid api key", "please run /login", "oauth token")
@@ -93,6 +94,29 @@ def json_objects(lines: Iterable[str | bytes]) -> Iterator[dict[str, Any] | None
             yield None
             continue
         yield obj if isinstance(obj, dict) else None
+
+
+def mentions_any(message: str, words: Iterable[str]) -> bool:
+    """`message` holds one of `words` (lower case), whatever its own case."""
+    lowered = message.lower()
+    return any(w in lowered for w in words)
+
+
+def with_last_error(base: str, errors: list[str]) -> str:
+    """`base`, and the last of the `errors` a CLI reported on its way, if any."""
+    if not errors:
+        return base
+    return f"{base} (last error: {errors[-1][:300]}, {len(errors)} reported)"
+
+
+def ended_early(exit_code: int | None, unit: str, final_event: str, errors: list[str]) -> tuple[ExitKind, str]:
+    """The exit kind of a CLI that ended before its `unit` (turn, session) did: killed,
+    failed, or silent (exit 0 without its `final_event`)."""
+    if exit_code is not None and exit_code < 0:
+        return "crashed", f"killed by signal {-exit_code} before its {unit} ended"
+    if exit_code:
+        return "crashed", with_last_error(f"exited {exit_code} before its {unit} ended", errors)
+    return "error", f"exited 0 without {final_event}"
 
 
 def parse_stream(lines: Iterable[str | bytes]) -> StreamSummary:

@@ -120,6 +120,7 @@ def final_message(transcript: str | None) -> str | None:
         return None
     result: str | None = None
     assistant: str | None = None
+    pieces: list[str] = []
     parsed = False
     for line in transcript.splitlines():
         line = line.strip()
@@ -145,6 +146,15 @@ def final_message(transcript: str | None) -> str | None:
                 result = codex[1]
             else:
                 assistant = codex[1]
+        elif obj.get("type") == "gemini":  # the Gemini CLI's session file: a line per model response
+            if isinstance(obj.get("content"), str) and obj["content"].strip():
+                assistant = obj["content"]
+        elif obj.get("type") == "message" and obj.get("role") == "assistant" and isinstance(obj.get("content"), str):
+            # its stream-json output: the answer in delta pieces, after the last tool call
+            pieces.append(obj["content"])
+            assistant = "".join(pieces)
+        elif obj.get("type") == "tool_use":
+            pieces = []
     if parsed:
         return result if result else assistant
     lines = [ln for ln in transcript.splitlines() if ln.strip()]

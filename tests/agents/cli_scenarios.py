@@ -1,24 +1,31 @@
 """What the end-to-end tests of the CLI agents (claude, codex, gemini) share: an isolated
 environment pointed at a loopback fake, the fakes' lifetimes, a ledger with one lesson
 recalled through the project's own recall service, a memory server that fails to start,
-and the checks that no key is kept anywhere and no process outlives its run."""
+and the checks that no key is kept anywhere and no process outlives its run; and for the
+CLIs added beside claude, a `Case` each (what differs between them) and a `Harness` that
+runs one against its fake."""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
-from agents._protocol import AgentResult
+from agents._cli_agent import CliAgent
+from agents._codex import CodexAgent
+from agents._gemini import GeminiAgent
+from agents._protocol import AgentInput, AgentResult
 from agents._recall import RecallService
 from ledger import Ledger
 from ledger.events import MemoryRecalled, MemoryWritten
 
-from .fake_api import FakeAPI
+from . import fake_gemini, fake_openai
+from .fake_api import FakeAPI, Step
 from .mini_recall import Item
 
 F = TypeVar("F", bound=FakeAPI)
@@ -26,6 +33,71 @@ F = TypeVar("F", bound=FakeAPI)
 # Proxies would send the CLI's loopback calls elsewhere.
 PROXIES = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy")
 LESSON = "greet(None) needs a None guard before .title()"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    agent: type[CliAgent[Any]]
+    fake: type[FakeAPI]
+    model: str
+    dropped: tuple[str, ...]  # other ways to log in or configure the CLI
+    base_url_var: str
+    key_var: str
+    say: Callable[[str], Step]  # a model reply with just this text
+    recall: Callable[[str], list[Step]]  # the model replies that end in a recall with this query
+    sent: Callable[[dict[str, Any]], str]  # what a request gives the model, as text
+    returned: Callable[[dict[str, Any]], str]  # the tool results a request sends back, as text
+    rejected: str  # what the CLI says of a key the API refuses
+
+
+CASES = [
+    Case("codex", CodexAgent, fake_openai.FakeOpenAI, fake_openai.MODEL,
+         ("CODEX_API_KEY", "CODEX_HOME", "OPENAI_ORGANIZATION", "OPENAI_PROJECT", "RUST_LOG"),
+         "OPENAI_BASE_URL", "OPENAI_API_KEY",
+         say=lambda words: [fake_openai.text(words)],
+         # codex defers MCP tools behind its tool search: the model finds the tool first
+         recall=lambda query: [[fake_openai.tool_search("recall")],
+                               [fake_openai.mcp_call("memory", "recall", {"query": query, "repo": "demo/pkg", "k": 3})]],
+         sent=lambda body: json.dumps(body["input"]),
+         returned=lambda body: json.dumps(fake_openai.tool_outputs(body)),
+         rejected="401 Unauthorized"),
+    Case("gemini", GeminiAgent, fake_gemini.FakeGemini, fake_gemini.MODEL,
+         ("GEMINI_CLI_HOME", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT",
+          "GEMINI_MODEL"),
+         "GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY",
+         say=lambda words: [fake_gemini.text(words)],
+         recall=lambda query: [[fake_gemini.function_call("mcp_memory_recall", {"query": query, "repo": "demo/pkg", "k": 3})]],
+         sent=lambda body: json.dumps(body["contents"]),
+         returned=lambda body: json.dumps(fake_gemini.function_responses(body)),
+         rejected="API key not valid"),
+]
+
+
+class Harness:
+    """One case's CLI, its fakes and the environment pointing it at them."""
+
+    def __init__(self, case: Case, binary: str, monkeypatch: pytest.MonkeyPatch, api_key: str,
+                 start: Callable[..., FakeAPI]) -> None:
+        self.case, self.binary, self.monkeypatch, self.api_key, self._start = case, binary, monkeypatch, api_key, start
+
+    def fake(self, *args: Any, **kwargs: Any) -> FakeAPI:
+        fake = self._start(*args, **kwargs)
+        self.monkeypatch.setenv(self.case.base_url_var, fake.url)
+        self.monkeypatch.setenv(self.case.key_var, self.api_key)
+        return fake
+
+    def run(self, inp: AgentInput) -> AgentResult:
+        return self.case.agent(executable=self.binary, max_retries=0).run(inp)
+
+
+def harness(case: Case, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+            api_key: str) -> Iterator[Harness]:
+    """For a `cli` fixture: the case's npm-installed CLI in an isolated environment; its
+    fakes stop when the test ends."""
+    binary = request.getfixturevalue(f"{case.name}_bin")
+    isolate(monkeypatch, tmp_path, case.dropped)
+    yield from (Harness(case, binary, monkeypatch, api_key, start) for start in start_fakes(case.fake))
 
 
 def isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dropped: Iterable[str]) -> Path:

@@ -107,6 +107,7 @@ diff --git a/pkg/util.py b/pkg/util.py
 
 CLAUDE_VERSION = "2.1.197"  # the version of the shared captures and of claude_help.txt
 CODEX_VERSION = "0.169.0"  # the version whose wire format fake_openai.py speaks (npm @openai/codex)
+GEMINI_VERSION = "0.61.0"  # the version whose wire format fake_gemini.py speaks (npm @google/gemini-cli)
 
 
 def _npm_cache_root() -> Path:
@@ -176,3 +177,9 @@ def codex_bin() -> str:
     package pulls its platform's native binary (~400 MB) as an optional dependency, so
     only the codex tests ask for it."""
     return npm_cli("@openai/codex", CODEX_VERSION, "codex", "SWECL_CODEX_BIN", timeout_s=600)
+
+
+@pytest.fixture(scope="session")
+def gemini_bin() -> str:
+    """The real `gemini` CLI of GEMINI_VERSION ($SWECL_GEMINI_BIN: another install)."""
+    return npm_cli("@google/gemini-cli", GEMINI_VERSION, "gemini", "SWECL_GEMINI_BIN")

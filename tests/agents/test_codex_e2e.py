@@ -1,6 +1,8 @@
 """The codex adapter end to end: the real `codex` CLI (npm, pinned version) against a loopback
 fake of OpenAI's Responses API, with a real git worktree and real MCP recall (`swecl run
---agent codex` is tests/run/test_codex_run.py, the stream parser test_codex_events.py).
+--agent codex` is tests/run/test_codex_run.py, the stream parser test_codex_events.py;
+what every such CLI must do alike, timeouts, auth failures and recall among it, is
+test_cli_agents_shared.py).
 
 The fake model uses codex's own tools as a real model would: `tool_search` to find the
 deferred MCP tool, `recall` in the `mcp__memory` namespace, the freeform `apply_patch` tool
@@ -11,8 +13,6 @@ the tool set it offers that model on the real service.
 from __future__ import annotations
 
 import json
-import sys
-import time
 import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,24 +22,18 @@ import pytest
 
 from agents._codex import CodexAgent
 from agents._protocol import AgentInput, Budget
-from ledger import SweclError
 from ledger.events import ToolCall
 from projections.show import final_message
 
 from .cli_scenarios import (
-    LESSON,
-    BrokenRecall,
-    isolate,
-    ledger_with_a_lesson,
+    CASES,
+    Harness,
+    harness,
     no_secret_anywhere,
-    processes_mentioning,
-    start_fakes,
-    the_lesson_was_recalled,
 )
 from .conftest import build_repo
 from .fake_openai import (
     MODEL,
-    FakeOpenAI,
     apply_patch,
     exec_command,
     mcp_call,
@@ -51,6 +45,8 @@ from .fake_openai import (
 from .mini_recall import Item, MiniRecall
 
 pytestmark = pytest.mark.slow
+
+CASE = next(c for c in CASES if c.name == "codex")
 
 GREET_PATCH = """\
 *** Begin Patch
@@ -65,20 +61,9 @@ GREET_PATCH = """\
 
 
 @pytest.fixture
-def codex_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, api_key: str) -> Callable[[FakeOpenAI], None]:
-    """Point the CLI at a fake, in an isolated environment."""
-    isolate(monkeypatch, tmp_path, ("CODEX_API_KEY", "CODEX_HOME", "OPENAI_ORGANIZATION", "OPENAI_PROJECT", "RUST_LOG"))
-
-    def point(fake: FakeOpenAI) -> None:
-        monkeypatch.setenv("OPENAI_BASE_URL", fake.url)
-        monkeypatch.setenv("OPENAI_API_KEY", api_key)
-
-    return point
-
-
-@pytest.fixture
-def fakes() -> Iterator[Callable[..., FakeOpenAI]]:
-    yield from start_fakes(FakeOpenAI)
+def cli(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, api_key: str) -> Iterator[Harness]:
+    """The codex CLI pointed at its fakes (`cli.fake(script)`), in an isolated environment."""
+    yield from harness(CASE, request, monkeypatch, tmp_path, api_key)
 
 
 def _tools(body: dict[str, Any]) -> list[str]:
@@ -87,10 +72,10 @@ def _tools(body: dict[str, Any]) -> list[str]:
 
 def test_recall_edit_and_finish_end_to_end(
     codex_bin: str, make_input: Callable[..., AgentInput], repo: Path, tmp_path: Path,
-    fakes: Callable[..., FakeOpenAI], codex_env: Callable[[FakeOpenAI], None], api_key: str,
+    cli: Harness, api_key: str,
 ) -> None:
     issue = "greet() crashes on None: greet(None) raises AttributeError: 'NoneType' object has no attribute 'title'."
-    fake = fakes([
+    fake = cli.fake([
         [tool_search("recall notes from earlier tasks")],
         [mcp_call("memory", "recall", {"query": issue, "repo": "demo/pkg", "k": 3})],
         [exec_command("cat pkg/missing.py")],  # fails: no such file
@@ -98,7 +83,6 @@ def test_recall_edit_and_finish_end_to_end(
         [exec_command("printf \"NONE_GREETING = 'Hello'\\n\" > pkg/compat.py")],
         [text("Fixed greet() for None.")],
     ])
-    codex_env(fake)
     recall = MiniRecall([Item("m1", 1, 2.5, "greet None", "guard None before .title()", outcome="resolved")],
                         tmp_path / "recall")
     inp = make_input(issue=issue, recall=recall, memory_mode="plugin-real", stage="plugin-blank",
@@ -149,16 +133,14 @@ def test_recall_edit_and_finish_end_to_end(
 
 
 def test_the_agents_commands_never_see_the_key(
-    codex_bin: str, make_input: Callable[..., AgentInput], fakes: Callable[..., FakeOpenAI],
-    codex_env: Callable[[FakeOpenAI], None], api_key: str,
+    codex_bin: str, make_input: Callable[..., AgentInput], cli: Harness, api_key: str,
 ) -> None:
     # The model makes the agent print the key (as a prompt-injected issue might); codex
     # leaves variables named like keys out of its commands' environment.
-    fake = fakes([
+    fake = cli.fake([
         [exec_command("echo key=$OPENAI_API_KEY > leaked.txt; echo key=$OPENAI_API_KEY")],
         [text("done")],
     ])
-    codex_env(fake)
     inp = make_input(model=MODEL, budget=Budget(timeout_s=120))
     result = CodexAgent(executable=codex_bin, max_retries=0).run(inp)
     assert result.exit == "completed", result.error
@@ -169,58 +151,12 @@ def test_the_agents_commands_never_see_the_key(
     no_secret_anywhere(result, inp.scratch_dir, api_key)
 
 
-def test_a_missing_key_is_auth_failed(
-    codex_bin: str, make_input: Callable[..., AgentInput], fakes: Callable[..., FakeOpenAI],
-    codex_env: Callable[[FakeOpenAI], None], monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    fake = fakes([[text("must never be asked")]])
-    codex_env(fake)
-    monkeypatch.delenv("OPENAI_API_KEY")
-    result = CodexAgent(executable=codex_bin, max_retries=0).run(make_input(model=MODEL))
-    assert result.exit == "auth_failed" and "OPENAI_API_KEY" in (result.error or "")
-    assert result.exit_code == 1 and result.patch == "" and result.cost_usd is None
-    assert fake.api_requests == []
-
-
-def test_a_rejected_key_is_auth_failed(
-    codex_bin: str, make_input: Callable[..., AgentInput], fakes: Callable[..., FakeOpenAI],
-    codex_env: Callable[[FakeOpenAI], None], api_key: str,
-) -> None:
-    fake = fakes(mode="unauthorized")
-    codex_env(fake)
-    inp = make_input(model=MODEL)
-    result = CodexAgent(executable=codex_bin, max_retries=0).run(inp)
-    assert result.exit == "auth_failed" and "401 Unauthorized" in (result.error or "")
-    assert len(fake.api_requests) == 1
-    no_secret_anywhere(result, inp.scratch_dir, api_key)
-
-
-def test_hanging_api_is_a_timeout_and_the_process_group_is_gone(
-    codex_bin: str, make_input: Callable[..., AgentInput], tmp_path: Path, fakes: Callable[..., FakeOpenAI],
-    codex_env: Callable[[FakeOpenAI], None],
-) -> None:
-    fake = fakes(mode="hang")
-    codex_env(fake)
-    recall = MiniRecall([], tmp_path / "recall")  # an MCP child too: it must die with the CLI
-    inp = make_input(model=MODEL, recall=recall, memory_mode="plugin-real", budget=Budget(timeout_s=15))
-    started = time.monotonic()
-    result = CodexAgent(executable=codex_bin, max_retries=0).run(inp)
-    assert time.monotonic() - started < 45
-    assert result.exit == "timeout" and result.exit_code is None
-    assert len(fake.api_requests) >= 1
-    assert result.session_id  # thread.started came before the hang
-    # neither the CLI (its CODEX_HOME is in tmp_path) nor its MCP server (the recall dir) survives
-    assert processes_mentioning(str(tmp_path)) == []
-
-
 def test_builtin_agents_md_carries_across_tasks(
-    codex_bin: str, make_input: Callable[..., AgentInput], tmp_path: Path, fakes: Callable[..., FakeOpenAI],
-    codex_env: Callable[[FakeOpenAI], None],
+    codex_bin: str, make_input: Callable[..., AgentInput], tmp_path: Path, cli: Harness,
 ) -> None:
     memory_dir = tmp_path / "builtin-v1-seq"
-    fake = fakes(lambda body: write_agents_md(body, "- greet(None) needs a guard")
-                 if not tool_outputs(body) else [text("Noted.")])
-    codex_env(fake)
+    cli.fake(lambda body: write_agents_md(body, "- greet(None) needs a guard")
+             if not tool_outputs(body) else [text("Noted.")])
     agent = CodexAgent(executable=codex_bin, max_retries=0)
     first = agent.run(make_input(model=MODEL, memory_mode="builtin", stage="builtin",
                                  memory_dir=memory_dir, budget=Budget(timeout_s=120)))
@@ -229,9 +165,8 @@ def test_builtin_agents_md_carries_across_tasks(
     assert (memory_dir / "auto-memory" / "AGENTS.md").read_text() == "- greet(None) needs a guard"
     assert first.patch == ""  # the memory lives outside the worktree
 
-    fake2 = fakes(lambda body: write_agents_md(body, "- total() sums a list")
+    fake2 = cli.fake(lambda body: write_agents_md(body, "- total() sums a list")
                   if not tool_outputs(body) else [text("Seen my notes.")])
-    codex_env(fake2)
     second = agent.run(make_input(model=MODEL, memory_mode="builtin", stage="builtin",
                                   memory_dir=memory_dir, worktree=build_repo(tmp_path / "repo2"),
                                   scratch_dir=tmp_path / "scratch2", budget=Budget(timeout_s=120)))
@@ -243,11 +178,9 @@ def test_builtin_agents_md_carries_across_tasks(
 
 
 def test_no_memory_no_mcp_server_and_no_memory_instructions(
-    codex_bin: str, make_input: Callable[..., AgentInput], fakes: Callable[..., FakeOpenAI],
-    codex_env: Callable[[FakeOpenAI], None],
+    codex_bin: str, make_input: Callable[..., AgentInput], cli: Harness,
 ) -> None:
-    fake = fakes([[text("nothing to do")]])
-    codex_env(fake)
+    fake = cli.fake([[text("nothing to do")]])
     inp = make_input(model=MODEL, budget=Budget(timeout_s=120))
     result = CodexAgent(executable=codex_bin, max_retries=0).run(inp)
     assert result.exit == "completed", result.error
@@ -255,63 +188,3 @@ def test_no_memory_no_mcp_server_and_no_memory_instructions(
     assert "mcp_servers" not in config and "developer_instructions" not in config
     body = json.dumps(fake.api_requests[0].body)
     assert "mcp__memory" not in body and "AGENTS.md instructions" not in body
-
-
-def test_primed_natural_prompt_holds_the_recalled_notes(
-    codex_bin: str, make_input: Callable[..., AgentInput], tmp_path: Path, fakes: Callable[..., FakeOpenAI],
-    codex_env: Callable[[FakeOpenAI], None],
-) -> None:
-    fake = fakes([[text("Nothing to change.")]])
-    codex_env(fake)
-    recall = MiniRecall([Item("m1", 1, 1.0, "greet None", "guard None before .title()", outcome="resolved")],
-                        tmp_path / "recall")
-    inp = make_input(model=MODEL, recall=recall, memory_mode="plugin-real", stage="plugin-primed",
-                     prompt_style="natural", budget=Budget(timeout_s=120))
-    result = CodexAgent(executable=codex_bin, max_retries=0).run(inp)
-    assert result.exit == "completed", result.error
-    sent = json.dumps(fake.api_requests[0].body["input"])
-    assert "guard None before .title()" in sent and "You have worked in the demo/pkg repository before" in sent
-    assert recall.calls() == [{"via": "inproc", "query": inp.issue, "repo": "demo/pkg", "k": 5}]
-
-
-def test_ledger_recall_through_the_project_recall_service(
-    codex_bin: str, make_input: Callable[..., AgentInput], tmp_path: Path, fakes: Callable[..., FakeOpenAI],
-    codex_env: Callable[[FakeOpenAI], None],
-) -> None:
-    ledger_path = tmp_path / "ledger.db"
-    service = ledger_with_a_lesson(ledger_path)
-    issue = "greet() crashes on None"
-    fake = fakes([
-        [tool_search("recall")],
-        [mcp_call("memory", "recall", {"query": issue, "repo": "demo/pkg", "k": 3})],
-        [text("done")],
-    ])
-    codex_env(fake)
-    inp = make_input(issue=issue, recall=service, memory_mode="plugin-real", stage="plugin-blank",
-                     prompt_style="recall", model=MODEL, budget=Budget(timeout_s=120))
-    result = CodexAgent(executable=codex_bin, max_retries=0).run(inp)
-    assert result.exit == "completed", result.error
-    assert result.tool_calls == [ToolCall("mcp__memory__recall")]
-    the_lesson_was_recalled(ledger_path, issue)
-    assert LESSON in tool_outputs(fake.api_requests[2].body)[0]
-
-
-def test_a_memory_server_that_fails_to_start_makes_the_run_an_error(
-    codex_bin: str, make_input: Callable[..., AgentInput], fakes: Callable[..., FakeOpenAI],
-    codex_env: Callable[[FakeOpenAI], None],
-) -> None:
-    fake = fakes([[text("done without memory")]])
-    codex_env(fake)
-    result = CodexAgent(executable=codex_bin, max_retries=0).run(
-        make_input(model=MODEL, recall=BrokenRecall(), memory_mode="plugin-real", budget=Budget(timeout_s=120))
-    )
-    assert result.exit == "error"
-    assert (result.error or "").startswith("the memory MCP server failed to start: the run had no recall (")
-    assert "required MCP servers failed to initialize: memory" in (result.error or "")
-    assert fake.api_requests == []  # codex never started the turn
-
-
-def test_blind_mode_is_refused_in_one_line(make_input: Callable[..., AgentInput]) -> None:
-    with pytest.raises(SweclError, match="the codex agent has no blind mode") as info:
-        CodexAgent(executable=sys.executable).run(make_input(code_mode="blind"))
-    assert "\n" not in str(info.value)

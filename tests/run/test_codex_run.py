@@ -25,13 +25,12 @@ from tests.agents.fake_openai import (
 )
 
 from .support import (
-    SPANS,
     a_missing_cli_is_said_before_the_run,
+    a_plugin_run_recalled_and_was_graded,
     builtin_versions_recorded,
-    events,
     no_secret_in_the_results,
-    swecl,
-    swecl_json,
+    run_a_stage,
+    the_next_task_read_it,
 )
 
 pytestmark = pytest.mark.slow
@@ -64,33 +63,13 @@ def _codex_run_env(fake: FakeOpenAI, codex: str, home: Path) -> dict[str, str]:
 
 
 def test_a_plugin_run_with_the_codex_cli(tmp_path: Path, cache: Path, codex_bin: str) -> None:  # noqa: F811
-    fake = FakeOpenAI(script=recall_then_edit).start()
-    try:
-        results = tmp_path / "results"
-        swecl(results, "run", "--stage", "plugin-blank", "--agent", "codex", "--model", MODEL,
-              "--sequence", SPANS, "--passes", "initial", "--quiet", cache=cache,
-              env=_codex_run_env(fake, codex_bin, tmp_path / "home"), timeout=900)
-    finally:
-        fake.stop()
-    (run,) = swecl_json(results, "runs", cache=cache)
-    assert (run["agent"], run["status"]) == ("codex", "finished")
-    agents = [p for _, _, _, p in events(results, "agent.finished")]
-    tasks = len(agents)
-    assert tasks >= 2 and {a["exit"] for a in agents} == {"completed"}
-    # every task recalled through the real MCP server, reading and writing the run's ledger
-    recalls = [p for _, _, _, p in events(results, "memory.recalled")]
-    assert len(recalls) == tasks and {r["via"] for r in recalls} == {"mcp"}
-    assert sorted(r["order"] for r in recalls) == sorted(a["order"] for a in agents)
-    assert any(r["results"] for r in recalls)  # later tasks find what the daydream wrote
-    assert all(a["turns"] == 4 and a["cost_usd"] is None and a["tokens"]["input"] > 0 for a in agents)
-    assert all([c["name"] for c in a["tool_calls"]] == ["mcp__memory__recall", "command_execution"] for a in agents)
-    assert all(a["transcript"] and a["session_id"] and a["model"] == MODEL for a in agents)
-    # the patches were graded: run against the tests, not excused and not empty
-    grades = [p for _, _, _, p in events(results, "grade.finished")]
-    assert len(grades) == tasks and not {g["status"] for g in grades} & {"empty_patch", "agent_error", "infra_error"}
-    shown = swecl_json(results, "show", run["version"], "1", cache=cache)
-    assert "+# looked at by codex" in shown["patch"]
-    assert shown["final_message"] == "Added a note to the package; the fix needs more work."
+    results = tmp_path / "results"
+    with FakeOpenAI(script=recall_then_edit) as fake:
+        run_a_stage(results, cache, "plugin-blank", "codex", MODEL, _codex_run_env(fake, codex_bin, tmp_path / "home"))
+    a_plugin_run_recalled_and_was_graded(
+        results, cache, "codex", MODEL, turns=4, tools=["mcp__memory__recall", "command_execution"],
+        patch_line="+# looked at by codex", final_message="Added a note to the package; the fix needs more work.",
+    )
     # the key reached the API and nothing we keep
     assert all(r.credential == f"Bearer {SECRET}" for r in fake.api_requests)
     no_secret_in_the_results(results, SECRET)
@@ -111,18 +90,10 @@ def test_a_builtin_run_records_codex_agents_md(tmp_path: Path, cache: Path, code
         notes.append(f"- task {len(notes) + 1}: read the failing test before editing")
         return write_agents_md(body, notes[-1])
 
-    fake = FakeOpenAI(script=take_a_note).start()
     results = tmp_path / "results"
-    try:
-        swecl(results, "run", "--stage", "builtin", "--version", "b1", "--agent", "codex", "--model", MODEL,
-              "--sequence", SPANS, "--passes", "initial", "--quiet", cache=cache,
-              env=_codex_run_env(fake, codex_bin, tmp_path / "home"), timeout=900)
-    finally:
-        fake.stop()
+    with FakeOpenAI(script=take_a_note) as fake:
+        run_a_stage(results, cache, "builtin", "codex", MODEL, _codex_run_env(fake, codex_bin, tmp_path / "home"), version="b1")
     builtin_versions_recorded(results, cache, "AGENTS.md", ["\n".join(notes[: n + 1]) for n in range(len(notes))])
     # codex read the carried file: task 2's first request holds task 1's note as instructions
-    first_requests = [r.body for r in fake.api_requests if not tool_outputs(r.body)]
-    assert notes[0] in json.dumps(first_requests[1]) and notes[0] not in json.dumps(first_requests[0])
-    kept = results / "vb1" / "_builtin" / SPANS / "auto-memory" / "AGENTS.md"
-    assert kept.read_text() == "\n".join(notes)
+    the_next_task_read_it([r.body for r in fake.api_requests if not tool_outputs(r.body)], notes[0])
     no_secret_in_the_results(results, SECRET)
