@@ -22,26 +22,30 @@ which is applied to the worktree so the patch is still taken by `_diff.worktree_
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from ledger import SweclError
+from typing import Any
 
 from . import _diff
-from ._confine import RecallBridge, agent_environment, checkout_object_stores
-from ._process import run_process
+from ._cli_agent import (
+    MCP_SERVER_NAME,
+    CliAgent,
+    CliInvocation,
+    find_cli,
+    last_line,
+    primed_notes,
+    read_memory,
+    recall_server,
+)
 from ._protocol import AgentInput, AgentResult, RunSupplies
-from ._scrub import Scrubber
 from ._stream_json import StreamSummary, classify, parse_stream
 
 __all__ = [
@@ -60,7 +64,6 @@ MODEL_ALIASES: dict[str, str] = {
     "opus-4-8": "claude-opus-4-8",
 }
 
-MCP_SERVER_NAME = "memory"
 RECALL_TOOL = f"mcp__{MCP_SERVER_NAME}__recall"
 
 # Quiet, offline-but-for-the-API, non-interactive. Each is documented by Claude Code;
@@ -79,8 +82,7 @@ _QUIET_ENV = {
     "MCP_CONNECTION_NONBLOCKING": "0",
     "MCP_CONNECT_TIMEOUT_MS": "60000",
 }
-# Set by a parent Claude Code session (or left over by a user's shell): each would
-# change what the child does, so the run decides them itself.
+# Set by a parent Claude Code session (or left over by a user's shell).
 _DROPPED_ENV = (
     "CLAUDECODE",
     "CLAUDE_CODE_ENTRYPOINT",
@@ -105,8 +107,6 @@ except Exception:
     pass
 """
 
-_NOTE_CHARS = 2000  # per recalled note in a primed prompt
-
 
 def resolve_model(name: str | None) -> str | None:
     """Full model id for swecl's short aliases; any other name passes through."""
@@ -117,17 +117,7 @@ def resolve_model(name: str | None) -> str | None:
 
 def find_claude(explicit: str | os.PathLike[str] | None = None) -> str:
     """The `claude` executable: `explicit`, else $SWECL_CLAUDE_BIN, else PATH."""
-    candidate = explicit or os.environ.get("SWECL_CLAUDE_BIN") or shutil.which("claude")
-    if not candidate:
-        raise SweclError(
-            "the claude CLI is not on PATH: npm install -g @anthropic-ai/claude-code "
-            "(or set SWECL_CLAUDE_BIN to its path)"
-        )
-    path = shutil.which(str(candidate)) or str(candidate)
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        raise SweclError(f"the claude CLI {candidate!s} is not an executable file: reinstall it or fix SWECL_CLAUDE_BIN")
-    # absolute: the CLI runs with the worktree as its cwd
-    return os.path.abspath(path)
+    return find_cli(ClaudeAgent.command, ClaudeAgent.env_var, ClaudeAgent.package, explicit)
 
 
 # --- prompts ----------------------------------------------------------------------------
@@ -185,58 +175,26 @@ def build_prompt(inp: AgentInput, notes: Sequence[str] = ()) -> str:
 # --- one invocation ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ClaudeInvocation:
-    """Everything one run needs, prepared before the process starts (inspectable in tests)."""
-
-    argv: list[str]
-    env: dict[str, str]
-    stdin: bytes
-    prompt: str
+@dataclass(frozen=True, kw_only=True)
+class ClaudeInvocation(CliInvocation):
     session_id: str
     config_dir: Path
     auto_memory_dir: Path | None
-    uses_mcp: bool  # the recall server is configured (plugin memory on)
     hook_record: Path
-    stream_path: Path
-    stderr_path: Path
-    # Sandboxed plugin stages: the real recall server (argv, env), served through a
-    # `RecallBridge` socket in the scratch dir; the MCP config names the relay.
-    recall_server: tuple[list[str], dict[str, str]] | None = None
 
 
-class ClaudeAgent:
+class ClaudeAgent(CliAgent[ClaudeInvocation]):
     """`claude -p` on one task. Options: executable, permission_mode, max_retries, extra_args, env."""
 
     name = "claude"
+    command = "claude"
+    env_var = "SWECL_CLAUDE_BIN"
+    package = "@anthropic-ai/claude-code"
+    dropped_env = _DROPPED_ENV
 
-    def __init__(
-        self,
-        *,
-        executable: str | os.PathLike[str] | None = None,
-        permission_mode: str = "bypassPermissions",
-        max_retries: int | None = None,
-        extra_args: Sequence[str] = (),
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self._executable = executable
+    def __init__(self, *, permission_mode: str = "bypassPermissions", **options: Any) -> None:
+        super().__init__(**options)
         self.permission_mode = permission_mode
-        self.max_retries = max_retries
-        self.extra_args = list(extra_args)
-        self.extra_env = dict(env or {})
-
-    @property
-    def executable(self) -> str:
-        return find_claude(self._executable)
-
-    def version(self) -> str:
-        """`claude --version`: a preflight the harness can run before a whole sequence."""
-        done = subprocess.run(
-            [self.executable, "--version"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60
-        )
-        if done.returncode != 0:
-            raise SweclError(f"{self.executable} --version failed (exit {done.returncode}): reinstall the claude CLI")
-        return done.stdout.strip()
 
     # -- preparing -------------------------------------------------------------------------
 
@@ -267,42 +225,21 @@ class ClaudeAgent:
         settings_path.write_text(json.dumps(settings, indent=1))
 
         servers: dict[str, object] = {}
-        recall_server: tuple[list[str], dict[str, str]] | None = None
-        if inp.recall is not None and not builtin:
-            argv = list(inp.recall.mcp_server_argv())
-            if not argv:
-                raise SweclError("the recall service gave an empty MCP server command")
+        server = recall_server(inp)
+        if server is not None:
             # alwaysLoad: the CLI waits for this server before the first turn (in -p mode it
             # otherwise starts while servers are "pending", and a first recall fails with
             # "still connecting") and never defers its tools behind tool search.
-            # Optional in the Recall protocol: what the server needs beyond the CLI's own
-            # environment (e.g. the project on PYTHONPATH when it is not installed).
-            extra_env = getattr(inp.recall, "mcp_server_env", None)
-            server_env = dict(extra_env()) if callable(extra_env) else {}
-            if inp.sandbox is not None and inp.sandbox.confined:
-                # The server reads the ledger: it runs outside, behind a socket.
-                recall_server = (argv, {**os.environ, **server_env})
-                argv = RecallBridge(argv, {}, scratch / "recall-bridge").relay_argv
-                server_env = {}
-            server: dict[str, object] = {"type": "stdio", "command": argv[0], "args": argv[1:], "alwaysLoad": True}
-            if server_env:
-                server["env"] = server_env
-            servers[MCP_SERVER_NAME] = server
+            entry: dict[str, object] = {"type": "stdio", "command": server.argv[0], "args": server.argv[1:],
+                                        "alwaysLoad": True}
+            if server.env:
+                entry["env"] = server.env
+            servers[MCP_SERVER_NAME] = entry
         mcp_path = scratch / "claude-mcp.json"
         mcp_path.write_text(json.dumps({"mcpServers": servers}, indent=1))
 
-        notes: list[str] = []
         style = _effective_style(inp)
-        if style == "natural" and inp.recall is not None:
-            # The primed invocation: the harness recalls once with the issue (an inproc
-            # memory.recalled event) and the notes open the conversation.
-            for item in inp.recall.recall(inp.issue, k=5, repo=inp.repo):
-                body = (item.body or "").strip()
-                if len(body) > _NOTE_CHARS:
-                    body = body[:_NOTE_CHARS] + " [...]"
-                outcome = f" (outcome: {item.outcome})" if item.outcome else ""
-                notes.append(f"- {item.title}{outcome}: {body}")
-        prompt = build_prompt(inp, notes)
+        prompt = build_prompt(inp, primed_notes(inp))
 
         session_id = str(uuid.uuid4())
         model = resolve_model(inp.model)
@@ -332,10 +269,8 @@ class ClaudeAgent:
             stdin = prompt.encode()
         argv += self.extra_args
 
-        # No cache, results or dataset path of the host's reaches the agent, confined or not;
-        # the paths set below (its config dir, its memory dir) are its own.
-        hidden = inp.sandbox.hidden if inp.sandbox is not None else ()
-        env = agent_environment({k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}, hidden)
+        # The paths set below (its config dir, its memory dir) are its own.
+        env = self.base_env(inp)
         env.update(_QUIET_ENV)
         env["CLAUDE_CONFIG_DIR"] = str(config_dir)
         if not builtin:
@@ -344,54 +279,23 @@ class ClaudeAgent:
             env["IS_SANDBOX"] = "1"
         if self.max_retries is not None:
             env["CLAUDE_CODE_MAX_RETRIES"] = str(self.max_retries)
-        env.update(self.extra_env)
 
-        return ClaudeInvocation(
-            argv=argv,
-            env=env,
-            stdin=stdin,
-            prompt=prompt,
-            session_id=session_id,
-            config_dir=config_dir,
-            auto_memory_dir=auto_memory,
-            uses_mcp=bool(servers),
-            hook_record=hook_record,
-            stream_path=scratch / "claude-stream.jsonl",
-            stderr_path=scratch / "claude-stderr.txt",
-            recall_server=recall_server,
-        )
+        return self.invocation(ClaudeInvocation, inp, argv=argv, env=env, prompt=prompt, server=server, stdin=stdin,
+                               session_id=session_id, config_dir=config_dir, auto_memory_dir=auto_memory,
+                               hook_record=hook_record)
 
     # -- running ---------------------------------------------------------------------------
 
+    def writable(self, inp: AgentInput, inv: ClaudeInvocation) -> list[Path]:
+        return [inp.scratch_dir, inv.config_dir, *([inv.auto_memory_dir] if inv.auto_memory_dir else [])]
+
     def run(self, inp: AgentInput) -> AgentResult:
-        started = time.monotonic()
-        base = inp.base_commit or _diff.head_commit(inp.worktree)
-        inv = self.prepare(inp)
-        scrubber = Scrubber({**os.environ, **inv.env})
-        writable = [inp.scratch_dir, inv.config_dir, *([inv.auto_memory_dir] if inv.auto_memory_dir else [])]
-        with contextlib.ExitStack() as stack:
-            if inv.recall_server is not None:
-                stack.enter_context(RecallBridge(*inv.recall_server, inp.scratch_dir / "recall-bridge"))
-            outcome = run_process(
-                inv.argv,
-                cwd=inp.worktree,
-                env=inv.env,
-                stdout=inv.stream_path,
-                stderr=inv.stderr_path,
-                stdin=inv.stdin,
-                timeout_s=inp.budget.timeout_s,
-                sandbox=inp.sandbox,
-                writable=writable,
-                readable=checkout_object_stores(inp.worktree),
-            )
-        raw_stream = inv.stream_path.read_bytes()
-        # The scratch copy is scrubbed too: nothing on disk keeps a key after the run.
-        inv.stream_path.write_bytes(scrubber.bytes(raw_stream))
-        inv.stderr_path.write_bytes(scrubber.bytes(inv.stderr_path.read_bytes()))
+        inv, ran = self.launch(inp)
+        started, base, outcome, raw_stream, scrubber = ran.started, ran.base, ran.outcome, ran.stream, ran.scrubber
         summary = parse_stream(raw_stream.splitlines())
         exit_kind, error = classify(summary, outcome.returncode, timed_out=outcome.timed_out)
         if exit_kind == "crashed":
-            error = f"{error}; stderr: {_last_line(inv.stderr_path)}"
+            error = f"{error}; stderr: {last_line(ran.stderr)}"
         memory_status = summary.mcp_servers.get(MCP_SERVER_NAME)
         if exit_kind == "completed" and inv.uses_mcp and memory_status != "connected":
             # A memory stage that ran without its memory is not the experiment asked for.
@@ -412,7 +316,7 @@ class ClaudeAgent:
         scrubber.tree(inv.config_dir)
         if inv.auto_memory_dir is not None:
             scrubber.tree(inv.auto_memory_dir)
-        memory_files = _read_memory(inv.auto_memory_dir) if inv.auto_memory_dir else {}
+        memory_files = read_memory(inv.auto_memory_dir) if inv.auto_memory_dir else {}
         message = "; ".join(e for e in (error, patch_error) if e) or None
         return AgentResult(
             # A key the agent wrote into the worktree must not travel on in the patch either.
@@ -485,23 +389,6 @@ def _apply_blind_answer(inp: AgentInput, base: str, summary: StreamSummary) -> t
         # Handed on as written: the grader's fuller apply chain may still manage.
         return diff, "blind: the diff in the final message does not apply with git apply; kept as written"
     return _diff.worktree_patch(inp.worktree, base), None
-
-
-def _read_memory(root: Path) -> dict[str, str]:
-    """The native memory files (already scrubbed in place), path relative to `root` -> text."""
-    files: dict[str, str] = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.is_symlink() and path.stat().st_size <= 1_000_000:
-            files[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
-    return files
-
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-    except OSError:
-        return "(none)"
-    return lines[-1][:500] if lines else "(empty)"
 
 
 def from_run(run: RunSupplies) -> ClaudeAgent:

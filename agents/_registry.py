@@ -13,7 +13,7 @@ from typing import Any
 
 from ledger import SweclError
 
-from . import _claude, _command, _demo, _oracle, _predictions
+from . import _claude, _codex, _command, _demo, _gemini, _oracle, _predictions
 from ._protocol import Agent, RunSupplies
 
 __all__ = ["AGENTS", "REGISTRY", "AgentEntry", "agent_entry", "build_agent", "get_agent"]
@@ -35,8 +35,15 @@ REGISTRY: dict[str, AgentEntry] = {e.name: e for e in (
                _oracle.OracleAgent, _oracle.from_run),
     AgentEntry("predictions", "replays SWE-bench predictions JSONL (one file, or one per pass or stage)",
                _predictions.PredictionsAgent, _predictions.from_run, briefed=False),
-    AgentEntry("claude", "the Claude Code CLI (claude -p, stream-json), memory through the recall MCP server",
+    AgentEntry("claude", "the Claude Code CLI (claude -p, stream-json): recall MCP server in plugin stages, its auto-memory "
+               "as its builtin memory; turns, tool calls, tokens, cost; agentic and blind, turn, cost and time limits",
                _claude.ClaudeAgent, _claude.from_run),
+    AgentEntry("codex", "the OpenAI Codex CLI (codex exec --json): recall MCP server in plugin stages, AGENTS.md as its "
+               "builtin memory; turns, tool calls, tokens (no cost); agentic only, time limit only (no turn or cost cap)",
+               _codex.CodexAgent, _codex.from_run),
+    AgentEntry("gemini", "the Google Gemini CLI (gemini -p, stream-json): recall MCP server in plugin stages, GEMINI.md as "
+               "its builtin memory; turns, tool calls, tokens (no cost); agentic only, turn and time limits (no cost cap)",
+               _gemini.GeminiAgent, _gemini.from_run),
     AgentEntry("command", "any CLI agent through a command template with {workdir} {issue_file} {model} placeholders",
                _command.CommandAgent, _command.from_run),
 )}

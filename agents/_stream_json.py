@@ -12,7 +12,7 @@ not-logged-in run ends `subtype: success` with `is_error: true`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,8 @@ from ledger.events import ToolCall
 
 from ._protocol import ExitKind
 
-__all__ = ["StreamSummary", "classify", "parse_stream", "parse_stream_text"]
+__all__ = ["StreamSummary", "classify", "ended_early", "json_objects", "mentions_any", "parse_stream", "parse_stream_text",
+           "with_last_error"]
 
 _AUTH_ERRORS = {"authentication_failed", "authentication_error", "oauth_org_not_allowed", "permission_error"}
 _AUTH_TEXT = ("not logged in", "invalid api key", "please run /login", "oauth token")
@@ -79,11 +80,9 @@ def parse_stream_text(text: str) -> StreamSummary:
     return parse_stream(text.splitlines())
 
 
-def parse_stream(lines: Iterable[str | bytes]) -> StreamSummary:
-    s = StreamSummary()
-    tool_index: dict[str, int] = {}  # tool_use id -> position in s.tool_calls
-    message_usage: dict[str, dict[str, Any]] = {}  # assistant message id -> usage (dedup: one API message can span lines)
-    top_level_ids: list[str] = []
+def json_objects(lines: Iterable[str | bytes]) -> Iterator[dict[str, Any] | None]:
+    """The JSON object of each non-empty line of a CLI's JSON-lines output (what the CLI
+    agents' streams are); None for a line that is not one (a parser counts them)."""
     for raw in lines:
         line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         line = line.strip()
@@ -92,9 +91,41 @@ def parse_stream(lines: Iterable[str | bytes]) -> StreamSummary:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError:
-            s.bad_lines += 1
+            yield None
             continue
-        if not isinstance(obj, dict):
+        yield obj if isinstance(obj, dict) else None
+
+
+def mentions_any(message: str, words: Iterable[str]) -> bool:
+    """`message` holds one of `words` (lower case), whatever its own case."""
+    lowered = message.lower()
+    return any(w in lowered for w in words)
+
+
+def with_last_error(base: str, errors: list[str]) -> str:
+    """`base`, and the last of the `errors` a CLI reported on its way, if any."""
+    if not errors:
+        return base
+    return f"{base} (last error: {errors[-1][:300]}, {len(errors)} reported)"
+
+
+def ended_early(exit_code: int | None, unit: str, final_event: str, errors: list[str]) -> tuple[ExitKind, str]:
+    """The exit kind of a CLI that ended before its `unit` (turn, session) did: killed,
+    failed, or silent (exit 0 without its `final_event`)."""
+    if exit_code is not None and exit_code < 0:
+        return "crashed", f"killed by signal {-exit_code} before its {unit} ended"
+    if exit_code:
+        return "crashed", with_last_error(f"exited {exit_code} before its {unit} ended", errors)
+    return "error", f"exited 0 without {final_event}"
+
+
+def parse_stream(lines: Iterable[str | bytes]) -> StreamSummary:
+    s = StreamSummary()
+    tool_index: dict[str, int] = {}  # tool_use id -> position in s.tool_calls
+    message_usage: dict[str, dict[str, Any]] = {}  # assistant message id -> usage (dedup: one API message can span lines)
+    top_level_ids: list[str] = []
+    for obj in json_objects(lines):
+        if obj is None:
             s.bad_lines += 1
             continue
         kind = obj.get("type")

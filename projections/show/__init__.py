@@ -120,6 +120,7 @@ def final_message(transcript: str | None) -> str | None:
         return None
     result: str | None = None
     assistant: str | None = None
+    pieces: list[str] = []
     parsed = False
     for line in transcript.splitlines():
         line = line.strip()
@@ -140,10 +141,42 @@ def final_message(transcript: str | None) -> str | None:
             texts = [t for t in texts if isinstance(t, str) and t.strip()]
             if texts:
                 assistant = "\n".join(texts)
+        elif (codex := _codex_message(obj)) is not None:
+            if codex[0]:
+                result = codex[1]
+            else:
+                assistant = codex[1]
+        elif obj.get("type") == "gemini":  # the Gemini CLI's session file: a line per model response
+            if isinstance(obj.get("content"), str) and obj["content"].strip():
+                assistant = obj["content"]
+        elif obj.get("type") == "message" and obj.get("role") == "assistant" and isinstance(obj.get("content"), str):
+            # its stream-json output: the answer in delta pieces, after the last tool call
+            pieces.append(obj["content"])
+            assistant = "".join(pieces)
+        elif obj.get("type") == "tool_use":
+            pieces = []
     if parsed:
         return result if result else assistant
     lines = [ln for ln in transcript.splitlines() if ln.strip()]
     return lines[-1].strip() if lines else None
+
+
+def _codex_message(obj: dict[str, Any]) -> tuple[bool, str] | None:
+    """(final?, text) of a codex transcript line: its session file's `task_complete` (the
+    final word, like stream-json's `result`) or an assistant message in it, or an
+    `agent_message` of its `exec --json` stream; None for any other line."""
+    payload = obj.get("payload")
+    if obj.get("type") == "event_msg" and isinstance(payload, dict) and payload.get("type") == "task_complete":
+        last = payload.get("last_agent_message")
+        return (True, last) if isinstance(last, str) and last.strip() else None
+    if obj.get("type") == "response_item" and isinstance(payload, dict) and payload.get("role") == "assistant":
+        parts = [c.get("text") for c in payload.get("content") or [] if isinstance(c, dict) and c.get("type") == "output_text"]
+        texts = [t for t in parts if isinstance(t, str) and t.strip()]
+        return (False, "\n".join(texts)) if texts else None
+    item = obj.get("item")
+    if obj.get("type") == "item.completed" and isinstance(item, dict) and item.get("type") == "agent_message":
+        return (False, item["text"]) if isinstance(item.get("text"), str) and item["text"].strip() else None
+    return None
 
 
 def is_json_lines(text: str) -> bool:

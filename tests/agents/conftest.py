@@ -6,6 +6,7 @@ import fcntl
 import os
 import shutil
 import subprocess
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,6 @@ from agents._protocol import AgentInput
 from tests.debian import apt_install
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CLAUDE_VERSION = "2.1.197"  # the version of the shared captures and of claude_help.txt
 
 MODULE_PY = '''\
 """A tiny module the tests fix."""
@@ -80,6 +80,12 @@ def make_input(tmp_path: Path, repo: Path) -> Callable[..., AgentInput]:
     return make
 
 
+@pytest.fixture
+def api_key() -> str:
+    # Deliberately not shaped like any vendor's keys: only the literal-value scrubbing can catch it.
+    return f"fake-key-{uuid.uuid4().hex}"
+
+
 # A fix of greet() as a patch (what a gold patch / a prediction / a memory item holds).
 GREET_FIX = """\
 diff --git a/pkg/util.py b/pkg/util.py
@@ -97,57 +103,58 @@ diff --git a/pkg/util.py b/pkg/util.py
 """
 
 
-# --- the real claude CLI ---------------------------------------------------------------
+# --- the real vendor CLIs from npm ------------------------------------------------------
+
+CLAUDE_VERSION = "2.1.197"  # the version of the shared captures and of claude_help.txt
+CODEX_VERSION = "0.169.0"  # the version whose wire format fake_openai.py speaks (npm @openai/codex)
+GEMINI_VERSION = "0.61.0"  # the version whose wire format fake_gemini.py speaks (npm @google/gemini-cli)
 
 
 def _npm_cache_root() -> Path:
     return Path(os.environ.get("SWECL_NPM_CACHE") or REPO_ROOT / ".dev" / "npm")
 
 
-@pytest.fixture(scope="session")
-def claude_bin() -> str:
-    """The real `claude` CLI of CLAUDE_VERSION, installed from npm once and reused.
-
-    $SWECL_CLAUDE_BIN points at an existing install instead. No npm or no registry: the
-    end-to-end tests are skipped, loudly.
-    """
-    explicit = os.environ.get("SWECL_CLAUDE_BIN")
+def npm_cli(package: str, version: str, command: str, env_var: str, *, timeout_s: float = 300) -> str:
+    """The real `command` CLI of npm `package`@`version`, installed once into a cached
+    prefix (`$SWECL_NPM_CACHE`, else `.dev/npm`) and reused by every later session; the
+    first session to need it installs it, only then. $`env_var` points at an existing
+    install instead. No npm or no registry: the test is skipped, loudly."""
+    explicit = os.environ.get(env_var)
     if explicit:
         return explicit
-    prefix = _npm_cache_root() / f"claude-code-{CLAUDE_VERSION}"
-    binary = prefix / "node_modules" / ".bin" / "claude"
-    if _works(binary):
+    prefix = _npm_cache_root() / f"{package.rsplit('/', 1)[-1]}-{version}"
+    binary = prefix / "node_modules" / ".bin" / command
+    if _works(binary, version):
         return str(binary)
     npm, why = apt_install(["nodejs", "npm"], lambda: shutil.which("npm"), "swecl-npm-install.lock")
     if npm is None:
-        pytest.skip(f"SKIPPED LOUDLY: npm is not on PATH, so the claude CLI {CLAUDE_VERSION} cannot be installed "
-                    f"(install Node.js with npm, or set SWECL_CLAUDE_BIN): {why}")
+        pytest.skip(f"SKIPPED LOUDLY: npm is not on PATH, so the {command} CLI {version} cannot be installed "
+                    f"(install Node.js with npm, or set {env_var}): {why}")
     prefix.parent.mkdir(parents=True, exist_ok=True)
     with open(prefix.parent / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers install once, the others wait
-        if not _works(binary):
+        if not _works(binary, version):
             staging = prefix.with_name(prefix.name + ".partial")
             shutil.rmtree(staging, ignore_errors=True)
             try:
                 done = subprocess.run(
                     [npm, "install", "--no-audit", "--no-fund", "--fetch-retries=1", "--prefix", str(staging),
-                     f"@anthropic-ai/claude-code@{CLAUDE_VERSION}"],
-                    capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                     f"{package}@{version}"],
+                    capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
                 )
             except subprocess.TimeoutExpired:
-                pytest.skip(f"SKIPPED LOUDLY: npm install @anthropic-ai/claude-code@{CLAUDE_VERSION} timed out "
-                            "(is the npm registry reachable?)")
-            staged = staging / "node_modules" / ".bin" / "claude"
-            if done.returncode != 0 or not _works(staged):
+                pytest.skip(f"SKIPPED LOUDLY: npm install {package}@{version} timed out (is the npm registry reachable?)")
+            staged = staging / "node_modules" / ".bin" / command
+            if done.returncode != 0 or not _works(staged, version):
                 tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-                pytest.skip(f"SKIPPED LOUDLY: npm could not install @anthropic-ai/claude-code@{CLAUDE_VERSION} "
+                pytest.skip(f"SKIPPED LOUDLY: npm could not install {package}@{version} "
                             f"(registry unreachable?): {' | '.join(tail)}")
             shutil.rmtree(prefix, ignore_errors=True)
             staging.rename(prefix)
     return str(binary)
 
 
-def _works(binary: Path) -> bool:
+def _works(binary: Path, version: str) -> bool:
     if not binary.exists():
         return False
     try:
@@ -155,4 +162,24 @@ def _works(binary: Path) -> bool:
                               stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return False
-    return done.returncode == 0 and CLAUDE_VERSION in done.stdout
+    return done.returncode == 0 and version in done.stdout
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> str:
+    """The real `claude` CLI of CLAUDE_VERSION ($SWECL_CLAUDE_BIN: another install)."""
+    return npm_cli("@anthropic-ai/claude-code", CLAUDE_VERSION, "claude", "SWECL_CLAUDE_BIN")
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> str:
+    """The real `codex` CLI of CODEX_VERSION ($SWECL_CODEX_BIN: another install). The npm
+    package pulls its platform's native binary (~400 MB) as an optional dependency, so
+    only the codex tests ask for it."""
+    return npm_cli("@openai/codex", CODEX_VERSION, "codex", "SWECL_CODEX_BIN", timeout_s=600)
+
+
+@pytest.fixture(scope="session")
+def gemini_bin() -> str:
+    """The real `gemini` CLI of GEMINI_VERSION ($SWECL_GEMINI_BIN: another install)."""
+    return npm_cli("@google/gemini-cli", GEMINI_VERSION, "gemini", "SWECL_GEMINI_BIN")

@@ -6,20 +6,26 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from agents._claude import ClaudeAgent, hook_records
-from agents._protocol import AgentInput, AgentResult, Budget
-from agents._recall import RecallService
-from ledger import Ledger
-from ledger.events import MemoryRecalled, MemoryWritten, ToolCall
+from agents._protocol import AgentInput, Budget
+from ledger.events import ToolCall
 
+from .cli_scenarios import (
+    LESSON,
+    BrokenRecall,
+    isolate,
+    ledger_with_a_lesson,
+    no_secret_anywhere,
+    processes_mentioning,
+    start_fakes,
+    the_lesson_was_recalled,
+)
 from .conftest import GREET_FIX, build_repo
 from .fake_anthropic import FakeAnthropic, text, tool_use
 from .mini_recall import Item, MiniRecall
@@ -31,20 +37,10 @@ FIX_NEW = 'def greet(name):\n    if name is None:\n        return "Hello"\n'
 
 
 @pytest.fixture
-def api_key() -> str:
-    # Deliberately not shaped like sk-ant-...: only the literal-value scrubbing can catch it.
-    return f"fake-key-{uuid.uuid4().hex}"
-
-
-@pytest.fixture
 def claude_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, api_key: str) -> Callable[[FakeAnthropic], None]:
-    """Point the CLI at a fake; a throw-away HOME so nothing of the real user's is read or written."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK",
-                 "CLAUDE_CODE_USE_VERTEX", "ANTHROPIC_MODEL", "HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
-        monkeypatch.delenv(name, raising=False)
+    """Point the CLI at a fake, in an isolated environment."""
+    isolate(monkeypatch, tmp_path, ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK",
+                                    "CLAUDE_CODE_USE_VERTEX", "ANTHROPIC_MODEL"))
 
     def point(fake: FakeAnthropic) -> None:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
@@ -55,26 +51,7 @@ def claude_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, api_key: str) ->
 
 @pytest.fixture
 def fakes() -> Iterator[Callable[..., FakeAnthropic]]:
-    started: list[FakeAnthropic] = []
-
-    def start(*args: object, **kwargs: object) -> FakeAnthropic:
-        fake = FakeAnthropic(*args, **kwargs).start()  # type: ignore[arg-type]
-        started.append(fake)
-        return fake
-
-    yield start
-    for fake in started:
-        fake.stop()
-
-
-def _no_secret_anywhere(result: AgentResult, scratch: Path, secret: str, *extra: Path) -> None:
-    kept = [result.patch, result.transcript.decode("utf-8", "replace"), result.prompt, result.error or "",
-            json.dumps(result.memory_files)]
-    assert not any(secret in k for k in kept)
-    for root in (scratch, *extra):
-        for path in root.rglob("*"):
-            if path.is_file():
-                assert secret.encode() not in path.read_bytes(), f"the API key leaked into {path}"
+    yield from start_fakes(FakeAnthropic)
 
 
 def test_recall_edit_and_hooks_end_to_end(
@@ -127,17 +104,17 @@ def test_recall_edit_and_hooks_end_to_end(
     assert result.transcript and result.session_id and result.session_id.encode() in result.transcript
     assert b'"mcp__memory__recall"' in result.transcript
     # the prompt had the agent recall with the issue text before editing
-    first = fake.message_requests[0].body
+    first = fake.api_requests[0].body
     first_user = json.dumps([m for m in first["messages"] if m["role"] == "user"][0])
     assert "mcp__memory__recall" in first_user and json.dumps(issue)[1:-1] in first_user
     assert "mcp__memory__recall" in [t["name"] for t in first["tools"]]
     assert first["model"] == "claude-fake"
     # what the CLI asked of the API: a warm-up HEAD and one message request per turn
     assert {(r.method, r.path.split("?")[0]) for r in fake.requests} <= {("HEAD", "/"), ("POST", "/v1/messages")}
-    assert len(fake.message_requests) == 6
-    assert all(r.api_key == api_key for r in fake.message_requests)
+    assert len(fake.api_requests) == 6
+    assert all(r.credential == api_key for r in fake.api_requests)
     # and the key is nowhere we keep anything
-    _no_secret_anywhere(result, inp.scratch_dir, api_key, tmp_path / "home")
+    no_secret_anywhere(result, inp.scratch_dir, api_key, tmp_path / "home")
 
 
 def test_not_logged_in_is_auth_failed(
@@ -150,7 +127,7 @@ def test_not_logged_in_is_auth_failed(
     result = ClaudeAgent(executable=claude_bin, max_retries=0).run(make_input(model="claude-fake"))
     assert result.exit == "auth_failed" and "Not logged in" in (result.error or "")
     assert result.exit_code == 1 and result.patch == "" and result.cost_usd == 0
-    assert fake.message_requests == []
+    assert fake.api_requests == []
 
 
 def test_rejected_key_is_auth_failed(
@@ -162,8 +139,8 @@ def test_rejected_key_is_auth_failed(
     inp = make_input(model="claude-fake")
     result = ClaudeAgent(executable=claude_bin, max_retries=0).run(inp)
     assert result.exit == "auth_failed" and "Invalid API key" in (result.error or "")
-    assert len(fake.message_requests) == 1
-    _no_secret_anywhere(result, inp.scratch_dir, api_key)
+    assert len(fake.api_requests) == 1
+    no_secret_anywhere(result, inp.scratch_dir, api_key)
 
 
 def test_max_turns(
@@ -208,18 +185,10 @@ def test_hanging_api_is_a_timeout_and_the_process_group_is_gone(
     result = ClaudeAgent(executable=claude_bin, max_retries=0).run(inp)
     assert time.monotonic() - started < 45
     assert result.exit == "timeout" and result.exit_code is None
-    assert len(fake.message_requests) >= 1
+    assert len(fake.api_requests) >= 1
     assert result.session_id  # ours, passed with --session-id
     # neither the CLI (its argv names the scratch dir) nor its MCP server (the recall dir) survives
-    leftovers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline_mentions(p, str(tmp_path))]
-    assert leftovers == []
-
-
-def _cmdline_mentions(proc: Path, needle: str) -> bool:
-    try:
-        return needle in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-    except OSError:
-        return False
+    assert processes_mentioning(str(tmp_path)) == []
 
 
 def test_blind_mode_applies_the_diff_from_the_answer(
@@ -234,7 +203,7 @@ def test_blind_mode_applies_the_diff_from_the_answer(
     assert result.exit == "completed", result.error
     assert "+    if name is None:" in result.patch
     assert "if name is None" in (repo / "pkg" / "util.py").read_text()
-    assert fake.message_requests[0].body.get("tools", []) == []  # no tools at all without memory
+    assert fake.api_requests[0].body.get("tools", []) == []  # no tools at all without memory
 
 
 def test_primed_natural_invocation_over_stream_json_input(
@@ -249,7 +218,7 @@ def test_primed_natural_invocation_over_stream_json_input(
                      prompt_style="natural", budget=Budget(timeout_s=120))
     result = ClaudeAgent(executable=claude_bin, max_retries=0).run(inp)
     assert result.exit == "completed", result.error
-    sent = json.dumps(fake.message_requests[0].body["messages"])
+    sent = json.dumps(fake.api_requests[0].body["messages"])
     assert "guard None before .title()" in sent and "You have worked in the demo/pkg repository before" in sent
     assert recall.calls() == [{"via": "inproc", "query": inp.issue, "repo": "demo/pkg", "k": 5}]
 
@@ -280,7 +249,7 @@ def test_builtin_native_memory_carries_across_tasks(
     assert second.exit == "completed", second.error
     assert second.memory_files == first.memory_files
     # Claude Code loaded the kept MEMORY.md into the next task's context
-    assert "greet(None) needs a guard" in json.dumps(fake2.message_requests[0].body)
+    assert "greet(None) needs a guard" in json.dumps(fake2.api_requests[0].body)
 
 
 def test_ledger_recall_through_the_project_recall_service(
@@ -288,13 +257,7 @@ def test_ledger_recall_through_the_project_recall_service(
     claude_env: Callable[[FakeAnthropic], None],
 ) -> None:
     ledger_path = tmp_path / "ledger.db"
-    with Ledger.open(ledger_path, create=True) as ledger:
-        ledger.append("run/v1/seq1", [MemoryWritten(
-            item_id="item-1", kind="episode", title="greet None guard", body="greet(None) needs a None guard before .title()",
-            repo="demo/pkg", source_run="v1", sequence_id="seq1", source_instance="demo__pkg-0", source_order=1,
-            source_pass="initial", outcome="resolved", files=["pkg/util.py"], symbols=["greet"],
-        )])
-    service = RecallService(ledger_path, "v1", "seq1", "initial", 2, "demo__pkg-1", 1, "demo/pkg")
+    service = ledger_with_a_lesson(ledger_path)
     issue = "greet() crashes on None"
     fake = fakes([[tool_use("mcp__memory__recall", {"query": issue, "repo": "demo/pkg", "k": 3})], [text("done")]])
     claude_env(fake)
@@ -303,15 +266,9 @@ def test_ledger_recall_through_the_project_recall_service(
     result = ClaudeAgent(executable=claude_bin, max_retries=0).run(inp)
     assert result.exit == "completed", result.error
     assert result.tool_calls == [ToolCall("mcp__memory__recall")]
-    with Ledger.open(ledger_path, readonly=True) as ledger:
-        recalled = [r.event for r in ledger.read(types=["memory.recalled"])]
-    assert len(recalled) == 1
-    event = recalled[0]
-    assert isinstance(event, MemoryRecalled) and event.via == "mcp"
-    assert event.instance_id == "demo__pkg-1" and event.order == 2 and event.query == issue
-    assert [h.item_id for h in event.results] == ["item-1"]
-    tool_result = json.dumps(fake.message_requests[1].body["messages"])
-    assert "greet(None) needs a None guard" in tool_result
+    the_lesson_was_recalled(ledger_path, issue)
+    tool_result = json.dumps(fake.api_requests[1].body["messages"])
+    assert LESSON in tool_result
 
 
 def test_stream_and_stderr_files_are_scrubbed_even_when_the_cli_echoes_the_key(
@@ -330,11 +287,11 @@ def test_stream_and_stderr_files_are_scrubbed_even_when_the_cli_echoes_the_key(
     assert result.exit == "completed", result.error
     assert result.tool_calls == [ToolCall("Bash")]
     # the key did reach the tool (the model saw it in the tool result) ...
-    assert api_key in json.dumps(fake.message_requests[1].body)
+    assert api_key in json.dumps(fake.api_requests[1].body)
     # ... but not the transcript, the patch (the leaked file is in the worktree!) or scratch
     assert b"[REDACTED]" in result.transcript
     assert "+++ b/leaked.txt" in result.patch
-    _no_secret_anywhere(result, inp.scratch_dir, api_key)
+    no_secret_anywhere(result, inp.scratch_dir, api_key)
     assert os.environ["ANTHROPIC_API_KEY"] == api_key
 
 
@@ -342,17 +299,10 @@ def test_a_memory_server_that_fails_to_start_makes_the_run_an_error(
     claude_bin: str, make_input: Callable[..., AgentInput], fakes: Callable[..., FakeAnthropic],
     claude_env: Callable[[FakeAnthropic], None],
 ) -> None:
-    class Broken:
-        def recall(self, query: str, k: int = 5, repo: str | None = None) -> list[Item]:
-            return []
-
-        def mcp_server_argv(self) -> list[str]:
-            return [sys.executable, "-c", "import sys; sys.exit('no memory today')"]
-
     fake = fakes([[text("done without memory")]])
     claude_env(fake)
     result = ClaudeAgent(executable=claude_bin, max_retries=0).run(
-        make_input(model="claude-fake", recall=Broken(), memory_mode="plugin-real", budget=Budget(timeout_s=120))
+        make_input(model="claude-fake", recall=BrokenRecall(), memory_mode="plugin-real", budget=Budget(timeout_s=120))
     )
     assert result.exit == "error"
     assert result.error == "the memory MCP server's status at start-up was failed: the run had no recall"

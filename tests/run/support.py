@@ -5,12 +5,19 @@ shapes the run tests read events in."""
 
 from __future__ import annotations
 
+import json
+import zlib
 from pathlib import Path
 from typing import Any
 
+import apsw
+
 from bench.processes import INICONF, REPO_ROOT, SPANS, TEXTKIT, read_events, swecl, swecl_json
 
-__all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "events", "finished_cells", "swecl", "swecl_json"]
+__all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "a_missing_cli_is_said_before_the_run",
+           "a_plugin_run_recalled_and_was_graded", "builtin_versions_recorded", "events", "finished_cells",
+           "no_secret_in_the_ledger", "no_secret_in_the_results", "run_a_stage", "swecl", "swecl_json",
+           "the_next_task_read_it"]
 
 
 def events(results: Path, *types: str) -> list[tuple[int, str, str, dict[str, Any]]]:
@@ -30,3 +37,99 @@ def finished_cells(results: Path, version: str) -> list[tuple[str, str, int]]:
         for _, stream, _, p in events(results, "task.finished")
         if stream.startswith(prefix)
     ]
+
+
+def run_a_stage(results: Path, cache: Path, stage: str, agent: str, model: str, env: dict[str, str],
+                version: str | None = None) -> None:
+    """`swecl run` of one stage of `agent` on the spans sequence's initial pass, quietly."""
+    swecl(results, "run", "--stage", stage, *(["--version", version] if version else []), "--agent", agent,
+          "--model", model, "--sequence", SPANS, "--passes", "initial", "--quiet", cache=cache, env=env, timeout=900)
+
+
+def no_secret_in_the_ledger(path: Path, secret: str) -> None:
+    """`secret` is in no event payload and no blob (compressed or not) of the ledger at `path`."""
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        for (payload,) in conn.execute("SELECT payload FROM events"):
+            assert secret.encode() not in bytes(payload)
+        for (data,) in conn.execute("SELECT data FROM blobs"):
+            raw = bytes(data)
+            try:
+                raw = zlib.decompress(raw)
+            except zlib.error:
+                pass
+            assert secret.encode() not in raw
+    finally:
+        conn.close()
+
+
+def no_secret_in_the_results(results: Path, secret: str) -> None:
+    """`secret` is nowhere under the results dir: not in the ledger (events, blobs
+    decompressed) and not in any other file a run left there (logs, memory folders)."""
+    no_secret_in_the_ledger(results / "ledger.db", secret)
+    files = [p for p in results.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert files
+    for path in files:
+        assert secret.encode() not in path.read_bytes(), f"the key is in {path}"
+
+
+def a_missing_cli_is_said_before_the_run(tmp_path: Path, cache: Path, agent: str, env_var: str) -> None:
+    """`swecl run --agent AGENT` with its CLI missing: one line, exit 2, no run recorded."""
+    env = {env_var: str(tmp_path / f"no-such-{agent}"), "PATH": "/usr/bin:/bin"}
+    proc = swecl(tmp_path / "r", "run", "--stage", "base", "--agent", agent, "--sequence", SPANS,
+                 cache=cache, env=env, check=False)
+    assert proc.returncode == 2 and agent in proc.stderr and proc.stderr.count("\n") == 1
+    assert not (tmp_path / "r" / "ledger.db").exists() or events(tmp_path / "r") == []
+
+
+def builtin_versions_recorded(results: Path, cache: Path, title: str, versions: list[str]) -> list[dict[str, Any]]:
+    """A finished builtin run `b1` whose native memory file `title` was recorded once a
+    task, as `memory.written` with the file's text after that task (`versions`, one a
+    task, at least two), each superseding the one before. Returns the written payloads."""
+    (run,) = swecl_json(results, "runs", cache=cache)
+    assert (run["version"], run["stage"], run["status"]) == ("b1", "builtin", "finished")
+    tasks = len([p for _, _, _, p in events(results, "task.finished")])
+    assert tasks >= 2 and len(versions) == tasks
+    written = [p for _, _, _, p in events(results, "memory.written")]
+    assert [(w["kind"], w["title"]) for w in written] == [("builtin-file", title)] * tasks
+    assert [w["body"] for w in written] == versions
+    assert [w["source_order"] for w in written] == list(range(1, tasks + 1))
+    superseded = [p for _, _, _, p in events(results, "memory.superseded")]
+    assert [(s["item_id"], s["by"]) for s in superseded] == [
+        (written[n]["item_id"], written[n + 1]["item_id"]) for n in range(tasks - 1)
+    ]
+    kept = results / "vb1" / "_builtin" / SPANS / "auto-memory" / title
+    assert kept.read_text() == versions[-1]  # the folder the next task would start from
+    return written
+
+
+def the_next_task_read_it(first_requests: list[Any], note: str) -> None:
+    """The CLI loaded the carried memory file: the first model request of task 2 holds
+    task 1's `note`, task 1's did not."""
+    assert note in json.dumps(first_requests[1]) and note not in json.dumps(first_requests[0])
+
+
+def a_plugin_run_recalled_and_was_graded(results: Path, cache: Path, agent: str, model: str, *, turns: int,
+                                         tools: list[str], patch_line: str, final_message: str) -> None:
+    """A finished plugin run of `agent` on at least two tasks: each completed in `turns`
+    model calls with these `tools`, recalled through the real MCP server (the recall
+    events of the run's own ledger, later tasks finding what earlier ones left), had its
+    patch graded (run against the tests, not excused), and task 1 shows `patch_line` and
+    `final_message`."""
+    (run,) = swecl_json(results, "runs", cache=cache)
+    assert (run["agent"], run["status"]) == (agent, "finished")
+    agents = [p for _, _, _, p in events(results, "agent.finished")]
+    tasks = len(agents)
+    assert tasks >= 2 and {a["exit"] for a in agents} == {"completed"}, [a.get("error") for a in agents]
+    recalls = [p for _, _, _, p in events(results, "memory.recalled")]
+    assert len(recalls) == tasks and {r["via"] for r in recalls} == {"mcp"}
+    assert sorted(r["order"] for r in recalls) == sorted(a["order"] for a in agents)
+    assert any(r["results"] for r in recalls)  # later tasks find what the daydream wrote
+    assert all(a["turns"] == turns and a["cost_usd"] is None and a["tokens"]["input"] > 0 for a in agents)
+    assert all([c["name"] for c in a["tool_calls"]] == tools for a in agents)
+    assert all(a["transcript"] and a["session_id"] and a["model"] == model for a in agents)
+    grades = [p for _, _, _, p in events(results, "grade.finished")]
+    assert len(grades) == tasks and not {g["status"] for g in grades} & {"empty_patch", "agent_error", "infra_error"}
+    shown = swecl_json(results, "show", run["version"], "1", cache=cache)
+    assert patch_line in shown["patch"]
+    assert shown["final_message"] == final_message

@@ -6,13 +6,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-import apsw
 import pytest
 
 from tests.agents.conftest import claude_bin  # noqa: F401  (the session fixture: npm-installed CLI)
 from tests.agents.fake_anthropic import FakeAnthropic, text, tool_use
 
-from .support import SPANS, events, swecl, swecl_json
+from .support import (
+    SPANS,
+    a_missing_cli_is_said_before_the_run,
+    builtin_versions_recorded,
+    events,
+    no_secret_in_the_ledger,
+    swecl,
+    swecl_json,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -57,28 +64,12 @@ def test_a_plugin_run_with_the_claude_cli(tmp_path: Path, cache: Path, claude_bi
     grades = [p for _, _, _, p in events(results, "grade.finished")]
     assert {g["status"] for g in grades} == {"empty_patch"}  # it edited nothing: graded, not excused
     # the key reached the API and nothing we keep
-    assert any(r.api_key == SECRET for r in fake.requests if r.api_key)
-    conn = apsw.Connection(str(results / "ledger.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    for (payload,) in conn.execute("SELECT payload FROM events"):
-        assert SECRET.encode() not in bytes(payload)
-    for (data,) in conn.execute("SELECT data FROM blobs"):
-        import zlib
-
-        raw = bytes(data)
-        try:
-            raw = zlib.decompress(raw)
-        except zlib.error:
-            pass
-        assert SECRET.encode() not in raw
-    conn.close()
+    assert any(r.credential == SECRET for r in fake.requests if r.credential)
+    no_secret_in_the_ledger(results / "ledger.db", SECRET)
 
 
 def test_a_missing_claude_cli_is_said_before_the_run_starts(tmp_path: Path, cache: Path) -> None:
-    env = {"SWECL_CLAUDE_BIN": str(tmp_path / "no-such-claude"), "PATH": "/usr/bin:/bin"}
-    proc = swecl(tmp_path / "r", "run", "--stage", "base", "--agent", "claude", "--sequence", SPANS,
-                 cache=cache, env=env, check=False)
-    assert proc.returncode == 2 and "claude" in proc.stderr and proc.stderr.count("\n") == 1
-    assert not (tmp_path / "r" / "ledger.db").exists() or events(tmp_path / "r") == []
+    a_missing_cli_is_said_before_the_run(tmp_path, cache, "claude", "SWECL_CLAUDE_BIN")
 
 
 def test_a_builtin_run_records_the_agents_own_memory_files(tmp_path: Path, cache: Path, claude_bin: str) -> None:  # noqa: F811
@@ -108,20 +99,9 @@ def test_a_builtin_run_records_the_agents_own_memory_files(tmp_path: Path, cache
               "--sequence", SPANS, "--passes", "initial", "--quiet", cache=cache, env=env, timeout=600)
     finally:
         fake.stop()
-    (run,) = swecl_json(results, "runs", cache=cache)
-    assert (run["version"], run["stage"], run["status"]) == ("b1", "builtin", "finished")
-    tasks = len([p for _, _, _, p in events(results, "task.finished")])
-    assert tasks >= 2 and len(notes) == tasks
-    written = [p for _, _, _, p in events(results, "memory.written")]
-    assert [w["kind"] for w in written] == ["builtin-file"] * tasks
-    assert [w["body"] for w in written] == ["".join(notes[: n + 1]) for n in range(tasks)]
-    assert [w["source_order"] for w in written] == list(range(1, tasks + 1))
-    superseded = [p for _, _, _, p in events(results, "memory.superseded")]
-    assert [(s["item_id"], s["by"]) for s in superseded] == [
-        (written[n]["item_id"], written[n + 1]["item_id"]) for n in range(tasks - 1)
-    ]
+    builtin_versions_recorded(results, cache, "MEMORY.md", ["".join(notes[: n + 1]) for n in range(len(notes))])
     # Claude Code read the carried note: task 2's first request holds task 1's line.
-    first_requests = [r.body for r in fake.message_requests if r.assistant_turns == 0 and r.body.get("tools")]
+    first_requests = [r.body for r in fake.api_requests if r.turn == 0 and r.body.get("tools")]
     assert notes[0].strip() in json.dumps(first_requests[1])
     # The substrate (what an audit or a materialised folder shows): one live note, the latest.
     swecl(results, "memory", "materialise", "b1", cache=cache)

@@ -1,0 +1,288 @@
+"""What the CLI agents (claude, codex, gemini) share.
+
+Each adapter runs one vendor CLI per task in the task's worktree; the parts that do not
+depend on the vendor live here: finding the executable and its `--version` preflight
+(`CliAgent`), the environment the CLI starts from (`CliAgent.base_env`: the host's minus
+what a parent session of the same CLI set, minus the host paths a run hides), the recall
+MCP server's command (`recall_server`: relayed through a socket when the run is
+sandboxed, since the server reads the ledger), the notes of a primed prompt
+(`primed_notes`), the confined process itself and the scrubbing of what it wrote
+(`CliAgent.launch`), and reading a builtin stage's memory folder (`read_memory`).
+
+An adapter subclasses `CliAgent` with `prepare(AgentInput) -> its CliInvocation` (argv,
+environment, config files) and `writable(inp, inv)` (what the sandbox lets it write
+beside the worktree), and reads its CLI's own output in `run`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+from ledger import SweclError
+
+from . import _diff
+from ._confine import RecallBridge, agent_environment, checkout_object_stores
+from ._process import ProcessOutcome, run_process
+from ._protocol import AgentInput
+from ._scrub import Scrubber
+
+__all__ = [
+    "CliAgent", "CliInvocation", "Launched", "RecallServer", "carry_back", "carry_in", "find_cli", "last_line",
+    "primed_notes", "read_memory", "recall_server", "run_cli", "session_file",
+]
+
+MCP_SERVER_NAME = "memory"  # every CLI agent names the recall server so: its tool is memory's `recall`
+MEMORY_FOLDER = "auto-memory"  # under memory_dir: the builtin stage's folder, as recorded and restored
+_NOTE_CHARS = 2000  # per recalled note in a primed prompt
+
+
+def find_cli(command: str, env_var: str, package: str, explicit: str | os.PathLike[str] | None = None) -> str:
+    """The `command` executable: `explicit`, else $`env_var`, else PATH (npm `package` installs it)."""
+    candidate = explicit or os.environ.get(env_var) or shutil.which(command)
+    if not candidate:
+        raise SweclError(f"the {command} CLI is not on PATH: npm install -g {package} (or set {env_var} to its path)")
+    path = shutil.which(str(candidate)) or str(candidate)
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise SweclError(f"the {command} CLI {candidate!s} is not an executable file: reinstall it or fix {env_var}")
+    # absolute: the CLI runs with the worktree as its cwd
+    return os.path.abspath(path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CliInvocation:
+    """Everything one run needs, prepared before the process starts (inspectable in tests);
+    each adapter's invocation adds its own paths."""
+
+    argv: list[str]
+    env: dict[str, str]
+    stdin: bytes
+    prompt: str
+    uses_mcp: bool  # the recall server is configured (plugin memory on)
+    stream_path: Path
+    stderr_path: Path
+    # Sandboxed plugin stages: the real recall server (argv, env), served through a
+    # `RecallBridge` socket in the scratch dir; the CLI's config names the relay.
+    recall_server: tuple[list[str], dict[str, str]] | None = None
+
+
+I = TypeVar("I", bound=CliInvocation)
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A finished CLI process: its outcome, its stdout as written (for parsing only: it may
+    hold a key) and its scrubbed stderr; both files in the scratch dir are scrubbed by now."""
+
+    started: float  # time.monotonic() before anything else
+    base: str  # the commit the patch is taken against
+    outcome: ProcessOutcome
+    stream: bytes
+    stderr: str
+    scrubber: Scrubber  # for everything else the run hands back
+
+
+class CliAgent(Generic[I]):
+    """A vendor CLI on one task. Options: executable, max_retries, extra_args, env."""
+
+    name: ClassVar[str]
+    command: ClassVar[str]  # the executable's name on PATH
+    env_var: ClassVar[str]  # the variable naming another executable (SWECL_..._BIN)
+    package: ClassVar[str]  # the npm package that installs it
+    # Set by a parent session of the same CLI, or left over in a user's shell: each would
+    # change what the child does, so the run decides them itself.
+    dropped_env: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        *,
+        executable: str | os.PathLike[str] | None = None,
+        max_retries: int | None = None,
+        extra_args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._executable = executable
+        self.max_retries = max_retries
+        self.extra_args = list(extra_args)
+        self.extra_env = dict(env or {})
+
+    @property
+    def executable(self) -> str:
+        return find_cli(self.command, self.env_var, self.package, self._executable)
+
+    def version(self) -> str:
+        """`CLI --version`: a preflight the harness can run before a whole sequence."""
+        done = subprocess.run(
+            [self.executable, "--version"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60
+        )
+        if done.returncode != 0:
+            raise SweclError(f"{self.executable} --version failed (exit {done.returncode}): reinstall the {self.command} CLI")
+        return done.stdout.strip()
+
+    def base_env(self, inp: AgentInput) -> dict[str, str]:
+        """The CLI's environment before the adapter sets its own variables: no cache,
+        results or dataset path of the host's reaches the agent, confined or not, and none
+        of `dropped_env`. Credentials stay: the CLI reads its key from here."""
+        hidden = inp.sandbox.hidden if inp.sandbox is not None else ()
+        return agent_environment({k: v for k, v in os.environ.items() if k not in self.dropped_env}, hidden)
+
+    def prepare(self, inp: AgentInput) -> I:
+        raise NotImplementedError
+
+    def invocation(self, cls: type[I], inp: AgentInput, *, argv: list[str], env: dict[str, str], prompt: str,
+                   server: RecallServer | None, stdin: bytes | None = None, **own: Any) -> I:
+        """`prepare`'s result: the adapter's `own` fields, and the shared ones filled the same
+        way for every CLI (the prompt on stdin unless `stdin` says otherwise, the options'
+        environment over the adapter's, `NAME-stream.jsonl` and `NAME-stderr.txt` in the
+        scratch dir, the recall server's relay)."""
+        return cls(
+            argv=argv,
+            env={**env, **self.extra_env},
+            stdin=prompt.encode() if stdin is None else stdin,
+            prompt=prompt,
+            uses_mcp=server is not None,
+            stream_path=inp.scratch_dir / f"{self.name}-stream.jsonl",
+            stderr_path=inp.scratch_dir / f"{self.name}-stderr.txt",
+            recall_server=server.bridged if server is not None else None,
+            **own,
+        )
+
+    def writable(self, inp: AgentInput, inv: I) -> list[Path]:
+        """What the sandbox lets the CLI write beside the worktree: the scratch dir, by default."""
+        return [inp.scratch_dir]
+
+    def launch(self, inp: AgentInput) -> tuple[I, Launched]:
+        """Prepare, run the CLI (`run_cli`), and scrub its stdout and stderr files in place:
+        nothing on disk keeps a key after the run."""
+        started = time.monotonic()
+        base = inp.base_commit or _diff.head_commit(inp.worktree)
+        inv = self.prepare(inp)
+        scrubber = Scrubber({**os.environ, **inv.env})
+        outcome = run_cli(inp, inv, self.writable(inp, inv))
+        stream = inv.stream_path.read_bytes()
+        inv.stream_path.write_bytes(scrubber.bytes(stream))
+        stderr = scrubber.bytes(inv.stderr_path.read_bytes())
+        inv.stderr_path.write_bytes(stderr)
+        return inv, Launched(started, base, outcome, stream, stderr.decode("utf-8", "replace"), scrubber)
+
+
+@dataclass(frozen=True)
+class RecallServer:
+    """The recall MCP server as the CLI's config names it, and, in a sandboxed run, the real
+    server (argv, env) that `run_cli` serves outside behind the relay `argv` starts."""
+
+    argv: list[str]
+    env: dict[str, str]  # beyond the CLI's own environment (e.g. the project on PYTHONPATH)
+    bridged: tuple[list[str], dict[str, str]] | None = None
+
+
+def recall_server(inp: AgentInput) -> RecallServer | None:
+    """The recall server of a plugin stage (None when memory is off or builtin)."""
+    if inp.recall is None or inp.memory_mode == "builtin":
+        return None
+    argv = list(inp.recall.mcp_server_argv())
+    if not argv:
+        raise SweclError("the recall service gave an empty MCP server command")
+    # Optional in the Recall protocol: what the server needs beyond the CLI's environment.
+    extra_env = getattr(inp.recall, "mcp_server_env", None)
+    server_env = dict(extra_env()) if callable(extra_env) else {}
+    if inp.sandbox is not None and inp.sandbox.confined:
+        # The server reads the ledger: it runs outside, behind a socket in the scratch dir.
+        relay = RecallBridge(argv, {}, inp.scratch_dir / "recall-bridge").relay_argv
+        return RecallServer(relay, {}, (argv, {**os.environ, **server_env}))
+    return RecallServer(argv, server_env)
+
+
+def primed_notes(inp: AgentInput) -> list[str]:
+    """The primed invocation (prompt style natural, memory on): the harness recalls once
+    with the issue (an inproc memory.recalled event) and these notes open the prompt."""
+    if inp.prompt_style != "natural" or inp.recall is None:
+        return []
+    notes: list[str] = []
+    for item in inp.recall.recall(inp.issue, k=5, repo=inp.repo):
+        body = (item.body or "").strip()
+        if len(body) > _NOTE_CHARS:
+            body = body[:_NOTE_CHARS] + " [...]"
+        outcome = f" (outcome: {item.outcome})" if item.outcome else ""
+        notes.append(f"- {item.title}{outcome}: {body}")
+    return notes
+
+
+def run_cli(inp: AgentInput, inv: CliInvocation, writable: Sequence[Path]) -> ProcessOutcome:
+    """The CLI in the task's worktree, confined when the run is (`writable` beside the
+    worktree), within the time limit; the recall server served outside for as long as it runs."""
+    with contextlib.ExitStack() as stack:
+        if inv.recall_server is not None:
+            stack.enter_context(RecallBridge(*inv.recall_server, inp.scratch_dir / "recall-bridge"))
+        return run_process(
+            inv.argv,
+            cwd=inp.worktree,
+            env=inv.env,
+            stdout=inv.stream_path,
+            stderr=inv.stderr_path,
+            stdin=inv.stdin,
+            timeout_s=inp.budget.timeout_s,
+            sandbox=inp.sandbox,
+            writable=writable,
+            readable=checkout_object_stores(inp.worktree),
+        )
+
+
+def carry_in(memory_dir: Path, target: Path) -> Path:
+    """Builtin stage, CLIs whose native memory is one file in their own (fresh) home: the
+    kept copy, if any, into `target` before the task. Returns the folder it is kept in
+    across the tasks of a run+sequence (`memory_dir/auto-memory`, the folder
+    `_ray_job.restore_builtin_files` rebuilds from the ledger)."""
+    root = memory_dir / MEMORY_FOLDER
+    root.mkdir(parents=True, exist_ok=True)
+    kept = root / target.name
+    if kept.is_file() and not kept.is_symlink():
+        shutil.copyfile(kept, target)
+    return root
+
+
+def carry_back(written: Path, root: Path) -> dict[str, str]:
+    """The memory file back from the task's home into the folder kept across tasks (a file
+    the agent deleted is deleted there too); the folder's files, path -> text."""
+    kept = root / written.name
+    if written.is_file() and not written.is_symlink():
+        shutil.copyfile(written, kept)
+    else:
+        kept.unlink(missing_ok=True)
+    return read_memory(root)
+
+
+def session_file(root: Path, named: str | None, pattern: str) -> bytes | None:
+    """The CLI's own session file of this run under `root`: the one the glob `named` (with
+    the session's id) finds, else the only one `pattern` finds; never a link."""
+    found = sorted(root.glob(named)) if named else []
+    if not found:
+        found = sorted(root.glob(pattern))
+        if len(found) != 1:
+            return None
+    path = found[-1]
+    if path.is_symlink() or not path.is_file():
+        return None
+    return path.read_bytes()
+
+
+def read_memory(root: Path) -> dict[str, str]:
+    """The native memory files under `root` (already scrubbed in place), relative path -> text."""
+    files: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink() and path.stat().st_size <= 1_000_000:
+            files[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
+    return files
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of a CLI's stderr, cut to 500 characters."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:500] if lines else "(empty)"

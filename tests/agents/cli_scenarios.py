@@ -1,0 +1,184 @@
+"""What the end-to-end tests of the CLI agents (claude, codex, gemini) share: an isolated
+environment pointed at a loopback fake, the fakes' lifetimes, a ledger with one lesson
+recalled through the project's own recall service, a memory server that fails to start,
+and the checks that no key is kept anywhere and no process outlives its run; and for the
+CLIs added beside claude, a `Case` each (what differs between them) and a `Harness` that
+runs one against its fake."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from agents._cli_agent import CliAgent
+from agents._codex import CodexAgent
+from agents._gemini import GeminiAgent
+from agents._protocol import AgentInput, AgentResult
+from agents._recall import RecallService
+from ledger import Ledger
+from ledger.events import MemoryRecalled, MemoryWritten
+
+from . import fake_gemini, fake_openai
+from .fake_api import FakeAPI, Step
+from .mini_recall import Item
+
+F = TypeVar("F", bound=FakeAPI)
+
+# Proxies would send the CLI's loopback calls elsewhere.
+PROXIES = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy")
+LESSON = "greet(None) needs a None guard before .title()"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    agent: type[CliAgent[Any]]
+    fake: type[FakeAPI]
+    model: str
+    dropped: tuple[str, ...]  # other ways to log in or configure the CLI
+    base_url_var: str
+    key_var: str
+    say: Callable[[str], Step]  # a model reply with just this text
+    recall: Callable[[str], list[Step]]  # the model replies that end in a recall with this query
+    sent: Callable[[dict[str, Any]], str]  # what a request gives the model, as text
+    returned: Callable[[dict[str, Any]], str]  # the tool results a request sends back, as text
+    rejected: str  # what the CLI says of a key the API refuses
+
+
+CASES = [
+    Case("codex", CodexAgent, fake_openai.FakeOpenAI, fake_openai.MODEL,
+         ("CODEX_API_KEY", "CODEX_HOME", "OPENAI_ORGANIZATION", "OPENAI_PROJECT", "RUST_LOG"),
+         "OPENAI_BASE_URL", "OPENAI_API_KEY",
+         say=lambda words: [fake_openai.text(words)],
+         # codex defers MCP tools behind its tool search: the model finds the tool first
+         recall=lambda query: [[fake_openai.tool_search("recall")],
+                               [fake_openai.mcp_call("memory", "recall", {"query": query, "repo": "demo/pkg", "k": 3})]],
+         sent=lambda body: json.dumps(body["input"]),
+         returned=lambda body: json.dumps(fake_openai.tool_outputs(body)),
+         rejected="401 Unauthorized"),
+    Case("gemini", GeminiAgent, fake_gemini.FakeGemini, fake_gemini.MODEL,
+         ("GEMINI_CLI_HOME", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT",
+          "GEMINI_MODEL"),
+         "GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY",
+         say=lambda words: [fake_gemini.text(words)],
+         recall=lambda query: [[fake_gemini.function_call("mcp_memory_recall", {"query": query, "repo": "demo/pkg", "k": 3})]],
+         sent=lambda body: json.dumps(body["contents"]),
+         returned=lambda body: json.dumps(fake_gemini.function_responses(body)),
+         rejected="API key not valid"),
+]
+
+
+class Harness:
+    """One case's CLI, its fakes and the environment pointing it at them."""
+
+    def __init__(self, case: Case, binary: str, monkeypatch: pytest.MonkeyPatch, api_key: str,
+                 start: Callable[..., FakeAPI]) -> None:
+        self.case, self.binary, self.monkeypatch, self.api_key, self._start = case, binary, monkeypatch, api_key, start
+
+    def fake(self, *args: Any, **kwargs: Any) -> FakeAPI:
+        fake = self._start(*args, **kwargs)
+        self.monkeypatch.setenv(self.case.base_url_var, fake.url)
+        self.monkeypatch.setenv(self.case.key_var, self.api_key)
+        return fake
+
+    def run(self, inp: AgentInput) -> AgentResult:
+        return self.case.agent(executable=self.binary, max_retries=0).run(inp)
+
+
+def harness(case: Case, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+            api_key: str) -> Iterator[Harness]:
+    """For a `cli` fixture: the case's npm-installed CLI in an isolated environment; its
+    fakes stop when the test ends."""
+    binary = request.getfixturevalue(f"{case.name}_bin")
+    isolate(monkeypatch, tmp_path, case.dropped)
+    yield from (Harness(case, binary, monkeypatch, api_key, start) for start in start_fakes(case.fake))
+
+
+def isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dropped: Iterable[str]) -> Path:
+    """A throw-away HOME, so nothing of the real user's is read or written, and none of
+    `dropped` (other ways to log in or configure the CLI) nor a proxy. Returns HOME."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in (*dropped, *PROXIES):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+def start_fakes(cls: type[F]) -> Iterator[Callable[..., F]]:
+    """For a `fakes` fixture: start fakes of `cls` on demand, stop them all at the end."""
+    started: list[F] = []
+
+    def start(*args: object, **kwargs: object) -> F:
+        fake = cls(*args, **kwargs)  # type: ignore[arg-type]
+        fake.start()
+        started.append(fake)
+        return fake
+
+    yield start
+    for fake in started:
+        fake.stop()
+
+
+def no_secret_anywhere(result: AgentResult, scratch: Path, secret: str, *extra: Path) -> None:
+    """`secret` is in nothing the result carries, nor in any file under scratch or `extra`."""
+    kept = [result.patch, result.transcript.decode("utf-8", "replace"), result.prompt, result.error or "",
+            json.dumps(result.memory_files)]
+    assert not any(secret in k for k in kept)
+    for root in (scratch, *extra):
+        for path in root.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                assert secret.encode() not in path.read_bytes(), f"the API key leaked into {path}"
+
+
+def processes_mentioning(needle: str) -> list[Path]:
+    """Live processes whose command line or environment names `needle` (a test's tmp dir)."""
+    return [p for p in Path("/proc").iterdir() if p.name.isdigit() and _mentions(p, needle)]
+
+
+def _mentions(proc: Path, needle: str) -> bool:
+    try:
+        cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        environ = (proc / "environ").read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return False
+    return needle in cmdline or needle in environ
+
+
+class BrokenRecall:
+    """A recall service whose MCP server exits at once."""
+
+    def recall(self, query: str, k: int = 5, repo: str | None = None) -> list[Item]:
+        return []
+
+    def mcp_server_argv(self) -> list[str]:
+        return [sys.executable, "-c", "import sys; sys.exit('no memory today')"]
+
+
+def ledger_with_a_lesson(ledger_path: Path) -> RecallService:
+    """A ledger holding one lesson (item-1, LESSON) of task 1 of run v1, and the project's
+    recall service as task 2 of that run sees it."""
+    with Ledger.open(ledger_path, create=True) as ledger:
+        ledger.append("run/v1/seq1", [MemoryWritten(
+            item_id="item-1", kind="episode", title="greet None guard", body=LESSON,
+            repo="demo/pkg", source_run="v1", sequence_id="seq1", source_instance="demo__pkg-0", source_order=1,
+            source_pass="initial", outcome="resolved", files=["pkg/util.py"], symbols=["greet"],
+        )])
+    return RecallService(ledger_path, "v1", "seq1", "initial", 2, "demo__pkg-1", 1, "demo/pkg")
+
+
+def the_lesson_was_recalled(ledger_path: Path, query: str) -> None:
+    """The ledger holds one memory.recalled event, over MCP, of task 2 with `query`, finding item-1."""
+    with Ledger.open(ledger_path, readonly=True) as ledger:
+        recalled = [r.event for r in ledger.read(types=["memory.recalled"])]
+    assert len(recalled) == 1
+    event = recalled[0]
+    assert isinstance(event, MemoryRecalled) and event.via == "mcp"
+    assert event.instance_id == "demo__pkg-1" and event.order == 2 and event.query == query
+    assert [h.item_id for h in event.results] == ["item-1"]
