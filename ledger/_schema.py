@@ -2,14 +2,19 @@
 
 The triggers make the log append-only at the database level, so even a writer that is
 not swecl (the sqlite3 shell, another library) cannot update or delete an event, leave a
-gap in `seq`, or break the link of the hash chain. Whether each `hash` is right is for
-`verify` to check: plain SQLite has no SHA-256 to check it with.
+gap in `seq` or in a stream's versions, reuse an event id, or break the link of the hash
+chain. Whether each `hash` is right is for `verify` to check: plain SQLite has no SHA-256
+to check it with.
 """
 
 from __future__ import annotations
 
-STORE_SCHEMA = 1
-"""Bumped when the tables change; a ledger of a newer store schema is refused, not guessed at."""
+STORE_SCHEMA = 2
+"""Bumped when the tables change; a ledger of a newer store schema is refused, not guessed at.
+
+A ledger keeps the store schema it was made with (there is no migration): swecl reads,
+appends to and verifies a ledger of every schema in `STORE_DDLS`, each against its own DDL.
+"""
 
 GENESIS_HASH = bytes(32)
 
@@ -17,14 +22,87 @@ META_KEYS = frozenset({"store_schema", "ledger_id", "created_at"})
 """The rows of `swecl_meta`, each written once when the ledger is made: `verify` wants
 exactly these (the metadata is outside the hash chain, so its form is what can be checked).
 
-`verify` also wants every table, index and trigger of `STORE_DDL` below, each with the very SQL
-text written here (SQLite keeps it in `sqlite_schema`), and nothing else: a dropped or
-rewritten trigger is how the log stops being append-only. So a change to this text (even
-to its whitespace) or a new object makes existing ledgers fail verification: it needs a
-store schema bump and a migration of the ledgers made before it.
+`verify` also wants every table, index and trigger of the ledger's DDL (`STORE_DDLS` of its
+store schema), each with the very SQL text written there (SQLite keeps it in
+`sqlite_schema`), and nothing else: a dropped or rewritten trigger is how the log stops
+being append-only. So a change to this text (even to its whitespace) or a new object
+needs a new store schema, with the old DDL kept in `STORE_DDLS` for the ledgers made
+before it.
 """
 
+# Schema 2 (the append benchmark of issue 23). Every B-tree an event is inserted into costs a
+# page written to the WAL per commit, and the pages written (and the checkpoints they bring)
+# are most of an append's time. Schema 1's two per-stream indexes, UNIQUE (stream,
+# stream_version) and (stream, type), are one index here: (stream, stream_version, type)
+# finds a stream's head, its events by version, and its events of some types from the index
+# alone (a run's streams are a range of `stream`, so the type was never a search key after
+# it anyway). The uniqueness of (stream, stream_version) is the trigger's: each event must
+# take its stream's next version, which is stronger (no gaps either). The trigger also
+# refuses an event id already recorded, so `INSERT OR REPLACE` cannot delete an event by
+# colliding with it (in schema 1, that deleted the older row), and it reads the ledger's
+# head once per row, not twice (the seq and the hash of the same last row).
 STORE_DDL = """
+CREATE TABLE swecl_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE events (
+    seq            INTEGER PRIMARY KEY,
+    event_id       TEXT    NOT NULL UNIQUE,
+    stream         TEXT    NOT NULL,
+    stream_version INTEGER NOT NULL CHECK (stream_version >= 0),
+    type           TEXT    NOT NULL,
+    schema         INTEGER NOT NULL CHECK (schema >= 1),
+    time           TEXT    NOT NULL,
+    payload        BLOB    NOT NULL,
+    prev_hash      BLOB    NOT NULL CHECK (length(prev_hash) = 32),
+    hash           BLOB    NOT NULL CHECK (length(hash) = 32)
+) STRICT;
+
+CREATE INDEX events_by_type ON events (type, seq);
+
+CREATE INDEX events_by_stream ON events (stream, stream_version, type);
+
+CREATE TRIGGER events_append_only BEFORE INSERT ON events
+WHEN COALESCE((SELECT seq = NEW.seq - 1 AND hash = NEW.prev_hash FROM events ORDER BY seq DESC LIMIT 1),
+              NEW.seq = 1 AND NEW.prev_hash = zeroblob(32)) IS NOT 1
+  OR NEW.stream_version IS NOT (SELECT COALESCE(MAX(stream_version), -1) + 1 FROM events WHERE stream = NEW.stream)
+  OR EXISTS (SELECT 1 FROM events WHERE event_id = NEW.event_id)
+BEGIN
+    SELECT RAISE(ABORT, 'events are appended at the next seq and stream version, linked to the previous hash, with a new event_id');
+END;
+
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN
+    SELECT RAISE(ABORT, 'events are immutable: append a correction instead');
+END;
+
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+BEGIN
+    SELECT RAISE(ABORT, 'events are immutable: they cannot be deleted');
+END;
+
+CREATE TABLE blobs (
+    sha256   TEXT    PRIMARY KEY CHECK (length(sha256) = 64),
+    size     INTEGER NOT NULL,
+    encoding TEXT    NOT NULL CHECK (encoding IN ('identity', 'zlib')),
+    data     BLOB    NOT NULL
+) STRICT;
+
+CREATE TRIGGER blobs_no_update BEFORE UPDATE ON blobs
+BEGIN
+    SELECT RAISE(ABORT, 'blobs are content-addressed and immutable');
+END;
+
+CREATE TRIGGER blobs_no_delete BEFORE DELETE ON blobs
+BEGIN
+    SELECT RAISE(ABORT, 'blobs are content-addressed and immutable');
+END;
+"""
+
+
+_DDL_1 = """
 CREATE TABLE swecl_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -86,3 +164,7 @@ BEGIN
     SELECT RAISE(ABORT, 'blobs are content-addressed and immutable');
 END;
 """
+"""Schema 1, as ledgers made before schema 2 hold it (byte for byte: `verify` compares)."""
+
+STORE_DDLS = {1: _DDL_1, 2: STORE_DDL}
+"""The DDL of each store schema swecl reads and writes."""
