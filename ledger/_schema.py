@@ -30,24 +30,18 @@ needs a new store schema, with the old DDL kept in `STORE_DDLS` for the ledgers 
 before it.
 """
 
-# Schema 2 (the append benchmark of issue 23). Every B-tree an event is inserted into costs a
-# page written to the WAL per commit, and the pages written (and the checkpoints they bring)
-# are most of an append's time. Schema 1's two per-stream indexes, UNIQUE (stream,
-# stream_version) and (stream, type), are one index here: (stream, stream_version, type)
-# finds a stream's head, its events by version, and its events of some types from the index
-# alone (a run's streams are a range of `stream`, so the type was never a search key after
-# it anyway). The uniqueness of (stream, stream_version) is the trigger's: each event must
-# take its stream's next version, which is stronger (no gaps either). The trigger also
-# refuses an event id already recorded, so `INSERT OR REPLACE` cannot delete an event by
-# colliding with it (in schema 1, that deleted the older row), and it reads the ledger's
-# head once per row, not twice (the seq and the hash of the same last row).
-STORE_DDL = """
+# The text both schemas share: swecl_meta, the events columns, and everything from the
+# events' UPDATE and DELETE triggers on (the blobs with theirs). Each schema's DDL is these
+# around its own constraints, indexes and append trigger, in the order schema 1 wrote them.
+_META = """
 CREATE TABLE swecl_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) STRICT;
 
-CREATE TABLE events (
+"""
+
+_EVENTS_COLUMNS = """CREATE TABLE events (
     seq            INTEGER PRIMARY KEY,
     event_id       TEXT    NOT NULL UNIQUE,
     stream         TEXT    NOT NULL,
@@ -57,23 +51,9 @@ CREATE TABLE events (
     time           TEXT    NOT NULL,
     payload        BLOB    NOT NULL,
     prev_hash      BLOB    NOT NULL CHECK (length(prev_hash) = 32),
-    hash           BLOB    NOT NULL CHECK (length(hash) = 32)
-) STRICT;
+    hash           BLOB    NOT NULL CHECK (length(hash) = 32)"""
 
-CREATE INDEX events_by_type ON events (type, seq);
-
-CREATE INDEX events_by_stream ON events (stream, stream_version, type);
-
-CREATE TRIGGER events_append_only BEFORE INSERT ON events
-WHEN COALESCE((SELECT seq = NEW.seq - 1 AND hash = NEW.prev_hash FROM events ORDER BY seq DESC LIMIT 1),
-              NEW.seq = 1 AND NEW.prev_hash = zeroblob(32)) IS NOT 1
-  OR NEW.stream_version IS NOT (SELECT COALESCE(MAX(stream_version), -1) + 1 FROM events WHERE stream = NEW.stream)
-  OR EXISTS (SELECT 1 FROM events WHERE event_id = NEW.event_id)
-BEGIN
-    SELECT RAISE(ABORT, 'events are appended at the next seq and stream version, linked to the previous hash, with a new event_id');
-END;
-
-CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+_IMMUTABLE = """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
 BEGIN
     SELECT RAISE(ABORT, 'events are immutable: append a correction instead');
 END;
@@ -101,24 +81,36 @@ BEGIN
 END;
 """
 
-
-_DDL_1 = """
-CREATE TABLE swecl_meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
+# Schema 2 (the append benchmark of issue 23). Every B-tree an event is inserted into costs a
+# page written to the WAL per commit, and the pages written (and the checkpoints they bring)
+# are most of an append's time. Schema 1's two per-stream indexes, UNIQUE (stream,
+# stream_version) and (stream, type), are one index here: (stream, stream_version, type)
+# finds a stream's head, its events by version, and its events of some types from the index
+# alone (a run's events are read by a range of streams, after which the type is no search
+# key anyway). The uniqueness of (stream, stream_version) is the trigger's: each event must
+# take its stream's next version, which is stronger (no gaps either). The trigger also
+# refuses an event id already recorded, so `INSERT OR REPLACE` cannot delete an event by
+# colliding with it (in schema 1, that deleted the older row), and it reads the ledger's
+# head once per row, not twice (the seq and the hash of the same last row).
+STORE_DDL = _META + _EVENTS_COLUMNS + """
 ) STRICT;
 
-CREATE TABLE events (
-    seq            INTEGER PRIMARY KEY,
-    event_id       TEXT    NOT NULL UNIQUE,
-    stream         TEXT    NOT NULL,
-    stream_version INTEGER NOT NULL CHECK (stream_version >= 0),
-    type           TEXT    NOT NULL,
-    schema         INTEGER NOT NULL CHECK (schema >= 1),
-    time           TEXT    NOT NULL,
-    payload        BLOB    NOT NULL,
-    prev_hash      BLOB    NOT NULL CHECK (length(prev_hash) = 32),
-    hash           BLOB    NOT NULL CHECK (length(hash) = 32),
+CREATE INDEX events_by_type ON events (type, seq);
+
+CREATE INDEX events_by_stream ON events (stream, stream_version, type);
+
+CREATE TRIGGER events_append_only BEFORE INSERT ON events
+WHEN COALESCE((SELECT seq = NEW.seq - 1 AND hash = NEW.prev_hash FROM events ORDER BY seq DESC LIMIT 1),
+              NEW.seq = 1 AND NEW.prev_hash = zeroblob(32)) IS NOT 1
+  OR NEW.stream_version IS NOT (SELECT COALESCE(MAX(stream_version), -1) + 1 FROM events WHERE stream = NEW.stream)
+  OR EXISTS (SELECT 1 FROM events WHERE event_id = NEW.event_id)
+BEGIN
+    SELECT RAISE(ABORT, 'events are appended at the next seq and stream version, linked to the previous hash, with a new event_id');
+END;
+
+""" + _IMMUTABLE
+
+_DDL_1 = _META + _EVENTS_COLUMNS + """,
     UNIQUE (stream, stream_version)
 ) STRICT;
 
@@ -137,33 +129,7 @@ BEGIN
     SELECT RAISE(ABORT, 'events are appended at the next seq, linked to the previous hash');
 END;
 
-CREATE TRIGGER events_no_update BEFORE UPDATE ON events
-BEGIN
-    SELECT RAISE(ABORT, 'events are immutable: append a correction instead');
-END;
-
-CREATE TRIGGER events_no_delete BEFORE DELETE ON events
-BEGIN
-    SELECT RAISE(ABORT, 'events are immutable: they cannot be deleted');
-END;
-
-CREATE TABLE blobs (
-    sha256   TEXT    PRIMARY KEY CHECK (length(sha256) = 64),
-    size     INTEGER NOT NULL,
-    encoding TEXT    NOT NULL CHECK (encoding IN ('identity', 'zlib')),
-    data     BLOB    NOT NULL
-) STRICT;
-
-CREATE TRIGGER blobs_no_update BEFORE UPDATE ON blobs
-BEGIN
-    SELECT RAISE(ABORT, 'blobs are content-addressed and immutable');
-END;
-
-CREATE TRIGGER blobs_no_delete BEFORE DELETE ON blobs
-BEGIN
-    SELECT RAISE(ABORT, 'blobs are content-addressed and immutable');
-END;
-"""
+""" + _IMMUTABLE
 """Schema 1, as ledgers made before schema 2 hold it (byte for byte: `verify` compares)."""
 
 STORE_DDLS = {1: _DDL_1, 2: STORE_DDL}

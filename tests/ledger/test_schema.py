@@ -3,6 +3,7 @@ another library), and the ledgers of the earlier store schema."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import apsw
@@ -101,3 +102,11 @@ def test_a_ledger_keeps_its_store_schema(tmp_path: Path) -> None:
     with Ledger.open(old, readonly=True) as led:
         assert led.structure_problem() == "index events_by_stream_type of the ledger schema is missing (dropped)"
     assert STORE_DDLS[STORE_SCHEMA] != STORE_DDLS[1]
+
+
+def test_schema_1_is_the_text_ledgers_hold() -> None:
+    """Schema 1's DDL is what swecl wrote into every ledger before schema 2, to the byte
+    (`verify` compares each object's SQL text): this is the hash of that text."""
+    assert hashlib.sha256(STORE_DDLS[1].encode()).hexdigest() == (
+        "dbe2ea3961326e651a624f633249868a9f8a9a636fc571ef4f1fcb5da6be8eb3"
+    )
