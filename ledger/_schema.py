@@ -87,8 +87,8 @@ END;
 # stream_version) and (stream, type), are one index here: (stream, stream_version, type)
 # finds a stream's head, its events by version, and its events of some types from the index
 # alone (a run's events are read by a range of streams, after which the type is no search
-# key anyway). The uniqueness of (stream, stream_version) is the trigger's: each event must
-# take its stream's next version, which is stronger (no gaps either). The trigger also
+# key anyway). The uniqueness of (stream, stream_version) is the trigger's (not a gapless
+# numbering: a Ray shard holds the tail of a stream whose start is elsewhere). The trigger also
 # refuses an event id already recorded, so `INSERT OR REPLACE` cannot delete an event by
 # colliding with it (in schema 1, that deleted the older row), and it reads the ledger's
 # head once per row, not twice (the seq and the hash of the same last row).
@@ -102,10 +102,10 @@ CREATE INDEX events_by_stream ON events (stream, stream_version, type);
 CREATE TRIGGER events_append_only BEFORE INSERT ON events
 WHEN COALESCE((SELECT seq = NEW.seq - 1 AND hash = NEW.prev_hash FROM events ORDER BY seq DESC LIMIT 1),
               NEW.seq = 1 AND NEW.prev_hash = zeroblob(32)) IS NOT 1
-  OR NEW.stream_version IS NOT (SELECT COALESCE(MAX(stream_version), -1) + 1 FROM events WHERE stream = NEW.stream)
+  OR EXISTS (SELECT 1 FROM events WHERE stream = NEW.stream AND stream_version = NEW.stream_version)
   OR EXISTS (SELECT 1 FROM events WHERE event_id = NEW.event_id)
 BEGIN
-    SELECT RAISE(ABORT, 'events are appended at the next seq and stream version, linked to the previous hash, with a new event_id');
+    SELECT RAISE(ABORT, 'events are appended at the next seq, linked to the previous hash, at a new stream version, with a new event_id');
 END;
 
 """ + _IMMUTABLE
