@@ -15,7 +15,7 @@ from pathlib import Path
 
 import apsw
 
-from ._schema import META_KEYS, STORE_DDL, STORE_SCHEMA
+from ._schema import META_KEYS, STORE_DDLS, STORE_SCHEMA
 
 _HEADER_SIZE = 100  # the SQLite file header: https://www.sqlite.org/fileformat.html
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
@@ -65,11 +65,12 @@ def _hot_journal(path: Path) -> bool:
 
 
 @cache
-def _expected_objects() -> tuple[tuple[str, str, str | None], ...]:
-    """(type, name, sql) of every object the DDL creates, in the order it creates them."""
+def _expected_objects(schema: int = STORE_SCHEMA) -> tuple[tuple[str, str, str | None], ...]:
+    """(type, name, sql) of every object the DDL of store schema `schema` creates, in the
+    order it creates them."""
     conn = apsw.Connection(":memory:")
     try:
-        conn.execute(STORE_DDL)
+        conn.execute(STORE_DDLS[schema])
         return tuple(_objects(conn))
     finally:
         conn.close()
@@ -85,11 +86,11 @@ def _objects(conn: apsw.Connection) -> list[tuple[str, str, str | None]]:
     ]
 
 
-def schema_problem(conn: apsw.Connection) -> str | None:
-    """What differs between the ledger's tables, indexes and triggers and those the DDL
-    creates (missing, rewritten, or added), or None."""
+def schema_problem(conn: apsw.Connection, schema: int = STORE_SCHEMA) -> str | None:
+    """What differs between the ledger's tables, indexes and triggers and those the DDL of
+    its store schema `schema` creates (missing, rewritten, or added), or None."""
     found = {(type_, name): sql for type_, name, sql in _objects(conn)}
-    expected = _expected_objects()
+    expected = _expected_objects(schema)
     for type_, name, sql in expected:
         if (type_, name) not in found:
             return f"{type_} {name} of the ledger schema is missing (dropped)"

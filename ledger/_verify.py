@@ -83,9 +83,12 @@ def check_chain(
 def structure_problem(conn: apsw.Connection, path: Path) -> str | None:
     """The work of `Ledger.structure_problem` (see there)."""
     try:
-        problem = schema_problem(conn)
+        meta = dict(conn.execute("SELECT key, value FROM swecl_meta"))
+        problem = meta_problem(meta)
         if problem is None:
-            problem = meta_problem(dict(conn.execute("SELECT key, value FROM swecl_meta")))
+            # Compared with the DDL of the ledger's own store schema (a well-formed one, as
+            # `meta_problem` found): a ledger made under schema 1 keeps schema 1's objects.
+            problem = schema_problem(conn, int(meta["store_schema"]))
     except apsw.Error as exc:
         raise _ledger_error(path, exc, "check") from None
     except UnicodeDecodeError:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
+import apsw
 import pytest
 
 from ledger import Ledger
+from ledger._schema import STORE_DDLS
 
 from .contract import LedgerContract, OpenLedger
 
@@ -36,3 +39,28 @@ class TestConnectionPerOperation(LedgerContract):
         yield reopen
         for led in opened:
             led.close()
+
+
+def make_schema1_ledger(path: Path) -> None:
+    """An empty ledger as a swecl of store schema 1 made it: its DDL, its meta rows."""
+    conn = apsw.Connection(str(path))
+    conn.execute(STORE_DDLS[1])
+    conn.executemany(
+        "INSERT INTO swecl_meta (key, value) VALUES (?, ?)",
+        [("store_schema", "1"), ("ledger_id", str(uuid.uuid4())), ("created_at", "2026-01-01T00:00:00.000000Z")],
+    )
+    conn.close()
+
+
+class TestSchema1Ledger(LedgerContract):
+    """A ledger made under store schema 1 (before the append rework) keeps every promise:
+    it opens, reads, takes appends and verifies against schema 1's own DDL."""
+
+    @pytest.fixture
+    def open_ledger(self, tmp_path: Path) -> OpenLedger:
+        path = tmp_path / "ledger.db"
+        make_schema1_ledger(path)
+        led = Ledger.open(path)
+        assert led.structure_problem() is None
+        yield lambda: led
+        led.close()

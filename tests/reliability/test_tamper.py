@@ -237,7 +237,7 @@ def _execute(results: Path, *statements: str) -> None:
     [
         *[((f"DROP TRIGGER {t}",), f"trigger {t} of the ledger schema is missing") for t in TRIGGERS],
         (("DROP INDEX events_by_type",), "index events_by_type of the ledger schema is missing"),
-        (("DROP INDEX events_by_stream_type",), "index events_by_stream_type of the ledger schema is missing"),
+        (("DROP INDEX events_by_stream",), "index events_by_stream of the ledger schema is missing"),
         (("DROP TRIGGER events_no_delete",
           "CREATE TRIGGER events_no_delete BEFORE DELETE ON events WHEN 0 BEGIN SELECT RAISE(ABORT, 'no'); END"),
          "trigger events_no_delete is not the one the ledger schema creates"),
