@@ -31,6 +31,23 @@ def _grade(grader: SwebenchGrader, base: str, patch: str, setup_commit: str) -> 
     return out.status, out.log.decode()
 
 
+def _gold_with_test_extras(tmp_path: Path, src: Path, base: str) -> tuple[Path, str]:
+    """Grade the gold patch of `src` at `base` with `pip install -e .[test]` as the install
+    (the spec's pytest pinned), assert it resolves; (the env's python, the grade's log)."""
+    spec = EnvSpec(python=None, pip_packages=["pytest==7.4.4"], install="python -m pip install -e .[test]",
+                   test_cmd="pytest -rA")
+    cache = tmp_path / "cache"
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)})
+    out = grader.grade(GradeRequest(
+        instance_id="acme__calcpkg-1", repo=PKG, version="0.1", base_commit=base, model_patch=GOLD_PATCH,
+        test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=spec,
+    ))
+    log = out.log.decode()
+    assert out.status == "resolved", log
+    [python] = list((cache / "envs").rglob("venv/bin/python"))
+    return python, log
+
+
 def _state(cache: Path) -> dict:
     [installed] = list((cache / "envs").rglob("installed.json"))
     return json.loads(installed.read_text())
@@ -105,17 +122,7 @@ def test_the_repositorys_own_requirements_resolve_as_of_the_era(tmp_path: Path) 
     write(src, "setup.py", 'from setuptools import setup\n\nsetup(name="calc", version="0.1", packages=["calc"], '
                            'install_requires=["docutils"], extras_require={"test": ["six"]})\n')
     base = commit_at(src, "calc with requirements", "2020-06-01T12:00:00Z")
-    spec = EnvSpec(python=None, pip_packages=["pytest==7.4.4"], install="python -m pip install -e .[test]",
-                   test_cmd="pytest -rA")
-    cache = tmp_path / "cache"
-    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)})
-    out = grader.grade(GradeRequest(
-        instance_id="acme__calcpkg-1", repo=PKG, version="0.1", base_commit=base, model_patch=GOLD_PATCH,
-        test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=spec,
-    ))
-    log = out.log.decode()
-    assert out.status == "resolved", log
-    [python] = list((cache / "envs").rglob("venv/bin/python"))
+    python, log = _gold_with_test_extras(tmp_path, src, base)
     assert installed_version(python, "docutils") == "0.16", log  # 0.17 came out in 2021
     assert installed_version(python, "six") == "1.15.0", log  # 1.16.0: May 2021
     assert installed_version(python, "pytest") == "7.4.4"  # the spec's pin is kept
@@ -184,20 +191,10 @@ def test_a_requirement_the_era_cannot_supply_comes_as_of_the_images_never_today(
     write(src, "setup.py", 'from setuptools import setup\n\nsetup(name="calc", version="0.1", packages=["calc"], '
                            'extras_require={"test": ["tinympl", "tinyera"]})\n')
     base = commit_at(src, "calc with test requirements", "2020-06-01T12:00:00Z")
-    spec = EnvSpec(python=None, pip_packages=["pytest==7.4.4"], install="python -m pip install -e .[test]",
-                   test_cmd="pytest -rA")
-    cache = tmp_path / "cache"
     with dated_index(tmp_path / "index", releases) as url:
         monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
         monkeypatch.setenv("PIP_EXTRA_INDEX_URL", url)  # what pip would take, were it left to
-        grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)})
-        out = grader.grade(GradeRequest(
-            instance_id="acme__calcpkg-1", repo=PKG, version="0.1", base_commit=base, model_patch=GOLD_PATCH,
-            test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=spec,
-        ))
-    log = out.log.decode()
-    assert out.status == "resolved", log
-    [python] = list((cache / "envs").rglob("venv/bin/python"))
+        python, log = _gold_with_test_extras(tmp_path, src, base)
     assert installed_version(python, "tinyplot") == "2.0", log  # of the images, not 3.0 of today
     assert installed_version(python, "tinympl") == "0.5", log  # the era's still, as of the images too
     assert installed_version(python, "tinyera") == "1.0", log
