@@ -116,12 +116,12 @@ def test_design_table_is_consistent() -> None:
     orders = {t.instance_id: t.order for t in demo.tasks()}
     designs = list(DEMO_DESIGN.values())
     for design in designs:
-        if design.kind in ("recurrence", "decoy"):
+        if design.kind in ("recurrence", "decoy", "late-fix"):
             assert design.recurs is not None and orders[design.recurs] < design.order
         assert (DEMO_ATTEMPTS[design.instance_id] == "") == (design.attempt == "empty")
     on = sum(d.expect_memory_on for d in designs) / len(designs)
     off = sum(d.expect_memory_off for d in designs) / len(designs)
-    assert 0.40 <= off <= 0.50 and 0.75 <= on <= 0.85
+    assert 0.50 <= off <= 0.60 and 0.75 <= on <= 0.85
     assert any(d.kind == "decoy" and d.expect_memory_off and not d.expect_memory_on for d in designs)
     assert any(d.kind == "new" and not d.expect_memory_on and not d.expect_memory_off for d in designs)
     assert 1 <= sum(d.attempt == "empty" for d in designs) <= 2
@@ -217,8 +217,8 @@ def test_recurred_fix_applies_verbatim_and_resolves(demo: Benchmark, grader: Dem
         origin = next(t for t in demo.tasks() if t.instance_id == design.recurs)
         outcome = grader.grade(task, origin.patch)
         assert outcome.applied, task.instance_id
-        # A recurrence is fixed by the old fix alone; the decoy is not.
-        assert outcome.resolves(task) == (design.kind == "recurrence"), task.instance_id
+        # A recurrence (or a late fix's bug) is fixed by the old fix alone; the decoy is not.
+        assert outcome.resolves(task) == (design.kind in ("recurrence", "late-fix")), task.instance_id
 
 
 @pytest.mark.slow
