@@ -237,3 +237,24 @@ def test_memory_beats_no_memory_with_the_demo_agent(demo: Benchmark, grader: Dem
                 totals[memory] += resolved
     assert totals[True] > totals[False]
     print(json.dumps({"memory_on": totals[True], "memory_off": totals[False], "tasks": len(demo.tasks())}))
+
+
+@pytest.mark.slow
+def test_later_fixes_behind_forgetting_and_backward_transfer(demo: Benchmark, grader: DemoGrader) -> None:
+    """The premises of the demo's forgetting, carried-memory and dream effects (README).
+
+    spans #24 names its FAIL_TO_PASS test (governance keeps it out of memory); #40's fix
+    applies at #24's base and does not solve it; #44's fix applies at neither base;
+    iniconf #42's fix applies at #14's base and solves it.
+    """
+    tasks = {t.instance_id: t for t in demo.tasks()}
+    forgotten, misleader, superseder = (tasks[f"swecl-demo__spans-{n}"] for n in (24, 40, 44))
+    late_solved, late_fixer = tasks["swecl-demo__iniconf-14"], tasks["swecl-demo__iniconf-42"]
+    assert any(test.split("::")[1] in (forgotten.problem_statement or "") for test in forgotten.fail_to_pass)
+    misled = grader.grade(forgotten, DEMO_ATTEMPTS[misleader.instance_id])
+    assert misled.applied and not misled.resolves(forgotten)
+    assert grader.grade(forgotten, DEMO_ATTEMPTS[forgotten.instance_id]).resolves(forgotten)
+    for task in (forgotten, misleader):
+        assert not grader.applies(task, DEMO_ATTEMPTS[superseder.instance_id]), task.instance_id
+    assert grader.grade(late_solved, DEMO_ATTEMPTS[late_fixer.instance_id]).resolves(late_solved)
+    assert not grader.grade(late_solved, DEMO_ATTEMPTS[late_solved.instance_id]).resolves(late_solved)
