@@ -124,20 +124,15 @@ def test_carried_memory_changes_plugin_accum_and_the_audit_names_the_items(suite
     results, _ = suite
     versions = _versions(results, cache)
     blank, accum = versions["plugin-blank"], versions["plugin-accum"]
-    # Carried #40 misleads #24 in accum's initial pass (blank resolved it there).
-    assert _outcome(_audit(results, cache, blank, FORGOTTEN, "initial")) is True
-    misled = _audit(results, cache, accum, FORGOTTEN, "initial")
-    assert _outcome(misled) is False
-    hit = _reused(misled)[0]
-    assert _written_for(hit) == MISLEADER and hit["provenance"]["written"]["run"] == blank
-    assert [f["kind"] for f in hit["flags"]] == ["later-task"]
-    # Carried #42 solves #14, which blank could not solve in its initial pass.
-    assert _outcome(_audit(results, cache, blank, LATE_SOLVED, "initial")) is False
-    solved = _audit(results, cache, accum, LATE_SOLVED, "initial")
-    assert _outcome(solved) is True
-    hit = _reused(solved)[0]
-    assert _written_for(hit) == LATE_FIXER and hit["provenance"]["written"]["run"] == blank
-    assert [f["kind"] for f in hit["flags"]] == ["later-task"]
+    # Carried #40 misleads #24 in accum's initial pass (blank resolved it there), and
+    # carried #42 solves #14, which blank could not solve in its initial pass.
+    for task, writer, in_blank in ((FORGOTTEN, MISLEADER, True), (LATE_SOLVED, LATE_FIXER, False)):
+        assert _outcome(_audit(results, cache, blank, task, "initial")) is in_blank
+        carried = _audit(results, cache, accum, task, "initial")
+        assert _outcome(carried) is not in_blank
+        hit = _reused(carried)[0]
+        assert _written_for(hit) == writer and hit["provenance"]["written"]["run"] == blank
+        assert [f["kind"] for f in hit["flags"]] == ["later-task"]
     # The summary names both, and reports the same-instance share of the carried recalls.
     summary = swecl_json(results, "audit", accum, "--summary", "--no-dataset", cache=cache)
     flagged = {(f["instance_id"], f["pass"]): f for f in summary["flagged"]}
