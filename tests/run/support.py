@@ -9,8 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.processes import INICONF, REPO_ROOT, SPANS, TEXTKIT, read_events, swecl, swecl_json
+from commands.inputs import demo_benchmark, find_sequence
 
-__all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "events", "finished_cells", "swecl", "swecl_json"]
+__all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "demo_tasks", "events", "finished_cells", "swecl", "swecl_json"]
+
+
+def demo_tasks(sequence_id: str) -> int:
+    """How many tasks a demo sequence has (read from the benchmark, not repeated in tests)."""
+    return len(find_sequence(demo_benchmark(materialise=False), sequence_id).tasks)
 
 
 def events(results: Path, *types: str) -> list[tuple[int, str, str, dict[str, Any]]]:
