@@ -8,14 +8,15 @@ from pathlib import Path
 import pytest
 
 from projections.show import final_message
-from tests.run.support import SPANS, events, swecl, swecl_json
+from tests.run.support import TEXTKIT, events, swecl, swecl_json
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
-    """One plugin-blank run of the spans sequence: recalls, resolved and unresolved tasks."""
+    """One plugin-blank run of the textkit sequence: recalls, resolved and unresolved tasks
+    (textkit #23 fails in the initial pass and in the re-test)."""
     results = tmp_path_factory.mktemp("show-demo")
-    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--quiet", cache=cache)
+    swecl(results, "run", "--stage", "plugin-blank", "--sequence", TEXTKIT, "--quiet", cache=cache)
     return results
 
 
