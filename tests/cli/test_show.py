@@ -12,7 +12,7 @@ from tests.run.support import events, swecl, swecl_json
 
 from .conftest import unresolved
 
-# `demo` (one plugin-blank run of the spans sequence) and `unresolved` are in conftest.py:
+# `demo` (one plugin-blank run of the textkit sequence) and `unresolved` are in conftest.py:
 # `swecl view`'s tests read the same run.
 
 
@@ -28,7 +28,8 @@ def test_show_names_the_failing_tests_and_prints_the_patch(demo: Path, cache: Pa
     assert failing
     (agent,) = [p for _, _, _, p in events(demo, "agent.finished")
                 if p["instance_id"] == grade["instance_id"] and p["pass"] == "initial"]
-    out = swecl(demo, "show", "v1", grade["instance_id"], cache=cache).stdout
+    # --tail 5: the log is cut whatever its length, so the hint to the whole log shows
+    out = swecl(demo, "show", "v1", grade["instance_id"], "--tail", "5", cache=cache).stdout
     assert grade["instance_id"] in out and "NOT RESOLVED: status unresolved" in out
     # the failing tests, each named, before any passing one
     lines = out.split("== outcome", 1)[1].split("== recalled memory", 1)[0].splitlines()

@@ -25,7 +25,7 @@ import pytest
 
 from bench.processes import swecl_argv, swecl_env
 from tests.report.browser import evaluate, launch, open_page, problems_of
-from tests.run.support import REPO_ROOT, SPANS, swecl, swecl_json
+from tests.run.support import REPO_ROOT, SPANS, TEXTKIT, swecl, swecl_json
 
 from .conftest import unresolved
 
@@ -89,7 +89,7 @@ def test_runs_page_lists_what_swecl_runs_lists_with_metrics(view: str, demo: Pat
     assert 'data-run="1" data-status="finished" data-done="18" data-total="18"' in page
     macro = swecl_json(demo, "metrics", cache=cache)["versions"][0]["macro"]
     assert f"{macro['ACC']:.3f}" in page and f"{macro['CL-Score']:.3f}" in page
-    assert 'href="/run/1"' in page and f'href="/run/1/seq/{SPANS}"' in page
+    assert 'href="/run/1"' in page and f'href="/run/1/seq/{TEXTKIT}"' in page
 
 
 @pytest.mark.slow
@@ -99,7 +99,7 @@ def test_run_and_sequence_pages_link_every_cell_to_its_attempt(view: str, demo: 
     for pass_ in ("retest", "baseline"):  # a(N,j) and b(j) cells open that pass's attempt
         assert f'href="/run/1/task/{quote(grade["instance_id"])}?pass={pass_}"' in run
     assert f'href="/run/1/task/{quote(grade["instance_id"])}"' in run  # the a(i,i) cell and the column head
-    status, _, seq = get(f"{view}/run/1/seq/{SPANS}")
+    status, _, seq = get(f"{view}/run/1/seq/{TEXTKIT}")
     assert status == 200 and seq.count('<tr data-order="') == 6
     assert f'<tr data-order="{grade["order"]}">' in seq
 
@@ -152,7 +152,7 @@ def test_serving_writes_nothing(demo: Path, cache: Path) -> None:
 
     with serving(demo, cache) as (base, _):
         before = digest()
-        for path in ("/", "/api/runs", "/run/1", f"/run/1/seq/{SPANS}", "/run/1/task/1", "/run/1/task/2?pass=baseline"):
+        for path in ("/", "/api/runs", "/run/1", f"/run/1/seq/{TEXTKIT}", "/run/1/task/1", "/run/1/task/2?pass=baseline"):
             assert get(base + path)[0] == 200
         assert digest() == before
 
@@ -252,7 +252,7 @@ def test_a_browser_clicks_from_the_runs_page_to_a_failing_test_and_its_patch(
         session = load.session
         _click(cdp, session, 'tr[data-run="1"] td a[href="/run/1"]')
         assert evaluate(cdp, session, "location.pathname") == "/run/1"
-        _click(cdp, session, f'h2 a[href="/run/1/seq/{SPANS}"]')
+        _click(cdp, session, f'h2 a[href="/run/1/seq/{TEXTKIT}"]')
         _click(cdp, session, f'tr[data-order="{grade["order"]}"] td.iid a')
         facts = json.loads(evaluate(cdp, session, """JSON.stringify({
             path: location.pathname,

@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from commands.inputs import demo_benchmark, find_sequence
 from ledger import Ledger
 from tests.run.support import SPANS, events, swecl, swecl_json
 
@@ -19,6 +20,9 @@ def run(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
     results = tmp_path_factory.mktemp("metrics-run")
     swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--quiet", cache=cache)
     return results
+
+
+SPANS_TASKS = len(find_sequence(demo_benchmark(materialise=False), SPANS).tasks)
 
 
 def cut_copy(results: Path, before_seq: int, dest: Path) -> Path:
@@ -35,7 +39,7 @@ def cut_copy(results: Path, before_seq: int, dest: Path) -> Path:
 @pytest.mark.parametrize("formula", ["native", "eval-v1"])
 def test_as_of_order_equals_a_ledger_cut_at_that_order(run: Path, cache: Path, tmp_path: Path, formula: str) -> None:
     led = Ledger.open(run / "ledger.db", readonly=True)
-    for k in range(1, 8):
+    for k in range(1, SPANS_TASKS + 2):  # every order, and one past the last task
         start = led.task_position("1", k)
         as_of = swecl_json(run, "metrics", "--version", "1", "--formula", formula, "--as-of-order", str(k), cache=cache)
         cut = cut_copy(run, start if start is not None else led.head() + 1, tmp_path / f"cut-{formula}-{k}")
@@ -49,7 +53,7 @@ def test_before_the_first_task_nothing_is_scored_and_nothing_is_hidden(run: Path
     doc = swecl_json(run, "metrics", "--as-of-order", "1", cache=cache)
     (seq,) = doc["versions"][0]["sequences"].values()
     assert seq["ACC"] is None and seq["CL-P"] is None
-    assert doc["versions"][0]["extras"][SPANS]["missing"]["initial"] == 6
+    assert doc["versions"][0]["extras"][SPANS]["missing"]["initial"] == SPANS_TASKS
 
 
 def test_switching_the_formula_appends_nothing(run: Path, cache: Path) -> None:

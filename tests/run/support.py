@@ -13,11 +13,17 @@ from typing import Any
 import apsw
 
 from bench.processes import INICONF, REPO_ROOT, SPANS, TEXTKIT, read_events, swecl, swecl_json
+from commands.inputs import demo_benchmark, find_sequence
 
 __all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "a_missing_cli_is_said_before_the_run",
-           "a_plugin_run_recalled_and_was_graded", "builtin_versions_recorded", "events", "finished_cells",
+           "a_plugin_run_recalled_and_was_graded", "builtin_versions_recorded", "demo_tasks", "events", "finished_cells",
            "no_secret_in_the_ledger", "no_secret_in_the_results", "run_a_stage", "swecl", "swecl_json",
            "the_next_task_read_it"]
+
+
+def demo_tasks(sequence_id: str) -> int:
+    """How many tasks a demo sequence has (read from the benchmark, not repeated in tests)."""
+    return len(find_sequence(demo_benchmark(materialise=False), sequence_id).tasks)
 
 
 def events(results: Path, *types: str) -> list[tuple[int, str, str, dict[str, Any]]]:

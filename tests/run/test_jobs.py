@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import INICONF, SPANS, events, finished_cells, swecl, swecl_json
+from .support import INICONF, SPANS, demo_tasks, events, finished_cells, swecl, swecl_json
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +20,7 @@ def test_parallel_sequences_match_a_sequential_run(tmp_path: Path, cache: Path) 
     assert swecl_json(parallel, "metrics", cache=cache)["versions"][0]["sequences"] == \
         swecl_json(serial, "metrics", cache=cache)["versions"][0]["sequences"]
     cells = finished_cells(parallel, "1")
-    assert len(cells) == len(set(cells)) == 2 * (6 + 7)
+    assert len(cells) == len(set(cells)) == 2 * (demo_tasks(SPANS) + demo_tasks(INICONF))
     assert "ledger OK" in swecl(parallel, "verify", cache=cache).stdout
     # both sequences really ran at the same time: their events interleave in the log
     streams = [s for _, s, t, _ in events(parallel, "task.started")]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import SPANS, events, finished_cells, swecl, swecl_json
+from .support import SPANS, demo_tasks, events, finished_cells, swecl, swecl_json
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,7 @@ def killed_then_resumed(results: Path, cache: Path, failpoint: str) -> None:
 
 def assert_complete_and_identical(results: Path, cache: Path, reference: dict) -> None:
     cells = finished_cells(results, "R")
-    assert len(cells) == len(set(cells)) == 3 * 6  # no task lost, none finished twice
+    assert len(cells) == len(set(cells)) == 3 * demo_tasks(SPANS)  # no task lost, none finished twice
     assert swecl_json(results, "metrics", "--version", "R", cache=cache) == reference
     assert swecl_json(results, "runs", cache=cache)[0]["status"] == "finished"
     assert "ledger OK" in swecl(results, "verify", cache=cache).stdout
@@ -60,7 +60,8 @@ def test_resume_after_a_kill_in_the_middle_of_a_task(tmp_path: Path, cache: Path
 
 
 def test_resume_after_a_kill_in_the_retest_pass(tmp_path: Path, cache: Path, reference: dict) -> None:
-    killed_then_resumed(tmp_path, cache, "grade.finished:9")  # 6 initial tasks, then the 3rd retest task
+    # every initial task, then the 3rd retest task
+    killed_then_resumed(tmp_path, cache, f"grade.finished:{demo_tasks(SPANS) + 3}")
     assert_complete_and_identical(tmp_path, cache, reference)
     (abandoned,) = [p for _, _, _, p in events(tmp_path, "task.abandoned")]
     assert (abandoned["pass"], abandoned["order"]) == ("retest", 3)

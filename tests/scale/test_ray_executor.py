@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.run.support import INICONF, SPANS, events, finished_cells, swecl, swecl_json
+from tests.run.support import INICONF, SPANS, demo_tasks, events, finished_cells, swecl, swecl_json
 
 from .conftest import RAY_ENV, RayCluster
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 BLANK = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--sequence", INICONF, "--passes", "initial,baseline")
 ACCUM = ("run", "--stage", "plugin-accum", "--sequence", SPANS, "--sequence", INICONF, "--passes", "initial")
 SPANS_ONLY = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--passes", "initial,baseline")
-TASKS = {SPANS: 6, INICONF: 7}
+TASKS = {SPANS: demo_tasks(SPANS), INICONF: demo_tasks(INICONF)}
 
 
 def on_ray(cluster: RayCluster, *extra: str) -> tuple[str, ...]:
@@ -108,9 +108,9 @@ def test_a_job_that_raises_is_retried_from_what_it_delivered(tmp_path: Path, ray
     assert "failpoint ray.job.raise" in retried and "2 shard(s)" in retried
     assert any("attempt 2 running" in n for n in notes)
     assert metrics(tmp_path, ray_cluster, "1", SPANS) == metrics(reference, ray_cluster, "1", SPANS)
-    assert_each_task_once(tmp_path, ray_cluster, "1", 2 * 6)
+    assert_each_task_once(tmp_path, ray_cluster, "1", 2 * TASKS[SPANS])
     # nothing delivered was done again: one start per task, and no attempt abandoned
-    assert len(events(tmp_path, "task.started")) == 2 * 6
+    assert len(events(tmp_path, "task.started")) == 2 * TASKS[SPANS]
     assert events(tmp_path, "task.abandoned") == []
 
 
@@ -124,9 +124,9 @@ def test_a_worker_killed_mid_sequence_is_retried(tmp_path: Path, ray_cluster: Ra
     (retried,) = [n for n in notes if "attempt 1 failed" in n]
     assert "WorkerCrashedError" in retried and "2 shard(s)" in retried
     assert metrics(tmp_path, ray_cluster, "1", SPANS) == metrics(reference, ray_cluster, "1", SPANS)
-    assert_each_task_once(tmp_path, ray_cluster, "1", 2 * 6)
+    assert_each_task_once(tmp_path, ray_cluster, "1", 2 * TASKS[SPANS])
     starts = Counter((p["pass"], p["order"], p["attempt"]) for *_, p in events(tmp_path, "task.started"))
-    assert set(starts.values()) == {1} and len(starts) == 2 * 6
+    assert set(starts.values()) == {1} and len(starts) == 2 * TASKS[SPANS]
 
 
 def test_a_killed_driver_resumes_the_fan_out(tmp_path: Path, ray_cluster: RayCluster, reference: Path) -> None:

@@ -54,8 +54,10 @@ class DemoDesign:
     """What a demo task is for, and what the demo agent is expected to score on it.
 
     kind: "new" (a bug seen for the first time), "recurrence" (an earlier bug brought
-    back; `recurs` names the task whose fix applies verbatim) or "decoy" (an earlier
-    fix applies cleanly but is not enough). attempt: the bundled attempt is the "gold"
+    back; `recurs` names the task whose fix applies verbatim), "decoy" (an earlier
+    fix applies cleanly but is not enough) or "late-fix" (an earlier bug that memory
+    never solved brought back; the agent solves it itself, and its fix then applies at,
+    and solves, the earlier task `recurs` names). attempt: the bundled attempt is the "gold"
     fix, another "correct" fix, "wrong", or "empty".
     """
 

@@ -21,7 +21,7 @@ def days(interval: Interval) -> Iterator[dt.date]:
 def month_of(day: dt.date) -> Interval:
     """The calendar month of *day*: [its first day, the first day of the next month)."""
     first = day.replace(day=1)
-    return Interval(first, _next_month(first))
+    return Interval(first, first.replace(month=first.month + 1))
 
 
 def split_by_month(interval: Interval) -> list[Interval]:
