@@ -25,7 +25,7 @@ import pytest
 
 from bench.processes import swecl_argv, swecl_env
 from tests.report.browser import evaluate, launch, open_page, problems_of
-from tests.run.support import REPO_ROOT, SPANS, TEXTKIT, swecl, swecl_json
+from tests.run.support import REPO_ROOT, SPANS, TEXTKIT, demo_tasks, swecl, swecl_json
 
 from .conftest import unresolved
 
@@ -82,11 +82,12 @@ def test_runs_page_lists_what_swecl_runs_lists_with_metrics(view: str, demo: Pat
     listed = get_json(view + "/api/runs")
     expected = swecl_json(demo, "runs", cache=cache)
     assert [{k: v for k, v in row.items() if k != "progress"} for row in listed] == expected
-    assert listed[0]["progress"] == {"done": 18, "total": 18, "running": False, "eta_s": None, "pace_s": None}
+    cells = 3 * demo_tasks(TEXTKIT)  # initial, retest and baseline of each task
+    assert listed[0]["progress"] == {"done": cells, "total": cells, "running": False, "eta_s": None, "pace_s": None}
     status, headers, page = get(view + "/")
     assert status == 200 and headers["Content-Type"].startswith("text/html")
     assert "script-src 'self'" in headers["Content-Security-Policy"] and headers["X-Content-Type-Options"] == "nosniff"
-    assert 'data-run="1" data-status="finished" data-done="18" data-total="18"' in page
+    assert f'data-run="1" data-status="finished" data-done="{cells}" data-total="{cells}"' in page
     macro = swecl_json(demo, "metrics", cache=cache)["versions"][0]["macro"]
     assert f"{macro['ACC']:.3f}" in page and f"{macro['CL-Score']:.3f}" in page
     assert 'href="/run/1"' in page and f'href="/run/1/seq/{TEXTKIT}"' in page
@@ -100,7 +101,7 @@ def test_run_and_sequence_pages_link_every_cell_to_its_attempt(view: str, demo: 
         assert f'href="/run/1/task/{quote(grade["instance_id"])}?pass={pass_}"' in run
     assert f'href="/run/1/task/{quote(grade["instance_id"])}"' in run  # the a(i,i) cell and the column head
     status, _, seq = get(f"{view}/run/1/seq/{TEXTKIT}")
-    assert status == 200 and seq.count('<tr data-order="') == 6
+    assert status == 200 and seq.count('<tr data-order="') == demo_tasks(TEXTKIT)
     assert f'<tr data-order="{grade["order"]}">' in seq
 
 
@@ -178,6 +179,7 @@ def test_pages_follow_a_run_appending_to_the_ledger(demo: Path, cache: Path, tmp
     its progress and an estimate of the time left."""
     results = tmp_path / "results"
     shutil.copytree(demo, results)  # the shared run stays as it is
+    total = demo_tasks(SPANS)  # the base stage runs the initial pass only
     with serving(results, cache) as (base, _):
         head = get_json(base + "/api/head")["head"]
         assert [r["version"] for r in get_json(base + "/api/runs")] == ["1"]
@@ -187,16 +189,16 @@ def test_pages_follow_a_run_appending_to_the_ledger(demo: Path, cache: Path, tmp
         assert proc.returncode != 0
         assert get_json(base + "/api/head")["head"] > head
         (row,) = [r for r in get_json(base + "/api/runs") if r["version"] == "2"]
-        assert row["status"] == "interrupted" and row["progress"]["done"] == 3 and row["progress"]["total"] == 6
+        assert row["status"] == "interrupted" and row["progress"]["done"] == 3 and row["progress"]["total"] == total
         with (results / "v2" / ".run.lock").open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # what a running `swecl run` holds
             (row,) = [r for r in get_json(base + "/api/runs") if r["version"] == "2"]
             assert row["status"] == "running" and row["progress"]["running"]
             assert row["progress"]["eta_s"] is not None and row["progress"]["eta_s"] > 0
             _, _, page = get(base + "/")
-            assert 'data-run="2" data-status="running" data-done="3" data-total="6"' in page and " left (" in page
+            assert f'data-run="2" data-status="running" data-done="3" data-total="{total}"' in page and " left (" in page
             _, _, run_page = get(base + "/run/2")
-            assert 'data-status="running"' in run_page and "3/6 tasks" in run_page
+            assert 'data-status="running"' in run_page and f"3/{total} tasks" in run_page
         # The resumed run appends the rest; the page's poll sees the head move again.
         moved = get_json(base + "/api/head")["head"]
         swecl(results, "run", "--resume", "2", "--quiet", cache=cache)
@@ -205,7 +207,7 @@ def test_pages_follow_a_run_appending_to_the_ledger(demo: Path, cache: Path, tmp
             time.sleep(0.2)
         assert get_json(base + "/api/head")["head"] > moved
         (row,) = [r for r in get_json(base + "/api/runs") if r["version"] == "2"]
-        assert row["status"] == "finished" and row["progress"]["done"] == row["progress"]["total"] == 6
+        assert row["status"] == "finished" and row["progress"]["done"] == row["progress"]["total"] == total
 
 
 def test_hostile_ledger_text_stays_text(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from commands.inputs import (
     materialise_demo_repos,
     write_demo_curriculum,
 )
+from commands.memory import find_secret
 from ledger.errors import SweclError
 
 from .demo_support import DemoGrader, bm25_rank, git, memory_text, run_demo_agent
@@ -243,14 +244,17 @@ def test_memory_beats_no_memory_with_the_demo_agent(demo: Benchmark, grader: Dem
 def test_later_fixes_behind_forgetting_and_backward_transfer(demo: Benchmark, grader: DemoGrader) -> None:
     """The premises of the demo's forgetting, carried-memory and dream effects (README).
 
-    spans #24 names its FAIL_TO_PASS test (governance keeps it out of memory); #40's fix
+    spans #24's issue holds a password (governance keeps it out of memory); #40's fix
     applies at #24's base and does not solve it; #44's fix applies at neither base;
     iniconf #42's fix applies at #14's base and solves it.
     """
     tasks = {t.instance_id: t for t in demo.tasks()}
     forgotten, misleader, superseder = (tasks[f"swecl-demo__spans-{n}"] for n in (24, 40, 44))
     late_solved, late_fixer = tasks["swecl-demo__iniconf-14"], tasks["swecl-demo__iniconf-42"]
-    assert any(test.split("::")[1] in (forgotten.problem_statement or "") for test in forgotten.fail_to_pass)
+    # the issue holds a credential (the rule that refuses its item) and no grading test name
+    assert find_secret(forgotten.problem_statement or "") == "a password inside a URL"
+    tests = forgotten.fail_to_pass + forgotten.pass_to_pass
+    assert not any(test.split("::")[1] in (forgotten.problem_statement or "") for test in tests)
     misled = grader.grade(forgotten, DEMO_ATTEMPTS[misleader.instance_id])
     assert misled.applied and not misled.resolves(forgotten)
     assert grader.grade(forgotten, DEMO_ATTEMPTS[forgotten.instance_id]).resolves(forgotten)

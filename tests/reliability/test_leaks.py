@@ -171,7 +171,11 @@ def test_memory_never_holds_grading_secrets(curriculum: DemoCurriculum, tmp_path
     events = read_events(results)
     written = [e["payload"] for e in events if e["type"] == "memory.written"]
     rejected = [e["payload"] for e in events if e["type"] == "memory.rejected"]
-    assert written and {r["rule"] for r in rejected} == {"test-name"}
+    # the note names a grading test: refused; any other refusal is for a credential an
+    # issue holds (the demo's spans #24), never for the gold tests (their hunks were dropped)
+    rules = {(r["source_instance"], r["rule"]) for r in rejected}
+    assert written and (instances[0], "test-name") in rules
+    assert {rule for iid, rule in rules if iid != instances[0]} <= {"secret"}
     blobs = {d: b for d, b in _blobs(results).items()}
     memory = [(f"memory {m['item_id']}", json.dumps(m).encode()) for m in written]
     memory += [(f"memory patch {m['item_id']}", blobs[m["patch"]]) for m in written if m.get("patch")]

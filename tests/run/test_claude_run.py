@@ -15,6 +15,7 @@ from .support import (
     SPANS,
     a_missing_cli_is_said_before_the_run,
     builtin_versions_recorded,
+    demo_tasks,
     events,
     no_secret_in_the_ledger,
     swecl,
@@ -55,7 +56,7 @@ def test_a_plugin_run_with_the_claude_cli(tmp_path: Path, cache: Path, claude_bi
     (run,) = swecl_json(results, "runs", cache=cache)
     assert (run["agent"], run["status"]) == ("claude", "finished")
     recalls = [p for _, _, _, p in events(results, "memory.recalled")]
-    assert len(recalls) == 6 and {r["via"] for r in recalls} == {"mcp"}  # through the real MCP server
+    assert len(recalls) == demo_tasks(SPANS) and {r["via"] for r in recalls} == {"mcp"}  # through the real MCP server
     agents = [p for _, _, _, p in events(results, "agent.finished")]
     assert {a["exit"] for a in agents} == {"completed"}
     assert all(a["turns"] == 2 and a["cost_usd"] is not None and a["tokens"]["input"] > 0 for a in agents)

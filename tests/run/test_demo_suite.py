@@ -110,10 +110,10 @@ def test_forgetting_a_later_memory_misleads_the_retest_of_an_earlier_task(suite:
     initial = _audit(results, cache, blank, FORGOTTEN, "initial")
     retest = _audit(results, cache, blank, FORGOTTEN, "retest")
     assert _outcome(initial) is True and _outcome(retest) is False
-    # Its own item was never written: the issue names its test (governance), so the
+    # Its own item was never written: the issue holds a password (governance), so the
     # re-test's first fix that applies is the one #40 wrote later in the sequence.
     rejected = [p for _, s, _, p in events(results, "memory.rejected") if s.startswith(f"run/{blank}/")]
-    assert any(p["source_instance"] == FORGOTTEN and p["rule"] == "test-name" for p in rejected)
+    assert any(p["source_instance"] == FORGOTTEN and p["rule"] == "secret" for p in rejected)
     assert _reused(initial) == []
     reused = _reused(retest)
     assert [_written_for(h) for h in reused][:1] == [MISLEADER]

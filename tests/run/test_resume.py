@@ -85,5 +85,5 @@ def test_json_progress_while_resuming(tmp_path: Path, cache: Path, reference: di
     assert summary["versions"][0]["version"] == "R" and "CL-Score" in summary["versions"][0]["macro"]
     assert summary["version_dirs"]["R"].endswith("vR") and summary["ledger"].endswith("ledger.db")
     finished = [line for line in lines if line["event"] == "task_finished"]
-    assert len(finished) == 18 - 10  # only what was left
+    assert len(finished) == 3 * demo_tasks(SPANS) - 10  # only what was left
     assert all({"sequence", "pass", "order", "status", "resolve_rate"} <= set(line) for line in finished)

@@ -74,12 +74,12 @@ def test_fan_out_matches_the_local_executor(tmp_path: Path, ray_cluster: RayClus
     proc = run(results, ray_cluster, *BLANK, *on_ray(ray_cluster), "--json")
     lines = json_lines(proc.stdout)
     finished = [line for line in lines if line["event"] == "task_finished"]
-    assert len(finished) == 2 * 13  # progress of both workers reached the driver
+    assert len(finished) == 2 * (TASKS[SPANS] + TASKS[INICONF])  # progress of both workers reached the driver
     assert {line["sequence"] for line in finished} == set(TASKS)
     assert lines[-2]["event"] == "run_finished" and lines[-2]["status"] == "finished"
     assert metrics(results, ray_cluster, "1") == metrics(reference, ray_cluster, "1")
     assert recalls(results, "1") == recalls(reference, "1")
-    assert_each_task_once(results, ray_cluster, "1", 2 * 13)
+    assert_each_task_once(results, ray_cluster, "1", 2 * (TASKS[SPANS] + TASKS[INICONF]))
     # the jobs really ran side by side: their streams interleave in the merged ledger
     streams = [s for _, s, t, _ in events(results, "task.started")]
     assert sum(1 for a, b in zip(streams, streams[1:]) if a != b) > 1
@@ -94,7 +94,7 @@ def test_fan_out_matches_the_local_executor(tmp_path: Path, ray_cluster: RayClus
     assert seeded == recalls(reference, "2")
     from_v1 = {p["item_id"] for _, stream, _, p in events(results, "memory.written") if stream.startswith("run/1/")}
     assert set(seeded[(SPANS, "initial", 1)]) & from_v1  # the first task already recalls the seed
-    assert_each_task_once(results, ray_cluster, "2", 13)
+    assert_each_task_once(results, ray_cluster, "2", TASKS[SPANS] + TASKS[INICONF])
     assert list(shards.iterdir()) == []  # snapshots and shards are removed once merged
 
 
@@ -147,6 +147,6 @@ def test_a_killed_driver_resumes_the_fan_out(tmp_path: Path, ray_cluster: RayClu
     assert f"vR {finished_one}: already finished, not submitted" in notes
     after = Counter(p["sequence_id"] for *_, p in events(tmp_path, "task.started"))
     assert after[finished_one] == before[finished_one]  # the finished sequence was not run again
-    assert_each_task_once(tmp_path, ray_cluster, "R", 2 * 13)
+    assert_each_task_once(tmp_path, ray_cluster, "R", 2 * (TASKS[SPANS] + TASKS[INICONF]))
     assert metrics(tmp_path, ray_cluster, "R") == metrics(reference, ray_cluster, "1")
     assert swecl_json(tmp_path, "runs", cache=ray_cluster.cache)[0]["status"] == "finished"
