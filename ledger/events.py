@@ -68,6 +68,12 @@ class RunStarted(Event, tag="run.started", kw_only=True):
     repeat_group: str | None = None
     repeat_index: int | None = None
     repeat_count: int | None = None
+    # One `swecl run` that starts several runs (the demo suite's stages, --repeat K): the
+    # version of its first run, and the stages each repeat runs, in order. `swecl run
+    # --resume` of any of them carries on with the whole invocation, starting what never
+    # began. None for a run started alone (and in every ledger older than these fields).
+    suite: str | None = None
+    suite_stages: list[str] | None = None
 
 
 class RunResumed(Event, tag="run.resumed", kw_only=True):

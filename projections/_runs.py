@@ -37,6 +37,9 @@ class RunSummary(msgspec.Struct):
     repeat_index: int | None = None
     repeat_count: int | None = None
     code_mode: str = "agentic"
+    suite: str | None = None
+    """The first run of the `swecl run` that started several (demo suite, --repeat); None: alone."""
+    suite_stages: list[str] | None = None
 
 
 class RunsState(msgspec.Struct):
@@ -45,7 +48,7 @@ class RunsState(msgspec.Struct):
 
 class RunsProjection(Projection[RunsState]):
     name: ClassVar[str] = "runs"
-    version: ClassVar[int] = 2  # 2: repeat_group, repeat_index, repeat_count, code_mode
+    version: ClassVar[int] = 3  # 2: repeat_group, repeat_index, repeat_count, code_mode; 3: suite
     state_type: ClassVar[type] = RunsState
     # `apply` reads nothing of a run.resumed but its stream; the rest in full (see `_views`).
     reads: ClassVar[Mapping[str, tuple[str, ...]] | None] = {"run.resumed": ()}
@@ -83,6 +86,8 @@ class RunsProjection(Projection[RunsState]):
                 repeat_index=ev.repeat_index,
                 repeat_count=ev.repeat_count,
                 code_mode=ev.code_mode,
+                suite=ev.suite,
+                suite_stages=None if ev.suite_stages is None else list(ev.suite_stages),
             )
             return state
         run = state.runs.get(version)

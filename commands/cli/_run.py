@@ -68,7 +68,8 @@ def _python_paths(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--python", "pythons", multiple=True, metavar="VERSION=PATH", help="Interpreter to use for a Python version.")
 @click.option("--cache-dir", default=None, metavar="DIR", help="Repository and environment cache (default: $SWECL_CACHE or ~/.cache/swecl).")
 @click.option("--resume", default=None, metavar="VERSION", callback=run_version,
-              help="Continue an interrupted run where it stopped.")
+              help="Continue an interrupted run where it stopped; with the demo suite or --repeat, "
+                   "the rest of that invocation too.")
 @click.option("--executor", type=click.Choice(EXECUTORS), default=None,
               help="Where sequences run: local (this machine, default) or ray (one job per sequence on a Ray cluster).")
 @click.option("--ray-address", default=None, metavar="ADDR",
@@ -102,9 +103,10 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
     plugin-blank, plugin-accum and plugin-dreamed, each its own run version), then the
     CL metrics table. Passes: initial (memory on, in order), retest (every task again
     with the end-of-sequence memory), baseline (memory off). Interrupted runs continue
-    with --resume VERSION: no task lost or repeated.
+    with --resume VERSION: no task lost or repeated. A run of the demo suite or of
+    --repeat K continues with the rest of its invocation: the runs that never began start.
     """
-    from commands.run import resume_run, run_demo_suite, run_repeats
+    from commands.run import continue_invocation, run_demo_suite, run_repeats
 
     results = results_of(ctx)
     placement = _executor_options(executor, ray_address, shard_dir, ray_cpus, max_retries, resuming=resume is not None)
@@ -113,8 +115,9 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
         if resume is not None:
             if repeat != 1:
                 raise SweclError("--resume continues one run; --repeat starts new ones: drop --repeat")
-            report = resume_run(results, resume, reporter, jobs=jobs if jobs != 1 else None, executor=placement)
-            reports = [report]
+            reports = continue_invocation(results, resume, reporter, jobs=jobs if jobs != 1 else None,
+                                          executor=placement)
+            repeat = 2 if len(reports) > len({r.stage for r in reports}) else 1  # a stage's repeats among them
         else:
             opts = RunOptions(
                 stage=stage or DEMO_SUITE[0], dataset=dataset, rows=rows, sequences=list(sequences),

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ledger.lazy import lazy_exports
 
 _EXPORTS = {
+    "continue_invocation": "_demo_suite",
     "run_demo_suite": "_demo_suite",
     "run_repeats": "_demo_suite",
     "EXECUTORS": "_options",
@@ -38,7 +39,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from ._demo_suite import run_demo_suite, run_repeats
+    from ._demo_suite import continue_invocation, run_demo_suite, run_repeats
     from ._options import EXECUTORS, RunOptions
     from ._orchestrate import Repeat, RunReport, execute, open_benchmark, resume_run, start_run
     from ._ray_session import ray_session

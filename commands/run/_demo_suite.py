@@ -1,15 +1,19 @@
-"""`swecl run` with no arguments: the demo suite of four stages, each its own run version;
-and `--repeat K`: each requested stage K times, the K runs recorded as one group."""
+"""`swecl run` invocations that start several runs: the demo suite of four stages, and
+`--repeat K` (each requested stage K times, the K runs recorded as one group); and
+`swecl run --resume` of any of their runs, which carries on with the whole invocation."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
-from projections import Results
+from ledger import SweclError
+from projections import Results, RunsProjection, RunSummary
 from ._options import RunOptions
-from ._orchestrate import Repeat, RunReport, start_run
+from ._orchestrate import Invocation, Repeat, RunReport, resume_run, start_run, with_overrides
 from ._progress import Reporter
-from ._stages import DEMO_SUITE
+from ._stages import DEMO_SUITE, get_stage
 
 
 def run_repeats(results: Results, opts: RunOptions, reporter: Reporter, count: int = 1) -> list[RunReport]:
@@ -19,13 +23,7 @@ def run_repeats(results: Results, opts: RunOptions, reporter: Reporter, count: i
     plain run, recorded without a group."""
     if count == 1:
         return [start_run(results, opts, reporter)]
-    reports: list[RunReport] = []
-    group: str | None = None
-    for index in range(1, count + 1):
-        report = start_run(results, msgspec.structs.replace(opts), reporter, Repeat(index, count, group))
-        group = group or report.version
-        reports.append(report)
-    return reports
+    return _run_invocation(results, opts, (opts.stage,), count, reporter)
 
 
 def run_demo_suite(results: Results, opts: RunOptions, reporter: Reporter, count: int = 1) -> list[RunReport]:
@@ -37,17 +35,56 @@ def run_demo_suite(results: Results, opts: RunOptions, reporter: Reporter, count
     against the same blank substrate. Repeat i seeds from repeat i's plugin-blank, so each
     repeat replicates the whole chain independently.
     """
+    return _run_invocation(results, opts, DEMO_SUITE, count, reporter)
+
+
+def continue_invocation(results: Results, version: str, reporter: Reporter, *, jobs: int | None = None,
+                        executor: dict[str, Any] | None = None) -> list[RunReport]:
+    """`swecl run --resume VERSION`: continue that run and, when it is part of an invocation
+    that started several (the demo suite, --repeat K), the rest of it, in the order it
+    would have run: unfinished runs resumed, runs that never began started, finished ones
+    left alone. A run started alone is just resumed."""
+    with results.open_ledger() as ledger:
+        runs = results.projector(ledger).run(RunsProjection()).state.runs
+    run = runs.get(version)
+    if run is None or run.suite is None or not run.suite_stages or run.suite not in runs:
+        return [resume_run(results, version, reporter, jobs=jobs, executor=executor)]
+    members = {(m.repeat_index or 1, m.stage): m for m in runs.values() if m.suite == run.suite}
+    first = runs[run.suite]
+    try:
+        opts = with_overrides(RunOptions.from_config(first.config), jobs=jobs, executor=executor)
+    except msgspec.ValidationError as exc:
+        raise SweclError(f"run {first.version}'s recorded options cannot be read: {exc}") from None
+    stages = tuple(run.suite_stages)
+    for stage in stages:
+        get_stage(stage)  # a stage this swecl no longer knows is refused before anything runs
+    return _run_invocation(results, opts, stages, run.repeat_count or 1, reporter, done=members,
+                           first=run.suite, overrides={"jobs": jobs, "executor": executor})
+
+
+def _run_invocation(results: Results, opts: RunOptions, stages: tuple[str, ...], count: int, reporter: Reporter, *,
+                    done: dict[tuple[int, str], RunSummary] | None = None, first: str | None = None,
+                    overrides: dict[str, Any] | None = None) -> list[RunReport]:
+    """Each of `stages` in order, `count` times. `done`: the runs this invocation already
+    has, by (repeat index, stage); the unfinished of them are resumed, the finished kept."""
+    done = done or {}
+    groups = {stage: m.repeat_group for (_, stage), m in done.items() if m.repeat_group is not None}
     reports: list[RunReport] = []
-    groups: dict[str, str] = {}
     for index in range(1, count + 1):
         blank: str | None = opts.source_memory
-        for stage in DEMO_SUITE:
-            stage_opts = msgspec.structs.replace(opts, stage=stage, version=None, source_memory=None,
-                                                 passes=list(opts.passes))
-            if stage in ("plugin-accum", "plugin-dreamed"):
-                stage_opts.source_memory = blank
-            repeat = Repeat(index, count, groups.get(stage)) if count > 1 else None
-            report = start_run(results, stage_opts, reporter, repeat)
+        for stage in stages:
+            member = done.get((index, stage))
+            if member is None:
+                stage_opts = msgspec.structs.replace(opts, stage=stage, version=None, passes=list(opts.passes))
+                if len(stages) > 1 and get_stage(stage).seeds:
+                    stage_opts.source_memory = blank
+                repeat = Repeat(index, count, groups.get(stage)) if count > 1 else None
+                report = start_run(results, stage_opts, reporter, repeat, Invocation(stages, first))
+            elif member.status == "finished":
+                report = RunReport(member.version, stage, "finished")
+            else:
+                report = resume_run(results, member.version, reporter, **(overrides or {}))
+            first = first or report.version
             groups.setdefault(stage, report.version)
             if stage == "plugin-blank" and blank is None:
                 blank = report.version

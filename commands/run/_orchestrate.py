@@ -51,6 +51,15 @@ class Repeat:
 
 
 @dataclass(frozen=True)
+class Invocation:
+    """The `swecl run` a run is part of when it starts several: `stages` run in order in
+    each repeat; `first` is the version of its first run (None: this run is that one)."""
+
+    stages: tuple[str, ...]
+    first: str | None = None
+
+
+@dataclass(frozen=True)
 class RunReport:
     version: str
     stage: str
@@ -145,7 +154,7 @@ def _next_version(ledger: Ledger) -> str:
 
 
 def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequences: list[Sequence],
-                  repeat: Repeat | None = None) -> str:
+                  repeat: Repeat | None = None, invocation: Invocation | None = None) -> str:
     """Append run.started at version 0 of `run/{version}`: the claim. A taken explicit
     version is refused; an automatic one moves on to the next free number. A repeat records
     its group (the first repeat's version: its own, when it is the first)."""
@@ -174,6 +183,8 @@ def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequen
             repeat_group=None if repeat is None else (repeat.group or version),
             repeat_index=None if repeat is None else repeat.index,
             repeat_count=None if repeat is None else repeat.count,
+            suite=None if invocation is None else (invocation.first or version),
+            suite_stages=None if invocation is None else list(invocation.stages),
         )
         try:
             ledger.append(f"run/{version}", [event], expected_version=-1, durable=True)
@@ -238,7 +249,8 @@ def require_writable(results: Results) -> None:
         raise SweclError(f"the results directory {results.root} is not writable: {exc.strerror}") from None
 
 
-def start_run(results: Results, opts: RunOptions, reporter: Reporter, repeat: Repeat | None = None) -> RunReport:
+def start_run(results: Results, opts: RunOptions, reporter: Reporter, repeat: Repeat | None = None,
+              invocation: Invocation | None = None) -> RunReport:
     opts.validate()
     stage = get_stage(opts.stage)
     benchmark = open_benchmark(opts)
@@ -252,7 +264,7 @@ def start_run(results: Results, opts: RunOptions, reporter: Reporter, repeat: Re
         if stage.seeds and not taken:  # a seed that cannot be found is refused before a version is claimed
             resolve_seed(ledger, opts.version or _next_version(ledger), opts.source_memory,
                          dataset_hash=benchmark.content_hash, sequences=[s.id for s in sequences])
-        version = claim_version(ledger, opts, benchmark, sequences, repeat)
+        version = claim_version(ledger, opts, benchmark, sequences, repeat, invocation)
     with ExitStack() as held:
         try:
             held.enter_context(run_lock(results, version))
@@ -273,14 +285,7 @@ def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int 
     with results.open_ledger() as ledger:
         run = get_run(ledger, results.projector(ledger), version)
         started = next(ledger.read_stream(f"run/{version}"))
-        opts = RunOptions.from_config(started.event.config)
-        if jobs is not None:
-            opts.jobs = jobs
-        if executor:
-            if executor.get("executor") == "local":
-                opts = msgspec.structs.replace(opts, ray_address=None, shard_dir=None)
-            opts = msgspec.structs.replace(opts, **executor)
-            opts.validate_executor()
+        opts = with_overrides(RunOptions.from_config(started.event.config), jobs=jobs, executor=executor)
         _require_executor(opts)  # before anything is appended
         benchmark = open_benchmark(opts)
         if benchmark.content_hash != started.event.dataset_hash:
@@ -300,6 +305,18 @@ def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int 
         reporter.run_started(version, opts.stage, {s: len(started.event.tasks.get(s, [])) for s in run.sequences},
                              opts.pass_list)
         return _execute_locked(results, version, opts, reporter, sequence_ids=run.sequences)
+
+
+def with_overrides(opts: RunOptions, *, jobs: int | None = None, executor: dict[str, Any] | None = None) -> RunOptions:
+    """`opts` as recorded, with what a resuming command line gives instead."""
+    if jobs is not None:
+        opts = msgspec.structs.replace(opts, jobs=jobs)
+    if executor:
+        if executor.get("executor") == "local":
+            opts = msgspec.structs.replace(opts, ray_address=None, shard_dir=None)
+        opts = msgspec.structs.replace(opts, **executor)
+        opts.validate_executor()
+    return opts
 
 
 def _require_executor(opts: RunOptions) -> None:
