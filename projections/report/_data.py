@@ -122,6 +122,18 @@ class Recall:
 
 
 @dataclass(frozen=True)
+class TaskLeak:
+    """The audit's flags on one pass of a task (`swecl audit VERSION --summary`'s entry), over
+    the attempts that count, as the run's leakage counts are."""
+
+    pass_: str
+    hits: int
+    """Flagged recalled items (an item recalled twice counts twice)."""
+    by_kind: dict[str, int]
+    """Flagged items per kind present, in `FLAG_KINDS` order; an item can have two."""
+
+
+@dataclass(frozen=True)
 class TaskRow:
     """One task of the initial pass, for the audit-at-a-glance table."""
 
@@ -141,6 +153,8 @@ class TaskRow:
     cost_usd: float | None
     recalls: tuple[Recall, ...]
     """Recalls of the attempt in force, in ledger order."""
+    leaks: tuple[TaskLeak, ...] = ()
+    """The audit's flags on this task's recalls, per pass (any pass, not only the initial one)."""
 
 
 @dataclass(frozen=True)
@@ -398,6 +412,7 @@ def _version_report(
     by_name = {seq.name: seq for seq in inputs}
     retest_every = _retest_every(ledger, run.version, head)
     recalls = _recalls(ledger, run.version, items, head)
+    leakage, task_leaks = _leakage(ledger, run.version)
     sequences: dict[str, SequenceReport] = {}
     for sequence_id in [*run.sequences, *(s for s in state.sequences if s not in run.sequences)]:
         cells = state.sequences.get(sequence_id)
@@ -407,22 +422,32 @@ def _version_report(
             sequence_id=sequence_id,
             plan=plan,
             matrix=build_matrix(state, sequence_id, planned),
-            tasks=_task_rows(state, sequence_id, planned, recalls),
+            tasks=_task_rows(state, sequence_id, planned, recalls, task_leaks),
             inputs=by_name.get(sequence_id),
             metrics=result.sequences.get(sequence_id),
         )
     return VersionReport(run=run, retest_every=retest_every, result=result, sequences=sequences,
-                         leakage=_leakage(ledger, run.version), scored=VersionMetrics(run, state, result, excluded))
+                         leakage=leakage, scored=VersionMetrics(run, state, result, excluded))
 
 
-def _leakage(ledger: Ledger, version: str) -> Leakage:
-    # The very function `swecl metrics` and `swecl runs` call, so the numbers agree. The audit
-    # reads the run as it stands, not cut at the report's head: on a finished run the same.
-    from projections.audit import leakage_of
+def _leakage(ledger: Ledger, version: str) -> tuple[Leakage, dict[tuple[str, int], tuple[TaskLeak, ...]]]:
+    """The run's leakage counts and, keyed by (sequence, order), each flagged task's flags.
 
-    found = leakage_of(ledger, version)
-    return Leakage(recalled_items=found["recalled_items"], flagged=found["flagged"], by_kind=dict(found["by_kind"]),
-                   test_content_checked=found["test_content_checked"])
+    One fold of the audit (`swecl audit VERSION --summary`, over the attempts that count)
+    gives both, through the function `swecl metrics` and `swecl runs` use for their counts,
+    so the numbers agree. The audit reads the run as it stands, not cut at the report's
+    head: on a finished run the same."""
+    from projections.audit import audit_summary, leakage_counts
+
+    summary = audit_summary(ledger, version, counted_only=True)
+    found = leakage_counts(summary)
+    leakage = Leakage(recalled_items=found["recalled_items"], flagged=found["flagged"], by_kind=dict(found["by_kind"]),
+                      test_content_checked=found["test_content_checked"])
+    tasks: dict[tuple[str, int], list[TaskLeak]] = {}
+    for flagged in summary.flagged:  # in sequence, pass, order order
+        tasks.setdefault((flagged.sequence_id, flagged.order), []).append(
+            TaskLeak(pass_=flagged.pass_, hits=flagged.hits, by_kind=dict(flagged.by_kind)))
+    return leakage, {key: tuple(found) for key, found in tasks.items()}
 
 
 def _retest_every(ledger: Ledger, version: str, head: int) -> int | None:
@@ -512,6 +537,7 @@ def _task_rows(
     sequence_id: str,
     planned: frozenset[str],
     recalls: dict[tuple[str, str, int, int], list[Recall]],
+    leaks: dict[tuple[str, int], tuple[TaskLeak, ...]],
 ) -> tuple[TaskRow, ...]:
     seq = state.sequences.get(sequence_id)
     if seq is None:
@@ -541,6 +567,7 @@ def _task_rows(
                 turns=cell.turns if cell is not None else None,
                 cost_usd=cell.cost_usd if cell is not None else None,
                 recalls=tuple(recalls.get((sequence_id, "initial", task.order, attempt), ())) if attempt else (),
+                leaks=leaks.get((sequence_id, task.order), ()),
             )
         )
     return tuple(rows)

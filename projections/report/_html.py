@@ -19,7 +19,10 @@ the sequence id, or `macro` for the headline) with cells `td[data-metric][data-v
 (data-value: the exact float, empty when not computable; a cell whose value the run's
 passes did not measure reads "n/a" and says why in `data-unmeasured`); contrast rows
 `tr[data-contrast][data-kind]` with `td[data-side][data-resolved][data-valid][data-tasks]`;
-leakage rows `tr[data-leakage]` with `td[data-count][data-value]`; identical learning
+leakage rows `tr[data-leakage]` with `td[data-count][data-value]` and links `a[data-task]`
+(`sequence:order`) to the flagged task rows; a flagged task row `tr.leaked[data-order]` has
+`td.leak[data-leaks]` (its flagged items) with one `span[data-pass][data-hits][data-kinds]` per
+pass (data-kinds: `kind:count` pairs); identical learning
 curves `li[data-curves]` (space-separated `version:pass` keys); base vs memory stages rows
 `tr[data-compare][data-row]` with `td.reading[data-p]` (the one-line reading of the resolved
 rate) and `td[data-metric][data-diff][data-low][data-high]`, n/a pairs `p[data-compare-na]`;
@@ -116,6 +119,8 @@ nav#toc .runs a { margin-right: .5rem; font-size: .86rem; }
 .gallery figure { margin: 0; max-width: 460px; } .gallery img { width: 100%; }
 details.tasks > summary { font-weight: 600; }
 .contrast-line, .compare-line { margin: .2rem 0 .5rem; } .flagged { color: #a33; font-weight: 600; }
+tr.leaked > td:first-child { border-left: 3px solid #a33; } td.leak { white-space: nowrap; font-size: .82rem; }
+td.leak-tasks a { margin-right: .4rem; } tr.leaked:target { outline: 2px solid #a33; }
 ul.identical { margin: -.4rem 0 1rem; }
 """
 
@@ -145,7 +150,7 @@ def render(data: ReportData, images: Images, *, anchors: Anchors) -> str:
         _runs_table(data),
         _headline(data),
         _contrast(data),
-        _leakage(data),
+        _leakage(data, anchors),
         render_comparisons(data.comparisons, data.grouped, _TOP),
         *([render_groups(data.groups, _TOP)] if data.groups else []),
         *(_sequence_section(data, seq, images, anchors) for seq in data.sequence_ids),
@@ -335,8 +340,27 @@ def _contrast(data: ReportData) -> str:
 _KIND_TEXT = {"same-instance": "same instance", "later-task": "later task", "test-content": "test content"}
 
 
-def _leakage(data: ReportData) -> str:
-    """The leakage counts `swecl metrics` and `swecl runs` print, one row per run."""
+def task_anchor(article: str, order: int) -> str:
+    """The fragment id of a task's row in a run's task table (`article` is the run's part of the sequence)."""
+    return f"{article}-t{order}"
+
+
+def _flagged_tasks(vr: VersionReport, anchors: Anchors) -> str:
+    """Links to the task rows the audit flagged: the evidence, one click from the counts."""
+    links = []
+    for sequence_id, seq in vr.sequences.items():
+        article = anchors.articles[(vr.run.version, sequence_id)]
+        for task in seq.tasks:
+            if task.leaks:
+                hits = sum(leak.hits for leak in task.leaks)
+                links.append(f'<a href="#{esc(task_anchor(article, task.order))}" data-task="{esc(sequence_id)}:{task.order}" '
+                             f'title="{esc(sequence_id)} task {task.order}: {hits} flagged">'
+                             f'<span class="mono">{esc(task.instance_id)}</span></a>')
+    return " ".join(links)
+
+
+def _leakage(data: ReportData, anchors: Anchors) -> str:
+    """The leakage counts `swecl metrics` and `swecl runs` print, one row per run, and the tasks flagged."""
     rows = []
     for vr in data.versions:
         leak = vr.leakage
@@ -350,7 +374,8 @@ def _leakage(data: ReportData) -> str:
             cls = "num flagged" if name != "recalled" and n else "num"
             cells.append(f'<td class="{cls}" data-count="{esc(name)}" data-value="{n}">{shown}</td>')
         drill = f"<code>swecl audit {esc(vr.run.version)} --summary</code>" if leak.flagged else ""
-        rows.append(f'<tr data-leakage="{esc(vr.run.version)}"><td>{esc(vr.label)}</td>{"".join(cells)}<td>{drill}</td></tr>')
+        rows.append(f'<tr data-leakage="{esc(vr.run.version)}"><td>{esc(vr.label)}</td>{"".join(cells)}'
+                    f'<td class="leak-tasks">{_flagged_tasks(vr, anchors)}</td><td>{drill}</td></tr>')
     # Every run's audit reports the same kinds (`FLAG_KINDS`), in the same order.
     kinds = "".join(f"<th>{esc(_KIND_TEXT.get(k, k))}</th>" for k in data.versions[0].leakage.by_kind)
     return (
@@ -358,9 +383,10 @@ def _leakage(data: ReportData) -> str:
         '<p class="note">A recalled memory item is flagged when it was written for the very task it was recalled for '
         "(same instance) or by a later task of the sequence (later task): only a seeded or imported memory can bring "
         "one, and it can inflate the scores (counts as in <code>swecl metrics</code>, over the attempts that count). "
+        "Each flagged task links to its row in the run's task table, marked ⚑ there. "
         "Drill in: <code>swecl audit VERSION --summary</code>.</p>"
         f'<table class="leakage"><thead><tr><th>run</th><th>recalled items</th><th>flagged</th>{kinds}'
-        f'<th>drill in</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>'
+        f'<th>flagged tasks</th><th>drill in</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>'
     )
 
 
@@ -455,7 +481,7 @@ def _version_article(vr: VersionReport, seq: SequenceReport, anchor: str) -> str
         f'<article class="version" id="{esc(anchor)}" data-version="{esc(vr.run.version)}">'
         f"<h3>{esc(vr.label)} · {memory} · {esc(seq.sequence_id)}</h3>"
         f"{_contrast_line(vr, seq)}"
-        f"{_task_table(vr, seq)}"
+        f"{_task_table(vr, seq, anchor)}"
         f"{_matrix_table(seq.matrix)}"
         f"{_extras(seq)}"
         "</article>"
@@ -543,7 +569,28 @@ def _clip(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _task_row(task: TaskRow, memory_on: bool) -> str:
+def _leak_cell(vr: VersionReport, task: TaskRow) -> str:
+    """⚑ and the audit's flags of this task, per pass: kinds with their counts (`hits` per kind)."""
+    if not task.leaks:
+        return '<td class="leak"></td>'
+    parts = []
+    for leak in task.leaks:
+        kinds = ", ".join(f"{esc(_KIND_TEXT.get(k, k))} {n}" for k, n in leak.by_kind.items())
+        parts.append(
+            f'<span data-pass="{esc(leak.pass_)}" data-hits="{leak.hits}" '
+            f'data-kinds="{esc(" ".join(f"{k}:{n}" for k, n in leak.by_kind.items()))}">{esc(leak.pass_)}: {kinds}</span>'
+        )
+    command = f"swecl audit {vr.run.version} {task.instance_id}"
+    hits = sum(leak.hits for leak in task.leaks)
+    return (
+        f'<td class="leak flagged" data-leaks="{hits}"><a class="flagged" href="#leakage" '
+        f'title="{esc(hits)} recalled item(s) flagged; drill in: {esc(command)}">⚑ {hits}</a> '
+        f'{"; ".join(parts)}</td>'
+    )
+
+
+def _task_row(vr: VersionReport, task: TaskRow, anchor: str) -> str:
+    memory_on = vr.memory_on
     if task.recalls:
         recalled = "".join(_recall_html(r) for r in task.recalls)
     else:
@@ -553,27 +600,30 @@ def _task_row(task: TaskRow, memory_on: bool) -> str:
     outcome_cells = "".join(
         f'<td class="{_STATE_CLASS[state]}">{_STATE_TEXT[state]}</td>' for state in (task.initial, task.final, task.baseline)
     )
+    # Only flagged rows get an id: the leakage section links to them, nothing else does.
+    row_id = f' id="{esc(task_anchor(anchor, task.order))}" class="leaked"' if task.leaks else ""
     return (
-        f'<tr data-order="{task.order}"><td class="num">{task.order}</td>'
+        f'<tr data-order="{task.order}"{row_id}><td class="num">{task.order}</td>'
         f'<td class="mono iid">{esc(task.instance_id)}</td>'
         f'<td class="num">{"" if task.difficulty is None else task.difficulty}</td>'
         f"<td>{esc(task.status)}{esc(attempt)}</td><td>{resolved}</td>{outcome_cells}"
+        f"{_leak_cell(vr, task)}"
         f'<td class="num">{"" if task.turns is None else task.turns}</td>'
         f"<td>{recalled}</td></tr>"
     )
 
 
-def _task_table(vr: VersionReport, seq: SequenceReport) -> str:
-    """The run's tasks of this sequence, folded: the summary line says what is inside."""
+def _task_table(vr: VersionReport, seq: SequenceReport, anchor: str) -> str:
+    """The run's tasks of this sequence, folded: the summary line says what is inside, flagged tasks included."""
     if not seq.tasks:
         return ""
     memory_on = vr.memory_on
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("#", "instance", "difficulty", "status", "resolved", "initial", "final", "baseline", "turns",
-                  "memories recalled (rank, score, title, source task)")
+        for h in ("#", "instance", "difficulty", "status", "resolved", "initial", "final", "baseline", "leak flags",
+                  "turns", "memories recalled (rank, score, title, source task)")
     )
-    rows = "".join(_task_row(task, memory_on) for task in seq.tasks)
+    rows = "".join(_task_row(vr, task, anchor) for task in seq.tasks)
     resolved = sum(1 for t in seq.tasks if t.initial == "resolved")
     unresolved = sum(1 for t in seq.tasks if t.initial == "unresolved")
     recalls = sum(len(t.recalls) for t in seq.tasks)
@@ -581,7 +631,9 @@ def _task_table(vr: VersionReport, seq: SequenceReport) -> str:
     if missing := len(seq.tasks) - resolved - unresolved:
         said += f", {missing} missing"
     said += f"; {recalls} recalls" if memory_on else "; memory off"
+    leaked = sum(1 for t in seq.tasks if t.leaks)
+    flag = f' <span class="flagged" data-leaked-tasks="{leaked}">⚑ {leaked} flagged by the audit</span>' if leaked else ""
     return (
-        f'<details class="tasks"><summary>Tasks of {esc(vr.label)} (initial pass): {esc(said)}</summary>'
+        f'<details class="tasks"><summary>Tasks of {esc(vr.label)} (initial pass): {esc(said)}{flag}</summary>'
         f'<table class="tasks"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></details>'
     )
