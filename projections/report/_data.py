@@ -417,7 +417,7 @@ def _version_report(
     for sequence_id in [*run.sequences, *(s for s in state.sequences if s not in run.sequences)]:
         cells = state.sequences.get(sequence_id)
         plan = tuple(cells.plan) if cells is not None else ()
-        planned = _planned_passes(run, retest_every, len(plan))
+        planned = planned_passes(run, retest_every, len(plan))
         sequences[sequence_id] = SequenceReport(
             sequence_id=sequence_id,
             plan=plan,
@@ -457,7 +457,7 @@ def _retest_every(ledger: Ledger, version: str, head: int) -> int | None:
     return None
 
 
-def _planned_passes(run: RunSummary, retest_every: int | None, n: int) -> frozenset[str]:
+def planned_passes(run: RunSummary, retest_every: int | None, n: int) -> frozenset[str]:
     planned = set(run.passes)
     if retest_every and retest_every > 0:
         planned.update(f"retest-{i}" for i in range(retest_every, n, retest_every))

@@ -31,8 +31,7 @@ with --group, repeat groups `tr[data-group][data-row]` with `td[data-metric][dat
 
 from __future__ import annotations
 
-import html
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from projections.metrics import METRIC_NAMES, MetricsResult, SequenceResult
@@ -40,7 +39,6 @@ from projections.metrics import METRIC_NAMES, MetricsResult, SequenceResult
 from ._comparisons import render_comparisons, render_groups
 from ._curves import SequenceCurves
 from ._data import (
-    CellState,
     ContrastRow,
     Matrix,
     MatrixCell,
@@ -52,6 +50,7 @@ from ._data import (
     VersionReport,
     contrast_rows,
 )
+from .present import CSS, STATE_CLASS, STATE_TEXT, esc, metric_cells, metric_head, num, sandbox_of, value_attr
 
 
 @dataclass(frozen=True)
@@ -76,63 +75,6 @@ class Anchors:
     """(version, sequence id) -> the run's article in that section."""
 
 
-def esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _num(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def _value_attr(value: float | None) -> str:
-    return "" if value is None else repr(float(value))
-
-
-_CSS = """
-:root { color-scheme: light; --ok: #2c7fb8; --no: #f4a261; --miss: #d9d9d9; --ink: #1d1d1f; --mute: #666; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--ink);
-       margin: 0 auto; padding: 1.5rem 2rem 4rem; max-width: 1400px; }
-h1 { font-size: 1.6rem; margin: 0 0 .3rem; } h2 { margin-top: 2.2rem; border-bottom: 2px solid #ddd; padding-bottom: .2rem; }
-h3 { margin: 1.6rem 0 .5rem; } .meta, figcaption, .note { color: var(--mute); font-size: .86rem; }
-td.iid { white-space: nowrap; }
-nav a { margin-right: .9rem; } code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: .86rem; }
-table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .88rem; }
-th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
-th { background: #f6f6f6; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-figure { margin: .5rem 0 1rem; } img { max-width: 100%; height: auto; border: 1px solid #eee; }
-article.version { border-left: 4px solid #e6e6e6; padding-left: 1rem; margin: 1.2rem 0 2rem; }
-.cell-resolved { background: var(--ok); color: #fff; text-align: center; }
-.cell-unresolved { background: var(--no); text-align: center; }
-.cell-missing { background: repeating-linear-gradient(45deg, var(--miss) 0 4px, #f3f3f3 4px 8px); text-align: center; }
-.cell-na { background: #fff; color: #bbb; text-align: center; }
-table.matrix td, table.matrix th { padding: .1rem .35rem; min-width: 1.6rem; }
-.recall { margin: 0 0 .35rem; } .recall ol { margin: .15rem 0 0; padding-left: 1.3rem; }
-.unknown { color: #a33; font-style: italic; } .via { color: var(--mute); font-size: .8rem; }
-.legend span { display: inline-block; padding: 0 .5rem; margin-right: .4rem; border: 1px solid #ddd; }
-details { margin: .3rem 0 1rem; } summary { cursor: pointer; color: #333; }
-nav#toc { background: #fafafa; border: 1px solid #e6e6e6; padding: .5rem 1rem; margin: .8rem 0; }
-nav#toc ol { margin: .2rem 0; padding-left: 1.4rem; } nav#toc li { margin: .1rem 0; }
-nav#toc .runs a { margin-right: .5rem; font-size: .86rem; }
-.top { font-size: .8rem; font-weight: normal; margin-left: .6rem; }
-.gallery { display: flex; flex-wrap: wrap; gap: .8rem; align-items: flex-start; }
-.gallery figure { margin: 0; max-width: 460px; } .gallery img { width: 100%; }
-details.tasks > summary { font-weight: 600; }
-.contrast-line, .compare-line { margin: .2rem 0 .5rem; } .flagged { color: #a33; font-weight: 600; }
-tr.leaked > td:first-child { border-left: 3px solid #a33; } td.leak { white-space: nowrap; font-size: .82rem; }
-td.leak-tasks a { margin-right: .4rem; } tr.leaked:target { outline: 2px solid #a33; }
-ul.identical { margin: -.4rem 0 1rem; }
-"""
-
-_STATE_TEXT: dict[CellState, str] = {"resolved": "1", "unresolved": "0", "missing": "?", "n/a": ""}
-_STATE_CLASS: dict[CellState, str] = {
-    "resolved": "cell-resolved",
-    "unresolved": "cell-unresolved",
-    "missing": "cell-missing",
-    "n/a": "cell-na",
-}
-
-
 def render(data: ReportData, images: Images, *, anchors: Anchors) -> str:
     """The whole page."""
     parts = [
@@ -143,7 +85,7 @@ def render(data: ReportData, images: Images, *, anchors: Anchors) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<link rel="icon" href="data:,">',
         f"<title>swecl report: {esc(', '.join(v.label for v in data.versions))}</title>",
-        f"<style>{_CSS}</style>",
+        f"<style>{CSS}</style>",
         "</head>",
         "<body>",
         _header(data, anchors),
@@ -211,12 +153,6 @@ def _toc(data: ReportData, anchors: Anchors) -> str:
     )
 
 
-def sandbox_of(config: Mapping[str, object]) -> str:
-    """Where a run's agents and tests ran; runs recorded before the sandbox existed ran unconfined."""
-    mode = config.get("sandbox")
-    return "none (unconfined)" if mode in (None, "none") else str(mode)
-
-
 def _runs_table(data: ReportData) -> str:
     head = "".join(
         f"<th>{h}</th>"
@@ -246,18 +182,6 @@ def _runs_table(data: ReportData) -> str:
     )
 
 
-def _metric_cells(metrics: Mapping[str, float | None], unmeasured: Mapping[str, str] | None = None) -> str:
-    # data-value keeps the formula's exact output; the text says "n/a" when that output is a
-    # convention the run's passes did not measure (F = 0 without a re-test), with the reason.
-    gaps = unmeasured or {}
-    return "".join(
-        f'<td class="num" data-metric="{esc(name)}" data-value="{_value_attr(metrics.get(name))}"'
-        + (f' data-unmeasured="{esc(gaps[name])}" title="not measured: {esc(gaps[name])}">n/a</td>' if name in gaps
-           else f">{_num(metrics.get(name))}</td>")
-        for name in METRIC_NAMES
-    )
-
-
 def _headline_notes(data: ReportData) -> str:
     """Under the headline: which values are not measurements, and whether CL-Scores compare."""
     items = []
@@ -279,11 +203,6 @@ def _headline_notes(data: ReportData) -> str:
     return '<ul class="note" id="unmeasured">' + "".join(f"<li>{item}</li>" for item in items) + "</ul>"
 
 
-def _metric_head(first: str, extra: Iterable[str] = (), *, before: Iterable[str] = ()) -> str:
-    names = (first, *before, *METRIC_NAMES, *extra)
-    return "<tr>" + "".join(f"<th>{esc(n)}</th>" for n in names) + "</tr>"
-
-
 def _headline(data: ReportData) -> str:
     rows = []
     for vr in data.versions:
@@ -291,11 +210,11 @@ def _headline(data: ReportData) -> str:
         counts = ", ".join(f"{n}" for n in sorted(set(result.macro_counts.values())))
         rows.append(
             f'<tr data-version="{esc(vr.run.version)}" data-row="macro"><td>{esc(vr.label)}</td>'
-            f'{_metric_cells(result.macro, result.unmeasured)}<td class="num">{esc(counts)}</td></tr>'
+            f'{metric_cells(result.macro, result.unmeasured)}<td class="num">{esc(counts)}</td></tr>'
         )
     return (
         f'<section id="headline"><h2>Headline: unweighted macro-average over sequences {_TOP}</h2>'
-        f'<table class="metrics"><thead>{_metric_head("run", ["sequences averaged"])}</thead>'
+        f'<table class="metrics"><thead>{metric_head("run", ["sequences averaged"])}</thead>'
         f'<tbody>{"".join(rows)}</tbody></table>{_headline_notes(data)}</section>'
     )
 
@@ -306,7 +225,7 @@ def _tally_cell(side: str, found: Tally | None, empty: str) -> str:
     missing = f", {found.missing} missing" if found.missing else ""
     return (
         f'<td class="num" data-side="{side}" data-resolved="{found.resolved}" data-valid="{found.valid}" '
-        f'data-tasks="{found.tasks}">{found.resolved}/{found.tasks} resolved ({_num(found.rate)}{missing})</td>'
+        f'data-tasks="{found.tasks}">{found.resolved}/{found.tasks} resolved ({num(found.rate)}{missing})</td>'
     )
 
 
@@ -319,7 +238,7 @@ def _contrast_row(row: ContrastRow) -> str:
     off = _tally_cell("off", row.off, "not measured")
     return (
         f'<tr data-contrast="{esc(row.version)}" data-kind="{row.kind}"><td>{esc(row.label)}</td>{on}{off}'
-        f'<td class="num" data-delta="{_value_attr(row.delta)}">{_signed(row.delta)}</td><td>{esc(row.off_from)}</td></tr>'
+        f'<td class="num" data-delta="{value_attr(row.delta)}">{_signed(row.delta)}</td><td>{esc(row.off_from)}</td></tr>'
     )
 
 
@@ -445,7 +364,7 @@ def _sequence_section(data: ReportData, sequence_id: str, images: Images, anchor
         f'<section class="sequence" id="{esc(anchors.sequences[sequence_id])}" data-sequence="{esc(sequence_id)}">'
         f"<h2>Sequence {esc(sequence_id)} {_TOP}</h2>"
         f"{figure}{_identical_note(images.lines.get(sequence_id))}"
-        f'<table class="metrics"><thead>{_metric_head("run", ["tasks", "missing initial / final / baseline"])}'
+        f'<table class="metrics"><thead>{metric_head("run", ["tasks", "missing initial / final / baseline"])}'
         f'</thead><tbody>{"".join(metric_rows)}</tbody></table>'
         f'{"".join(notes)}'
         f"{heatmaps}"
@@ -471,7 +390,7 @@ def _sequence_metric_row(vr: VersionReport, seq: SequenceReport) -> str:
     miss = " / ".join(_missing_text(v) for v in (missing.initial, missing.final, missing.baseline))
     return (
         f'<tr data-version="{esc(vr.run.version)}" data-row="{esc(seq.sequence_id)}">{label}'
-        f"{_metric_cells(result.metrics, result.unmeasured)}<td class=\"num\">{missing.n_tasks}</td><td>{esc(miss)}</td></tr>"
+        f"{metric_cells(result.metrics, result.unmeasured)}<td class=\"num\">{missing.n_tasks}</td><td>{esc(miss)}</td></tr>"
     )
 
 
@@ -494,11 +413,11 @@ def _contrast_line(vr: VersionReport, seq: SequenceReport) -> str:
         return ""
     mc = seq.metrics.extras.memory_contrast
     if not vr.memory_on:
-        text = (f"memory off (stage {vr.run.stage} has no memory): initial pass {_num(mc.mem_on)} (n={mc.n_on})"
-                + (f", baseline pass {_num(mc.mem_off)} (n={mc.n_off})" if mc.n_off else ""))
+        text = (f"memory off (stage {vr.run.stage} has no memory): initial pass {num(mc.mem_on)} (n={mc.n_on})"
+                + (f", baseline pass {num(mc.mem_off)} (n={mc.n_off})" if mc.n_off else ""))
     else:
-        text = (f"memory on (initial pass) {_num(mc.mem_on)} (n={mc.n_on}) vs memory off (baseline pass) "
-                f"{_num(mc.mem_off)} (n={mc.n_off}): Δ {_signed(mc.delta)}" + (f" — {mc.reason}" if mc.reason else ""))
+        text = (f"memory on (initial pass) {num(mc.mem_on)} (n={mc.n_on}) vs memory off (baseline pass) "
+                f"{num(mc.mem_off)} (n={mc.n_off}): Δ {_signed(mc.delta)}" + (f" — {mc.reason}" if mc.reason else ""))
     return f'<p class="contrast-line">{esc(text)}</p>'
 
 
@@ -506,7 +425,7 @@ def _matrix_cell(cell: MatrixCell) -> str:
     title = cell.state if cell.pass_ is None else f"{cell.pass_}: {cell.state}" + (
         f" ({cell.status})" if cell.status else ""
     )
-    return f'<td class="{_STATE_CLASS[cell.state]}" title="{esc(title)}">{_STATE_TEXT[cell.state]}</td>'
+    return f'<td class="{STATE_CLASS[cell.state]}" title="{esc(title)}">{STATE_TEXT[cell.state]}</td>'
 
 
 def _matrix_table(matrix: Matrix) -> str:
@@ -532,18 +451,18 @@ def _extras(seq: SequenceReport) -> str:
     ex = seq.metrics.extras
     snap, tools = ex.snapshot, ex.tool_use
     lines = [
-        f"snapshot: initial {_num(snap.initial)} → final {_num(snap.final)} (Δ {_num(snap.delta)})"
+        f"snapshot: initial {num(snap.initial)} → final {num(snap.final)} (Δ {num(snap.delta)})"
         + ("" if snap.retested else " — no re-test: final = initial"),
-        f"tool-use efficiency: {_num(tools.value, 4)} resolved per agent step "
+        f"tool-use efficiency: {num(tools.value, 4)} resolved per agent step "
         f"({tools.resolved} resolved / {tools.steps} steps over {tools.n} tasks)" + (f" — {tools.reason}" if tools.reason else ""),
     ]
     strata = ""
     if ex.strata:
         rows = "".join(
-            f"<tr><td>difficulty {esc(key)}</td><td class=\"num\">{s.n_tasks}</td>{_metric_cells(s.metrics)}</tr>"
+            f"<tr><td>difficulty {esc(key)}</td><td class=\"num\">{s.n_tasks}</td>{metric_cells(s.metrics)}</tr>"
             for key, s in ex.strata.items()
         )
-        strata = f'<table class="strata"><thead>{_metric_head("stratum", before=["tasks"])}</thead><tbody>{rows}</tbody></table>'
+        strata = f'<table class="strata"><thead>{metric_head("stratum", before=["tasks"])}</thead><tbody>{rows}</tbody></table>'
     return (
         "<details><summary>snapshot phase, tool use, difficulty strata</summary>"
         f"<ul>{''.join(f'<li>{esc(line)}</li>' for line in lines)}</ul>{strata}</details>"
@@ -598,7 +517,7 @@ def _task_row(vr: VersionReport, task: TaskRow, anchor: str) -> str:
     resolved = {True: "yes", False: "no", None: "—"}[task.resolved]
     attempt = f" (attempt {task.attempt})" if task.attempt and task.attempt > 1 else ""
     outcome_cells = "".join(
-        f'<td class="{_STATE_CLASS[state]}">{_STATE_TEXT[state]}</td>' for state in (task.initial, task.final, task.baseline)
+        f'<td class="{STATE_CLASS[state]}">{STATE_TEXT[state]}</td>' for state in (task.initial, task.final, task.baseline)
     )
     # Only flagged rows get an id: the leakage section links to them, nothing else does.
     row_id = f' id="{esc(task_anchor(anchor, task.order))}" class="leaked"' if task.leaks else ""

@@ -134,7 +134,7 @@ class View:
         return _pages.runs_page(self._listings(ledger), head, str(self.results.ledger_path))
 
     def _version(self, ledger: Ledger, version: str) -> Any:
-        from projections.report._data import collect
+        from projections.report import collect
 
         known = runs(ledger, self.results.projector(ledger))
         if version not in known:
@@ -157,7 +157,7 @@ class View:
 
     def _task_page(self, ledger: Ledger, head: int, version: str, task_id: str, pass_: str) -> str:
         from projections.audit import audit_task, pass_rank
-        from projections.report._data import run_label
+        from projections.report import run_label
         from projections.show import attempt_files, show_attempt
 
         shown = show_attempt(ledger, version, task_id, pass_=pass_)

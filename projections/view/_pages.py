@@ -20,8 +20,8 @@ from urllib.parse import quote
 
 from projections import VersionMetrics
 from projections.audit import DatasetNote, Flag
-from projections.report._data import Matrix, MatrixCell, SequenceReport, TaskRow, VersionReport
-from projections.report._html import _STATE_CLASS, _STATE_TEXT, _metric_cells, _metric_head, esc, sandbox_of
+from projections.report import Matrix, MatrixCell, SequenceReport, TaskRow, VersionReport
+from projections.report.present import STATE_CLASS, STATE_TEXT, esc, metric_cells, metric_head, sandbox_of
 from projections.show import AttemptShow, ShownRecall, agent_numbers, is_json_lines
 
 from ._progress import Progress, duration_text
@@ -142,12 +142,12 @@ def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
 
 
 def _matrix_cell(version: str, matrix: Matrix, j: int, cell: MatrixCell) -> str:
-    text = _STATE_TEXT[cell.state]
+    text = STATE_TEXT[cell.state]
     if cell.pass_ is None:
-        return f'<td class="{_STATE_CLASS[cell.state]}"></td>'
+        return f'<td class="{STATE_CLASS[cell.state]}"></td>'
     title = f"{matrix.instance_ids[j]} · {cell.pass_}: {cell.state}" + (f" ({cell.status})" if cell.status else "")
     href = task_href(version, matrix.instance_ids[j], cell.pass_)
-    return (f'<td class="{_STATE_CLASS[cell.state]}" data-pass="{esc(cell.pass_)}" title="{esc(title)}">'
+    return (f'<td class="{STATE_CLASS[cell.state]}" data-pass="{esc(cell.pass_)}" title="{esc(title)}">'
             f'<a class="cell" href="{esc(href)}">{text or "&nbsp;"}</a></td>')
 
 
@@ -178,9 +178,9 @@ def _metrics_table(vr: VersionReport, sequences: Iterable[str]) -> str:
         if seq.metrics is None:
             continue
         rows.append(f'<tr data-row="{esc(sequence_id)}"><td>{_a(sequence_href(vr.run.version, sequence_id), sequence_id)}</td>'
-                    f"{_metric_cells(seq.metrics.metrics, seq.metrics.unmeasured)}</tr>")
-    rows.append(f'<tr data-row="macro"><td><b>macro</b></td>{_metric_cells(vr.result.macro, vr.result.unmeasured)}</tr>')
-    return f'<table class="metrics"><thead>{_metric_head("sequence")}</thead><tbody>{"".join(rows)}</tbody></table>'
+                    f"{metric_cells(seq.metrics.metrics, seq.metrics.unmeasured)}</tr>")
+    rows.append(f'<tr data-row="macro"><td><b>macro</b></td>{metric_cells(vr.result.macro, vr.result.unmeasured)}</tr>')
+    return f'<table class="metrics"><thead>{metric_head("sequence")}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def _run_facts(vr: VersionReport, status: str, progress: Progress) -> str:
@@ -216,8 +216,8 @@ def run_page(vr: VersionReport, status: str, progress: Progress, head: int) -> s
 def _task_row(version: str, task: TaskRow) -> str:
     resolved = {True: "yes", False: "no", None: "—"}[task.resolved]
     outcome_cells = "".join(
-        f'<td class="{_STATE_CLASS[state]}">'
-        + (_a(task_href(version, task.instance_id, pass_), _STATE_TEXT[state] or " ", "cell") if state != "n/a" else "")
+        f'<td class="{STATE_CLASS[state]}">'
+        + (_a(task_href(version, task.instance_id, pass_), STATE_TEXT[state] or " ", "cell") if state != "n/a" else "")
         + "</td>"
         for state, pass_ in ((task.initial, "initial"), (task.final, "retest"), (task.baseline, "baseline"))
     )

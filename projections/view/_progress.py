@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from ledger import Ledger, StreamRange
 from projections import RunOutcomes, RunSummary, read_views
-from projections.report._data import _planned_passes
+from projections.report import planned_passes
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def run_progress(ledger: Ledger, run: RunSummary, state: RunOutcomes, status: st
     for sequence_id in run.sequences:
         cells = state.sequences.get(sequence_id)
         plan = cells.plan if cells is not None else (started.tasks.get(sequence_id, []) if started is not None else [])
-        for pass_ in _planned_passes(run, retest_every, len(plan)):
+        for pass_ in planned_passes(run, retest_every, len(plan)):
             orders = _pass_orders(pass_, [t.order for t in plan])
             total += len(orders)
             finished = cells.passes.get(pass_, {}) if cells is not None else {}

@@ -3,7 +3,7 @@ needs) and its one script, which keeps a page live (see `SCRIPT`)."""
 
 from __future__ import annotations
 
-from projections.report._html import _CSS as REPORT_CSS
+from projections.report.present import CSS as REPORT_CSS
 
 CSS = REPORT_CSS + """
 header.bar { display: flex; flex-wrap: wrap; gap: .4rem 1rem; align-items: baseline; border-bottom: 1px solid #ddd;
