@@ -27,6 +27,7 @@ from ._data import (
     TaskRow,
     VersionReport,
     collect,
+    memory_items,
     planned_passes,
     run_label,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "VersionReport",
     "build_report",
     "collect",
+    "memory_items",
     "planned_passes",
     "run_label",
     "write_report",

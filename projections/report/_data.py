@@ -20,7 +20,7 @@ ungraded, never run) is "missing", never 0; a cell of a pass nobody asked for is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -337,12 +337,16 @@ class ReportData:
 
 
 def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, formula: str = "native",
-            include_failed: bool = False, grouped: bool = False) -> ReportData:
+            include_failed: bool = False, grouped: bool = False, known: Mapping[str, RunSummary] | None = None,
+            items: Mapping[str, WrittenItem] | None = None) -> ReportData:
     """The report of `versions` (when empty: all runs, in ledger order, failed ones only
     with `include_failed`) as of the ledger head. `grouped`: the comparison is of groups of
-    repeats (each version's whole group is reported), and the groups' metrics are added."""
+    repeats (each version's whole group is reported), and the groups' metrics are added.
+    `known` (the runs) and `items` (`memory_items`) as of the head, when the caller has them
+    already (`swecl view` keeps them between requests): they are read from every run's events."""
     head = ledger.head()
-    known = projector.run(RunsProjection(), upto=head).state.runs
+    if known is None:
+        known = projector.run(RunsProjection(), upto=head).state.runs
     if not known:
         raise SweclError(f"no runs in {ledger.path} yet: start one with `swecl run`")
     chosen = list(dict.fromkeys(versions)) if versions else shown_versions(known, include_failed)
@@ -355,7 +359,8 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
         from projections.compare import group_members
 
         chosen = list(dict.fromkeys(m for v in chosen for m in group_members(known, v, include_failed=include_failed)))
-    items = memory_items(ledger, upto=head)
+    if items is None:
+        items = memory_items(ledger, upto=head)
     reports = tuple(_version_report(ledger, projector, known[v], items, head, formula) for v in chosen)
     sequence_ids = tuple(dict.fromkeys(s for vr in reports for s in vr.sequences))
     first = reports[0].result
@@ -403,7 +408,7 @@ _ITEM_FIELDS = ("item_id", "title", "kind", "repo", "source_run", "source_instan
 
 
 def _version_report(
-    ledger: Ledger, projector: Projector, run: RunSummary, items: dict[str, WrittenItem], head: int, formula: str
+    ledger: Ledger, projector: Projector, run: RunSummary, items: Mapping[str, WrittenItem], head: int, formula: str
 ) -> VersionReport:
     state = outcomes(ledger, projector, run.version, upto=head)
     excluded = run_not_gradeable(state, not_gradeable(ledger))
@@ -465,7 +470,7 @@ def planned_passes(run: RunSummary, retest_every: int | None, n: int) -> frozens
 
 
 def _recalls(
-    ledger: Ledger, version: str, items: dict[str, WrittenItem], head: int
+    ledger: Ledger, version: str, items: Mapping[str, WrittenItem], head: int
 ) -> dict[tuple[str, str, int, int], list[Recall]]:
     """Recall events of the run, keyed by (sequence, pass, order, attempt)."""
     found: dict[tuple[str, str, int, int], list[Recall]] = {}
