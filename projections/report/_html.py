@@ -294,7 +294,7 @@ def _leakage(data: ReportData, anchors: Anchors) -> str:
             cells.append(f'<td class="{cls}" data-count="{esc(name)}" data-value="{n}">{shown}</td>')
         drill = f"<code>swecl audit {esc(vr.run.version)} --summary</code>" if leak.flagged else ""
         rows.append(f'<tr data-leakage="{esc(vr.run.version)}"><td>{esc(vr.label)}</td>{"".join(cells)}'
-                    f'<td class="leak-tasks">{_flagged_tasks(vr, anchors)}</td><td>{drill}</td></tr>')
+                    f'<td class="leak-tasks">{_flagged_tasks(vr, anchors)}</td><td class="drill">{drill}</td></tr>')
     # Every run's audit reports the same kinds (`FLAG_KINDS`), in the same order.
     kinds = "".join(f"<th>{esc(_KIND_TEXT.get(k, k))}</th>" for k in data.versions[0].leakage.by_kind)
     return (
@@ -504,7 +504,7 @@ def _leak_cell(vr: VersionReport, task: TaskRow) -> str:
     return (
         f'<td class="leak flagged" data-leaks="{hits}"><a class="flagged" href="#leakage" '
         f'title="{esc(hits)} recalled item(s) flagged; drill in: {esc(command)}">⚑ {hits}</a> '
-        f'{"; ".join(parts)}</td>'
+        f'{"".join(parts)}</td>'
     )
 
 

@@ -59,8 +59,10 @@ nav#toc .runs a { margin-right: .5rem; font-size: .86rem; }
 .gallery figure { margin: 0; max-width: 460px; } .gallery img { width: 100%; }
 details.tasks > summary { font-weight: 600; }
 .contrast-line, .compare-line { margin: .2rem 0 .5rem; } .flagged { color: #a33; font-weight: 600; }
-tr.leaked > td:first-child { border-left: 3px solid #a33; } td.leak { white-space: nowrap; font-size: .82rem; }
-td.leak-tasks a { margin-right: .4rem; } tr.leaked:target { outline: 2px solid #a33; }
+tr.leaked > td:first-child { border-left: 3px solid #a33; } td.leak { font-size: .82rem; min-width: 13rem; }
+td.leak span[data-pass] { display: block; white-space: nowrap; }
+td.leak-tasks a { margin-right: .5rem; white-space: nowrap; } td.drill code { white-space: nowrap; }
+tr.leaked:target { outline: 2px solid #a33; }
 ul.identical { margin: -.4rem 0 1rem; }
 """
 
