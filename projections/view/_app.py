@@ -16,6 +16,8 @@ Routes (GET and HEAD only):
     /run/V/task/T[?pass=P]             one attempt's evidence (`swecl show V T --pass P`)
     /run/V/task/T/FILE[?pass=P]        the files `swecl show --files` writes, raw
     /api/head                          {"head": seq}
+    /api/events                        the head pushed as Server-Sent Events (`_events`; served
+                                       by the HTTP server as a stream, not by `respond`)
     /api/runs                          the runs as `swecl runs --json`, each with its progress
     /static/view.css, /static/view.js
 """
@@ -23,7 +25,7 @@ Routes (GET and HEAD only):
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -49,6 +51,7 @@ from projections.metrics import compute
 
 from . import _pages
 from ._cache import Dependency, FoldCache, on_run, on_types
+from ._events import head_events
 from ._progress import ProgressFacts, progress_facts, progress_now
 from ._static import CSS, SCRIPT
 
@@ -89,6 +92,11 @@ class View:
         # Checked once at start-up (`swecl view` opens it with the usual chain check);
         # per request a plain read-only open, so serving a page writes nothing anywhere.
         return self.results.open_ledger(readonly=True, check=False)
+
+    def events(self, **timing: float) -> Iterator[bytes]:
+        """The chunks of `/api/events`, forever (see `_events.head_events`): the server writes
+        them as they come, and stops when the page has gone."""
+        return head_events(self.open, **timing)
 
     def respond(self, target: str) -> Response:
         """The response to `GET target` (a path with an optional query)."""
