@@ -103,7 +103,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the browser left (a reload, a closed tab): not an error
 
     def log_message(self, format: str, *args: Any) -> None:
-        pass  # quiet: a page polls every 2 s
+        pass  # quiet: a page without the push stream polls every 2 s
 
 
 def _secrets_loader() -> Any:

@@ -6,7 +6,7 @@ projections folded is kept between requests (`_cache.FoldCache`) until an event 
 depend on is appended: a refresh of an unchanged ledger reads no event, one after a run
 appended reads the new events and folds again only what they touch (that run). Each page
 is still the ledger as of that request; `/api/head` (the last global position, one indexed
-lookup) is what a page polls to know when to fetch itself again.
+lookup) is what a page polls, when `/api/events` cannot push it, to know when to fetch itself again.
 
 Routes (GET and HEAD only):
 
@@ -56,7 +56,7 @@ from ._progress import ProgressFacts, progress_facts, progress_now
 from ._static import CSS, SCRIPT
 
 # No inline script or style on any page, nothing from elsewhere; the page may fetch only
-# its own server (the poll), and may not be framed.
+# its own server (the push stream and the poll), and may not be framed.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
