@@ -23,13 +23,16 @@ from ._data import (
     MatrixCell,
     ReportData,
     SequenceReport,
+    Tally,
     TaskLeak,
     TaskRow,
     VersionReport,
     collect,
     memory_items,
+    memory_on,
     planned_passes,
     run_label,
+    tally,
 )
 
 __all__ = [
@@ -41,13 +44,16 @@ __all__ = [
     "ReportData",
     "ReportSummary",
     "SequenceReport",
+    "Tally",
     "TaskLeak",
     "TaskRow",
     "VersionReport",
     "build_report",
     "collect",
     "memory_items",
+    "memory_on",
     "planned_passes",
     "run_label",
+    "tally",
     "write_report",
 ]

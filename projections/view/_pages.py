@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from projections import VersionMetrics
 from projections.audit import DatasetNote, Flag
-from projections.report import Matrix, MatrixCell, SequenceReport, TaskRow, VersionReport
+from projections.report import Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, memory_on, tally
 from projections.report.present import STATE_CLASS, STATE_TEXT, esc, metric_cells, metric_head, sandbox_of
 from projections.show import AttemptShow, ShownRecall, agent_numbers, is_json_lines
 
@@ -105,9 +105,29 @@ def progress_html(p: Progress, status: str) -> str:
     return f'<span class="progress" data-done="{p.done}" data-total="{p.total}">{bar}</span>'
 
 
+def contrast_html(vm: VersionMetrics) -> str:
+    """Memory on vs off at a glance, as the report's contrast reads it: the initial pass
+    (memory on for a stage with memory) against the run's own baseline pass (memory off),
+    resolved over the tasks with a verdict, pooled over sequences."""
+    inputs = list(vm.outcomes.to_metric_inputs(vm.not_gradeable))
+    initial = tally(s.initial for s in inputs)
+    baseline = [s.baseline for s in inputs if s.baseline is not None]
+
+    def said(t: Tally) -> str:
+        return f"{t.resolved}/{t.valid}" + ("" if t.rate is None else f" ({t.rate:.2f})")
+
+    if not memory_on(vm.run):
+        return f'<td data-contrast="off">memory off: {esc(said(initial))}</td>'
+    if not baseline:
+        return f'<td data-contrast="on">on {esc(said(initial))} · off not run</td>'
+    off = tally(baseline)
+    delta = "" if initial.rate is None or off.rate is None else f" · Δ {initial.rate - off.rate:+.2f}"
+    return f'<td data-contrast="on">on {esc(said(initial))} · off {esc(said(off))}{esc(delta)}</td>'
+
+
 def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
-    cols = ("version", "stage", "agent", "status", "progress", "sequences", "resolved", "leaks", *_HEADLINE,
-            "seeded from", "started")
+    cols = ("version", "stage", "agent", "status", "progress", "sequences", "resolved", "leaks", "memory on vs off",
+            *_HEADLINE, "seeded from", "started")
     rows = []
     for item in listings:
         r, vm = item.row, item.metrics
@@ -124,7 +144,7 @@ def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
             f'<td>{esc(r["status"])}</td><td class="progress-cell">{progress_html(item.progress, r["status"])}</td>'
             f'<td>{"<br>".join(_a(sequence_href(r["version"], s), s) for s in r["sequences"])}</td>'
             f'<td>{esc(" ".join(f"{p}={n}" for p, n in r["resolved"].items()))}</td>'
-            f'<td class="num{" flagged" if leaks else ""}">{leaks}</td>{metrics}'
+            f'<td class="num{" flagged" if leaks else ""}">{leaks}</td>{contrast_html(vm)}{metrics}'
             f'<td>{esc(r["seeded_from"] or "")}</td><td>{esc(str(r["started_at"])[:19].replace("T", " "))}</td></tr>'
         )
     table = (f'<table class="runs"><thead><tr>{"".join(f"<th>{c}</th>" for c in cols)}</tr></thead>'
@@ -132,7 +152,9 @@ def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
     body = (
         f'<h1>Runs</h1><p class="meta">Ledger <code>{esc(ledger_path)}</code>, read-only. Macro-averaged native '
         "metrics (n/a: not measured by the run's passes); leaks: recalled items flagged as leakage "
-        "(<code>swecl audit VERSION --summary</code>). The page follows the ledger as it grows.</p>"
+        "(<code>swecl audit VERSION --summary</code>); memory on vs off: initial-pass tasks resolved with the stage's "
+        "memory against the run's own baseline pass (memory off), over the tasks with a verdict. The page follows "
+        "the ledger as it grows.</p>"
         f"{table}"
     )
     return layout("runs", [("runs", None)], head, body)

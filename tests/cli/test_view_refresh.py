@@ -138,3 +138,27 @@ def test_a_different_ledger_in_the_same_place_is_folded_from_scratch(tmp_path: P
     after = view.respond(f"/run/{BASE}").body
     assert reads.by_run[BASE] > 0 and after != before
     assert after == View(Results(root)).respond(f"/run/{BASE}").body
+
+
+def test_the_runs_page_shows_memory_on_vs_off_as_the_report_counts_it(tmp_path: Path) -> None:
+    import re
+
+    from projections.report import collect
+    from projections.report._data import contrast_rows
+
+    root = tmp_path / "results"
+    build_realistic(root)
+    page = View(Results(root)).respond("/").body.decode()
+    results = Results(root)
+    with results.open_ledger(readonly=True) as ledger:
+        data = collect(ledger, results.projector(ledger), [])
+    for row in contrast_rows(data.versions):
+        cell = re.search(rf'<tr data-run="{re.escape(row.version)}".*?<td data-contrast="(on|off)">([^<]*)</td>', page)
+        assert cell is not None, row.version
+        if row.kind == "self":  # a run without memory: its initial pass, memory off
+            assert cell.group(1) == "off" and f"{row.off.resolved}/{row.off.valid}" in cell.group(2)  # type: ignore[union-attr]
+        elif row.kind == "baseline":
+            assert row.on is not None and row.off is not None
+            assert cell.group(1) == "on" and cell.group(2).startswith(f"on {row.on.resolved}/{row.on.valid} ")
+            assert f"off {row.off.resolved}/{row.off.valid} " in cell.group(2)
+            assert row.delta is not None and f"Δ {row.delta:+.2f}" in cell.group(2)
