@@ -27,6 +27,9 @@ from ledger import Ledger
 
 T = TypeVar("T")
 
+MAX_ENTRIES = 1024
+"""Values kept at most; the least recently used go first."""
+
 Dependency = tuple[str, str]
 """("run", version): any event of the run's streams; ("type", event type): any such event anywhere."""
 
@@ -86,9 +89,11 @@ class FoldCache:
 
     def get(self, key: tuple[Any, ...], depends: Iterable[Dependency], compute: Callable[[], T]) -> T:
         """The value kept under `key`, or `compute()` kept there (call `sync` first)."""
-        found = self.entries.get(key)
-        if found is not None:
-            return found.value  # type: ignore[no-any-return]
-        value = compute()
-        self.entries[key] = _Entry(value, frozenset(depends))
-        return value
+        found = self.entries.pop(key, None)
+        if found is None:
+            found = _Entry(compute(), frozenset(depends))
+        self.entries[key] = found  # the most recently used last
+        while len(self.entries) > MAX_ENTRIES:
+            # A shown attempt holds its patch and logs: a long browse must not keep them all.
+            del self.entries[next(iter(self.entries))]
+        return found.value  # type: ignore[no-any-return]
