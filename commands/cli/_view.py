@@ -14,6 +14,7 @@ import socket
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import click
 
@@ -50,8 +51,33 @@ class _Handler(BaseHTTPRequestHandler):
         if self.allowed_hosts is not None and host not in self.allowed_hosts:
             self._send(403, "text/plain; charset=utf-8", f"swecl view: host {host!r} not served\n".encode())
             return
+        from projections.view import EVENTS_PATH
+
+        if urlsplit(self.path).path == EVENTS_PATH:
+            self._stream(body=body)
+            return
         response = self.view.respond(self.path)
         self._send(response.status, response.content_type, response.body, response.headers, body=body)
+
+    def _stream(self, *, body: bool) -> None:
+        """`/api/events`: chunks written as the view yields them, until the page goes away
+        (the write fails) or the server stops (this thread is a daemon)."""
+        from projections.view import CSP, EVENT_STREAM
+
+        self.close_connection = True  # no length: the stream ends with the connection
+        try:
+            self.send_response(200)
+            for name, value in {"Content-Type": EVENT_STREAM, "Cache-Control": "no-store", "Connection": "close",
+                                "X-Content-Type-Options": "nosniff", "Content-Security-Policy": CSP}.items():
+                self.send_header(name, value)
+            self.end_headers()
+            if not body:
+                return
+            for chunk in self.view.events():
+                self.wfile.write(chunk)
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the page was closed or reloaded: not an error
 
     def _send(self, status: int, content_type: str, data: bytes, headers: dict[str, str] | None = None, *,
               body: bool = True) -> None:
@@ -77,7 +103,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the browser left (a reload, a closed tab): not an error
 
     def log_message(self, format: str, *args: Any) -> None:
-        pass  # quiet: a page polls every 2 s
+        pass  # quiet: a page without the push stream polls every 2 s
 
 
 def _secrets_loader() -> Any:

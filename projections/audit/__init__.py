@@ -16,6 +16,7 @@ _EXPORTS = {
     "audit_summary": "_audit",
     "audit_task": "_audit",
     "resolve_task": "_audit",
+    "leakage_counts": "_leakage",
     "leakage_of": "_leakage",
     "TestContent": "_flags",
     "run_started": "_fold",
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from ._audit import audit_summary, audit_task, resolve_task
     from ._flags import TestContent
     from ._fold import fold_with_snapshots, pass_rank, run_started
-    from ._leakage import leakage_of
+    from ._leakage import leakage_counts, leakage_of
     from ._model import (
         FLAG_KINDS,
         REUSE_THRESHOLD,

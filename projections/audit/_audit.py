@@ -225,6 +225,11 @@ def audit_summary(
                 )
             if ev.attempt not in entry.attempts:
                 entry.attempts.append(ev.attempt)
+            # The run's counts, per task: they sum to the summary's flagged_hits and by_kind.
+            entry.hits += 1
+            hit_kinds = {f.kind for f in hit.flags}
+            entry.by_kind = {k: entry.by_kind.get(k, 0) + (k in hit_kinds) for k in FLAG_KINDS
+                             if k in hit_kinds or k in entry.by_kind}
             entry.kinds = [k for k in FLAG_KINDS if k in set(entry.kinds) | {f.kind for f in hit.flags}]
             if hit.item_id not in entry.items:
                 entry.items.append(hit.item_id)

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ledger import Ledger
 
+    from ._model import RunAuditSummary
+
 
 def leakage_of(ledger: Ledger, version: str, as_of_order: int | None = None) -> dict[str, Any]:
     """Leakage flags of a run's recalls, from `swecl audit VERSION --summary`'s own function:
@@ -27,7 +29,12 @@ def leakage_of(ledger: Ledger, version: str, as_of_order: int | None = None) -> 
         from projections._queries import sequence_cutoffs
 
         cutoffs = sequence_cutoffs(ledger, version, as_of_order)
-    summary = audit_summary(ledger, version, counted_only=True, cutoffs=cutoffs)
+    return leakage_counts(audit_summary(ledger, version, counted_only=True, cutoffs=cutoffs))
+
+
+def leakage_counts(summary: RunAuditSummary) -> dict[str, Any]:
+    """`leakage_of`'s counts from a summary already folded (`counted_only=True`): the report
+    folds the audit once for both the run's counts and its per-task markers."""
     return {
         "recalled_items": summary.hits,
         "flagged": summary.flagged_hits,

@@ -166,6 +166,8 @@ class FlaggedTask(msgspec.Struct, kw_only=True):
     kinds: list[str]
     items: list[str]  # flagged item ids, by first recall
     reused_items: list[str]  # of those, the ones the agent's patch reused
+    hits: int = 0  # flagged hits of this task's recalls (an item recalled twice counts twice, as in the run's counts)
+    by_kind: dict[str, int] = msgspec.field(default_factory=dict)  # of those, per kind present, in FLAG_KINDS order
 
 
 class RunAuditSummary(msgspec.Struct, kw_only=True):

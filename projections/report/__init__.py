@@ -8,10 +8,52 @@
 
 The page (`index.html`) and its figures (`plots/*.png`) are a projection of the ledger as
 of its head seq: rebuild them any time; the same ledger gives the same bytes.
+
+What the report gathers (`collect` -> `ReportData`, pure data) is public too: `swecl view`
+draws its pages from the same collection, and with the same cells, metrics and style
+(`projections.report.present`).
 """
 
 from __future__ import annotations
 
 from ._build import INDEX_FILE, PLOTS_DIR, ReportSummary, build_report, write_report
+from ._data import (
+    CellState,
+    Matrix,
+    MatrixCell,
+    ReportData,
+    SequenceReport,
+    Tally,
+    TaskLeak,
+    TaskRow,
+    VersionReport,
+    collect,
+    memory_items,
+    memory_on,
+    planned_passes,
+    run_label,
+    tally,
+)
 
-__all__ = ["INDEX_FILE", "PLOTS_DIR", "ReportSummary", "build_report", "write_report"]
+__all__ = [
+    "INDEX_FILE",
+    "PLOTS_DIR",
+    "CellState",
+    "Matrix",
+    "MatrixCell",
+    "ReportData",
+    "ReportSummary",
+    "SequenceReport",
+    "Tally",
+    "TaskLeak",
+    "TaskRow",
+    "VersionReport",
+    "build_report",
+    "collect",
+    "memory_items",
+    "memory_on",
+    "planned_passes",
+    "run_label",
+    "tally",
+    "write_report",
+]

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from ledger import SweclError
 
+from .present import esc
+
 if TYPE_CHECKING:
     from projections.compare import Comparison, GroupedMetrics, GroupedValue, MetricDiff, SequenceComparison
 
@@ -99,8 +101,6 @@ def reading(row: SequenceComparison) -> str:
 
 
 def _diff_cell(metric: str, m: MetricDiff) -> str:
-    from ._html import esc
-
     if m.diff is None:
         return (f'<td class="num" data-metric="{esc(metric)}" data-diff="" title="{esc(m.na or "")}">n/a'
                 f'<br><span class="note">{esc(m.na or "")}</span></td>')
@@ -114,8 +114,6 @@ def _diff_cell(metric: str, m: MetricDiff) -> str:
 
 def render_comparisons(comparisons: Sequence[ReportComparison], grouped: bool, top: str) -> str:
     from projections.compare import COMPARED
-
-    from ._html import esc
 
     heads = "".join(f"<th>{esc(m)}: B − A [95% CI]</th>" for m in COMPARED if m != "resolved_rate")
     parts = []
@@ -162,8 +160,6 @@ def render_comparisons(comparisons: Sequence[ReportComparison], grouped: bool, t
 
 
 def _group_cell(metric: str, v: GroupedValue) -> str:
-    from ._html import esc
-
     if v.mean is None:
         return f'<td class="num" data-metric="{esc(metric)}" data-n="{v.n}" title="{esc(v.na or "")}">n/a</td>'
     ci = f" [{v.ci[0]:.3f}, {v.ci[1]:.3f}]" if v.ci else ""
@@ -174,8 +170,6 @@ def _group_cell(metric: str, v: GroupedValue) -> str:
 
 def render_groups(groups: Sequence[GroupedMetrics], top: str) -> str:
     from projections.compare import COMPARED
-
-    from ._html import esc
 
     heads = "".join(f"<th>{esc(m)}</th>" for m in COMPARED)
     parts = []

@@ -20,7 +20,7 @@ ungraded, never run) is "missing", never 0; a cell of a pass nobody asked for is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -122,6 +122,18 @@ class Recall:
 
 
 @dataclass(frozen=True)
+class TaskLeak:
+    """The audit's flags on one pass of a task (`swecl audit VERSION --summary`'s entry), over
+    the attempts that count, as the run's leakage counts are."""
+
+    pass_: str
+    hits: int
+    """Flagged recalled items (an item recalled twice counts twice)."""
+    by_kind: dict[str, int]
+    """Flagged items per kind present, in `FLAG_KINDS` order; an item can have two."""
+
+
+@dataclass(frozen=True)
 class TaskRow:
     """One task of the initial pass, for the audit-at-a-glance table."""
 
@@ -141,6 +153,8 @@ class TaskRow:
     cost_usd: float | None
     recalls: tuple[Recall, ...]
     """Recalls of the attempt in force, in ledger order."""
+    leaks: tuple[TaskLeak, ...] = ()
+    """The audit's flags on this task's recalls, per pass (any pass, not only the initial one)."""
 
 
 @dataclass(frozen=True)
@@ -323,12 +337,16 @@ class ReportData:
 
 
 def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, formula: str = "native",
-            include_failed: bool = False, grouped: bool = False) -> ReportData:
+            include_failed: bool = False, grouped: bool = False, known: Mapping[str, RunSummary] | None = None,
+            items: Mapping[str, WrittenItem] | None = None) -> ReportData:
     """The report of `versions` (when empty: all runs, in ledger order, failed ones only
     with `include_failed`) as of the ledger head. `grouped`: the comparison is of groups of
-    repeats (each version's whole group is reported), and the groups' metrics are added."""
+    repeats (each version's whole group is reported), and the groups' metrics are added.
+    `known` (the runs) and `items` (`memory_items`) as of the head, when the caller has them
+    already (`swecl view` keeps them between requests): they are read from every run's events."""
     head = ledger.head()
-    known = projector.run(RunsProjection(), upto=head).state.runs
+    if known is None:
+        known = projector.run(RunsProjection(), upto=head).state.runs
     if not known:
         raise SweclError(f"no runs in {ledger.path} yet: start one with `swecl run`")
     chosen = list(dict.fromkeys(versions)) if versions else shown_versions(known, include_failed)
@@ -341,7 +359,8 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
         from projections.compare import group_members
 
         chosen = list(dict.fromkeys(m for v in chosen for m in group_members(known, v, include_failed=include_failed)))
-    items = memory_items(ledger, upto=head)
+    if items is None:
+        items = memory_items(ledger, upto=head)
     reports = tuple(_version_report(ledger, projector, known[v], items, head, formula) for v in chosen)
     sequence_ids = tuple(dict.fromkeys(s for vr in reports for s in vr.sequences))
     first = reports[0].result
@@ -389,7 +408,7 @@ _ITEM_FIELDS = ("item_id", "title", "kind", "repo", "source_run", "source_instan
 
 
 def _version_report(
-    ledger: Ledger, projector: Projector, run: RunSummary, items: dict[str, WrittenItem], head: int, formula: str
+    ledger: Ledger, projector: Projector, run: RunSummary, items: Mapping[str, WrittenItem], head: int, formula: str
 ) -> VersionReport:
     state = outcomes(ledger, projector, run.version, upto=head)
     excluded = run_not_gradeable(state, not_gradeable(ledger))
@@ -398,31 +417,42 @@ def _version_report(
     by_name = {seq.name: seq for seq in inputs}
     retest_every = _retest_every(ledger, run.version, head)
     recalls = _recalls(ledger, run.version, items, head)
+    leakage, task_leaks = _leakage(ledger, run.version)
     sequences: dict[str, SequenceReport] = {}
     for sequence_id in [*run.sequences, *(s for s in state.sequences if s not in run.sequences)]:
         cells = state.sequences.get(sequence_id)
         plan = tuple(cells.plan) if cells is not None else ()
-        planned = _planned_passes(run, retest_every, len(plan))
+        planned = planned_passes(run, retest_every, len(plan))
         sequences[sequence_id] = SequenceReport(
             sequence_id=sequence_id,
             plan=plan,
             matrix=build_matrix(state, sequence_id, planned),
-            tasks=_task_rows(state, sequence_id, planned, recalls),
+            tasks=_task_rows(state, sequence_id, planned, recalls, task_leaks),
             inputs=by_name.get(sequence_id),
             metrics=result.sequences.get(sequence_id),
         )
     return VersionReport(run=run, retest_every=retest_every, result=result, sequences=sequences,
-                         leakage=_leakage(ledger, run.version), scored=VersionMetrics(run, state, result, excluded))
+                         leakage=leakage, scored=VersionMetrics(run, state, result, excluded))
 
 
-def _leakage(ledger: Ledger, version: str) -> Leakage:
-    # The very function `swecl metrics` and `swecl runs` call, so the numbers agree. The audit
-    # reads the run as it stands, not cut at the report's head: on a finished run the same.
-    from projections.audit import leakage_of
+def _leakage(ledger: Ledger, version: str) -> tuple[Leakage, dict[tuple[str, int], tuple[TaskLeak, ...]]]:
+    """The run's leakage counts and, keyed by (sequence, order), each flagged task's flags.
 
-    found = leakage_of(ledger, version)
-    return Leakage(recalled_items=found["recalled_items"], flagged=found["flagged"], by_kind=dict(found["by_kind"]),
-                   test_content_checked=found["test_content_checked"])
+    One fold of the audit (`swecl audit VERSION --summary`, over the attempts that count)
+    gives both, through the function `swecl metrics` and `swecl runs` use for their counts,
+    so the numbers agree. The audit reads the run as it stands, not cut at the report's
+    head: on a finished run the same."""
+    from projections.audit import audit_summary, leakage_counts
+
+    summary = audit_summary(ledger, version, counted_only=True)
+    found = leakage_counts(summary)
+    leakage = Leakage(recalled_items=found["recalled_items"], flagged=found["flagged"], by_kind=dict(found["by_kind"]),
+                      test_content_checked=found["test_content_checked"])
+    tasks: dict[tuple[str, int], list[TaskLeak]] = {}
+    for flagged in summary.flagged:  # in sequence, pass, order order
+        tasks.setdefault((flagged.sequence_id, flagged.order), []).append(
+            TaskLeak(pass_=flagged.pass_, hits=flagged.hits, by_kind=dict(flagged.by_kind)))
+    return leakage, {key: tuple(found) for key, found in tasks.items()}
 
 
 def _retest_every(ledger: Ledger, version: str, head: int) -> int | None:
@@ -432,7 +462,7 @@ def _retest_every(ledger: Ledger, version: str, head: int) -> int | None:
     return None
 
 
-def _planned_passes(run: RunSummary, retest_every: int | None, n: int) -> frozenset[str]:
+def planned_passes(run: RunSummary, retest_every: int | None, n: int) -> frozenset[str]:
     planned = set(run.passes)
     if retest_every and retest_every > 0:
         planned.update(f"retest-{i}" for i in range(retest_every, n, retest_every))
@@ -440,7 +470,7 @@ def _planned_passes(run: RunSummary, retest_every: int | None, n: int) -> frozen
 
 
 def _recalls(
-    ledger: Ledger, version: str, items: dict[str, WrittenItem], head: int
+    ledger: Ledger, version: str, items: Mapping[str, WrittenItem], head: int
 ) -> dict[tuple[str, str, int, int], list[Recall]]:
     """Recall events of the run, keyed by (sequence, pass, order, attempt)."""
     found: dict[tuple[str, str, int, int], list[Recall]] = {}
@@ -512,6 +542,7 @@ def _task_rows(
     sequence_id: str,
     planned: frozenset[str],
     recalls: dict[tuple[str, str, int, int], list[Recall]],
+    leaks: dict[tuple[str, int], tuple[TaskLeak, ...]],
 ) -> tuple[TaskRow, ...]:
     seq = state.sequences.get(sequence_id)
     if seq is None:
@@ -541,6 +572,7 @@ def _task_rows(
                 turns=cell.turns if cell is not None else None,
                 cost_usd=cell.cost_usd if cell is not None else None,
                 recalls=tuple(recalls.get((sequence_id, "initial", task.order, attempt), ())) if attempt else (),
+                leaks=leaks.get((sequence_id, task.order), ()),
             )
         )
     return tuple(rows)

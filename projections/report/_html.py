@@ -19,7 +19,10 @@ the sequence id, or `macro` for the headline) with cells `td[data-metric][data-v
 (data-value: the exact float, empty when not computable; a cell whose value the run's
 passes did not measure reads "n/a" and says why in `data-unmeasured`); contrast rows
 `tr[data-contrast][data-kind]` with `td[data-side][data-resolved][data-valid][data-tasks]`;
-leakage rows `tr[data-leakage]` with `td[data-count][data-value]`; identical learning
+leakage rows `tr[data-leakage]` with `td[data-count][data-value]` and links `a[data-task]`
+(`sequence:order`) to the flagged task rows; a flagged task row `tr.leaked[data-order]` has
+`td.leak[data-leaks]` (its flagged items) with one `span[data-pass][data-hits][data-kinds]` per
+pass (data-kinds: `kind:count` pairs); identical learning
 curves `li[data-curves]` (space-separated `version:pass` keys); base vs memory stages rows
 `tr[data-compare][data-row]` with `td.reading[data-p]` (the one-line reading of the resolved
 rate) and `td[data-metric][data-diff][data-low][data-high]`, n/a pairs `p[data-compare-na]`;
@@ -28,8 +31,7 @@ with --group, repeat groups `tr[data-group][data-row]` with `td[data-metric][dat
 
 from __future__ import annotations
 
-import html
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from projections.metrics import METRIC_NAMES, MetricsResult, SequenceResult
@@ -37,7 +39,6 @@ from projections.metrics import METRIC_NAMES, MetricsResult, SequenceResult
 from ._comparisons import render_comparisons, render_groups
 from ._curves import SequenceCurves
 from ._data import (
-    CellState,
     ContrastRow,
     Matrix,
     MatrixCell,
@@ -49,6 +50,7 @@ from ._data import (
     VersionReport,
     contrast_rows,
 )
+from .present import CSS, STATE_CLASS, STATE_TEXT, esc, metric_cells, metric_head, num, sandbox_of, value_attr
 
 
 @dataclass(frozen=True)
@@ -73,61 +75,6 @@ class Anchors:
     """(version, sequence id) -> the run's article in that section."""
 
 
-def esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _num(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def _value_attr(value: float | None) -> str:
-    return "" if value is None else repr(float(value))
-
-
-_CSS = """
-:root { color-scheme: light; --ok: #2c7fb8; --no: #f4a261; --miss: #d9d9d9; --ink: #1d1d1f; --mute: #666; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--ink);
-       margin: 0 auto; padding: 1.5rem 2rem 4rem; max-width: 1400px; }
-h1 { font-size: 1.6rem; margin: 0 0 .3rem; } h2 { margin-top: 2.2rem; border-bottom: 2px solid #ddd; padding-bottom: .2rem; }
-h3 { margin: 1.6rem 0 .5rem; } .meta, figcaption, .note { color: var(--mute); font-size: .86rem; }
-td.iid { white-space: nowrap; }
-nav a { margin-right: .9rem; } code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: .86rem; }
-table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .88rem; }
-th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
-th { background: #f6f6f6; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-figure { margin: .5rem 0 1rem; } img { max-width: 100%; height: auto; border: 1px solid #eee; }
-article.version { border-left: 4px solid #e6e6e6; padding-left: 1rem; margin: 1.2rem 0 2rem; }
-.cell-resolved { background: var(--ok); color: #fff; text-align: center; }
-.cell-unresolved { background: var(--no); text-align: center; }
-.cell-missing { background: repeating-linear-gradient(45deg, var(--miss) 0 4px, #f3f3f3 4px 8px); text-align: center; }
-.cell-na { background: #fff; color: #bbb; text-align: center; }
-table.matrix td, table.matrix th { padding: .1rem .35rem; min-width: 1.6rem; }
-.recall { margin: 0 0 .35rem; } .recall ol { margin: .15rem 0 0; padding-left: 1.3rem; }
-.unknown { color: #a33; font-style: italic; } .via { color: var(--mute); font-size: .8rem; }
-.legend span { display: inline-block; padding: 0 .5rem; margin-right: .4rem; border: 1px solid #ddd; }
-details { margin: .3rem 0 1rem; } summary { cursor: pointer; color: #333; }
-nav#toc { background: #fafafa; border: 1px solid #e6e6e6; padding: .5rem 1rem; margin: .8rem 0; }
-nav#toc ol { margin: .2rem 0; padding-left: 1.4rem; } nav#toc li { margin: .1rem 0; }
-nav#toc .runs a { margin-right: .5rem; font-size: .86rem; }
-.top { font-size: .8rem; font-weight: normal; margin-left: .6rem; }
-.gallery { display: flex; flex-wrap: wrap; gap: .8rem; align-items: flex-start; }
-.gallery figure { margin: 0; max-width: 460px; } .gallery img { width: 100%; }
-details.tasks > summary { font-weight: 600; }
-.contrast-line, .compare-line { margin: .2rem 0 .5rem; } .flagged { color: #a33; font-weight: 600; }
-ul.identical { margin: -.4rem 0 1rem; }
-"""
-
-_STATE_TEXT: dict[CellState, str] = {"resolved": "1", "unresolved": "0", "missing": "?", "n/a": ""}
-_STATE_CLASS: dict[CellState, str] = {
-    "resolved": "cell-resolved",
-    "unresolved": "cell-unresolved",
-    "missing": "cell-missing",
-    "n/a": "cell-na",
-}
-
-
 def render(data: ReportData, images: Images, *, anchors: Anchors) -> str:
     """The whole page."""
     parts = [
@@ -138,14 +85,14 @@ def render(data: ReportData, images: Images, *, anchors: Anchors) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<link rel="icon" href="data:,">',
         f"<title>swecl report: {esc(', '.join(v.label for v in data.versions))}</title>",
-        f"<style>{_CSS}</style>",
+        f"<style>{CSS}</style>",
         "</head>",
         "<body>",
         _header(data, anchors),
         _runs_table(data),
         _headline(data),
         _contrast(data),
-        _leakage(data),
+        _leakage(data, anchors),
         render_comparisons(data.comparisons, data.grouped, _TOP),
         *([render_groups(data.groups, _TOP)] if data.groups else []),
         *(_sequence_section(data, seq, images, anchors) for seq in data.sequence_ids),
@@ -206,12 +153,6 @@ def _toc(data: ReportData, anchors: Anchors) -> str:
     )
 
 
-def sandbox_of(config: Mapping[str, object]) -> str:
-    """Where a run's agents and tests ran; runs recorded before the sandbox existed ran unconfined."""
-    mode = config.get("sandbox")
-    return "none (unconfined)" if mode in (None, "none") else str(mode)
-
-
 def _runs_table(data: ReportData) -> str:
     head = "".join(
         f"<th>{h}</th>"
@@ -241,18 +182,6 @@ def _runs_table(data: ReportData) -> str:
     )
 
 
-def _metric_cells(metrics: Mapping[str, float | None], unmeasured: Mapping[str, str] | None = None) -> str:
-    # data-value keeps the formula's exact output; the text says "n/a" when that output is a
-    # convention the run's passes did not measure (F = 0 without a re-test), with the reason.
-    gaps = unmeasured or {}
-    return "".join(
-        f'<td class="num" data-metric="{esc(name)}" data-value="{_value_attr(metrics.get(name))}"'
-        + (f' data-unmeasured="{esc(gaps[name])}" title="not measured: {esc(gaps[name])}">n/a</td>' if name in gaps
-           else f">{_num(metrics.get(name))}</td>")
-        for name in METRIC_NAMES
-    )
-
-
 def _headline_notes(data: ReportData) -> str:
     """Under the headline: which values are not measurements, and whether CL-Scores compare."""
     items = []
@@ -274,11 +203,6 @@ def _headline_notes(data: ReportData) -> str:
     return '<ul class="note" id="unmeasured">' + "".join(f"<li>{item}</li>" for item in items) + "</ul>"
 
 
-def _metric_head(first: str, extra: Iterable[str] = (), *, before: Iterable[str] = ()) -> str:
-    names = (first, *before, *METRIC_NAMES, *extra)
-    return "<tr>" + "".join(f"<th>{esc(n)}</th>" for n in names) + "</tr>"
-
-
 def _headline(data: ReportData) -> str:
     rows = []
     for vr in data.versions:
@@ -286,11 +210,11 @@ def _headline(data: ReportData) -> str:
         counts = ", ".join(f"{n}" for n in sorted(set(result.macro_counts.values())))
         rows.append(
             f'<tr data-version="{esc(vr.run.version)}" data-row="macro"><td>{esc(vr.label)}</td>'
-            f'{_metric_cells(result.macro, result.unmeasured)}<td class="num">{esc(counts)}</td></tr>'
+            f'{metric_cells(result.macro, result.unmeasured)}<td class="num">{esc(counts)}</td></tr>'
         )
     return (
         f'<section id="headline"><h2>Headline: unweighted macro-average over sequences {_TOP}</h2>'
-        f'<table class="metrics"><thead>{_metric_head("run", ["sequences averaged"])}</thead>'
+        f'<table class="metrics"><thead>{metric_head("run", ["sequences averaged"])}</thead>'
         f'<tbody>{"".join(rows)}</tbody></table>{_headline_notes(data)}</section>'
     )
 
@@ -301,7 +225,7 @@ def _tally_cell(side: str, found: Tally | None, empty: str) -> str:
     missing = f", {found.missing} missing" if found.missing else ""
     return (
         f'<td class="num" data-side="{side}" data-resolved="{found.resolved}" data-valid="{found.valid}" '
-        f'data-tasks="{found.tasks}">{found.resolved}/{found.tasks} resolved ({_num(found.rate)}{missing})</td>'
+        f'data-tasks="{found.tasks}">{found.resolved}/{found.tasks} resolved ({num(found.rate)}{missing})</td>'
     )
 
 
@@ -314,7 +238,7 @@ def _contrast_row(row: ContrastRow) -> str:
     off = _tally_cell("off", row.off, "not measured")
     return (
         f'<tr data-contrast="{esc(row.version)}" data-kind="{row.kind}"><td>{esc(row.label)}</td>{on}{off}'
-        f'<td class="num" data-delta="{_value_attr(row.delta)}">{_signed(row.delta)}</td><td>{esc(row.off_from)}</td></tr>'
+        f'<td class="num" data-delta="{value_attr(row.delta)}">{_signed(row.delta)}</td><td>{esc(row.off_from)}</td></tr>'
     )
 
 
@@ -335,8 +259,27 @@ def _contrast(data: ReportData) -> str:
 _KIND_TEXT = {"same-instance": "same instance", "later-task": "later task", "test-content": "test content"}
 
 
-def _leakage(data: ReportData) -> str:
-    """The leakage counts `swecl metrics` and `swecl runs` print, one row per run."""
+def task_anchor(article: str, order: int) -> str:
+    """The fragment id of a task's row in a run's task table (`article` is the run's part of the sequence)."""
+    return f"{article}-t{order}"
+
+
+def _flagged_tasks(vr: VersionReport, anchors: Anchors) -> str:
+    """Links to the task rows the audit flagged: the evidence, one click from the counts."""
+    links = []
+    for sequence_id, seq in vr.sequences.items():
+        article = anchors.articles[(vr.run.version, sequence_id)]
+        for task in seq.tasks:
+            if task.leaks:
+                hits = sum(leak.hits for leak in task.leaks)
+                links.append(f'<a href="#{esc(task_anchor(article, task.order))}" data-task="{esc(sequence_id)}:{task.order}" '
+                             f'title="{esc(sequence_id)} task {task.order}: {hits} flagged">'
+                             f'<span class="mono">{esc(task.instance_id)}</span></a>')
+    return " ".join(links)
+
+
+def _leakage(data: ReportData, anchors: Anchors) -> str:
+    """The leakage counts `swecl metrics` and `swecl runs` print, one row per run, and the tasks flagged."""
     rows = []
     for vr in data.versions:
         leak = vr.leakage
@@ -350,7 +293,8 @@ def _leakage(data: ReportData) -> str:
             cls = "num flagged" if name != "recalled" and n else "num"
             cells.append(f'<td class="{cls}" data-count="{esc(name)}" data-value="{n}">{shown}</td>')
         drill = f"<code>swecl audit {esc(vr.run.version)} --summary</code>" if leak.flagged else ""
-        rows.append(f'<tr data-leakage="{esc(vr.run.version)}"><td>{esc(vr.label)}</td>{"".join(cells)}<td>{drill}</td></tr>')
+        rows.append(f'<tr data-leakage="{esc(vr.run.version)}"><td>{esc(vr.label)}</td>{"".join(cells)}'
+                    f'<td class="leak-tasks">{_flagged_tasks(vr, anchors)}</td><td class="drill">{drill}</td></tr>')
     # Every run's audit reports the same kinds (`FLAG_KINDS`), in the same order.
     kinds = "".join(f"<th>{esc(_KIND_TEXT.get(k, k))}</th>" for k in data.versions[0].leakage.by_kind)
     return (
@@ -358,9 +302,10 @@ def _leakage(data: ReportData) -> str:
         '<p class="note">A recalled memory item is flagged when it was written for the very task it was recalled for '
         "(same instance) or by a later task of the sequence (later task): only a seeded or imported memory can bring "
         "one, and it can inflate the scores (counts as in <code>swecl metrics</code>, over the attempts that count). "
+        "Each flagged task links to its row in the run's task table, marked ⚑ there. "
         "Drill in: <code>swecl audit VERSION --summary</code>.</p>"
         f'<table class="leakage"><thead><tr><th>run</th><th>recalled items</th><th>flagged</th>{kinds}'
-        f'<th>drill in</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>'
+        f'<th>flagged tasks</th><th>drill in</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>'
     )
 
 
@@ -419,7 +364,7 @@ def _sequence_section(data: ReportData, sequence_id: str, images: Images, anchor
         f'<section class="sequence" id="{esc(anchors.sequences[sequence_id])}" data-sequence="{esc(sequence_id)}">'
         f"<h2>Sequence {esc(sequence_id)} {_TOP}</h2>"
         f"{figure}{_identical_note(images.lines.get(sequence_id))}"
-        f'<table class="metrics"><thead>{_metric_head("run", ["tasks", "missing initial / final / baseline"])}'
+        f'<table class="metrics"><thead>{metric_head("run", ["tasks", "missing initial / final / baseline"])}'
         f'</thead><tbody>{"".join(metric_rows)}</tbody></table>'
         f'{"".join(notes)}'
         f"{heatmaps}"
@@ -445,7 +390,7 @@ def _sequence_metric_row(vr: VersionReport, seq: SequenceReport) -> str:
     miss = " / ".join(_missing_text(v) for v in (missing.initial, missing.final, missing.baseline))
     return (
         f'<tr data-version="{esc(vr.run.version)}" data-row="{esc(seq.sequence_id)}">{label}'
-        f"{_metric_cells(result.metrics, result.unmeasured)}<td class=\"num\">{missing.n_tasks}</td><td>{esc(miss)}</td></tr>"
+        f"{metric_cells(result.metrics, result.unmeasured)}<td class=\"num\">{missing.n_tasks}</td><td>{esc(miss)}</td></tr>"
     )
 
 
@@ -455,7 +400,7 @@ def _version_article(vr: VersionReport, seq: SequenceReport, anchor: str) -> str
         f'<article class="version" id="{esc(anchor)}" data-version="{esc(vr.run.version)}">'
         f"<h3>{esc(vr.label)} · {memory} · {esc(seq.sequence_id)}</h3>"
         f"{_contrast_line(vr, seq)}"
-        f"{_task_table(vr, seq)}"
+        f"{_task_table(vr, seq, anchor)}"
         f"{_matrix_table(seq.matrix)}"
         f"{_extras(seq)}"
         "</article>"
@@ -468,11 +413,11 @@ def _contrast_line(vr: VersionReport, seq: SequenceReport) -> str:
         return ""
     mc = seq.metrics.extras.memory_contrast
     if not vr.memory_on:
-        text = (f"memory off (stage {vr.run.stage} has no memory): initial pass {_num(mc.mem_on)} (n={mc.n_on})"
-                + (f", baseline pass {_num(mc.mem_off)} (n={mc.n_off})" if mc.n_off else ""))
+        text = (f"memory off (stage {vr.run.stage} has no memory): initial pass {num(mc.mem_on)} (n={mc.n_on})"
+                + (f", baseline pass {num(mc.mem_off)} (n={mc.n_off})" if mc.n_off else ""))
     else:
-        text = (f"memory on (initial pass) {_num(mc.mem_on)} (n={mc.n_on}) vs memory off (baseline pass) "
-                f"{_num(mc.mem_off)} (n={mc.n_off}): Δ {_signed(mc.delta)}" + (f" — {mc.reason}" if mc.reason else ""))
+        text = (f"memory on (initial pass) {num(mc.mem_on)} (n={mc.n_on}) vs memory off (baseline pass) "
+                f"{num(mc.mem_off)} (n={mc.n_off}): Δ {_signed(mc.delta)}" + (f" — {mc.reason}" if mc.reason else ""))
     return f'<p class="contrast-line">{esc(text)}</p>'
 
 
@@ -480,7 +425,7 @@ def _matrix_cell(cell: MatrixCell) -> str:
     title = cell.state if cell.pass_ is None else f"{cell.pass_}: {cell.state}" + (
         f" ({cell.status})" if cell.status else ""
     )
-    return f'<td class="{_STATE_CLASS[cell.state]}" title="{esc(title)}">{_STATE_TEXT[cell.state]}</td>'
+    return f'<td class="{STATE_CLASS[cell.state]}" title="{esc(title)}">{STATE_TEXT[cell.state]}</td>'
 
 
 def _matrix_table(matrix: Matrix) -> str:
@@ -506,18 +451,18 @@ def _extras(seq: SequenceReport) -> str:
     ex = seq.metrics.extras
     snap, tools = ex.snapshot, ex.tool_use
     lines = [
-        f"snapshot: initial {_num(snap.initial)} → final {_num(snap.final)} (Δ {_num(snap.delta)})"
+        f"snapshot: initial {num(snap.initial)} → final {num(snap.final)} (Δ {num(snap.delta)})"
         + ("" if snap.retested else " — no re-test: final = initial"),
-        f"tool-use efficiency: {_num(tools.value, 4)} resolved per agent step "
+        f"tool-use efficiency: {num(tools.value, 4)} resolved per agent step "
         f"({tools.resolved} resolved / {tools.steps} steps over {tools.n} tasks)" + (f" — {tools.reason}" if tools.reason else ""),
     ]
     strata = ""
     if ex.strata:
         rows = "".join(
-            f"<tr><td>difficulty {esc(key)}</td><td class=\"num\">{s.n_tasks}</td>{_metric_cells(s.metrics)}</tr>"
+            f"<tr><td>difficulty {esc(key)}</td><td class=\"num\">{s.n_tasks}</td>{metric_cells(s.metrics)}</tr>"
             for key, s in ex.strata.items()
         )
-        strata = f'<table class="strata"><thead>{_metric_head("stratum", before=["tasks"])}</thead><tbody>{rows}</tbody></table>'
+        strata = f'<table class="strata"><thead>{metric_head("stratum", before=["tasks"])}</thead><tbody>{rows}</tbody></table>'
     return (
         "<details><summary>snapshot phase, tool use, difficulty strata</summary>"
         f"<ul>{''.join(f'<li>{esc(line)}</li>' for line in lines)}</ul>{strata}</details>"
@@ -543,7 +488,28 @@ def _clip(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _task_row(task: TaskRow, memory_on: bool) -> str:
+def _leak_cell(vr: VersionReport, task: TaskRow) -> str:
+    """⚑ and the audit's flags of this task, per pass: kinds with their counts (`hits` per kind)."""
+    if not task.leaks:
+        return '<td class="leak"></td>'
+    parts = []
+    for leak in task.leaks:
+        kinds = ", ".join(f"{esc(_KIND_TEXT.get(k, k))} {n}" for k, n in leak.by_kind.items())
+        parts.append(
+            f'<span data-pass="{esc(leak.pass_)}" data-hits="{leak.hits}" '
+            f'data-kinds="{esc(" ".join(f"{k}:{n}" for k, n in leak.by_kind.items()))}">{esc(leak.pass_)}: {kinds}</span>'
+        )
+    command = f"swecl audit {vr.run.version} {task.instance_id}"
+    hits = sum(leak.hits for leak in task.leaks)
+    return (
+        f'<td class="leak flagged" data-leaks="{hits}"><a class="flagged" href="#leakage" '
+        f'title="{esc(hits)} recalled item(s) flagged; drill in: {esc(command)}">⚑ {hits}</a> '
+        f'{"".join(parts)}</td>'
+    )
+
+
+def _task_row(vr: VersionReport, task: TaskRow, anchor: str) -> str:
+    memory_on = vr.memory_on
     if task.recalls:
         recalled = "".join(_recall_html(r) for r in task.recalls)
     else:
@@ -551,29 +517,32 @@ def _task_row(task: TaskRow, memory_on: bool) -> str:
     resolved = {True: "yes", False: "no", None: "—"}[task.resolved]
     attempt = f" (attempt {task.attempt})" if task.attempt and task.attempt > 1 else ""
     outcome_cells = "".join(
-        f'<td class="{_STATE_CLASS[state]}">{_STATE_TEXT[state]}</td>' for state in (task.initial, task.final, task.baseline)
+        f'<td class="{STATE_CLASS[state]}">{STATE_TEXT[state]}</td>' for state in (task.initial, task.final, task.baseline)
     )
+    # Only flagged rows get an id: the leakage section links to them, nothing else does.
+    row_id = f' id="{esc(task_anchor(anchor, task.order))}" class="leaked"' if task.leaks else ""
     return (
-        f'<tr data-order="{task.order}"><td class="num">{task.order}</td>'
+        f'<tr data-order="{task.order}"{row_id}><td class="num">{task.order}</td>'
         f'<td class="mono iid">{esc(task.instance_id)}</td>'
         f'<td class="num">{"" if task.difficulty is None else task.difficulty}</td>'
         f"<td>{esc(task.status)}{esc(attempt)}</td><td>{resolved}</td>{outcome_cells}"
+        f"{_leak_cell(vr, task)}"
         f'<td class="num">{"" if task.turns is None else task.turns}</td>'
         f"<td>{recalled}</td></tr>"
     )
 
 
-def _task_table(vr: VersionReport, seq: SequenceReport) -> str:
-    """The run's tasks of this sequence, folded: the summary line says what is inside."""
+def _task_table(vr: VersionReport, seq: SequenceReport, anchor: str) -> str:
+    """The run's tasks of this sequence, folded: the summary line says what is inside, flagged tasks included."""
     if not seq.tasks:
         return ""
     memory_on = vr.memory_on
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("#", "instance", "difficulty", "status", "resolved", "initial", "final", "baseline", "turns",
-                  "memories recalled (rank, score, title, source task)")
+        for h in ("#", "instance", "difficulty", "status", "resolved", "initial", "final", "baseline", "leak flags",
+                  "turns", "memories recalled (rank, score, title, source task)")
     )
-    rows = "".join(_task_row(task, memory_on) for task in seq.tasks)
+    rows = "".join(_task_row(vr, task, anchor) for task in seq.tasks)
     resolved = sum(1 for t in seq.tasks if t.initial == "resolved")
     unresolved = sum(1 for t in seq.tasks if t.initial == "unresolved")
     recalls = sum(len(t.recalls) for t in seq.tasks)
@@ -581,7 +550,9 @@ def _task_table(vr: VersionReport, seq: SequenceReport) -> str:
     if missing := len(seq.tasks) - resolved - unresolved:
         said += f", {missing} missing"
     said += f"; {recalls} recalls" if memory_on else "; memory off"
+    leaked = sum(1 for t in seq.tasks if t.leaks)
+    flag = f' <span class="flagged" data-leaked-tasks="{leaked}">⚑ {leaked} flagged by the audit</span>' if leaked else ""
     return (
-        f'<details class="tasks"><summary>Tasks of {esc(vr.label)} (initial pass): {esc(said)}</summary>'
+        f'<details class="tasks"><summary>Tasks of {esc(vr.label)} (initial pass): {esc(said)}{flag}</summary>'
         f'<table class="tasks"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></details>'
     )

@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PatchCollection
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
@@ -31,6 +33,7 @@ COLOURS: dict[CellState, str] = {
     "missing": "#d9d9d9",
     "n/a": "#ffffff",
 }
+_RGB: dict[CellState, tuple[float, float, float]] = {state: to_rgb(colour) for state, colour in COLOURS.items()}
 MARKS: dict[CellState, str] = {"resolved": "1", "unresolved": "0", "missing": "?", "n/a": ""}
 _RC = {
     "text.parse_math": False,
@@ -68,21 +71,27 @@ def matrix_png(matrix: Matrix, title: str, path: Path) -> None:
         ax = fig.add_subplot()
         ax.set_aspect("equal")
         annotate = n <= _ANNOTATE_UP_TO
-        plain: list[Rectangle] = []
-        plain_colours: list[str] = []
+        # Each block of rows (the grid, the baseline) is one mesh of cells coloured by state:
+        # a patch per cell made a 50-task grid 2,600 Python objects to build, transform and
+        # draw, a third of the report's time. Only missing cells, hatched, are patches.
+        blocks = [(0.0, list(matrix.rows))]
+        if matrix.baseline is not None:
+            blocks.append((n + 0.5, [matrix.baseline]))
         hatched: list[Rectangle] = []
-        for y, row in rows:
-            for x, cell in enumerate(row.cells):
-                if cell.state == "missing":
-                    hatched.append(Rectangle((x, y), 1, 1))
-                else:
-                    plain.append(Rectangle((x, y), 1, 1))
-                    plain_colours.append(COLOURS[cell.state])
-                if annotate and cell.state != "n/a":
-                    colour = "white" if cell.state == "resolved" else "#222222"
-                    ax.text(x + 0.5, y + 0.5, MARKS[cell.state], ha="center", va="center", color=colour, fontsize=8)
-        # Two collections rather than a patch per cell: a 50-task grid is 2,600 cells.
-        ax.add_collection(PatchCollection(plain, facecolors=plain_colours, edgecolors="#bbbbbb", linewidths=0.5))
+        for top, block in blocks:
+            if not block or n == 0:
+                continue
+            colours = np.array([[_RGB[cell.state] for cell in row.cells] for row in block], dtype=float)
+            ax.pcolormesh(np.arange(n + 1), top + np.arange(len(block) + 1), colours, edgecolors="#bbbbbb",
+                          linewidth=0.5)
+            for r, row in enumerate(block):
+                for x, cell in enumerate(row.cells):
+                    if cell.state == "missing":
+                        hatched.append(Rectangle((x, top + r), 1, 1))
+                    if annotate and cell.state != "n/a":
+                        colour = "white" if cell.state == "resolved" else "#222222"
+                        ax.text(x + 0.5, top + r + 0.5, MARKS[cell.state], ha="center", va="center", color=colour,
+                                fontsize=8)
         if hatched:
             ax.add_collection(
                 PatchCollection(hatched, facecolors=COLOURS["missing"], edgecolors="#555555", linewidths=0.5, hatch="///")

@@ -17,6 +17,7 @@ server around `View.respond` is `commands.cli._view`.
 from __future__ import annotations
 
 from ._app import CSP, NotFound, Response, View
+from ._events import EVENT_STREAM, EVENTS_PATH
 from ._progress import Progress, run_progress
 
-__all__ = ["CSP", "NotFound", "Progress", "Response", "View", "run_progress"]
+__all__ = ["CSP", "EVENT_STREAM", "EVENTS_PATH", "NotFound", "Progress", "Response", "View", "run_progress"]

@@ -20,8 +20,8 @@ from urllib.parse import quote
 
 from projections import VersionMetrics
 from projections.audit import DatasetNote, Flag
-from projections.report._data import Matrix, MatrixCell, SequenceReport, TaskRow, VersionReport
-from projections.report._html import _STATE_CLASS, _STATE_TEXT, _metric_cells, _metric_head, esc, sandbox_of
+from projections.report import Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, memory_on, tally
+from projections.report.present import STATE_CLASS, STATE_TEXT, esc, metric_cells, metric_head, sandbox_of
 from projections.show import AttemptShow, ShownRecall, agent_numbers, is_json_lines
 
 from ._progress import Progress, duration_text
@@ -105,9 +105,29 @@ def progress_html(p: Progress, status: str) -> str:
     return f'<span class="progress" data-done="{p.done}" data-total="{p.total}">{bar}</span>'
 
 
+def contrast_html(vm: VersionMetrics) -> str:
+    """Memory on vs off at a glance, as the report's contrast reads it: the initial pass
+    (memory on for a stage with memory) against the run's own baseline pass (memory off),
+    resolved over the tasks with a verdict, pooled over sequences."""
+    inputs = list(vm.outcomes.to_metric_inputs(vm.not_gradeable))
+    initial = tally(s.initial for s in inputs)
+    baseline = [s.baseline for s in inputs if s.baseline is not None]
+
+    def said(t: Tally) -> str:
+        return f"{t.resolved}/{t.valid}" + ("" if t.rate is None else f" ({t.rate:.2f})")
+
+    if not memory_on(vm.run):
+        return f'<td data-contrast="off">memory off: {esc(said(initial))}</td>'
+    if not baseline:
+        return f'<td data-contrast="on">on {esc(said(initial))} · off not run</td>'
+    off = tally(baseline)
+    delta = "" if initial.rate is None or off.rate is None else f" · Δ {initial.rate - off.rate:+.2f}"
+    return f'<td data-contrast="on">on {esc(said(initial))} · off {esc(said(off))}{esc(delta)}</td>'
+
+
 def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
-    cols = ("version", "stage", "agent", "status", "progress", "sequences", "resolved", "leaks", *_HEADLINE,
-            "seeded from", "started")
+    cols = ("version", "stage", "agent", "status", "progress", "sequences", "resolved", "leaks", "memory on vs off",
+            *_HEADLINE, "seeded from", "started")
     rows = []
     for item in listings:
         r, vm = item.row, item.metrics
@@ -124,7 +144,7 @@ def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
             f'<td>{esc(r["status"])}</td><td class="progress-cell">{progress_html(item.progress, r["status"])}</td>'
             f'<td>{"<br>".join(_a(sequence_href(r["version"], s), s) for s in r["sequences"])}</td>'
             f'<td>{esc(" ".join(f"{p}={n}" for p, n in r["resolved"].items()))}</td>'
-            f'<td class="num{" flagged" if leaks else ""}">{leaks}</td>{metrics}'
+            f'<td class="num{" flagged" if leaks else ""}">{leaks}</td>{contrast_html(vm)}{metrics}'
             f'<td>{esc(r["seeded_from"] or "")}</td><td>{esc(str(r["started_at"])[:19].replace("T", " "))}</td></tr>'
         )
     table = (f'<table class="runs"><thead><tr>{"".join(f"<th>{c}</th>" for c in cols)}</tr></thead>'
@@ -132,7 +152,9 @@ def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
     body = (
         f'<h1>Runs</h1><p class="meta">Ledger <code>{esc(ledger_path)}</code>, read-only. Macro-averaged native '
         "metrics (n/a: not measured by the run's passes); leaks: recalled items flagged as leakage "
-        "(<code>swecl audit VERSION --summary</code>). The page follows the ledger as it grows.</p>"
+        "(<code>swecl audit VERSION --summary</code>); memory on vs off: initial-pass tasks resolved with the stage's "
+        "memory against the run's own baseline pass (memory off), over the tasks with a verdict. The page follows "
+        "the ledger as it grows.</p>"
         f"{table}"
     )
     return layout("runs", [("runs", None)], head, body)
@@ -142,12 +164,12 @@ def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
 
 
 def _matrix_cell(version: str, matrix: Matrix, j: int, cell: MatrixCell) -> str:
-    text = _STATE_TEXT[cell.state]
+    text = STATE_TEXT[cell.state]
     if cell.pass_ is None:
-        return f'<td class="{_STATE_CLASS[cell.state]}"></td>'
+        return f'<td class="{STATE_CLASS[cell.state]}"></td>'
     title = f"{matrix.instance_ids[j]} · {cell.pass_}: {cell.state}" + (f" ({cell.status})" if cell.status else "")
     href = task_href(version, matrix.instance_ids[j], cell.pass_)
-    return (f'<td class="{_STATE_CLASS[cell.state]}" data-pass="{esc(cell.pass_)}" title="{esc(title)}">'
+    return (f'<td class="{STATE_CLASS[cell.state]}" data-pass="{esc(cell.pass_)}" title="{esc(title)}">'
             f'<a class="cell" href="{esc(href)}">{text or "&nbsp;"}</a></td>')
 
 
@@ -178,9 +200,9 @@ def _metrics_table(vr: VersionReport, sequences: Iterable[str]) -> str:
         if seq.metrics is None:
             continue
         rows.append(f'<tr data-row="{esc(sequence_id)}"><td>{_a(sequence_href(vr.run.version, sequence_id), sequence_id)}</td>'
-                    f"{_metric_cells(seq.metrics.metrics, seq.metrics.unmeasured)}</tr>")
-    rows.append(f'<tr data-row="macro"><td><b>macro</b></td>{_metric_cells(vr.result.macro, vr.result.unmeasured)}</tr>')
-    return f'<table class="metrics"><thead>{_metric_head("sequence")}</thead><tbody>{"".join(rows)}</tbody></table>'
+                    f"{metric_cells(seq.metrics.metrics, seq.metrics.unmeasured)}</tr>")
+    rows.append(f'<tr data-row="macro"><td><b>macro</b></td>{metric_cells(vr.result.macro, vr.result.unmeasured)}</tr>')
+    return f'<table class="metrics"><thead>{metric_head("sequence")}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def _run_facts(vr: VersionReport, status: str, progress: Progress) -> str:
@@ -216,8 +238,8 @@ def run_page(vr: VersionReport, status: str, progress: Progress, head: int) -> s
 def _task_row(version: str, task: TaskRow) -> str:
     resolved = {True: "yes", False: "no", None: "—"}[task.resolved]
     outcome_cells = "".join(
-        f'<td class="{_STATE_CLASS[state]}">'
-        + (_a(task_href(version, task.instance_id, pass_), _STATE_TEXT[state] or " ", "cell") if state != "n/a" else "")
+        f'<td class="{STATE_CLASS[state]}">'
+        + (_a(task_href(version, task.instance_id, pass_), STATE_TEXT[state] or " ", "cell") if state != "n/a" else "")
         + "</td>"
         for state, pass_ in ((task.initial, "initial"), (task.final, "retest"), (task.baseline, "baseline"))
     )

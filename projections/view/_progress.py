@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from ledger import Ledger, StreamRange
 from projections import RunOutcomes, RunSummary, read_views
-from projections.report._data import _planned_passes
+from projections.report import planned_passes
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,21 @@ def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def run_progress(ledger: Ledger, run: RunSummary, state: RunOutcomes, status: str, *,
-                 now: datetime | None = None) -> Progress:
-    """Progress of `run` from its outcomes `state`; `status` as `live_status` says it."""
+@dataclass(frozen=True)
+class ProgressFacts:
+    """What the ledger says of a run's progress; the clock and the run's lock add the rest
+    (`progress_now`), so the view can keep these while the ledger does not move."""
+
+    done: int
+    total: int
+    last_start_time: str | None
+    """When the run last started or resumed (ledger time)."""
+    finished_since: int
+    """Tasks finished since then."""
+
+
+def progress_facts(ledger: Ledger, run: RunSummary, state: RunOutcomes) -> ProgressFacts:
+    """The ledger's part of `run`'s progress, from its outcomes `state`."""
     started = None
     last_start_seq, last_start_time = 0, None
     for rec in ledger.read(types=["run.started", "run.resumed"], streams=[f"run/{run.version}"]):
@@ -54,21 +66,34 @@ def run_progress(ledger: Ledger, run: RunSummary, state: RunOutcomes, status: st
     for sequence_id in run.sequences:
         cells = state.sequences.get(sequence_id)
         plan = cells.plan if cells is not None else (started.tasks.get(sequence_id, []) if started is not None else [])
-        for pass_ in _planned_passes(run, retest_every, len(plan)):
+        for pass_ in planned_passes(run, retest_every, len(plan)):
             orders = _pass_orders(pass_, [t.order for t in plan])
             total += len(orders)
             finished = cells.passes.get(pass_, {}) if cells is not None else {}
             done += sum(1 for o in orders if (c := finished.get(o)) is not None and c.done)
-    running = status == "running"
-    eta = pace = None
-    if running and last_start_time is not None:
+    since = 0
+    if last_start_time is not None:
         since = sum(1 for _ in read_views(ledger, "task.finished", ("order",),
                                           ranges=[StreamRange(f"run/{run.version}")], after=last_start_seq))
-        elapsed = ((now or datetime.now(UTC)) - parse_time(last_start_time)).total_seconds()
-        if since and elapsed > 0:
-            pace = elapsed / since
-            eta = pace * max(0, total - done)
-    return Progress(done=done, total=total, running=running, eta_s=eta, pace_s=pace)
+    return ProgressFacts(done=done, total=total, last_start_time=last_start_time, finished_since=since)
+
+
+def progress_now(facts: ProgressFacts, status: str, *, now: datetime | None = None) -> Progress:
+    """Progress as of now: the pace since the run last (re)started, while `status` is running."""
+    running = status == "running"
+    eta = pace = None
+    if running and facts.last_start_time is not None:
+        elapsed = ((now or datetime.now(UTC)) - parse_time(facts.last_start_time)).total_seconds()
+        if facts.finished_since and elapsed > 0:
+            pace = elapsed / facts.finished_since
+            eta = pace * max(0, facts.total - facts.done)
+    return Progress(done=facts.done, total=facts.total, running=running, eta_s=eta, pace_s=pace)
+
+
+def run_progress(ledger: Ledger, run: RunSummary, state: RunOutcomes, status: str, *,
+                 now: datetime | None = None) -> Progress:
+    """Progress of `run` from its outcomes `state`; `status` as `live_status` says it."""
+    return progress_now(progress_facts(ledger, run, state), status, now=now)
 
 
 def _pass_orders(pass_: str, orders: list[int]) -> list[int]:

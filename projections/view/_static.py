@@ -3,7 +3,7 @@ needs) and its one script, which keeps a page live (see `SCRIPT`)."""
 
 from __future__ import annotations
 
-from projections.report._html import _CSS as REPORT_CSS
+from projections.report.present import CSS as REPORT_CSS
 
 CSS = REPORT_CSS + """
 header.bar { display: flex; flex-wrap: wrap; gap: .4rem 1rem; align-items: baseline; border-bottom: 1px solid #ddd;
@@ -35,43 +35,72 @@ tr.excluded { color: #999; }
 """
 
 SCRIPT = """\
-// swecl view: keeps the page live. Every 2 s it asks /api/head for the ledger's last
-// global position; when that moved, it fetches this page again and swaps its <main> in
-// (folded sections keep their state). Nothing else runs here; pages work without it.
+// swecl view: keeps the page live. The server pushes the ledger's last global position
+// (Server-Sent Events from /api/events) as soon as it moves; when a push is not to be had
+// (no EventSource, or the stream is down), it is polled from /api/head every 2 s instead.
+// When it moved, the page fetches itself again and swaps its <main> in (folded sections
+// keep their state). Nothing else runs here; pages work without it.
 (() => {
   const live = document.getElementById('live');
   let head = document.body.dataset.head;
+  let wanted = head;
   let busy = false;
+  let pushed = false;
   const say = (text, cls) => { if (live) { live.textContent = text; live.className = cls; } };
-  async function tick() {
-    if (busy || document.hidden) return;
+  async function redraw() {
+    const page = await fetch(location.href, { cache: 'no-store' });
+    if (!page.ok) throw new Error('HTTP ' + page.status);
+    const doc = new DOMParser().parseFromString(await page.text(), 'text/html');
+    const fresh = doc.getElementById('main');
+    const old = document.getElementById('main');
+    if (!fresh || !old) return;
+    const open = new Map([...old.querySelectorAll('details[data-key]')].map(d => [d.dataset.key, d.open]));
+    fresh.querySelectorAll('details[data-key]').forEach(d => {
+      if (open.has(d.dataset.key)) d.open = open.get(d.dataset.key);
+    });
+    old.replaceWith(document.adoptNode(fresh));
+    head = doc.body.dataset.head || wanted;
+    document.body.dataset.head = head;
+    document.title = doc.title;
+  }
+  // `now`: the head just learned. A push that comes while a redraw is under way is kept in
+  // `wanted` and drawn after it, never dropped.
+  async function follow(now, how) {
+    wanted = now;
+    if (busy) return;
     busy = true;
     try {
-      const r = await fetch('/api/head', { cache: 'no-store' });
-      if (!r.ok) throw new Error('HTTP ' + r.status);
-      const now = String((await r.json()).head);
-      if (now === head) { say('live · ledger seq ' + head, ''); return; }
-      const page = await fetch(location.href, { cache: 'no-store' });
-      if (!page.ok) throw new Error('HTTP ' + page.status);
-      const doc = new DOMParser().parseFromString(await page.text(), 'text/html');
-      const fresh = doc.getElementById('main');
-      const old = document.getElementById('main');
-      if (!fresh || !old) return;
-      const open = new Map([...old.querySelectorAll('details[data-key]')].map(d => [d.dataset.key, d.open]));
-      fresh.querySelectorAll('details[data-key]').forEach(d => {
-        if (open.has(d.dataset.key)) d.open = open.get(d.dataset.key);
-      });
-      old.replaceWith(document.adoptNode(fresh));
-      head = doc.body.dataset.head || now;
-      document.body.dataset.head = head;
-      document.title = doc.title;
-      say('live · ledger seq ' + head + ' · updated ' + new Date().toLocaleTimeString(), 'fresh');
+      let drawn = false;
+      for (let i = 0; i < 3 && wanted !== head; i++) {
+        const before = head;
+        await redraw();
+        drawn = true;
+        if (head === before) break;
+      }
+      say('live · ledger seq ' + head + ' · ' + how + (drawn ? ' · updated ' + new Date().toLocaleTimeString() : ''),
+          drawn ? 'fresh' : '');
     } catch (e) {
       say('not live: ' + e.message, 'stale');
     } finally {
       busy = false;
     }
   }
-  setInterval(tick, 2000);
+  async function poll() {
+    if (pushed || busy || document.hidden) return;
+    try {
+      const r = await fetch('/api/head', { cache: 'no-store' });
+      if (!r.ok) throw new Error('HTTP ' + r.status);
+      await follow(String((await r.json()).head), 'polled');
+    } catch (e) {
+      say('not live: ' + e.message, 'stale');
+    }
+  }
+  if (window.EventSource) {
+    const stream = new EventSource('/api/events');
+    stream.addEventListener('head', e => { pushed = true; follow(String(JSON.parse(e.data).head), 'pushed'); });
+    stream.addEventListener('error', () => { pushed = false; });  // it reconnects by itself; polled meanwhile
+    window.addEventListener('pagehide', () => stream.close());
+  }
+  setInterval(poll, 2000);
 })();
 """

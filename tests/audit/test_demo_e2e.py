@@ -57,3 +57,45 @@ def test_replay_and_export_on_the_demo(demo: Path, tmp_path: Path) -> None:
     files_b = {p.relative_to(tmp_path / "b"): p.read_bytes() for p in (tmp_path / "b").rglob("*") if p.is_file()}
     assert files_a == files_b and files_a
     assert list(load_predictions(tmp_path / "preds.jsonl")) == plan
+
+
+def test_the_reports_task_tables_mark_exactly_the_tasks_the_audit_flags(demo: Path, tmp_path: Path) -> None:
+    """Per-task leak markers: every task row the audit summary flags (over the attempts that
+    count, as the run's counts) carries its flags per pass, kinds and counts; no other row does."""
+    from projections import Results
+    from projections.report import build_report
+    from tests.report.test_report import Page
+
+    report = build_report(Results(demo), [], tmp_path / "report")
+    page = Page(report.index.read_text(encoding="utf-8"))
+    marked: dict[tuple[str, str, int], dict[str, tuple[int, str]]] = {}
+    ids: dict[tuple[str, str, int], str] = {}
+    for attrs, up in page.with_attr("span", "data-pass"):
+        row = next(a for t, a in reversed(up) if t == "tr")
+        section = next(a for t, a in up if t == "section")
+        article = next(a for t, a in up if t == "article")
+        key = (article["data-version"], section["data-sequence"], int(row["data-order"]))
+        marked.setdefault(key, {})[attrs["data-pass"]] = (int(attrs["data-hits"]), attrs["data-kinds"])
+        ids[key] = row["id"]
+
+    expected: dict[tuple[str, str, int], dict[str, tuple[int, str]]] = {}
+    with Ledger.open(demo / "ledger.db", readonly=True) as led:
+        for version in ("1", "2"):
+            summary = audit_summary(led, version, counted_only=True)
+            for f in summary.flagged:
+                kinds = " ".join(f"{k}:{n}" for k, n in f.by_kind.items())
+                expected.setdefault((version, f.sequence_id, f.order), {})[f.pass_] = (f.hits, kinds)
+            # The per-task counts add up to the run's: the numbers `swecl runs` and the leakage table show.
+            assert sum(f.hits for f in summary.flagged) == summary.flagged_hits
+            for kind, n in summary.by_kind.items():
+                assert sum(f.by_kind.get(kind, 0) for f in summary.flagged) == n, kind
+    assert expected and all(version == "2" for version, _, _ in expected)  # the seeded run leaks, the blank one not
+    assert marked == expected
+
+    # The leakage section links each flagged task to its row, and only those.
+    links = {a["href"].removeprefix("#") for a, up in page.with_attr("a", "data-task")
+             if any(t == "tr" and "data-leakage" in r for t, r in up)}
+    assert links == set(ids.values()) and len(links) == len(expected)
+    # Folded, the table's summary line still says how many of its tasks are flagged.
+    said = sum(int(a["data-leaked-tasks"]) for a, _ in page.with_attr("span", "data-leaked-tasks"))
+    assert said == len(expected)

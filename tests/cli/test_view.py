@@ -24,7 +24,7 @@ from urllib.parse import quote
 import pytest
 
 from bench.processes import swecl_argv, swecl_env
-from tests.report.browser import evaluate, launch, open_page, problems_of
+from tests.report.browser import evaluate, launch, open_page, problems_of, requests_of
 from tests.run.support import REPO_ROOT, SPANS, TEXTKIT, demo_tasks, swecl, swecl_json
 
 from .conftest import unresolved
@@ -274,3 +274,82 @@ def test_a_browser_clicks_from_the_runs_page_to_a_failing_test_and_its_patch(
     assert "NOT RESOLVED" in facts["text"]
     assert live.startswith("live · ledger seq"), live
     assert problems == [], "\n".join(problems)  # no console error, no CSP violation, no failed request
+
+
+def test_sse_stream_pushes_the_head_when_the_ledger_moves(tmp_path: Path, cache: Path) -> None:
+    """`/api/events` over real HTTP: the head at once, then again after an append, nothing in between."""
+    from bench.ledgers import LedgerBuilder
+    from ledger import Ledger
+    from tests.report.realistic import build_realistic
+
+    root = tmp_path / "results"
+    build_realistic(root)
+    with serving(root, cache) as (base, _):
+        with urllib.request.urlopen(base + "/api/events", timeout=30) as stream:
+            assert stream.headers["Content-Type"].startswith("text/event-stream")
+            assert stream.readline() == b"retry: 2000\n" and stream.readline() == b"\n"
+            first = _sse_event(stream)
+            b = LedgerBuilder(Ledger.open(root / "ledger.db"))
+            try:
+                b.start_run("pushed", stage="base", plan={})
+                moved = b.ledger.head()  # type: ignore[union-attr]
+            finally:
+                b.close()
+            second = _sse_event(stream)
+    assert first[0] == "head" and second[0] == "head"
+    assert second[1]["head"] == moved > first[1]["head"] and second[1]["ledger_id"] == first[1]["ledger_id"]
+
+
+def _sse_event(stream: Any) -> tuple[str, Any]:
+    """The next event of a Server-Sent Events stream (comments skipped): (name, decoded data)."""
+    name, data = "message", None
+    while True:
+        line = stream.readline().decode().rstrip("\n")
+        if line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("data: "):
+            data = json.loads(line[6:])
+        elif line == "" and data is not None:
+            return name, data
+
+
+@pytest.mark.slow
+def test_an_open_page_is_redrawn_by_push_not_by_polling(tmp_path: Path, cache: Path, chromium: str) -> None:
+    """The runs page open in Chromium while a run starts and works: the page learns it from
+    `/api/events` and redraws itself with the new run; it never asks `/api/head` meanwhile."""
+    from bench.ledgers import LedgerBuilder
+    from ledger import Ledger
+    from tests.report.realistic import DJANGO, PLAN, build_realistic
+
+    root = tmp_path / "results"
+    build_realistic(root)
+    with serving(root, cache) as (base, _), launch(chromium, tmp_path / "chromium") as browser:
+        cdp = browser.cdp
+        load = open_page(cdp, base + "/")
+        session = load.session
+        assert evaluate(cdp, session, "document.querySelectorAll('tr[data-run=\"pushed\"]').length") == 0
+        b = LedgerBuilder(Ledger.open(root / "ledger.db"))
+        try:
+            b.start_run("pushed", stage="plugin-blank", plan={DJANGO: PLAN[DJANGO]})
+            b.pass_mark("pushed", DJANGO, "initial", "started")
+            b.task("pushed", DJANGO, 1, status="resolved")
+            head = b.ledger.head()  # type: ignore[union-attr]
+        finally:
+            b.close()
+        row, live = None, ""
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            row = evaluate(cdp, session, "(() => { const r = document.querySelector('tr[data-run=\"pushed\"]'); "
+                                         "return r && [r.dataset.done, r.dataset.total]; })()")
+            live = evaluate(cdp, session, "document.getElementById('live').textContent")
+            if row:
+                break
+            time.sleep(0.2)
+        shown_head = evaluate(cdp, session, "document.body.dataset.head")
+        requests = requests_of(cdp, session)
+        problems = problems_of(cdp, session)
+    assert row == ["1", "15"], (row, live)  # django's 5 tasks x initial, retest and baseline
+    assert shown_head == str(head) and "pushed" in live, live
+    assert base + "/api/events" in requests
+    assert not [u for u in requests if u.endswith("/api/head")], requests  # the push did it; no poll was needed
+    assert problems == [], "\n".join(problems)

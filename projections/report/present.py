@@ -1,0 +1,98 @@
+"""What the report and `swecl view` both draw with: the style sheet, the a(i,j) cell states,
+metric cells and headers, escaping and number formats. One module, public names, so the two
+pages show a cell, a metric or an n/a the same way.
+
+Everything the ledger provides is untrusted text: it goes through `esc` on its way into a
+page, in text and in attributes alike.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping
+
+from projections.metrics import METRIC_NAMES
+
+from ._data import CellState
+
+
+def esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def value_attr(value: float | None) -> str:
+    return "" if value is None else repr(float(value))
+
+
+CSS = """
+:root { color-scheme: light; --ok: #2c7fb8; --no: #f4a261; --miss: #d9d9d9; --ink: #1d1d1f; --mute: #666; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--ink);
+       margin: 0 auto; padding: 1.5rem 2rem 4rem; max-width: 1400px; }
+h1 { font-size: 1.6rem; margin: 0 0 .3rem; } h2 { margin-top: 2.2rem; border-bottom: 2px solid #ddd; padding-bottom: .2rem; }
+h3 { margin: 1.6rem 0 .5rem; } .meta, figcaption, .note { color: var(--mute); font-size: .86rem; }
+td.iid { white-space: nowrap; }
+nav a { margin-right: .9rem; } code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: .86rem; }
+table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .88rem; }
+th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
+th { background: #f6f6f6; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+figure { margin: .5rem 0 1rem; } img { max-width: 100%; height: auto; border: 1px solid #eee; }
+article.version { border-left: 4px solid #e6e6e6; padding-left: 1rem; margin: 1.2rem 0 2rem; }
+.cell-resolved { background: var(--ok); color: #fff; text-align: center; }
+.cell-unresolved { background: var(--no); text-align: center; }
+.cell-missing { background: repeating-linear-gradient(45deg, var(--miss) 0 4px, #f3f3f3 4px 8px); text-align: center; }
+.cell-na { background: #fff; color: #bbb; text-align: center; }
+table.matrix td, table.matrix th { padding: .1rem .35rem; min-width: 1.6rem; }
+.recall { margin: 0 0 .35rem; } .recall ol { margin: .15rem 0 0; padding-left: 1.3rem; }
+.unknown { color: #a33; font-style: italic; } .via { color: var(--mute); font-size: .8rem; }
+.legend span { display: inline-block; padding: 0 .5rem; margin-right: .4rem; border: 1px solid #ddd; }
+details { margin: .3rem 0 1rem; } summary { cursor: pointer; color: #333; }
+nav#toc { background: #fafafa; border: 1px solid #e6e6e6; padding: .5rem 1rem; margin: .8rem 0; }
+nav#toc ol { margin: .2rem 0; padding-left: 1.4rem; } nav#toc li { margin: .1rem 0; }
+nav#toc .runs a { margin-right: .5rem; font-size: .86rem; }
+.top { font-size: .8rem; font-weight: normal; margin-left: .6rem; }
+.gallery { display: flex; flex-wrap: wrap; gap: .8rem; align-items: flex-start; }
+.gallery figure { margin: 0; max-width: 460px; } .gallery img { width: 100%; }
+details.tasks > summary { font-weight: 600; }
+.contrast-line, .compare-line { margin: .2rem 0 .5rem; } .flagged { color: #a33; font-weight: 600; }
+tr.leaked > td:first-child { border-left: 3px solid #a33; } td.leak { font-size: .82rem; min-width: 13rem; }
+td.leak span[data-pass] { display: block; white-space: nowrap; }
+td.leak-tasks a { margin-right: .5rem; white-space: nowrap; } td.drill code { white-space: nowrap; }
+tr.leaked:target { outline: 2px solid #a33; }
+ul.identical { margin: -.4rem 0 1rem; }
+"""
+
+STATE_TEXT: dict[CellState, str] = {"resolved": "1", "unresolved": "0", "missing": "?", "n/a": ""}
+STATE_CLASS: dict[CellState, str] = {
+    "resolved": "cell-resolved",
+    "unresolved": "cell-unresolved",
+    "missing": "cell-missing",
+    "n/a": "cell-na",
+}
+
+
+def sandbox_of(config: Mapping[str, object]) -> str:
+    """Where a run's agents and tests ran; runs recorded before the sandbox existed ran unconfined."""
+    mode = config.get("sandbox")
+    return "none (unconfined)" if mode in (None, "none") else str(mode)
+
+
+def metric_cells(metrics: Mapping[str, float | None], unmeasured: Mapping[str, str] | None = None) -> str:
+    # data-value keeps the formula's exact output; the text says "n/a" when that output is a
+    # convention the run's passes did not measure (F = 0 without a re-test), with the reason.
+    gaps = unmeasured or {}
+    return "".join(
+        f'<td class="num" data-metric="{esc(name)}" data-value="{value_attr(metrics.get(name))}"'
+        + (f' data-unmeasured="{esc(gaps[name])}" title="not measured: {esc(gaps[name])}">n/a</td>' if name in gaps
+           else f">{num(metrics.get(name))}</td>")
+        for name in METRIC_NAMES
+    )
+
+
+def metric_head(first: str, extra: Iterable[str] = (), *, before: Iterable[str] = ()) -> str:
+    names = (first, *before, *METRIC_NAMES, *extra)
+    return "<tr>" + "".join(f"<th>{esc(n)}</th>" for n in names) + "</tr>"
