@@ -266,16 +266,20 @@ def start_run(results: Results, opts: RunOptions, reporter: Reporter, repeat: Re
 
 
 def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int | None = None,
-               executor: dict[str, Any] | None = None) -> RunReport:
-    """Continue run `version`. `jobs` and `executor` (RunOptions executor fields given on
-    this command line) override what the run was started with: a run started on Ray can
-    be finished locally, and the other way round."""
+               task_jobs: int | None = None, executor: dict[str, Any] | None = None) -> RunReport:
+    """Continue run `version`. `jobs`, `task_jobs` and `executor` (RunOptions executor
+    fields given on this command line) override what the run was started with: a run
+    started on Ray can be finished locally, and the other way round; how many workers
+    run tasks changes nothing that is recorded."""
     with results.open_ledger() as ledger:
         run = get_run(ledger, results.projector(ledger), version)
         started = next(ledger.read_stream(f"run/{version}"))
         opts = RunOptions.from_config(started.event.config)
         if jobs is not None:
             opts.jobs = jobs
+        if task_jobs is not None:
+            opts.task_jobs = task_jobs
+            opts.validate()
         if executor:
             if executor.get("executor") == "local":
                 opts = msgspec.structs.replace(opts, ray_address=None, shard_dir=None)
@@ -420,6 +424,7 @@ def run_sequence_on(ledger: Ledger, version: str, opts: RunOptions, sequence_id:
         budget=Budget(max_turns=opts.max_turns, timeout_s=opts.agent_timeout_s),
         builtin_dir=builtin_dir if stage.memory_mode == "builtin" else None,
         task_jobs=opts.task_jobs,
+        group_by_environment=not agents.agent_entry(opts.agent).briefed,
         p2p_excluded=p2p_excluded(ledger),
     )
     run_sequence(ctx, opts.pass_list, opts.retest_every)

@@ -75,7 +75,10 @@ class SequenceContext:
     builtin_dir: Path | None = None
     sandbox: Sandbox | None = None  # where the agent runs (the grader has its own)
     progress: dict[str, tuple[int, int]] = field(default_factory=dict)  # pass -> (done, resolved)
-    task_jobs: int = 1  # tasks at once in an order-free pass (see _sequence.order_free)
+    task_jobs: int = 1  # workers for the tasks that may run at once (see _schedule)
+    # With several workers: one environment's tasks in turn on one worker (grading only,
+    # where the test run is the whole task), rather than task by task (an agent's run dominates).
+    group_by_environment: bool = False
     # guards `progress` when tasks run in threads (each thread has its own ledger connection)
     lock: threading.Lock = field(default_factory=threading.Lock)
     builtin_seen: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (item id, sha256)
