@@ -1,4 +1,4 @@
-"""The passes of one sequence on `ctx.task_jobs` workers at once.
+"""The passes of one or more sequences of a run on N workers at once.
 
 Only the initial pass of a memory stage is ordered (each task recalls what the earlier
 ones wrote); every other task reads nothing another task of its pass writes:
@@ -14,7 +14,10 @@ ones wrote); every other task reads nothing another task of its pass writes:
 
 One coordinator (the calling thread) decides what runs and appends the pass marks; N
 worker threads run tasks, each with its own ledger connection and its own worktree
-slot. The events are those of a serial run (deterministic ids), in another order.
+slot. The sequences share the workers: an initial pass's next task goes first (of the
+sequence with the most left: the critical path), then the work that has waited
+longest, so no worker idles while any sequence has a task that may start. The events
+are those of a serial run (deterministic ids), in another order.
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ class Batch:
     pass_: str
     tasks: list[Task]
     position: int | None = None  # an initial-pass chain link: the task's 1-based position
+    stamp: int = 0  # when it became ready (free work runs oldest first, across sequences)
 
 
+_READY = itertools.count()
 RunTask = Any  # (ctx, state, task, pass_) -> None; _sequence._run_task, passed in to avoid an import cycle
 Mark = Any  # (pass_, "started" | "finished") -> None
 
@@ -95,11 +100,11 @@ class SequenceSchedule:
             for task in todo:
                 groups.setdefault((task.repo, str(task.version)), []).append(task)
             for group in sorted(groups.values(), key=len, reverse=True):
-                self.free.append(Batch(pass_, group))
+                self.free.append(Batch(pass_, group, stamp=next(_READY)))
         else:
             # An agent's time dominates a task, and a grade holds its environment's lock
             # while it tests: tasks one by one keep every worker busy.
-            self.free.extend(Batch(pass_, [t]) for t in todo)
+            self.free.extend(Batch(pass_, [t], stamp=next(_READY)) for t in todo)
         if not todo:
             self.finish(pass_)
 
@@ -110,13 +115,16 @@ class SequenceSchedule:
 
     # -- what to run next -----------------------------------------------------------------
 
-    def next_batch(self) -> Batch | None:
-        """The initial pass's next task first (the critical path), else free work."""
-        if self.ordered_initial and not self.chain_busy and not self.waiting_rows \
-                and self.next_initial <= len(self.tasks):
-            self.chain_busy = True
-            return Batch("initial", [self.tasks[self.next_initial - 1]], position=self.next_initial)
-        return self.free.popleft() if self.free else None
+    def chain_ready(self) -> bool:
+        return self.ordered_initial and not self.chain_busy and not self.waiting_rows \
+            and self.next_initial <= len(self.tasks)
+
+    def chain_left(self) -> int:
+        return len(self.tasks) - self.next_initial + 1 if self.ordered_initial else 0
+
+    def take_chain(self) -> Batch:
+        self.chain_busy = True
+        return Batch("initial", [self.tasks[self.next_initial - 1]], position=self.next_initial)
 
     def done(self, batch: Batch) -> None:
         if batch.position is not None:
@@ -141,57 +149,73 @@ class SequenceSchedule:
         return not chain_left and not self.free and not self.chain_busy
 
 
-def run_scheduled(schedule: SequenceSchedule, run_task: RunTask) -> None:
-    ctx, state = schedule.ctx, schedule.state
-    reporter = LockedReporter(ctx.reporter)
+def next_batch(schedules: list[SequenceSchedule]) -> tuple[SequenceSchedule, Batch] | None:
+    """What a free worker runs next: an initial pass's next task first, of the sequence
+    with the most initial tasks left (the critical path); else the oldest free work."""
+    chains = [s for s in schedules if s.chain_ready()]
+    if chains:
+        owner = max(chains, key=SequenceSchedule.chain_left)
+        return owner, owner.take_chain()
+    waiting = [s for s in schedules if s.free]
+    if not waiting:
+        return None
+    owner = min(waiting, key=lambda s: s.free[0].stamp)
+    return owner, owner.free.popleft()
+
+
+def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers: int) -> None:
+    """Run the schedules' work on `workers` threads; the calling thread coordinates
+    (decides, and appends the pass marks on the contexts' own ledger connection)."""
+    reporter = LockedReporter(schedules[0].ctx.reporter)
     local = threading.local()
     opened: list[Ledger] = []
     numbers = itertools.count()
     guard = threading.Lock()
     stop = threading.Event()
+    path = schedules[0].ctx.ledger.path
 
     def set_up() -> None:
-        # Each worker thread: its own connection (apsw connections are not shared between
+        # Each worker thread: its own connection (a connection is not shared between
         # threads here) and a worktree slot of its own, kept from task to task.
-        ledger = Ledger.open(ctx.ledger.path)
+        ledger = Ledger.open(path)
         with guard:
             opened.append(ledger)
             number = next(numbers)
-        slot = preferred_slot(number)
-        slot.__enter__()  # for the thread's life: the pool's threads end with this function's pool
-        local.ctx = replace(ctx, ledger=ledger, reporter=reporter)
+        preferred_slot(number).__enter__()  # for the thread's life, which ends with the pool
+        local.ledger = ledger
 
-    def work(batch: Batch) -> Batch:
+    def work(owner: SequenceSchedule, batch: Batch) -> None:
+        ctx = replace(owner.ctx, ledger=local.ledger, reporter=reporter)
         for task in batch.tasks:
             if stop.is_set():
                 break
-            run_task(local.ctx, state, task, batch.pass_)
-        return batch
+            run_task(ctx, owner.state, task, batch.pass_)
 
-    running: dict[Future[Batch], Batch] = {}
+    running: dict[Future[None], tuple[SequenceSchedule, Batch]] = {}
     error: BaseException | None = None
     try:
-        with parallel_runs(), ThreadPoolExecutor(max_workers=ctx.task_jobs, thread_name_prefix="swecl-task",
+        with parallel_runs(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swecl-task",
                                                  initializer=set_up) as pool:
             try:
-                schedule.start()
+                for schedule in schedules:
+                    schedule.start()
                 while True:
-                    while error is None and len(running) < ctx.task_jobs:
-                        batch = schedule.next_batch()
-                        if batch is None:
+                    while error is None and len(running) < workers:
+                        picked = next_batch(schedules)
+                        if picked is None:
                             break
-                        running[pool.submit(work, batch)] = batch
+                        running[pool.submit(work, *picked)] = picked
                     if not running:
                         break
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     for fut in finished:
-                        batch = running.pop(fut)
+                        owner, batch = running.pop(fut)
                         exc = fut.exception()
                         if exc is not None:
                             error = error or exc
                             stop.set()  # no worker starts another task; the running ones end
-                        elif error is None and not stop.is_set():
-                            schedule.done(batch)
+                        elif error is None:
+                            owner.done(batch)
             finally:
                 stop.set()  # on an error or Ctrl-C: no thread starts another task
     finally:

@@ -7,7 +7,6 @@ redone as the next attempt.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 
 from commands.inputs import Task
@@ -45,15 +44,12 @@ def plan_passes(passes: Iterable[str], n_tasks: int, retest_every: int | None) -
 
 
 def run_sequence(ctx: SequenceContext, passes: Iterable[str], retest_every: int | None) -> None:
-    state = Projector(ctx.ledger).run(OutcomeProjection(ctx.version)).state
+    if ctx.task_jobs > 1:
+        run_sequences_at_once([ctx], passes, retest_every, ctx.task_jobs)
+        return
+    state = _prepare(ctx)
     marks = _pass_marks(ctx)
     tasks = list(ctx.sequence.tasks)
-    _restore_progress(ctx, state)
-    if ctx.stage.memory_mode == "builtin":
-        ctx.builtin_seen = _builtin_files(ctx)
-    if ctx.task_jobs > 1:
-        _run_at_once(ctx, state, marks, list(passes), retest_every)
-        return
     for pass_, upto in plan_passes(passes, len(tasks), retest_every):
         if (pass_, "pass.started") not in marks:
             ctx.append([NewEvent(PassStarted(sequence_id=ctx.sequence.id, pass_=pass_), _mark_id(ctx, pass_, "started"))])
@@ -70,27 +66,44 @@ def run_sequence(ctx: SequenceContext, passes: Iterable[str], retest_every: int 
                 marks.add((pass_, "pass.finished"))
 
 
-def _run_at_once(ctx: SequenceContext, state: RunOutcomes, marks: set[tuple[str, str]], passes: list[str],
-                 retest_every: int | None) -> None:
-    """The same passes on `ctx.task_jobs` workers: what may run at once does (`_schedule`)."""
-    lock = threading.Lock()
+def run_sequences_at_once(contexts: list[SequenceContext], passes: Iterable[str], retest_every: int | None,
+                          workers: int) -> None:
+    """The passes of these sequences (of one run) on `workers` workers shared by all of
+    them: what may run at once does (`_schedule`), so one sequence's ordered initial pass
+    never leaves a worker idle while another sequence has work that may start."""
+    schedules = [_schedule_for(ctx, list(passes), retest_every) for ctx in contexts]
+    run_scheduled(schedules, _run_task, workers)
+    for schedule in schedules:
+        if not schedule.finished():
+            raise SweclError(f"sequence {schedule.ctx.sequence.id}: the task scheduler stopped with work left (report this)")
+
+
+def _prepare(ctx: SequenceContext) -> RunOutcomes:
+    """What the ledger says is done, and the sequence's progress and native memory files."""
+    state = Projector(ctx.ledger).run(OutcomeProjection(ctx.version)).state
+    _restore_progress(ctx, state)
+    if ctx.stage.memory_mode == "builtin":
+        ctx.builtin_seen = _builtin_files(ctx)
+    return state
+
+
+def _schedule_for(ctx: SequenceContext, passes: list[str], retest_every: int | None) -> SequenceSchedule:
+    state = _prepare(ctx)
+    marks = _pass_marks(ctx)
 
     def mark(pass_: str, what: str) -> None:
-        with lock:  # the coordinator's thread only, but never twice
-            if (pass_, f"pass.{what}") in marks:
-                return
-            event = PassStarted(sequence_id=ctx.sequence.id, pass_=pass_) if what == "started" \
-                else PassFinished(sequence_id=ctx.sequence.id, pass_=pass_)
-            ctx.append([NewEvent(event, _mark_id(ctx, pass_, what))], durable=what == "finished")
-            marks.add((pass_, f"pass.{what}"))
+        # Called from the coordinator's thread only, on its ledger connection.
+        if (pass_, f"pass.{what}") in marks:
+            return
+        event = PassStarted(sequence_id=ctx.sequence.id, pass_=pass_) if what == "started" \
+            else PassFinished(sequence_id=ctx.sequence.id, pass_=pass_)
+        ctx.append([NewEvent(event, _mark_id(ctx, pass_, what))], durable=what == "finished")
+        marks.add((pass_, f"pass.{what}"))
 
     tasks = list(ctx.sequence.tasks)
     first = _first_open(state, ctx, tasks, len(tasks)) if "initial" in passes else len(tasks) + 1
-    schedule = SequenceSchedule(ctx, state, passes, retest_every, ordered_initial=not order_free(ctx.stage, "initial"),
-                                first_open=first, mark=mark)
-    run_scheduled(schedule, _run_task)
-    if not schedule.finished():
-        raise SweclError(f"sequence {ctx.sequence.id}: the task scheduler stopped with work left (report this)")
+    return SequenceSchedule(ctx, state, passes, retest_every, ordered_initial=not order_free(ctx.stage, "initial"),
+                            first_open=first, mark=mark)
 
 
 def _first_open(state: RunOutcomes, ctx: SequenceContext, tasks: list[Task], upto: int) -> int:

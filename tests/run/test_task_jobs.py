@@ -12,7 +12,7 @@ import pytest
 
 from bench.processes import read_events
 
-from .support import SPANS, swecl, swecl_json
+from .support import INICONF, SPANS, swecl, swecl_json
 
 pytestmark = pytest.mark.slow
 
@@ -80,6 +80,35 @@ def test_a_parallel_run_records_what_a_serial_run_records(tmp_path: Path, cache:
     initial = [(e["type"], e["payload"]["order"]) for e in read_events(parallel)
                if e["type"] in ("task.started", "task.finished") and e["payload"]["pass"] == "initial"]
     assert initial == [(t, n) for n in range(1, 7) for t in ("task.started", "task.finished")]
+
+
+def sequences_overlapped(results: Path) -> bool:
+    """A task of one sequence started while a task of another was running."""
+    running: set[tuple[str, str, int]] = set()
+    for e in read_events(results):
+        p = e["payload"]
+        key = (e["stream"], p.get("pass"), p.get("order"))
+        if e["type"] == "task.started":
+            if any(r[0] != key[0] for r in running):
+                return True
+            running.add(key)
+        elif e["type"] == "task.finished":
+            running.discard(key)
+    return False
+
+
+def test_sequences_of_one_run_share_the_workers(tmp_path: Path, cache: Path) -> None:
+    """Without --jobs, --task-jobs puts every sequence of the run on one set of workers:
+    one sequence's initial pass runs beside the other's, in one process."""
+    run = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--sequence", INICONF, "--passes", "initial,baseline",
+           "--version", "1", "--quiet")
+    serial, parallel = tmp_path / "serial", tmp_path / "parallel"
+    swecl(serial, *run, cache=cache)
+    swecl(parallel, *run, "--task-jobs", "2", cache=cache)
+    assert comparable(parallel) == comparable(serial)
+    assert swecl_json(parallel, "metrics", "--version", "1", cache=cache)["versions"] == \
+        swecl_json(serial, "metrics", "--version", "1", cache=cache)["versions"]
+    assert sequences_overlapped(parallel) and not sequences_overlapped(serial)
 
 
 def test_task_jobs_below_one_is_refused_in_one_line(tmp_path: Path, cache: Path) -> None:
