@@ -23,6 +23,8 @@ are those of a serial run (deterministic ids), in another order.
 from __future__ import annotations
 
 import itertools
+import os
+import signal
 import threading
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -31,6 +33,7 @@ from typing import Any
 
 from commands.inputs import Task
 from graders import parallel_runs, preferred_slot
+from graders._reaper import descendants
 from ledger import Ledger
 from projections import RunOutcomes
 
@@ -78,7 +81,7 @@ class SequenceSchedule:
                 # Resumed: rows of initial tasks already finished are released now.
                 for i in self.rows:
                     if i < self.next_initial:
-                        self.release(f"retest-{i}", self.tasks[:i])
+                        self.release_row(i)
                 if self.next_initial > n:
                     self.finish("initial")
             else:
@@ -108,6 +111,12 @@ class SequenceSchedule:
         if not todo:
             self.finish(pass_)
 
+    def release_row(self, i: int) -> None:
+        """The `retest-{i}` row, once initial task i has finished."""
+        self.release(f"retest-{i}", self.tasks[:i])
+        if self.ctx.stage.memory_mode == "builtin" and self.left.get(f"retest-{i}"):
+            self.waiting_rows.add(i)  # its tasks copy the native memory folder the chain writes
+
     def finish(self, pass_: str) -> None:
         self.mark(pass_, "finished")
         if pass_ == "initial" and "retest" in self.passes:
@@ -132,9 +141,7 @@ class SequenceSchedule:
             i = batch.position
             self.next_initial = i + 1
             if i in self.rows:
-                self.release(f"retest-{i}", self.tasks[:i])
-                if self.ctx.stage.memory_mode == "builtin" and self.left.get(f"retest-{i}"):
-                    self.waiting_rows.add(i)
+                self.release_row(i)
             if i == len(self.tasks):
                 self.finish("initial")
             return
@@ -171,7 +178,8 @@ def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers:
     opened: list[Ledger] = []
     numbers = itertools.count()
     guard = threading.Lock()
-    stop = threading.Event()
+    stop = threading.Event()  # no worker starts another task
+    halt = threading.Event()  # interrupted: attempts in flight record nothing more (see SequenceContext.halt)
     path = schedules[0].ctx.ledger.path
 
     def set_up() -> None:
@@ -185,12 +193,13 @@ def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers:
         local.ledger = ledger
 
     def work(owner: SequenceSchedule, batch: Batch) -> None:
-        ctx = replace(owner.ctx, ledger=local.ledger, reporter=reporter)
+        ctx = replace(owner.ctx, ledger=local.ledger, reporter=reporter, halt=halt)
         for task in batch.tasks:
             if stop.is_set():
                 break
             run_task(ctx, owner.state, task, batch.pass_)
 
+    before = descendants()
     running: dict[Future[None], tuple[SequenceSchedule, Batch]] = {}
     error: BaseException | None = None
     try:
@@ -216,6 +225,10 @@ def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers:
                             stop.set()  # no worker starts another task; the running ones end
                         elif error is None:
                             owner.done(batch)
+            except BaseException:  # Ctrl-C or SIGTERM, in this thread: the workers' tasks stop unrecorded
+                halt.set()
+                _end_processes(before)  # what they run (agents, test runs) would otherwise run to its end
+                raise
             finally:
                 stop.set()  # on an error or Ctrl-C: no thread starts another task
     finally:
@@ -223,6 +236,16 @@ def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers:
             ledger.close()
     if error is not None:
         raise error
+
+
+def _end_processes(before: set[int]) -> None:
+    """SIGKILL every process started since `before` (the workers' agents and test runs):
+    once halted, nothing they return is recorded, so nothing is lost by ending them."""
+    for pid in descendants() - before:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _done(state: RunOutcomes, ctx: SequenceContext, pass_: str, task: Task) -> bool:

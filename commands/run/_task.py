@@ -82,6 +82,10 @@ class SequenceContext:
     # guards `progress` when tasks run in threads (each thread has its own ledger connection)
     lock: threading.Lock = field(default_factory=threading.Lock)
     builtin_seen: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (item id, sha256)
+    # Set when the run is interrupted while tasks run in worker threads: Ctrl-C reaches the
+    # agents and test runs too, and what they return then is no result. An attempt that
+    # sees it records nothing more; the resume abandons and redoes it, as in a serial run.
+    halt: threading.Event | None = None
     # instance -> PASS_TO_PASS tests `swecl validate` found failing here with and without the fix
     p2p_excluded: dict[str, list[str]] = field(default_factory=dict)
 
@@ -155,6 +159,7 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
     )
 
     result, failure = _run_agent(ctx, task, pass_, attempt, memory_on)
+    _unless_halted(ctx)
     collect = BlobCollector()
     agent_event = result.to_event(
         collect, agent=ctx.agent_name, sequence_id=seq.id, instance_id=task.instance_id, order=task.order,
@@ -180,6 +185,7 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
         grade_blobs: list[bytes] = []
     else:
         grade, grade_blobs = _grade(ctx, task, pass_, attempt, result.patch)
+    _unless_halted(ctx)
     ctx.append([NewEvent(grade, ctx.ids(task, pass_, attempt, "grade.finished"))], blobs=grade_blobs)
     failpoint("grade.finished")
 
@@ -219,6 +225,15 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
                      resolved=grade.resolved, resolved_so_far=resolved_so_far + ok, done_so_far=done + 1)
     )
     return finished
+
+
+class Halted(Exception):
+    """The run was interrupted while this attempt ran in a worker thread."""
+
+
+def _unless_halted(ctx: SequenceContext) -> None:
+    if ctx.halt is not None and ctx.halt.is_set():
+        raise Halted("interrupted")
 
 
 def builtin_memory_events(ctx: SequenceContext, task: Task, attempt: int, files: dict[str, str]) -> list[NewEvent]:

@@ -5,6 +5,8 @@ uninterrupted run of the same sequence did."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -85,4 +87,30 @@ def test_kills_during_parallel_passes_then_resume_match_a_serial_run(
     abandoned = {(e["payload"]["pass"], e["payload"]["order"])
                  for e in read_events(results, prefix="run/crash") if e["type"] == "task.abandoned"}
     assert set(second) <= abandoned and set(first) <= abandoned
+    assert differences_from(results, "crash", reference_spans, "ref", own_cache) == []
+
+
+def test_ctrl_c_during_a_parallel_pass_records_no_result_of_the_tasks_in_flight(
+    tmp_path: Path, cache: Path, reference_spans: Path
+) -> None:
+    """SIGINT to the whole process group, as a terminal's Ctrl-C sends it, reaches the
+    agents and test runs of every worker too: what they return then is not a result. The
+    run ends interrupted, the attempts in flight stay open, and the resume redoes them."""
+    results, log = tmp_path / "results", tmp_path / "swecl.log"
+    own_cache = tmp_path / "cache"
+    proc = spawn(swecl_argv(results, "run", *SPANS_ARGS, "--task-jobs", "3", "--version", "crash", "--quiet"),
+                 cache=own_cache, log=log)
+    deadline = time.monotonic() + 300
+    while len(in_flight(results, "crash")) < 2 and time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        time.sleep(0.005)
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=120) == 130
+    text = log.read_text()
+    assert "Traceback" not in text and text.strip().splitlines()[-1] in ("swecl: interrupted", "swecl: aborted")
+    header = [e["payload"].get("status") for e in read_events(results, prefix="run/crash") if e["type"] == "run.finished"]
+    assert header == ["interrupted"]
+    assert in_flight(results, "crash")  # left open, not finished with what a killed agent returned
+    final = swecl(results, "run", "--resume", "crash", "--quiet", cache=own_cache, check=False)
+    assert final.returncode == 0, final.stderr
     assert differences_from(results, "crash", reference_spans, "ref", own_cache) == []
