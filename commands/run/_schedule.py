@@ -32,8 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from commands.inputs import Task
-from graders import parallel_runs, preferred_slot
-from graders._reaper import descendants
+from graders import descendants, parallel_runs, preferred_slot
 from ledger import Ledger
 from projections import RunOutcomes
 
