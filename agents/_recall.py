@@ -142,12 +142,18 @@ class RecallService:
 
     def _cutoff(self) -> int | None:
         """Where the pass's memory froze: the retest sees the end of this sequence's
-        initial pass; `retest-{i}` sees the substrate before initial task i+1 started."""
+        initial pass; `retest-{i}` sees the substrate as its row started, right after
+        initial task i finished (before initial task i+1 started, in a ledger older than
+        that rule). Fixed points, so the tasks of a pass may run at once and beside the
+        initial pass's later tasks."""
         ctx = self.context
         if ctx.pass_ == "initial":
             return None
         led = self.ledger
         if ctx.pass_.startswith("retest-"):
+            for rec in led.read(types=["pass.started"], ranges=[StreamRange(self.stream)]):
+                if rec.event.pass_ == ctx.pass_:
+                    return rec.seq
             try:
                 i = int(ctx.pass_.split("-", 1)[1])
             except ValueError:

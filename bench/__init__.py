@@ -3,7 +3,7 @@
     python -m bench                 # full run (~ minutes; generated ledgers are cached)
     python -m bench --quick         # scaled down, under a minute (CI smoke)
     python -m bench --json          # {"results": [{name, value, unit, ratio, target, ok}], ...}
-    python -m bench --only replay   # one group: append, rebuild, replay, memory, grading
+    python -m bench --only replay   # one group: append, rebuild, replay, memory, grading, scheduling
 
 Results go to `bench/results/latest.json` and `bench/results/SUMMARY.md` (a quick run:
 `bench/results/quick.json`). Generated ledgers are kept in `bench/.cache/` (which ignores
@@ -19,6 +19,9 @@ itself in git), keyed by generator version, sizes and store schema.
    10x the state (`_peak_memory`).
 5. `grading`: the grader's own cost per task on a 2,000-file repository, and one
    environment build per (repo, version) (`_grading`).
+6. `scheduling`: `swecl run --task-jobs N` on the demo matrix with a simulated agent
+   whose time dominates: 1 against 2 workers on the order-free passes and on the whole
+   matrix, and the matrix with enough workers against its critical path (`_scheduling`).
 
 `bench/soak.py` (a soak test of the runner) is separate and not run by `python -m bench`.
 """

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from . import _append, _grading, _peak_memory, _rebuild, _replay
+from . import _append, _grading, _peak_memory, _rebuild, _replay, _scheduling
 from ._core import RESULTS_DIR, Context, Result, document, machine_meta, save, summary_table
 from ._synth import cache_dir
 
@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, Callable[[Context], list[Result]]] = {
     "replay": _replay.run,
     "memory": _peak_memory.run,
     "grading": _grading.run,
+    "scheduling": _scheduling.run,
 }
 """Benchmark groups by name (`--only`), in the order they run."""
 
@@ -29,7 +30,7 @@ BENCHMARKS: dict[str, Callable[[Context], list[Result]]] = {
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
-        description="swecl benchmarks: ledger appends, projection rebuilds, replay, memory, grading",
+        description="swecl benchmarks: ledger appends, projection rebuilds, replay, memory, grading, scheduling",
     )
     parser.add_argument("--quick", action="store_true", help="scaled-down sizes (CI smoke run, under a minute)")
     parser.add_argument("--json", action="store_true", help='print {"results": [...]} as JSON on stdout')

@@ -47,7 +47,7 @@ from ._parsers import (
     parser_for_repo,
     parser_names,
 )
-from ._reaper import PROCESS_VARS, owned_processes, parallel_runs, reap_orphans
+from ._reaper import PROCESS_VARS, descendants, owned_processes, parallel_runs, reap_orphans
 from ._repos import GitError, RepoCache, Worktree, default_cache_dir, git, preferred_slot
 from ._sandbox import SANDBOX_MODES, Sandbox, SandboxUnavailable, sandbox_for
 from ._specs import EnvSpec, UnknownEnvSpec, has_spec, known_specs, spec_for
@@ -89,6 +89,7 @@ __all__ = [
     "check_input_file",
     "decide",
     "default_cache_dir",
+    "descendants",
     "era_for",
     "f2p_passes",
     "find_python",

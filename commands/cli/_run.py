@@ -56,6 +56,9 @@ def _python_paths(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--retest-every", type=int, default=None, metavar="K", help="Also re-test tasks 1..i after every K-th task.")
 @click.option("--jobs", type=int, default=1, show_default=True, metavar="N",
               help="Sequences run in parallel processes (with --executor ray: at most N sequence jobs at once).")
+@click.option("--task-jobs", type=int, default=None, metavar="N",
+              help="Tasks of one sequence at once (default 1): the re-test and baseline passes and --retest-every "
+                   "rows run on N workers beside the ordered initial pass, each task in its own worktree slot.")
 @click.option("--max-turns", type=int, default=50, show_default=True, help="Agent turn budget per task.")
 @click.option("--agent-timeout", type=float, default=1800.0, show_default=True, metavar="S", help="Seconds per agent attempt.")
 @click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S", help="Seconds per test run.")
@@ -91,7 +94,8 @@ def _python_paths(values: tuple[str, ...]) -> dict[str, str]:
 @click.pass_context
 def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], instances: tuple[str, ...],
             dataset: str | None, rows: str | None, agent: str, model: str | None, grader: str, version: str | None,
-            source_memory: str | None, passes: str | None, retest_every: int | None, jobs: int, max_turns: int,
+            source_memory: str | None, passes: str | None, retest_every: int | None, jobs: int, task_jobs: int | None,
+            max_turns: int,
             agent_timeout: float, test_timeout: float, code_mode: str, predictions: tuple[str, ...],
             command_template: str | None, repo_sources: tuple[str, ...], pythons: tuple[str, ...],
             cache_dir: str | None, resume: str | None, executor: str | None, ray_address: str | None,
@@ -116,14 +120,15 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             if repeat != 1:
                 raise SweclError("--resume continues one run; --repeat starts new ones: drop --repeat")
             reports = continue_invocation(results, resume, reporter, jobs=jobs if jobs != 1 else None,
-                                          executor=placement)
+                                          task_jobs=task_jobs, executor=placement)
             repeat = 2 if len(reports) > len({r.stage for r in reports}) else 1  # a stage's repeats among them
         else:
             opts = RunOptions(
                 stage=stage or DEMO_SUITE[0], dataset=dataset, rows=rows, sequences=list(sequences),
                 instances=list(instances), agent=agent, model=model, grader=grader, version=version,
                 source_memory=source_memory, passes=passes.split(",") if passes else [], retest_every=retest_every,
-                jobs=jobs, max_turns=max_turns, agent_timeout_s=agent_timeout, test_timeout_s=test_timeout,
+                jobs=jobs, task_jobs=1 if task_jobs is None else task_jobs, max_turns=max_turns,
+                agent_timeout_s=agent_timeout, test_timeout_s=test_timeout,
                 code_mode=code_mode, predictions=list(predictions), command=command_template,
                 repo_sources=_repo_sources(repo_sources), cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
                 python_paths=_python_paths(pythons),

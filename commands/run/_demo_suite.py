@@ -39,7 +39,7 @@ def run_demo_suite(results: Results, opts: RunOptions, reporter: Reporter, count
 
 
 def continue_invocation(results: Results, version: str, reporter: Reporter, *, jobs: int | None = None,
-                        executor: dict[str, Any] | None = None) -> list[RunReport]:
+                        task_jobs: int | None = None, executor: dict[str, Any] | None = None) -> list[RunReport]:
     """`swecl run --resume VERSION`: continue that run and, when it is part of an invocation
     that started several (the demo suite, --repeat K), the rest of it, in the order it
     would have run: unfinished runs resumed, runs that never began started, finished ones
@@ -48,18 +48,18 @@ def continue_invocation(results: Results, version: str, reporter: Reporter, *, j
         runs = results.projector(ledger).run(RunsProjection()).state.runs
     run = runs.get(version)
     if run is None or run.suite is None or not run.suite_stages or run.suite not in runs:
-        return [resume_run(results, version, reporter, jobs=jobs, executor=executor)]
+        return [resume_run(results, version, reporter, jobs=jobs, task_jobs=task_jobs, executor=executor)]
     members = {(m.repeat_index or 1, m.stage): m for m in runs.values() if m.suite == run.suite}
     first = runs[run.suite]
     try:
-        opts = with_overrides(RunOptions.from_config(first.config), jobs=jobs, executor=executor)
+        opts = with_overrides(RunOptions.from_config(first.config), jobs=jobs, task_jobs=task_jobs, executor=executor)
     except msgspec.ValidationError as exc:
         raise SweclError(f"run {first.version}'s recorded options cannot be read: {exc}") from None
     stages = tuple(run.suite_stages)
     for stage in stages:
         get_stage(stage)  # a stage this swecl no longer knows is refused before anything runs
     return _run_invocation(results, opts, stages, run.repeat_count or 1, reporter, done=members,
-                           first=run.suite, overrides={"jobs": jobs, "executor": executor})
+                           first=run.suite, overrides={"jobs": jobs, "task_jobs": task_jobs, "executor": executor})
 
 
 def _run_invocation(results: Results, opts: RunOptions, stages: tuple[str, ...], count: int, reporter: Reporter, *,

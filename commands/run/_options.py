@@ -33,8 +33,8 @@ class RunOptions(msgspec.Struct, kw_only=True):
     passes: list[str] = msgspec.field(default_factory=list)  # empty: the stage's default
     retest_every: int | None = None
     jobs: int = 1
-    # Tasks of one pass at once where order does not matter (no memory, or the baseline
-    # pass): `swecl grade --jobs` and `swecl validate --jobs`.
+    # Workers for the tasks of one sequence that may run at once (every pass but a memory
+    # stage's initial one): `swecl run --task-jobs`, `swecl grade --jobs`, `swecl validate --jobs`.
     task_jobs: int = 1
     max_turns: int | None = 50
     agent_timeout_s: float = 1800.0
@@ -62,8 +62,10 @@ class RunOptions(msgspec.Struct, kw_only=True):
             raise SweclError(f"--retest-every {self.retest_every}: give a positive number of tasks")
         if self.retest_every is not None and not stage.memory_on:
             raise SweclError(f"--retest-every needs memory: stage {self.stage!r} runs without it")
-        if self.jobs < 1 or self.task_jobs < 1:
-            raise SweclError(f"--jobs {min(self.jobs, self.task_jobs)}: give at least 1")
+        if self.jobs < 1:
+            raise SweclError(f"--jobs {self.jobs}: give at least 1")
+        if self.task_jobs < 1:
+            raise SweclError(f"--task-jobs {self.task_jobs}: give at least 1")
         self.validate_executor()
         if self.sandbox not in SANDBOX_MODES:
             raise SweclError(f"--sandbox {self.sandbox!r}: one of {', '.join(SANDBOX_MODES)}")

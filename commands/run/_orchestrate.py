@@ -35,7 +35,7 @@ from projections import RUN_LOCK, get_run, p2p_excluded
 from projections import Results
 from ._options import RunOptions
 from ._progress import QueueDrain, QueueReporter, Reporter
-from ._sequence import run_sequence
+from ._sequence import run_sequence, run_sequences_at_once
 from ._stages import Stage, get_stage
 from ._task import AgentUnavailable, SequenceContext
 
@@ -278,14 +278,16 @@ def start_run(results: Results, opts: RunOptions, reporter: Reporter, repeat: Re
 
 
 def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int | None = None,
-               executor: dict[str, Any] | None = None) -> RunReport:
-    """Continue run `version`. `jobs` and `executor` (RunOptions executor fields given on
-    this command line) override what the run was started with: a run started on Ray can
-    be finished locally, and the other way round."""
+               task_jobs: int | None = None, executor: dict[str, Any] | None = None) -> RunReport:
+    """Continue run `version`. `jobs`, `task_jobs` and `executor` (RunOptions executor
+    fields given on this command line) override what the run was started with: a run
+    started on Ray can be finished locally, and the other way round; how many workers
+    run tasks changes nothing that is recorded."""
     with results.open_ledger() as ledger:
         run = get_run(ledger, results.projector(ledger), version)
         started = next(ledger.read_stream(f"run/{version}"))
-        opts = with_overrides(RunOptions.from_config(started.event.config), jobs=jobs, executor=executor)
+        opts = with_overrides(RunOptions.from_config(started.event.config), jobs=jobs, task_jobs=task_jobs,
+                              executor=executor)
         _require_executor(opts)  # before anything is appended
         benchmark = open_benchmark(opts)
         if benchmark.content_hash != started.event.dataset_hash:
@@ -307,10 +309,14 @@ def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int 
         return _execute_locked(results, version, opts, reporter, sequence_ids=run.sequences)
 
 
-def with_overrides(opts: RunOptions, *, jobs: int | None = None, executor: dict[str, Any] | None = None) -> RunOptions:
+def with_overrides(opts: RunOptions, *, jobs: int | None = None, task_jobs: int | None = None,
+                   executor: dict[str, Any] | None = None) -> RunOptions:
     """`opts` as recorded, with what a resuming command line gives instead."""
     if jobs is not None:
         opts = msgspec.structs.replace(opts, jobs=jobs)
+    if task_jobs is not None:
+        opts = msgspec.structs.replace(opts, task_jobs=task_jobs)
+        opts.validate()
     if executor:
         if executor.get("executor") == "local":
             opts = msgspec.structs.replace(opts, ray_address=None, shard_dir=None)
@@ -352,6 +358,8 @@ def _execute_locked(results: Results, version: str, opts: RunOptions, reporter: 
             run_on_ray(results, version, opts, sequence_ids, reporter)
         elif opts.jobs > 1 and len(sequence_ids) > 1:
             _run_parallel(results, version, opts, sequence_ids, reporter)
+        elif opts.task_jobs > 1 and len(sequence_ids) > 1:
+            run_sequences_together(str(results.root), version, opts, sequence_ids, reporter)
         else:
             for sequence_id in sequence_ids:
                 run_one_sequence(str(results.root), version, opts, sequence_id, reporter)
@@ -387,8 +395,34 @@ def _finish(results: Results, version: str, status: str, error: str | None) -> N
 def run_one_sequence(results_root: str, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter) -> None:
     """One sequence's passes in this process, on the results dir's ledger (the unit of
     --jobs parallelism)."""
+    run_sequences_together(results_root, version, opts, [sequence_id], reporter)
+
+
+def run_sequences_together(results_root: str, version: str, opts: RunOptions, sequence_ids: list[str],
+                           reporter: Reporter) -> None:
+    """These sequences' passes in this process, on the results dir's ledger: one after
+    the other, or with --task-jobs N on N workers they all share."""
     results = Results(Path(results_root))
     stage = get_stage(opts.stage)
+    with ExitStack() as held:
+        for sequence_id in sequence_ids:
+            held.enter_context(_sequence_lock(results, version, sequence_id))
+        ledger = held.enter_context(results.open_ledger())
+        benchmark = open_benchmark(opts)
+
+        def context(sequence_id: str) -> SequenceContext:
+            builtin = results.builtin_dir(version, sequence_id) if stage.memory_mode == "builtin" else None
+            return sequence_context(ledger, version, opts, sequence_id, reporter, benchmark=benchmark, builtin_dir=builtin)
+
+        if opts.task_jobs > 1:
+            run_sequences_at_once([context(s) for s in sequence_ids], opts.pass_list, opts.retest_every, opts.task_jobs)
+        else:
+            for sequence_id in sequence_ids:
+                run_sequence(context(sequence_id), opts.pass_list, opts.retest_every)
+
+
+@contextmanager
+def _sequence_lock(results: Results, version: str, sequence_id: str) -> Iterator[None]:
     lock_file = results.version_dir(version) / f".{re.sub(r'[^A-Za-z0-9_.-]', '_', sequence_id)}.lock"
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     with lock_file.open("a") as fh:
@@ -396,9 +430,7 @@ def run_one_sequence(results_root: str, version: str, opts: RunOptions, sequence
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise SweclError(f"sequence {sequence_id} of run {version} is being run by another process") from None
-        with results.open_ledger() as ledger:
-            builtin = results.builtin_dir(version, sequence_id) if stage.memory_mode == "builtin" else None
-            run_sequence_on(ledger, version, opts, sequence_id, reporter, builtin_dir=builtin)
+        yield
 
 
 def run_sequence_on(ledger: Ledger, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter, *,
@@ -406,6 +438,12 @@ def run_sequence_on(ledger: Ledger, version: str, opts: RunOptions, sequence_id:
     """One sequence's passes of run `version`, appending to `ledger` (the results dir's,
     or a Ray worker's shard). `builtin_dir`: where the builtin stage keeps the agent's
     native memory across tasks."""
+    ctx = sequence_context(ledger, version, opts, sequence_id, reporter, builtin_dir=builtin_dir, benchmark=benchmark)
+    run_sequence(ctx, opts.pass_list, opts.retest_every)
+
+
+def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter, *,
+                     builtin_dir: Path | None, benchmark: Benchmark | None = None) -> SequenceContext:
     stage = get_stage(opts.stage)
     benchmark = benchmark if benchmark is not None else open_benchmark(opts)
     sequence = find_sequence(benchmark, sequence_id)
@@ -437,9 +475,10 @@ def run_sequence_on(ledger: Ledger, version: str, opts: RunOptions, sequence_id:
         budget=Budget(max_turns=opts.max_turns, timeout_s=opts.agent_timeout_s),
         builtin_dir=builtin_dir if stage.memory_mode == "builtin" else None,
         task_jobs=opts.task_jobs,
+        group_by_environment=not agents.agent_entry(opts.agent).briefed,
         p2p_excluded=p2p_excluded(ledger),
     )
-    run_sequence(ctx, opts.pass_list, opts.retest_every)
+    return ctx
 
 
 def _input_files(opts: RunOptions) -> list[Path]:

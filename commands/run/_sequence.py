@@ -7,26 +7,24 @@ redone as the next attempt.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import replace
-from typing import Any
 
 from commands.inputs import Task
-from graders import parallel_runs, preferred_slot
-from ledger import Ledger, NewEvent, StreamRange, event_id_for
+from ledger import NewEvent, StreamRange, SweclError, event_id_for
 from ledger.events import PassFinished, PassStarted
 from projections import Cell, OutcomeProjection, Projector, RunOutcomes, SequenceCells
 
+from ._schedule import SequenceSchedule, run_scheduled
 from ._stages import Stage
 from ._task import SequenceContext, abandon, run_attempt
 
 
 def order_free(stage: Stage, pass_: str) -> bool:
     """Whether a pass's tasks may run in any order, at once: nothing one task does is
-    read by another (no memory in the stage, or the baseline pass, which runs without it)."""
-    return not stage.memory_on or pass_ == "baseline"
+    read by another. Only the initial pass of a memory stage is ordered: the baseline
+    runs without memory, and the re-test pass and `retest-{i}` rows recall the memory as
+    it stood at their fixed cut-off (see `_schedule`)."""
+    return not stage.memory_on or pass_ != "initial"
 
 
 def plan_passes(passes: Iterable[str], n_tasks: int, retest_every: int | None) -> list[tuple[str, int]]:
@@ -46,23 +44,19 @@ def plan_passes(passes: Iterable[str], n_tasks: int, retest_every: int | None) -
 
 
 def run_sequence(ctx: SequenceContext, passes: Iterable[str], retest_every: int | None) -> None:
-    state = Projector(ctx.ledger).run(OutcomeProjection(ctx.version)).state
+    if ctx.task_jobs > 1:
+        run_sequences_at_once([ctx], passes, retest_every, ctx.task_jobs)
+        return
+    state = _prepare(ctx)
     marks = _pass_marks(ctx)
     tasks = list(ctx.sequence.tasks)
-    _restore_progress(ctx, state)
-    if ctx.stage.memory_mode == "builtin":
-        ctx.builtin_seen = _builtin_files(ctx)
     for pass_, upto in plan_passes(passes, len(tasks), retest_every):
         if (pass_, "pass.started") not in marks:
             ctx.append([NewEvent(PassStarted(sequence_id=ctx.sequence.id, pass_=pass_), _mark_id(ctx, pass_, "started"))])
             marks.add((pass_, "pass.started"))
         first = _first_open(state, ctx, tasks, upto) if pass_ == "initial" else 1
-        todo = tasks[first - 1 : upto]
-        if ctx.task_jobs > 1 and len(todo) > 1 and order_free(ctx.stage, pass_):
-            _run_tasks_at_once(ctx, state, todo, pass_)
-        else:
-            for task in todo:
-                _run_task(ctx, state, task, pass_)
+        for task in tasks[first - 1 : upto]:
+            _run_task(ctx, state, task, pass_)
         if upto == len(tasks) or pass_.startswith("retest-"):
             if (pass_, "pass.finished") not in marks:
                 ctx.append(
@@ -70,6 +64,46 @@ def run_sequence(ctx: SequenceContext, passes: Iterable[str], retest_every: int 
                     durable=True,
                 )
                 marks.add((pass_, "pass.finished"))
+
+
+def run_sequences_at_once(contexts: list[SequenceContext], passes: Iterable[str], retest_every: int | None,
+                          workers: int) -> None:
+    """The passes of these sequences (of one run) on `workers` workers shared by all of
+    them: what may run at once does (`_schedule`), so one sequence's ordered initial pass
+    never leaves a worker idle while another sequence has work that may start."""
+    schedules = [_schedule_for(ctx, list(passes), retest_every) for ctx in contexts]
+    run_scheduled(schedules, _run_task, workers)
+    for schedule in schedules:
+        if not schedule.finished():
+            raise SweclError(f"sequence {schedule.ctx.sequence.id}: the task scheduler stopped with work left (report this)")
+
+
+def _prepare(ctx: SequenceContext) -> RunOutcomes:
+    """What the ledger says is done, and the sequence's progress and native memory files."""
+    state = Projector(ctx.ledger).run(OutcomeProjection(ctx.version)).state
+    _restore_progress(ctx, state)
+    if ctx.stage.memory_mode == "builtin":
+        ctx.builtin_seen = _builtin_files(ctx)
+    return state
+
+
+def _schedule_for(ctx: SequenceContext, passes: list[str], retest_every: int | None) -> SequenceSchedule:
+    state = _prepare(ctx)
+    marks = _pass_marks(ctx)
+
+    def mark(pass_: str, what: str) -> None:
+        # Called from the coordinator's thread only, on its ledger connection.
+        if (pass_, f"pass.{what}") in marks:
+            return
+        event = PassStarted(sequence_id=ctx.sequence.id, pass_=pass_) if what == "started" \
+            else PassFinished(sequence_id=ctx.sequence.id, pass_=pass_)
+        ctx.append([NewEvent(event, _mark_id(ctx, pass_, what))], durable=what == "finished")
+        marks.add((pass_, f"pass.{what}"))
+
+    tasks = list(ctx.sequence.tasks)
+    first = _first_open(state, ctx, tasks, len(tasks)) if "initial" in passes else len(tasks) + 1
+    return SequenceSchedule(ctx, state, passes, retest_every, ordered_initial=not order_free(ctx.stage, "initial"),
+                            first_open=first, mark=mark)
 
 
 def _first_open(state: RunOutcomes, ctx: SequenceContext, tasks: list[Task], upto: int) -> int:
@@ -95,71 +129,13 @@ def _run_task(ctx: SequenceContext, state: RunOutcomes, task: Task, pass_: str) 
     # abandon leaves no open cell, yet that attempt's ids are taken).
     attempt = max(seq.last_attempt(pass_, task.order), cell.attempt if cell else 0) + 1
     finished = run_attempt(ctx, task, pass_, attempt)
-    seq.attempts.setdefault(pass_, {})[task.order] = attempt
-    # Keep the local view in step so an overlapping step of the plan skips this task.
-    cells = seq.passes.setdefault(pass_, {})
-    cells[task.order] = Cell(
-        instance_id=task.instance_id, attempt=attempt, done=True, status=finished.status, resolved=finished.resolved
-    )
-
-
-def _run_tasks_at_once(ctx: SequenceContext, state: RunOutcomes, tasks: list[Task], pass_: str) -> None:
-    """`ctx.task_jobs` threads, each with its own ledger connection and its own worktree
-    slot. The tasks of one environment (repo and version) stay on one thread, in order:
-    an environment is used by one grade at a time, and its install, made in one slot, is
-    reused there instead of redone in another."""
-    groups: dict[tuple[str, str], list[Task]] = {}
-    for task in tasks:
-        groups.setdefault((task.repo, str(task.version)), []).append(task)
-    queue = sorted(groups.values(), key=len, reverse=True)  # the longest first: the wall time is the slowest thread's
-    taken = threading.Lock()
-    stop = threading.Event()
-    reporter = _LockedReporter(ctx.reporter)
-
-    def worker(number: int) -> None:
-        ledger = Ledger.open(ctx.ledger.path)
-        try:
-            mine = replace(ctx, ledger=ledger, reporter=reporter)
-            with preferred_slot(number):
-                while not stop.is_set():
-                    with taken:
-                        if not queue:
-                            return
-                        group = queue.pop(0)
-                    for task in group:
-                        if stop.is_set():
-                            return
-                        _run_task(mine, state, task, pass_)
-        finally:
-            ledger.close()
-
-    with parallel_runs(), ThreadPoolExecutor(max_workers=min(ctx.task_jobs, len(queue)),
-                                             thread_name_prefix="swecl-task") as pool:
-        futures = [pool.submit(worker, n) for n in range(min(ctx.task_jobs, len(queue)))]
-        try:
-            wait(futures, return_when=FIRST_EXCEPTION)
-        finally:
-            stop.set()  # on an error or Ctrl-C: no thread starts another task
-        for fut in futures:
-            exc = fut.exception()
-            if exc is not None:
-                raise exc
-
-
-class _LockedReporter:
-    """One reporter for several threads: one call at a time."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner, self._lock = inner, threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._inner, name)
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                return method(*args, **kwargs)
-
-        return call
+    with ctx.lock:  # workers of one sequence share this view
+        seq.attempts.setdefault(pass_, {})[task.order] = attempt
+        # Keep the local view in step so an overlapping step of the plan skips this task.
+        cells = seq.passes.setdefault(pass_, {})
+        cells[task.order] = Cell(
+            instance_id=task.instance_id, attempt=attempt, done=True, status=finished.status, resolved=finished.resolved
+        )
 
 
 def _builtin_files(ctx: SequenceContext) -> dict[str, tuple[str, str]]:

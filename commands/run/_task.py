@@ -75,10 +75,17 @@ class SequenceContext:
     builtin_dir: Path | None = None
     sandbox: Sandbox | None = None  # where the agent runs (the grader has its own)
     progress: dict[str, tuple[int, int]] = field(default_factory=dict)  # pass -> (done, resolved)
-    task_jobs: int = 1  # tasks at once in an order-free pass (see _sequence.order_free)
+    task_jobs: int = 1  # workers for the tasks that may run at once (see _schedule)
+    # With several workers: one environment's tasks in turn on one worker (grading only,
+    # where the test run is the whole task), rather than task by task (an agent's run dominates).
+    group_by_environment: bool = False
     # guards `progress` when tasks run in threads (each thread has its own ledger connection)
     lock: threading.Lock = field(default_factory=threading.Lock)
     builtin_seen: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (item id, sha256)
+    # Set when the run is interrupted while tasks run in worker threads: Ctrl-C reaches the
+    # agents and test runs too, and what they return then is no result. An attempt that
+    # sees it records nothing more; the resume abandons and redoes it, as in a serial run.
+    halt: threading.Event | None = None
     # instance -> PASS_TO_PASS tests `swecl validate` found failing here with and without the fix
     p2p_excluded: dict[str, list[str]] = field(default_factory=dict)
 
@@ -152,6 +159,7 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
     )
 
     result, failure = _run_agent(ctx, task, pass_, attempt, memory_on)
+    _unless_halted(ctx)
     collect = BlobCollector()
     agent_event = result.to_event(
         collect, agent=ctx.agent_name, sequence_id=seq.id, instance_id=task.instance_id, order=task.order,
@@ -177,6 +185,7 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
         grade_blobs: list[bytes] = []
     else:
         grade, grade_blobs = _grade(ctx, task, pass_, attempt, result.patch)
+    _unless_halted(ctx)
     ctx.append([NewEvent(grade, ctx.ids(task, pass_, attempt, "grade.finished"))], blobs=grade_blobs)
     failpoint("grade.finished")
 
@@ -216,6 +225,15 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
                      resolved=grade.resolved, resolved_so_far=resolved_so_far + ok, done_so_far=done + 1)
     )
     return finished
+
+
+class Halted(Exception):
+    """The run was interrupted while this attempt ran in a worker thread."""
+
+
+def _unless_halted(ctx: SequenceContext) -> None:
+    if ctx.halt is not None and ctx.halt.is_set():
+        raise Halted("interrupted")
 
 
 def builtin_memory_events(ctx: SequenceContext, task: Task, attempt: int, files: dict[str, str]) -> list[NewEvent]:

@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 KEYS = {"name", "value", "unit", "ratio", "target", "ok"}
-GROUPS = ("append_", "rebuild_", "replay_", "catchup_", "peak_memory_", "grading_")
+GROUPS = ("append_", "rebuild_", "replay_", "catchup_", "peak_memory_", "grading_", "parallel_passes_", "matrix_")
 
 
 @pytest.mark.slow

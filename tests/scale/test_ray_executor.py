@@ -150,3 +150,23 @@ def test_a_killed_driver_resumes_the_fan_out(tmp_path: Path, ray_cluster: RayClu
     assert_each_task_once(tmp_path, ray_cluster, "R", 2 * (TASKS[SPANS] + TASKS[INICONF]))
     assert metrics(tmp_path, ray_cluster, "R") == metrics(reference, ray_cluster, "1")
     assert swecl_json(tmp_path, "runs", cache=ray_cluster.cache)[0]["status"] == "finished"
+
+
+def test_task_jobs_run_inside_each_sequence_job(tmp_path: Path, ray_cluster: RayCluster, reference: Path) -> None:
+    """--task-jobs 2 on Ray: each sequence job runs its order-free tasks on 2 threads of
+    its own (the baseline beside the initial pass); what the driver merges is what the
+    serial local run recorded, the same metrics and recalls."""
+    run(tmp_path, ray_cluster, *SPANS_ONLY, "--task-jobs", "2", *on_ray(ray_cluster), "--quiet")
+    assert metrics(tmp_path, ray_cluster, "1", SPANS) == metrics(reference, ray_cluster, "1", SPANS)
+    spans_recalls = {cell: ids for cell, ids in recalls(reference, "1").items() if cell[0] == SPANS}
+    assert recalls(tmp_path, "1") == spans_recalls
+    assert_each_task_once(tmp_path, ray_cluster, "1", 2 * 6)
+    running: set[tuple[str, int]] = set()
+    beside = False
+    for _, _, type_, p in events(tmp_path, "task.started", "task.finished"):
+        if type_ == "task.started":
+            beside = beside or any(r[0] != p["pass"] for r in running)
+            running.add((p["pass"], p["order"]))
+        else:
+            running.discard((p["pass"], p["order"]))
+    assert beside  # the baseline ran beside the initial pass, inside one job

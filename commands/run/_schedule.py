@@ -1,0 +1,268 @@
+"""The passes of one or more sequences of a run on N workers at once.
+
+Only the initial pass of a memory stage is ordered (each task recalls what the earlier
+ones wrote); every other task reads nothing another task of its pass writes:
+
+- the baseline pass runs without memory, so it may run at any time, alongside the
+  initial pass too;
+- the re-test pass recalls the substrate as it stood when the initial pass finished
+  (its `pass.finished` is the cut-off), so it is released once that is recorded;
+- a `retest-{i}` row recalls the substrate as it stood when its `pass.started` was
+  recorded, right after initial task i finished, so it runs beside initial tasks i+1...
+  (the builtin stage excepted: its native memory is a folder the initial pass keeps
+  writing, so there the initial pass waits for the row).
+
+One coordinator (the calling thread) decides what runs and appends the pass marks; N
+worker threads run tasks, each with its own ledger connection and its own worktree
+slot. The sequences share the workers: an initial pass's next task goes first (of the
+sequence with the most left: the critical path), then the work that has waited
+longest, so no worker idles while any sequence has a task that may start. The events
+are those of a serial run (deterministic ids), in another order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import threading
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, replace
+from typing import Any
+
+from commands.inputs import Task
+from graders import descendants, parallel_runs, preferred_slot
+from ledger import Ledger
+from projections import RunOutcomes
+
+from ._task import SequenceContext
+
+
+@dataclass
+class Batch:
+    """Tasks of one pass that one worker runs in turn."""
+
+    pass_: str
+    tasks: list[Task]
+    position: int | None = None  # an initial-pass chain link: the task's 1-based position
+    stamp: int = 0  # when it became ready (free work runs oldest first, across sequences)
+
+
+_READY = itertools.count()
+RunTask = Any  # (ctx, state, task, pass_) -> None; _sequence._run_task, passed in to avoid an import cycle
+Mark = Any  # (pass_, "started" | "finished") -> None
+
+
+class SequenceSchedule:
+    """What is left of one sequence's passes, and what each part waits for."""
+
+    def __init__(self, ctx: SequenceContext, state: RunOutcomes, passes: list[str], retest_every: int | None,
+                 *, ordered_initial: bool, first_open: int, mark: Mark) -> None:
+        self.ctx, self.state, self.passes, self.mark = ctx, state, passes, mark
+        self.tasks = list(ctx.sequence.tasks)
+        n = len(self.tasks)
+        self.rows = list(range(retest_every, n, retest_every)) if retest_every and "initial" in passes else []
+        self.ordered_initial = ordered_initial and "initial" in passes
+        self.next_initial = first_open  # the chain's next position (n + 1: none left)
+        self.chain_busy = False
+        self.free: deque[Batch] = deque()
+        self.left: dict[str, int] = {}  # released pass -> tasks not yet run
+        self.waiting_rows: set[int] = set()  # builtin: the chain waits for these rows to finish
+
+    # -- releasing and finishing passes ---------------------------------------------------
+
+    def start(self) -> None:
+        n = len(self.tasks)
+        if "initial" in self.passes:
+            if self.ordered_initial:
+                self.mark("initial", "started")
+                # Resumed: rows of initial tasks already finished are released now.
+                for i in self.rows:
+                    if i < self.next_initial:
+                        self.release_row(i)
+                if self.next_initial > n:
+                    self.finish("initial")
+            else:
+                self.release("initial", self.tasks)
+        elif "retest" in self.passes:
+            self.release("retest", self.tasks)
+        if "baseline" in self.passes:
+            self.release("baseline", self.tasks)
+
+    def release(self, pass_: str, tasks: list[Task]) -> None:
+        """The pass may run now: its mark, then its tasks as free batches."""
+        self.mark(pass_, "started")
+        todo = [t for t in tasks if not _done(self.state, self.ctx, pass_, t)]
+        self.left[pass_] = len(todo)
+        if self.ctx.group_by_environment:
+            # Grading only: one environment's tasks in turn on one worker (its install is
+            # made once, in that worker's slot); the longest group first.
+            groups: dict[tuple[str, str], list[Task]] = {}
+            for task in todo:
+                groups.setdefault((task.repo, str(task.version)), []).append(task)
+            for group in sorted(groups.values(), key=len, reverse=True):
+                self.free.append(Batch(pass_, group, stamp=next(_READY)))
+        else:
+            # An agent's time dominates a task, and a grade holds its environment's lock
+            # while it tests: tasks one by one keep every worker busy.
+            self.free.extend(Batch(pass_, [t], stamp=next(_READY)) for t in todo)
+        if not todo:
+            self.finish(pass_)
+
+    def release_row(self, i: int) -> None:
+        """The `retest-{i}` row, once initial task i has finished."""
+        self.release(f"retest-{i}", self.tasks[:i])
+        if self.ctx.stage.memory_mode == "builtin" and self.left.get(f"retest-{i}"):
+            self.waiting_rows.add(i)  # its tasks copy the native memory folder the chain writes
+
+    def finish(self, pass_: str) -> None:
+        self.mark(pass_, "finished")
+        if pass_ == "initial" and "retest" in self.passes:
+            self.release("retest", self.tasks)  # its cut-off, initial's pass.finished, now exists
+
+    # -- what to run next -----------------------------------------------------------------
+
+    def chain_ready(self) -> bool:
+        return self.ordered_initial and not self.chain_busy and not self.waiting_rows \
+            and self.next_initial <= len(self.tasks)
+
+    def chain_left(self) -> int:
+        return len(self.tasks) - self.next_initial + 1 if self.ordered_initial else 0
+
+    def take_chain(self) -> Batch:
+        self.chain_busy = True
+        return Batch("initial", [self.tasks[self.next_initial - 1]], position=self.next_initial)
+
+    def done(self, batch: Batch) -> None:
+        if batch.position is not None:
+            self.chain_busy = False
+            i = batch.position
+            self.next_initial = i + 1
+            if i in self.rows:
+                self.release_row(i)
+            if i == len(self.tasks):
+                self.finish("initial")
+            return
+        self.left[batch.pass_] -= len(batch.tasks)
+        if self.left[batch.pass_] == 0:
+            self.finish(batch.pass_)
+            if batch.pass_.startswith("retest-"):
+                self.waiting_rows.discard(int(batch.pass_.split("-", 1)[1]))
+
+    def finished(self) -> bool:
+        chain_left = self.ordered_initial and self.next_initial <= len(self.tasks)
+        return not chain_left and not self.free and not self.chain_busy
+
+
+def next_batch(schedules: list[SequenceSchedule]) -> tuple[SequenceSchedule, Batch] | None:
+    """What a free worker runs next: an initial pass's next task first, of the sequence
+    with the most initial tasks left (the critical path); else the oldest free work."""
+    chains = [s for s in schedules if s.chain_ready()]
+    if chains:
+        owner = max(chains, key=SequenceSchedule.chain_left)
+        return owner, owner.take_chain()
+    waiting = [s for s in schedules if s.free]
+    if not waiting:
+        return None
+    owner = min(waiting, key=lambda s: s.free[0].stamp)
+    return owner, owner.free.popleft()
+
+
+def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers: int) -> None:
+    """Run the schedules' work on `workers` threads; the calling thread coordinates
+    (decides, and appends the pass marks on the contexts' own ledger connection)."""
+    reporter = LockedReporter(schedules[0].ctx.reporter)
+    local = threading.local()
+    opened: list[Ledger] = []
+    numbers = itertools.count()
+    guard = threading.Lock()
+    stop = threading.Event()  # no worker starts another task
+    halt = threading.Event()  # interrupted: attempts in flight record nothing more (see SequenceContext.halt)
+    path = schedules[0].ctx.ledger.path
+
+    def set_up() -> None:
+        # Each worker thread: its own connection (a connection is not shared between
+        # threads here) and a worktree slot of its own, kept from task to task.
+        ledger = Ledger.open(path)
+        with guard:
+            opened.append(ledger)
+            number = next(numbers)
+        preferred_slot(number).__enter__()  # for the thread's life, which ends with the pool
+        local.ledger = ledger
+
+    def work(owner: SequenceSchedule, batch: Batch) -> None:
+        ctx = replace(owner.ctx, ledger=local.ledger, reporter=reporter, halt=halt)
+        for task in batch.tasks:
+            if stop.is_set():
+                break
+            run_task(ctx, owner.state, task, batch.pass_)
+
+    before = descendants()
+    running: dict[Future[None], tuple[SequenceSchedule, Batch]] = {}
+    error: BaseException | None = None
+    try:
+        with parallel_runs(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swecl-task",
+                                                 initializer=set_up) as pool:
+            try:
+                for schedule in schedules:
+                    schedule.start()
+                while True:
+                    while error is None and len(running) < workers:
+                        picked = next_batch(schedules)
+                        if picked is None:
+                            break
+                        running[pool.submit(work, *picked)] = picked
+                    if not running:
+                        break
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        owner, batch = running.pop(fut)
+                        exc = fut.exception()
+                        if exc is not None:
+                            error = error or exc
+                            stop.set()  # no worker starts another task; the running ones end
+                        elif error is None:
+                            owner.done(batch)
+            except BaseException:  # Ctrl-C or SIGTERM, in this thread: the workers' tasks stop unrecorded
+                halt.set()
+                _end_processes(before)  # what they run (agents, test runs) would otherwise run to its end
+                raise
+            finally:
+                stop.set()  # on an error or Ctrl-C: no thread starts another task
+    finally:
+        for ledger in opened:
+            ledger.close()
+    if error is not None:
+        raise error
+
+
+def _end_processes(before: set[int]) -> None:
+    """SIGKILL every process started since `before` (the workers' agents and test runs):
+    once halted, nothing they return is recorded, so nothing is lost by ending them."""
+    for pid in descendants() - before:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _done(state: RunOutcomes, ctx: SequenceContext, pass_: str, task: Task) -> bool:
+    cell = state.cell(ctx.sequence.id, pass_, task.order)
+    return cell is not None and cell.done
+
+
+class LockedReporter:
+    """One reporter for several threads: one call at a time."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner, self._lock = inner, threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._inner, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return method(*args, **kwargs)
+
+        return call

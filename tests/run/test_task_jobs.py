@@ -1,0 +1,117 @@
+"""--task-jobs N: the tasks of one sequence that may run at once do, and the run records
+what a serial run records (the same events up to order, the same metrics)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.processes import read_events
+
+from .support import INICONF, SPANS, swecl, swecl_json
+
+pytestmark = pytest.mark.slow
+
+# The smallest run with every kind of order-free work and memory on: the spans sequence
+# (6 tasks) with a re-test, a baseline and a retest-3 row.
+RUN = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--retest-every", "3", "--version", "1")
+
+
+def comparable(results: Path) -> Counter[tuple[str, str, str]]:
+    """(stream, type, payload) of every event, without what differs between any two runs
+    (wall times, the log blob that names the worktree slot, the command line) and the
+    number of workers in the recorded options."""
+    out: Counter[tuple[str, str, str]] = Counter()
+    for e in read_events(results):
+        payload: dict[str, Any] = dict(e["payload"])
+        if e["type"] == "run.started":
+            payload.pop("provenance")
+            payload["config"] = {k: v for k, v in payload["config"].items() if k != "task_jobs"}
+        for volatile in ("duration_s", "log"):
+            payload.pop(volatile, None)
+        out[(e["stream"], e["type"], json.dumps(payload, sort_keys=True))] += 1
+    return out
+
+
+def decided_ids(results: Path) -> set[str]:
+    """The ids of events made from deterministic ids (all but recalls and a run's
+    start and end, which take fresh ones)."""
+    return {e["event_id"] for e in read_events(results)
+            if e["type"] not in ("memory.recalled", "run.started", "run.finished")}
+
+
+def overlapped(results: Path, pass_a: str, pass_b: str) -> bool:
+    """A task of `pass_a` started while one of `pass_b` was running (another one, when
+    the passes are the same)."""
+    running: set[tuple[str, int]] = set()
+    for e in read_events(results):
+        p = e["payload"]
+        key = (p.get("pass"), p.get("order"))
+        if e["type"] == "task.started":
+            if key[0] == pass_a and any(r[0] == pass_b and r != key for r in running):
+                return True
+            running.add(key)
+        elif e["type"] == "task.finished":
+            running.discard(key)
+    return False
+
+
+def test_a_parallel_run_records_what_a_serial_run_records(tmp_path: Path, cache: Path) -> None:
+    serial, parallel = tmp_path / "serial", tmp_path / "parallel"
+    swecl(serial, *RUN, "--quiet", cache=cache)
+    swecl(parallel, *RUN, "--task-jobs", "3", "--quiet", cache=cache)
+
+    assert comparable(parallel) == comparable(serial)
+    assert decided_ids(parallel) == decided_ids(serial)
+    assert swecl_json(parallel, "metrics", "--version", "1", cache=cache)["versions"] == \
+        swecl_json(serial, "metrics", "--version", "1", cache=cache)["versions"]
+    assert "ledger OK" in swecl(parallel, "verify", cache=cache).stdout
+    # What ran at once: the re-test's tasks together, the baseline beside the initial
+    # pass, the retest-3 row beside initial tasks 4.., none of it in the serial run.
+    assert overlapped(parallel, "retest", "retest")
+    assert overlapped(parallel, "baseline", "initial") or overlapped(parallel, "initial", "baseline")
+    assert overlapped(parallel, "initial", "retest-3") or overlapped(parallel, "retest-3", "initial")
+    assert not overlapped(serial, "retest", "retest")
+    # Only the initial pass stayed in order, each task after the one before had finished.
+    initial = [(e["type"], e["payload"]["order"]) for e in read_events(parallel)
+               if e["type"] in ("task.started", "task.finished") and e["payload"]["pass"] == "initial"]
+    assert initial == [(t, n) for n in range(1, 7) for t in ("task.started", "task.finished")]
+
+
+def sequences_overlapped(results: Path) -> bool:
+    """A task of one sequence started while a task of another was running."""
+    running: set[tuple[str, str, int]] = set()
+    for e in read_events(results):
+        p = e["payload"]
+        key = (e["stream"], p.get("pass"), p.get("order"))
+        if e["type"] == "task.started":
+            if any(r[0] != key[0] for r in running):
+                return True
+            running.add(key)
+        elif e["type"] == "task.finished":
+            running.discard(key)
+    return False
+
+
+def test_sequences_of_one_run_share_the_workers(tmp_path: Path, cache: Path) -> None:
+    """Without --jobs, --task-jobs puts every sequence of the run on one set of workers:
+    one sequence's initial pass runs beside the other's, in one process."""
+    run = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--sequence", INICONF, "--passes", "initial,baseline",
+           "--version", "1", "--quiet")
+    serial, parallel = tmp_path / "serial", tmp_path / "parallel"
+    swecl(serial, *run, cache=cache)
+    swecl(parallel, *run, "--task-jobs", "2", cache=cache)
+    assert comparable(parallel) == comparable(serial)
+    assert swecl_json(parallel, "metrics", "--version", "1", cache=cache)["versions"] == \
+        swecl_json(serial, "metrics", "--version", "1", cache=cache)["versions"]
+    assert sequences_overlapped(parallel) and not sequences_overlapped(serial)
+
+
+def test_task_jobs_below_one_is_refused_in_one_line(tmp_path: Path, cache: Path) -> None:
+    proc = swecl(tmp_path / "r", "run", "--stage", "base", "--sequence", SPANS, "--task-jobs", "0", cache=cache,
+                 check=False)
+    assert proc.returncode == 2 and "--task-jobs 0" in proc.stderr and proc.stderr.count("\n") == 1
