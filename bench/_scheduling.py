@@ -1,7 +1,7 @@
 """Benchmark 6: task-level parallelism (`swecl run --task-jobs N`), a matter of scheduling.
 
 The work is the demo benchmark's matrix for one memory stage: plugin-blank over its 3
-sequences (21 tasks), passes initial, retest and baseline (63 tasks). The agent is
+sequences (24 tasks), passes initial, retest and baseline (72 tasks). The agent is
 simulated so that its time dominates each task and the figures are about scheduling,
 not this machine's CPUs: `--agent command --command "sleep S"` (it changes nothing) and
 `--grader none` (records, runs no test). Everything else is a real run: real
@@ -12,7 +12,7 @@ first `pass.started` to its last `pass.finished`, so the process's start-up and 
 summary it prints are left out. Rows:
 
 - `parallel_passes_2_workers`: the order-free passes alone (`--passes retest,baseline`,
-  42 tasks), 1 worker against 2; target: at least 1.6x faster with 2.
+  48 tasks), 1 worker against 2; target: at least 1.6x faster with 2.
 - `matrix_2_workers`: the whole matrix, 1 worker against 2 (no target: the initial
   passes are chains, so their share caps the gain).
 - `matrix_vs_critical_path`: the whole matrix with enough workers (8) against its
