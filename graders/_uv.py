@@ -215,9 +215,37 @@ def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cut
         return []
     cut = cutoff or _Cutoff(None)
     base = ["pip", "install", *compile_flag(python), "--python", os.fspath(python)]
+    pins = exact_pins(requirements)
+    build_pins = _build_constraints(pins)
+    build_file = python.parent.parent.parent / f".swecl-{what}-build-pins.txt"  # beside the venv, in the build dir
+    if build_pins:
+        build_file.write_text("".join(f"{line}\n" for line in build_pins), encoding="utf-8")
+        base += ["--build-constraints", os.fspath(build_file)]
+    try:
+        return _uv_install_batch(python, requirements, log, what, cut, base, pins)
+    finally:
+        build_file.unlink(missing_ok=True)
+
+
+def _build_constraints(pins: Mapping[str, str]) -> list[str]:
+    """The batch's exact pins as constraints of every isolated source build, except the
+    build backends (`BUILD_BACKEND_FLOOR` governs those). Why: an era sdist that builds
+    against a package the spec pins (h5py 3.2.1 requires numpy==1.19.3 to build, bottleneck
+    1.3.2 numpy 1.17.3) compiled that era release from source in its build environment,
+    on an interpreter it never supported (Python 3.10 for xarray 0.12): minutes of compiling
+    numpy per attempt, to fail; and where it built, the extension was built against another
+    numpy than the one it runs with. With the pin (numpy 1.23.0, a wheel for the
+    interpreter) a build needing `numpy>=1.x` builds against it, and one that needs
+    another exact release fails at once, so the fallbacks come into play without the wait.
+    Extras are dropped: a constraint names a distribution."""
+    return [re.sub(r"\[[^\]]*\]", "", line, count=1) for name, line in pins.items() if name not in BUILD_BACKEND_FLOOR]
+
+
+def _uv_install_batch(
+    python: Path, requirements: list[str], log: _Log, what: str, cut: _Cutoff, base: list[str], pins: Mapping[str, str],
+) -> list[str]:
     if _install_attempts(base, requirements, cut, log, requirements, BUILD_BACKEND_FLOOR):
         return []
-    pins = exact_pins(requirements)
     if pins and cut.when and cut.applied and cut.when < IMAGE_ERA:
         # The spec pins releases newer than the task (sphinx 3.0's tox 4.16.0, of 2024),
         # and their own dependencies (cachetools>=5.3.3) did not exist at the era: the
