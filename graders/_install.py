@@ -23,11 +23,10 @@ from graders._env_info import EnvInfo, record_env_files
 from graders._era_deps import project_requirements, self_install_extras
 from graders._integrity import products_manifest
 from graders._interpreters import uv_bin
-from graders._py_compat import normalise_name
 from graders._repos import Worktree, git, untracked_files
 from graders._run import LineResult, run_line
 from graders._specs import EnvSpec
-from graders._uv import _Cutoff, _Log, _uv_env, _uv_install
+from graders._uv import _Cutoff, _Log, _uv_env, _uv_install, installed_pins
 
 __all__ = [
     "BUILT",
@@ -183,22 +182,10 @@ INSTALL_RECIPE = 4
 
 
 def _frozen(python: Path) -> dict[str, str] | None:
-    """{normalised name: version} of the venv's packages from the index (`name==version`
-    lines of `uv pip freeze`; editable and local installs, the repository itself, left
-    out); None when uv cannot say."""
-    try:
-        done = subprocess.run([uv_bin(), "pip", "freeze", "--python", os.fspath(python)], capture_output=True,
-                              env=_uv_env(), stdin=subprocess.DEVNULL, timeout=600)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
-        return None
-    out = {}
-    for line in done.stdout.decode("utf-8", "replace").splitlines():
-        name, sep, version = line.strip().partition("==")
-        if sep and name and " " not in name:
-            out[normalise_name(name)] = version
-    return out
+    """{normalised name: version} of the venv's packages from the index (the repository's
+    own editable install left out); None when uv cannot say."""
+    pins = installed_pins(python)
+    return {name: line.partition("==")[2] for name, line in pins.items()} or None
 
 # The env's packages as its build left them (`uv pip freeze`), so that every install of
 # the repository starts from them: an install for other dependency manifests (another

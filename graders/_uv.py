@@ -227,6 +227,22 @@ def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cut
         build_file.unlink(missing_ok=True)
 
 
+def installed_pins(python: Path) -> dict[str, str]:
+    """{normalised name: `name==version`} of the venv's packages from an index (`uv pip
+    freeze`; editable and local installs left out); empty when uv cannot say."""
+    try:
+        done = subprocess.run([uv_bin(), "pip", "freeze", "--python", os.fspath(python)], capture_output=True,
+                              env=_uv_env(), stdin=subprocess.DEVNULL, timeout=600)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    out = {}
+    for line in done.stdout.decode("utf-8", "replace").splitlines() if done.returncode == 0 else []:
+        name, sep, version = line.strip().partition("==")
+        if sep and name and " " not in name:
+            out[normalise_name(name)] = f"{name}=={version}"
+    return out
+
+
 def _build_constraints(pins: Mapping[str, str]) -> list[str]:
     """The batch's exact pins as constraints of every isolated source build, except the
     build backends (`BUILD_BACKEND_FLOOR` governs those). Why: an era sdist that builds
@@ -267,6 +283,14 @@ def _uv_install_batch(
             continue
         name = next((normalise_name(n) for n in requirement_names([req])), None)
         if not own and name and cut.when and cut.applied and cut.when < IMAGE_ERA:
+            # What is installed already stays as it is: a fallback brings in releases newer
+            # than the era for this one requirement, never in place of another's (cartopy
+            # 0.24 of the images needs matplotlib>=3.6 and took matplotlib 3.10, which
+            # seaborn 0.11 of the era cannot import: no xarray 0.12 test was collected).
+            kept = [line for dist, line in installed_pins(python).items() if dist != name and dist not in pins]
+            constraints.write_text("".join(f"{line}\n" for line in [*held, *kept]), encoding="utf-8")
+            extra = ["--constraint", os.fspath(constraints)] if held or kept else []
+            held = [*held, *kept]
             # The interpreter is newer than the era (xarray 0.12's Python 3.10, cut-off
             # 2021-05): no era release of a compiled package has a wheel for it, and the
             # sources do not build. SWE-bench's images resolved such packages when they were

@@ -263,3 +263,30 @@ def test_a_source_build_takes_the_spec_s_pin_of_what_it_builds_against(tmp_path:
     assert _pip_show_version(build.env.python, "tinyc") == "1.0"
     assert not marker.exists(), log  # the era's tinynum was never built
     assert "--build-constraints" in log
+
+
+def test_a_fallback_of_the_images_never_replaces_what_is_installed(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """xarray 0.12: no cartopy of the era installs on Python 3.10, so it came with its
+    dependencies as of SWE-bench's images: cartopy 0.24 needs matplotlib>=3.6 and replaced
+    the installed matplotlib with 3.10, which seaborn 0.11 of the era cannot import, and no
+    test was collected. What is installed stays: the fallback takes the newest release of
+    then that works with it."""
+    broken = "raise SystemExit('error: this C extension does not compile on this Python')\n"
+    releases = {
+        "tinyplot": [("1.0", "2020-06-01T00:00:00Z", make_wheel(tmp_path / "a", "tinyplot", "1.0")),
+                     ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "b", "tinyplot", "2.0"))],
+        "tinygeo": [("1.0", "2022-06-01T00:00:00Z", make_wheel(tmp_path / "c", "tinygeo", "1.0"))],
+        "tinycart": [("1.0", "2020-06-01T00:00:00Z", make_sdist(tmp_path / "d", "tinycart", "1.0", broken)),
+                     ("1.5", "2022-06-01T00:00:00Z", make_wheel(tmp_path / "e", "tinycart", "1.5", ("tinygeo", "tinyplot>=1"))),
+                     ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "f", "tinycart", "2.0", ("tinygeo", "tinyplot>=2")))],
+    }
+    spec = EnvSpec(python=None, packages="tinyplot tinycart tinycondaonly")
+    with dated_index(tmp_path / "index", releases) as url:
+        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
+        build = build_env(REPO, "keep", spec, cache_dir=tmp_path / "cache", exclude_newer="2021-01-01T00:00:00Z")
+    log = build.log_path.read_text() if build.log_path else ""
+    assert installed_version(build.env.python, "tinyplot") == "1.0", log  # not replaced by 2.0
+    assert installed_version(build.env.python, "tinycart") == "1.5", log
+    assert installed_version(build.env.python, "tinygeo") == "1.0"
+    assert "packages: could not install tinycondaonly" in build.warnings
