@@ -153,8 +153,9 @@ def env_identity(spec: EnvSpec, exclude_newer: str | None) -> str:
     # recipe 11: the packages stage installs the spec's pins of what it names first and holds
     # them (`spec_pins_named`);
     # recipe 12: isolated source builds are held to the batch's exact pins (`graders._uv._build_constraints`);
-    # recipe 13: a fallback to the images' releases never replaces what is installed
-    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=13".encode()).hexdigest()
+    # recipe 13: a fallback to the images' releases never replaces what is installed;
+    # recipe 14: and comes after the stage's other requirements
+    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=14".encode()).hexdigest()
 
 
 def _env_dir(

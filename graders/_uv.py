@@ -272,7 +272,7 @@ def _uv_install_batch(
             return []
     log.write(f"# {what}: the batch failed; installing one by one, held to its exact pins")
     constraints = python.parent.parent.parent / f".swecl-{what}-pins.txt"  # beside the venv, in the build dir
-    failed, warnings = [], []
+    failed, warnings, later = [], [], []
     for req in requirements:
         # Its own pin is left out, so a pin that cannot install fails alone.
         own = exact_pins([req])
@@ -283,14 +283,6 @@ def _uv_install_batch(
             continue
         name = next((normalise_name(n) for n in requirement_names([req])), None)
         if not own and name and cut.when and cut.applied and cut.when < IMAGE_ERA:
-            # What is installed already stays as it is: a fallback brings in releases newer
-            # than the era for this one requirement, never in place of another's (cartopy
-            # 0.24 of the images needs matplotlib>=3.6 and took matplotlib 3.10, which
-            # seaborn 0.11 of the era cannot import: no xarray 0.12 test was collected).
-            kept = [line for dist, line in installed_pins(python).items() if dist != name and dist not in pins]
-            constraints.write_text("".join(f"{line}\n" for line in [*held, *kept]), encoding="utf-8")
-            extra = ["--constraint", os.fspath(constraints)] if held or kept else []
-            held = [*held, *kept]
             # The interpreter is newer than the era (xarray 0.12's Python 3.10, cut-off
             # 2021-05): no era release of a compiled package has a wheel for it, and the
             # sources do not build. SWE-bench's images resolved such packages when they were
@@ -302,17 +294,31 @@ def _uv_install_batch(
                 log.write(f"# {text}")
                 warnings.append(text)
                 continue
-            # Its dependencies are what fails (pytest-mpl of 2019 needs a matplotlib of
-            # then, which has no wheel for Python 3.9 and does not build): the requirement
-            # with its dependencies as of SWE-bench's images. Never left to pip, which
-            # would take today's releases (pyparsing 3.3 turns every camelCase call into a
-            # DeprecationWarning, which astropy 3.1's tests raise as errors).
-            if _uv_with_cutoff([*base, *extra, req], _Cutoff(IMAGE_ERA), log, [req, *held], BUILD_BACKEND_FLOOR):
-                text = (f"{what}: no release of {req} as of {cut.when} installs on this Python with its dependencies "
-                        f"of then: installed it and them as of {IMAGE_ERA} (SWE-bench's images)")
-                log.write(f"# {text}")
-                warnings.append(text)
-                continue
+            # Its dependencies are what fails: tried once every other requirement of the
+            # stage is in (below), so that those are of the era or their own fallback.
+            later.append((req, name, own))
+            continue
+        failed.append(req)
+    for req, name, own in later:
+        # The requirement with its dependencies as of SWE-bench's images (pytest-mpl of
+        # 2019 needs a matplotlib of then, which has no wheel for Python 3.9 and does not
+        # build). Never left to pip, which would take today's releases (pyparsing 3.3 turns
+        # every camelCase call into a DeprecationWarning, which astropy 3.1's tests raise as
+        # errors). What is installed stays as it is: this brings in releases newer than the
+        # era for this requirement, never in place of another's (xarray 0.12: cartopy 0.24 of
+        # the images needs matplotlib>=3.6 and, tried before matplotlib and seaborn were in,
+        # took matplotlib 3.10, which seaborn 0.11 of the era cannot import: no test was
+        # collected).
+        held = [line for n, line in pins.items() if n not in own]
+        kept = [line for dist, line in installed_pins(python).items() if dist != name and dist not in pins]
+        constraints.write_text("".join(f"{line}\n" for line in [*held, *kept]), encoding="utf-8")
+        extra = ["--constraint", os.fspath(constraints)] if held or kept else []
+        if _uv_with_cutoff([*base, *extra, req], _Cutoff(IMAGE_ERA), log, [req, *held, *kept], BUILD_BACKEND_FLOOR):
+            text = (f"{what}: no release of {req} as of {cut.when} installs on this Python with its dependencies "
+                    f"of then: installed it and them as of {IMAGE_ERA} (SWE-bench's images)")
+            log.write(f"# {text}")
+            warnings.append(text)
+            continue
         failed.append(req)
     constraints.unlink(missing_ok=True)
     return warnings + [f"{what}: could not install {req}" for req in failed]

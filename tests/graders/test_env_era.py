@@ -270,8 +270,8 @@ def test_a_fallback_of_the_images_never_replaces_what_is_installed(tmp_path: Pat
     """xarray 0.12: no cartopy of the era installs on Python 3.10, so it came with its
     dependencies as of SWE-bench's images: cartopy 0.24 needs matplotlib>=3.6 and replaced
     the installed matplotlib with 3.10, which seaborn 0.11 of the era cannot import, and no
-    test was collected. What is installed stays: the fallback takes the newest release of
-    then that works with it."""
+    test was collected. Such fallbacks come after the stage's other requirements, and what
+    is installed then stays: the fallback takes the newest release of then that works with it."""
     broken = "raise SystemExit('error: this C extension does not compile on this Python')\n"
     releases = {
         "tinyplot": [("1.0", "2020-06-01T00:00:00Z", make_wheel(tmp_path / "a", "tinyplot", "1.0")),
@@ -281,7 +281,8 @@ def test_a_fallback_of_the_images_never_replaces_what_is_installed(tmp_path: Pat
                      ("1.5", "2022-06-01T00:00:00Z", make_wheel(tmp_path / "e", "tinycart", "1.5", ("tinygeo", "tinyplot>=1"))),
                      ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "f", "tinycart", "2.0", ("tinygeo", "tinyplot>=2")))],
     }
-    spec = EnvSpec(python=None, packages="tinyplot tinycart tinycondaonly")
+    # tinycart first, as cartopy comes before matplotlib in xarray's environment.yml
+    spec = EnvSpec(python=None, packages="tinycart tinyplot tinycondaonly")
     with dated_index(tmp_path / "index", releases) as url:
         monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
         build = build_env(REPO, "keep", spec, cache_dir=tmp_path / "cache", exclude_newer="2021-01-01T00:00:00Z")
