@@ -48,7 +48,10 @@ since, and `guard_env` removes new bytecode caches and rebuilds on anything else
 Packages: the repository's requirements first, each package they name that the spec's
 pip_packages pin exactly taken at that pin right away (`spec_pins_named`: the pin
 replaces it in the next step anyway, and an era release may not even build for the
-interpreter), then pip_packages. Each batch: `uv pip install` online first (offline, uv picks among the files it has cached,
+interpreter), then pip_packages. Isolated source builds are held to the batch's exact
+pins (`--build-constraints`, build backends excepted): an era sdist never compiles the
+era's numpy in its build environment when the spec pins one with a wheel for the
+interpreter. Each batch: `uv pip install` online first (offline, uv picks among the files it has cached,
 so a spec would resolve differently from machine to machine), then `--offline` (no
 network), then without build isolation. A batch that fails is retried package by package,
 each held to the batch's exact pins (a later package never replaces an earlier pin);
@@ -148,8 +151,11 @@ def env_identity(spec: EnvSpec, exclude_newer: str | None) -> str:
     # recipe 8: and those that cannot load their native library here;
     # recipe 9: old sdists build with setuptools up to 40.8.0 (graders._uv.BUILD_BACKEND_FLOOR);
     # recipe 11: the packages stage installs the spec's pins of what it names first and holds
-    # them (`spec_pins_named`)
-    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=11".encode()).hexdigest()
+    # them (`spec_pins_named`);
+    # recipe 12: isolated source builds are held to the batch's exact pins (`graders._uv._build_constraints`);
+    # recipe 13: a fallback to the images' releases never replaces what is installed;
+    # recipe 14: and comes after the stage's other requirements
+    return hashlib.sha256(f"{spec.spec_hash()}\nexclude-newer={exclude_newer}\nrecipe=14".encode()).hexdigest()
 
 
 def _env_dir(

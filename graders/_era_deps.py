@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import tempfile
 from pathlib import Path
@@ -21,19 +22,42 @@ from pathlib import Path
 __all__ = ["parse_requires_txt", "project_requirements", "self_install_extras"]
 
 # `python -m pip install -e .[test]`, `pip install .`, `python3.9 -m pip install --editable .`
-_SELF_INSTALL = re.compile(
-    r"^(?:\S*python[\d.]*\s+-m\s+)?pip\s+install\s+(?:(?:-e|--editable)\s+)?"
-    r"[\"']?\.(?:\[(?P<extras>[^\]]*)\])?[\"']?\s*$"
-)
+_SELF_INSTALL = re.compile(r"^(?:\S*python[\d.]*\s+-m\s+)?pip\s+install\s+(?P<args>.*)$")
+_TARGET = re.compile(r"^\.(?:\[(?P<extras>[^\]]*)\])?$")
+# Options of pip install that change neither what is installed nor where it comes from:
+# SWE-bench's own lines carry them (astropy `-e .[test] --verbose`, scikit-learn `-v
+# --no-use-pep517 --no-build-isolation -e .`, matplotlib `--no-build-isolation -e ".[dev]"`).
+# Any other option (an index, find-links, constraints, --no-deps, --upgrade) leaves the line
+# to pip alone: swecl does not second-guess it.
+_NEUTRAL_OPTIONS = frozenset({
+    "-v", "-vv", "-vvv", "--verbose", "-q", "--quiet", "--no-build-isolation", "--no-use-pep517", "--use-pep517",
+    "--no-cache-dir", "--disable-pip-version-check", "--no-input", "--no-color",
+})
 
 
 def self_install_extras(line: str) -> list[str] | None:
-    """The extras of an install line that pip-installs the checkout itself; None for any
-    other line (a command swecl does not second-guess)."""
+    """The extras of an install line that pip-installs the checkout itself (editable or
+    not, with options that do not change what pip installs); None for any other line (a
+    command swecl does not second-guess)."""
     m = _SELF_INSTALL.match(line.strip())
     if m is None:
         return None
-    return [e.strip() for e in (m.group("extras") or "").split(",") if e.strip()]
+    try:
+        words = shlex.split(m.group("args"))
+    except ValueError:
+        return None
+    targets = []
+    for word in words:
+        if word in ("-e", "--editable"):
+            continue
+        if word.startswith("-"):
+            if word not in _NEUTRAL_OPTIONS:
+                return None
+            continue
+        targets.append(word)
+    if len(targets) != 1 or (t := _TARGET.match(targets[0])) is None:
+        return None
+    return [e.strip() for e in (t.group("extras") or "").split(",") if e.strip()]
 
 
 def parse_requires_txt(text: str, extras: list[str]) -> list[str]:

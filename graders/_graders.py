@@ -47,15 +47,15 @@ from graders._decide import Decision, blame, decide
 from graders._env_info import EnvBuildError, EnvInfo
 from graders._envs import build_env, env_lock, era_for, guard_env, touch_used
 from graders._install import ensure_repo_installed, install_environment, install_fingerprint, prepare_worktree
-from graders._manifests import pre_install_plan
 from graders._interpreters import PythonNotFound, find_python
+from graders._manifests import pre_install_plan
 from graders._parsers import frame_test_output, parse_log, parser_for_repo
-from graders._results_plugin import ResultsChannel, check_against_channel
 from graders._repos import GitError, RepoCache, Worktree
-from graders._sandbox import Sandbox, sandbox_for
+from graders._results_plugin import ResultsChannel, check_against_channel
 from graders._run import build_test_command, parse_eval_commands, run_line, run_process, test_directives, test_environment
-from graders._tox import put_current_env_launchers
+from graders._sandbox import Sandbox, sandbox_for
 from graders._specs import DEFAULT_TEST_CMD, EnvSpec, UnknownEnvSpec, has_spec, spec_for
+from graders._tox import put_current_env_launchers
 from ledger.errors import SweclError
 from ledger.events import GradeStatus
 
@@ -238,6 +238,8 @@ class _ExecutingGrader:
             if env is not None and spec.install:
                 inst = ensure_repo_installed(env, spec, wt.path, wt.commit, fingerprint=install_fingerprint(wt.path, wt.commit))
                 notes.add(f"[swecl] install: {'ran' if inst.ran else 'reused'} ({'ok' if inst.ok else 'FAILED'})")
+                for line in inst.notes:
+                    notes.add(line)
                 if not inst.ok:
                     notes.add(inst.log[-20000:])
                     env_warnings.append(f"install failed: {spec.install}")

@@ -26,7 +26,7 @@ from graders._interpreters import uv_bin
 from graders._repos import Worktree, git, untracked_files
 from graders._run import LineResult, run_line
 from graders._specs import EnvSpec
-from graders._uv import _Cutoff, _Log, _uv_env, _uv_install
+from graders._uv import _Cutoff, _Log, _uv_env, _uv_install, installed_pins
 
 __all__ = [
     "BUILT",
@@ -44,6 +44,7 @@ class InstallResult:
     ran: bool
     ok: bool
     log: str = ""
+    notes: tuple[str, ...] = ()  # lines for the grade's log, whatever the outcome
 
 
 def install_environment(env: EnvInfo, extra: Mapping[str, str] = ()) -> dict[str, str]:
@@ -141,7 +142,9 @@ def ensure_repo_installed(
     results: list[LineResult] = []
     variables: dict[str, str] = {}
     era_note = _back_to_built(env, timeout_s=timeout_s)
-    era_note += _era_dependencies(env, spec.install, worktree, timeout_s=timeout_s)
+    era_text, era_ran = _era_dependencies(env, spec.install, worktree, timeout_s=timeout_s)
+    era_note += era_text
+    before = _frozen(env.python) if era_ran else None
     for line in [spec.install]:  # `a; b` lines are split by run_line itself
         results.append(
             run_line(line, cwd=worktree, env=install_environment(env), python=env.python,
@@ -149,6 +152,14 @@ def ensure_repo_installed(
         )
     ok = all(r.status == "ok" for r in results)
     text = era_note + "".join(f"$ {r.line}\n{r.output}[{r.status}{': ' + r.reason if r.reason else ''}]\n" for r in results)
+    notes: tuple[str, ...] = ()
+    if before is not None and (after := _frozen(env.python)) is not None:
+        past = [f"{name}=={v}" + (f" (was {before[name]})" if name in before else "")
+                for name, v in sorted(after.items()) if before.get(name) != v]
+        if past:
+            notes = (f"[swecl] WARNING pip installed past the era step (as of today, not {env.exclude_newer}): "
+                     + ", ".join(past),)
+            text += "".join(n + "\n" for n in notes)
     products: dict = {}
     if (worktree / ".git").exists():
         products = products_manifest(worktree, untracked_files(worktree))
@@ -160,12 +171,21 @@ def ensure_repo_installed(
                     "fingerprint": fingerprint, "products": products, "at": time.time()}) + "\n",
         encoding="utf-8",
     )
-    return InstallResult(ran=True, ok=ok, log=text)
+    return InstallResult(ran=True, ok=ok, log=text, notes=notes)
 
 
 # 2: the repository's own requirements are installed under the era cut-off first;
-# 3: with the environment build's fallbacks (`graders._uv._uv_install`), never left to pip
-INSTALL_RECIPE = 3
+# 3: with the environment build's fallbacks (`graders._uv._uv_install`), never left to pip;
+# 4: install lines with pip options that change nothing about what is installed
+# (astropy's `-e .[test] --verbose`) get the era step too (`graders._era_deps.self_install_extras`)
+INSTALL_RECIPE = 4
+
+
+def _frozen(python: Path) -> dict[str, str] | None:
+    """{normalised name: version} of the venv's packages from the index (the repository's
+    own editable install left out); None when uv cannot say."""
+    pins = installed_pins(python)
+    return {name: line.partition("==")[2] for name, line in pins.items()} or None
 
 # The env's packages as its build left them (`uv pip freeze`), so that every install of
 # the repository starts from them: an install for other dependency manifests (another
@@ -212,17 +232,20 @@ def _uv_install_log(args: list[str], *, timeout_s: float, failed: str, cwd: Path
     return f"$ {shlex.join(argv)}\n{out}[{verdict}]\n"
 
 
-def _era_dependencies(env: EnvInfo, install: str, worktree: Path, *, timeout_s: float) -> str:
+def _era_dependencies(env: EnvInfo, install: str, worktree: Path, *, timeout_s: float) -> tuple[str, bool]:
     """Before `pip install -e .[extras]`: the checkout's requirements installed with uv as
-    of the env's era (see `graders._era_deps`). Returns the lines for the install log;
-    when anything fails, pip resolves as it would have, and the log says so."""
+    of the env's era (see `graders._era_deps`). Returns the lines for the install log and
+    whether the step applied (an era, a line that pip-installs the checkout); when anything
+    fails, pip resolves as it would have, and the log says so."""
     extras = self_install_extras(install)
-    if extras is None or not env.exclude_newer:
-        return ""
+    if not env.exclude_newer:
+        return "", False
+    if extras is None:
+        return f"[swecl] install line not read for requirements (not a pip install of the checkout alone): {install}\n", False
     reqs, how = project_requirements(worktree, env.python, extras, timeout_s=min(timeout_s, 600))
     head = f"[swecl] the repository's requirements as of {env.exclude_newer}: {how}\n"
     if not reqs:
-        return head
+        return head, True
     # The environment build's own installer, fallbacks included: a requirement no release
     # of the era installs here (skyfield 1.10's sdist, built with a setuptools of 2019 that
     # does not run on Python 3.9) comes as of SWE-bench's images, never as of today, which
@@ -234,4 +257,4 @@ def _era_dependencies(env: EnvInfo, install: str, worktree: Path, *, timeout_s: 
         finally:
             log.close()
         text = log.path.read_text(encoding="utf-8", errors="replace")
-    return head + text + "".join(f"[swecl] WARNING {w}\n" for w in warnings)
+    return head + text + "".join(f"[swecl] WARNING {w}\n" for w in warnings), True

@@ -215,9 +215,53 @@ def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cut
         return []
     cut = cutoff or _Cutoff(None)
     base = ["pip", "install", *compile_flag(python), "--python", os.fspath(python)]
+    pins = exact_pins(requirements)
+    build_pins = _build_constraints(pins)
+    build_file = python.parent.parent.parent / f".swecl-{what}-build-pins.txt"  # beside the venv, in the build dir
+    if build_pins:
+        build_file.write_text("".join(f"{line}\n" for line in build_pins), encoding="utf-8")
+        base += ["--build-constraints", os.fspath(build_file)]
+    try:
+        return _uv_install_batch(python, requirements, log, what, cut, base, pins)
+    finally:
+        build_file.unlink(missing_ok=True)
+
+
+def installed_pins(python: Path) -> dict[str, str]:
+    """{normalised name: `name==version`} of the venv's packages from an index (`uv pip
+    freeze`; editable and local installs left out); empty when uv cannot say."""
+    try:
+        done = subprocess.run([uv_bin(), "pip", "freeze", "--python", os.fspath(python)], capture_output=True,
+                              env=_uv_env(), stdin=subprocess.DEVNULL, timeout=600)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    out = {}
+    for line in done.stdout.decode("utf-8", "replace").splitlines() if done.returncode == 0 else []:
+        name, sep, version = line.strip().partition("==")
+        if sep and name and " " not in name:
+            out[normalise_name(name)] = f"{name}=={version}"
+    return out
+
+
+def _build_constraints(pins: Mapping[str, str]) -> list[str]:
+    """The batch's exact pins as constraints of every isolated source build, except the
+    build backends (`BUILD_BACKEND_FLOOR` governs those). Why: an era sdist that builds
+    against a package the spec pins (h5py 3.2.1 requires numpy==1.19.3 to build, bottleneck
+    1.3.2 numpy 1.17.3) compiled that era release from source in its build environment,
+    on an interpreter it never supported (Python 3.10 for xarray 0.12): minutes of compiling
+    numpy per attempt, to fail; and where it built, the extension was built against another
+    numpy than the one it runs with. With the pin (numpy 1.23.0, a wheel for the
+    interpreter) a build needing `numpy>=1.x` builds against it, and one that needs
+    another exact release fails at once, so the fallbacks come into play without the wait.
+    Extras are dropped: a constraint names a distribution."""
+    return [re.sub(r"\[[^\]]*\]", "", line, count=1) for name, line in pins.items() if name not in BUILD_BACKEND_FLOOR]
+
+
+def _uv_install_batch(
+    python: Path, requirements: list[str], log: _Log, what: str, cut: _Cutoff, base: list[str], pins: Mapping[str, str],
+) -> list[str]:
     if _install_attempts(base, requirements, cut, log, requirements, BUILD_BACKEND_FLOOR):
         return []
-    pins = exact_pins(requirements)
     if pins and cut.when and cut.applied and cut.when < IMAGE_ERA:
         # The spec pins releases newer than the task (sphinx 3.0's tox 4.16.0, of 2024),
         # and their own dependencies (cachetools>=5.3.3) did not exist at the era: the
@@ -228,7 +272,7 @@ def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cut
             return []
     log.write(f"# {what}: the batch failed; installing one by one, held to its exact pins")
     constraints = python.parent.parent.parent / f".swecl-{what}-pins.txt"  # beside the venv, in the build dir
-    failed, warnings = [], []
+    failed, warnings, later = [], [], []
     for req in requirements:
         # Its own pin is left out, so a pin that cannot install fails alone.
         own = exact_pins([req])
@@ -250,17 +294,31 @@ def _uv_install(python: Path, requirements: list[str], log: _Log, what: str, cut
                 log.write(f"# {text}")
                 warnings.append(text)
                 continue
-            # Its dependencies are what fails (pytest-mpl of 2019 needs a matplotlib of
-            # then, which has no wheel for Python 3.9 and does not build): the requirement
-            # with its dependencies as of SWE-bench's images. Never left to pip, which
-            # would take today's releases (pyparsing 3.3 turns every camelCase call into a
-            # DeprecationWarning, which astropy 3.1's tests raise as errors).
-            if _uv_with_cutoff([*base, *extra, req], _Cutoff(IMAGE_ERA), log, [req, *held], BUILD_BACKEND_FLOOR):
-                text = (f"{what}: no release of {req} as of {cut.when} installs on this Python with its dependencies "
-                        f"of then: installed it and them as of {IMAGE_ERA} (SWE-bench's images)")
-                log.write(f"# {text}")
-                warnings.append(text)
-                continue
+            # Its dependencies are what fails: tried once every other requirement of the
+            # stage is in (below), so that those are of the era or their own fallback.
+            later.append((req, name, own))
+            continue
+        failed.append(req)
+    for req, name, own in later:
+        # The requirement with its dependencies as of SWE-bench's images (pytest-mpl of
+        # 2019 needs a matplotlib of then, which has no wheel for Python 3.9 and does not
+        # build). Never left to pip, which would take today's releases (pyparsing 3.3 turns
+        # every camelCase call into a DeprecationWarning, which astropy 3.1's tests raise as
+        # errors). What is installed stays as it is: this brings in releases newer than the
+        # era for this requirement, never in place of another's (xarray 0.12: cartopy 0.24 of
+        # the images needs matplotlib>=3.6 and, tried before matplotlib and seaborn were in,
+        # took matplotlib 3.10, which seaborn 0.11 of the era cannot import: no test was
+        # collected).
+        held = [line for n, line in pins.items() if n not in own]
+        kept = [line for dist, line in installed_pins(python).items() if dist != name and dist not in pins]
+        constraints.write_text("".join(f"{line}\n" for line in [*held, *kept]), encoding="utf-8")
+        extra = ["--constraint", os.fspath(constraints)] if held or kept else []
+        if _uv_with_cutoff([*base, *extra, req], _Cutoff(IMAGE_ERA), log, [req, *held, *kept], BUILD_BACKEND_FLOOR):
+            text = (f"{what}: no release of {req} as of {cut.when} installs on this Python with its dependencies "
+                    f"of then: installed it and them as of {IMAGE_ERA} (SWE-bench's images)")
+            log.write(f"# {text}")
+            warnings.append(text)
+            continue
         failed.append(req)
     constraints.unlink(missing_ok=True)
     return warnings + [f"{what}: could not install {req}" for req in failed]

@@ -227,3 +227,67 @@ def test_spec_pins_named_are_the_pins_of_named_unpinned_packages() -> None:
     # own pin (pip_packages replaces it later, as in swebench); pytest is not named
     assert spec_pins_named(reqs, pins) == ["numpy==1.23.0", "dask==2022.8.1", "Toolz==0.12.0"]
     assert spec_pins_named(reqs, []) == []
+
+
+def test_a_source_build_takes_the_spec_s_pin_of_what_it_builds_against(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """xarray 0.12 (Python 3.10, cut-off 2021-05): h5py 3.2.1 and bottleneck 1.3.2 have no
+    wheel for 3.10, and their isolated builds compiled the era's numpy (1.19.3, 1.17.3) from
+    source for minutes, to fail, at every attempt: the build took over an hour. Isolated
+    builds are held to the spec's pins (numpy 1.23.0, a wheel): the era's release of what
+    they build against is never built; such a build fails at once, and the retry without
+    build isolation builds against the pin installed in the venv."""
+    marker = tmp_path / "tinynum-1.0-was-built"
+    slow = f"open({str(marker)!r}, 'w').close()\nraise SystemExit('error: numpy of the era does not compile here')\n"
+    tinyc = tmp_path / "tinyc-src"
+    write(tinyc, "pyproject.toml", '[build-system]\nrequires = ["setuptools", "tinynum==1.0"]\n'
+                                   'build-backend = "setuptools.build_meta"\n\n'
+                                   '[project]\nname = "tinyc"\nversion = "1.0"\n')
+    write(tinyc, "tinyc.py", "import tinynum\n")
+    sdist_dir = tmp_path / "sdists"
+    sdist_dir.mkdir()
+    subprocess.run(["tar", "-czf", str(sdist_dir / "tinyc-1.0.tar.gz"), "--transform", "s,^tinyc-src,tinyc-1.0,",
+                    "-C", str(tmp_path), "tinyc-src"], check=True)
+    releases = {
+        "tinynum": [("1.0", "2022-06-01T00:00:00Z", make_sdist(tmp_path / "a", "tinynum", "1.0", slow)),
+                    ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "b", "tinynum", "2.0"))],
+        "tinyc": [("1.0", "2022-06-01T00:00:00Z", sdist_dir / "tinyc-1.0.tar.gz")],
+    }
+    spec = EnvSpec(python=None, packages="tinyc tinynum", pip_packages=["tinynum==2.0"])
+    with dated_index(tmp_path / "index", releases) as url:
+        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)  # setuptools still comes from PyPI
+        build = build_env(REPO, "buildpins", spec, cache_dir=tmp_path / "cache", exclude_newer="2023-01-01T00:00:00Z")
+    log = build.log_path.read_text() if build.log_path else ""
+    assert build.warnings == [], log
+    assert installed_version(build.env.python, "tinynum") == "2.0"
+    assert _pip_show_version(build.env.python, "tinyc") == "1.0"
+    assert not marker.exists(), log  # the era's tinynum was never built
+    assert "--build-constraints" in log
+
+
+def test_a_fallback_of_the_images_never_replaces_what_is_installed(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """xarray 0.12: no cartopy of the era installs on Python 3.10, so it came with its
+    dependencies as of SWE-bench's images: cartopy 0.24 needs matplotlib>=3.6 and replaced
+    the installed matplotlib with 3.10, which seaborn 0.11 of the era cannot import, and no
+    test was collected. Such fallbacks come after the stage's other requirements, and what
+    is installed then stays: the fallback takes the newest release of then that works with it."""
+    broken = "raise SystemExit('error: this C extension does not compile on this Python')\n"
+    releases = {
+        "tinyplot": [("1.0", "2020-06-01T00:00:00Z", make_wheel(tmp_path / "a", "tinyplot", "1.0")),
+                     ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "b", "tinyplot", "2.0"))],
+        "tinygeo": [("1.0", "2022-06-01T00:00:00Z", make_wheel(tmp_path / "c", "tinygeo", "1.0"))],
+        "tinycart": [("1.0", "2020-06-01T00:00:00Z", make_sdist(tmp_path / "d", "tinycart", "1.0", broken)),
+                     ("1.5", "2022-06-01T00:00:00Z", make_wheel(tmp_path / "e", "tinycart", "1.5", ("tinygeo", "tinyplot>=1"))),
+                     ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "f", "tinycart", "2.0", ("tinygeo", "tinyplot>=2")))],
+    }
+    # tinycart first, as cartopy comes before matplotlib in xarray's environment.yml
+    spec = EnvSpec(python=None, packages="tinycart tinyplot tinycondaonly")
+    with dated_index(tmp_path / "index", releases) as url:
+        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
+        build = build_env(REPO, "keep", spec, cache_dir=tmp_path / "cache", exclude_newer="2021-01-01T00:00:00Z")
+    log = build.log_path.read_text() if build.log_path else ""
+    assert installed_version(build.env.python, "tinyplot") == "1.0", log  # not replaced by 2.0
+    assert installed_version(build.env.python, "tinycart") == "1.5", log
+    assert installed_version(build.env.python, "tinygeo") == "1.0"
+    assert "packages: could not install tinycondaonly" in build.warnings

@@ -31,11 +31,11 @@ def _grade(grader: SwebenchGrader, base: str, patch: str, setup_commit: str) -> 
     return out.status, out.log.decode()
 
 
-def _gold_with_test_extras(tmp_path: Path, src: Path, base: str) -> tuple[Path, str]:
+def _gold_with_test_extras(tmp_path: Path, src: Path, base: str,
+                           install: str = "python -m pip install -e .[test]") -> tuple[Path, str]:
     """Grade the gold patch of `src` at `base` with `pip install -e .[test]` as the install
     (the spec's pytest pinned), assert it resolves; (the env's python, the grade's log)."""
-    spec = EnvSpec(python=None, pip_packages=["pytest==7.4.4"], install="python -m pip install -e .[test]",
-                   test_cmd="pytest -rA")
+    spec = EnvSpec(python=None, pip_packages=["pytest==7.4.4"], install=install, test_cmd="pytest -rA")
     cache = tmp_path / "cache"
     grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)})
     out = grader.grade(GradeRequest(
@@ -115,6 +115,14 @@ def test_the_repositorys_own_requirements_resolve_as_of_the_era(tmp_path: Path) 
     assert self_install_extras("python -m pip install -e .[test,docs]") == ["test", "docs"]
     assert self_install_extras("pip install .") == []
     assert self_install_extras("python setup.py develop") is None
+    # SWE-bench's own lines with options that change nothing about what pip installs
+    assert self_install_extras("python -m pip install -e .[test] --verbose") == ["test"]  # astropy
+    assert self_install_extras("python -m pip install -v --no-use-pep517 --no-build-isolation -e .") == []
+    assert self_install_extras('python -m pip install --no-build-isolation -e ".[dev]"') == ["dev"]
+    # options that change what pip installs or from where: the line is left to pip
+    assert self_install_extras("python -m pip install --no-index --find-links wheels -e .") is None
+    assert self_install_extras("python -m pip install --no-deps -e .") is None
+    assert self_install_extras("pip install -e . other") is None
     assert parse_requires_txt('a>=1\n\n[test]\nb\n\n[test:python_version < "3.8"]\nc\n\n[docs]\nd\n', ["test"]) == [
         "a>=1", "b", 'c ; python_version < "3.8"']
 
@@ -198,3 +206,55 @@ def test_a_requirement_the_era_cannot_supply_comes_as_of_the_images_never_today(
     assert installed_version(python, "tinyplot") == "2.0", log  # of the images, not 3.0 of today
     assert installed_version(python, "tinympl") == "0.5", log  # the era's still, as of the images too
     assert installed_version(python, "tinyera") == "1.0", log
+
+
+def test_an_install_line_with_pip_options_still_resolves_as_of_the_era(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """astropy's install line is `python -m pip install -e .[test] --verbose`: the trailing
+    option hid it from the era step, so pip alone installed astropy 3.1's test extras as of
+    today (pytest-mpl brought matplotlib 3.9 and pyparsing 3.3, whose DeprecationWarnings
+    astropy's tests raise as errors: the gold patches of 8707 and 8872 failed). The era
+    step now reads such lines, and nothing pip installs goes past it."""
+    from tests.graders.env_support import dated_index, installed_version, make_wheel
+    from tests.graders.exec_support import make_calc_repo
+
+    releases = {
+        "tinyera": [("1.0", "2019-01-01T00:00:00Z", make_wheel(tmp_path / "w1", "tinyera", "1.0")),
+                    ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "w2", "tinyera", "2.0"))],
+        "tinydep": [("1.0", "2019-01-01T00:00:00Z", make_wheel(tmp_path / "w3", "tinydep", "1.0")),
+                    ("3.0", "2025-06-01T00:00:00Z", make_wheel(tmp_path / "w4", "tinydep", "3.0"))],
+    }
+    src, _ = make_calc_repo(tmp_path / "src")
+    write(src, "setup.py", 'from setuptools import setup\n\nsetup(name="calc", version="0.1", packages=["calc"], '
+                           'install_requires=["tinydep"], extras_require={"test": ["tinyera"]})\n')
+    base = commit_at(src, "calc with test requirements", "2020-06-01T12:00:00Z")
+    with dated_index(tmp_path / "index", releases) as url:
+        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
+        monkeypatch.setenv("PIP_EXTRA_INDEX_URL", url)  # what pip takes when left to itself
+        python, log = _gold_with_test_extras(tmp_path, src, base, "python -m pip install -e .[test] --verbose")
+    assert installed_version(python, "tinyera") == "1.0", log  # 2.0 is of 2023
+    assert installed_version(python, "tinydep") == "1.0", log  # 3.0 is of 2025
+    assert "pip installed past the era" not in log, log
+
+
+def test_what_pip_installs_past_the_era_step_is_named_in_the_grade_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A requirement no release of the era (nor of SWE-bench's images) supplies is left to
+    pip, which takes today's: the grade's log names it, so an environment that is not of
+    its era never passes unseen."""
+    from tests.graders.env_support import dated_index, installed_version, make_wheel
+    from tests.graders.exec_support import make_calc_repo
+
+    releases = {"tinynew": [("3.0", "2025-06-01T00:00:00Z", make_wheel(tmp_path / "w1", "tinynew", "3.0"))],
+                "tinyera": [("1.0", "2019-01-01T00:00:00Z", make_wheel(tmp_path / "w2", "tinyera", "1.0"))]}
+    src, _ = make_calc_repo(tmp_path / "src")
+    write(src, "setup.py", 'from setuptools import setup\n\nsetup(name="calc", version="0.1", packages=["calc"], '
+                           'extras_require={"test": ["tinyera", "tinynew"]})\n')
+    base = commit_at(src, "calc with a requirement of today", "2020-06-01T12:00:00Z")
+    with dated_index(tmp_path / "index", releases) as url:
+        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
+        monkeypatch.setenv("PIP_EXTRA_INDEX_URL", url)
+        python, log = _gold_with_test_extras(tmp_path, src, base, "python -m pip install -e .[test] --verbose")
+    assert installed_version(python, "tinynew") == "3.0"
+    [line] = [x for x in log.splitlines() if "pip installed past the era step" in x]
+    assert "tinynew==3.0" in line and "tinyera" not in line, line
