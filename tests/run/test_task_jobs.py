@@ -12,12 +12,12 @@ import pytest
 
 from bench.processes import read_events
 
-from .support import INICONF, SPANS, swecl, swecl_json
+from .support import INICONF, SPANS, demo_tasks, swecl, swecl_json
 
 pytestmark = pytest.mark.slow
 
 # The smallest run with every kind of order-free work and memory on: the spans sequence
-# (6 tasks) with a re-test, a baseline and a retest-3 row.
+# with a re-test, a baseline and a retest-3 row.
 RUN = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--retest-every", "3", "--version", "1")
 
 
@@ -79,7 +79,7 @@ def test_a_parallel_run_records_what_a_serial_run_records(tmp_path: Path, cache:
     # Only the initial pass stayed in order, each task after the one before had finished.
     initial = [(e["type"], e["payload"]["order"]) for e in read_events(parallel)
                if e["type"] in ("task.started", "task.finished") and e["payload"]["pass"] == "initial"]
-    assert initial == [(t, n) for n in range(1, 7) for t in ("task.started", "task.finished")]
+    assert initial == [(t, n) for n in range(1, demo_tasks(SPANS) + 1) for t in ("task.started", "task.finished")]
 
 
 def sequences_overlapped(results: Path) -> bool:
