@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,20 +45,25 @@ def decided_ids(results: Path) -> set[str]:
             if e["type"] not in ("memory.recalled", "run.started", "run.finished")}
 
 
-def overlapped(results: Path, pass_a: str, pass_b: str) -> bool:
-    """A task of `pass_a` started while one of `pass_b` was running (another one, when
-    the passes are the same)."""
-    running: set[tuple[str, int]] = set()
+def started_during(results: Path, key_of: Callable[[dict], tuple], clash: Callable[[tuple, tuple], bool]) -> bool:
+    """A task started while a running one clashed with it (`clash(started, running)`)."""
+    running: set[tuple] = set()
     for e in read_events(results):
-        p = e["payload"]
-        key = (p.get("pass"), p.get("order"))
+        key = key_of(e)
         if e["type"] == "task.started":
-            if key[0] == pass_a and any(r[0] == pass_b and r != key for r in running):
+            if any(clash(key, r) for r in running):
                 return True
             running.add(key)
         elif e["type"] == "task.finished":
             running.discard(key)
     return False
+
+
+def overlapped(results: Path, pass_a: str, pass_b: str) -> bool:
+    """A task of `pass_a` started while one of `pass_b` was running (another one, when
+    the passes are the same)."""
+    return started_during(results, lambda e: (e["payload"].get("pass"), e["payload"].get("order")),
+                          lambda key, r: key[0] == pass_a and r[0] == pass_b and r != key)
 
 
 def test_a_parallel_run_records_what_a_serial_run_records(tmp_path: Path, cache: Path) -> None:
@@ -84,17 +90,8 @@ def test_a_parallel_run_records_what_a_serial_run_records(tmp_path: Path, cache:
 
 def sequences_overlapped(results: Path) -> bool:
     """A task of one sequence started while a task of another was running."""
-    running: set[tuple[str, str, int]] = set()
-    for e in read_events(results):
-        p = e["payload"]
-        key = (e["stream"], p.get("pass"), p.get("order"))
-        if e["type"] == "task.started":
-            if any(r[0] != key[0] for r in running):
-                return True
-            running.add(key)
-        elif e["type"] == "task.finished":
-            running.discard(key)
-    return False
+    return started_during(results, lambda e: (e["stream"], e["payload"].get("pass"), e["payload"].get("order")),
+                          lambda key, r: r[0] != key[0])
 
 
 def test_sequences_of_one_run_share_the_workers(tmp_path: Path, cache: Path) -> None:

@@ -160,7 +160,7 @@ def test_task_jobs_run_inside_each_sequence_job(tmp_path: Path, ray_cluster: Ray
     assert metrics(tmp_path, ray_cluster, "1", SPANS) == metrics(reference, ray_cluster, "1", SPANS)
     spans_recalls = {cell: ids for cell, ids in recalls(reference, "1").items() if cell[0] == SPANS}
     assert recalls(tmp_path, "1") == spans_recalls
-    assert_each_task_once(tmp_path, ray_cluster, "1", 2 * 6)
+    assert_each_task_once(tmp_path, ray_cluster, "1", 2 * TASKS[SPANS])
     running: set[tuple[str, int]] = set()
     beside = False
     for _, _, type_, p in events(tmp_path, "task.started", "task.finished"):
