@@ -16,6 +16,7 @@ import msgspec
 from ledger import Recorded, StreamRange
 from ledger.events import GradeStatus, TaskRef
 
+from ._cut import OrderCut
 from ._runner import Projection, Selection
 from .metrics import SequenceOutcomes
 
@@ -129,7 +130,7 @@ class RunOutcomes(msgspec.Struct):
 
 class OutcomeProjection(Projection[RunOutcomes]):
     name: ClassVar[str] = "outcomes"
-    version: ClassVar[int] = 2  # 2: SequenceCells.attempts
+    version: ClassVar[int] = 3  # 2: SequenceCells.attempts; 3: the cut of `before_order` by position (`_cut`)
     state_type: ClassVar[type] = RunOutcomes
 
     _TYPES = frozenset(
@@ -149,11 +150,13 @@ class OutcomeProjection(Projection[RunOutcomes]):
     def __init__(self, run_version: str, *, before_order: int | None = None, cutoffs: dict[str, int] | None = None) -> None:
         """`before_order`/`cutoffs`: the state as it stood before task K started in each
         sequence (cutoffs maps a sequence to the seq of that start; a sequence absent from
-        it had not reached K). Exactly the fold of a ledger cut there: the plan stays
-        whole, and the tasks not yet run are reported missing, never hidden."""
+        it had not reached K): the fold of a serial run's ledger cut there, whatever the
+        schedule that made it (`_cut.OrderCut`). The plan stays whole, and the tasks not
+        yet run are reported missing, never hidden."""
         self.run_version = run_version
         self.before_order = before_order
         self.cutoffs = dict(cutoffs or {})
+        self._cut = OrderCut(before_order, self.cutoffs) if before_order is not None and self.cutoffs else None
 
     def scope(self) -> str:
         if self.before_order is None:
@@ -176,8 +179,7 @@ class OutcomeProjection(Projection[RunOutcomes]):
             for sequence_id in ev.sequences:
                 state.sequences.setdefault(sequence_id, SequenceCells(plan=list(ev.tasks.get(sequence_id, []))))
             return state
-        cutoff = self.cutoffs.get(ev.sequence_id)
-        if cutoff is not None and rec.seq >= cutoff:
+        if self._cut is not None and not self._cut.keeps(rec.seq, t, ev):
             return state
         # get-then-create, not setdefault: setdefault would build a throwaway default on
         # every event, and this runs once per event of every run.

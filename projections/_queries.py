@@ -16,6 +16,7 @@ from ledger.events import GradeCorrected, GradeFinished, TaskValidity
 from projections import OutcomeProjection, Projector, RunOutcomes, RunsProjection, RunSummary, read_views
 from projections.metrics import Lambdas, MetricsResult, compute
 
+from ._cut import OrderCut
 from ._results import Results
 
 RUN_LOCK = ".run.lock"
@@ -116,6 +117,11 @@ def sequence_cutoffs(ledger: Ledger, version: str, order: int) -> dict[str, int]
         if ev.pass_ == "initial" and ev.order == order:
             cutoffs.setdefault(ev.sequence_id, seq)
     return cutoffs
+
+
+def order_cut(ledger: Ledger, version: str, order: int) -> OrderCut:
+    """`--as-of-order K` of run `version`: its events as a serial run held them before initial task K started."""
+    return OrderCut(order, sequence_cutoffs(ledger, version, order))
 
 
 def outcomes(

@@ -42,9 +42,8 @@ from typing import Any
 
 import msgspec
 
-from ledger import Ledger, SweclError
-from projections import OutcomeProjection, Projector, RunOutcomes
-from projections import undo_new_folder, write_error
+from ledger import Ledger, StreamRange, SweclError
+from projections import OutcomeProjection, Projector, RunOutcomes, read_views, undo_new_folder, write_error
 from projections.memory import (
     MemoryState,
     SeedRecord,
@@ -56,6 +55,7 @@ from projections.memory import (
 )
 from projections.metrics import FORMULAS, MetricsResult, compute
 
+from ._cut import OrderCut, retest_row
 from ._queries import check_order, run_started_record, sequence_cutoffs
 
 REPLAY_FORMAT = "swecl-replay"
@@ -123,6 +123,8 @@ def replay_state(ledger: Ledger, version: str, upto_order: int, *, projector: Pr
     repo_cursors = dict(sorted(repo_cursors.items()))
     other_cursor = min(cursors.values(), default=head)
     memory = _memory_as_of(ledger, version, repo_cursors, other_cursor, runner)
+    if any(retest_row(p) is not None for cells in outcomes.sequences.values() for p in cells.passes):
+        memory = _count_late_row_recalls(ledger, version, OrderCut(upto_order, cutoffs), memory)
     last = max(cursors.values(), default=head)
     digest = ledger.hash_at(last)
     return Replay(
@@ -166,6 +168,30 @@ def _memory_as_of(
 
     final = runner.run_through(projection, cuts, observe).state
     return _assemble(version, repo_cursors, parts[other_cursor], parts, final.seeds)
+
+
+def _count_late_row_recalls(ledger: Ledger, version: str, cut: OrderCut, memory: MemoryState) -> MemoryState:
+    """Count the recalls of `retest-{i}` rows (i < K) that a run with `--task-jobs` made
+    after task K started: a serial run made them before, and each recall counts towards
+    its items' `recall_count` (`_cut` says why the cut is by position). Nothing else of the
+    substrate depends on when a row ran: rows write no memory, and recall what the
+    substrate held when the row started."""
+    if not cut.starts:
+        return memory
+    rows = read_views(ledger, "memory.recalled", ("sequence_id", "pass_", "results.item_id"),
+                      after=min(cut.starts.values()) - 1, ranges=[StreamRange(f"run/{version}")])
+    late = [view for seq, view in rows if (start := cut.starts.get(view.sequence_id)) is not None
+            and seq >= start and cut.keeps(seq, "memory.recalled", view)]
+    if not late:
+        return memory
+    memory = _copy_state(memory)  # the fold's state may be a projector's cached one
+    for view in late:
+        memory.recalls += 1
+        for hit in view.results:
+            item = memory.items.get(hit.item_id)
+            if item is not None:
+                item.recall_count += 1
+    return memory
 
 
 def _copy_state(state: MemoryState) -> MemoryState:

@@ -18,6 +18,7 @@ from typing import Any
 
 from ledger import Ledger, Recorded, SweclError
 from ledger.events import RunStarted, TaskRef
+from projections._cut import OrderCut
 from projections.memory import GradingSecrets, MemoryItem
 
 from ._flags import TestContent, _leak_flags
@@ -178,11 +179,11 @@ def audit_summary(
     secrets: Mapping[str, GradingSecrets] | None = None,
     dataset: DatasetNote | None = None,
     counted_only: bool = False,
-    cutoffs: Mapping[str, int] | None = None,
+    cut: OrderCut | None = None,
 ) -> RunAuditSummary:
     """Every task of run `version` with a flagged recall: its pass, attempts, flag kinds and items.
     `counted_only`: only the recalls of attempts that count (the latest, not abandoned), so a
-    run resumed after a kill sums the same as one that was never interrupted. `cutoffs`:
+    run resumed after a kill sums the same as one that was never interrupted. `cut`:
     the run as it stood at a cut (`--as-of-order`, see `_fold.before_cut`): later recalls
     are not counted, and an attempt counts if it was in force then."""
     started = run_started(ledger, version)
@@ -191,8 +192,8 @@ def audit_summary(
     def wanted(ev: Any) -> bool:
         return pass_ is None or ev.pass_ == pass_
 
-    attempts = _attempts(_attempt_events(ledger, version, wanted, cutoffs))
-    state, recalls = fold_with_snapshots(ledger, version, wanted, cutoffs)
+    attempts = _attempts(_attempt_events(ledger, version, wanted, cut))
+    state, recalls = fold_with_snapshots(ledger, version, wanted, cut)
     ctx = _Context(ledger, version, state)
     checkers: dict[str, TestContent | None] = {}
     flagged: dict[tuple[str, str, int], FlaggedTask] = {}

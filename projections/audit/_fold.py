@@ -5,7 +5,7 @@ one fold of the run's memory projection with a snapshot of the recalled items at
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,7 @@ import msgspec
 from ledger import Ledger, LedgerError, Recorded, StreamRange, SweclError
 from ledger.events import MemoryRecalled, RunStarted
 from projections import run_started_record
+from projections._cut import OrderCut
 from projections.memory import MemoryItem, MemoryState, SeedRecord, decode_export, memory_projection, run_of
 
 from ._model import Attempt, CopyHop, Decision, Provenance, WrittenBy
@@ -39,24 +40,20 @@ def run_started(ledger: Ledger, version: str) -> RunStarted:
     return run_started_record(ledger, version, doing="audit").event
 
 
-def before_cut(cutoffs: Mapping[str, int] | None, rec: Recorded) -> bool:
-    """Whether `rec` (an event of one sequence) precedes the cut: `cutoffs` maps a sequence
-    to the seq at which its task K first started (`projections.sequence_cutoffs`); a
-    sequence absent from it had not reached K, so all of it precedes the cut."""
-    if cutoffs is None:
-        return True
-    cut = cutoffs.get(rec.event.sequence_id)
-    return cut is None or rec.seq < cut
+def before_cut(cut: OrderCut | None, rec: Recorded) -> bool:
+    """Whether `rec` (an event of one sequence) precedes the cut: the run as a serial run's
+    ledger stood before its initial task K started (`projections.order_cut`); no cut, all."""
+    return cut is None or cut.keeps(rec.seq, rec.type, rec.event)
 
 
 def _attempt_events(
-    ledger: Ledger, version: str, keep: Callable[[Any], bool], cutoffs: Mapping[str, int] | None = None
+    ledger: Ledger, version: str, keep: Callable[[Any], bool], cut: OrderCut | None = None
 ) -> dict[AttemptKey, _AttemptEvents]:
     types = ["task.started", "task.abandoned", "task.finished", "agent.finished", "grade.finished", "grade.corrected"]
     out: dict[AttemptKey, _AttemptEvents] = {}
     for rec in ledger.read(types=types, ranges=[StreamRange(f"run/{version}")]):
         ev = rec.event
-        if not (keep(ev) and before_cut(cutoffs, rec)):
+        if not (keep(ev) and before_cut(cut, rec)):
             continue
         a = out.setdefault((ev.sequence_id, ev.pass_, ev.order, ev.attempt), _AttemptEvents())
         if rec.type == "task.started":
@@ -116,10 +113,10 @@ def pass_rank(name: str) -> tuple[int, int]:
 
 
 def fold_with_snapshots(
-    ledger: Ledger, version: str, wanted: Callable[[MemoryRecalled], bool], cutoffs: Mapping[str, int] | None = None
+    ledger: Ledger, version: str, wanted: Callable[[MemoryRecalled], bool], cut: OrderCut | None = None
 ) -> tuple[MemoryState, list[tuple[Recorded, dict[str, MemoryItem]]]]:
     """The run's substrate at the head, and for each wanted recall of the run the
-    recalled items as they stood when it was made; with `cutoffs`, only the recalls made
+    recalled items as they stood when it was made; with `cut`, only the recalls made
     before the cut (`before_cut`)."""
     projection = memory_projection(ledger, version)
     sel = projection.selection()
@@ -127,7 +124,7 @@ def fold_with_snapshots(
     recalls: list[tuple[Recorded, dict[str, MemoryItem]]] = []
     for rec in ledger.read(types=sel.types, ranges=list(sel.ranges or ())):
         if rec.type == "memory.recalled" and run_of(rec.stream) == version and rec.stream != f"run/{version}":
-            if wanted(rec.event) and before_cut(cutoffs, rec):
+            if wanted(rec.event) and before_cut(cut, rec):
                 snap = {
                     hit.item_id: msgspec.structs.replace(state.items[hit.item_id])
                     for hit in rec.event.results

@@ -24,12 +24,12 @@ def leakage_of(ledger: Ledger, version: str, as_of_order: int | None = None) -> 
     # command shows leakage (`swecl --help` must not pay for it).
     from ._audit import audit_summary
 
-    cutoffs = None
+    cut = None
     if as_of_order is not None:
-        from projections._queries import sequence_cutoffs
+        from projections._queries import order_cut
 
-        cutoffs = sequence_cutoffs(ledger, version, as_of_order)
-    return leakage_counts(audit_summary(ledger, version, counted_only=True, cutoffs=cutoffs))
+        cut = order_cut(ledger, version, as_of_order)
+    return leakage_counts(audit_summary(ledger, version, counted_only=True, cut=cut))
 
 
 def leakage_counts(summary: RunAuditSummary) -> dict[str, Any]:

@@ -86,6 +86,29 @@ def test_a_parallel_run_records_what_a_serial_run_records(tmp_path: Path, cache:
     initial = [(e["type"], e["payload"]["order"]) for e in read_events(parallel)
                if e["type"] in ("task.started", "task.finished") and e["payload"]["pass"] == "initial"]
     assert initial == [(t, n) for n in range(1, demo_tasks(SPANS) + 1) for t in ("task.started", "task.finished")]
+    # As of every task order, the same cells, scores and leakage as the serial run: the
+    # cut is by position in the experiment, not by when the parallel run recorded what.
+    for k in range(1, demo_tasks(SPANS) + 2):
+        assert as_of(parallel, k) == as_of(serial, k), k
+
+
+def as_of(results: Path, order: int) -> tuple[Any, ...]:
+    """Run 1 before initial task `order` started: its cells, both formula sets' metrics, its
+    leakage, and the replayed substrate's items with their recall counts."""
+    from projections import Results, outcomes, replay_state
+    from projections.audit import leakage_of
+    from projections.metrics import FORMULAS, compute
+
+    res = Results(results)
+    with res.open_ledger(readonly=True) as ledger:
+        state = outcomes(ledger, res.projector(ledger), "1", as_of_order=order)
+        cells = {(s, p, o): (c.instance_id, c.status, c.resolved, c.done)
+                 for s, seq in state.sequences.items() for p, cs in seq.passes.items() for o, c in cs.items()}
+        inputs = state.to_metric_inputs()
+        metrics = {name: compute(inputs, name) for name in sorted(FORMULAS)}
+        replayed = replay_state(ledger, "1", order)
+        items = {i: (item.status, item.recall_count) for i, item in replayed.memory.items.items()}
+        return cells, repr(metrics), leakage_of(ledger, "1", order), items, repr(replayed.metrics)
 
 
 def sequences_overlapped(results: Path) -> bool:

@@ -1,0 +1,56 @@
+"""`--as-of-order K`: which events of a run count as "before initial task K started".
+
+A serial run makes its passes in one order (`commands.run._sequence.plan_passes`): the
+initial pass, with each `retest-{i}` row right after initial task i, then the re-test,
+then the baseline. Cutting its ledger at the seq where initial task K first started keeps
+exactly the initial tasks before K and the rows `retest-{i}` with i < K.
+
+A run with `--task-jobs N` records the same events in another order: baseline tasks may
+finish long before task K starts, and a `retest-{i}` row may still run after it. Cut by
+seq, such a run would show cells a serial run records later and miss cells it records
+earlier, so the same experiment would score differently as of K depending on how many
+workers ran it. The cut here is by position in the experiment instead: a run's events as
+a serial run of the same tasks would hold them at that moment, whatever the schedule.
+Grade corrections (`swecl regrade`, made after the run) stay cut by seq: as of K, a run
+had not been regraded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def retest_row(pass_: str) -> int | None:
+    """i of a `retest-{i}` row; None for any other pass."""
+    if pass_.startswith("retest-"):
+        tail = pass_[len("retest-"):]
+        if tail.isdigit():
+            return int(tail)
+    return None
+
+
+@dataclass(frozen=True)
+class OrderCut:
+    """Before initial task `order` started: `starts` maps each sequence that reached it to
+    the seq of that first start; a sequence absent from it never reached task `order`,
+    and all of its events are kept."""
+
+    order: int
+    starts: Mapping[str, int] = field(default_factory=dict)
+
+    def keeps(self, seq: int, type_: str, event: Any) -> bool:
+        """Whether the event (of one sequence: it has `sequence_id` and `pass_`) precedes the cut."""
+        start = self.starts.get(event.sequence_id)
+        if start is None:
+            return True
+        pass_ = event.pass_
+        if pass_ == "initial":
+            return seq < start
+        row = retest_row(pass_)
+        if row is not None and row < self.order:
+            # The whole row: a serial run makes it before initial task row + 1 starts.
+            return type_ != "grade.corrected" or seq < start
+        # The re-test and the baseline: a serial run makes them after the initial pass.
+        return False
