@@ -13,6 +13,7 @@ from .lazy import lazy_exports
 _EXPORTS = {
     "MergeReport": "_merge",
     "ShardReport": "_merge",
+    "merge_branch": "_merge",
     "merge_ledgers": "_merge",
     "check_references": "_references",
     "GENESIS_HASH": "_schema",
@@ -73,7 +74,7 @@ if TYPE_CHECKING:
     )
     from ._store import Ledger
     from ._verify import VerifyReport
-    from ._merge import MergeReport, ShardReport, merge_ledgers
+    from ._merge import MergeReport, ShardReport, merge_branch, merge_ledgers
     from ._references import check_references
     from ._upcasting import upcast, upcaster
 

@@ -17,6 +17,10 @@ A run seed (`memory.seeded`) names its source run's state by a seq, which is a p
 in the ledger it was recorded in. A shard whose seeds would name a different point of
 their source's history once renumbered in the target is refused (`_check_seed_positions`);
 merging into an empty ledger keeps every seq, so it never is.
+
+`merge_branch` merges a shard cut from a copy of the target that the target itself kept
+appending to, in the same streams (a Ray task's events into its sequence job's ledger):
+there the shard's stream versions are taken, and its events get the target's next ones.
 """
 
 from __future__ import annotations
@@ -239,3 +243,34 @@ def merge_ledgers(shards: Sequence[str | os.PathLike[str]], into: str | os.PathL
         except IntegrityError as exc:
             raise IntegrityError(exc.seq, f"merged ledger {target_path} fails verification: {exc}") from None
     return MergeReport(target_path, created, tuple(reports), final.events, final.blobs, final.head_hash)
+
+
+def merge_branch(shard: str | os.PathLike[str], target: Ledger, *, streams: Sequence[str]) -> ShardReport:
+    """Merge a shard cut from a copy of `target` (a branch) while `target` kept appending.
+
+    The copy numbered its new events from the head it was taken at, which `target` has
+    moved past since, in the same streams: its events get `target`'s next seqs and also
+    the next versions of their streams (see `Ledger.import_recorded(restream=True)`).
+    The shard is verified first; it may write only `streams`; an event `target` holds
+    already must be the same event (its stream version aside). The target itself is
+    not verified again: it is the caller's own, open file.
+    """
+    path = Path(shard)
+    count = _verify_shard(path)
+    with Ledger.open(path, readonly=True) as branch:
+        rows = list(_faithful_rows(branch, path))
+        strays = sorted({r.stream for r in rows} - set(streams))
+        if strays:
+            raise LedgerError(f"shard {path} writes {strays[0]!r}, outside {', '.join(streams)}; nothing was merged")
+        for r in rows:
+            found = target.get_by_id(r.event_id)
+            if found is not None and (found.stream, found.type, found.schema, found.time, found.event) != (
+                r.stream, r.type, r.schema, r.time, r.event
+            ):
+                raise LedgerError(
+                    f"shard {path}: event {r.event_id} (seq {r.seq}) is already in the target as a different event; "
+                    "nothing of this shard was merged"
+                )
+        blobs_added = _copy_blobs(branch, target)
+        added, skipped = target.import_recorded(rows, durable=True, restream=True)
+    return ShardReport(path, count, added, skipped, blobs_added)

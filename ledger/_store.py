@@ -156,13 +156,16 @@ class Ledger(_Appending):
             if durable:
                 conn.pragma("synchronous", "NORMAL")
 
-    def import_recorded(self, rows: Iterable[Recorded], *, durable: bool = True) -> tuple[int, int]:
+    def import_recorded(self, rows: Iterable[Recorded], *, durable: bool = True,
+                        restream: bool = False) -> tuple[int, int]:
         """Copy events from another ledger (merge), keeping their ids, streams and times.
 
         Rows already present by event_id are skipped (idempotent); each kept row gets the
         next seq of this ledger and joins its hash chain. A row whose stream version is
-        taken by a different event is a conflict and nothing is written. Returns
-        (added, skipped).
+        taken by a different event is a conflict and nothing is written. `restream`: each
+        kept row takes its stream's next version here instead (rows cut from a copy of
+        this ledger whose streams this ledger kept appending to; see `merge_branch`).
+        Returns (added, skipped).
         """
         self._require_writable()
         rows = list(rows)
@@ -176,26 +179,34 @@ class Ledger(_Appending):
                 head = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
                 seq, prev = (head[0], head[1]) if head else (0, GENESIS_HASH)
                 added = 0
+                heads: dict[str, int] = {}
                 for r in rows:
                     if r.event_id in existing:
                         continue
+                    version = r.stream_version
+                    if restream:
+                        version = heads.get(r.stream, self._stream_head(r.stream)) + 1
+                        heads[r.stream] = version
                     taken = conn.execute(
                         "SELECT event_id FROM events WHERE stream = ? AND stream_version = ?",
-                        (r.stream, r.stream_version),
+                        (r.stream, version),
                     ).fetchone()
                     if taken:
-                        raise ConcurrencyConflict(r.stream, r.stream_version - 1, self._stream_head(r.stream))
+                        raise ConcurrencyConflict(r.stream, version - 1, self._stream_head(r.stream))
                     payload = encode_payload(r.event) if isinstance(r.event, Event) else _ENCODER.encode(r.event.raw)
                     seq += 1
-                    digest = chain_hash(prev, seq, r.event_id, r.stream, r.stream_version, r.type, r.schema, r.time, payload)
+                    digest = chain_hash(prev, seq, r.event_id, r.stream, version, r.type, r.schema, r.time, payload)
                     conn.execute(
                         "INSERT INTO events (seq, event_id, stream, stream_version, type, schema, time, payload,"
                         " prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (seq, r.event_id, r.stream, r.stream_version, r.type, r.schema, r.time, payload, prev, digest),
+                        (seq, r.event_id, r.stream, version, r.type, r.schema, r.time, payload, prev, digest),
                     )
                     prev = digest
                     added += 1
                 conn.execute("COMMIT")
+                # SQLite's data_version does not move for this connection's own commits:
+                # the head the last append remembered is stale now.
+                self._tail = None
                 return added, len(rows) - added
             except BaseException:
                 if not conn.get_autocommit():

@@ -35,6 +35,7 @@ from projections import RUN_LOCK, get_run, p2p_excluded
 from projections import Results
 from ._options import RunOptions
 from ._progress import QueueDrain, QueueReporter, Reporter
+from ._schedule import Elsewhere
 from ._sequence import run_sequence, run_sequences_at_once
 from ._stages import Stage, get_stage
 from ._task import AgentUnavailable, SequenceContext
@@ -434,12 +435,13 @@ def _sequence_lock(results: Results, version: str, sequence_id: str) -> Iterator
 
 
 def run_sequence_on(ledger: Ledger, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter, *,
-                    builtin_dir: Path | None, benchmark: Benchmark | None = None) -> None:
+                    builtin_dir: Path | None, benchmark: Benchmark | None = None,
+                    elsewhere: Elsewhere | None = None) -> None:
     """One sequence's passes of run `version`, appending to `ledger` (the results dir's,
     or a Ray worker's shard). `builtin_dir`: where the builtin stage keeps the agent's
-    native memory across tasks."""
+    native memory across tasks. `elsewhere`: where free tasks may also run (Ray tasks)."""
     ctx = sequence_context(ledger, version, opts, sequence_id, reporter, builtin_dir=builtin_dir, benchmark=benchmark)
-    run_sequence(ctx, opts.pass_list, opts.retest_every)
+    run_sequence(ctx, opts.pass_list, opts.retest_every, elsewhere)
 
 
 def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter, *,

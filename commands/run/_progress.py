@@ -29,6 +29,9 @@ class TaskProgress:
     resolved: bool | None = None
     resolved_so_far: int = 0
     done_so_far: int = 0
+    # Where the task ran, when not in this process: the Ray job of its sequence, or a Ray
+    # task of its own (see _ray_tasks); shown in --json lines.
+    where: str | None = None
 
     @property
     def rate(self) -> float:
@@ -125,6 +128,7 @@ class JsonReporter:
                 "resolve_rate": round(p.rate, 4),
                 "done": p.done_so_far,
                 "eta_s": None if left is None else round(left, 1),
+                **({"where": p.where} if p.where else {}),
             }
         )
 

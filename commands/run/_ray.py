@@ -43,6 +43,17 @@ needs a folder mounted at the same path on the driver and every node; the driver
 memory is spared, which matters for ledgers of gigabytes. Either way a job works on a
 local copy in `$TMPDIR/swecl-ray/`, and the driver in `v{V}/.fanout/` of its results.
 
+Tasks of their own (`--task-jobs N`). The job is the coordinator of its sequence: it
+runs the initial pass's chain itself and hands the order-free tasks (re-test, baseline,
+`retest-{i}` rows) to Ray tasks of their own, at most N of the sequence's tasks at once
+(one in the job, N - 1 as Ray tasks, each asking `--ray-cpus`), so they run on any node.
+A Ray task starts from a snapshot of the job's ledger (the pass's memory cut-off is in
+it) and returns the events of its task as a shard, which the job merges into its own
+ledger (`merge_branch`: new stream versions, the same ids) and forwards like its own
+events: the driver cannot tell them apart. A failed Ray task is submitted again by the
+job from a fresh snapshot, up to `--max-retries` times; then the job fails and is
+retried as above. See `_ray_tasks`.
+
 Progress. A job forwards its reporter calls (task started, task finished, notes) as
 items of the same stream; the driver hands them to its own `Reporter` in order, and a
 task's "finished" only after the shard holding it was merged: what the display counts
@@ -51,12 +62,14 @@ is what the driver's ledger holds.
 Failpoints (tests; see `commands._failpoints`). A job gets `SWECL_FAILPOINTS` of the
 driver on its first attempt only (a crash that recurs on every retry would test
 nothing), never from the environment of the node. Beyond the task failpoints:
-`ray.job.raise:N` makes a job raise after cutting its N-th shard; on the driver,
-`ray.merged:N` dies after its N-th merge, `ray.sequence.merged:N` after the N-th
-sequence was merged complete.
+`ray.job.raise:N` makes a job raise after cutting its N-th shard; `ray.task.raise:N`
+and `ray.task.kill:N` make the N-th Ray task of a job raise, or kill its worker, once its
+task finished (see `_ray_tasks`); on the driver, `ray.merged:N` dies after its N-th
+merge, `ray.sequence.merged:N` after the N-th sequence was merged complete.
 
-This module is the driver; the job that runs on a node is in `_ray_job`, Ray itself
-(import, checks, connection) in `_ray_session`.
+This module is the driver; the job that runs on a node is in `_ray_job`, the Ray tasks
+of its free tasks in `_ray_tasks`, Ray itself (import, checks, connection) in
+`_ray_session`.
 """
 
 from __future__ import annotations

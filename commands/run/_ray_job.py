@@ -2,7 +2,9 @@
 job of one sequence (`sequence_job`), which runs the sequence on a local copy of the
 driver's ledger snapshot, cuts what it appends into shards (`_Cutter`) and forwards its
 progress (`_JobReporter`); and `restore_builtin_files`, the builtin stage's memory files
-rebuilt from the ledger.
+rebuilt from the ledger. The Ray tasks of a job's free tasks (`_ray_tasks`) run on a
+node the same way: `streamed` (a thread's items as a streaming generator), `open_copy`
+(a snapshot made a checked local ledger) and `error_item` (how a failure is reported).
 
 Ray pickles `sequence_job` by reference (this module and its name): a node imports
 this module from the swecl installed there.
@@ -99,22 +101,24 @@ class _Cutter:
 
 class _JobReporter:
     """The job's Reporter: progress goes to the driver in the job's stream of items; a
-    finished task first cuts the shard that holds it."""
+    finished task first cuts the shard that holds it. `where`: this process, named in
+    the progress of the tasks it ran itself."""
 
-    def __init__(self, emit: Any) -> None:
+    def __init__(self, emit: Any, where: str | None = None) -> None:
         self.emit = emit
+        self.where = where
         self.cutter: _Cutter | None = None
 
     def run_started(self, version: str, stage: str, plan: dict[str, int], passes: tuple[str, ...]) -> None:
         pass
 
     def task_started(self, p: TaskProgress) -> None:
-        self.emit(("progress", "task_started", p.__dict__.copy()))
+        self.emit(("progress", "task_started", {**p.__dict__, "where": p.where or self.where}))
 
     def task_finished(self, p: TaskProgress) -> None:
         if self.cutter is not None:
             self.cutter.cut()
-        self.emit(("progress", "task_finished", p.__dict__.copy()))
+        self.emit(("progress", "task_finished", {**p.__dict__, "where": p.where or self.where}))
 
     def note(self, text: str) -> None:
         self.emit(("note", text))
@@ -132,6 +136,14 @@ def sequence_job(base: bytes | str, base_head: tuple[int, str], version: str, op
     """One sequence of run `version` on this node, as a stream of items for the driver:
     ("chunk", bytes | path in `shard_folder`, n_events), ("progress", kind, fields),
     ("note", text), and last, if it failed, ("error", kind, message)."""
+    yield from streamed(_run_job, (base, base_head, version, opts_raw, sequence_id, attempt, identity, shard_folder),
+                        version=version, failpoints=failpoints, name=f"swecl {sequence_id}")
+
+
+def streamed(target: Any, args: tuple, *, version: str, failpoints: str | None, name: str) -> Iterator[tuple]:
+    """What `target(emit, work, *args)` emits, as the items of a Ray streaming generator:
+    it runs in a thread of its own (this one yields), with `failpoints` as this process's
+    SWECL_FAILPOINTS and a fresh local folder `work` (removed at the end)."""
     saved = os.environ.get(FAILPOINTS)
     if failpoints:
         os.environ[FAILPOINTS] = failpoints
@@ -143,11 +155,7 @@ def sequence_job(base: bytes | str, base_head: tuple[int, str], version: str, op
     work = _work_dir(version)
     items: queue.Queue[tuple | None] = queue.Queue()
     try:
-        thread = threading.Thread(
-            target=_run_job,
-            args=(items.put, work, base, base_head, version, opts_raw, sequence_id, attempt, identity, shard_folder),
-            name=f"swecl {sequence_id}", daemon=True,
-        )
+        thread = threading.Thread(target=target, args=(items.put, work, *args), name=name, daemon=True)
         thread.start()
         while (item := items.get()) is not None:
             yield item
@@ -182,47 +190,34 @@ def _work_dir(version: str) -> Path:
 def _run_job(emit: Any, work: Path, base: bytes | str, base_head: tuple[int, str], version: str,
              opts_raw: dict[str, Any], sequence_id: str, attempt: int, identity: dict[str, str],
              shard_folder: str | None) -> None:
-    from ._orchestrate import open_benchmark, run_sequence_on
-    from ._task import AgentUnavailable
+    from ._orchestrate import run_sequence_on
 
     host = socket.gethostname()
     cutter: _Cutter | None = None
+    tasks = None
     try:
         try:
-            mine = _code_identity()
-            differs = [k for k in identity if k in mine and mine[k] != identity[k]]
-            if differs:
-                raise SweclError(
-                    f"node {host} runs swecl {mine} but the driver {identity}: install the same swecl on every node"
-                )
             opts = RunOptions.from_config(opts_raw)
             ledger_path = work / "ledger.db"
-            if isinstance(base, bytes):
-                ledger_path.write_bytes(base)
-            else:
-                shutil.copyfile(base, ledger_path)
+            benchmark = open_copy(base, base_head, ledger_path, version, opts, identity)
             with Ledger.open(ledger_path) as ledger:
-                head = ledger.head()
-                head_hash = (ledger.hash_at(head) or b"").hex()
-                if (head, head_hash) != tuple(base_head):
-                    raise SweclError(f"node {host}: the ledger snapshot arrived damaged (head {head}, not {base_head[0]})")
-                started = next(ledger.read_stream(f"run/{version}")).event
-                benchmark = open_benchmark(opts)
-                if benchmark.content_hash != started.dataset_hash:
-                    raise SweclError(
-                        f"node {host}: {opts.dataset or 'the demo benchmark'} hashes to {benchmark.content_hash[:12]}, "
-                        f"the run's dataset to {started.dataset_hash[:12]}: every node needs the same dataset file"
-                    )
                 tag = f"{_safe(sequence_id)}-{uuid.uuid4().hex[:12]}"
-                cutter = _Cutter(work, ledger_path, head, f"run/{version}/{sequence_id}", shard_folder, tag, emit)
-                reporter = _JobReporter(emit)
+                cutter = _Cutter(work, ledger_path, ledger.head(), f"run/{version}/{sequence_id}", shard_folder, tag, emit)
+                reporter = _JobReporter(emit, where=f"sequence job, pid {os.getpid()} on {host}")
                 reporter.cutter = cutter
                 emit(("note", f"v{version} {sequence_id}: attempt {attempt} running on {host}"))
                 builtin = None
                 if get_stage(opts.stage).memory_mode == "builtin":
                     builtin = work / "builtin"
                     restore_builtin_files(ledger, version, sequence_id, builtin)
-                run_sequence_on(ledger, version, opts, sequence_id, reporter, builtin_dir=builtin, benchmark=benchmark)
+                if opts.task_jobs > 1:
+                    from ._ray_tasks import RayTasks
+
+                    # The order-free tasks fan out as Ray tasks of their own (see _ray_tasks).
+                    tasks = RayTasks(work, ledger_path, version, opts, opts_raw, sequence_id, identity, shard_folder,
+                                     emit)
+                run_sequence_on(ledger, version, opts, sequence_id, reporter, builtin_dir=builtin, benchmark=benchmark,
+                                elsewhere=tasks)
             cutter.cut()
         except BaseException:
             if cutter is not None:  # deliver what was done before the failure: the retry resumes from it
@@ -231,15 +226,57 @@ def _run_job(emit: Any, work: Path, base: bytes | str, base_head: tuple[int, str
                 except BaseException:
                     pass
             raise
-    except AgentUnavailable as exc:
-        emit(("error", "agent_unavailable", str(exc)))
-    except SweclError as exc:
-        emit(("error", "failed", f"on {host}: {exc}"))
-    except BaseException as exc:  # a bug or an infrastructure failure on the node: retried
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        emit(("error", "crashed", f"on {host}: {detail}"))
+    except BaseException as exc:
+        emit(error_item(exc, host))
     finally:
+        if tasks is not None:
+            tasks.close()
         emit(None)
+
+
+def error_item(exc: BaseException, host: str) -> tuple[str, str, str]:
+    """How a job or task that raised `exc` ends its stream: ("error", kind, message). The
+    kind says what its owner does: `agent_unavailable` stops the run; `failed` (swecl
+    refused something) and `crashed` (a bug or an infrastructure failure) are retried."""
+    from ._task import AgentUnavailable
+
+    if isinstance(exc, AgentUnavailable):
+        return ("error", "agent_unavailable", str(exc))
+    if isinstance(exc, SweclError):
+        return ("error", "failed", f"on {host}: {exc}")
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return ("error", "crashed", f"on {host}: {detail}")
+
+
+def open_copy(base: bytes | str, base_head: tuple[int, str], ledger_path: Path, version: str, opts: RunOptions,
+              identity: dict[str, str]) -> Any:
+    """Write the snapshot `base` to `ledger_path` and check it and this node: the same
+    swecl as the submitter's, the copy's head as taken, the run's dataset here. Returns
+    the benchmark."""
+    from ._orchestrate import open_benchmark
+
+    host = socket.gethostname()
+    mine = _code_identity()
+    differs = [k for k in identity if k in mine and mine[k] != identity[k]]
+    if differs:
+        raise SweclError(f"node {host} runs swecl {mine} but the driver {identity}: install the same swecl on every node")
+    if isinstance(base, bytes):
+        ledger_path.write_bytes(base)
+    else:
+        shutil.copyfile(base, ledger_path)
+    with Ledger.open(ledger_path) as ledger:
+        head = ledger.head()
+        head_hash = (ledger.hash_at(head) or b"").hex()
+        if (head, head_hash) != tuple(base_head):
+            raise SweclError(f"node {host}: the ledger snapshot arrived damaged (head {head}, not {base_head[0]})")
+        started = next(ledger.read_stream(f"run/{version}")).event
+    benchmark = open_benchmark(opts)
+    if benchmark.content_hash != started.dataset_hash:
+        raise SweclError(
+            f"node {host}: {opts.dataset or 'the demo benchmark'} hashes to {benchmark.content_hash[:12]}, "
+            f"the run's dataset to {started.dataset_hash[:12]}: every node needs the same dataset file"
+        )
+    return benchmark
 
 
 def restore_builtin_files(ledger: Ledger, version: str, sequence_id: str, dest: Path) -> int:

@@ -18,6 +18,12 @@ slot. The sequences share the workers: an initial pass's next task goes first (o
 sequence with the most left: the critical path), then the work that has waited
 longest, so no worker idles while any sequence has a task that may start. The events
 are those of a serial run (deterministic ids), in another order.
+
+Elsewhere (a Ray job's sequence, see `_ray_tasks`): of the N workers, one runs tasks
+here, the chain's first; the other N - 1 hand free batches to somewhere else that runs
+them and records them in this ledger before it returns. A batch handed over that has
+not started there yet is taken back when the worker here has nothing else to do: work
+that waits elsewhere (for CPUs held by jobs like this one) never leaves this one idle.
 """
 
 from __future__ import annotations
@@ -28,8 +34,8 @@ import signal
 import threading
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from commands.inputs import Task
 from graders import descendants, parallel_runs, preferred_slot
@@ -52,6 +58,39 @@ class Batch:
 _READY = itertools.count()
 RunTask = Any  # (ctx, state, task, pass_) -> None; _sequence._run_task, passed in to avoid an import cycle
 Mark = Any  # (pass_, "started" | "finished") -> None
+
+
+@dataclass
+class Handoff:
+    """A free batch handed to `Elsewhere`: whether it started there, and whether the
+    coordinator took it back (then nothing more of that run is recorded)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    started: bool = False
+    taken_back: bool = False
+    cancel: Any = None  # () -> None: stop the run elsewhere; set once it was submitted
+
+    def take_back(self) -> bool:
+        """Take the batch back if it has not started elsewhere (called by the coordinator)."""
+        with self.lock:
+            if self.started or self.taken_back:
+                return False
+            self.taken_back = True
+            cancel = self.cancel
+        if cancel is not None:
+            cancel()
+        return True
+
+
+class Elsewhere(Protocol):
+    """Where free batches may run besides this process's workers."""
+
+    slots: int  # batches it runs at once (of the N workers; one stays here)
+
+    def run(self, ctx: SequenceContext, state: RunOutcomes, batch: Batch, handoff: Handoff) -> None:
+        """Run `batch` elsewhere and record its events in `ctx.ledger`; blocks until done.
+        Marks `handoff.started` once it started; stops early once it was taken back."""
+        ...
 
 
 class SequenceSchedule:
@@ -169,9 +208,20 @@ def next_batch(schedules: list[SequenceSchedule]) -> tuple[SequenceSchedule, Bat
     return owner, owner.free.popleft()
 
 
-def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers: int) -> None:
+def next_free_batch(schedules: list[SequenceSchedule]) -> tuple[SequenceSchedule, Batch] | None:
+    """The oldest free work (what may run elsewhere: never a chain link)."""
+    waiting = [s for s in schedules if s.free]
+    if not waiting:
+        return None
+    owner = min(waiting, key=lambda s: s.free[0].stamp)
+    return owner, owner.free.popleft()
+
+
+def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers: int,
+                  elsewhere: Elsewhere | None = None) -> None:
     """Run the schedules' work on `workers` threads; the calling thread coordinates
-    (decides, and appends the pass marks on the contexts' own ledger connection)."""
+    (decides, and appends the pass marks on the contexts' own ledger connection). With
+    `elsewhere`, `elsewhere.slots` of the threads hand free batches to it instead."""
     reporter = LockedReporter(schedules[0].ctx.reporter)
     local = threading.local()
     opened: list[Ledger] = []
@@ -198,8 +248,16 @@ def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers:
                 break
             run_task(ctx, owner.state, task, batch.pass_)
 
+    def hand_over(owner: SequenceSchedule, batch: Batch, handoff: Handoff) -> None:
+        assert elsewhere is not None
+        if not stop.is_set():
+            elsewhere.run(replace(owner.ctx, ledger=local.ledger, reporter=reporter, halt=halt), owner.state, batch,
+                          handoff)
+
+    away = min(elsewhere.slots, workers - 1) if elsewhere is not None else 0
+    here = workers - away
     before = descendants()
-    running: dict[Future[None], tuple[SequenceSchedule, Batch]] = {}
+    running: dict[Future[None], tuple[SequenceSchedule, Batch, Handoff | None]] = {}
     error: BaseException | None = None
     try:
         with parallel_runs(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swecl-task",
@@ -208,20 +266,35 @@ def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers:
                 for schedule in schedules:
                     schedule.start()
                 while True:
-                    while error is None and len(running) < workers:
-                        picked = next_batch(schedules)
-                        if picked is None:
+                    while error is None:
+                        handed = [h for _, _, h in running.values() if h is not None]
+                        if len(running) - len(handed) < here and (picked := next_batch(schedules)) is not None:
+                            running[pool.submit(work, *picked)] = (*picked, None)
+                        elif len(handed) < away and (picked := next_free_batch(schedules)) is not None:
+                            handoff = Handoff()
+                            running[pool.submit(hand_over, *picked, handoff)] = (*picked, handoff)
+                        elif len(running) - len(handed) < here and _take_back(running):
+                            continue  # a batch that had not started elsewhere: this worker runs it
+                        else:
                             break
-                        running[pool.submit(work, *picked)] = picked
                     if not running:
                         break
-                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    # While a worker here idles and a batch handed over may still be taken
+                    # back (it waits elsewhere), look again now and then.
+                    handed = [h for *_, h in running.values() if h is not None]
+                    poll = error is None and handed and len(running) - len(handed) < here
+                    finished, _ = wait(running, timeout=1.0 if poll else None, return_when=FIRST_COMPLETED)
                     for fut in finished:
-                        owner, batch = running.pop(fut)
+                        owner, batch, handoff = running.pop(fut)
                         exc = fut.exception()
+                        if handoff is not None and handoff.taken_back:
+                            continue  # back in its schedule's queue: whatever the run elsewhere did is not recorded
                         if exc is not None:
                             error = error or exc
                             stop.set()  # no worker starts another task; the running ones end
+                            for *_, other in running.values():
+                                if other is not None:
+                                    other.take_back()  # what waits elsewhere need not start (and may wait for CPUs forever)
                         elif error is None:
                             owner.done(batch)
             except BaseException:  # Ctrl-C or SIGTERM, in this thread: the workers' tasks stop unrecorded
@@ -235,6 +308,18 @@ def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers:
             ledger.close()
     if error is not None:
         raise error
+
+
+def _take_back(running: dict[Future[None], tuple[SequenceSchedule, Batch, Handoff | None]]) -> bool:
+    """Take back the oldest batch handed over that has not started elsewhere, to the front
+    of its schedule's queue (a worker here runs it next)."""
+    handed = sorted(((owner, batch, h) for owner, batch, h in running.values()
+                     if h is not None and not h.started and not h.taken_back), key=lambda x: x[1].stamp)
+    for owner, batch, handoff in handed:
+        if handoff.take_back():
+            owner.free.appendleft(batch)
+            return True
+    return False
 
 
 def _end_processes(before: set[int]) -> None:

@@ -11,10 +11,10 @@ from collections.abc import Iterable
 
 from commands.inputs import Task
 from ledger import NewEvent, StreamRange, SweclError, event_id_for
-from ledger.events import PassFinished, PassStarted
+from ledger.events import PassFinished, PassStarted, TaskFinished
 from projections import Cell, OutcomeProjection, Projector, RunOutcomes, SequenceCells
 
-from ._schedule import SequenceSchedule, run_scheduled
+from ._schedule import Elsewhere, SequenceSchedule, run_scheduled
 from ._stages import Stage
 from ._task import SequenceContext, abandon, run_attempt
 
@@ -43,9 +43,12 @@ def plan_passes(passes: Iterable[str], n_tasks: int, retest_every: int | None) -
     return steps
 
 
-def run_sequence(ctx: SequenceContext, passes: Iterable[str], retest_every: int | None) -> None:
+def run_sequence(ctx: SequenceContext, passes: Iterable[str], retest_every: int | None,
+                 elsewhere: Elsewhere | None = None) -> None:
+    """`elsewhere` (with --task-jobs N > 1): where free tasks may run besides this process
+    (a Ray job hands them to Ray tasks of their own)."""
     if ctx.task_jobs > 1:
-        run_sequences_at_once([ctx], passes, retest_every, ctx.task_jobs)
+        run_sequences_at_once([ctx], passes, retest_every, ctx.task_jobs, elsewhere)
         return
     state = _prepare(ctx)
     marks = _pass_marks(ctx)
@@ -67,15 +70,26 @@ def run_sequence(ctx: SequenceContext, passes: Iterable[str], retest_every: int 
 
 
 def run_sequences_at_once(contexts: list[SequenceContext], passes: Iterable[str], retest_every: int | None,
-                          workers: int) -> None:
+                          workers: int, elsewhere: Elsewhere | None = None) -> None:
     """The passes of these sequences (of one run) on `workers` workers shared by all of
     them: what may run at once does (`_schedule`), so one sequence's ordered initial pass
     never leaves a worker idle while another sequence has work that may start."""
     schedules = [_schedule_for(ctx, list(passes), retest_every) for ctx in contexts]
-    run_scheduled(schedules, _run_task, workers)
+    run_scheduled(schedules, _run_task, workers, elsewhere)
     for schedule in schedules:
         if not schedule.finished():
             raise SweclError(f"sequence {schedule.ctx.sequence.id}: the task scheduler stopped with work left (report this)")
+
+
+def run_free_tasks(ctx: SequenceContext, pass_: str, orders: list[int]) -> None:
+    """Tasks of one order-free pass in turn, as a worker of `run_scheduled` runs them, on
+    `ctx.ledger` (a Ray task of their own runs them on a copy of its job's ledger)."""
+    if not order_free(ctx.stage, pass_):
+        raise SweclError(f"the {pass_} pass of a {ctx.stage.name} run is ordered: its tasks run in the sequence's job")
+    state = _prepare(ctx)
+    tasks = {t.order: t for t in ctx.sequence.tasks}
+    for order in orders:
+        _run_task(ctx, state, tasks[order], pass_)
 
 
 def _prepare(ctx: SequenceContext) -> RunOutcomes:
@@ -129,12 +143,20 @@ def _run_task(ctx: SequenceContext, state: RunOutcomes, task: Task, pass_: str) 
     # abandon leaves no open cell, yet that attempt's ids are taken).
     attempt = max(seq.last_attempt(pass_, task.order), cell.attempt if cell else 0) + 1
     finished = run_attempt(ctx, task, pass_, attempt)
+    record_finished(ctx, state, finished)
+
+
+def record_finished(ctx: SequenceContext, state: RunOutcomes, finished: TaskFinished) -> None:
+    """A task's finish in this process's view of the run (what `_prepare` read, kept in
+    step: an overlapping step of the plan skips the task), whoever ran it."""
     with ctx.lock:  # workers of one sequence share this view
-        seq.attempts.setdefault(pass_, {})[task.order] = attempt
-        # Keep the local view in step so an overlapping step of the plan skips this task.
-        cells = seq.passes.setdefault(pass_, {})
-        cells[task.order] = Cell(
-            instance_id=task.instance_id, attempt=attempt, done=True, status=finished.status, resolved=finished.resolved
+        seq = state.sequences.setdefault(ctx.sequence.id, SequenceCells())
+        attempts = seq.attempts.setdefault(finished.pass_, {})
+        attempts[finished.order] = max(attempts.get(finished.order, 0), finished.attempt)
+        cells = seq.passes.setdefault(finished.pass_, {})
+        cells[finished.order] = Cell(
+            instance_id=finished.instance_id, attempt=finished.attempt, done=True, status=finished.status,
+            resolved=finished.resolved,
         )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ from bench.processes import INICONF, REPO_ROOT, SPANS, TEXTKIT, read_events, swe
 from commands.inputs import demo_benchmark, find_sequence
 
 __all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "a_missing_cli_is_said_before_the_run",
-           "a_plugin_run_recalled_and_was_graded", "builtin_versions_recorded", "demo_tasks", "events", "finished_cells",
+           "a_plugin_run_recalled_and_was_graded", "builtin_versions_recorded", "comparable", "decided_ids", "demo_tasks",
+           "events", "finished_cells",
            "no_secret_in_the_ledger", "no_secret_in_the_results", "run_a_stage", "swecl", "swecl_json",
            "the_next_task_read_it"]
 
@@ -33,6 +35,30 @@ def events(results: Path, *types: str) -> list[tuple[int, str, str, dict[str, An
         for e in read_events(results)
         if not types or e["type"] in types
     ]
+
+
+def comparable(results: Path) -> Counter[tuple[str, str, str]]:
+    """(stream, type, payload) of every event, without what differs between any two runs
+    (wall times, the log blob that names the worktree slot, the command line) and the
+    number of workers in the recorded options. (The same run with more workers, or on
+    another executor, records this same multiset: only the order differs.)"""
+    out: Counter[tuple[str, str, str]] = Counter()
+    for e in read_events(results):
+        payload: dict[str, Any] = dict(e["payload"])
+        if e["type"] == "run.started":
+            payload.pop("provenance")
+            payload["config"] = {k: v for k, v in payload["config"].items() if k != "task_jobs"}
+        for volatile in ("duration_s", "log"):
+            payload.pop(volatile, None)
+        out[(e["stream"], e["type"], json.dumps(payload, sort_keys=True))] += 1
+    return out
+
+
+def decided_ids(results: Path) -> set[str]:
+    """The ids of events made from deterministic ids (all but recalls and a run's
+    start and end, which take fresh ones)."""
+    return {e["event_id"] for e in read_events(results)
+            if e["type"] not in ("memory.recalled", "run.started", "run.finished")}
 
 
 def finished_cells(results: Path, version: str) -> list[tuple[str, str, int]]:

@@ -3,46 +3,20 @@ what a serial run records (the same events up to order, the same metrics)."""
 
 from __future__ import annotations
 
-import json
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bench.processes import read_events
 
-from .support import INICONF, SPANS, demo_tasks, swecl, swecl_json
+from .support import INICONF, SPANS, comparable, decided_ids, demo_tasks, swecl, swecl_json
 
 pytestmark = pytest.mark.slow
 
 # The smallest run with every kind of order-free work and memory on: the spans sequence
 # with a re-test, a baseline and a retest-3 row.
 RUN = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--retest-every", "3", "--version", "1")
-
-
-def comparable(results: Path) -> Counter[tuple[str, str, str]]:
-    """(stream, type, payload) of every event, without what differs between any two runs
-    (wall times, the log blob that names the worktree slot, the command line) and the
-    number of workers in the recorded options."""
-    out: Counter[tuple[str, str, str]] = Counter()
-    for e in read_events(results):
-        payload: dict[str, Any] = dict(e["payload"])
-        if e["type"] == "run.started":
-            payload.pop("provenance")
-            payload["config"] = {k: v for k, v in payload["config"].items() if k != "task_jobs"}
-        for volatile in ("duration_s", "log"):
-            payload.pop(volatile, None)
-        out[(e["stream"], e["type"], json.dumps(payload, sort_keys=True))] += 1
-    return out
-
-
-def decided_ids(results: Path) -> set[str]:
-    """The ids of events made from deterministic ids (all but recalls and a run's
-    start and end, which take fresh ones)."""
-    return {e["event_id"] for e in read_events(results)
-            if e["type"] not in ("memory.recalled", "run.started", "run.finished")}
 
 
 def started_during(results: Path, key_of: Callable[[dict], tuple], clash: Callable[[tuple, tuple], bool]) -> bool:

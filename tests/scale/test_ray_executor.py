@@ -7,13 +7,14 @@ the same demo runs on the local executor are the reference the fan-out must matc
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.run.support import INICONF, SPANS, demo_tasks, events, finished_cells, swecl, swecl_json
+from tests.run.support import INICONF, SPANS, comparable, decided_ids, demo_tasks, events, finished_cells, swecl, swecl_json
 
 from .conftest import RAY_ENV, RayCluster
 
@@ -22,6 +23,9 @@ pytestmark = pytest.mark.slow
 BLANK = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--sequence", INICONF, "--passes", "initial,baseline")
 ACCUM = ("run", "--stage", "plugin-accum", "--sequence", SPANS, "--sequence", INICONF, "--passes", "initial")
 SPANS_ONLY = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--passes", "initial,baseline")
+# Every kind of order-free work with memory on: a re-test, a baseline and a retest-4 row.
+FREE = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--passes", "initial,retest,baseline", "--retest-every", "4",
+        "--version", "1")
 TASKS = {SPANS: demo_tasks(SPANS), INICONF: demo_tasks(INICONF)}
 
 
@@ -152,21 +156,71 @@ def test_a_killed_driver_resumes_the_fan_out(tmp_path: Path, ray_cluster: RayClu
     assert swecl_json(tmp_path, "runs", cache=ray_cluster.cache)[0]["status"] == "finished"
 
 
-def test_task_jobs_run_inside_each_sequence_job(tmp_path: Path, ray_cluster: RayCluster, reference: Path) -> None:
-    """--task-jobs 2 on Ray: each sequence job runs its order-free tasks on 2 threads of
-    its own (the baseline beside the initial pass); what the driver merges is what the
-    serial local run recorded, the same metrics and recalls."""
-    run(tmp_path, ray_cluster, *SPANS_ONLY, "--task-jobs", "2", *on_ray(ray_cluster), "--quiet")
+def ran_where(lines: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
+    """(pass, order) -> where the task ran, as the driver's --json progress says."""
+    return {(line["pass"], line["order"]): line["where"] for line in lines if line["event"] == "task_finished"}
+
+
+def pid_in(where: str) -> int:
+    found = re.search(r"pid (\d+)", where)
+    assert found, where
+    return int(found.group(1))
+
+
+def recorded(results: Path) -> Counter[tuple[str, str, str]]:
+    """What a run recorded, up to order (see `comparable`), but the run.started whose
+    options name the executor."""
+    return Counter({key: n for key, n in comparable(results).items() if key[1] != "run.started"})
+
+
+def test_free_tasks_fan_out_as_ray_tasks(tmp_path: Path, ray_cluster: RayCluster) -> None:
+    """--task-jobs 2 on Ray: the sequence job runs the initial pass itself and hands the
+    re-test, baseline and retest-4 tasks to Ray tasks of their own (other processes);
+    their events reach the driver through the job, and the ledger holds what a serial
+    local run records, the same metrics and recalls."""
+    serial, fanned = tmp_path / "serial", tmp_path / "ray"
+    swecl(serial, *FREE, "--quiet", cache=ray_cluster.cache)
+    proc = run(fanned, ray_cluster, *FREE, "--task-jobs", "2", *on_ray(ray_cluster), "--json")
+    assert recorded(fanned) == recorded(serial)
+    assert decided_ids(fanned) == decided_ids(serial)
+    assert metrics(fanned, ray_cluster, "1") == metrics(serial, ray_cluster, "1")
+    assert recalls(fanned, "1") == recalls(serial, "1")
+    assert_each_task_once(fanned, ray_cluster, "1", 3 * TASKS[SPANS] + 4)
+
+    where = ran_where(json_lines(proc.stdout))
+    chain = {where[("initial", n)] for n in range(1, TASKS[SPANS] + 1)}
+    assert len(chain) == 1 and next(iter(chain)).startswith("sequence job")  # the ordered pass stayed in the job
+    away = {cell: w for cell, w in where.items() if w.startswith("ray task")}
+    assert away and all(pass_ != "initial" for pass_, _ in away)
+    assert pid_in(next(iter(chain))) not in {pid_in(w) for w in away.values()}
+
+
+def test_sequence_jobs_holding_every_cpu_still_finish(tmp_path: Path, ray_cluster: RayCluster,
+                                                      reference: Path) -> None:
+    """Two sequence jobs on the 2-CPU instance: a Ray task of either can start only once
+    a job ended, so each job takes back the free work it handed over and runs it itself."""
+    run(tmp_path, ray_cluster, *BLANK, "--task-jobs", "2", *on_ray(ray_cluster), "--quiet")
+    assert metrics(tmp_path, ray_cluster, "1") == metrics(reference, ray_cluster, "1")
+    assert recalls(tmp_path, "1") == recalls(reference, "1")
+    assert_each_task_once(tmp_path, ray_cluster, "1", 2 * (TASKS[SPANS] + TASKS[INICONF]))
+    assert events(tmp_path, "task.abandoned") == []
+
+
+@pytest.mark.parametrize(("failpoint", "error"), [("ray.task.raise:1", "failpoint ray.task.raise"),
+                                                  ("ray.task.kill:1", "WorkerCrashedError")])
+def test_a_failed_ray_task_is_submitted_again(tmp_path: Path, ray_cluster: RayCluster, reference: Path,
+                                              failpoint: str, error: str) -> None:
+    # The job's first Ray task raises, or SIGKILLs its worker, right after its task
+    # finished in the task's copy, before the shard was cut: the job submits the task
+    # again from its own ledger, and it runs again as the same attempt.
+    proc = run(tmp_path, ray_cluster, *SPANS_ONLY, "--task-jobs", "2", *on_ray(ray_cluster), "--json",
+               env={"SWECL_FAILPOINTS": failpoint})
+    notes = [line["text"] for line in json_lines(proc.stdout) if line["event"] == "note"]
+    (retried,) = [n for n in notes if "the Ray task of baseline" in n]
+    assert error in retried and "(try 2)" in retried
+    assert not [n for n in notes if "attempt 1 failed" in n]  # the sequence job carried on
     assert metrics(tmp_path, ray_cluster, "1", SPANS) == metrics(reference, ray_cluster, "1", SPANS)
-    spans_recalls = {cell: ids for cell, ids in recalls(reference, "1").items() if cell[0] == SPANS}
-    assert recalls(tmp_path, "1") == spans_recalls
     assert_each_task_once(tmp_path, ray_cluster, "1", 2 * TASKS[SPANS])
-    running: set[tuple[str, int]] = set()
-    beside = False
-    for _, _, type_, p in events(tmp_path, "task.started", "task.finished"):
-        if type_ == "task.started":
-            beside = beside or any(r[0] != p["pass"] for r in running)
-            running.add((p["pass"], p["order"]))
-        else:
-            running.discard((p["pass"], p["order"]))
-    assert beside  # the baseline ran beside the initial pass, inside one job
+    starts = Counter((p["pass"], p["order"], p["attempt"]) for *_, p in events(tmp_path, "task.started"))
+    assert set(starts.values()) == {1} and {attempt for *_, attempt in starts} == {1}
+    assert events(tmp_path, "task.abandoned") == []
