@@ -165,3 +165,21 @@ def a_plugin_run_recalled_and_was_graded(results: Path, cache: Path, agent: str,
     shown = swecl_json(results, "show", run["version"], "1", cache=cache)
     assert patch_line in shown["patch"]
     assert shown["final_message"] == final_message
+
+def as_of(results: Path, order: int) -> tuple[Any, ...]:
+    """Run 1 before initial task `order` started: its cells, both formula sets' metrics, its
+    leakage, and the replayed substrate's items with their recall counts."""
+    from projections import Results, outcomes, replay_state
+    from projections.audit import leakage_of
+    from projections.metrics import FORMULAS, compute
+
+    res = Results(results)
+    with res.open_ledger(readonly=True) as ledger:
+        state = outcomes(ledger, res.projector(ledger), "1", as_of_order=order)
+        cells = {(s, p, o): (c.instance_id, c.status, c.resolved, c.done)
+                 for s, seq in state.sequences.items() for p, cs in seq.passes.items() for o, c in cs.items()}
+        inputs = state.to_metric_inputs()
+        metrics = {name: compute(inputs, name) for name in sorted(FORMULAS)}
+        replayed = replay_state(ledger, "1", order)
+        items = {i: (item.status, item.recall_count) for i, item in replayed.memory.items.items()}
+        return cells, repr(metrics), leakage_of(ledger, "1", order), items, repr(replayed.metrics)

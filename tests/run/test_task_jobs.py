@@ -10,7 +10,7 @@ import pytest
 
 from bench.processes import read_events
 
-from .support import INICONF, SPANS, comparable, decided_ids, demo_tasks, swecl, swecl_json
+from .support import INICONF, SPANS, as_of, comparable, decided_ids, demo_tasks, swecl, swecl_json
 
 pytestmark = pytest.mark.slow
 
@@ -65,24 +65,6 @@ def test_a_parallel_run_records_what_a_serial_run_records(tmp_path: Path, cache:
     for k in range(1, demo_tasks(SPANS) + 2):
         assert as_of(parallel, k) == as_of(serial, k), k
 
-
-def as_of(results: Path, order: int) -> tuple[Any, ...]:
-    """Run 1 before initial task `order` started: its cells, both formula sets' metrics, its
-    leakage, and the replayed substrate's items with their recall counts."""
-    from projections import Results, outcomes, replay_state
-    from projections.audit import leakage_of
-    from projections.metrics import FORMULAS, compute
-
-    res = Results(results)
-    with res.open_ledger(readonly=True) as ledger:
-        state = outcomes(ledger, res.projector(ledger), "1", as_of_order=order)
-        cells = {(s, p, o): (c.instance_id, c.status, c.resolved, c.done)
-                 for s, seq in state.sequences.items() for p, cs in seq.passes.items() for o, c in cs.items()}
-        inputs = state.to_metric_inputs()
-        metrics = {name: compute(inputs, name) for name in sorted(FORMULAS)}
-        replayed = replay_state(ledger, "1", order)
-        items = {i: (item.status, item.recall_count) for i, item in replayed.memory.items.items()}
-        return cells, repr(metrics), leakage_of(ledger, "1", order), items, repr(replayed.metrics)
 
 
 def sequences_overlapped(results: Path) -> bool:

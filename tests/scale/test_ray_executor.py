@@ -14,7 +14,18 @@ from typing import Any
 
 import pytest
 
-from tests.run.support import INICONF, SPANS, comparable, decided_ids, demo_tasks, events, finished_cells, swecl, swecl_json
+from tests.run.support import (
+    INICONF,
+    SPANS,
+    as_of,
+    comparable,
+    decided_ids,
+    demo_tasks,
+    events,
+    finished_cells,
+    swecl,
+    swecl_json,
+)
 
 from .conftest import RAY_ENV, RayCluster
 
@@ -186,6 +197,8 @@ def test_free_tasks_fan_out_as_ray_tasks(tmp_path: Path, ray_cluster: RayCluster
     assert metrics(fanned, ray_cluster, "1") == metrics(serial, ray_cluster, "1")
     assert recalls(fanned, "1") == recalls(serial, "1")
     assert_each_task_once(fanned, ray_cluster, "1", 3 * TASKS[SPANS] + 4)
+    for k in range(1, TASKS[SPANS] + 2):  # folds by position: as of every task order, the serial run's
+        assert as_of(fanned, k) == as_of(serial, k), k
 
     where = ran_where(json_lines(proc.stdout))
     chain = {where[("initial", n)] for n in range(1, TASKS[SPANS] + 1)}
