@@ -109,6 +109,7 @@ _EXPORTS = {
 __all__ += sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from ._cut import OrderCut
     from ._results import (
         DEFAULT_RESULTS,
         LEDGER_FILE,
