@@ -52,7 +52,15 @@ from graders._manifests import pre_install_plan
 from graders._parsers import frame_test_output, parse_log, parser_for_repo
 from graders._repos import GitError, RepoCache, Worktree
 from graders._results_plugin import ResultsChannel, check_against_channel
-from graders._run import build_test_command, parse_eval_commands, run_line, run_process, test_directives, test_environment
+from graders._run import (
+    build_test_command,
+    parse_eval_commands,
+    pytest_version,
+    run_line,
+    run_process,
+    test_directives,
+    test_environment,
+)
 from graders._sandbox import Sandbox, sandbox_for
 from graders._specs import DEFAULT_TEST_CMD, EnvSpec, UnknownEnvSpec, has_spec, spec_for
 from graders._tox import put_current_env_launchers
@@ -270,12 +278,15 @@ class _ExecutingGrader:
                 cmd = build_test_command(
                     spec.test_cmd or DEFAULT_TEST_CMD, test_directives(req.repo, req.test_patch),
                     python=python, bin_dir=command_bin_dir, worktree=wt.path, channel=channel,
+                    pytest_version=pytest_version(env.venv) if env is not None else None,
                 )
             except ValueError as exc:
                 return _finish(self.name, notes, start, "infra_error", applied_with=applied.applied_with,
                                test_files_reverted=reverted, env_key=env_key, error=str(exc))
             run_env = test_environment(bin_dir=bin_dir, venv=env.venv if env else None, extra={**eval_env, **cmd.env},
                                        channel=cmd.channel)
+            for line in cmd.notes:
+                notes.add(line)
             notes.add(f"[swecl] test command: {' '.join(cmd.argv)} (timeout {self.timeout_s}s)")
             _tox_launchers(cmd.argv, wt.path, env, notes)
             confined = dict(sandbox=self.sandbox, readable=[*([env.path] if env else []), *channel.paths()])

@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graders._apply import normalize_patch
+from graders._py_compat import installed, site_packages
+from graders._reaper import owned_processes
 from graders._results_plugin import PLUGIN_NAME, ResultsChannel
 from graders._sandbox import Sandbox
-from graders._reaper import owned_processes
 
 __all__ = [
     "LineResult",
@@ -37,6 +38,7 @@ __all__ = [
     "TestCommand",
     "build_test_command",
     "parse_eval_commands",
+    "pytest_version",
     "resolve_program",
     "skip_reason",
     "split_line",
@@ -89,6 +91,7 @@ class TestCommand:
     env: dict[str, str] = field(default_factory=dict)  # from the command's VAR=value prefix
     directives: list[str] = field(default_factory=list)
     channel: ResultsChannel | None = None  # a pytest run's results channel (graders._results_plugin)
+    notes: list[str] = field(default_factory=list)  # what was changed in the command, for the grade's log
 
     __test__ = False  # not a pytest class
 
@@ -260,6 +263,38 @@ def _runs_pytest(words: Sequence[str]) -> bool:
     return bool(re.fullmatch(r"python(\d(\.\d+)?)?", program)) and list(words[1:3]) == ["-m", "pytest"]
 
 
+# `--no-header` came with pytest 6.0. The command SWE-bench made the task lists with gives
+# it (graders/data/extract_env_specs.py: LISTS_TEST_PYTEST), and its environments had a
+# pytest that knew it; an environment resolved as of an older era may hold a pytest
+# without it, which would stop at the unknown option before running a single test. There
+# the option goes, and the header is shown, as swebench 4.1.0's own `pytest -rA` shows it.
+_NO_HEADER = "--no-header"
+_NO_HEADER_SINCE = (6, 0)
+
+
+def _version_tuple(text: str) -> tuple[int, ...] | None:
+    """`7.4.0` -> (7, 4, 0), `6.0.0rc1` -> (6, 0, 0); None when it does not start with a number."""
+    parts = []
+    for piece in text.split("."):
+        m = re.match(r"\d+", piece)
+        if not m:
+            break
+        parts.append(int(m.group()))
+        if m.end() != len(piece):
+            break
+    return tuple(parts) or None
+
+
+def pytest_version(venv: Path) -> tuple[int, ...] | None:
+    """The version of the pytest installed in `venv` (from its dist-info), None when none is
+    found (no venv, an egg-link install, an unreadable name)."""
+    site = site_packages(venv)
+    if site is None:
+        return None
+    found = installed(site).get("pytest")
+    return _version_tuple(found[0]) if found else None
+
+
 def parse_eval_commands(lines: Sequence[str], worktree: Path) -> tuple[dict[str, str], list[str]]:
     """`export NAME=value` lines -> variables; every other line is returned as skipped."""
     env: dict[str, str] = {}
@@ -288,11 +323,14 @@ def build_test_command(
     bin_dir: Path | None,
     worktree: Path,
     channel: ResultsChannel | None = None,
+    pytest_version: tuple[int, ...] | None = None,
 ) -> TestCommand:
     """spec.test_cmd + directives as argv; leading VAR=value words become variables.
 
     With a `channel`, a pytest command also loads swecl's results plugin (`-p`, right after
-    the program) and the channel is prepared; any other runner is left as it is."""
+    the program) and the channel is prepared; any other runner is left as it is.
+    `pytest_version`: the environment's pytest (`pytest_version`); one older than 6.0 gets
+    the command without `--no-header`, which it does not know (the command's `notes` say so)."""
     parts = split_line(test_cmd)
     if isinstance(parts, str) or len(parts) != 1:
         raise ValueError(f"test command {test_cmd!r} is not a simple command: {parts if isinstance(parts, str) else 'several commands'}")
@@ -308,6 +346,11 @@ def build_test_command(
     words = [_expand(w, env, worktree) for w in words]
     program = resolve_program(words[0], python=python, bin_dir=bin_dir, worktree=worktree)
     rest = words[1:]
+    notes: list[str] = []
+    if _runs_pytest(words) and _NO_HEADER in rest and pytest_version is not None and pytest_version < _NO_HEADER_SINCE:
+        rest = [w for w in rest if w != _NO_HEADER]
+        notes.append(f"[swecl] test command without {_NO_HEADER}: the environment's pytest "
+                     f"{'.'.join(map(str, pytest_version))} has no such option (it came with pytest 6.0)")
     use_channel = channel is not None and _runs_pytest(words)
     if use_channel:
         assert channel is not None
@@ -315,7 +358,8 @@ def build_test_command(
         skip = 2 if rest[:2] == ["-m", "pytest"] else 0  # `python -m pytest`: after the module
         rest = [*rest[:skip], "-p", PLUGIN_NAME, *rest[skip:]]
     argv = program + rest + list(directives)
-    return TestCommand(argv=argv, env=env, directives=list(directives), channel=channel if use_channel else None)
+    return TestCommand(argv=argv, env=env, directives=list(directives), channel=channel if use_channel else None,
+                       notes=notes)
 
 
 def run_line(

@@ -7,7 +7,10 @@ SPECS_JSON is the repo -> version -> spec export of swebench 4.1.0's
 `shared/data/swebench-4.1.0-python-env-specs.json`. Only the 8 SWE-Bench-CL repos are
 kept, and each spec is reshaped into the fields of `graders._specs.EnvSpec`:
 
-- python, pip_packages, packages, pre_install, install, eval_commands, test_cmd: copied;
+- python, pip_packages, packages, pre_install, install, eval_commands: copied;
+- test_cmd: copied, except swebench's `pytest -rA` for the repos whose task lists
+  SWE-bench made with `pytest --no-header -rA --tb=no -p no:cacheprovider` (see
+  `LISTS_TEST_PYTEST`): those get that command back;
 - log_parser: left null (the grader asks `graders._parsers.parser_for_repo`);
 - install_per_task: true for repos with compiled extensions built in place (their
   `.so` files must be rebuilt at every base commit) and for non-editable installs
@@ -44,6 +47,21 @@ REQUIREMENTS_PATHS = {
     ],
     "sympy/sympy": ["requirements-dev.txt", "requirements-test.txt"],
 }
+# The pytest command SWE-bench made the task lists (FAIL_TO_PASS, PASS_TO_PASS) with: its
+# harness's TEST_PYTEST for these four of the 8 repos (pytest-dev/pytest ran `pytest -rA`),
+# as the harness source has it at its first commit (2023-10-10, `harness/constants.py`,
+# MAP_REPO_TO_TEST_FRAMEWORK), on 2024-03-28 and in the commit before release 2.0.8.
+# Release 2.0.8 (2024-07-08) defined TEST_PYTEST a second time, as `pytest -rA`, further
+# down the same module, and that one won: 4.1.0's table has it. The
+# two commands grade differently where the header runs code: astropy 3.1's own header
+# hook (`astropy/tests/plugins/display.py`) leaves DeprecationWarnings raised as errors
+# for the whole session, which `--no-header` never lets happen (see graders._run for a
+# pytest older than 6.0, which has no `--no-header`).
+LISTS_TEST_PYTEST = "pytest --no-header -rA --tb=no -p no:cacheprovider"
+LISTS_TEST_PYTEST_REPOS = frozenset(
+    {"astropy/astropy", "matplotlib/matplotlib", "pydata/xarray", "scikit-learn/scikit-learn"}
+)
+TEST_PYTEST_SINCE_2_0_8 = "pytest -rA"
 ENVIRONMENT_YML_PATHS = {
     "matplotlib/matplotlib": ["environment.yml"],
     "pydata/xarray": ["ci/requirements/environment.yml", "environment.yml"],
@@ -53,6 +71,13 @@ ENVIRONMENT_YML_PATHS = {
 def _version_key(version: str) -> tuple[int, ...]:
     digits = version.lstrip("v").split(".")
     return tuple(int(part) if part.isdigit() else 0 for part in digits)
+
+
+def lists_test_cmd(repo: str, test_cmd: str | None) -> str | None:
+    """The test command the repo's task lists were made with (`LISTS_TEST_PYTEST`)."""
+    if repo in LISTS_TEST_PYTEST_REPOS and test_cmd == TEST_PYTEST_SINCE_2_0_8:
+        return LISTS_TEST_PYTEST
+    return test_cmd
 
 
 def reshape(repo: str, spec: dict) -> dict:
@@ -65,7 +90,7 @@ def reshape(repo: str, spec: dict) -> dict:
         "pre_install": list(spec.get("pre_install", [])),
         "install": install,
         "eval_commands": list(spec.get("eval_commands", [])),
-        "test_cmd": spec.get("test_cmd"),
+        "test_cmd": lists_test_cmd(repo, spec.get("test_cmd")),
         "log_parser": None,
         "install_per_task": repo in COMPILED or (install is not None and not editable),
     }

@@ -10,6 +10,7 @@ from pathlib import Path
 from graders._run import (
     build_test_command,
     parse_eval_commands,
+    pytest_version,
     run_line,
     run_process,
     test_directives,
@@ -103,6 +104,38 @@ def test_django_and_sympy_commands(tmp_path: Path) -> None:
     (bindir / "tox").write_text("#!/bin/sh\n")
     tox = build_test_command("tox --current-env -epy39 -v --", ["tests/test_x.py"], python=PY, bin_dir=bindir, worktree=tmp_path)
     assert tox.argv[0] == str(bindir / "tox") and tox.argv[-2:] == ["--", "tests/test_x.py"]
+
+
+def test_no_header_only_for_a_pytest_that_knows_it(tmp_path: Path) -> None:
+    cmd = "pytest --no-header -rA --tb=no -p no:cacheprovider"
+    for version in [(6, 0, 0), (7, 4, 0), None]:  # None: not known, the command stays as it is
+        built = build_test_command(cmd, ["t.py"], python=PY, bin_dir=None, worktree=tmp_path, pytest_version=version)
+        assert built.argv == [str(PY), "-m", "pytest", "--no-header", "-rA", "--tb=no", "-p", "no:cacheprovider", "t.py"]
+        assert built.notes == []
+    old = build_test_command(cmd, ["t.py"], python=PY, bin_dir=None, worktree=tmp_path, pytest_version=(5, 4, 3))
+    assert old.argv == [str(PY), "-m", "pytest", "-rA", "--tb=no", "-p", "no:cacheprovider", "t.py"]
+    assert old.notes == ["[swecl] test command without --no-header: the environment's pytest 5.4.3 has no such "
+                         "option (it came with pytest 6.0)"]
+    # another runner's words are not pytest's options
+    (tmp_path / "run.sh").write_text("#!/bin/sh\n")
+    other = build_test_command("./run.sh --no-header", [], python=PY, bin_dir=None, worktree=tmp_path,
+                               pytest_version=(5, 4, 3))
+    assert other.argv[-1] == "--no-header" and other.notes == []
+
+
+def test_pytest_version_is_read_from_the_venv(tmp_path: Path) -> None:
+    site = tmp_path / "venv" / "lib" / "python3.9" / "site-packages"
+    assert pytest_version(tmp_path / "venv") is None  # no venv
+    site.mkdir(parents=True)
+    (site / "pytest_cov-4.1.0.dist-info").mkdir()
+    assert pytest_version(tmp_path / "venv") is None  # a plugin is not pytest
+    (site / "pytest-6.0.0rc1.dist-info").mkdir()
+    assert pytest_version(tmp_path / "venv") == (6, 0, 0)
+    # the interpreter running these tests has a real one
+    import pytest as running
+
+    real = pytest_version(Path(sys.prefix))
+    assert real is not None and real[:2] == tuple(int(x) for x in running.__version__.split(".")[:2])
 
 
 def test_eval_commands_exports_become_variables(tmp_path: Path) -> None:

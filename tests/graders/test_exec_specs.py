@@ -32,16 +32,40 @@ def test_every_sequence_task_has_a_spec(shared: Path) -> None:
         assert spec.test_cmd and spec.python, (repo, version)
 
 
+# The command SWE-bench made the task lists with (its TEST_PYTEST until release 2.0.7), for
+# the repos that ran it; 4.1.0's table has `pytest -rA` there (see extract_env_specs.py).
+LISTS_TEST_PYTEST = "pytest --no-header -rA --tb=no -p no:cacheprovider"
+LISTS_TEST_PYTEST_REPOS = {"astropy/astropy", "matplotlib/matplotlib", "pydata/xarray", "scikit-learn/scikit-learn"}
+
+
 def test_table_matches_the_swebench_export(shared: Path) -> None:
     source = json.loads((shared / "data" / "swebench-4.1.0-python-env-specs.json").read_text())
+    restored = 0
     for repo in CL_REPOS:
         for version, raw in source[repo].items():
             spec = spec_for(repo, version)
             assert spec.python == raw["python"]
             assert spec.pip_packages == raw.get("pip_packages", [])
-            assert spec.install == raw.get("install") and spec.test_cmd == raw.get("test_cmd")
+            if repo in LISTS_TEST_PYTEST_REPOS and raw.get("test_cmd") == "pytest -rA":
+                assert spec.test_cmd == LISTS_TEST_PYTEST, (repo, version)
+                restored += 1
+            else:
+                assert spec.test_cmd == raw.get("test_cmd"), (repo, version)
+            assert spec.install == raw.get("install")
             assert spec.pre_install == raw.get("pre_install", [])
             assert spec.eval_commands == raw.get("eval_commands", [])
+    assert restored == 45  # astropy 3.0 to v5.3 (10), matplotlib (19), xarray (9), scikit-learn (7)
+
+
+def test_task_lists_command_where_swebench_made_the_lists_with_it() -> None:
+    # astropy 3.1 (whose own header hook would leave DeprecationWarnings raised as errors),
+    # the other versions of pytest 7.4.0 and the repos of the same harness command
+    for repo, version in [("astropy/astropy", "3.1"), ("astropy/astropy", "5.2"), ("pydata/xarray", "0.12"),
+                          ("matplotlib/matplotlib", "3.5"), ("scikit-learn/scikit-learn", "0.20")]:
+        assert spec_for(repo, version).test_cmd == LISTS_TEST_PYTEST, (repo, version)
+    # pytest-dev ran `pytest -rA` from the start; astropy 1.3's command (pytest 3.3.1) is 4.1.0's own
+    assert spec_for("pytest-dev/pytest", "5.4").test_cmd == "pytest -rA"
+    assert spec_for("astropy/astropy", "1.3").test_cmd == "pytest -rA -vv -o console_output_style=classic --tb=no"
 
 
 def test_compiled_repos_reinstall_per_task() -> None:
