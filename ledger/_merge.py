@@ -113,19 +113,19 @@ def _faithful_rows(shard: Ledger, path: Path) -> Iterator[Recorded]:
         yield Recorded(seq, event_id, stream, version, type_, schema, time, event, bytes(prev_hash), bytes(digest))
 
 
-def _held_ids(target: Ledger, rows: list[Recorded], path: Path) -> dict[str, int]:
+def _held_ids(target: Ledger, rows: list[Recorded], path: Path, *, restream: bool = False) -> dict[str, int]:
     """event_id -> target seq of the shard's events the target already holds.
 
-    Such an event must be the same event: only then is skipping it idempotent.
+    Such an event must be the same event: only then is skipping it idempotent. With
+    `restream` (a branch, `merge_branch`) its stream version is the target's to give.
     """
     held: dict[str, int] = {}
     for r in rows:
         found = target.get_by_id(r.event_id)
         if found is None:
             continue
-        if (found.stream, found.stream_version, found.type, found.schema, found.time, found.event) != (
-            r.stream, r.stream_version, r.type, r.schema, r.time, r.event
-        ):
+        if (found.stream, None if restream else found.stream_version, found.type, found.schema, found.time,
+                found.event) != (r.stream, None if restream else r.stream_version, r.type, r.schema, r.time, r.event):
             raise LedgerError(
                 f"shard {path}: event {r.event_id} (seq {r.seq}) is already in the target as a different event; "
                 "nothing of this shard was merged"
@@ -262,15 +262,7 @@ def merge_branch(shard: str | os.PathLike[str], target: Ledger, *, streams: Sequ
         strays = sorted({r.stream for r in rows} - set(streams))
         if strays:
             raise LedgerError(f"shard {path} writes {strays[0]!r}, outside {', '.join(streams)}; nothing was merged")
-        for r in rows:
-            found = target.get_by_id(r.event_id)
-            if found is not None and (found.stream, found.type, found.schema, found.time, found.event) != (
-                r.stream, r.type, r.schema, r.time, r.event
-            ):
-                raise LedgerError(
-                    f"shard {path}: event {r.event_id} (seq {r.seq}) is already in the target as a different event; "
-                    "nothing of this shard was merged"
-                )
+        _held_ids(target, rows, path, restream=True)
         blobs_added = _copy_blobs(branch, target)
         added, skipped = target.import_recorded(rows, durable=True, restream=True)
     return ShardReport(path, count, added, skipped, blobs_added)

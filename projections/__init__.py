@@ -66,6 +66,8 @@ _EXPORTS = {
     "sequence_cutoffs": "_queries",
     "order_cut": "_queries",
     "OrderCut": "_cut",
+    "retest_row": "_passes",
+    "pass_rank": "_passes",
     "outcomes": "_queries",
     "grade_reasons": "_queries",
     "pass_statuses": "_queries",
@@ -110,6 +112,7 @@ __all__ += sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from ._cut import OrderCut
+    from ._passes import pass_rank, retest_row
     from ._results import (
         DEFAULT_RESULTS,
         LEDGER_FILE,

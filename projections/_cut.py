@@ -21,14 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-
-def retest_row(pass_: str) -> int | None:
-    """i of a `retest-{i}` row; None for any other pass."""
-    if pass_.startswith("retest-"):
-        tail = pass_[len("retest-"):]
-        if tail.isdigit():
-            return int(tail)
-    return None
+from ._passes import retest_row
 
 
 @dataclass(frozen=True)

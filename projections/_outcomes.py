@@ -17,6 +17,7 @@ from ledger import Recorded, StreamRange
 from ledger.events import GradeStatus, TaskRef
 
 from ._cut import OrderCut
+from ._passes import retest_row
 from ._runner import Projection, Selection
 from .metrics import SequenceOutcomes
 
@@ -89,8 +90,8 @@ class RunOutcomes(msgspec.Struct):
         seq = self.sequences[sequence_id]
         out: dict[int, list[int | None]] = {}
         for name, cells in seq.passes.items():
-            if name.startswith("retest-"):
-                i = int(name.split("-", 1)[1])
+            i = retest_row(name)
+            if i is not None:
                 out[i] = _outcomes_of(cells, seq.plan[:i], excluded)
         return dict(sorted(out.items()))
 

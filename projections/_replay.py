@@ -55,7 +55,8 @@ from projections.memory import (
 )
 from projections.metrics import FORMULAS, MetricsResult, compute
 
-from ._cut import OrderCut, retest_row
+from ._cut import OrderCut
+from ._passes import pass_rank, retest_row
 from ._queries import check_order, run_started_record, sequence_cutoffs
 
 REPLAY_FORMAT = "swecl-replay"
@@ -245,12 +246,7 @@ def _assemble(
 
 
 def _pass_key(name: str) -> tuple[int, int, str]:
-    if name == "initial":
-        return (0, 0, name)
-    if name.startswith("retest-"):
-        tail = name.split("-", 1)[1]
-        return (1, int(tail) if tail.isdigit() else 0, name)
-    return ({"retest": 2, "baseline": 3}.get(name, 4), 0, name)
+    return (*pass_rank(name), name)
 
 
 def outcomes_document(replay: Replay) -> dict[str, Any]:

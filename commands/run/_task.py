@@ -26,6 +26,7 @@ from commands.memory import GradingSecrets, TaskView, plan_daydream
 from graders import EnvSpec, Grader, GradeRequest, RepoCache, Sandbox, apply_check
 from ledger import Event, Ledger, NewEvent, SweclError, event_id_for
 from ledger.events import GradeFinished, GradeStatus, MemorySuperseded, MemoryWritten, TaskAbandoned, TaskFinished, TaskStarted
+from projections import retest_row
 
 from .._failpoints import failpoint
 from ._progress import Reporter, TaskProgress
@@ -270,9 +271,8 @@ def builtin_memory_events(ctx: SequenceContext, task: Task, attempt: int, files:
 
 
 def task_count(ctx: SequenceContext, pass_: str) -> int:
-    if pass_.startswith("retest-"):
-        return int(pass_.split("-", 1)[1])
-    return len(ctx.sequence.tasks)
+    row = retest_row(pass_)
+    return len(ctx.sequence.tasks) if row is None else row
 
 
 def _run_agent(

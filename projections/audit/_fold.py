@@ -15,6 +15,7 @@ from ledger import Ledger, LedgerError, Recorded, StreamRange, SweclError
 from ledger.events import MemoryRecalled, RunStarted
 from projections import run_started_record
 from projections._cut import OrderCut
+from projections._passes import pass_rank
 from projections.memory import MemoryItem, MemoryState, SeedRecord, decode_export, memory_projection, run_of
 
 from ._model import Attempt, CopyHop, Decision, Provenance, WrittenBy
@@ -100,16 +101,6 @@ def _attempts(events: dict[AttemptKey, _AttemptEvents]) -> dict[AttemptKey, Atte
             agent_patch=a.patch,
         )
     return out
-
-
-def pass_rank(name: str) -> tuple[int, int]:
-    """Sort key of pass names in the order a run makes them: initial, retest-K, retest, baseline."""
-    if name == "initial":
-        return (0, 0)
-    if name.startswith("retest-"):
-        tail = name.split("-", 1)[1]
-        return (1, int(tail) if tail.isdigit() else 0)
-    return ({"retest": 2, "baseline": 3}.get(name, 4), 0)
 
 
 def fold_with_snapshots(

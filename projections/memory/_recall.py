@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from ledger import SweclError, sqlite
+from projections._passes import retest_row
 
 from ._state import MemoryItem, MemoryState, expired
 
@@ -120,11 +121,8 @@ def written_later(item: MemoryItem, ctx: RecallContext) -> bool:
         return False
     if ctx.pass_ == "initial":
         return item.source_order >= ctx.order
-    if ctx.pass_.startswith("retest-"):
-        try:
-            upto = int(ctx.pass_.split("-", 1)[1])
-        except ValueError:
-            return False
+    upto = retest_row(ctx.pass_)
+    if upto is not None:
         return item.source_order > upto
     return False
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ledger import Ledger, StreamRange
-from projections import RunOutcomes, RunSummary, read_views
+from projections import RunOutcomes, RunSummary, read_views, retest_row
 from projections.report import planned_passes
 
 
@@ -98,9 +98,8 @@ def run_progress(ledger: Ledger, run: RunSummary, state: RunOutcomes, status: st
 
 def _pass_orders(pass_: str, orders: list[int]) -> list[int]:
     """The tasks a pass runs: a `retest-K` row re-tests the first K tasks, every other pass all of them."""
-    if pass_.startswith("retest-"):
-        return orders[: int(pass_.split("-", 1)[1])]
-    return orders
+    row = retest_row(pass_)
+    return orders if row is None else orders[:row]
 
 
 def duration_text(seconds: float) -> str:

@@ -48,6 +48,24 @@ def _gold_with_test_extras(tmp_path: Path, src: Path, base: str,
     return python, log
 
 
+def _gold_on_dated_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, releases: dict, setup_args: str,
+                         install: str = "python -m pip install -e .[test]") -> tuple[Path, str]:
+    """`_gold_with_test_extras` for a calc package of 2020-06 whose setup.py adds
+    `setup_args` (its requirements), the requirements served by a dated index of
+    `releases` to uv and to pip alike."""
+    from tests.graders.env_support import dated_index
+    from tests.graders.exec_support import make_calc_repo
+
+    src, _ = make_calc_repo(tmp_path / "src")
+    write(src, "setup.py", 'from setuptools import setup\n\nsetup(name="calc", version="0.1", packages=["calc"], '
+                           f'{setup_args})\n')
+    base = commit_at(src, "calc with its requirements", "2020-06-01T12:00:00Z")
+    with dated_index(tmp_path / "index", releases) as url:
+        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
+        monkeypatch.setenv("PIP_EXTRA_INDEX_URL", url)  # what pip takes when left to itself
+        return _gold_with_test_extras(tmp_path, src, base, install)
+
+
 def _state(cache: Path) -> dict:
     [installed] = list((cache / "envs").rglob("installed.json"))
     return json.loads(installed.read_text())
@@ -182,8 +200,7 @@ def test_a_requirement_the_era_cannot_supply_comes_as_of_the_images_never_today(
     pip, the requirement took today's releases (pyparsing 3.3, whose DeprecationWarnings
     astropy's tests raise as errors: no test ran). It now comes with its dependencies as of
     SWE-bench's images, and what the era can supply stays of the era."""
-    from tests.graders.env_support import dated_index, installed_version, make_sdist, make_wheel
-    from tests.graders.exec_support import make_calc_repo
+    from tests.graders.env_support import installed_version, make_sdist, make_wheel
 
     broken = "raise SystemExit('error: this C extension does not compile on this Python')\n"
     releases = {
@@ -195,14 +212,7 @@ def test_a_requirement_the_era_cannot_supply_comes_as_of_the_images_never_today(
         "tinyera": [("1.0", "2019-01-01T00:00:00Z", make_wheel(tmp_path / "w6", "tinyera", "1.0")),
                     ("2.0", "2023-06-01T00:00:00Z", make_wheel(tmp_path / "w7", "tinyera", "2.0"))],
     }
-    src, _ = make_calc_repo(tmp_path / "src")
-    write(src, "setup.py", 'from setuptools import setup\n\nsetup(name="calc", version="0.1", packages=["calc"], '
-                           'extras_require={"test": ["tinympl", "tinyera"]})\n')
-    base = commit_at(src, "calc with test requirements", "2020-06-01T12:00:00Z")
-    with dated_index(tmp_path / "index", releases) as url:
-        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
-        monkeypatch.setenv("PIP_EXTRA_INDEX_URL", url)  # what pip would take, were it left to
-        python, log = _gold_with_test_extras(tmp_path, src, base)
+    python, log = _gold_on_dated_index(tmp_path, monkeypatch, releases, 'extras_require={"test": ["tinympl", "tinyera"]}')
     assert installed_version(python, "tinyplot") == "2.0", log  # of the images, not 3.0 of today
     assert installed_version(python, "tinympl") == "0.5", log  # the era's still, as of the images too
     assert installed_version(python, "tinyera") == "1.0", log
@@ -215,8 +225,7 @@ def test_an_install_line_with_pip_options_still_resolves_as_of_the_era(
     today (pytest-mpl brought matplotlib 3.9 and pyparsing 3.3, whose DeprecationWarnings
     astropy's tests raise as errors: the gold patches of 8707 and 8872 failed). The era
     step now reads such lines, and nothing pip installs goes past it."""
-    from tests.graders.env_support import dated_index, installed_version, make_wheel
-    from tests.graders.exec_support import make_calc_repo
+    from tests.graders.env_support import installed_version, make_wheel
 
     releases = {
         "tinyera": [("1.0", "2019-01-01T00:00:00Z", make_wheel(tmp_path / "w1", "tinyera", "1.0")),
@@ -224,14 +233,9 @@ def test_an_install_line_with_pip_options_still_resolves_as_of_the_era(
         "tinydep": [("1.0", "2019-01-01T00:00:00Z", make_wheel(tmp_path / "w3", "tinydep", "1.0")),
                     ("3.0", "2025-06-01T00:00:00Z", make_wheel(tmp_path / "w4", "tinydep", "3.0"))],
     }
-    src, _ = make_calc_repo(tmp_path / "src")
-    write(src, "setup.py", 'from setuptools import setup\n\nsetup(name="calc", version="0.1", packages=["calc"], '
-                           'install_requires=["tinydep"], extras_require={"test": ["tinyera"]})\n')
-    base = commit_at(src, "calc with test requirements", "2020-06-01T12:00:00Z")
-    with dated_index(tmp_path / "index", releases) as url:
-        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
-        monkeypatch.setenv("PIP_EXTRA_INDEX_URL", url)  # what pip takes when left to itself
-        python, log = _gold_with_test_extras(tmp_path, src, base, "python -m pip install -e .[test] --verbose")
+    python, log = _gold_on_dated_index(tmp_path, monkeypatch, releases,
+                                       'install_requires=["tinydep"], extras_require={"test": ["tinyera"]}',
+                                       "python -m pip install -e .[test] --verbose")
     assert installed_version(python, "tinyera") == "1.0", log  # 2.0 is of 2023
     assert installed_version(python, "tinydep") == "1.0", log  # 3.0 is of 2025
     assert "pip installed past the era" not in log, log
@@ -242,19 +246,12 @@ def test_what_pip_installs_past_the_era_step_is_named_in_the_grade_log(
     """A requirement no release of the era (nor of SWE-bench's images) supplies is left to
     pip, which takes today's: the grade's log names it, so an environment that is not of
     its era never passes unseen."""
-    from tests.graders.env_support import dated_index, installed_version, make_wheel
-    from tests.graders.exec_support import make_calc_repo
+    from tests.graders.env_support import installed_version, make_wheel
 
     releases = {"tinynew": [("3.0", "2025-06-01T00:00:00Z", make_wheel(tmp_path / "w1", "tinynew", "3.0"))],
                 "tinyera": [("1.0", "2019-01-01T00:00:00Z", make_wheel(tmp_path / "w2", "tinyera", "1.0"))]}
-    src, _ = make_calc_repo(tmp_path / "src")
-    write(src, "setup.py", 'from setuptools import setup\n\nsetup(name="calc", version="0.1", packages=["calc"], '
-                           'extras_require={"test": ["tinyera", "tinynew"]})\n')
-    base = commit_at(src, "calc with a requirement of today", "2020-06-01T12:00:00Z")
-    with dated_index(tmp_path / "index", releases) as url:
-        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)
-        monkeypatch.setenv("PIP_EXTRA_INDEX_URL", url)
-        python, log = _gold_with_test_extras(tmp_path, src, base, "python -m pip install -e .[test] --verbose")
+    python, log = _gold_on_dated_index(tmp_path, monkeypatch, releases, 'extras_require={"test": ["tinyera", "tinynew"]}',
+                                       "python -m pip install -e .[test] --verbose")
     assert installed_version(python, "tinynew") == "3.0"
     [line] = [x for x in log.splitlines() if "pip installed past the era step" in x]
     assert "tinynew==3.0" in line and "tinyera" not in line, line
