@@ -42,6 +42,7 @@ from graders import descendants, parallel_runs, preferred_slot
 from ledger import Ledger
 from projections import RunOutcomes
 
+from ._halt import Halt
 from ._task import SequenceContext
 
 
@@ -228,7 +229,7 @@ def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers:
     numbers = itertools.count()
     guard = threading.Lock()
     stop = threading.Event()  # no worker starts another task
-    halt = threading.Event()  # interrupted: attempts in flight record nothing more (see SequenceContext.halt)
+    halt = Halt()  # interrupted: attempts in flight record nothing more (see SequenceContext.halt)
     path = schedules[0].ctx.ledger.path
 
     def set_up() -> None:
@@ -260,8 +261,9 @@ def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers:
     running: dict[Future[None], tuple[SequenceSchedule, Batch, Handoff | None]] = {}
     error: BaseException | None = None
     try:
-        with parallel_runs(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swecl-task",
-                                                 initializer=set_up) as pool:
+        # halt first: it still sees a stop while the pool's exit waits for the workers
+        with halt, parallel_runs(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swecl-task",
+                                                       initializer=set_up) as pool:
             try:
                 for schedule in schedules:
                     schedule.start()

@@ -29,6 +29,7 @@ from ledger.events import GradeFinished, GradeStatus, MemorySuperseded, MemoryWr
 from projections import retest_row
 
 from .._failpoints import failpoint
+from ._halt import Halt
 from ._progress import Reporter, TaskProgress
 from ._stages import Stage
 
@@ -86,7 +87,7 @@ class SequenceContext:
     # Set when the run is interrupted while tasks run in worker threads: Ctrl-C reaches the
     # agents and test runs too, and what they return then is no result. An attempt that
     # sees it records nothing more; the resume abandons and redoes it, as in a serial run.
-    halt: threading.Event | None = None
+    halt: Halt | None = None
     # instance -> PASS_TO_PASS tests `swecl validate` found failing here with and without the fix
     p2p_excluded: dict[str, list[str]] = field(default_factory=dict)
 
