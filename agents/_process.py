@@ -19,7 +19,7 @@ from pathlib import Path
 from ledger import SweclError
 
 from graders import Sandbox
-from graders import owned_processes
+from graders import owned_processes, wait_for_exit
 
 # Time between SIGTERM and SIGKILL: long enough for a CLI to flush its transcript.
 _GRACE_S = 3.0
@@ -81,7 +81,7 @@ def run_process(
                 feeder.start()
             timed_out = False
             try:
-                proc.wait(timeout=timeout_s)
+                wait_for_exit(proc, timeout_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
                 kill_group(proc.pid, proc)

@@ -47,7 +47,7 @@ from ._parsers import (
     parser_for_repo,
     parser_names,
 )
-from ._reaper import PROCESS_VARS, descendants, owned_processes, parallel_runs, reap_orphans
+from ._reaper import PROCESS_VARS, descendants, owned_processes, parallel_runs, reap_orphans, wait_for_exit
 from ._repos import GitError, RepoCache, Worktree, default_cache_dir, git, preferred_slot
 from ._sandbox import SANDBOX_MODES, Sandbox, SandboxUnavailable, sandbox_for
 from ._specs import EnvSpec, UnknownEnvSpec, has_spec, known_specs, spec_for
@@ -125,4 +125,5 @@ __all__ = [
     "spec_for",
     "unsafe_reason",
     "verdict_lines",
+    "wait_for_exit",
 ]

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from graders._apply import normalize_patch
 from graders._py_compat import installed, site_packages
-from graders._reaper import owned_processes
+from graders._reaper import owned_processes, wait_for_exit
 from graders._results_plugin import PLUGIN_NAME, ResultsChannel
 from graders._sandbox import Sandbox
 
@@ -131,7 +131,7 @@ def run_process(
                 return ProcessResult(None, b"", time.monotonic() - start, error=f"cannot run {argv[0]!r}: {exc}")
             timed_out = False
             try:
-                proc.wait(timeout=timeout_s)
+                wait_for_exit(proc, timeout_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
                 _kill_group(proc.pid)

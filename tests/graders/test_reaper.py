@@ -55,3 +55,47 @@ def test_the_next_swecl_on_a_cache_ends_what_a_killed_one_left_there_and_nothing
         for proc in (same_cache, other_cache, no_cache, live_owner):
             proc.kill()
             proc.wait()
+
+
+def _exits_when_told(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    """A child that exits 3 once `go` exists: its end comes after the wait has begun."""
+    go = tmp_path / "go"
+    code = f"import os, sys, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.01)\nsys.exit(3)"
+    return subprocess.Popen([sys.executable, "-c", code]), go
+
+
+def test_wait_for_exit_is_woken_by_the_exit_not_by_polling(tmp_path: Path, monkeypatch) -> None:
+    proc, go = _exits_when_told(tmp_path)
+    naps: list[float] = []
+    real_sleep = time.sleep
+    monkeypatch.setattr(time, "sleep", lambda s: (naps.append(s), real_sleep(s)))
+    go.touch()
+    _reaper.wait_for_exit(proc, 60)
+    monkeypatch.undo()
+    assert proc.returncode == 3
+    # Popen.wait(timeout) sleeps between looks at the child; the pidfd's wait does not
+    assert naps == [] or not hasattr(os, "pidfd_open")
+
+
+def test_wait_for_exit_times_out_as_popen_wait_does_and_leaves_the_process_to_the_caller(tmp_path: Path,
+                                                                                           monkeypatch) -> None:
+    for pidfd in (True, False):
+        if not pidfd:
+            monkeypatch.delattr(os, "pidfd_open", raising=False)  # an OS without pidfds: Popen.wait
+        proc, go = _exits_when_told(tmp_path)
+        try:
+            try:
+                _reaper.wait_for_exit(proc, 0.2)
+            except subprocess.TimeoutExpired as exc:
+                assert exc.timeout == 0.2
+            else:
+                raise AssertionError("a running process was waited for past the timeout")
+            assert proc.poll() is None  # still running, not reaped: the caller kills it
+            go.touch()
+            _reaper.wait_for_exit(proc, 60)
+            assert proc.returncode == 3
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            go.unlink(missing_ok=True)
