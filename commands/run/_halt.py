@@ -92,13 +92,17 @@ def _pending_stop() -> bool:
 
     The kernel hands a process's signal to its main thread, which may not have run since:
     until it does, no handler has written to the wakeup fd, and the signal waits in the
-    process's pending set. `sigpending` shows that set only for the signals the calling
-    thread blocks, so this thread blocks them for the look (a stop that comes meanwhile
-    waits, and is taken when they are unblocked). Worker threads must not block them for
-    longer: the agents and test runs they start would inherit the mask and outlive Ctrl-C.
+    process's shared pending set, which `/proc/self/status` shows (`ShdPnd`, a hex mask)
+    whatever the threads block. (`signal.sigpending` shows it only to a thread that blocks
+    the signal, and a worker that blocked it even for a moment could take the signal itself
+    on unblocking it, away from the main thread.) No /proc: False, the wakeup fd alone.
     """
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     try:
-        return bool(_STOPS.intersection(signal.sigpending()))
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"ShdPnd:"):
+                    mask = int(line.split()[1], 16)
+                    return any(mask >> (sig - 1) & 1 for sig in _STOPS)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 from collections.abc import Iterator
 
 import pytest
 
 from commands.run._halt import Halt
+from tests.conftest import REPO_ROOT
 
 
 @pytest.fixture
@@ -67,3 +71,24 @@ def test_outside_the_main_thread_it_is_the_coordinators_event_alone() -> None:
     thread.start()
     thread.join()
     assert states == [False, True]
+
+
+def test_a_stop_not_yet_taken_by_any_thread_is_seen_pending() -> None:
+    """Before the main thread has run at all since the signal came, the stop is pending for
+    the process. In a fresh interpreter (one thread, so nothing else takes the signal), SIGINT
+    blocked, sent, and seen pending; then unblocked, taken, and seen through the wakeup fd."""
+    script = textwrap.dedent("""
+        import os, signal
+        from commands.run._halt import Halt, _pending_stop
+        signal.signal(signal.SIGINT, lambda *a: None)
+        with Halt() as halt:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            before = (_pending_stop(), halt.is_set())
+            os.kill(os.getpid(), signal.SIGINT)
+            pending = (_pending_stop(), halt.is_set())
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            print(before, pending, _pending_stop(), halt.is_set())
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "(False, False) (True, True) False True"
