@@ -8,8 +8,9 @@ The coordinator learns of the stop late for that purpose. Python runs a signal's
 in the main thread only, between bytecodes and holding the GIL; until then the coordinator
 cannot say "halt". Meanwhile a worker whose test run died of the same signal wakes,
 parses what the test run printed before it died, and would record that as the task's
-grade (seen: a re-test recorded as unresolved, and the resumed run's metrics differed from
-an uninterrupted run's). So the stop is also read where it shows first: the byte that
+grade (seen: an initial-pass task recorded as an agent error, its in-process agent's git
+commands killed by the Ctrl-C; the resume did not redo it, and the resumed run's metrics
+differed from an uninterrupted run's). So the stop is also read where it shows first: the byte that
 Python's C-level signal handler writes to the wakeup fd (`signal.set_wakeup_fd`) when the
 signal arrives, before any Python code runs, and before that (the main thread may not
 have been scheduled yet) as a signal pending for the process. Only SIGINT and SIGTERM have
