@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -69,8 +70,10 @@ def test_wait_for_exit_is_woken_by_the_exit_not_by_polling(tmp_path: Path, monke
     naps: list[float] = []
     real_sleep = time.sleep
     monkeypatch.setattr(time, "sleep", lambda s: (naps.append(s), real_sleep(s)))
-    go.touch()
+    told = threading.Timer(0.3, go.touch)  # the child ends while the wait is under way, never before it
+    told.start()
     _reaper.wait_for_exit(proc, 60)
+    told.join()
     monkeypatch.undo()
     assert proc.returncode == 3
     # Popen.wait(timeout) sleeps between looks at the child; the pidfd's wait does not
