@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 import sys
-import threading
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from ledger import SweclError, Terminated, sqlite
+
+from .. import _stops
 
 from ._common import CONTEXT_SETTINGS, ResultsParam
 from ._ledger import init_cmd, log_cmd, verify_cmd
@@ -105,14 +105,17 @@ for _command in (
     cli.add_command(_command)
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise Terminated()
-
-
 def main(argv: list[str] | None = None) -> None:
-    if threading.current_thread() is threading.main_thread():
-        # `kill`, a batch scheduler's time limit, a container stop: the same clean stop as Ctrl-C.
-        signal.signal(signal.SIGTERM, _on_sigterm)
+    # Ctrl-C, and `kill`, a batch scheduler's time limit, a container stop (SIGTERM): the
+    # same clean stop, whatever dispositions and mask this process inherited (_stops).
+    previous = _stops.install()
+    try:
+        _main(argv)
+    finally:
+        _stops.restore(previous)
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         # Without standalone mode click returns a command's exit code instead of exiting.
         code = cli.main(args=argv, prog_name="swecl", standalone_mode=False)
@@ -121,9 +124,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.Abort as exc:
-        if isinstance(exc.__cause__, Terminated):  # click turns KeyboardInterrupt into Abort
-            click.echo("swecl: terminated (SIGTERM)", err=True)
-            sys.exit(143)
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns KeyboardInterrupt into Abort
+            _stopped(exc.__cause__)
         click.echo("swecl: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
@@ -133,9 +135,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"swecl: error: {_one_line(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt as exc:
-        terminated = isinstance(exc, Terminated)
-        click.echo("swecl: terminated (SIGTERM)" if terminated else "swecl: interrupted", err=True)
-        sys.exit(143 if terminated else 130)
+        _stopped(exc)
     except sqlite.CorruptError:
         # Only the ledger is opened with apsw: a malformed page a command met past its checks.
         click.echo("swecl: error: the ledger is damaged: SQLite reports a malformed database image; "
@@ -159,6 +159,16 @@ def main(argv: list[str] | None = None) -> None:
             err=True,
         )
         sys.exit(70)
+
+
+def _stopped(exc: KeyboardInterrupt) -> NoReturn:
+    """Ctrl-C (exit 130) or SIGTERM (143), said in one line."""
+    if isinstance(exc, _stops.StoppedAfterFinish):
+        click.echo(exc.message(), err=True)
+        sys.exit(143 if exc.terminated else 130)
+    terminated = isinstance(exc, Terminated)
+    click.echo("swecl: terminated (SIGTERM)" if terminated else "swecl: interrupted", err=True)
+    sys.exit(143 if terminated else 130)
 
 
 def _one_line(text: str) -> str:

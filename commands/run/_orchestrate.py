@@ -30,6 +30,8 @@ from graders import RepoCache, default_cache_dir, get_grader, reap_orphans, sand
 from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, Terminated, event_id_for
 from ledger.events import RunFinished, RunResumed, RunStarted, TaskRef
 
+from .. import _stops
+from .._failpoints import failpoint
 from .._provenance import provenance
 from projections import RUN_LOCK, get_run, p2p_excluded
 from projections import Results
@@ -269,11 +271,15 @@ def start_run(results: Results, opts: RunOptions, reporter: Reporter, repeat: Re
     with ExitStack() as held:
         try:
             held.enter_context(run_lock(results, version))
+            failpoint("run.claimed")
             reporter.run_started(version, stage.name, {s.id: len(s.tasks) for s in sequences}, opts.pass_list)
             with results.open_ledger() as ledger:
                 prepare_memory(ledger, version, stage, opts, benchmark, sequences, reporter)
         except SweclError as exc:
             _finish(results, version, "failed", str(exc))  # claimed: say how it ended
+            raise
+        except KeyboardInterrupt as exc:  # claimed: a stop before the first task ends it too
+            _finish(results, version, "interrupted", _stopped_why(exc))
             raise
         return _execute_locked(results, version, opts, reporter)
 
@@ -305,8 +311,12 @@ def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int 
                 [NewEvent(RunResumed(attempt=attempt, provenance=provenance()), event_id_for(version, "resumed", attempt))],
                 durable=True,
             )
-        reporter.run_started(version, opts.stage, {s: len(started.event.tasks.get(s, [])) for s in run.sequences},
-                             opts.pass_list)
+        try:
+            reporter.run_started(version, opts.stage, {s: len(started.event.tasks.get(s, [])) for s in run.sequences},
+                                 opts.pass_list)
+        except KeyboardInterrupt as exc:  # resumed: a stop before the first task ends it too
+            _finish(results, version, "interrupted", _stopped_why(exc))
+            raise
         return _execute_locked(results, version, opts, reporter, sequence_ids=run.sequences)
 
 
@@ -343,16 +353,16 @@ def execute(results: Results, version: str, opts: RunOptions, reporter: Reporter
 def _execute_locked(results: Results, version: str, opts: RunOptions, reporter: Reporter,
                     sequence_ids: list[str] | None = None) -> RunReport:
     stage = get_stage(opts.stage)
-    # What an earlier swecl that was SIGKILLed left running (unconfined test runs, agents).
-    killed = reap_orphans(cache_dir_of(opts))
-    if killed:
-        reporter.note(f"ended {len(killed)} process(es) left running by a swecl that was killed")
-    if sequence_ids is None:
-        with results.open_ledger() as ledger:
-            sequence_ids = list(next(ledger.read_stream(f"run/{version}")).event.sequences)
     error: str | None = None
     status = "finished"
     try:
+        # What an earlier swecl that was SIGKILLed left running (unconfined test runs, agents).
+        killed = reap_orphans(cache_dir_of(opts))
+        if killed:
+            reporter.note(f"ended {len(killed)} process(es) left running by a swecl that was killed")
+        if sequence_ids is None:
+            with results.open_ledger() as ledger:
+                sequence_ids = list(next(ledger.read_stream(f"run/{version}")).event.sequences)
         if opts.executor == "ray":
             from ._ray import run_on_ray
 
@@ -364,28 +374,38 @@ def _execute_locked(results: Results, version: str, opts: RunOptions, reporter: 
         else:
             for sequence_id in sequence_ids:
                 run_one_sequence(str(results.root), version, opts, sequence_id, reporter)
+        # Not recorded as finished after a stop whose KeyboardInterrupt a finalizer dropped.
+        _stops.raise_if_requested()
     except AgentUnavailable as exc:
         status, error = "failed", str(exc)
     except KeyboardInterrupt as exc:
-        why = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted by the user"
-        _finish(results, version, "interrupted", why)
+        _finish(results, version, "interrupted", _stopped_why(exc))
         raise
     except SweclError as exc:
         status, error = "failed", str(exc)
     _finish(results, version, status, error)
-    if stage.plugin:
-        try:
-            with results.open_ledger() as ledger:
-                materialise_version(ledger, version, results.version_dir(version))
-        except (SweclError, OSError) as exc:
-            # The files are a view; the ledger holds everything. Never hide the run's own error.
-            if error is None:
-                raise SweclError(f"run {version} finished, but its memory files could not be written: {exc}") from None
-            reporter.note(f"memory files of run {version} not written: {exc}")
-    reporter.run_finished(version, status)
+    try:
+        failpoint("run.recorded")
+        if stage.plugin:
+            try:
+                with results.open_ledger() as ledger:
+                    materialise_version(ledger, version, results.version_dir(version))
+            except (SweclError, OSError) as exc:
+                # The files are a view; the ledger holds everything. Never hide the run's own error.
+                if error is None:
+                    raise SweclError(f"run {version} finished, but its memory files could not be written: {exc}") from None
+                reporter.note(f"memory files of run {version} not written: {exc}")
+        reporter.run_finished(version, status)
+    except KeyboardInterrupt as exc:
+        # The run's record is complete: the stop ends this process, not the run.
+        raise _stops.StoppedAfterFinish(version, status, terminated=isinstance(exc, Terminated)) from exc
     if error is not None:
         raise SweclError(f"run {version} stopped: {error}")
     return RunReport(version=version, stage=stage.name, status=status, error=error)
+
+
+def _stopped_why(exc: KeyboardInterrupt) -> str:
+    return "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted by the user"
 
 
 def _finish(results: Results, version: str, status: str, error: str | None) -> None:

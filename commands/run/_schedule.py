@@ -42,8 +42,10 @@ from graders import descendants, parallel_runs, preferred_slot
 from ledger import Ledger
 from projections import RunOutcomes
 
+from .. import _stops
+from .._failpoints import failpoint
 from ._halt import Halt
-from ._task import SequenceContext
+from ._task import Halted, SequenceContext
 
 
 @dataclass
@@ -286,6 +288,8 @@ def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers:
                     handed = [h for *_, h in running.values() if h is not None]
                     poll = error is None and handed and len(running) - len(handed) < here
                     finished, _ = wait(running, timeout=1.0 if poll else None, return_when=FIRST_COMPLETED)
+                    failpoint("schedule.woke")
+                    _stops.raise_if_requested()  # a stop whose KeyboardInterrupt a finalizer dropped
                     for fut in finished:
                         owner, batch, handoff = running.pop(fut)
                         exc = fut.exception()
@@ -308,6 +312,10 @@ def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers:
     finally:
         for ledger in opened:
             ledger.close()
+    _stops.raise_if_requested()
+    if isinstance(error, Halted):
+        # A worker saw the stop (Halt) before this thread's handler ran, and it never did.
+        raise KeyboardInterrupt()
     if error is not None:
         raise error
 

@@ -14,6 +14,7 @@ from ledger import NewEvent, StreamRange, SweclError, event_id_for
 from ledger.events import PassFinished, PassStarted, TaskFinished
 from projections import Cell, OutcomeProjection, Projector, RunOutcomes, SequenceCells
 
+from .. import _stops
 from ._schedule import Elsewhere, SequenceSchedule, run_scheduled
 from ._stages import Stage
 from ._task import SequenceContext, abandon, run_attempt
@@ -59,6 +60,7 @@ def run_sequence(ctx: SequenceContext, passes: Iterable[str], retest_every: int 
             marks.add((pass_, "pass.started"))
         first = _first_open(state, ctx, tasks, upto) if pass_ == "initial" else 1
         for task in tasks[first - 1 : upto]:
+            _stops.raise_if_requested()  # a stop whose KeyboardInterrupt a finalizer dropped
             _run_task(ctx, state, task, pass_)
         if upto == len(tasks) or pass_.startswith("retest-"):
             if (pass_, "pass.finished") not in marks:
