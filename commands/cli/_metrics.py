@@ -86,8 +86,7 @@ def metrics_cmd(
     if vectors is not None:
         if versions or as_of_order is not None:
             raise SweclError("--vectors scores the given file; it does not combine with --version or --as-of-order")
-        echo_json(metrics_from_vectors_document(_read_vectors(vectors), formula) if weights is None
-                  else _vectors_with_lambdas(vectors, formula, weights))
+        echo_json(metrics_from_vectors_document(_read_vectors(vectors), formula, weights))
         return
     if grouped and (csv_path is not None or parquet_path is not None):
         raise SweclError("--group prints a table or --json; --csv and --parquet write one row per run and sequence")
@@ -137,16 +136,6 @@ def _read_vectors(path: Path) -> Any:
 
     # Regular files within the input caps only: /dev/zero or a FIFO must not hang here.
     return loads_limited(read_limited(path, str(path)), str(path))
-
-
-def _vectors_with_lambdas(path: Path, formula: str, weights: Lambdas) -> dict[str, Any]:
-    from projections.metrics import compute, sequences_from_vectors_document
-
-    result = compute(sequences_from_vectors_document(_read_vectors(path)), formula, weights)
-    return {
-        "sequences": {name: dict(item.metrics) for name, item in result.sequences.items()},
-        "macro": dict(result.macro),
-    }
 
 
 def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] | None] | None = None) -> dict[str, Any]:

@@ -451,15 +451,15 @@ def _extras(seq: SequenceReport) -> str:
     ex = seq.metrics.extras
     snap, tools = ex.snapshot, ex.tool_use
     lines = [
-        f"snapshot: initial {num(snap.initial)} → final {num(snap.final)} (Δ {num(snap.delta)})"
-        + ("" if snap.retested else " — no re-test: final = initial"),
+        (f"snapshot: initial {num(snap.initial)} → final {num(snap.final)} (Δ {num(snap.delta)})" if snap.retested
+         else f"snapshot: initial {num(snap.initial)} — no re-test: final not measured"),
         f"tool-use efficiency: {num(tools.value, 4)} resolved per agent step "
         f"({tools.resolved} resolved / {tools.steps} steps over {tools.n} tasks)" + (f" — {tools.reason}" if tools.reason else ""),
     ]
     strata = ""
     if ex.strata:
         rows = "".join(
-            f"<tr><td>difficulty {esc(key)}</td><td class=\"num\">{s.n_tasks}</td>{metric_cells(s.metrics)}</tr>"
+            f"<tr><td>difficulty {esc(key)}</td><td class=\"num\">{s.n_tasks}</td>{metric_cells(s.metrics, s.unmeasured)}</tr>"
             for key, s in ex.strata.items()
         )
         strata = f'<table class="strata"><thead>{metric_head("stratum", before=["tasks"])}</thead><tbody>{rows}</tbody></table>'
