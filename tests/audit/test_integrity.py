@@ -108,3 +108,48 @@ def test_run_fold_reads_the_recorded_patches_and_f2p(tmp_path) -> None:  # type:
     with Ledger.open(tmp_path / "ledger.db", readonly=True) as ledger:
         every = integrity_of(ledger, "1", counted_only=False)
     assert (every.checked, every.flagged, every.by_kind["trace-hook"]) == (3, 2, 1)
+
+
+def test_show_metrics_and_report_display_the_flags(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """End to end over a real ledger: `swecl show` prints the flags beside the verdict (which
+    they leave alone), `swecl metrics` a line under the table and an `integrity` entry in
+    --json, the report a row per run."""
+    import json
+
+    from click.testing import CliRunner
+
+    from commands.cli._metrics import metrics_cmd
+    from commands.cli._show import show_cmd
+    from projections import Results
+    from projections.report import build_report
+
+    root = tmp_path / "results"
+    root.mkdir()
+    b = LedgerBuilder(Ledger.open(root / "ledger.db", create=True))
+    try:
+        b.start_run("1", stage="base", plan={SEQ: TASKS})
+        b.task("1", SEQ, 1, status="resolved", patch=patch("textkit/wrap.py", "sys.settrace(None)"))
+        b.task("1", SEQ, 2, status="unresolved", patch=CLEAN)
+        b.finish_run("1")
+    finally:
+        b.close()
+    shown = CliRunner().invoke(show_cmd, ["--results", str(root), "1", "acme__textkit-1"])
+    assert shown.exit_code == 0, shown.output
+    assert "RESOLVED: status resolved" in shown.output
+    assert "integrity flag trace-hook: textkit/wrap.py installs a trace hook: sys.settrace(None)" in shown.output
+    clean = CliRunner().invoke(show_cmd, ["--results", str(root), "1", "acme__textkit-2"])
+    assert clean.exit_code == 0 and "integrity flag" not in clean.output
+    as_json = json.loads(CliRunner().invoke(show_cmd, ["--results", str(root), "1", "acme__textkit-1", "--json"]).output)
+    assert as_json["integrity_flags"][0]["kind"] == "trace-hook"
+
+    table = CliRunner().invoke(metrics_cmd, ["--results", str(root)])
+    assert table.exit_code == 0, table.output
+    flat = " ".join(table.output.split())
+    assert "v1 base: 1 patches with integrity flags (trace-hook 1): acme__textkit-1" in flat
+    doc = json.loads(CliRunner().invoke(metrics_cmd, ["--results", str(root), "--json"]).output)
+    found = doc["versions"][0]["integrity"]
+    assert (found["patches_checked"], found["flagged"], found["by_kind"]["trace-hook"]) == (2, 1, 1)
+
+    page = build_report(Results(root), [], tmp_path / "report").index.read_text()
+    assert '<tr data-integrity="1">' in page and 'data-integrity-task="acme__textkit-1"' in page
+    assert "installs a trace hook" in page
