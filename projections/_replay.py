@@ -308,6 +308,10 @@ def metrics_document(replay: Replay) -> dict[str, Any]:
             "macro_counts": dict(result.macro_counts),
             "extras": {s: msgspec.to_builtins(item.extras) for s, item in result.sequences.items()},
             "notes": {s: list(item.notes) for s, item in result.sequences.items() if item.notes},
+            # null above where the passes measured nothing; why, here (as `swecl metrics --json`).
+            "unmeasured": dict(result.unmeasured),
+            "unmeasured_by_sequence": {s: dict(item.unmeasured) for s, item in result.sequences.items()
+                                       if item.unmeasured},
         }
     return {"version": replay.version, "upto_order": replay.upto_order, "formulas": out}
 

@@ -39,7 +39,7 @@ def grouped_of(found: list[VersionMetrics]) -> list[GroupedMetrics]:
 
 def _value_document(value: GroupedValue) -> dict[str, Any]:
     return {"n": value.n, "mean": value.mean, "sd": value.sd, "ci": list(value.ci) if value.ci else None,
-            "values": list(value.values), "na": value.na}
+            "values": list(value.values), "na": value.na, "unmeasured": value.unmeasured}
 
 
 def grouped_document(grouped: list[GroupedMetrics]) -> dict[str, Any]:

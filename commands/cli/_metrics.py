@@ -12,7 +12,7 @@ import msgspec
 
 from ledger import SweclError
 from projections import VersionMetrics, metrics_for, outcomes, run_row, runs
-from projections.audit import leakage_of
+from projections.audit import integrity_line, leakage_of
 from projections.metrics import FORMULAS, METRIC_NAMES, Lambdas, metrics_from_vectors_document, to_frame
 
 from ._common import echo_json, results_of, results_option, run_version
@@ -86,8 +86,7 @@ def metrics_cmd(
     if vectors is not None:
         if versions or as_of_order is not None:
             raise SweclError("--vectors scores the given file; it does not combine with --version or --as-of-order")
-        echo_json(metrics_from_vectors_document(_read_vectors(vectors), formula) if weights is None
-                  else _vectors_with_lambdas(vectors, formula, weights))
+        echo_json(metrics_from_vectors_document(_read_vectors(vectors), formula, weights))
         return
     if grouped and (csv_path is not None or parquet_path is not None):
         raise SweclError("--group prints a table or --json; --csv and --parquet write one row per run and sequence")
@@ -104,6 +103,7 @@ def metrics_cmd(
         # Only the outputs that show it pay for the audit (CSV/Parquet rows have no place for it).
         shown = as_json or csv_path is None or str(csv_path) != "-"
         leakage = leakage_for(ledger, found, as_of_order) if shown else {}
+        integrity = integrity_for(ledger, found, as_of_order) if shown else {}
     if not found:
         raise SweclError(f"no runs in {results.ledger_path} yet: start one with `swecl run`")
     if grouped:
@@ -119,9 +119,9 @@ def metrics_cmd(
     if csv_path is not None or parquet_path is not None:
         _write_tables(found, csv_path, parquet_path)
     if as_json:
-        echo_json(metrics_document(found, leakage))
+        echo_json(metrics_document(found, leakage, integrity))
     elif csv_path is None or str(csv_path) != "-":
-        print_metrics_table(found, leakage=leakage)
+        print_metrics_table(found, leakage=leakage, integrity=integrity)
         print_not_gradeable(found)
 
 
@@ -139,21 +139,14 @@ def _read_vectors(path: Path) -> Any:
     return loads_limited(read_limited(path, str(path)), str(path))
 
 
-def _vectors_with_lambdas(path: Path, formula: str, weights: Lambdas) -> dict[str, Any]:
-    from projections.metrics import compute, sequences_from_vectors_document
-
-    result = compute(sequences_from_vectors_document(_read_vectors(path)), formula, weights)
-    return {
-        "sequences": {name: dict(item.metrics) for name, item in result.sequences.items()},
-        "macro": dict(result.macro),
-    }
-
-
-def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] | None] | None = None) -> dict[str, Any]:
-    """The --json document. `unmeasured` (per version, of the macro values; per sequence in
-    `unmeasured_by_sequence`) names the metrics whose number is a convention the run's passes
-    did not measure; `leakage` is None when not computed (--as-of-order)."""
+def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] | None] | None = None,
+                     integrity: dict[str, dict[str, Any] | None] | None = None) -> dict[str, Any]:
+    """The --json document. A metric the run's passes did not measure is null, and
+    `unmeasured` (per version, of the macro values; per sequence in `unmeasured_by_sequence`;
+    per stratum in its extras) says why; `leakage` and `integrity` (the patches' integrity
+    flags) are None when not computed."""
     leakage = leakage or {}
+    integrity = integrity or {}
     first = found[0].result
     return {
         "formula": first.formula,
@@ -176,6 +169,7 @@ def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, A
                 "resolved": {name: dict(zip(("resolved", "tasks"), _resolved(vm, name), strict=True))
                              for name in vm.result.sequences},
                 "leakage": leakage.get(vm.run.version),
+                "integrity": integrity.get(vm.run.version),
             }
             for vm in found
         ],
@@ -243,9 +237,10 @@ def _cells(metrics: dict[str, float | None], gaps: dict[str, str], bold: bool = 
 
 
 def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None, console: Any = None,
-                        leakage: dict[str, dict[str, Any] | None] | None = None) -> None:
+                        leakage: dict[str, dict[str, Any] | None] | None = None,
+                        integrity: dict[str, dict[str, Any] | None] | None = None) -> None:
     """The CL metrics table (fits 100 columns), then what a reader needs to read it right:
-    which n/a are unmeasured, whether CL-Scores compare, leakage flags."""
+    which n/a are unmeasured, whether CL-Scores compare, leakage and integrity flags."""
     from rich import box
     from rich.markup import escape
     from rich.table import Table
@@ -277,13 +272,14 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
                       f"[bold]{solved}/{total}[/bold]", "", end_section=True)
     console.print(table)
     # Wrapped to the table's own 100 columns even when piped (the console is then 200 wide).
-    for line in table_notes(found, leakage or {}):
+    for line in table_notes(found, leakage or {}, integrity or {}):
         console.print(textwrap.fill(line, width=min(console.width, 100), subsequent_indent="  "),
                       markup=False, highlight=False)
 
 
-def table_notes(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] | None]) -> list[str]:
-    """The lines under the table: unmeasured metrics, CL-Score comparability, leakage."""
+def table_notes(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] | None],
+                integrity: dict[str, dict[str, Any] | None] | None = None) -> list[str]:
+    """The lines under the table: unmeasured metrics, CL-Score comparability, leakage, integrity."""
     lines = []
     if any(vm.result.unmeasured for vm in found):
         lines.append("n/a: not measured (F, CL-F1 need a re-test pass, FWT a baseline; --json says why) "
@@ -300,6 +296,9 @@ def table_notes(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] |
         line = leakage_line(vm, leakage.get(vm.run.version))
         if line:
             lines.append(line)
+        line = integrity_line(version_label(vm), vm.run.version, (integrity or {}).get(vm.run.version))
+        if line:
+            lines.append(line)
     return lines
 
 
@@ -311,6 +310,17 @@ def _any_none(found: list[VersionMetrics]) -> bool:
 def leakage_for(ledger: Any, found: list[VersionMetrics], as_of_order: int | None = None) -> dict[str, dict[str, Any] | None]:
     # At a cut (--as-of-order) the counts are of the recalls made before it, as the outcomes are.
     return {vm.run.version: leakage_of(ledger, vm.run.version, as_of_order) for vm in found}
+
+
+def integrity_for(ledger: Any, found: list[VersionMetrics], as_of_order: int | None = None) -> dict[str, dict[str, Any] | None]:
+    """Each run's integrity flags (`projections.audit.integrity_of`), of the attempts that
+    count: at a cut, those in force then, as the outcomes beside them."""
+    from projections._queries import order_cut
+    from projections.audit import integrity_counts, integrity_of
+
+    return {vm.run.version: integrity_counts(integrity_of(
+        ledger, vm.run.version, cut=None if as_of_order is None else order_cut(ledger, vm.run.version, as_of_order)))
+        for vm in found}
 
 
 def leakage_line(vm: VersionMetrics, leak: dict[str, Any] | None) -> str | None:

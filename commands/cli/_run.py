@@ -195,22 +195,23 @@ def _executor_session(opts: RunOptions) -> Iterator[None]:
 def _summary(results, versions: list[str], *, quiet: bool, as_json: bool,  # type: ignore[no-untyped-def]
              grouped: bool = False) -> None:
     from ._grouped import grouped_document, grouped_of, print_grouped_table
-    from ._metrics import leakage_for, metrics_document, print_metrics_table, print_not_gradeable
+    from ._metrics import integrity_for, leakage_for, metrics_document, print_metrics_table, print_not_gradeable
     from projections import metrics_for
 
     with results.open_ledger(readonly=True) as ledger:
         found = metrics_for(ledger, results.projector(ledger), versions)
         leakage = leakage_for(ledger, found)
+        integrity = integrity_for(ledger, found)
     where = {"ledger": str(results.ledger_path), "results": str(results.root),
              "version_dirs": {v: str(results.version_dir(v)) for v in versions}}
     # --repeat K: the repeats of each stage also as one group, mean and interval over them.
     groups = grouped_of(found) if grouped else []
     if as_json:
         extra = {"grouped": grouped_document(groups)} if groups else {}
-        click.echo(msgspec.json.encode({"event": "summary", **metrics_document(found, leakage), **extra,
+        click.echo(msgspec.json.encode({"event": "summary", **metrics_document(found, leakage, integrity), **extra,
                                         **where}).decode())
         return
-    print_metrics_table(found, leakage=leakage)
+    print_metrics_table(found, leakage=leakage, integrity=integrity)
     print_not_gradeable(found)
     if groups:
         print_grouped_table(groups)

@@ -45,9 +45,10 @@ def show_cmd(ctx: click.Context, first: str, second: str | None, pass_: str | No
 
     `swecl show VERSION TASK`: the attempt of TASK (an instance_id, or a task order in a
     one-sequence run) that counts in the pass: its grade with every FAIL_TO_PASS and
-    PASS_TO_PASS test and its result (failing ones first), the memory items it recalled,
-    the agent's final message, turns, tokens and cost, the agent's full patch, and the
-    last lines of the test log. --files DIR writes them all out in full.
+    PASS_TO_PASS test and its result (failing ones first), the integrity flags of the patch
+    (library code reaching into the test machinery: never a verdict, where to look), the
+    memory items it recalled, the agent's final message, turns, tokens and cost, the agent's
+    full patch, and the last lines of the test log. --files DIR writes them all out in full.
 
     `swecl show TASK`: one task of a benchmark, what is missing to run it, and its issue text.
     """
@@ -127,6 +128,9 @@ def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
             click.echo(f"  {mark:<8} {t.kind:<12} {t.result:<8} {t.name}")
     else:
         click.echo("no per-test results recorded")
+    for flag in shown.integrity_flags:
+        # Beside the verdict, never changing it: where a reader should look.
+        click.echo(f"integrity flag {flag.kind}: {flag.detail}")
 
     _section("recalled memory")
     if not shown.recalls:

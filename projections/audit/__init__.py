@@ -1,5 +1,7 @@
 """The recall audit: which memories influenced each task, where they came from, whether
-the agent reused them, and leakage flags (same instance, later task, test content).
+the agent reused them, and leakage flags (same instance, later task, test content); and
+the integrity flags of the agents' patches (`_integrity`: library code reaching into the
+test machinery).
 
 `audit_task(ledger, version, task_id)` and `audit_summary(ledger, version)` are pure
 functions of the ledger (plus the grading secrets `commands.inputs.load_task_secrets`
@@ -16,6 +18,14 @@ _EXPORTS = {
     "audit_summary": "_audit",
     "audit_task": "_audit",
     "resolve_task": "_audit",
+    "INTEGRITY_KINDS": "_integrity",
+    "FlaggedGrade": "_integrity",
+    "RunIntegrity": "_integrity",
+    "integrity_counts": "_integrity",
+    "integrity_flags": "_integrity",
+    "integrity_line": "_integrity",
+    "integrity_of": "_integrity",
+    "task_f2p": "_integrity",
     "leakage_counts": "_leakage",
     "leakage_of": "_leakage",
     "TestContent": "_flags",
@@ -47,6 +57,16 @@ if TYPE_CHECKING:
     from ._audit import audit_summary, audit_task, resolve_task
     from ._flags import TestContent
     from ._fold import fold_with_snapshots, pass_rank, run_started
+    from ._integrity import (
+        INTEGRITY_KINDS,
+        FlaggedGrade,
+        RunIntegrity,
+        integrity_counts,
+        integrity_flags,
+        integrity_line,
+        integrity_of,
+        task_f2p,
+    )
     from ._leakage import leakage_counts, leakage_of
     from ._model import (
         FLAG_KINDS,

@@ -65,14 +65,14 @@ class MetricDiff(msgspec.Struct, frozen=True, kw_only=True):
 
     a: float | None
     b: float | None
-    """The runs' values as `swecl metrics --json` gives them (also when they are unmeasured conventions)."""
+    """The runs' values as `swecl metrics --json` gives them (None when not measured or not computable)."""
     diff: float | None
     """B - A; None when the difference means nothing (`na` says why)."""
     ci: tuple[float, float] | None
     """The paired bootstrap percentile interval of B - A; None when `diff` is or no resample defines it."""
     na: str | None = None
     unmeasured_a: str | None = None
-    """Why A's passes did not measure the metric (its value `a` is then a convention, shown n/a)."""
+    """Why A's passes did not measure the metric (its value `a` is then None, shown n/a)."""
     unmeasured_b: str | None = None
     flags: tuple[str, ...] = ()
     """Why the number is only partly comparable (the value still stands)."""

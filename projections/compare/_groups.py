@@ -90,6 +90,8 @@ class GroupedValue(msgspec.Struct, frozen=True, kw_only=True):
     """Each run's value, in the group's order (None: not computable in that run)."""
     na: str | None = None
     """Why there is no value (not measured) or no interval (one run)."""
+    unmeasured: str | None = None
+    """Why a run of the group did not measure the metric (then `mean` and `values` are None)."""
 
 
 class GroupedSequence(msgspec.Struct, frozen=True, kw_only=True):
@@ -153,7 +155,8 @@ def grouped_metrics(group: RunGroup, found: Sequence[VersionMetrics], confidence
 def _value(values: list[float | None], gap: str | None, confidence: float) -> GroupedValue:
     if gap is not None:
         # A convention (F = 0 without a re-test) averaged is still no measurement.
-        return GroupedValue(n=0, mean=None, sd=None, ci=None, values=tuple(values), na=f"not measured ({gap})")
+        return GroupedValue(n=0, mean=None, sd=None, ci=None, values=tuple(values), na=f"not measured ({gap})",
+                            unmeasured=gap)
     defined = [v for v in values if v is not None]
     stats = t_interval(defined, confidence)
     na = None

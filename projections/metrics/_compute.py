@@ -15,7 +15,7 @@ import msgspec
 
 from ledger.errors import SweclError
 from projections.metrics._extras import SequenceExtras, sequence_extras
-from projections.metrics._measured import macro_unmeasured, unmeasured
+from projections.metrics._measured import macro_unmeasured, measured, unmeasured
 from projections.metrics._registry import DEFAULT_FORMULA, get_formula
 if TYPE_CHECKING:
     import polars as pl
@@ -33,6 +33,7 @@ MACRO_ROW = "macro"
 class SequenceResult(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     metrics: dict[str, float | None]
+    """None where not computable or not measured (`unmeasured` says why)."""
     notes: tuple[str, ...]
     extras: SequenceExtras
     unmeasured: dict[str, str] = msgspec.field(default_factory=dict)
@@ -46,8 +47,9 @@ class MetricsResult(msgspec.Struct, frozen=True, kw_only=True):
     sequences: dict[str, SequenceResult]
     """In the order given to `compute`."""
     macro: dict[str, float | None]
+    """None where no sequence's value is computable, or where any sequence's is not measured."""
     macro_counts: dict[str, int]
-    """Sequences each macro value averages (those where the metric is computable)."""
+    """Sequences each macro value averages (those where the metric is computable and measured)."""
     unmeasured: dict[str, str] = msgspec.field(default_factory=dict)
     """metric -> why a macro value is not a measurement (some sequence's passes did not measure it)."""
 
@@ -66,22 +68,26 @@ def compute(
         if seq.name in results:
             raise SweclError(f"sequence {seq.name!r} is given twice; give each sequence once")
         score = formula_set.score(seq, weights)
+        gaps = unmeasured(seq, weights)
         results[seq.name] = SequenceResult(
             name=seq.name,
-            metrics=score.metrics,
+            # A convention (F = 0 without a re-test) is no result: None, and `unmeasured` says why.
+            metrics=measured(score.metrics, gaps),
             notes=score.notes,
             extras=sequence_extras(seq, formula_set, weights),
-            unmeasured=unmeasured(seq, weights),
+            unmeasured=gaps,
         )
     macro, counts = macro_average(result.metrics for result in results.values())
+    macro_gaps = macro_unmeasured({name: item.unmeasured for name, item in results.items()})
     return MetricsResult(
         formula=formula_set.name,
         formula_version=formula_set.version,
         lambdas=weights,
         sequences=results,
-        macro=macro,
+        # A mean over the sequences that measured a metric would read as the run's: None.
+        macro=measured(macro, macro_gaps),
         macro_counts=counts,
-        unmeasured=macro_unmeasured({name: item.unmeasured for name, item in results.items()}),
+        unmeasured=macro_gaps,
     )
 
 
@@ -100,21 +106,21 @@ def macro_average(
     return macro, counts
 
 
-def metrics_from_vectors_document(doc: dict, formula: str) -> dict:
+def metrics_from_vectors_document(doc: dict, formula: str, lambdas: Lambdas | None = None) -> dict:
     """The `swecl metrics --vectors FILE --formula NAME` contract, minus the JSON I/O.
 
     Returns `{"sequences": {NAME: {metric: value}}, "macro": {metric: value}}`, each inner
     object with exactly the nine metric names as keys, floats at full precision, None for
-    a metric that is not computable. Raises `SweclError` (one line naming the sequence
-    and field) for an unknown formula or a malformed document.
+    a metric that is not computable. These are the formula set's own outputs, conventions
+    included (no `final` vector: F = 0, as docs/design.md section 7's table defines it):
+    the caller chose the vectors. Raises `SweclError` (one line naming the sequence and
+    field) for an unknown formula or a malformed document.
     """
-    get_formula(formula)
-    sequences = sequences_from_vectors_document(doc)
-    result = compute(sequences, formula=formula)
-    return {
-        "sequences": {name: dict(item.metrics) for name, item in result.sequences.items()},
-        "macro": dict(result.macro),
-    }
+    formula_set = get_formula(formula)
+    weights = lambdas if lambdas is not None else Lambdas()
+    scored = {seq.name: formula_set.score(seq, weights).metrics for seq in sequences_from_vectors_document(doc)}
+    macro, _ = macro_average(scored.values())
+    return {"sequences": {name: dict(metrics) for name, metrics in scored.items()}, "macro": macro}
 
 
 _MISSING_COLUMNS = ("missing_initial", "missing_final", "missing_baseline")

@@ -2,12 +2,14 @@
 
 - strata: the nine metrics of each difficulty level present, keyed "1".."4". A stratum
   is scored as a sequence of its own: its tasks in their original relative order, with
-  the same formula set and lambdas (so its F is over its own tasks before its last one).
+  the same formula set and lambdas (so its F is over its own tasks before its last one);
+  a metric its passes did not measure is None, the reason in its `unmeasured`.
 - memory contrast: mean memory-on (initial) vs mean memory-off (baseline) outcome.
 - tool-use efficiency: resolved tasks per agent step, over the tasks that have both a
   valid outcome and a recorded step count; not computable (None, with the reason) when
   no steps were recorded.
-- snapshot phase: mean in-order outcome (initial) vs mean end-of-sequence re-test (final).
+- snapshot phase: mean in-order outcome (initial) vs mean end-of-sequence re-test (final);
+  without a re-test, final and delta are None (not the initial mean again).
 - missing counts: per vector, None for a vector that was not recorded at all.
 
 Means here leave missing outcomes out (the count used is reported with each).
@@ -20,6 +22,7 @@ from typing import TypeVar
 
 import msgspec
 
+from projections.metrics._measured import measured, unmeasured
 from projections.metrics._native import mean_valid
 from projections.metrics._registry import FormulaSet
 from projections.metrics._vectors import Lambdas, Outcome, SequenceOutcomes, count_missing
@@ -34,6 +37,8 @@ class StratumScore(msgspec.Struct, frozen=True, kw_only=True):
     n_tasks: int
     metrics: dict[str, float | None]
     notes: tuple[str, ...] = ()
+    unmeasured: dict[str, str] = msgspec.field(default_factory=dict)
+    """metric -> why the stratum's passes did not measure it (its value is None)."""
 
 
 class MemoryContrast(msgspec.Struct, frozen=True, kw_only=True):
@@ -59,12 +64,13 @@ class ToolUseEfficiency(msgspec.Struct, frozen=True, kw_only=True):
 class SnapshotPhase(msgspec.Struct, frozen=True, kw_only=True):
     initial: float | None
     final: float | None
+    """None without a re-test (the formulas' convention final = initial is no measurement)."""
     delta: float | None
     """final - initial."""
     n_initial: int
     n_final: int
     retested: bool
-    """False: no re-test was recorded and `final` is the initial pass (docs/design.md section 7)."""
+    """False: no re-test was recorded (`final`, `delta` None, `n_final` 0)."""
 
 
 class MissingCounts(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,8 +115,10 @@ def difficulty_strata(seq: SequenceOutcomes, formula: FormulaSet, lambdas: Lambd
             steps=None if seq.steps is None else _pick(seq.steps, positions),
         )
         score = formula.score(stratum, lambdas)
+        gaps = unmeasured(stratum, lambdas)
         strata[str(level)] = StratumScore(
-            level=level, n_tasks=len(positions), metrics=score.metrics, notes=score.notes
+            level=level, n_tasks=len(positions), metrics=measured(score.metrics, gaps), notes=score.notes,
+            unmeasured=gaps,
         )
     return strata
 
@@ -154,15 +162,14 @@ def tool_use_efficiency(seq: SequenceOutcomes) -> ToolUseEfficiency:
 
 def snapshot_phase(seq: SequenceOutcomes) -> SnapshotPhase:
     initial = mean_valid(seq.initial)
-    final_vector = seq.final_or_initial
-    final = mean_valid(final_vector)
+    final = None if seq.final is None else mean_valid(seq.final)
     delta = None if initial is None or final is None else final - initial
     return SnapshotPhase(
         initial=initial,
         final=final,
         delta=delta,
         n_initial=_valid_count(seq.initial),
-        n_final=_valid_count(final_vector),
+        n_final=0 if seq.final is None else _valid_count(seq.final),
         retested=seq.final is not None,
     )
 

@@ -2,9 +2,12 @@
 
 The formula sets fill a metric the passes could not measure with a conventional value
 (docs/design.md section 7: no re-test means final = initial, so F = BWT = 0 and CL-S = 1;
-no baseline means FWT = 0). Those values stay in the formula outputs (their contract), but
-a reader must not take them for measurements: `unmeasured` says which metrics rest on such
-a convention, and why, so tables and reports can print "n/a" for them.
+no baseline means FWT = 0). Those values stay in the formula sets' own outputs (their
+contract: `FormulaSet.score`, `swecl metrics --vectors`), but a reader must not take them
+for measurements: `unmeasured` says which metrics rest on such a convention, and why, and
+`measured` puts None in their place. `compute` (behind every table and JSON document of a
+run) keeps only measured values, so a script reading `--json` finds null where the table
+prints n/a, never the convention.
 
 - F, BWT, CL-S and CL-F1 (CL-S is 1 - F) need a re-test pass with a valid outcome.
 - FWT needs a baseline (memory-off) pass with a valid outcome.
@@ -37,6 +40,11 @@ def unmeasured(seq: SequenceOutcomes, lambdas: Lambdas) -> dict[str, str]:
     if weighed:
         out["CL-Score"] = f"{', '.join(weighed)} not measured"
     return {name: out[name] for name in METRIC_NAMES if name in out}
+
+
+def measured(metrics: Mapping[str, float | None], gaps: Mapping[str, str]) -> dict[str, float | None]:
+    """`metrics` with None for each metric in `gaps` (its value is a convention, not a measurement)."""
+    return {name: (None if name in gaps else value) for name, value in metrics.items()}
 
 
 def _pass_gap(vector: Sequence[Outcome] | None, what: str) -> str | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ledger import Ledger, StreamRange, SweclError
 from ledger.events import MemoryRecalled, RunStarted, TaskRef
@@ -193,6 +193,9 @@ class VersionReport:
     leakage: Leakage
     scored: VersionMetrics
     """The run as `swecl metrics` scores it (what the comparison and the grouped view read)."""
+    integrity: dict[str, Any] | None = None
+    """The integrity flags of the run's patches, as `swecl metrics --json` gives them
+    (`projections.audit.integrity_counts`, over the attempts that count)."""
 
     @property
     def label(self) -> str:
@@ -431,8 +434,11 @@ def _version_report(
             inputs=by_name.get(sequence_id),
             metrics=result.sequences.get(sequence_id),
         )
+    from projections.audit import integrity_counts, integrity_of
+
     return VersionReport(run=run, retest_every=retest_every, result=result, sequences=sequences,
-                         leakage=leakage, scored=VersionMetrics(run, state, result, excluded))
+                         leakage=leakage, scored=VersionMetrics(run, state, result, excluded),
+                         integrity=integrity_counts(integrity_of(ledger, run.version)))
 
 
 def _leakage(ledger: Ledger, version: str) -> tuple[Leakage, dict[tuple[str, int], tuple[TaskLeak, ...]]]:

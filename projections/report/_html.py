@@ -93,6 +93,7 @@ def render(data: ReportData, images: Images, *, anchors: Anchors) -> str:
         _headline(data),
         _contrast(data),
         _leakage(data, anchors),
+        _integrity(data),
         render_comparisons(data.comparisons, data.grouped, _TOP),
         *([render_groups(data.groups, _TOP)] if data.groups else []),
         *(_sequence_section(data, seq, images, anchors) for seq in data.sequence_ids),
@@ -309,6 +310,39 @@ def _leakage(data: ReportData, anchors: Anchors) -> str:
     )
 
 
+def _integrity(data: ReportData) -> str:
+    """The integrity flags of the runs' patches, beside the leakage counts: one row per run,
+    then each flagged task with where (a flag never changes a verdict)."""
+    rows = []
+    for vr in data.versions:
+        found = vr.integrity
+        if found is None:
+            continue
+        cells = [f'<td class="num" data-count="checked" data-value="{found["patches_checked"]}">{found["patches_checked"]}</td>',
+                 f'<td class="num{" flagged" if found["flagged"] else ""}" data-count="flagged" '
+                 f'data-value="{found["flagged"]}">{found["flagged"]}</td>']
+        cells += [f'<td class="num{" flagged" if n else ""}" data-count="{esc(k)}" data-value="{n}">{n}</td>'
+                  for k, n in found["by_kind"].items()]
+        where = "".join(
+            f'<li data-integrity-task="{esc(t["instance_id"])}">{esc(t["instance_id"])} ({esc(t["pass"])}, attempt '
+            f'{t["attempt"]}): ' + "; ".join(f'{esc(f["kind"])}: {esc(f["detail"])}' for f in t["flags"]) + "</li>"
+            for t in found["tasks"])
+        rows.append(f'<tr data-integrity="{esc(vr.run.version)}"><td>{esc(vr.label)}</td>{"".join(cells)}'
+                    f'<td><ul class="integrity-tasks">{where}</ul></td></tr>')
+    if not rows:
+        return ""
+    kinds = "".join(f"<th>{esc(k)}</th>" for k in next(v.integrity for v in data.versions if v.integrity)["by_kind"])
+    return (
+        f'<section id="integrity"><h2>Integrity flags {_TOP}</h2>'
+        '<p class="note">A patch is flagged when its library code (not a test file) reaches into the test machinery: '
+        "imports pytest internals, touches bytecode caches, names the task's FAIL_TO_PASS tests, calls os._exit or "
+        "installs a trace hook. A flag never changes a verdict; it says where to look "
+        "(<code>swecl show VERSION TASK</code>). Counts over the attempts that count, as in <code>swecl metrics</code>.</p>"
+        f'<table class="integrity"><thead><tr><th>run</th><th>patches checked</th><th>flagged</th>{kinds}'
+        f'<th>flagged tasks</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>'
+    )
+
+
 def _identical_note(lines: SequenceCurves | None) -> str:
     """Under the figure, in words: which lines coincide (the figure draws them a little apart)."""
     if lines is None or not lines.identical:
@@ -451,15 +485,15 @@ def _extras(seq: SequenceReport) -> str:
     ex = seq.metrics.extras
     snap, tools = ex.snapshot, ex.tool_use
     lines = [
-        f"snapshot: initial {num(snap.initial)} → final {num(snap.final)} (Δ {num(snap.delta)})"
-        + ("" if snap.retested else " — no re-test: final = initial"),
+        (f"snapshot: initial {num(snap.initial)} → final {num(snap.final)} (Δ {num(snap.delta)})" if snap.retested
+         else f"snapshot: initial {num(snap.initial)} — no re-test: final not measured"),
         f"tool-use efficiency: {num(tools.value, 4)} resolved per agent step "
         f"({tools.resolved} resolved / {tools.steps} steps over {tools.n} tasks)" + (f" — {tools.reason}" if tools.reason else ""),
     ]
     strata = ""
     if ex.strata:
         rows = "".join(
-            f"<tr><td>difficulty {esc(key)}</td><td class=\"num\">{s.n_tasks}</td>{metric_cells(s.metrics)}</tr>"
+            f"<tr><td>difficulty {esc(key)}</td><td class=\"num\">{s.n_tasks}</td>{metric_cells(s.metrics, s.unmeasured)}</tr>"
             for key, s in ex.strata.items()
         )
         strata = f'<table class="strata"><thead>{metric_head("stratum", before=["tasks"])}</thead><tbody>{rows}</tbody></table>'

@@ -82,8 +82,9 @@ def sandbox_of(config: Mapping[str, object]) -> str:
 
 
 def metric_cells(metrics: Mapping[str, float | None], unmeasured: Mapping[str, str] | None = None) -> str:
-    # data-value keeps the formula's exact output; the text says "n/a" when that output is a
-    # convention the run's passes did not measure (F = 0 without a re-test), with the reason.
+    # data-value holds the exact value, empty when there is none: not computable, or a
+    # convention the run's passes did not measure (F = 0 without a re-test), whose text
+    # says "n/a" with the reason.
     gaps = unmeasured or {}
     return "".join(
         f'<td class="num" data-metric="{esc(name)}" data-value="{value_attr(metrics.get(name))}"'

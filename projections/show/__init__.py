@@ -3,7 +3,8 @@
 `show_attempt(ledger, version, task_id, pass_=...)` gathers, for the attempt of the task
 that counts in pass `pass_` (the latest, as the a(i,j) cell takes it), its grade with each
 FAIL_TO_PASS and PASS_TO_PASS test (failing ones first), the memory items it recalled,
-the agent's numbers and final message, and the full texts behind the blobs: the agent's
+the agent's numbers and final message, the integrity flags of its patch
+(`projections.audit.integrity_flags`), and the full texts behind the blobs: the agent's
 patch, the test log, the transcript and the prompt. `attempt_files(shown)` renders the
 files `swecl show --files DIR` writes. Pure reads of the ledger; nothing is written.
 """
@@ -18,7 +19,7 @@ import msgspec
 from ledger import Ledger, LedgerError, StreamRange, SweclError
 from ledger.events import f2p_passes, p2p_passes
 from projections import run_started_record
-from projections.audit import fold_with_snapshots, pass_rank, resolve_task
+from projections.audit import Flag, fold_with_snapshots, integrity_flags, pass_rank, resolve_task
 
 __all__ = [
     "AttemptShow", "ShownRecall", "ShownTest", "agent_numbers", "attempt_files", "final_message", "grade_report", "is_json_lines",
@@ -77,6 +78,7 @@ class AttemptShow(msgspec.Struct, kw_only=True):
     tests: list[ShownTest] = msgspec.field(default_factory=list)  # failing first
     failing: list[str] = msgspec.field(default_factory=list)
     recalls: list[ShownRecall] = msgspec.field(default_factory=list)
+    integrity_flags: list[Flag] = msgspec.field(default_factory=list)  # of the patch; never change the verdict
     agent_exit: str | None = None
     agent_error: str | None = None
     turns: int | None = None
@@ -288,6 +290,10 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
         shown.tests = _tests(dict(decided.f2p), dict(decided.p2p), list(decided.p2p_excluded))
         shown.failing = [t.name for t in shown.tests if not t.passed and not t.excluded]
     shown.recalls = _recalls(ledger, version, sequence_id, task.order, pass_, attempt)
+    # The task's FAIL_TO_PASS ids, as any of its grades recorded them (an errored grade has none).
+    f2p = {name: None for evs_ in per.values() for t in ("grade.finished", "grade.corrected") if t in evs_
+           for name in evs_[t].f2p}
+    shown.integrity_flags = integrity_flags(shown.patch, task.repo, f2p)
     return shown
 
 

@@ -219,7 +219,18 @@ def _run_facts(vr: VersionReport, status: str, progress: Progress) -> str:
              else f"{leak.recalled_items} recalled items, none flagged")
     return (f'<p class="meta">{" · ".join(facts)}</p>'
             f'<p>status <b data-status="{esc(status)}">{esc(status)}</b> · {progress_html(progress, status)} · '
-            f'{" · ".join(when)}</p><p>{leaks}</p>')
+            f'{" · ".join(when)}</p><p>{leaks}</p>{_integrity_line(vr)}')
+
+
+def _integrity_line(vr: VersionReport) -> str:
+    """Beside the leakage line: the patches with integrity flags (a flag never changes a verdict)."""
+    found = vr.integrity
+    if not found or not found["flagged"]:
+        return ""
+    kinds = ", ".join(f"{k} {n}" for k, n in found["by_kind"].items() if n)
+    tasks = ", ".join(sorted({t["instance_id"] for t in found["tasks"]}))
+    return (f'<p data-integrity="{found["flagged"]}"><span class="flagged">{found["flagged"]} of '
+            f'{found["patches_checked"]} patches with integrity flags</span> ({esc(kinds)}): {esc(tasks)}</p>')
 
 
 def run_page(vr: VersionReport, status: str, progress: Progress, head: int) -> str:
@@ -388,6 +399,9 @@ def task_page(shown: AttemptShow, label: str, flags: Mapping[tuple[int, int], li
         + (" (corrected by a regrade)" if shown.corrected else "")
         + (f", test exit code {shown.test_exit_code}" if shown.test_exit_code is not None else "") + "</p>"
         + (f'<p class="error">error: {esc(shown.grade_error)}</p>' if shown.grade_error else "")
+        # Beside the verdict, never changing it: where a reader should look in the patch.
+        + "".join(f'<p class="flagged" data-integrity-flag="{esc(f.kind)}">integrity flag {esc(f.kind)}: '
+                  f"{esc(f.detail)}</p>" for f in shown.integrity_flags)
     )
     recalls = ("<ol>" + "".join(_recall_html(r, flags.get((r.seq, r.rank), [])) for r in shown.recalls) + "</ol>"
                if shown.recalls else '<p class="note">None.</p>')

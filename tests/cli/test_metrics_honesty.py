@@ -79,7 +79,8 @@ def test_unmeasured_rules() -> None:
     # The macro value is unmeasured when any sequence's is, and says which.
     result = compute([full, SequenceOutcomes(name="t", initial=[1, 0, 1], final=[1, 0, 1])])
     assert result.unmeasured["FWT"] == "no baseline pass (in t)" and "F" not in result.unmeasured
-    assert result.macro["FWT"] is not None  # the formula output itself is unchanged
+    # The value is null where the passes measured nothing: no mean mixes a convention in.
+    assert result.macro["FWT"] is None and result.macro["F"] is not None
 
 
 def test_table_prints_na_and_json_says_why(root: Path) -> None:
@@ -94,7 +95,8 @@ def test_table_prints_na_and_json_says_why(root: Path) -> None:
     by = {v["version"]: v for v in doc["versions"]}
     assert by["base"]["unmeasured"]["F"] == "no re-test pass" and by["base"]["unmeasured"]["FWT"] == "no baseline pass"
     assert set(by["base"]["unmeasured"]) == {"F", "BWT", "FWT", "CL-S", "CL-F1", "CL-Score"}
-    assert by["base"]["macro"]["F"] == 0.0 and by["base"]["macro"]["CL-S"] == 1.0  # formula outputs kept
+    # null, never the formulas' convention (F = 0, CL-S = 1): a script reading the JSON sees no result.
+    assert by["base"]["macro"]["F"] is None and by["base"]["macro"]["CL-S"] is None
     assert set(by[ACCUM]["unmeasured"]) == {"FWT", "CL-Score"} and by["plugin-blank"]["unmeasured"] == {}
     assert by["base"]["passes"] == ["initial"]
     assert by["plugin-blank"]["resolved"][DJANGO] == {"resolved": 3, "tasks": 5}
@@ -103,7 +105,7 @@ def test_table_prints_na_and_json_says_why(root: Path) -> None:
 def test_report_prints_na_for_unmeasured(root: Path, tmp_path: Path) -> None:
     summary = build_report(Results(root), [], tmp_path / "report")
     page = summary.index.read_text()
-    assert 'data-metric="F" data-value="0.0" data-unmeasured="no re-test pass" title="not measured: no re-test pass">n/a' in page
+    assert 'data-metric="F" data-value="" data-unmeasured="no re-test pass" title="not measured: no re-test pass">n/a' in page
     assert "CL-Scores are not comparable across versions with different passes" in page
     assert 'data-metric="FWT" data-value="0.6666666666666666">0.667' in page  # measured: a number
 

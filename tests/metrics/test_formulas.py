@@ -16,6 +16,7 @@ from projections.metrics import (
     NO_STEPS_REASON,
     Lambdas,
     SequenceOutcomes,
+    SequenceResult,
     compute,
     get_formula,
     macro_average,
@@ -75,20 +76,33 @@ def assert_metrics(actual: dict[str, float | None], expected: dict[str, float], 
         assert abs(value - expected[name]) <= tol, (name, value, expected[name])
 
 
+def formula_output(seq: SequenceOutcomes, formula: str = "native", lambdas: Lambdas | None = None) -> dict[str, float | None]:
+    """The formula set's own output, conventions included (what `compute` keeps only where measured)."""
+    return get_formula(formula).score(seq, lambdas or Lambdas()).metrics
+
+
 @pytest.mark.parametrize("case", ["A", "B", "C"])
 def test_native_reproduces_design_vectors(case: str) -> None:
-    result = compute([VECTORS[case]], formula="native")
-    metrics = result.sequences[case].metrics
+    metrics = formula_output(VECTORS[case], "native")
     assert_metrics(metrics, expected_native(case))
     assert_metrics(metrics, expected_native(case, exact=True), tol=1e-12)
+    assert_measured_only(compute([VECTORS[case]], formula="native").sequences[case], metrics)
 
 
 @pytest.mark.parametrize("case", ["A", "B", "C"])
 def test_eval_v1_reproduces_design_vectors_with_its_acc_rule(case: str) -> None:
-    result = compute([VECTORS[case]], formula="eval-v1")
-    metrics = result.sequences[case].metrics
+    metrics = formula_output(VECTORS[case], "eval-v1")
     assert_metrics(metrics, expected_eval_v1(case))
     assert_metrics(metrics, expected_eval_v1(case, exact=True), tol=1e-12)
+    assert_measured_only(compute([VECTORS[case]], formula="eval-v1").sequences[case], metrics)
+
+
+def assert_measured_only(item: SequenceResult, formula_metrics: dict[str, float | None]) -> None:
+    """`compute` gives the formula's value where the passes measured it, None (and why) elsewhere:
+    C has no re-test, so its F, BWT, CL-S, CL-F1 and CL-Score are conventions."""
+    gaps = {"F", "BWT", "CL-S", "CL-F1", "CL-Score"} if item.name == "C" else set()
+    assert set(item.unmeasured) == gaps
+    assert item.metrics == {k: (None if k in gaps else v) for k, v in formula_metrics.items()}
 
 
 def test_eval_v1_differs_from_table_only_in_acc_and_score_on_a() -> None:
@@ -103,16 +117,22 @@ def test_eval_v1_differs_from_table_only_in_acc_and_score_on_a() -> None:
 @pytest.mark.parametrize("formula", ["native", "eval-v1"])
 def test_macro_over_a_b_c_is_unweighted_mean_of_sequences(formula: str) -> None:
     expected_row = expected_native if formula == "native" else expected_eval_v1
+    macro, counts = macro_average(formula_output(v, formula) for v in (VECTOR_A, VECTOR_B, VECTOR_C))
     result = compute([VECTOR_A, VECTOR_B, VECTOR_C], formula=formula)
     assert list(result.sequences) == ["A", "B", "C"]
     for name in METRIC_NAMES:
         want = sum(expected_row(case, exact=True)[name] for case in "ABC") / 3
-        assert result.macro[name] == pytest.approx(want, abs=1e-12), name
-        assert result.macro_counts[name] == 3
+        assert macro[name] == pytest.approx(want, abs=1e-12), name
+        assert counts[name] == 3
+        # C measured no F (no re-test): no macro mixes its convention in.
+        if name in ("F", "BWT", "CL-S", "CL-F1", "CL-Score"):
+            assert result.macro[name] is None and result.unmeasured[name].endswith(" (in C)")
+        else:
+            assert result.macro[name] == macro[name] and result.macro_counts[name] == 3
     if formula == "native":
         # Spelled out so that a wrong averaging (e.g. weighting by task count) shows.
-        assert result.macro["ACC"] == pytest.approx((0.5 + 1 + 2 / 3) / 3)
-        assert result.macro["CL-Score"] == pytest.approx((0.895833 + 2.0 + 1.555556) / 3, abs=TOL)
+        assert macro["ACC"] == pytest.approx((0.5 + 1 + 2 / 3) / 3)
+        assert macro["CL-Score"] == pytest.approx((0.895833 + 2.0 + 1.555556) / 3, abs=TOL)
     assert result.formula == formula
     assert result.formula_version == FORMULAS[formula].version
 
@@ -124,7 +144,8 @@ def test_macro_leaves_out_uncomputable_sequences_and_counts_the_rest() -> None:
     assert d["ACC"] is None and d["AULC"] is None and d["CL-P"] is None
     assert result.macro["ACC"] == pytest.approx((0.5 + 2 / 3) / 2)
     assert result.macro_counts["ACC"] == 2
-    assert result.macro_counts["F"] == 2
+    assert result.macro_counts["FWT"] == 2  # D has no a(j,j) to transfer to
+    assert result.macro_counts["F"] == 1  # A only: C did not measure it, D cannot compute it
     macro, counts = macro_average([])
     assert all(value is None for value in macro.values()) and set(counts.values()) == {0}
 
@@ -182,7 +203,7 @@ def test_nothing_recorded_is_not_computable_in_native_and_zero_in_eval_v1() -> N
     assert all(native.metrics[name] is None for name in METRIC_NAMES), native.metrics
     assert "ACC not computable: no valid terms" in native.notes
     assert "CL-Score not computable: a metric it is built from is not computable" in native.notes
-    v1 = compute([seq], "eval-v1").sequences["empty"].metrics
+    v1 = formula_output(seq, "eval-v1")
     assert {name: v1[name] for name in ("ACC", "F", "BWT", "FWT", "AULC", "CL-S", "CL-Score")} == {
         "ACC": 0.0, "F": 0.0, "BWT": 0.0, "FWT": 0.0, "AULC": 0.0, "CL-S": 1.0, "CL-Score": 0.0
     }
@@ -192,7 +213,8 @@ def test_nothing_recorded_is_not_computable_in_native_and_zero_in_eval_v1() -> N
 def test_eval_v1_all_missing_final_falls_back_to_initial_native_keeps_it_missing() -> None:
     seq = SequenceOutcomes(name="s", initial=[1, 0, 1], final=[None, None, None], baseline=[0, 0, 0])
     v1 = compute([seq], "eval-v1").sequences["s"]
-    assert v1.metrics["F"] == 0.0
+    assert formula_output(seq, "eval-v1")["F"] == 0.0
+    assert v1.metrics["F"] is None and v1.unmeasured["F"] == "the re-test pass has no valid outcome"
     assert any("final = initial, as eval_v1 does" in note for note in v1.notes)
     native = compute([seq], "native").sequences["s"].metrics
     assert native["ACC"] is None and native["F"] is None and native["BWT"] is None
@@ -223,7 +245,8 @@ def test_single_task_sequence_has_zero_forgetting_and_transfer(formula: str) -> 
 def test_no_baseline_gives_zero_fwt_and_says_so(formula: str) -> None:
     seq = SequenceOutcomes(name="nb", initial=[0, 1, 1], final=[0, 1, 0])
     item = compute([seq], formula).sequences["nb"]
-    assert item.metrics["FWT"] == 0.0
+    assert formula_output(seq, formula)["FWT"] == 0.0
+    assert item.metrics["FWT"] is None and item.unmeasured["FWT"] == "no baseline pass"
     assert "no baseline (memory-off) results: FWT = 0" in item.notes
     assert item.extras.memory_contrast.mem_off is None
     assert item.extras.memory_contrast.reason == "no baseline (memory-off) pass recorded"
@@ -243,7 +266,7 @@ def test_lambdas_weight_the_cl_score(formula: str) -> None:
 
 
 def test_switched_off_lambda_keeps_score_computable() -> None:
-    seq = SequenceOutcomes(name="s", initial=[1, 0, 1], baseline=[None, None, None])
+    seq = SequenceOutcomes(name="s", initial=[1, 0, 1], final=[1, 0, 1], baseline=[None, None, None])
     assert compute([seq], "native").sequences["s"].metrics["CL-Score"] is None
     score = compute([seq], "native", Lambdas(fwt=0.0)).sequences["s"].metrics["CL-Score"]
     assert score == pytest.approx(2 / 3 + (1 + 1 / 2 + 2 / 3) / 3)
@@ -320,7 +343,9 @@ def test_memory_contrast_and_snapshot_phase() -> None:
     snap = extras.snapshot
     assert (snap.initial, snap.final, snap.delta, snap.retested) == (0.75, 0.5, -0.25, True)
     c_snap = compute([VECTOR_C]).sequences["C"].extras.snapshot
-    assert c_snap.retested is False and c_snap.final == c_snap.initial == pytest.approx(2 / 3)
+    # No re-test: no final to show (not the initial mean again).
+    assert c_snap.retested is False and c_snap.initial == pytest.approx(2 / 3)
+    assert (c_snap.final, c_snap.delta, c_snap.n_final) == (None, None, 0)
     gappy = compute([GAPPY]).sequences["gappy"].extras
     assert (gappy.memory_contrast.n_on, gappy.memory_contrast.n_off) == (3, 3)
     assert gappy.memory_contrast.delta == pytest.approx(2 / 3 - 2 / 3)
