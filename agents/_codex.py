@@ -155,6 +155,9 @@ class CodexAgent(CliAgent[CodexInvocation]):
         super().__init__(**options)
         self.base_url = base_url
 
+    def endpoints(self, inp: AgentInput, inv: CodexInvocation) -> list[str]:
+        return [self.base_url or inv.env.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL]
+
     # -- preparing -------------------------------------------------------------------------
 
     def prepare(self, inp: AgentInput) -> CodexInvocation:
@@ -176,7 +179,7 @@ class CodexAgent(CliAgent[CodexInvocation]):
             top["developer_instructions"] = _BUILTIN_INSTRUCTIONS.format(path=codex_home / MEMORY_FILE)
         top.update({
             "model_provider": PROVIDER_ID,
-            "web_search": "disabled",
+            "web_search": "live" if inp.allow_web else "disabled",
             "check_for_update_on_startup": False,
         })
 

@@ -129,6 +129,7 @@ class GeminiAgent(CliAgent[GeminiInvocation]):
     env_var = "SWECL_GEMINI_BIN"
     package = "@google/gemini-cli"
     dropped_env = _DROPPED_ENV
+    endpoint_vars = ("GOOGLE_GEMINI_BASE_URL",)
 
     def prepare(self, inp: AgentInput) -> GeminiInvocation:
         if inp.code_mode == "blind":
@@ -159,7 +160,7 @@ class GeminiAgent(CliAgent[GeminiInvocation]):
             "privacy": {"usageStatisticsEnabled": False},
             "telemetry": {"enabled": False},
             "general": general,
-            "tools": {"exclude": list(NETWORK_TOOLS)},
+            "tools": {"exclude": [] if inp.allow_web else list(NETWORK_TOOLS)},
             "model": model,
         }
         server = recall_server(inp)

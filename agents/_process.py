@@ -7,6 +7,7 @@ can end the whole group at once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -20,6 +21,8 @@ from ledger import SweclError
 
 from graders import Sandbox
 from graders import owned_processes, wait_for_exit
+
+from ._egress import Egress, EgressProxy, Rules
 
 # Time between SIGTERM and SIGKILL: long enough for a CLI to flush its transcript.
 _GRACE_S = 3.0
@@ -44,11 +47,16 @@ def run_process(
     sandbox: Sandbox | None = None,
     writable: Sequence[Path] = (),
     readable: Sequence[Path] = (),
+    egress: Egress | None = None,
+    endpoints: Sequence[str] = (),
+    egress_dir: Path | None = None,
 ) -> ProcessOutcome:
     """Run `argv` with stdout/stderr to files; kill its process group on timeout.
 
     With a confined `sandbox` the agent runs inside it: `cwd` and `writable` read-write,
-    `readable` read-only, with the network (it calls its model's API).
+    `readable` read-only, in a network namespace of its own whose one way out is an
+    `EgressProxy` (socket in `egress_dir`) allowing the API `endpoints` and `egress`'s
+    `--allow-host`s; what it saw goes to `egress.connections`.
 
     stdin goes through a pipe fed by a thread: some CLIs treat a regular-file stdin
     differently from a pipe (claude's stream-json input reads nothing from a file), and a
@@ -56,10 +64,14 @@ def run_process(
     """
     if not cwd.is_dir():
         raise SweclError(f"agent worktree {cwd} does not exist: prepare the task's checkout first")
-    with owned_processes(env) as (env, clean_up):
+    with owned_processes(env) as (env, clean_up), contextlib.ExitStack() as stack:
         started = time.monotonic()
         if sandbox is not None and sandbox.confined:
-            argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=writable, readable=readable, network=True)
+            policy = egress if egress is not None else Egress()
+            rules = Rules(endpoints, policy.allow_hosts)
+            proxy = stack.enter_context(EgressProxy(rules, policy, egress_dir or Path(stdout).parent / "egress"))
+            argv, env = sandbox.wrap(proxy.launcher_argv(argv), cwd=cwd, env=env, writable=writable,
+                                     readable=readable, network=False)
         with open(stdout, "wb") as out, open(stderr, "wb") as err:
             try:
                 proc = subprocess.Popen(
