@@ -162,7 +162,7 @@ def warn_if_unconfined(sandbox: str) -> None:
     """`--sandbox none` is said on stderr before anything runs (and recorded with the options)."""
     if sandbox == "none":
         click.echo("swecl: warning: --sandbox none: agents and tests run unconfined (they can read the cache and "
-                   "write outside their worktree); the run records it", err=True)
+                   "write outside their worktree, and agents have the host's network); the run records it", err=True)
 
 
 def _executor_options(executor: str | None, ray_address: str | None, shard_dir: str | None,
