@@ -243,7 +243,6 @@ def run_cli(inp: AgentInput, inv: CliInvocation, writable: Sequence[Path], api: 
             readable=checkout_object_stores(inp.worktree),
             egress=inp.egress,
             endpoints=api,
-            egress_dir=inp.scratch_dir / "egress",
         )
 
 

@@ -92,7 +92,7 @@ class CommandAgent:
             readable=[*checkout_object_stores(inp.worktree), *named_files],
             # Its model API is its own business: any of the vendors' endpoints, as its
             # environment names them (else their defaults), and --allow-host.
-            egress=inp.egress, endpoints=endpoint_urls(env, API_ENDPOINTS), egress_dir=scratch / "egress",
+            egress=inp.egress, endpoints=endpoint_urls(env, API_ENDPOINTS),
         )
         scrubber = Scrubber(full_env)
         stdout = scrubber.bytes(out_path.read_bytes())

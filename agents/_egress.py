@@ -1,7 +1,7 @@
 """What a sandboxed agent can reach: its model API, through a proxy swecl runs outside.
 
 The agent's sandbox has a network namespace of its own (`--unshare-net`: loopback only).
-Its one way out is a Unix socket in its scratch dir, served by `EgressProxy` in swecl's
+Its one way out is a Unix socket in a directory of its own (read-only inside), served by `EgressProxy` in swecl's
 own process: it allows a connection only to a host:port of the agent's configured API
 endpoints or to a host the user named (`--allow-host`), refuses every other one, and
 records each (`EgressConnection`: host, port, allowed, bytes each way).

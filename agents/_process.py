@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -49,14 +50,15 @@ def run_process(
     readable: Sequence[Path] = (),
     egress: Egress | None = None,
     endpoints: Sequence[str] = (),
-    egress_dir: Path | None = None,
 ) -> ProcessOutcome:
     """Run `argv` with stdout/stderr to files; kill its process group on timeout.
 
     With a confined `sandbox` the agent runs inside it: `cwd` and `writable` read-write,
     `readable` read-only, in a network namespace of its own whose one way out is an
-    `EgressProxy` (socket in `egress_dir`) allowing the API `endpoints` and `egress`'s
-    `--allow-host`s; what it saw goes to `egress.connections`.
+    `EgressProxy` allowing the API `endpoints` and `egress`'s `--allow-host`s; what it saw
+    goes to `egress.connections`. The proxy's socket and launcher live in a directory of
+    their own, read-only inside: not in the scratch dir, where an agent copying its files
+    would trip over a socket.
 
     stdin goes through a pipe fed by a thread: some CLIs treat a regular-file stdin
     differently from a pipe (claude's stream-json input reads nothing from a file), and a
@@ -69,9 +71,10 @@ def run_process(
         if sandbox is not None and sandbox.confined:
             policy = egress if egress is not None else Egress()
             rules = Rules(endpoints, policy.allow_hosts)
-            proxy = stack.enter_context(EgressProxy(rules, policy, egress_dir or Path(stdout).parent / "egress"))
+            door = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="swecl-egress-")))
+            proxy = stack.enter_context(EgressProxy(rules, policy, door))
             argv, env = sandbox.wrap(proxy.launcher_argv(argv), cwd=cwd, env=env, writable=writable,
-                                     readable=readable, network=False)
+                                     readable=[*readable, door], network=False)
         with open(stdout, "wb") as out, open(stderr, "wb") as err:
             try:
                 proc = subprocess.Popen(
