@@ -23,8 +23,9 @@ with the scratch space):
   say where it is and ask the model to keep its notes there;
 - unattended: `--dangerously-bypass-approvals-and-sandbox` (no approval prompts, no
   sandbox of codex's own: swecl's sandbox confines the whole CLI); no update check, no
-  analytics, no feedback uploads, no prompt history file, and no web search (the network
-  is for the model API; a search would find the task's fix upstream).
+  analytics, no feedback uploads, no prompt history file, and no web search unless
+  `--allow-web` (the network is for the model API; a search would find the task's fix
+  upstream). Sandboxed, the egress proxy lets it reach `base_url`'s host only.
 
 Not supported: `code_mode` blind (codex's `apply_patch` tool cannot be switched off, so
 there is no tool-less run; refused in one line), and `Budget.max_turns` and

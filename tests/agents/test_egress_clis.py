@@ -105,3 +105,23 @@ def test_codex_and_gemini_reach_their_api_and_nothing_else(
     # chatgpt.com at start are refused too: they are not its configured API)
     assert ("127.0.0.1", code_host.port) in {(c.host, c.port) for c in refused}
     assert "403" in cli.case.returned(fake.api_requests[-1].body)  # what the model was told
+
+
+OFFERED = {
+    "codex": lambda body: {str(t.get("name") or t.get("type")) for t in body.get("tools", [])},
+    "gemini": lambda body: set(fake_gemini.declared_tools(body)),
+}
+WEB_TOOLS = {"codex": {"web_search"}, "gemini": {"google_web_search", "web_fetch"}}
+
+
+@pytest.mark.parametrize("allow_web", [False, True], ids=["web-off", "allow-web"])
+def test_allow_web_turns_codex_and_gemini_web_tools_back_on(
+    cli: Harness, make_input: Callable[..., AgentInput], allow_web: bool,
+) -> None:
+    fake = cli.fake([cli.case.say("done")])
+    result = cli.run(make_input(model=cli.case.model, sandbox=sandbox_for("bwrap"), egress=Egress(allow_web=allow_web),
+                                budget=Budget(timeout_s=120)))
+    assert result.exit == "completed", result.error
+    offered = OFFERED[cli.case.name](fake.api_requests[0].body)
+    web = WEB_TOOLS[cli.case.name]
+    assert (web <= offered) if allow_web else not (web & offered), offered
