@@ -36,6 +36,8 @@ _EXPORTS = {
     "RecalledItem": "_recall",
     "worktree_patch": "_diff",
     "Scrubber": "_scrub",
+    "Egress": "_egress",
+    "parse_allow_host": "_egress",
     "find_claude": "_claude",
 }
 
@@ -44,6 +46,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from ._claude import find_claude
     from ._diff import worktree_patch
+    from ._egress import Egress, parse_allow_host
     from ._protocol import (
         CODE_MODES,
         EXIT_KINDS,

@@ -12,9 +12,14 @@ worktree, in a sandboxed `CLAUDE_CONFIG_DIR`:
   hooks); the harness does any memory work after the CLI has exited;
 - permissions: unattended, so `bypassPermissions` by default (as root the CLI refuses it
   unless `IS_SANDBOX=1`, which we then set: the worktree is a throw-away checkout);
-- network: only the API. Non-essential traffic, telemetry, error reports and the
-  auto-updater are switched off; `ANTHROPIC_API_KEY` / `ANTHROPIC_BASE_URL` come from the
-  environment and are never written anywhere we keep (see `_scrub`).
+- network: only the API. Sandboxed, the CLI's one way out is the egress proxy
+  (`_egress`), which allows the host of `ANTHROPIC_BASE_URL` (else api.anthropic.com) and
+  any `--allow-host`; `WebFetch` and `WebSearch` are disallowed unless `--allow-web`
+  (WebSearch runs on Anthropic's side, where no local rule reaches). Non-essential
+  traffic, telemetry, error reports and the auto-updater are switched off;
+  `ANTHROPIC_API_KEY` / `ANTHROPIC_BASE_URL` come from the environment and are never
+  written anywhere we keep (see `_scrub`). Unsandboxed (`--sandbox none`) nothing but
+  the disallowed tools limits it.
 
 `code_mode` blind gives the model no tools but recall: it must answer with a unified diff,
 which is applied to the worktree so the patch is still taken by `_diff.worktree_patch`.
@@ -65,6 +70,8 @@ MODEL_ALIASES: dict[str, str] = {
 }
 
 RECALL_TOOL = f"mcp__{MCP_SERVER_NAME}__recall"
+# Claude Code's tools that reach the web (off unless --allow-web).
+WEB_TOOLS = ("WebFetch", "WebSearch")
 
 # Quiet, offline-but-for-the-API, non-interactive. Each is documented by Claude Code;
 # CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC alone implies most, the rest make it explicit.
@@ -191,6 +198,7 @@ class ClaudeAgent(CliAgent[ClaudeInvocation]):
     env_var = "SWECL_CLAUDE_BIN"
     package = "@anthropic-ai/claude-code"
     dropped_env = _DROPPED_ENV
+    endpoint_vars = ("ANTHROPIC_BASE_URL",)
 
     def __init__(self, *, permission_mode: str = "bypassPermissions", **options: Any) -> None:
         super().__init__(**options)
@@ -260,6 +268,10 @@ class ClaudeAgent(CliAgent[ClaudeInvocation]):
         if inp.code_mode == "blind":
             # No built-in tools at all; MCP tools (recall) stay.
             argv += ["--tools", "", "--disable-slash-commands"]
+        elif not inp.allow_web:
+            # WebSearch runs on the provider's side, beyond the egress proxy: the tools
+            # themselves must be off (a search or a fetch would find the task's fix upstream).
+            argv += ["--disallowedTools", ",".join(WEB_TOOLS)]
         if style == "natural":
             argv += ["--input-format", "stream-json"]
             message = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]},

@@ -30,6 +30,7 @@ from ledger import SweclError
 
 from . import _diff
 from ._confine import RecallBridge, agent_environment, checkout_object_stores
+from ._egress import endpoint_urls
 from ._process import ProcessOutcome, run_process
 from ._protocol import AgentInput
 from ._scrub import Scrubber
@@ -99,6 +100,9 @@ class CliAgent(Generic[I]):
     # Set by a parent session of the same CLI, or left over in a user's shell: each would
     # change what the child does, so the run decides them itself.
     dropped_env: ClassVar[tuple[str, ...]] = ()
+    # The variables naming the CLI's API endpoints (each with its default, `_egress.API_ENDPOINTS`):
+    # a sandboxed CLI reaches these hosts and no other.
+    endpoint_vars: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -154,6 +158,10 @@ class CliAgent(Generic[I]):
             **own,
         )
 
+    def endpoints(self, inp: AgentInput, inv: I) -> list[str]:
+        """The API endpoint URLs the CLI calls: as its environment names them, else the defaults."""
+        return endpoint_urls(inv.env, self.endpoint_vars)
+
     def writable(self, inp: AgentInput, inv: I) -> list[Path]:
         """What the sandbox lets the CLI write beside the worktree: the scratch dir, by default."""
         return [inp.scratch_dir]
@@ -165,7 +173,7 @@ class CliAgent(Generic[I]):
         base = inp.base_commit or _diff.head_commit(inp.worktree)
         inv = self.prepare(inp)
         scrubber = Scrubber({**os.environ, **inv.env})
-        outcome = run_cli(inp, inv, self.writable(inp, inv))
+        outcome = run_cli(inp, inv, self.writable(inp, inv), self.endpoints(inp, inv))
         stream = inv.stream_path.read_bytes()
         inv.stream_path.write_bytes(scrubber.bytes(stream))
         stderr = scrubber.bytes(inv.stderr_path.read_bytes())
@@ -215,9 +223,10 @@ def primed_notes(inp: AgentInput) -> list[str]:
     return notes
 
 
-def run_cli(inp: AgentInput, inv: CliInvocation, writable: Sequence[Path]) -> ProcessOutcome:
+def run_cli(inp: AgentInput, inv: CliInvocation, writable: Sequence[Path], api: Sequence[str] = ()) -> ProcessOutcome:
     """The CLI in the task's worktree, confined when the run is (`writable` beside the
-    worktree), within the time limit; the recall server served outside for as long as it runs."""
+    worktree; of the network, the `api` endpoints and --allow-host only), within the time
+    limit; the recall server served outside for as long as it runs."""
     with contextlib.ExitStack() as stack:
         if inv.recall_server is not None:
             stack.enter_context(RecallBridge(*inv.recall_server, inp.scratch_dir / "recall-bridge"))
@@ -232,6 +241,8 @@ def run_cli(inp: AgentInput, inv: CliInvocation, writable: Sequence[Path]) -> Pr
             sandbox=inp.sandbox,
             writable=writable,
             readable=checkout_object_stores(inp.worktree),
+            egress=inp.egress,
+            endpoints=api,
         )
 
 

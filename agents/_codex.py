@@ -23,8 +23,9 @@ with the scratch space):
   say where it is and ask the model to keep its notes there;
 - unattended: `--dangerously-bypass-approvals-and-sandbox` (no approval prompts, no
   sandbox of codex's own: swecl's sandbox confines the whole CLI); no update check, no
-  analytics, no feedback uploads, no prompt history file, and no web search (the network
-  is for the model API; a search would find the task's fix upstream).
+  analytics, no feedback uploads, no prompt history file, and no web search unless
+  `--allow-web` (the network is for the model API; a search would find the task's fix
+  upstream). Sandboxed, the egress proxy lets it reach `base_url`'s host only.
 
 Not supported: `code_mode` blind (codex's `apply_patch` tool cannot be switched off, so
 there is no tool-less run; refused in one line), and `Budget.max_turns` and
@@ -155,6 +156,9 @@ class CodexAgent(CliAgent[CodexInvocation]):
         super().__init__(**options)
         self.base_url = base_url
 
+    def endpoints(self, inp: AgentInput, inv: CodexInvocation) -> list[str]:
+        return [self.base_url or inv.env.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL]
+
     # -- preparing -------------------------------------------------------------------------
 
     def prepare(self, inp: AgentInput) -> CodexInvocation:
@@ -176,7 +180,7 @@ class CodexAgent(CliAgent[CodexInvocation]):
             top["developer_instructions"] = _BUILTIN_INSTRUCTIONS.format(path=codex_home / MEMORY_FILE)
         top.update({
             "model_provider": PROVIDER_ID,
-            "web_search": "disabled",
+            "web_search": "live" if inp.allow_web else "disabled",
             "check_for_update_on_startup": False,
         })
 

@@ -23,6 +23,7 @@ from ledger import SweclError
 
 from . import _diff
 from ._confine import agent_environment, checkout_object_stores
+from ._egress import API_ENDPOINTS, endpoint_urls
 from ._process import run_process
 from ._protocol import AgentInput, AgentResult, ExitKind, RunSupplies
 from ._scrub import Scrubber
@@ -89,6 +90,9 @@ class CommandAgent:
             argv, cwd=inp.worktree, env=env, stdout=out_path, stderr=err_path, timeout_s=inp.budget.timeout_s,
             sandbox=inp.sandbox, writable=[scratch, *named_dirs],
             readable=[*checkout_object_stores(inp.worktree), *named_files],
+            # Its model API is its own business: any of the vendors' endpoints, as its
+            # environment names them (else their defaults), and --allow-host.
+            egress=inp.egress, endpoints=endpoint_urls(env, API_ENDPOINTS),
         )
         scrubber = Scrubber(full_env)
         stdout = scrubber.bytes(out_path.read_bytes())

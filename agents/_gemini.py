@@ -25,7 +25,8 @@ scratch space.
 - unattended: `--approval-mode yolo` and `--skip-trust` (the worktree is a throw-away
   checkout, and swecl's sandbox confines the whole CLI); no auto-update, no usage
   statistics, no telemetry, no checkpoints, and neither `google_web_search` nor `web_fetch`
-  (the network is for the model API; a search would find the task's fix upstream);
+  unless `--allow-web` (the network is for the model API; a search would find the task's
+  fix upstream); sandboxed, the egress proxy lets it reach its endpoint's host only;
 - limits: `Budget.max_turns` is the CLI's `model.maxSessionTurns`; the wall-clock limit
   applies as for every agent. The CLI reports no cost, so `max_cost_usd` cannot apply.
 
@@ -129,6 +130,7 @@ class GeminiAgent(CliAgent[GeminiInvocation]):
     env_var = "SWECL_GEMINI_BIN"
     package = "@google/gemini-cli"
     dropped_env = _DROPPED_ENV
+    endpoint_vars = ("GOOGLE_GEMINI_BASE_URL",)
 
     def prepare(self, inp: AgentInput) -> GeminiInvocation:
         if inp.code_mode == "blind":
@@ -159,7 +161,7 @@ class GeminiAgent(CliAgent[GeminiInvocation]):
             "privacy": {"usageStatisticsEnabled": False},
             "telemetry": {"enabled": False},
             "general": general,
-            "tools": {"exclude": list(NETWORK_TOOLS)},
+            "tools": {"exclude": [] if inp.allow_web else list(NETWORK_TOOLS)},
             "model": model,
         }
         server = recall_server(inp)

@@ -7,9 +7,11 @@ can end the whole group at once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -20,6 +22,8 @@ from ledger import SweclError
 
 from graders import Sandbox
 from graders import owned_processes, wait_for_exit
+
+from ._egress import Egress, EgressProxy, Rules
 
 # Time between SIGTERM and SIGKILL: long enough for a CLI to flush its transcript.
 _GRACE_S = 3.0
@@ -44,11 +48,17 @@ def run_process(
     sandbox: Sandbox | None = None,
     writable: Sequence[Path] = (),
     readable: Sequence[Path] = (),
+    egress: Egress | None = None,
+    endpoints: Sequence[str] = (),
 ) -> ProcessOutcome:
     """Run `argv` with stdout/stderr to files; kill its process group on timeout.
 
     With a confined `sandbox` the agent runs inside it: `cwd` and `writable` read-write,
-    `readable` read-only, with the network (it calls its model's API).
+    `readable` read-only, in a network namespace of its own whose one way out is an
+    `EgressProxy` allowing the API `endpoints` and `egress`'s `--allow-host`s; what it saw
+    goes to `egress.connections`. The proxy's socket and launcher live in a directory of
+    their own, read-only inside: not in the scratch dir, where an agent copying its files
+    would trip over a socket.
 
     stdin goes through a pipe fed by a thread: some CLIs treat a regular-file stdin
     differently from a pipe (claude's stream-json input reads nothing from a file), and a
@@ -56,10 +66,15 @@ def run_process(
     """
     if not cwd.is_dir():
         raise SweclError(f"agent worktree {cwd} does not exist: prepare the task's checkout first")
-    with owned_processes(env) as (env, clean_up):
+    with owned_processes(env) as (env, clean_up), contextlib.ExitStack() as stack:
         started = time.monotonic()
         if sandbox is not None and sandbox.confined:
-            argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=writable, readable=readable, network=True)
+            policy = egress if egress is not None else Egress()
+            rules = Rules(endpoints, policy.allow_hosts)
+            door = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="swecl-egress-")))
+            proxy = stack.enter_context(EgressProxy(rules, policy, door))
+            argv, env = sandbox.wrap(proxy.launcher_argv(argv), cwd=cwd, env=env, writable=writable,
+                                     readable=[*readable, door], network=False)
         with open(stdout, "wb") as out, open(stderr, "wb") as err:
             try:
                 proc = subprocess.Popen(

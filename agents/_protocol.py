@@ -17,6 +17,8 @@ from graders import Sandbox
 from ledger import SweclError
 from ledger.events import AgentFinished, ToolCall
 
+from ._egress import Egress
+
 __all__ = [
     "CODE_MODES",
     "EXIT_KINDS",
@@ -107,6 +109,14 @@ class AgentInput:
     # Where the agent's processes run (graders.Sandbox); None: unconfined, as a library
     # caller that builds its own inputs asks. `swecl run` always passes one.
     sandbox: Sandbox | None = None
+    # What a confined agent may reach beyond its model API, and (filled by the run) what
+    # it reached; None: the API endpoints only, web tools off, nothing kept.
+    egress: Egress | None = None
+
+    @property
+    def allow_web(self) -> bool:
+        """The agent's own web tools stay on (--allow-web)."""
+        return self.egress is not None and self.egress.allow_web
 
     def __post_init__(self) -> None:
         for name, value, allowed in (

@@ -18,7 +18,8 @@ has to make it itself. Inside the sandbox (`bwrap`):
 - its own PID namespace (`/proc` shows only its own processes, not the parent's command
   line) that dies with the process that started it (`--die-with-parent`): no daemon
   outlives a grade or a SIGKILLed swecl;
-- no network for tests (`--unshare-net`); agents keep the network (they call a model API);
+- no network (`--unshare-net`): tests have none; an agent's one way out is its egress
+  proxy, outside (`agents._egress`: the model API and --allow-host only);
 - a new session (`--new-session`): no terminal to inject keystrokes into.
 
 `--sandbox none` runs unconfined (and the run records it); then the grader checks the

@@ -159,6 +159,30 @@ class AgentFinished(Event, tag="agent.finished", kw_only=True):
     error: str | None = None
 
 
+class EgressConnection(msgspec.Struct, frozen=True, kw_only=True):
+    """One TCP connection a sandboxed agent asked its egress proxy for."""
+
+    host: str
+    port: int
+    allowed: bool
+    bytes_up: int = 0  # agent -> host
+    bytes_down: int = 0  # host -> agent
+    reason: str = ""  # why allowed (api endpoint, --allow-host) or refused
+
+
+class AgentEgress(Event, tag="agent.egress", kw_only=True):
+    """The connections one sandboxed attempt's agent made through its egress proxy (its
+    only way out of its network namespace); appended with agent.finished."""
+
+    sequence_id: str
+    instance_id: str
+    order: int
+    pass_: str = PASS
+    attempt: int = 1
+    allowed_hosts: list[str] = msgspec.field(default_factory=list)  # host:port of the API endpoints, --allow-host
+    connections: list[EgressConnection] = msgspec.field(default_factory=list)
+
+
 # How a recorded per-test result (the values of grade.finished's f2p and p2p) counts, by
 # swebench 5.0.2's rules: the grader decides with these and the read side explains its
 # decisions with the same ones, so they sit with the events both read.
@@ -469,6 +493,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     TaskAbandoned,
     TaskFinished,
     AgentFinished,
+    AgentEgress,
     GradeFinished,
     GradeCorrected,
     MemoryWritten,

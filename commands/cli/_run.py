@@ -86,6 +86,12 @@ def _python_paths(values: tuple[str, ...]) -> dict[str, str]:
               help="Where agents and tests run: bwrap (bubblewrap: read-only system, hidden cache and results, "
                    "private /tmp and HOME, own PID namespace) or none (unconfined, recorded on the run). "
                    "Default from $SWECL_SANDBOX.")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST[:PORT]",
+              help="Let sandboxed agents reach HOST (any port, or just PORT) beside their model API; repeatable. "
+                   "Everything else is refused and recorded.")
+@click.option("--allow-web", is_flag=True,
+              help="Leave the agents' own web tools on (claude's WebFetch and WebSearch, codex's web search, "
+                   "gemini's google_web_search and web_fetch): off by default, a search finds a task's fix upstream.")
 @click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True, metavar="K",
               help="Run each requested stage K times, each repeat its own run version, recorded as one group "
                    "(`swecl metrics --group`, `swecl compare --group`, `swecl report --group` show mean and 95% CI).")
@@ -100,7 +106,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             command_template: str | None, repo_sources: tuple[str, ...], pythons: tuple[str, ...],
             cache_dir: str | None, resume: str | None, executor: str | None, ray_address: str | None,
             shard_dir: str | None, ray_cpus: float | None, max_retries: int | None, sandbox: str,
-            repeat: int, quiet: bool, as_json: bool) -> None:
+            allow_hosts: tuple[str, ...], allow_web: bool, repeat: int, quiet: bool, as_json: bool) -> None:
     """Run a stage of the stage matrix over sequences, task by task, in three passes.
 
     With no arguments: the built-in demo benchmark end to end (stages base,
@@ -132,7 +138,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 code_mode=code_mode, predictions=list(predictions), command=command_template,
                 repo_sources=_repo_sources(repo_sources), cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
                 python_paths=_python_paths(pythons),
-                sandbox=sandbox,
+                sandbox=sandbox, allow_hosts=list(allow_hosts), allow_web=allow_web,
             )
             opts = msgspec.structs.replace(opts, **placement)
             if stage is None and version is not None:
@@ -156,7 +162,7 @@ def warn_if_unconfined(sandbox: str) -> None:
     """`--sandbox none` is said on stderr before anything runs (and recorded with the options)."""
     if sandbox == "none":
         click.echo("swecl: warning: --sandbox none: agents and tests run unconfined (they can read the cache and "
-                   "write outside their worktree); the run records it", err=True)
+                   "write outside their worktree, and agents have the host's network); the run records it", err=True)
 
 
 def _executor_options(executor: str | None, ray_address: str | None, shard_dir: str | None,

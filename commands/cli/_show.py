@@ -103,7 +103,7 @@ def _section(title: str) -> None:
 
 
 def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
-    from projections.show import agent_numbers, tail_lines
+    from projections.show import agent_numbers, egress_lines, tail_lines
 
     click.echo(f"{shown.instance_id}  task {shown.order} of {shown.sequence_id} ({shown.repo})")
     attempts = f"attempt {shown.attempt}" + (f" of {len(shown.attempts)}" if len(shown.attempts) > 1 else "")
@@ -150,6 +150,10 @@ def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
     if shown.agent_error:
         click.echo(f"error: {shown.agent_error}")
     click.echo("final message:" + (f"\n{shown.final_message.rstrip()}" if shown.final_message else " (none recorded)"))
+
+    _section("network (the agent's egress)")
+    for line in egress_lines(shown):
+        click.echo(line)
 
     _section("patch (the agent's diff)")
     if shown.patch:

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from agents import parse_allow_host
 from graders import SANDBOX_MODES, sandbox_for
 from ledger import SweclError
 
@@ -48,6 +49,10 @@ class RunOptions(msgspec.Struct, kw_only=True):
     # Where agents and tests run: bwrap (confined, the default) or none (unconfined,
     # recorded here so every report of the run says so).
     sandbox: str = "bwrap"
+    # What a sandboxed agent may reach beside its model API (--allow-host HOST[:PORT]), and
+    # whether its own web tools stay on (--allow-web); recorded so each report can say so.
+    allow_hosts: list[str] = msgspec.field(default_factory=list)
+    allow_web: bool = False
     # Where sequences run (see _ray.py). Recorded like the rest; a resume may override them.
     executor: str = "local"  # local | ray
     ray_address: str | None = None  # None: RAY_ADDRESS, else the cluster on this node, else a new local one
@@ -70,6 +75,11 @@ class RunOptions(msgspec.Struct, kw_only=True):
         if self.sandbox not in SANDBOX_MODES:
             raise SweclError(f"--sandbox {self.sandbox!r}: one of {', '.join(SANDBOX_MODES)}")
         sandbox_for(self.sandbox)  # refused now, in one line, not at the first task
+        for host in self.allow_hosts:
+            try:
+                parse_allow_host(host)
+            except ValueError as exc:
+                raise SweclError(str(exc)) from None
         if self.code_mode not in ("agentic", "blind"):
             raise SweclError(f"--code-mode {self.code_mode!r}: agentic or blind")
         self._refuse_secrets()

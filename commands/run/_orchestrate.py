@@ -489,6 +489,7 @@ def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id
             python=opts.python_paths or None, sandbox=sandbox,
         ),
         sandbox=sandbox,
+        allow_hosts=tuple(opts.allow_hosts), allow_web=opts.allow_web,
         grader_name=opts.grader,
         repos=RepoCache(cache, benchmark.repo_sources),
         reporter=reporter,

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from agents import Agent, AgentInput, AgentResult, Budget, RecallService
-from agents import Scrubber
+from agents import Egress, Scrubber
 from commands.inputs import Sequence, Task
 from commands.memory import GradingSecrets, TaskView, plan_daydream
 from graders import EnvSpec, Grader, GradeRequest, RepoCache, Sandbox, apply_check
 from ledger import Event, Ledger, NewEvent, SweclError, event_id_for
-from ledger.events import GradeFinished, GradeStatus, MemorySuperseded, MemoryWritten, TaskAbandoned, TaskFinished, TaskStarted
+from ledger.events import AgentEgress, GradeFinished, GradeStatus, MemorySuperseded, MemoryWritten, TaskAbandoned, TaskFinished, TaskStarted
 from projections import retest_row
 
 from .._failpoints import failpoint
@@ -76,6 +76,8 @@ class SequenceContext:
     budget: Budget
     builtin_dir: Path | None = None
     sandbox: Sandbox | None = None  # where the agent runs (the grader has its own)
+    allow_hosts: tuple[str, ...] = ()  # --allow-host: reachable by a sandboxed agent beside its API
+    allow_web: bool = False  # --allow-web: the agents' own web tools stay on
     progress: dict[str, tuple[int, int]] = field(default_factory=dict)  # pass -> (done, resolved)
     task_jobs: int = 1  # workers for the tasks that may run at once (see _schedule)
     # With several workers: one environment's tasks in turn on one worker (grading only,
@@ -160,14 +162,21 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
                      resolved_so_far=resolved_so_far, done_so_far=done)
     )
 
-    result, failure = _run_agent(ctx, task, pass_, attempt, memory_on)
+    egress = Egress(allow_hosts=ctx.allow_hosts, allow_web=ctx.allow_web)
+    result, failure = _run_agent(ctx, task, pass_, attempt, memory_on, egress)
     _unless_halted(ctx)
     collect = BlobCollector()
     agent_event = result.to_event(
         collect, agent=ctx.agent_name, sequence_id=seq.id, instance_id=task.instance_id, order=task.order,
         pass_=pass_, attempt=attempt,
     )
-    ctx.append([NewEvent(agent_event, ctx.ids(task, pass_, attempt, "agent.finished"))], blobs=collect.blobs)
+    agent_events = [NewEvent(agent_event, ctx.ids(task, pass_, attempt, "agent.finished"))]
+    if egress.proxied:  # the agent ran in its own network namespace: what it reached, and what not
+        agent_events.append(NewEvent(AgentEgress(
+            sequence_id=seq.id, instance_id=task.instance_id, order=task.order, pass_=pass_, attempt=attempt,
+            allowed_hosts=egress.allowed, connections=list(egress.connections),
+        ), ctx.ids(task, pass_, attempt, "agent.egress")))
+    ctx.append(agent_events, blobs=collect.blobs)
     failpoint("agent.finished")
 
     if result.exit in STOPPING_EXITS:
@@ -277,7 +286,7 @@ def task_count(ctx: SequenceContext, pass_: str) -> int:
 
 
 def _run_agent(
-    ctx: SequenceContext, task: Task, pass_: str, attempt: int, memory_on: bool
+    ctx: SequenceContext, task: Task, pass_: str, attempt: int, memory_on: bool, egress: Egress | None = None
 ) -> tuple[AgentResult, str | None]:
     """The agent's result, and the status when the harness (not the agent) failed:
     `infra_error` when the task's checkout could not be made (a clone or fetch that
@@ -317,6 +326,7 @@ def _run_agent(
                 if ctx.stage.memory_mode == "builtin" else None,
                 apply_check=lambda patch, _wt=workdir: apply_check(_wt, patch),
                 sandbox=ctx.sandbox,
+                egress=egress,
             )
             return ctx.agent.run(inp), None
     except SweclError as exc:

@@ -17,12 +17,12 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger, LedgerError, StreamRange, SweclError
-from ledger.events import f2p_passes, p2p_passes
+from ledger.events import EgressConnection, f2p_passes, p2p_passes
 from projections import run_started_record
 from projections.audit import Flag, fold_with_snapshots, integrity_flags, pass_rank, resolve_task
 
 __all__ = [
-    "AttemptShow", "ShownRecall", "ShownTest", "agent_numbers", "attempt_files", "final_message", "grade_report", "is_json_lines",
+    "AttemptShow", "ShownRecall", "ShownTest", "agent_numbers", "attempt_files", "egress_lines", "final_message", "grade_report", "is_json_lines",
     "show_attempt", "tail_lines",
 ]
 
@@ -94,6 +94,10 @@ class AttemptShow(msgspec.Struct, kw_only=True):
     transcript: str | None = None
     prompt_blob: str | None = None
     prompt: str | None = None
+    # The agent's connections through its egress proxy (agent.egress); None when none was
+    # recorded (an unconfined run, or a ledger from before egress was recorded).
+    egress: list[EgressConnection] | None = None
+    egress_allowed: list[str] = msgspec.field(default_factory=list)  # what its proxy allowed
 
 
 def _text(ledger: Ledger, digest: str | None) -> str | None:
@@ -222,7 +226,8 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
     def mine(ev: Any) -> bool:
         return ev.sequence_id == sequence_id and ev.order == task.order
 
-    types = ["task.started", "task.abandoned", "task.finished", "agent.finished", "grade.finished", "grade.corrected"]
+    types = ["task.started", "task.abandoned", "task.finished", "agent.finished", "agent.egress", "grade.finished",
+             "grade.corrected"]
     per: dict[tuple[str, int], dict[str, Any]] = {}
     for rec in ledger.read(types=types, ranges=[StreamRange(f"run/{version}")]):
         ev = rec.event
@@ -294,7 +299,29 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
     f2p = {name: None for evs_ in per.values() for t in ("grade.finished", "grade.corrected") if t in evs_
            for name in evs_[t].f2p}
     shown.integrity_flags = integrity_flags(shown.patch, task.repo, f2p)
+    if "agent.egress" in evs:
+        shown.egress = list(evs["agent.egress"].connections)
+        shown.egress_allowed = list(evs["agent.egress"].allowed_hosts)
     return shown
+
+
+def egress_lines(shown: AttemptShow) -> list[str]:
+    """The agent's network, as `swecl show` and `swecl view` print it: what its proxy
+    allowed, then each host:port it asked for (connections, bytes each way), refused first."""
+    if shown.egress is None:
+        return ["no egress recorded (unconfined: the agent had the host's network)"]
+    lines = ["allowed: " + (", ".join(shown.egress_allowed) or "nothing")]
+    seen: dict[tuple[bool, str, int], list[EgressConnection]] = {}
+    for c in shown.egress:
+        seen.setdefault((c.allowed, c.host, c.port), []).append(c)
+    for (allowed, host, port), conns in sorted(seen.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+        what = "ok     " if allowed else "REFUSED"
+        detail = (f"{sum(c.bytes_up for c in conns)} B up, {sum(c.bytes_down for c in conns)} B down" if allowed
+                  else conns[0].reason)
+        lines.append(f"{what} {host}:{port}  {len(conns)} connection{'s' if len(conns) != 1 else ''}, {detail}")
+    if not shown.egress:
+        lines.append("no connections")
+    return lines
 
 
 def _recalls(ledger: Ledger, version: str, sequence_id: str, order: int, pass_: str, attempt: int) -> list[ShownRecall]:

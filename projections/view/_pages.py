@@ -22,7 +22,7 @@ from projections import VersionMetrics
 from projections.audit import DatasetNote, Flag
 from projections.report import Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, memory_on, tally
 from projections.report.present import STATE_CLASS, STATE_TEXT, esc, metric_cells, metric_head, sandbox_of
-from projections.show import AttemptShow, ShownRecall, agent_numbers, is_json_lines
+from projections.show import AttemptShow, ShownRecall, agent_numbers, egress_lines, is_json_lines
 
 from ._progress import Progress, duration_text
 
@@ -379,7 +379,9 @@ def _agent_html(shown: AttemptShow) -> str:
     error = f'<p class="error">error: {esc(shown.agent_error)}</p>' if shown.agent_error else ""
     final = (f'<pre class="wrap">{esc(shown.final_message.rstrip())}</pre>' if shown.final_message
              else '<p class="note">No final message recorded.</p>')
-    return f"<p>{esc(', '.join(agent_numbers(shown)))}</p>{error}<h3>Final message</h3>{final}"
+    network = "".join(f"<li>{esc(line)}</li>" for line in egress_lines(shown))
+    return (f"<p>{esc(', '.join(agent_numbers(shown)))}</p>{error}<h3>Final message</h3>{final}"
+            f'<h3>Network</h3><ul class="egress">{network}</ul>')
 
 
 def task_page(shown: AttemptShow, label: str, flags: Mapping[tuple[int, int], list[Flag]], dataset: DatasetNote,

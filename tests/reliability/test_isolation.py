@@ -13,7 +13,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -348,3 +350,66 @@ def test_positive_control_the_same_agent_unconfined_copies_the_fix(calc: dict, t
     # but the mirror is one relative path away: that is what the sandbox is for
     assert "mirror" in findings and "the fix" in findings, findings
     assert status == "resolved"
+
+
+# -- 4. the agent reaches only its model API -------------------------------------------------
+
+# The agent of issue 43: fetches the task's fix from a code host (here a loopback server
+# that serves the fixed calc.py), as it would from GitHub.
+FETCH_FIX = r'''
+import os, urllib.request
+try:
+    fix = urllib.request.urlopen(os.environ["CODE_HOST"] + "/calc.py", timeout=30).read().decode()
+    open("calc.py", "w").write(fix)
+except Exception as exc:
+    print("no fix:", exc)
+'''
+
+
+def _fetch_fix(calc: dict, tmp: Path, cache: Path, sandbox: str) -> tuple[str, list[str], Path]:
+    asked: list[str] = []
+
+    class CodeHost(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            body = b"def add(a, b):\n    return a + b\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), CodeHost)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        dataset = calc_curriculum(tmp / "dataset", base=calc["base"], repo_dir=calc["repo_dir"], repo="acme/calc-fetch")
+        results = tmp / "results"
+        env = {"FETCH_FIX": FETCH_FIX, "CODE_HOST": f"http://127.0.0.1:{server.server_address[1]}"}
+        env.update({name: "" for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")})
+        done = swecl(results, "run", "--stage", "base", "--dataset", str(dataset), "--agent", "command",
+                     "--command", "python3 -c ${FETCH_FIX}", "--sandbox", sandbox, "--quiet",
+                     cache=cache, check=False, timeout=600, env=env)
+        assert done.returncode == 0, done.stderr
+    finally:
+        server.shutdown()
+        server.server_close()
+    [grade] = [e["payload"] for e in read_events(results) if e["type"] == "grade.finished"]
+    return grade["status"], asked, results
+
+
+def test_a_sandboxed_agent_cannot_fetch_the_fix_from_a_code_host(calc: dict, tmp_path: Path, cache: Path) -> None:
+    status, asked, results = _fetch_fix(calc, tmp_path, cache, "bwrap")
+    assert asked == [] and status == "empty_patch"  # it changed nothing: no fix reached it
+    [egress] = [e["payload"] for e in read_events(results) if e["type"] == "agent.egress"]
+    [refused] = [c for c in egress["connections"] if not c["allowed"]]
+    assert refused["host"] == "127.0.0.1" and refused["bytes_down"] == 0
+    shown = swecl(results, "show", "1", "1", cache=tmp_path / "unused").stdout
+    assert f"REFUSED 127.0.0.1:{refused['port']}" in shown
+
+
+def test_positive_control_the_same_agent_unconfined_fetches_the_fix(calc: dict, tmp_path: Path, cache: Path) -> None:
+    status, asked, results = _fetch_fix(calc, tmp_path, cache, "none")
+    assert asked == ["/calc.py"] and status == "resolved"
+    assert not [e for e in read_events(results) if e["type"] == "agent.egress"]
