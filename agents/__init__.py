@@ -37,6 +37,7 @@ _EXPORTS = {
     "worktree_patch": "_diff",
     "Scrubber": "_scrub",
     "find_claude": "_claude",
+    "preflight": "_startup",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from ._recall import RecalledItem, RecallService
     from ._registry import AGENTS, AgentEntry, agent_entry, build_agent, get_agent
     from ._scrub import Scrubber
+    from ._startup import preflight
 
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

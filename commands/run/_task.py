@@ -38,6 +38,10 @@ from ._stages import Stage
 # (max turns, timeout, a crash of the agent) is graded on whatever patch it left: that
 # is the agent's result, good or bad.
 STOPPING_EXITS = frozenset({"auth_failed"})
+# Attempts in a row whose agent could not run (agent_error: its process never started or
+# died before any model call, or the adapter raised) after which the run stops: the
+# agent's installation is broken, and the rest of the sequence would fail the same way.
+AGENT_ERRORS_TO_STOP = 3
 
 
 class AgentUnavailable(SweclError):
@@ -90,6 +94,7 @@ class SequenceContext:
     halt: Halt | None = None
     # instance -> PASS_TO_PASS tests `swecl validate` found failing here with and without the fix
     p2p_excluded: dict[str, list[str]] = field(default_factory=dict)
+    agent_errors_in_a_row: int = 0  # guarded by `lock`; see AGENT_ERRORS_TO_STOP
 
     @property
     def stream(self) -> str:
@@ -175,6 +180,24 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
         raise AgentUnavailable(
             f"the {ctx.agent_name} agent could not run ({result.exit}: {result.error or 'no detail'}); "
             f"fix it and continue with `swecl run --resume {ctx.version}`"
+        )
+
+    if failure == GradeStatus.AGENT_ERROR.value:
+        # Said as it happens: not scored, so the resolve rate alone would not show it.
+        ctx.reporter.note(f"{task.instance_id} ({pass_}): agent_error, not scored: {result.error or 'no detail'}")
+    with ctx.lock:
+        if failure == GradeStatus.AGENT_ERROR.value:
+            ctx.agent_errors_in_a_row += 1
+        elif failure is None:
+            ctx.agent_errors_in_a_row = 0
+        stop = ctx.agent_errors_in_a_row >= AGENT_ERRORS_TO_STOP
+    if stop:
+        # This attempt is redone on resume, as an interrupted one; the ones before it stay
+        # recorded as agent_error (not scored).
+        abandon(ctx, task, pass_, attempt, "agent could not run")
+        raise AgentUnavailable(
+            f"the {ctx.agent_name} agent could not run in {AGENT_ERRORS_TO_STOP} attempts in a row "
+            f"(last: {result.error or 'no detail'}); fix it and continue with `swecl run --resume {ctx.version}`"
         )
 
     if failure is not None:
@@ -281,7 +304,8 @@ def _run_agent(
 ) -> tuple[AgentResult, str | None]:
     """The agent's result, and the status when the harness (not the agent) failed:
     `infra_error` when the task's checkout could not be made (a clone or fetch that
-    fails, a commit missing from the mirror), `agent_error` when the adapter broke."""
+    fails, a commit missing from the mirror), `agent_error` when the adapter broke or
+    its process did not run (`AgentResult.not_started`)."""
     started = time.monotonic()
     recall = None
     try:
@@ -318,7 +342,9 @@ def _run_agent(
                 apply_check=lambda patch, _wt=workdir: apply_check(_wt, patch),
                 sandbox=ctx.sandbox,
             )
-            return ctx.agent.run(inp), None
+            result = ctx.agent.run(inp)
+            # The adapter's evidence that its process never ran or reached no model.
+            return result, GradeStatus.AGENT_ERROR.value if result.not_started else None
     except SweclError as exc:
         # The message and traceback may quote what the adapter read (its environment
         # among it): recorded scrubbed, like an adapter's own result.
