@@ -139,6 +139,7 @@ class CliAgent(Generic[I]):
             what=f"the {self.command} CLI",
             executables=exec_chain(program, inv.env.get("PATH")) or [program],
             remedy=f"set {self.env_var} to an install outside it (npm install -g {self.package})",
+            fix=f"reinstall it (npm install -g {self.package}) or set {self.env_var} to one that runs",
             writable=self.writable(inp, inv),
             readable=checkout_object_stores(inp.worktree),
         )

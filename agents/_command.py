@@ -94,7 +94,8 @@ class CommandAgent:
         return Probe(
             argv=["/bin/sh", "-c", _EXEC_CHECK, "sh", *chain], env=env, what=f"the agent command {argv[0]}",
             executables=chain, remedy="put the program (and its interpreter) outside that place, or name it by its path "
-            "in the template so it is mounted", writable=[inp.scratch_dir, *named_dirs],
+            "in the template so it is mounted", fix="put the program back, or fix --command",
+            writable=[inp.scratch_dir, *named_dirs],
             readable=[*checkout_object_stores(inp.worktree), *named_files], shows_version=False,
         )
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -47,7 +48,8 @@ class Probe:
     env: dict[str, str]
     what: str  # "the claude CLI", "the agent command"
     executables: list[str]  # what exec resolves: the program, its script's interpreter
-    remedy: str  # what the user can change, without the --sandbox none alternative
+    remedy: str  # what to change when the sandbox hides it (--sandbox none is added)
+    fix: str  # what to change when it fails anywhere else
     writable: list[Path] = field(default_factory=list)
     readable: list[Path] = field(default_factory=list)
     shows_version: bool = True  # stdout's first line is the program's version
@@ -93,35 +95,38 @@ def preflight(agent: object, sandbox: Sandbox | None) -> str | None:
 
 def _refusal(probe: Probe, sandbox: Sandbox | None, detail: str) -> str:
     confined = sandbox is not None and sandbox.confined
-    where = where_it_is(probe.executables, sandbox)
+    where = where_it_is(probe.executables, sandbox, [*probe.readable, *probe.writable])
+    inside = " inside the sandbox" if confined else ""
     if where is not None:
         path, place = where
-        located = f"it is at {path}, and {place}"
-    elif probe.executables and not os.path.exists(probe.executables[0]):
-        located = f"there is no {probe.executables[0]}"
-    else:
-        located = f"it is at {probe.executables[0]}" if probe.executables else "its program was not found"
-    inside = " inside the sandbox" if confined else ""
-    unconfined = ", or run unconfined with --sandbox none" if confined else ""
-    return f"{probe.what} cannot start{inside} ({detail}): {located}; {probe.remedy}{unconfined}"
+        unconfined = ", or run unconfined with --sandbox none" if confined else ""
+        return f"{probe.what} cannot start{inside} ({detail}): it is at {path}, and {place}; {probe.remedy}{unconfined}"
+    program = probe.executables[0] if probe.executables else None
+    located = f"it is at {program}" if program and os.path.exists(program) else f"there is no {program}"
+    return f"{probe.what} cannot start{inside} ({detail}): {located}; {probe.fix}"
 
 
-def where_it_is(executables: list[str], sandbox: Sandbox | None) -> tuple[str, str] | None:
+def where_it_is(executables: list[str], sandbox: Sandbox | None,
+                mounted: Sequence[str | os.PathLike[str]] = ()) -> tuple[str, str] | None:
     """(path, what the sandbox makes of it) for the first of `executables` (their real
     paths: a link resolves where it points) the sandbox does not show; None when all
-    lie in places it shows."""
+    lie in places it shows. `mounted`: what the task's process gets back on top."""
     if sandbox is None or not sandbox.confined:
         return None
+    shown = [os.path.realpath(m) for m in mounted]
     for exe in executables:
         if not os.path.exists(exe):  # not there at all: nothing the sandbox did
             return None
         real = os.path.realpath(exe)
+        if any(_under(real, m) for m in shown):
+            continue
+        # A hidden path may lie inside a private tree: the narrower says more.
+        for hidden in sorted(sandbox.hidden, key=len, reverse=True):
+            if _under(real, hidden):
+                return real, f"the sandbox hides {hidden} (it hides swecl's cache, results and dataset files)"
         for tree in _PRIVATE_TREES:
             if _under(real, tree):
                 return real, f"the sandbox gives the agent an empty private {tree}"
-        for hidden in sandbox.hidden:
-            if _under(real, hidden):
-                return real, f"the sandbox hides {hidden} (it hides swecl's cache, results and dataset files)"
     return None
 
 
