@@ -13,7 +13,7 @@ from projections import Results, outcomes
 from tests.agents.conftest import claude_bin  # noqa: F401  (the session fixture: npm-installed CLI)
 from tests.agents.fake_anthropic import FakeAnthropic
 
-from .support import SPANS, demo_tasks, events, swecl, swecl_json
+from tests.run.support import SPANS, demo_tasks, events, swecl, swecl_json
 
 pytestmark = pytest.mark.slow
 
