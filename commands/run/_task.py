@@ -26,7 +26,7 @@ from commands.memory import GradingSecrets, TaskView, plan_daydream
 from graders import EnvSpec, Grader, GradeRequest, RepoCache, Sandbox, apply_check
 from ledger import Event, Ledger, NewEvent, SweclError, event_id_for
 from ledger.events import GradeFinished, GradeStatus, MemorySuperseded, MemoryWritten, TaskAbandoned, TaskFinished, TaskStarted
-from projections import retest_row
+from projections import INVALID_STATUSES, retest_row
 
 from .._failpoints import failpoint
 from ._halt import Halt
@@ -81,6 +81,7 @@ class SequenceContext:
     builtin_dir: Path | None = None
     sandbox: Sandbox | None = None  # where the agent runs (the grader has its own)
     progress: dict[str, tuple[int, int]] = field(default_factory=dict)  # pass -> (done, resolved)
+    unscored: dict[str, int] = field(default_factory=dict)  # pass -> done with no valid verdict
     task_jobs: int = 1  # workers for the tasks that may run at once (see _schedule)
     # With several workers: one environment's tasks in turn on one worker (grading only,
     # where the test run is the whole task), rather than task by task (an agent's run dominates).
@@ -159,10 +160,11 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
         )
     with ctx.lock:
         done, resolved_so_far = ctx.progress.get(pass_, (0, 0))
+        unscored = ctx.unscored.get(pass_, 0)
     total = task_count(ctx, pass_)
     ctx.reporter.task_started(
         TaskProgress(ctx.version, seq.id, pass_, task.order, total, task.instance_id,
-                     resolved_so_far=resolved_so_far, done_so_far=done)
+                     resolved_so_far=resolved_so_far, done_so_far=done, unscored_so_far=unscored)
     )
 
     result, failure = _run_agent(ctx, task, pass_, attempt, memory_on)
@@ -245,9 +247,11 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
         done, resolved_so_far = ctx.progress.get(pass_, (0, 0))
         ok = 1 if grade.resolved else 0
         ctx.progress[pass_] = (done + 1, resolved_so_far + ok)
+        ctx.unscored[pass_] = unscored = ctx.unscored.get(pass_, 0) + (grade.status in INVALID_STATUSES)
     ctx.reporter.task_finished(
         TaskProgress(ctx.version, seq.id, pass_, task.order, total, task.instance_id, status=grade.status,
-                     resolved=grade.resolved, resolved_so_far=resolved_so_far + ok, done_so_far=done + 1)
+                     resolved=grade.resolved, resolved_so_far=resolved_so_far + ok, done_so_far=done + 1,
+                     unscored_so_far=unscored)
     )
     return finished
 
