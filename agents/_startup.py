@@ -33,7 +33,8 @@ from ledger import SweclError
 from ._process import run_process
 from ._protocol import AgentInput, AgentResult
 
-__all__ = ["PREFLIGHT_TIMEOUT_S", "Probe", "Probed", "not_started", "preflight", "reached_no_model", "where_it_is"]
+__all__ = ["PREFLIGHT_TIMEOUT_S", "Probe", "Probed", "exec_chain", "not_started", "preflight", "reached_no_model",
+           "where_it_is"]
 
 PREFLIGHT_TIMEOUT_S = 60.0
 _PRIVATE_TREES = ("/tmp", "/var/tmp", "/dev/shm")  # the sandbox mounts empty ones
