@@ -39,6 +39,7 @@ _EXPORTS = {
     "Egress": "_egress",
     "parse_allow_host": "_egress",
     "find_claude": "_claude",
+    "preflight": "_startup",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from ._recall import RecalledItem, RecallService
     from ._registry import AGENTS, AgentEntry, agent_entry, build_agent, get_agent
     from ._scrub import Scrubber
+    from ._startup import preflight
 
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -330,7 +330,7 @@ class ClaudeAgent(CliAgent[ClaudeInvocation]):
             scrubber.tree(inv.auto_memory_dir)
         memory_files = read_memory(inv.auto_memory_dir) if inv.auto_memory_dir else {}
         message = "; ".join(e for e in (error, patch_error) if e) or None
-        return AgentResult(
+        return self.judged(ran, AgentResult(
             # A key the agent wrote into the worktree must not travel on in the patch either.
             patch=scrubber.text(patch),
             exit=exit_kind,
@@ -346,7 +346,7 @@ class ClaudeAgent(CliAgent[ClaudeInvocation]):
             error=scrubber.optional(message),
             model=resolve_model(inp.model) or summary.model,
             memory_files=memory_files,
-        )
+        ))
 
     def _transcript(self, inv: ClaudeInvocation, session_id: str) -> bytes | None:
         """The CLI's own session transcript: from the Stop hook's record, else by session id."""

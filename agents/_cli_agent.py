@@ -32,8 +32,9 @@ from . import _diff
 from ._confine import RecallBridge, agent_environment, checkout_object_stores
 from ._egress import endpoint_urls
 from ._process import ProcessOutcome, run_process
-from ._protocol import AgentInput
+from ._protocol import AgentInput, AgentResult
 from ._scrub import Scrubber
+from ._startup import Probe, exec_chain, not_started, reached_no_model
 
 __all__ = [
     "CliAgent", "CliInvocation", "Launched", "RecallServer", "carry_back", "carry_in", "find_cli", "last_line",
@@ -122,13 +123,42 @@ class CliAgent(Generic[I]):
         return find_cli(self.command, self.env_var, self.package, self._executable)
 
     def version(self) -> str:
-        """`CLI --version`: a preflight the harness can run before a whole sequence."""
+        """`CLI --version` on the host, unconfined (`agents._startup.preflight` runs `probe`
+        as a task would, in the sandbox)."""
         done = subprocess.run(
             [self.executable, "--version"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60
         )
         if done.returncode != 0:
             raise SweclError(f"{self.executable} --version failed (exit {done.returncode}): reinstall the {self.command} CLI")
         return done.stdout.strip()
+
+    def probe(self, inp: AgentInput) -> Probe:
+        """`CLI --version` with what a task's process gets: the prepared invocation's
+        executable, environment and writable dirs (`prepare` on an input with no recall)."""
+        inv = self.prepare(inp)
+        program = inv.argv[0]
+        return Probe(
+            argv=[program, "--version"],
+            env=inv.env,
+            what=f"the {self.command} CLI",
+            executables=exec_chain(program, inv.env.get("PATH")) or [program],
+            remedy=f"set {self.env_var} to an install outside it (npm install -g {self.package})",
+            fix=f"reinstall it (npm install -g {self.package}) or set {self.env_var} to one that runs",
+            writable=self.writable(inp, inv),
+            readable=checkout_object_stores(inp.worktree),
+        )
+
+    def judged(self, ran: Launched, result: AgentResult) -> AgentResult:
+        """`result`, marked `not_started` when the CLI never ran (the sandbox could not
+        exec it) or ended in failure before any model call: the run's, not the agent's."""
+        outcome = ran.outcome
+        why = not_started(outcome.returncode, outcome.timed_out, ran.stderr)
+        if why is not None:  # its own words are about a process that never ran
+            result.not_started = result.error = f"the {self.command} CLI did not run: {why}"
+        elif result.exit != "auth_failed" and reached_no_model(result, outcome.returncode, outcome.timed_out):
+            result.not_started = f"the {self.command} CLI exited {outcome.returncode} before any model call"
+            result.error = "; ".join(e for e in (result.error, result.not_started) if e)
+        return result
 
     def base_env(self, inp: AgentInput) -> dict[str, str]:
         """The CLI's environment before the adapter sets its own variables: no cache,

@@ -263,7 +263,7 @@ class CodexAgent(CliAgent[CodexInvocation]):
         facts = read_rollout(rollout.splitlines()) if rollout else None
         memory_files = carry_back(inv.codex_home / MEMORY_FILE, inv.memory_root) if inv.memory_root is not None else {}
         patch = _diff.worktree_patch(inp.worktree, base)
-        return AgentResult(
+        return self.judged(ran, AgentResult(
             # A key the agent wrote into the worktree must not travel on in the patch either.
             patch=scrubber.text(patch),
             exit=exit_kind,
@@ -279,7 +279,7 @@ class CodexAgent(CliAgent[CodexInvocation]):
             error=scrubber.optional(error),
             model=inp.model or (facts.model if facts else None),
             memory_files=memory_files,
-        )
+        ))
 
 
 def _rollout(codex_home: Path, thread_id: str | None) -> bytes | None:

@@ -27,11 +27,23 @@ from ._egress import API_ENDPOINTS, endpoint_urls
 from ._process import run_process
 from ._protocol import AgentInput, AgentResult, ExitKind, RunSupplies
 from ._scrub import Scrubber
+from ._startup import Probe, exec_chain, not_started
 
 __all__ = ["PLACEHOLDERS", "CommandAgent"]
 
 PLACEHOLDERS = ("{workdir}", "{issue_file}", "{hints_file}", "{model}", "{instance_id}", "{repo}", "{scratch}")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+# The preflight's probe: an arbitrary command has no harmless option to run (`--version`
+# may start the agent itself), so inside the sandbox only exec's own checks are made, on
+# each path exec resolves (the program, its script's interpreter): it is there and it is
+# executable. The shell's 127 and 126 say which failed.
+_EXEC_CHECK = """\
+for f in "$@"; do
+  [ -e "$f" ] || { echo "$f: No such file or directory" >&2; exit 127; }
+  [ -f "$f" ] && [ -x "$f" ] || { echo "$f: not an executable file" >&2; exit 126; }
+done
+"""
 
 
 class CommandAgent:
@@ -71,6 +83,27 @@ class CommandAgent:
             out.append(arg)
         return out
 
+    def probe(self, inp: AgentInput) -> Probe:
+        """Whether the program (and its script's interpreter) can be exec'd inside the
+        sandbox with a task's environment and mounts, without running it."""
+        argv = self.argv(inp, str(inp.scratch_dir / "issue.md"), str(inp.scratch_dir / "hints.md"))
+        env = self._env(inp)
+        chain = exec_chain(argv[0], env.get("PATH"))
+        if not chain:
+            raise SweclError(f"the agent command {argv[0]!r} is not on PATH: give its full path, or install it")
+        named_files, named_dirs = _named_paths(argv, inp.sandbox)
+        return Probe(
+            argv=["/bin/sh", "-c", _EXEC_CHECK, "sh", *chain], env=env, what=f"the agent command {argv[0]}",
+            executables=chain, remedy="put the program (and its interpreter) outside that place, or name it by its path "
+            "in the template so it is mounted", fix="put the program back, or fix --command",
+            writable=[inp.scratch_dir, *named_dirs],
+            readable=[*checkout_object_stores(inp.worktree), *named_files], shows_version=False,
+        )
+
+    def _env(self, inp: AgentInput) -> dict[str, str]:
+        # No cache, results or dataset path reaches the agent, confined or not.
+        return agent_environment({**os.environ, **self.extra_env}, inp.sandbox.hidden if inp.sandbox is not None else ())
+
     def run(self, inp: AgentInput) -> AgentResult:
         started = time.monotonic()
         base = inp.base_commit or _diff.head_commit(inp.worktree)
@@ -82,8 +115,7 @@ class CommandAgent:
         hints_file.write_text(inp.hints, encoding="utf-8")
         argv = self.argv(inp, str(issue_file), str(hints_file))
         full_env = {**os.environ, **self.extra_env}
-        # No cache, results or dataset path reaches the agent, confined or not.
-        env = agent_environment(full_env, inp.sandbox.hidden if inp.sandbox is not None else ())
+        env = self._env(inp)
         out_path, err_path = scratch / "command-stdout.txt", scratch / "command-stderr.txt"
         named_files, named_dirs = _named_paths(argv, inp.sandbox)
         outcome = run_process(
@@ -111,11 +143,20 @@ class CommandAgent:
             exit_kind = "error"
             error = f"{argv[0]} exited {outcome.returncode}" + (f": {tail[-1][:300]}" if tail else "")
 
+        # A program that never ran (gone, or out of the sandbox's sight) left no patch: the
+        # attempt is the run's failure, not the agent's 0.
+        why = not_started(outcome.returncode, outcome.timed_out, stderr.decode("utf-8", "replace"))
+        patch = scrubber.text(_diff.worktree_patch(inp.worktree, base))
+        if why is not None and not patch:
+            error = why = f"the agent command {argv[0]} did not run: {why}"
+        else:
+            why = None
+
         transcript = b"".join(
             part for part in (b"--- stdout\n", stdout, b"\n--- stderr\n", stderr) if part
         )
         return AgentResult(
-            patch=scrubber.text(_diff.worktree_patch(inp.worktree, base)),
+            patch=patch,
             exit=exit_kind,
             exit_code=outcome.returncode,
             duration_s=time.monotonic() - started,
@@ -123,6 +164,7 @@ class CommandAgent:
             prompt=scrubber.text(inp.issue),
             error=scrubber.optional(error),
             model=inp.model,
+            not_started=scrubber.optional(why),
         )
 
 

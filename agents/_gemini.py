@@ -215,7 +215,7 @@ class GeminiAgent(CliAgent[GeminiInvocation]):
             exit_kind, error = "error", "the memory MCP server failed to start: the run had no recall"
         memory_files = carry_back(inv.gemini_home / ".gemini" / MEMORY_FILE, inv.memory_root) if inv.memory_root else {}
         patch = _diff.worktree_patch(inp.worktree, ran.base)
-        return AgentResult(
+        return self.judged(ran, AgentResult(
             # A key the agent wrote into the worktree must not travel on in the patch either.
             patch=scrubber.text(patch),
             exit=exit_kind,
@@ -231,7 +231,7 @@ class GeminiAgent(CliAgent[GeminiInvocation]):
             error=scrubber.optional(error),
             model=inp.model or summary.model,
             memory_files=memory_files,
-        )
+        ))
 
 
 def _session(gemini_home: Path, session_id: str | None) -> bytes | None:

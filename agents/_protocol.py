@@ -146,6 +146,11 @@ class AgentResult:
     error: str | None = None
     model: str | None = None
     memory_files: dict[str, str] = field(default_factory=dict)  # builtin: native memory after the run
+    # Set by an adapter when its process never started (the sandbox could not exec it) or
+    # ended before any model call (`agents._startup`): the attempt says nothing about the
+    # agent, and the run records it as agent_error, never scored. Not an event field: the
+    # reason is in `error`.
+    not_started: str | None = None
 
     def __post_init__(self) -> None:
         if self.exit not in EXIT_KINDS:

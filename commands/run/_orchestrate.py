@@ -26,7 +26,7 @@ from agents import Agent, Budget, RunSupplies
 from commands.inputs import Benchmark, Sequence, find_sequence, load_benchmark, load_predictions
 from commands.memory import dream, resolve_seed, seed_memory
 from projections.memory import materialise_version
-from graders import RepoCache, default_cache_dir, get_grader, reap_orphans, sandbox_for
+from graders import RepoCache, Sandbox, default_cache_dir, get_grader, reap_orphans, sandbox_for
 from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, Terminated, event_id_for
 from ledger.events import RunFinished, RunResumed, RunStarted, TaskRef
 
@@ -259,9 +259,10 @@ def start_run(results: Results, opts: RunOptions, reporter: Reporter, repeat: Re
     benchmark = open_benchmark(opts)
     sequences = select_sequences(benchmark, opts)
     agent = build_agent(opts, benchmark, runs_here=opts.executor == "local")  # fail early, before claiming
-    del agent
     _require_executor(opts)
     require_writable(results)
+    check_agent_starts(agent, opts, results)  # before claiming: a failed check leaves no run behind
+    del agent
     with results.open_ledger(create=True) as ledger:
         taken = opts.version is not None and ledger.stream_version(f"run/{opts.version}") >= 0  # claim says so
         if stage.seeds and not taken:  # a seed that cannot be found is refused before a version is claimed
@@ -302,6 +303,8 @@ def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int 
                 f"run {version} was made on a dataset with hash {started.event.dataset_hash[:12]}; "
                 f"{opts.dataset or 'the demo'} now hashes to {benchmark.content_hash[:12]}: it changed, so the run cannot continue"
             )
+    # Before run.resumed: an agent that cannot start leaves the run as it was.
+    check_agent_starts(build_agent(opts, benchmark, runs_here=opts.executor == "local"), opts, results)
     # The lock first: a resume refused because the run is running must write nothing.
     with run_lock(results, version):
         with results.open_ledger() as ledger:
@@ -334,6 +337,24 @@ def with_overrides(opts: RunOptions, *, jobs: int | None = None, task_jobs: int 
         opts = msgspec.structs.replace(opts, **executor)
         opts.validate_executor()
     return opts
+
+
+def check_agent_starts(agent: Agent, opts: RunOptions, results: Results) -> None:
+    """An agent with a process of its own: its probe (`CLI --version`, an exec check of a
+    command) run once, before the first task, as a task will run it (the same sandbox,
+    hidden paths, mounts and environment). It refuses in one line when the process does
+    not start; otherwise every task would fail the same way. On Ray the nodes run tasks,
+    each with its own installation: not checked here."""
+    if opts.executor != "local" or not hasattr(agent, "probe"):
+        return
+    agents.preflight(agent, agent_sandbox(opts, results.root))
+
+
+def agent_sandbox(opts: RunOptions, ledger_dir: Path) -> Sandbox:
+    """The sandbox of a run's agents and tests. The agent must not see the mirror (later
+    commits hold its fix), the ledger, or the files that hold the grading rows; tests
+    need none of them either."""
+    return sandbox_for(opts.sandbox, hide=[cache_dir_of(opts), ledger_dir, *_input_files(opts)])
 
 
 def _require_executor(opts: RunOptions) -> None:
@@ -474,9 +495,7 @@ def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id
 
         sequence = replace(sequence, tasks=tuple(t for t in sequence.tasks if t.instance_id in set(opts.instances)))
     cache = cache_dir_of(opts)
-    # The agent must not see the mirror (later commits hold its fix), the ledger, or the
-    # files that hold the grading rows; tests need none of them either.
-    sandbox = sandbox_for(opts.sandbox, hide=[cache, ledger.path.parent, *_input_files(opts)])
+    sandbox = agent_sandbox(opts, ledger.path.parent)
     ctx = SequenceContext(
         ledger=ledger,
         version=version,

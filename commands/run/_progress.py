@@ -32,10 +32,23 @@ class TaskProgress:
     # Where the task ran, when not in this process: the Ray job of its sequence, or a Ray
     # task of its own (see _ray_tasks); shown in --json lines.
     where: str | None = None
+    # Of done_so_far, the tasks with no valid verdict (agent_error, infra_error, ...): the
+    # resolve rate is over the others, as the metrics count them (missing, never a 0).
+    unscored_so_far: int = 0
+
+    @property
+    def scored_so_far(self) -> int:
+        return self.done_so_far - self.unscored_so_far
 
     @property
     def rate(self) -> float:
-        return self.resolved_so_far / self.done_so_far if self.done_so_far else 0.0
+        return self.resolved_so_far / self.scored_so_far if self.scored_so_far else 0.0
+
+    @property
+    def resolved_text(self) -> str:
+        """`resolved R/S (P%)`, with how many were not scored when some were."""
+        unscored = f", {self.unscored_so_far} not scored" if self.unscored_so_far else ""
+        return f"resolved {self.resolved_so_far}/{self.scored_so_far} ({self.rate:.0%}){unscored}"
 
 
 class _Eta:
@@ -127,6 +140,7 @@ class JsonReporter:
                 "resolved": p.resolved,
                 "resolve_rate": round(p.rate, 4),
                 "done": p.done_so_far,
+                "not_scored": p.unscored_so_far,
                 "eta_s": None if left is None else round(left, 1),
                 **({"where": p.where} if p.where else {}),
             }
@@ -165,7 +179,7 @@ class LineReporter:
         outcome = "resolved" if p.resolved else (p.status or "unresolved")
         self._line(
             f"v{p.version} {p.sequence_id} {p.pass_} {p.done_so_far}/{p.total}: {p.order}: {p.instance_id} {outcome}; "
-            f"resolved {p.resolved_so_far}/{p.done_so_far} ({p.rate:.0%}), {format_duration(self.eta.left(p))} left in this pass"
+            f"{p.resolved_text}, {format_duration(self.eta.left(p))} left in this pass"
         )
 
     def note(self, text: str) -> None:
@@ -245,7 +259,7 @@ class RichReporter:
         self.progress.update(
             bar.task_id,
             completed=bar.done,
-            rate=f"resolved {bar.resolved}/{bar.done} ({p.rate:.0%})",
+            rate=p.resolved_text,
             last=f"{p.order}: {p.instance_id} {mark}",
         )
 

@@ -53,7 +53,7 @@ from typing import Any
 
 from commands.inputs import Task
 from ledger import Ledger, LedgerError, StreamRange, SweclError, merge_branch
-from projections import RunOutcomes
+from projections import INVALID_STATUSES, RunOutcomes
 
 from ._options import RunOptions
 from ._progress import TaskProgress
@@ -220,10 +220,12 @@ class RayTasks:
         copy knows only what its snapshot held)."""
         with ctx.lock:
             done, resolved = ctx.progress.get(p.pass_, (0, 0))
+            unscored = ctx.unscored.get(p.pass_, 0)
             if kind == "task_finished":
                 done, resolved = done + 1, resolved + (1 if p.resolved else 0)
                 ctx.progress[p.pass_] = (done, resolved)
-        p.done_so_far, p.resolved_so_far = done, resolved
+                ctx.unscored[p.pass_] = unscored = unscored + (p.status in INVALID_STATUSES)
+        p.done_so_far, p.resolved_so_far, p.unscored_so_far = done, resolved, unscored
         if kind == "task_started":
             ctx.reporter.task_started(p)
         else:

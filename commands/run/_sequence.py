@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from commands.inputs import Task
 from ledger import NewEvent, StreamRange, SweclError, event_id_for
 from ledger.events import PassFinished, PassStarted, TaskFinished
-from projections import Cell, OutcomeProjection, Projector, RunOutcomes, SequenceCells
+from projections import INVALID_STATUSES, Cell, OutcomeProjection, Projector, RunOutcomes, SequenceCells
 
 from .. import _stops
 from ._schedule import Elsewhere, SequenceSchedule, run_scheduled
@@ -191,3 +191,4 @@ def _restore_progress(ctx: SequenceContext, state: RunOutcomes) -> None:
     for pass_, cells in seq.passes.items():
         done = [c for c in cells.values() if c.done]
         ctx.progress[pass_] = (len(done), sum(1 for c in done if c.resolved))
+        ctx.unscored[pass_] = sum(1 for c in done if c.status in INVALID_STATUSES)

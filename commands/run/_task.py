@@ -25,8 +25,10 @@ from commands.inputs import Sequence, Task
 from commands.memory import GradingSecrets, TaskView, plan_daydream
 from graders import EnvSpec, Grader, GradeRequest, RepoCache, Sandbox, apply_check
 from ledger import Event, Ledger, NewEvent, SweclError, event_id_for
-from ledger.events import AgentEgress, GradeFinished, GradeStatus, MemorySuperseded, MemoryWritten, TaskAbandoned, TaskFinished, TaskStarted
-from projections import retest_row
+from ledger.events import (
+    AgentEgress, GradeFinished, GradeStatus, MemorySuperseded, MemoryWritten, TaskAbandoned, TaskFinished, TaskStarted,
+)
+from projections import INVALID_STATUSES, retest_row
 
 from .._failpoints import failpoint
 from ._halt import Halt
@@ -38,6 +40,10 @@ from ._stages import Stage
 # (max turns, timeout, a crash of the agent) is graded on whatever patch it left: that
 # is the agent's result, good or bad.
 STOPPING_EXITS = frozenset({"auth_failed"})
+# Attempts in a row whose agent could not run (agent_error: its process never started or
+# died before any model call, or the adapter raised) after which the run stops: the
+# agent's installation is broken, and the rest of the sequence would fail the same way.
+AGENT_ERRORS_TO_STOP = 3
 
 
 class AgentUnavailable(SweclError):
@@ -79,6 +85,7 @@ class SequenceContext:
     allow_hosts: tuple[str, ...] = ()  # --allow-host: reachable by a sandboxed agent beside its API
     allow_web: bool = False  # --allow-web: the agents' own web tools stay on
     progress: dict[str, tuple[int, int]] = field(default_factory=dict)  # pass -> (done, resolved)
+    unscored: dict[str, int] = field(default_factory=dict)  # pass -> done with no valid verdict
     task_jobs: int = 1  # workers for the tasks that may run at once (see _schedule)
     # With several workers: one environment's tasks in turn on one worker (grading only,
     # where the test run is the whole task), rather than task by task (an agent's run dominates).
@@ -92,6 +99,7 @@ class SequenceContext:
     halt: Halt | None = None
     # instance -> PASS_TO_PASS tests `swecl validate` found failing here with and without the fix
     p2p_excluded: dict[str, list[str]] = field(default_factory=dict)
+    agent_errors_in_a_row: int = 0  # guarded by `lock`; see AGENT_ERRORS_TO_STOP
 
     @property
     def stream(self) -> str:
@@ -156,10 +164,11 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
         )
     with ctx.lock:
         done, resolved_so_far = ctx.progress.get(pass_, (0, 0))
+        unscored = ctx.unscored.get(pass_, 0)
     total = task_count(ctx, pass_)
     ctx.reporter.task_started(
         TaskProgress(ctx.version, seq.id, pass_, task.order, total, task.instance_id,
-                     resolved_so_far=resolved_so_far, done_so_far=done)
+                     resolved_so_far=resolved_so_far, done_so_far=done, unscored_so_far=unscored)
     )
 
     egress = Egress(allow_hosts=ctx.allow_hosts, allow_web=ctx.allow_web)
@@ -184,6 +193,24 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
         raise AgentUnavailable(
             f"the {ctx.agent_name} agent could not run ({result.exit}: {result.error or 'no detail'}); "
             f"fix it and continue with `swecl run --resume {ctx.version}`"
+        )
+
+    if failure == GradeStatus.AGENT_ERROR.value:
+        # Said as it happens: not scored, so the resolve rate alone would not show it.
+        ctx.reporter.note(f"{task.instance_id} ({pass_}): agent_error, not scored: {result.error or 'no detail'}")
+    with ctx.lock:
+        if failure == GradeStatus.AGENT_ERROR.value:
+            ctx.agent_errors_in_a_row += 1
+        elif failure is None:
+            ctx.agent_errors_in_a_row = 0
+        stop = ctx.agent_errors_in_a_row >= AGENT_ERRORS_TO_STOP
+    if stop:
+        # This attempt is redone on resume, as an interrupted one; the ones before it stay
+        # recorded as agent_error (not scored).
+        abandon(ctx, task, pass_, attempt, "agent could not run")
+        raise AgentUnavailable(
+            f"the {ctx.agent_name} agent could not run in {AGENT_ERRORS_TO_STOP} attempts in a row "
+            f"(last: {result.error or 'no detail'}); fix it and continue with `swecl run --resume {ctx.version}`"
         )
 
     if failure is not None:
@@ -231,9 +258,11 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
         done, resolved_so_far = ctx.progress.get(pass_, (0, 0))
         ok = 1 if grade.resolved else 0
         ctx.progress[pass_] = (done + 1, resolved_so_far + ok)
+        ctx.unscored[pass_] = unscored = ctx.unscored.get(pass_, 0) + (grade.status in INVALID_STATUSES)
     ctx.reporter.task_finished(
         TaskProgress(ctx.version, seq.id, pass_, task.order, total, task.instance_id, status=grade.status,
-                     resolved=grade.resolved, resolved_so_far=resolved_so_far + ok, done_so_far=done + 1)
+                     resolved=grade.resolved, resolved_so_far=resolved_so_far + ok, done_so_far=done + 1,
+                     unscored_so_far=unscored)
     )
     return finished
 
@@ -290,7 +319,8 @@ def _run_agent(
 ) -> tuple[AgentResult, str | None]:
     """The agent's result, and the status when the harness (not the agent) failed:
     `infra_error` when the task's checkout could not be made (a clone or fetch that
-    fails, a commit missing from the mirror), `agent_error` when the adapter broke."""
+    fails, a commit missing from the mirror), `agent_error` when the adapter broke or
+    its process did not run (`AgentResult.not_started`)."""
     started = time.monotonic()
     recall = None
     try:
@@ -328,7 +358,9 @@ def _run_agent(
                 sandbox=ctx.sandbox,
                 egress=egress,
             )
-            return ctx.agent.run(inp), None
+            result = ctx.agent.run(inp)
+            # The adapter's evidence that its process never ran or reached no model.
+            return result, GradeStatus.AGENT_ERROR.value if result.not_started else None
     except SweclError as exc:
         # The message and traceback may quote what the adapter read (its environment
         # among it): recorded scrubbed, like an adapter's own result.

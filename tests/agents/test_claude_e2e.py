@@ -9,6 +9,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -306,3 +307,46 @@ def test_a_memory_server_that_fails_to_start_makes_the_run_an_error(
     )
     assert result.exit == "error"
     assert result.error == "the memory MCP server's status at start-up was failed: the run had no recall"
+
+
+def test_an_api_it_cannot_reach_is_no_model_call_and_marked_not_started(
+    claude_bin: str, make_input: Callable[..., AgentInput], fakes: Callable[..., FakeAnthropic],
+    claude_env: Callable[[FakeAnthropic], None],
+) -> None:
+    """The CLI started but never had an answer from a model: the run's failure (the
+    harness records it as agent_error), not the agent's 0."""
+    fake = fakes([[text("must never be asked")]])
+    claude_env(fake)
+    fake.stop()  # its port now refuses connections
+    result = ClaudeAgent(executable=claude_bin, max_retries=0).run(make_input(model="claude-fake"))
+    assert result.exit == "error" and result.exit_code == 1 and result.patch == ""
+    assert not sum(result.tokens.values()) and not result.tool_calls
+    assert result.not_started == "the claude CLI exited 1 before any model call"
+    assert (result.error or "").endswith(result.not_started) and "Unable to connect" in (result.error or "")
+
+
+class _FailsAfterOneAnswer(FakeAnthropic):
+    """Answers the first model call; every later one is a server error."""
+
+    def answer(self, handler: Any, logged: Any) -> None:
+        if logged.turn >= 1:
+            self.error(handler, 500, "overloaded")
+        else:
+            super().answer(handler, logged)
+
+
+def test_a_cli_that_reached_its_model_and_then_failed_is_the_agents_own_end(
+    claude_bin: str, make_input: Callable[..., AgentInput], repo: Path, fakes: Callable[..., FakeAnthropic],
+    claude_env: Callable[[FakeAnthropic], None],
+) -> None:
+    """The same non-zero exit and no patch, but a model answered (tokens, a tool call):
+    the agent ran, and its result is graded as it is."""
+    fake = _FailsAfterOneAnswer(script=[[tool_use("Read", {"file_path": str(repo / "README.md")})]]).start()
+    try:
+        claude_env(fake)
+        result = ClaudeAgent(executable=claude_bin, max_retries=0).run(make_input(model="claude-fake"))
+    finally:
+        fake.stop()
+    assert result.exit == "error" and result.exit_code == 1 and result.patch == "", result.error
+    assert result.tool_calls == [ToolCall("Read")]
+    assert result.not_started is None

@@ -62,6 +62,23 @@ def test_nonzero_exit_is_an_error_with_stderr(make_input: Callable[..., AgentInp
     assert result.exit == "error" and result.exit_code == 3
     assert result.error == f"{sys.executable} exited 3: boom: no key"
     assert result.patch == ""
+    assert result.not_started is None  # it ran and gave up: the agent's own end, graded
+
+
+def test_a_program_it_cannot_exec_is_marked_not_started(make_input: Callable[..., AgentInput]) -> None:
+    """The shell's 127: the agent's wrapper found no program to run. Nothing the agent did."""
+    result = CommandAgent(["/bin/sh", "-c", "exec no-such-model-client --go"]).run(make_input())
+    assert result.exit == "error" and result.exit_code == 127 and result.patch == ""
+    assert result.not_started == result.error
+    assert result.error.startswith("the agent command /bin/sh did not run: it could not be executed (exit 127: ")
+    assert "no-such-model-client" in result.error
+
+
+def test_an_exit_127_after_editing_is_graded(make_input: Callable[..., AgentInput]) -> None:
+    """A patch says the agent ran, whatever its exit: graded as it is."""
+    result = CommandAgent(["/bin/sh", "-c", "echo '# edited' >> README.md; exit 127"]).run(make_input())
+    assert result.exit_code == 127 and "+# edited" in result.patch
+    assert result.not_started is None
 
 
 def test_timeout_kills_the_whole_process_group(make_input: Callable[..., AgentInput], tmp_path: Path) -> None:

@@ -1,0 +1,192 @@
+"""Whether an agent's process can start: once before a run, and after each attempt.
+
+An agent whose executable the sandbox cannot reach (a CLI installed under the system's
+temporary directory, which the sandbox replaces by an empty one; a path under the hidden
+cache or results) fails every task the same way. Scored, each would count as the
+agent's 0. So:
+
+- `preflight` runs, before the first task, what the agent offers as its `probe`
+  (`CliAgent`: `CLI --version`; `CommandAgent`: an exec check of its program and of its
+  script's interpreter) through the very `run_process` and sandbox a task goes through,
+  with the environment and mounts a task gets, and refuses in one line that says where
+  the executable is, what the sandbox does to that place and what to set;
+- `not_started` and `reached_no_model` read an attempt's process end: the sandbox's own
+  failure line (bwrap could not exec the program), the shell's 126/127, or a CLI that
+  exited non-zero having used no tokens, made no tool call and left no patch. Such an
+  attempt says nothing about the agent: the adapter marks it (`AgentResult.not_started`)
+  and the run records it as `agent_error`, never scored.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from graders import Sandbox
+from ledger import SweclError
+
+from ._process import run_process
+from ._protocol import AgentInput, AgentResult
+
+__all__ = ["PREFLIGHT_TIMEOUT_S", "Probe", "Probed", "exec_chain", "not_started", "preflight", "reached_no_model",
+           "where_it_is"]
+
+PREFLIGHT_TIMEOUT_S = 60.0
+_PRIVATE_TREES = ("/tmp", "/var/tmp", "/dev/shm")  # the sandbox mounts empty ones
+_SHELL_CANNOT_EXEC = (126, 127)  # found but not executable; not found
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What `preflight` runs for an agent, as a task would run its process."""
+
+    argv: list[str]
+    env: dict[str, str]
+    what: str  # "the claude CLI", "the agent command"
+    executables: list[str]  # what exec resolves: the program, its script's interpreter
+    remedy: str  # what to change when the sandbox hides it (--sandbox none is added)
+    fix: str  # what to change when it fails anywhere else
+    writable: list[Path] = field(default_factory=list)
+    readable: list[Path] = field(default_factory=list)
+    shows_version: bool = True  # stdout's first line is the program's version
+
+
+class Probed(Protocol):
+    """An agent that runs a process of its own offers the probe a task's process passes."""
+
+    def probe(self, inp: AgentInput) -> Probe: ...
+
+
+def preflight(agent: object, sandbox: Sandbox | None) -> str | None:
+    """Run `agent`'s probe as a task would (same sandbox, hidden paths, mounts,
+    environment), in a scratch dir where a task's is. Returns its version line ("" when
+    the probe shows none); None for an agent with no process of its own. Refuses in one
+    line when it does not start."""
+    probe_of = getattr(agent, "probe", None)
+    if probe_of is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="swecl-task-") as scratch:
+        root = Path(scratch)
+        worktree = root / "worktree"
+        worktree.mkdir()
+        inp = AgentInput(instance_id="preflight", repo="preflight", issue="", worktree=worktree,
+                         scratch_dir=root / "scratch", sandbox=sandbox)
+        inp.scratch_dir.mkdir()
+        probe: Probe = probe_of(inp)
+        out, err = root / "probe-stdout.txt", root / "probe-stderr.txt"
+        try:
+            outcome = run_process(probe.argv, cwd=worktree, env=probe.env, stdout=out, stderr=err,
+                                  timeout_s=PREFLIGHT_TIMEOUT_S, sandbox=sandbox, writable=probe.writable,
+                                  readable=probe.readable)
+        except SweclError as exc:  # unconfined: the exec itself failed here
+            raise SweclError(_refusal(probe, sandbox, str(exc))) from None
+        said = err.read_text(encoding="utf-8", errors="replace")
+        if outcome.timed_out:
+            raise SweclError(_refusal(probe, sandbox, f"it did not finish within {PREFLIGHT_TIMEOUT_S:g}s"))
+        if outcome.returncode != 0:
+            raise SweclError(_refusal(probe, sandbox, f"exit {outcome.returncode}: {_last_line(said)}"))
+        lines = out.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        return lines[0].strip()[:200] if probe.shows_version and lines else ""
+
+
+def _refusal(probe: Probe, sandbox: Sandbox | None, detail: str) -> str:
+    confined = sandbox is not None and sandbox.confined
+    where = where_it_is(probe.executables, sandbox, [*probe.readable, *probe.writable])
+    inside = " inside the sandbox" if confined else ""
+    if where is not None:
+        path, place = where
+        unconfined = ", or run unconfined with --sandbox none" if confined else ""
+        return f"{probe.what} cannot start{inside} ({detail}): it is at {path}, and {place}; {probe.remedy}{unconfined}"
+    program = probe.executables[0] if probe.executables else None
+    located = f"it is at {program}" if program and os.path.exists(program) else f"there is no {program}"
+    return f"{probe.what} cannot start{inside} ({detail}): {located}; {probe.fix}"
+
+
+def where_it_is(executables: list[str], sandbox: Sandbox | None,
+                mounted: Sequence[str | os.PathLike[str]] = ()) -> tuple[str, str] | None:
+    """(path, what the sandbox makes of it) for the first of `executables` (their real
+    paths: a link resolves where it points) the sandbox does not show; None when all
+    lie in places it shows. `mounted`: what the task's process gets back on top."""
+    if sandbox is None or not sandbox.confined:
+        return None
+    shown = [os.path.realpath(m) for m in mounted]
+    for exe in executables:
+        if not os.path.exists(exe):  # not there at all: nothing the sandbox did
+            return None
+        real = os.path.realpath(exe)
+        if any(_under(real, m) for m in shown):
+            continue
+        # A hidden path may lie inside a private tree: the narrower says more.
+        for hidden in sorted(sandbox.hidden, key=len, reverse=True):
+            if _under(real, hidden):
+                return real, f"the sandbox hides {hidden} (it hides swecl's cache, results and dataset files)"
+        for tree in _PRIVATE_TREES:
+            if _under(real, tree):
+                return real, f"the sandbox gives the agent an empty private {tree}"
+    return None
+
+
+def _under(path: str, root: str) -> bool:
+    root = root.rstrip("/")
+    return path == root or path.startswith(root + "/")
+
+
+def exec_chain(program: str, env_path: str | None) -> list[str]:
+    """What exec resolves for `program` on the host: its path (PATH-searched when it has no
+    slash), then its script's interpreter (`#!/usr/bin/env node`: env and node)."""
+    found = program if "/" in program else shutil.which(program, path=env_path)
+    if found is None:
+        return []
+    chain = [os.path.abspath(found)]
+    try:
+        with open(found, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return chain
+    if not head.startswith(b"#!"):
+        return chain
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if not words:
+        return chain
+    chain.append(words[0])
+    if os.path.basename(words[0]) == "env":
+        named = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        if named:
+            interpreter = shutil.which(named[0], path=env_path)
+            if interpreter is not None:
+                chain.append(interpreter)
+    return chain
+
+
+def not_started(returncode: int | None, timed_out: bool, stderr: str) -> str | None:
+    """Why the process never ran its program, by the evidence of its end: bubblewrap's
+    own last word (it exits 1 and says `bwrap: execvp PATH: ...` when the program is not
+    there inside), or the shell's 126 (not executable) / 127 (not found)."""
+    if timed_out or returncode is None:
+        return None
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    if returncode == 1 and lines and lines[0].startswith("bwrap: "):
+        return f"the sandbox could not start it ({lines[0][:300]})"
+    if returncode in _SHELL_CANNOT_EXEC:
+        said = f": {lines[-1][:300]}" if lines else ""
+        return f"it could not be executed (exit {returncode}{said})"
+    return None
+
+
+def reached_no_model(result: AgentResult, returncode: int | None, timed_out: bool) -> bool:
+    """A CLI that ended in failure (non-zero, or a signal) without a trace of a model's
+    answer: no tokens, no tool call, no patch. A CLI that reached its model and gave up
+    has tokens; one that hit its time limit is the agent's own end."""
+    if timed_out or returncode == 0 or result.exit not in ("crashed", "error"):
+        return False
+    return not (sum(result.tokens.values()) or result.tool_calls or result.patch or result.cost_usd)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "nothing on stderr"
