@@ -200,7 +200,8 @@ for name in cfg["proxy_vars"]:
 try:
     child = subprocess.Popen(sys.argv[2:], env=env)
 except OSError as exc:
-    sys.stderr.write("%s: %s\n" % (sys.argv[2], exc))
+    # The first line an attempt's stderr holds: `_startup.not_started` reads it.
+    sys.stderr.write("swecl-launcher: cannot execute %s: %s\n" % (sys.argv[2], exc.strerror or exc))
     sys.exit(127)
 def forward(sig, frame):
     try:

@@ -38,7 +38,8 @@ __all__ = ["PREFLIGHT_TIMEOUT_S", "Probe", "Probed", "exec_chain", "not_started"
 
 PREFLIGHT_TIMEOUT_S = 60.0
 _PRIVATE_TREES = ("/tmp", "/var/tmp", "/dev/shm")  # the sandbox mounts empty ones
-_SHELL_CANNOT_EXEC = (126, 127)  # found but not executable; not found
+_SHELL_CANNOT_EXEC = (126, 127)
+LAUNCHER_CANNOT_EXEC = "swecl-launcher: cannot execute "  # agents/_egress.py's launcher  # found but not executable; not found
 
 
 @dataclass(frozen=True)
@@ -166,11 +167,15 @@ def exec_chain(program: str, env_path: str | None) -> list[str]:
 def not_started(returncode: int | None, timed_out: bool, stderr: str) -> str | None:
     """Why the process never ran its program, by the evidence of its end: bubblewrap's
     own last word (it exits 1 and says `bwrap: execvp PATH: ...` when the program is not
-    there inside), or the shell's 126 (not executable) / 127 (not found)."""
+    there inside), the egress launcher's (127, `swecl-launcher: cannot execute PATH: ...`),
+    or the shell's 126 (not executable) / 127 (not found)."""
     if timed_out or returncode is None:
         return None
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     if returncode == 1 and lines and lines[0].startswith("bwrap: "):
+        return f"the sandbox could not start it ({lines[0][:300]})"
+    if returncode == 127 and lines and lines[0].startswith(LAUNCHER_CANNOT_EXEC):
+        # the egress launcher inside the sandbox, which starts the agent, could not exec it
         return f"the sandbox could not start it ({lines[0][:300]})"
     if returncode in _SHELL_CANNOT_EXEC:
         said = f": {lines[-1][:300]}" if lines else ""

@@ -93,5 +93,5 @@ def test_a_cli_agent_runs_its_version_in_the_sandbox(tmp_path: Path, sandbox: Sa
     with pytest.raises(SweclError) as info:
         preflight(ClaudeAgent(executable=_script(_in_temp(tmp_path) / "cli" / "claude", body)), sandbox)
     said = str(info.value)
-    assert said.startswith("the claude CLI cannot start inside the sandbox (exit 1: bwrap: execvp ")
+    assert said.startswith("the claude CLI cannot start inside the sandbox (exit 127: swecl-launcher: cannot execute ")
     assert "set SWECL_CLAUDE_BIN to an install outside it (npm install -g @anthropic-ai/claude-code)" in said

@@ -36,7 +36,7 @@ def test_a_claude_cli_in_the_temp_dir_is_refused_before_the_first_task(tmp_path:
         fake.stop()
     assert proc.returncode != 0 and proc.stderr.count("\n") == 1, proc.stderr
     line = proc.stderr
-    assert "the claude CLI cannot start inside the sandbox" in line and "bwrap: execvp" in line
+    assert "the claude CLI cannot start inside the sandbox" in line and "swecl-launcher: cannot execute" in line
     assert f"it is at {copy}" in line and f"empty private {tempfile.gettempdir()}" in line
     assert "SWECL_CLAUDE_BIN" in line and "--sandbox none" in line
     assert fake.api_requests == []
@@ -59,7 +59,7 @@ def test_a_command_agent_that_vanishes_mid_run_stops_the_run_unscored(tmp_path: 
                  cache=cache, check=False)
     assert proc.returncode != 0
     said = proc.stderr.strip().splitlines()
-    assert len([ln for ln in said if "agent_error, not scored" in ln and "bwrap: execvp" in ln]) == 3, proc.stderr
+    assert len([ln for ln in said if "agent_error, not scored" in ln and "swecl-launcher: cannot execute" in ln]) == 3, proc.stderr
     assert "could not run in 3 attempts in a row" in said[-1] and "swecl run --resume v" in said[-1]
     # the resolve rate so far is task 1's alone
     tasks = demo_tasks(SPANS)
