@@ -115,7 +115,8 @@ def _guard_bytecode():
 
         class SourceOnly(machinery.SourceFileLoader):
             def get_data(self, path):
-                if path.endswith((".pyc", ".pyo")) and _in_worktree(path):
+                # the module's source decides, not where the cache is (PYTHONPYCACHEPREFIX)
+                if path.endswith((".pyc", ".pyo")) and _in_worktree(self.path):
                     raise OSError("swecl: bytecode in the worktree is not loaded")
                 return super(SourceOnly, self).get_data(path)
 
@@ -146,7 +147,7 @@ def _guard_bytecode():
         read_pyc = getattr(rewrite, "_read_pyc", None)
         if read_pyc is not None:
             def _read_pyc(source, pyc, *args, **kwargs):
-                if _in_worktree(str(pyc)):
+                if _in_worktree(str(source)) or _in_worktree(str(pyc)):
                     return None
                 return read_pyc(source, pyc, *args, **kwargs)
             rewrite._read_pyc = _read_pyc
