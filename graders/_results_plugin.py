@@ -15,6 +15,36 @@ that run only) that appends every `pytest_runtest_logreport` and the
 - a channel without `pytest_sessionfinish` (the process was ended early, by `os._exit`
   or a crash) makes every log pass the channel did not see void, XFAIL included.
 
+pytest's reports are no proof either: library code the tests import can replace
+pytest's runner or report classes at run time, and the log, the exit code and
+`pytest_runtest_logreport` then all see passes. So the plugin also records evidence of each
+test's own run, apart from the reports: hookwrappers around `pytest_runtest_setup`,
+`_call` and `_teardown` (trylast, and registered by `-p` before any conftest or plugin of
+the repository, so the innermost wrapper: the exception the phase raised reaches it before
+anyone else's wrapper could drop it) record what ended the phase (nothing, skip, xfail, a
+failing exception; a unittest TestCase's kept `_excinfo` included), and for the call
+whether one of the test function's code objects started (the function pytest calls and
+what it wraps through `__wrapped__`: `functools.wraps` and `mock.patch` decorators do not
+hide it). Python 3.12+ watches with `sys.monitoring` local events on those code objects
+only, and also sees the outermost function end by an exception that pytest's call never
+showed (PY_UNWIND); older Pythons with a trace function that removes itself at the first
+matching frame (a trace function for the whole call made call-heavy tests several times
+slower, so there is no such check there). The functions and classes it uses are taken at
+import, before the code under test is imported. Then (`judge_evidence`) a test the log and
+the reports agree is PASSED needs a call that raised nothing and whose code started; an
+XFAIL needs an xfail exception or an xfail-marked call that raised; a SKIPPED, when the
+test was called, a skip exception. A phase that raised fails it (FAILED in the call, ERROR
+otherwise); a pass without the evidence is void. The grade's log names each such test
+with the reason (`EVIDENCE_NOTE`). Items with no function to watch (doctests, non-Python
+items) need only the phase evidence.
+
+Still out of reach: code under test runs in the same process and can reach anything of
+it, this plugin included (its module's functions, its file descriptor, the monitoring tool
+id, `item._excinfo`), and on Python < 3.12 it can call the test function and swallow its
+exception inside pytest's runner. Under pytest-xdist the workers do not get the channel's
+path (it is gone from the environment at import), so their tests have no evidence and no
+pass. The plugin also refuses bytecode for imports from the worktree (`graders._bytecode`).
+
 A test the log reports failing stays failing whatever the channel says, and the
 channel's tests the log never mentions are not added: the log keeps its key space (the
 SWE-bench lists name tests by it). The plugin reads its file's path from the environment
