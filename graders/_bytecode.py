@@ -8,7 +8,7 @@ source the diff shows. So:
   (`PYTHONPYCACHEPREFIX`, Python 3.8+): the interpreter then never reads the worktree's
   `__pycache__`. For a test run the directory is fresh, empty and read-only in the sandbox
   (`PYTHONDONTWRITEBYTECODE` stays set), so nothing can be planted in it either;
-- untracked `.pyc` / `.pyo` files in the worktree (a sourceless module beside the sources,
+- untracked `.pyc` / `.pyo` files in the worktree (but the install's own products) (a sourceless module beside the sources,
   which every Python 3 imports, or a cache of any interpreter) are removed before the run;
 - under pytest the results plugin (`graders._results_plugin`) also refuses, for every
   import from the worktree, bytecode of any kind (sourceless, cached, or pytest's
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 
 from graders._repos import untracked_files
@@ -53,11 +54,14 @@ class PrivatePycache:
             self.path = None
 
 
-def remove_stray_bytecode(worktree: Path) -> list[str]:
-    """Remove the untracked (and ignored) compiled modules of a checkout; returns them."""
+def remove_stray_bytecode(worktree: Path, keep: Collection[str] = ()) -> list[str]:
+    """Remove the untracked (and ignored) compiled modules of a checkout but those in
+    `keep` (the install's products: made before any patch, and checked before each grade
+    by `prepare_worktree`); returns what was removed."""
     removed = []
+    kept = set(keep)
     for rel in untracked_files(worktree):
-        if rel.endswith(_BYTECODE_SUFFIXES):
+        if rel.endswith(_BYTECODE_SUFFIXES) and rel not in kept:
             target = worktree / rel
             if target.is_file() or target.is_symlink():
                 target.unlink(missing_ok=True)

@@ -47,7 +47,13 @@ from graders._bytecode import PrivatePycache, remove_stray_bytecode
 from graders._decide import Decision, blame, decide
 from graders._env_info import EnvBuildError, EnvInfo
 from graders._envs import build_env, env_lock, era_for, guard_env, touch_used
-from graders._install import ensure_repo_installed, install_environment, install_fingerprint, prepare_worktree
+from graders._install import (
+    ensure_repo_installed,
+    install_environment,
+    install_fingerprint,
+    install_products,
+    prepare_worktree,
+)
 from graders._interpreters import PythonNotFound, find_python
 from graders._manifests import pre_install_plan
 from graders._parsers import frame_test_output, parse_log, parser_for_repo
@@ -289,7 +295,7 @@ class _ExecutingGrader:
                                test_files_reverted=reverted, env_key=env_key, error=str(exc))
             run_env = test_environment(bin_dir=bin_dir, venv=env.venv if env else None, extra={**eval_env, **cmd.env},
                                        channel=cmd.channel, pycache=pycache.path)
-            stray = remove_stray_bytecode(wt.path)
+            stray = remove_stray_bytecode(wt.path, keep=install_products(env, wt.path) if env is not None else ())
             if stray:
                 notes.add(f"[swecl] compiled modules removed before the tests (never loaded): {', '.join(stray[:10])}"
                           + (f" and {len(stray) - 10} more" if len(stray) > 10 else ""))

@@ -35,6 +35,7 @@ __all__ = [
     "ensure_repo_installed",
     "install_environment",
     "install_fingerprint",
+    "install_products",
     "prepare_worktree",
 ]
 
@@ -89,6 +90,16 @@ def _install_state(env: EnvInfo) -> dict:
     except (OSError, ValueError):
         return {}
     return state if isinstance(state, dict) else {}
+
+
+def install_products(env: EnvInfo, worktree: Path) -> set[str]:
+    """The files the env's recorded install made in `worktree` (none when it was made
+    elsewhere or failed)."""
+    state = _install_state(env)
+    products = state.get("products")
+    if state.get("worktree") != os.fspath(worktree) or not state.get("ok") or not isinstance(products, dict):
+        return set()
+    return set(products)
 
 
 def prepare_worktree(env: EnvInfo, spec: EnvSpec, wt: Worktree) -> str:
