@@ -459,6 +459,9 @@ class Evidence:
 
     def add(self, record: Mapping[str, object]) -> None:
         phase, kind = str(record.get("evidence")), record.get("exc")
+        if phase == "setup":  # a new run of the test (pytest-rerunfailures): the last one counts
+            self.raised, self.skipped, self.xfailed, self.xfail_marked = [], False, False, False
+            self.called, self.ran, self.unwound = False, None, None
         if kind == "fail":
             self.raised.append((phase, str(record.get("exc_type") or "?")))
         elif kind == "skip":
@@ -467,7 +470,7 @@ class Evidence:
             self.xfailed = True
         if phase == "call":
             ran = record.get("ran")
-            if isinstance(ran, bool):  # a test called more than once (a rerun) must show it each time
+            if isinstance(ran, bool):
                 self.ran = ran if self.ran is None else (self.ran and ran)
             self.called = True
             self.xfail_marked = self.xfail_marked or bool(record.get("xfail_mark"))
