@@ -4,10 +4,11 @@ A patch could ship behaviour as bytecode: library code that writes a compiled mo
 the worktree during the run (or a `.pyc` the patch adds) would be loaded instead of the
 source the diff shows. So:
 
-- every test run (and the install step) gets a private bytecode cache outside the worktree
-  (`PYTHONPYCACHEPREFIX`, Python 3.8+): the interpreter then never reads the worktree's
-  `__pycache__`. For a test run the directory is fresh, empty and read-only in the sandbox
-  (`PYTHONDONTWRITEBYTECODE` stays set), so nothing can be planted in it either;
+- every test run, and apart from it the install step, gets a private bytecode cache
+  outside the worktree (`PYTHONPYCACHEPREFIX`, Python 3.8+): the interpreter then never
+  reads the worktree's `__pycache__`. For a test run the directory is fresh, empty and
+  read-only in the sandbox (`PYTHONDONTWRITEBYTECODE` stays set), so nothing can be
+  planted in it either;
 - untracked `.pyc` / `.pyo` files in the worktree (but the install's own products) (a sourceless module beside the sources,
   which every Python 3 imports, or a cache of any interpreter) are removed before the run;
 - under pytest the results plugin (`graders._results_plugin`) also refuses, for every

@@ -236,12 +236,14 @@ class _ExecutingGrader:
         test_paths = patch_paths(normalize_patch(req.test_patch)) if req.test_patch.strip() else []
         env_key = env.key if env else None
         channel = ResultsChannel()  # pytest's own report of the run, outside the log
-        pycache = PrivatePycache()  # bytecode never comes from the worktree (graders._bytecode)
+        # bytecode never comes from the worktree (graders._bytecode); the install's own
+        # cache apart, so nothing compiled before the patch reaches the tests
+        install_cache, pycache = PrivatePycache(), PrivatePycache()
         try:
             if env is not None and spec.install:
                 notes.add("[swecl] " + prepare_worktree(env, spec, wt))  # keeps only the install's products
-            setup_env = (install_environment(env, pycache.environment()) if env
-                         else test_environment(bin_dir=bin_dir, pycache=pycache.path))
+            setup_env = (install_environment(env, install_cache.environment()) if env
+                         else test_environment(bin_dir=bin_dir, pycache=install_cache.path))
             runnable, skipped = pre_install_plan(spec)
             for line, reason in skipped:
                 notes.add(f"[swecl] pre_install not run ({reason}): {line}")
@@ -254,7 +256,7 @@ class _ExecutingGrader:
                     env_warnings.append(f"pre_install failed: {line}")
             if env is not None and spec.install:
                 inst = ensure_repo_installed(env, spec, wt.path, wt.commit, fingerprint=install_fingerprint(wt.path, wt.commit),
-                                             extra_env=pycache.environment())
+                                             extra_env=install_cache.environment())
                 notes.add(f"[swecl] install: {'ran' if inst.ran else 'reused'} ({'ok' if inst.ok else 'FAILED'})")
                 for line in inst.notes:
                     notes.add(line)
@@ -347,6 +349,7 @@ class _ExecutingGrader:
                            error=error, **common, **verdict)
         finally:
             channel.close()
+            install_cache.close()
             pycache.close()
             # next task starts clean: tracked files back, untracked and patch-made ignored files gone
             try:
