@@ -43,10 +43,17 @@ from graders._apply import (
     revert_test_files,
     snapshot,
 )
+from graders._bytecode import PrivatePycache, remove_stray_bytecode
 from graders._decide import Decision, blame, decide
 from graders._env_info import EnvBuildError, EnvInfo
 from graders._envs import build_env, env_lock, era_for, guard_env, touch_used
-from graders._install import ensure_repo_installed, install_environment, install_fingerprint, prepare_worktree
+from graders._install import (
+    ensure_repo_installed,
+    install_environment,
+    install_fingerprint,
+    install_products,
+    prepare_worktree,
+)
 from graders._interpreters import PythonNotFound, find_python
 from graders._manifests import pre_install_plan
 from graders._parsers import frame_test_output, parse_log, parser_for_repo
@@ -229,10 +236,14 @@ class _ExecutingGrader:
         test_paths = patch_paths(normalize_patch(req.test_patch)) if req.test_patch.strip() else []
         env_key = env.key if env else None
         channel = ResultsChannel()  # pytest's own report of the run, outside the log
+        # bytecode never comes from the worktree (graders._bytecode); the install's own
+        # cache apart, so nothing compiled before the patch reaches the tests
+        install_cache, pycache = PrivatePycache(), PrivatePycache()
         try:
             if env is not None and spec.install:
                 notes.add("[swecl] " + prepare_worktree(env, spec, wt))  # keeps only the install's products
-            setup_env = install_environment(env) if env else test_environment(bin_dir=bin_dir)
+            setup_env = (install_environment(env, install_cache.environment()) if env
+                         else test_environment(bin_dir=bin_dir, pycache=install_cache.path))
             runnable, skipped = pre_install_plan(spec)
             for line, reason in skipped:
                 notes.add(f"[swecl] pre_install not run ({reason}): {line}")
@@ -244,7 +255,8 @@ class _ExecutingGrader:
                     notes.add(r.output)
                     env_warnings.append(f"pre_install failed: {line}")
             if env is not None and spec.install:
-                inst = ensure_repo_installed(env, spec, wt.path, wt.commit, fingerprint=install_fingerprint(wt.path, wt.commit))
+                inst = ensure_repo_installed(env, spec, wt.path, wt.commit, fingerprint=install_fingerprint(wt.path, wt.commit),
+                                             extra_env=install_cache.environment())
                 notes.add(f"[swecl] install: {'ran' if inst.ran else 'reused'} ({'ok' if inst.ok else 'FAILED'})")
                 for line in inst.notes:
                     notes.add(line)
@@ -284,12 +296,18 @@ class _ExecutingGrader:
                 return _finish(self.name, notes, start, "infra_error", applied_with=applied.applied_with,
                                test_files_reverted=reverted, env_key=env_key, error=str(exc))
             run_env = test_environment(bin_dir=bin_dir, venv=env.venv if env else None, extra={**eval_env, **cmd.env},
-                                       channel=cmd.channel)
+                                       channel=cmd.channel, pycache=pycache.path)
+            stray = remove_stray_bytecode(wt.path, keep=install_products(env, wt.path) if env is not None else ())
+            if stray:
+                notes.add(f"[swecl] compiled modules removed before the tests (never loaded): {', '.join(stray[:10])}"
+                          + (f" and {len(stray) - 10} more" if len(stray) > 10 else ""))
             for line in cmd.notes:
                 notes.add(line)
             notes.add(f"[swecl] test command: {' '.join(cmd.argv)} (timeout {self.timeout_s}s)")
             _tox_launchers(cmd.argv, wt.path, env, notes)
-            confined = dict(sandbox=self.sandbox, readable=[*([env.path] if env else []), *channel.paths()])
+            # the private cache read-only: nothing can be planted there either
+            confined = dict(sandbox=self.sandbox, readable=[*([env.path] if env else []), *channel.paths(),
+                                                            *pycache.paths()])
             with notes.timed("tests"):
                 run = run_process(cmd.argv, cwd=wt.path, env=run_env, timeout_s=self.timeout_s, writable=channel.paths(),
                                   **confined)
@@ -331,6 +349,8 @@ class _ExecutingGrader:
                            error=error, **common, **verdict)
         finally:
             channel.close()
+            install_cache.close()
+            pycache.close()
             # next task starts clean: tracked files back, untracked and patch-made ignored files gone
             try:
                 wt.reset(extra_paths=[*model_paths, *test_paths])

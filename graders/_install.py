@@ -35,6 +35,7 @@ __all__ = [
     "ensure_repo_installed",
     "install_environment",
     "install_fingerprint",
+    "install_products",
     "prepare_worktree",
 ]
 
@@ -91,6 +92,16 @@ def _install_state(env: EnvInfo) -> dict:
     return state if isinstance(state, dict) else {}
 
 
+def install_products(env: EnvInfo, worktree: Path) -> set[str]:
+    """The files the env's recorded install made in `worktree` (none when it was made
+    elsewhere or failed)."""
+    state = _install_state(env)
+    products = state.get("products")
+    if state.get("worktree") != os.fspath(worktree) or not state.get("ok") or not isinstance(products, dict):
+        return set()
+    return set(products)
+
+
 def prepare_worktree(env: EnvInfo, spec: EnvSpec, wt: Worktree) -> str:
     """Clean the slot before a grade: every untracked and ignored file goes except the
     products of the env's install from this slot, which must be as the install left them
@@ -120,13 +131,15 @@ def ensure_repo_installed(
     *,
     fingerprint: str | None = None,
     timeout_s: float = 3600,
+    extra_env: Mapping[str, str] = (),
 ) -> InstallResult:
     """Run spec.install in `worktree` unless the env already has it installed from there.
 
     Call with the env's lock held (`env_lock`). Re-runs when the last install was made
     from another worktree, failed, had other dependency manifests (`fingerprint`, see
     `install_fingerprint`), or (install_per_task) at another commit. After an install
-    its products in the worktree and the venv's files are recorded.
+    its products in the worktree and the venv's files are recorded. `extra_env`: more
+    variables for the install (a private bytecode cache, graders._bytecode).
     """
     if not spec.install:
         return InstallResult(ran=False, ok=True)
@@ -147,7 +160,7 @@ def ensure_repo_installed(
     before = _frozen(env.python) if era_ran else None
     for line in [spec.install]:  # `a; b` lines are split by run_line itself
         results.append(
-            run_line(line, cwd=worktree, env=install_environment(env), python=env.python,
+            run_line(line, cwd=worktree, env=install_environment(env, extra_env), python=env.python,
                      bin_dir=env.bin_dir, variables=variables, timeout_s=timeout_s)
         )
     ok = all(r.status == "ok" for r in results)

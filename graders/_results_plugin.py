@@ -15,6 +15,36 @@ that run only) that appends every `pytest_runtest_logreport` and the
 - a channel without `pytest_sessionfinish` (the process was ended early, by `os._exit`
   or a crash) makes every log pass the channel did not see void, XFAIL included.
 
+pytest's reports are no proof either: library code the tests import can replace
+pytest's runner or report classes at run time, and the log, the exit code and
+`pytest_runtest_logreport` then all see passes. So the plugin also records evidence of each
+test's own run, apart from the reports: hookwrappers around `pytest_runtest_setup`,
+`_call` and `_teardown` (trylast, and registered by `-p` before any conftest or plugin of
+the repository, so the innermost wrapper: the exception the phase raised reaches it before
+anyone else's wrapper could drop it) record what ended the phase (nothing, skip, xfail, a
+failing exception; a unittest TestCase's kept `_excinfo` included), and for the call
+whether one of the test function's code objects started (the function pytest calls and
+what it wraps through `__wrapped__`: `functools.wraps` and `mock.patch` decorators do not
+hide it). Python 3.12+ watches with `sys.monitoring` local events on those code objects
+only, and also sees the outermost function end by an exception that pytest's call never
+showed (PY_UNWIND); older Pythons with a trace function that removes itself at the first
+matching frame (a trace function for the whole call made call-heavy tests several times
+slower, so there is no such check there). The functions and classes it uses are taken at
+import, before the code under test is imported. Then (`judge_evidence`) a test the log and
+the reports agree is PASSED needs a call that raised nothing and whose code started; an
+XFAIL needs an xfail exception or an xfail-marked call that raised; a SKIPPED, when the
+test was called, a skip exception. A phase that raised fails it (FAILED in the call, ERROR
+otherwise); a pass without the evidence is void. The grade's log names each such test
+with the reason (`EVIDENCE_NOTE`). Items with no function to watch (doctests, non-Python
+items) need only the phase evidence.
+
+Still out of reach: code under test runs in the same process and can reach anything of
+it, this plugin included (its module's functions, its file descriptor, the monitoring tool
+id, `item._excinfo`), and on Python < 3.12 it can call the test function and swallow its
+exception inside pytest's runner. Under pytest-xdist the workers do not get the channel's
+path (it is gone from the environment at import), so their tests have no evidence and no
+pass. The plugin also refuses bytecode for imports from the worktree (`graders._bytecode`).
+
 A test the log reports failing stays failing whatever the channel says, and the
 channel's tests the log never mentions are not added: the log keeps its key space (the
 SWE-bench lists name tests by it). The plugin reads its file's path from the environment
@@ -40,10 +70,13 @@ from graders._parsers import TestStatus, log_conflicts, parse_log
 
 __all__ = [
     "CHANNEL_VAR",
+    "EVIDENCE_NOTE",
+    "Evidence",
     "PLUGIN_NAME",
     "ChannelReport",
     "ResultsChannel",
     "check_against_channel",
+    "judge_evidence",
 ]
 
 PLUGIN_NAME = "swecl_results_channel"
@@ -51,14 +84,29 @@ CHANNEL_VAR = "SWECL_RESULTS_CHANNEL"
 
 # Kept to the Python and pytest of the oldest SWE-bench environments (no f-strings, no
 # annotations). It never raises: a channel that cannot be written is simply empty.
-PLUGIN_SOURCE = '''\
-"""swecl's results channel (written by swecl for one test run; not part of the repository)."""
+PLUGIN_SOURCE = r'''"""swecl's results channel (written by swecl for one test run; not part of the repository)."""
 import json
 import os
+import sys
+import types
+
+import pytest
+
+# Taken now, before any code under test is imported: later changes to these names do not
+# reach what this module records.
+_os_write = os.write
+_dumps = json.dumps
+_settrace = sys.settrace
+_gettrace = sys.gettrace
+_CodeType = types.CodeType
+_SKIP = getattr(getattr(pytest, "skip", None), "Exception", None)
+_XFAIL = getattr(getattr(pytest, "xfail", None), "Exception", None)
+_HOOKIMPL = getattr(pytest, "hookimpl", None)
+_ROOT = os.path.realpath(os.getcwd())  # the worktree: the test command runs in it
 
 
 def _open():
-    path = os.environ.pop("%(var)s", None)  # gone before any test code runs
+    path = os.environ.pop("@CHANNEL_VAR@", None)  # gone before any test code runs
     if not path:
         return None
     try:
@@ -74,13 +122,287 @@ def _write(record):
     if _FD is None:
         return
     try:
-        os.write(_FD, (json.dumps(record, sort_keys=True) + "\\n").encode("utf-8"))
+        _os_write(_FD, (_dumps(record, sort_keys=True) + "\n").encode("utf-8"))
     except Exception:
         pass
 
 
+def _in_worktree(path):
+    try:
+        where = os.path.realpath(path)
+    except Exception:
+        return True
+    return where == _ROOT or where.startswith(_ROOT + os.sep)
+
+
+# -- no bytecode from the worktree -------------------------------------------------------
+
+def _guard_bytecode():
+    """Imports from the worktree compile the source: a .pyc there (in __pycache__, or a
+    sourceless one beside where a module's source would be) is never loaded."""
+    try:
+        from importlib import machinery
+
+        class SourceOnly(machinery.SourceFileLoader):
+            def get_data(self, path):
+                # the module's source decides, not where the cache is (PYTHONPYCACHEPREFIX)
+                if path.endswith((".pyc", ".pyo")) and _in_worktree(self.path):
+                    raise OSError("swecl: bytecode in the worktree is not loaded")
+                return super(SourceOnly, self).get_data(path)
+
+        source = [(machinery.ExtensionFileLoader, list(machinery.EXTENSION_SUFFIXES)),
+                  (SourceOnly, list(machinery.SOURCE_SUFFIXES))]
+        compiled = [(machinery.SourcelessFileLoader, list(machinery.BYTECODE_SUFFIXES))]
+        worktree_hook = machinery.FileFinder.path_hook(*source)
+        other_hook = machinery.FileFinder.path_hook(*(source + compiled))
+
+        def swecl_path_hook(path):
+            if _in_worktree(path or "."):
+                return worktree_hook(path)
+            return other_hook(path)
+
+        hooks = sys.path_hooks
+        for i, hook in enumerate(list(hooks)):
+            if "FileFinder" in getattr(hook, "__qualname__", ""):
+                hooks[i] = swecl_path_hook
+                break
+        else:
+            hooks.append(swecl_path_hook)
+        sys.path_importer_cache.clear()
+    except Exception:
+        pass
+    try:  # pytest's assertion rewriting keeps a bytecode cache of its own
+        from _pytest.assertion import rewrite
+
+        read_pyc = getattr(rewrite, "_read_pyc", None)
+        if read_pyc is not None:
+            def _read_pyc(source, pyc, *args, **kwargs):
+                if _in_worktree(str(source)) or _in_worktree(str(pyc)):
+                    return None
+                return read_pyc(source, pyc, *args, **kwargs)
+            rewrite._read_pyc = _read_pyc
+    except Exception:
+        pass
+
+
+_guard_bytecode()
+
+
+# -- evidence of each test's own run -----------------------------------------------------
+
+def _kind(exc_type):
+    """What an exception that ended a phase means: skip, xfail or fail."""
+    try:
+        if _XFAIL is not None and issubclass(exc_type, _XFAIL):
+            return "xfail"
+        if _SKIP is not None and issubclass(exc_type, _SKIP):
+            return "skip"
+        unittest = sys.modules.get("unittest")
+        if unittest is not None and issubclass(exc_type, unittest.SkipTest):
+            return "skip"
+    except Exception:
+        pass
+    return "fail"
+
+
+def _ended_by(outcome, item):
+    """(kind, exception type name) of the exception that ended the phase, or (None, None)."""
+    exc_type = None
+    try:
+        excinfo = outcome.excinfo
+        if excinfo:
+            exc_type = excinfo[0]
+    except Exception:
+        pass
+    if exc_type is None and item is not None:
+        try:  # a unittest TestCase: its result object keeps what the test raised
+            kept = item.__dict__.get("_excinfo")
+            if kept:
+                exc_type = kept[0].type
+        except Exception:
+            pass
+    if exc_type is None:
+        return None, None
+    return _kind(exc_type), getattr(exc_type, "__name__", "?")
+
+
+def _codes(item):
+    """The code objects of the function pytest calls for `item`, outermost first, and of
+    what it wraps (functools.wraps, mock.patch): decorators do not hide the test's code."""
+    codes = []
+    try:
+        obj = item.__dict__.get("obj") or getattr(item, "obj", None)
+    except Exception:
+        return codes
+    for _ in range(16):
+        if obj is None:
+            break
+        func = getattr(obj, "__func__", obj)
+        code = getattr(func, "__code__", None)
+        if not isinstance(code, _CodeType):
+            inner = getattr(func, "func", None)  # functools.partial
+            if inner is None or inner is obj:
+                break
+            obj = inner
+            continue
+        if all(code is not c for c in codes):
+            codes.append(code)
+        obj = getattr(func, "__wrapped__", None)
+    return codes
+
+
+_GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine, async generator
+
+
+class _Watch(object):
+    """Whether one of `codes` started during the call, and (Python 3.12+) whether the
+    outermost one ended by an exception."""
+
+    def __init__(self, codes):
+        self.codes = codes
+        self.ids = set(id(c) for c in codes)
+        self.ran = False
+        self.unwound = None
+        self.depth = 0
+        self.previous = None
+        self.tracing = False
+
+    def start(self):
+        if not self.codes:
+            return
+        if _MON is not None and _TOOL is not None:
+            _WATCHES.append(self)
+            events = _MON.events
+            outer = self.codes[0]
+            if not (outer.co_flags & _GENERATOR_FLAGS):
+                self.unwound = False
+            for code in self.codes:
+                _MON.set_local_events(_TOOL, code, events.PY_START | (events.PY_RETURN if code is outer else 0))
+            _MON.set_events(_TOOL, events.PY_UNWIND)
+            return
+        self.previous = _gettrace()
+        self.tracing = True
+        _settrace(self.trace)
+
+    def trace(self, frame, event, arg):
+        if event == "call" and id(frame.f_code) in self.ids:
+            self.ran = True
+            self.stop_tracing()
+        if self.previous is not None:
+            return self.previous(frame, event, arg)
+        return None
+
+    def stop_tracing(self):
+        if self.tracing:
+            self.tracing = False
+            _settrace(self.previous)
+
+    def stop(self):
+        if _MON is not None and _TOOL is not None and self in _WATCHES:
+            _WATCHES.remove(self)
+            _MON.set_events(_TOOL, 0)
+            for code in self.codes:
+                _MON.set_local_events(_TOOL, code, 0)
+        self.stop_tracing()
+
+
+_MON = getattr(sys, "monitoring", None)
+_TOOL = None
+_WATCHES = []
+
+
+def _on_start(code, offset):
+    for watch in _WATCHES:
+        if id(code) in watch.ids:
+            watch.ran = True
+            if code is watch.codes[0]:
+                watch.depth += 1
+
+
+def _on_return(code, offset, value):
+    for watch in _WATCHES:
+        if code is watch.codes[0] and watch.depth > 0:
+            watch.depth -= 1
+
+
+def _on_unwind(code, offset, exc):
+    for watch in _WATCHES:
+        if code is watch.codes[0] and watch.depth > 0:
+            watch.depth -= 1
+            if watch.depth == 0 and watch.unwound is not None and not isinstance(exc, GeneratorExit):
+                watch.unwound = type(exc).__name__
+
+
+if _MON is not None:
+    for _id in (4, 3, 5, 2, 1, 0):
+        try:
+            _MON.use_tool_id(_id, "swecl-results-channel")
+        except Exception:
+            continue
+        _TOOL = _id
+        break
+    if _TOOL is not None:
+        try:
+            _MON.register_callback(_TOOL, _MON.events.PY_START, _on_start)
+            _MON.register_callback(_TOOL, _MON.events.PY_RETURN, _on_return)
+            _MON.register_callback(_TOOL, _MON.events.PY_UNWIND, _on_unwind)
+        except Exception:
+            _TOOL = None
+
+
+def _nodeid(item):
+    try:
+        return str(item.nodeid)
+    except Exception:
+        return None
+
+
+def _xfail_marked(item):
+    try:
+        return "xfail" in item.keywords
+    except Exception:
+        return False
+
+
+def _phase(name):
+    def wrapper(item):
+        watch = None
+        if name == "call":
+            try:
+                watch = _Watch(_codes(item))
+                watch.start()
+            except Exception:
+                watch = None
+        outcome = yield
+        try:
+            if watch is not None:
+                watch.stop()
+            kind, exc = _ended_by(outcome, item if name == "call" else None)
+            record = {"evidence": name, "nodeid": _nodeid(item), "exc": kind, "exc_type": exc}
+            if name == "call":
+                record["ran"] = (watch.ran if watch.codes else None) if watch is not None else False
+                record["unwound"] = watch.unwound if watch is not None else None
+                record["xfail_mark"] = _xfail_marked(item)
+            _write(record)
+        except Exception:
+            pass
+    wrapper.__name__ = "pytest_runtest_" + name
+    # innermost of the wrappers (trylast, and registered before any conftest or plugin of
+    # the repository): what the test raised reaches it before anyone else's wrapper
+    if _HOOKIMPL is not None:
+        return _HOOKIMPL(hookwrapper=True, trylast=True)(wrapper)
+    wrapper.hookwrapper = True
+    wrapper.trylast = True
+    return wrapper
+
+
+pytest_runtest_setup = _phase("setup")
+pytest_runtest_call = _phase("call")
+pytest_runtest_teardown = _phase("teardown")
+
+
 def pytest_configure(config):
-    _write({"event": "start"})
+    _write({"event": "start", "evidence": True, "monitoring": _TOOL is not None})
 
 
 def pytest_runtest_logreport(report):
@@ -98,9 +420,11 @@ def pytest_sessionfinish(session, exitstatus):
         _write({"event": "finish", "exitstatus": int(exitstatus)})
     except Exception:
         _write({"event": "finish", "exitstatus": None})
-''' % {"var": CHANNEL_VAR}
+'''.replace("@CHANNEL_VAR@", CHANNEL_VAR)
 
 _FAILING = frozenset({TestStatus.FAILED, TestStatus.ERROR})
+_EVIDENCED = frozenset({TestStatus.PASSED, TestStatus.XFAIL, TestStatus.SKIPPED})
+EVIDENCE_NOTE = "[swecl] results pytest reported without evidence from the test's own run, not counted as passes"
 _PASSING = frozenset({TestStatus.PASSED, TestStatus.XFAIL})
 
 
@@ -112,6 +436,46 @@ class ChannelReport:
     started: bool = False
     finished: bool = False
     outcomes: dict[str, TestStatus] = field(default_factory=dict)
+    evidence: dict[str, Evidence] = field(default_factory=dict)  # nodeid -> what its phases showed
+
+
+@dataclass(slots=True)
+class Evidence:
+    """What the plugin saw of one test's phases itself, apart from pytest's reports.
+
+    `raised`: (phase, exception type) of each phase that ended in a failing exception.
+    `skipped` / `xfailed`: a phase ended in pytest's skip / xfail exception. `called`: the
+    call phase ran. `ran`: one of the test function's code objects started during it
+    (None: no function to watch, as for a doctest). `unwound`: (Python 3.12+) the function
+    pytest called ended by this exception, whatever the call phase then showed."""
+
+    raised: list[tuple[str, str]] = field(default_factory=list)
+    skipped: bool = False
+    xfailed: bool = False
+    xfail_marked: bool = False
+    called: bool = False
+    ran: bool | None = None
+    unwound: str | None = None
+
+    def add(self, record: Mapping[str, object]) -> None:
+        phase, kind = str(record.get("evidence")), record.get("exc")
+        if phase == "setup":  # a new run of the test (pytest-rerunfailures): the last one counts
+            self.raised, self.skipped, self.xfailed, self.xfail_marked = [], False, False, False
+            self.called, self.ran, self.unwound = False, None, None
+        if kind == "fail":
+            self.raised.append((phase, str(record.get("exc_type") or "?")))
+        elif kind == "skip":
+            self.skipped = True
+        elif kind == "xfail":
+            self.xfailed = True
+        if phase == "call":
+            ran = record.get("ran")
+            if isinstance(ran, bool):
+                self.ran = ran if self.ran is None else (self.ran and ran)
+            self.called = True
+            self.xfail_marked = self.xfail_marked or bool(record.get("xfail_mark"))
+            if isinstance(record.get("unwound"), str):
+                self.unwound = str(record["unwound"])
 
 
 def _status(record: Mapping[str, object]) -> TestStatus | None:
@@ -181,6 +545,8 @@ class ResultsChannel:
                 report.started = True
             elif record.get("event") == "finish":
                 report.finished = True
+            elif isinstance(record.get("evidence"), str) and isinstance(record.get("nodeid"), str):
+                report.evidence.setdefault(record["nodeid"], Evidence()).add(record)
             elif isinstance(record.get("nodeid"), str):
                 status = _status(record)
                 if status is None:
@@ -214,6 +580,52 @@ def _keyed(report: ChannelReport, parser: str) -> dict[str, TestStatus]:
     return keyed
 
 
+def _keyed_evidence(report: ChannelReport, parser: str) -> dict[str, Evidence]:
+    """The evidence under the log parser's names (as `_keyed`); nodeids that one name
+    covers are merged."""
+    keyed: dict[str, Evidence] = {}
+    for nodeid, ev in report.evidence.items():
+        for key in parse_log(f"PASSED {nodeid}\n", parser):
+            into = keyed.setdefault(key, Evidence())
+            into.raised += ev.raised
+            into.skipped, into.xfailed = into.skipped or ev.skipped, into.xfailed or ev.xfailed
+            into.xfail_marked = into.xfail_marked or ev.xfail_marked
+            if ev.called:
+                into.ran = ev.ran if not into.called else (None if ev.ran is None or into.ran is None else into.ran and ev.ran)
+                into.called = True
+            into.unwound = into.unwound or ev.unwound
+    return keyed
+
+
+def judge_evidence(status: TestStatus, ev: Evidence | None) -> tuple[TestStatus | None, str | None]:
+    """A status pytest reported (PASSED, XFAIL, SKIPPED) against what the plugin saw of
+    the test itself: (the status to count, None when it is void; why it changed, or None)."""
+    if ev is None:
+        if status is TestStatus.SKIPPED:
+            return status, None  # skipped before any phase (collection, a deselecting plugin)
+        return None, "no phase of it was observed"
+    if status is TestStatus.XFAIL:
+        if ev.xfailed:
+            return status, None  # pytest.xfail(), xfail(run=False), unittest's expectedFailure
+        if ev.xfail_marked and ev.called and ev.ran is not False and any(p == "call" for p, _ in ev.raised):
+            return status, None  # an xfail-marked test whose call raised
+        return None, "no expected failure was raised" + ("" if ev.xfail_marked else " and it has no xfail mark")
+    if ev.raised:
+        phase, exc = ev.raised[0]
+        return (TestStatus.FAILED if phase == "call" else TestStatus.ERROR), f"its {phase} raised {exc}"
+    if status is TestStatus.SKIPPED:
+        return (status, None) if ev.skipped or not ev.called else (None, "it ran and raised no skip")
+    if not ev.called:
+        return None, "its test function was never called"
+    if ev.skipped or ev.xfailed:
+        return None, "it was skipped or xfailed, not passed"
+    if ev.ran is False:
+        return None, "its test function's code never started"
+    if ev.unwound:
+        return TestStatus.FAILED, f"its test function ended by {ev.unwound}, which pytest's call never saw"
+    return status, None
+
+
 def check_against_channel(
     statuses: Mapping[str, TestStatus],
     output: str,
@@ -245,9 +657,27 @@ def check_against_channel(
         elif truth != status:
             checked[name] = truth if truth in _FAILING else TestStatus.FAILED
             changed.append(f"{name} ({status}, pytest: {truth})")
+    # pytest's reports can be changed by the code under test; a pass also needs what the
+    # plugin saw of the test itself (module doc)
+    evidence = _keyed_evidence(report, parser)
+    voided: list[str] = []
+    for name, status in list(checked.items()):
+        if status not in _EVIDENCED or name not in seen:
+            continue
+        counted, why = judge_evidence(status, evidence.get(name))
+        if why is None:
+            continue
+        if counted is None:
+            del checked[name]
+        else:
+            checked[name] = counted
+        voided.append(f"{name} ({status}: {why})")
     ended = "finished" if report.finished else ("ended early (no pytest_sessionfinish)" if report.started else "empty")
     notes.append(f"[swecl] results channel: {len(report.outcomes)} tests, {ended}")
     if changed:
         notes.append(f"[swecl] log results pytest did not report, not counted as passes: {', '.join(changed[:20])}"
                      + (f" and {len(changed) - 20} more" if len(changed) > 20 else ""))
+    if voided:
+        notes.append(f"{EVIDENCE_NOTE}: {', '.join(voided[:20])}"
+                     + (f" and {len(voided) - 20} more" if len(voided) > 20 else ""))
     return checked, notes

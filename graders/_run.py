@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graders._apply import normalize_patch
+from graders._bytecode import PYCACHE_VAR
 from graders._py_compat import installed, site_packages
 from graders._reaper import owned_processes, wait_for_exit
 from graders._results_plugin import PLUGIN_NAME, ResultsChannel
@@ -238,10 +239,12 @@ def resolve_program(name: str, *, python: Path, bin_dir: Path | None, worktree: 
 
 
 def test_environment(
-    *, bin_dir: Path | None, venv: Path | None = None, extra: Mapping[str, str] = (), channel: ResultsChannel | None = None
+    *, bin_dir: Path | None, venv: Path | None = None, extra: Mapping[str, str] = (), channel: ResultsChannel | None = None,
+    pycache: Path | None = None,
 ) -> dict[str, str]:
     """The variables a test run gets: a short host allowlist, the env's bin first on PATH,
-    and with a prepared results `channel` its plugin on PYTHONPATH (ahead of the spec's)."""
+    with a prepared results `channel` its plugin on PYTHONPATH (ahead of the spec's), and
+    with `pycache` that private bytecode cache (graders._bytecode)."""
     env = {k: os.environ[k] for k in _PASSTHROUGH if k in os.environ}
     env.setdefault("LANG", "C.UTF-8")
     path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -250,6 +253,8 @@ def test_environment(
         env["VIRTUAL_ENV"] = os.fspath(venv)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # no .pyc files left in the worktree between tasks
     env.update(dict(extra))
+    if pycache is not None:
+        env[PYCACHE_VAR] = os.fspath(pycache)  # after `extra`: the spec does not choose it
     if channel is not None and channel.dir is not None:
         env = channel.environment(env)
     return env
