@@ -17,20 +17,30 @@ source the diff shows. So:
 
 Not covered: under a runner other than pytest (django's runtests.py, sympy's bin/test) on
 Python < 3.8, a `.pyc` written into the worktree during the run, after the clean-up.
-Every compile from source costs time: the private cache is empty, so site-packages are
-compiled afresh in each test process as well (about half a second for pytest itself).
+
+An empty cache costs time: every test process compiles what it imports from the standard
+library and site-packages afresh (a demo pass took 2.5 times the CPU). So in the sandbox a
+test run gets its environment's own cache instead (`env_pycache`): made once per
+environment by swecl, before any patch, from an import of pytest (and its plugins) run in
+an empty directory, pruned to the files of the environment and of its interpreter (never
+a worktree's, which an editable install of the repository would otherwise put there), and
+read-only in the sandbox, so a test can plant nothing in it. Unconfined, a test run could
+write into it, so each grade gets a fresh empty one there (`PrivatePycache`).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Collection
 from pathlib import Path
 
+from graders._env_info import EnvInfo
 from graders._repos import untracked_files
 
-__all__ = ["PYCACHE_VAR", "PrivatePycache", "remove_stray_bytecode"]
+__all__ = ["PYCACHE_VAR", "PrivatePycache", "env_pycache", "remove_stray_bytecode"]
 
 PYCACHE_VAR = "PYTHONPYCACHEPREFIX"
 _BYTECODE_SUFFIXES = (".pyc", ".pyo")
@@ -68,3 +78,72 @@ def remove_stray_bytecode(worktree: Path, keep: Collection[str] = ()) -> list[st
                 target.unlink(missing_ok=True)
                 removed.append(rel)
     return removed
+
+
+ENV_PYCACHE = "pycache"  # beside the environment's venv
+_WARM_TIMEOUT_S = 300
+# Run by the environment's interpreter in an empty directory: prints where the interpreter
+# lives, then imports pytest and its plugins as a test run would (nothing to collect).
+_WARM = """\
+import os, sys
+print(sys.base_prefix, flush=True)
+try:
+    import pytest
+except Exception:
+    pass
+else:
+    pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", os.getcwd()])
+"""
+
+
+def env_pycache(env: EnvInfo) -> Path | None:
+    """The environment's own bytecode cache for its confined test runs (module doc): made
+    on first use, under the environment's lock the grader holds. None where it cannot be
+    had (Python < 3.8 ignores PYTHONPYCACHEPREFIX; the warm-up failed): the caller falls
+    back to a private empty cache."""
+    target = env.path / ENV_PYCACHE
+    if target.is_dir():
+        return target
+    try:
+        major, minor = (int(x) for x in env.python_version.split(".")[:2])
+    except ValueError:
+        return None
+    if (major, minor) < (3, 8):
+        return None
+    work = Path(tempfile.mkdtemp(prefix=".pycache-", dir=env.path))
+    empty = Path(tempfile.mkdtemp(prefix="swecl-warm-"))
+    try:
+        environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPYCACHEPREFIX": os.fspath(work),
+                   "PYTHONNOUSERSITE": "1", "HOME": os.fspath(empty), "VIRTUAL_ENV": os.fspath(env.venv)}
+        try:
+            done = subprocess.run([os.fspath(env.python), "-c", _WARM], cwd=empty, env=environ, capture_output=True,
+                                  text=True, stdin=subprocess.DEVNULL, timeout=_WARM_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        base = done.stdout.splitlines()[0].strip() if done.stdout.strip() else ""
+        if not base:
+            return None
+        _keep_only(work, [env.venv, Path(base)])
+        try:
+            os.rename(work, target)
+        except OSError:  # made meanwhile by another process: use that one
+            if not target.is_dir():
+                return None
+        return target
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(empty, ignore_errors=True)
+
+
+def _keep_only(prefix: Path, roots: list[Path]) -> None:
+    """Remove from a PYTHONPYCACHEPREFIX tree every file whose source is not under one of
+    `roots` (the tree mirrors each source's absolute directory)."""
+    allowed = {os.path.abspath(r) for r in roots} | {os.path.realpath(r) for r in roots}
+    for dirpath, _dirs, files in os.walk(prefix, topdown=False):
+        source_dir = "/" + os.path.relpath(dirpath, prefix)
+        if any(source_dir == r or source_dir.startswith(r + "/") for r in allowed):
+            continue
+        for name in files:
+            os.unlink(os.path.join(dirpath, name))
+        if dirpath != os.fspath(prefix) and not os.listdir(dirpath):
+            os.rmdir(dirpath)  # not even the names of other trees

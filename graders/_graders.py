@@ -43,7 +43,7 @@ from graders._apply import (
     revert_test_files,
     snapshot,
 )
-from graders._bytecode import PrivatePycache, remove_stray_bytecode
+from graders._bytecode import PrivatePycache, env_pycache, remove_stray_bytecode
 from graders._decide import Decision, blame, decide
 from graders._env_info import EnvBuildError, EnvInfo
 from graders._envs import build_env, env_lock, era_for, guard_env, touch_used
@@ -295,8 +295,11 @@ class _ExecutingGrader:
             except ValueError as exc:
                 return _finish(self.name, notes, start, "infra_error", applied_with=applied.applied_with,
                                test_files_reverted=reverted, env_key=env_key, error=str(exc))
+            # Confined, the environment's own cache (read-only inside: env.path is mounted
+            # so); unconfined a test could write into it, so a fresh empty one.
+            shared = env_pycache(env) if env is not None and self.sandbox.confined else None
             run_env = test_environment(bin_dir=bin_dir, venv=env.venv if env else None, extra={**eval_env, **cmd.env},
-                                       channel=cmd.channel, pycache=pycache.path)
+                                       channel=cmd.channel, pycache=shared or pycache.path)
             stray = remove_stray_bytecode(wt.path, keep=install_products(env, wt.path) if env is not None else ())
             if stray:
                 notes.add(f"[swecl] compiled modules removed before the tests (never loaded): {', '.join(stray[:10])}"

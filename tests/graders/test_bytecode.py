@@ -3,9 +3,13 @@ modules go, the install's products and the repository's own files stay."""
 
 from __future__ import annotations
 
+import json.decoder
+import subprocess
+import sys
 from pathlib import Path
 
-from graders._bytecode import PYCACHE_VAR, PrivatePycache, remove_stray_bytecode
+from graders._bytecode import PYCACHE_VAR, PrivatePycache, env_pycache, remove_stray_bytecode
+from graders._env_info import EnvInfo
 from graders._run import test_environment
 from tests.graders.exec_support import run_git, write
 
@@ -35,3 +39,43 @@ def test_the_private_cache_is_outside_the_worktree_and_goes_with_the_grade(tmp_p
     where = pycache.path
     pycache.close()
     assert not where.exists() and pycache.environment() == {}
+
+
+def _pycache_file(prefix: Path, source: Path) -> list[Path]:
+    """The compiled files of `source` in a PYTHONPYCACHEPREFIX tree (it mirrors the source's directory)."""
+    mirrored = prefix / str(source.parent).lstrip("/")
+    return sorted(mirrored.glob(f"{source.stem}.*.pyc")) if mirrored.is_dir() else []
+
+
+def test_the_environments_cache_is_warmed_once_and_holds_no_worktree_module(tmp_path: Path) -> None:
+    """A real venv whose start-up imports a module of its site-packages and one of a
+    checkout outside it (as an editable install of the repository would): the warm cache
+    keeps the first compiled, never the checkout's (a stale compile of it could outlive a
+    patch that keeps the file's size and second)."""
+    env_dir = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir / "venv")], check=True)
+    site = Path(subprocess.run([str(env_dir / "venv" / "bin" / "python"), "-c",
+                                "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    checkout = tmp_path / "worktree"
+    write(checkout, "repo_mod.py", "VALUE = 1\n")
+    write(site, "env_mod.py", "VALUE = 2\n")
+    write(site, "start.pth", f"{checkout}\nimport env_mod, repo_mod, json.decoder\n")
+    version = ".".join(str(v) for v in sys.version_info[:2])
+    env = EnvInfo(key="o__n/1/x", repo="o/n", version="1", spec_hash="x", python_version=version, path=env_dir,
+                  complete=True)
+
+    made = env_pycache(env)
+    assert made == env_dir / "pycache" and made.is_dir()
+    assert _pycache_file(made, site / "env_mod.py")  # the environment's own module is there
+    assert _pycache_file(made, Path(json.decoder.__file__))  # and the standard library's
+    assert not _pycache_file(made, checkout / "repo_mod.py")  # never the checkout's
+    assert not any(str(checkout).lstrip("/") in str(p) for p in made.rglob("*"))
+    (made / "marker").write_text("")
+    assert env_pycache(env) == made and (made / "marker").exists()  # made once
+
+
+def test_an_interpreter_that_ignores_the_prefix_gets_no_environment_cache(tmp_path: Path) -> None:
+    env = EnvInfo(key="o__n/1/x", repo="o/n", version="1", spec_hash="x", python_version="3.7.17", path=tmp_path,
+                  complete=True)
+    assert env_pycache(env) is None and not (tmp_path / "pycache").exists()
