@@ -76,6 +76,7 @@ def regrade(ledger: Ledger, version: str, *, excluded: Mapping[str, list[str]] |
         decision = keep_blame(grade_log(
             log, original.parser or "pytest", list(original.f2p), [*original.p2p, *original.p2p_excluded],
             test_exit_code=original.test_exit_code, excluded=excluded.get(original.instance_id, ()),
+            overrides=original.channel_overrides,
         ), original.error)
         left_out = list(decision.p2p_excluded)
         status, error = decision.status, decision.error

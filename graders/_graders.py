@@ -58,7 +58,7 @@ from graders._interpreters import PythonNotFound, find_python
 from graders._manifests import pre_install_plan
 from graders._parsers import frame_test_output, parse_log, parser_for_repo
 from graders._repos import GitError, RepoCache, Worktree
-from graders._results_plugin import ResultsChannel, check_against_channel
+from graders._results_plugin import ResultsChannel, channel_overrides, check_against_channel
 from graders._run import (
     build_test_command,
     parse_eval_commands,
@@ -125,6 +125,7 @@ class GradeOutcome(msgspec.Struct, kw_only=True):
     f2p: dict[str, str] = {}
     p2p: dict[str, str] = {}
     p2p_excluded: list[str] = []
+    channel_overrides: dict[str, str] = {}  # see GradeFinished.channel_overrides
     log: bytes = b""
     test_exit_code: int | None = None
     test_cmd: list[str] = []
@@ -327,13 +328,15 @@ class _ExecutingGrader:
             if run.error:
                 return _finish(self.name, notes, start, "env_failed" if env_warnings else "infra_error", error=run.error, **common)
             output = run.output.decode("utf-8", "replace")
-            statuses, channel_notes = check_against_channel(parse_log(output, parser), output, cmd.channel, parser)
+            from_log = parse_log(output, parser)
+            statuses, channel_notes = check_against_channel(from_log, output, cmd.channel, parser)
             for line in channel_notes:
                 notes.add(line)
             decision = decide(statuses, req.fail_to_pass, req.pass_to_pass, test_exit_code=run.exit_code,
                               excluded=req.p2p_excluded)
             verdict = dict(tests=dict(decision.tests), f2p=dict(decision.f2p), p2p=dict(decision.p2p),
-                           p2p_excluded=list(decision.p2p_excluded))
+                           p2p_excluded=list(decision.p2p_excluded),
+                           channel_overrides=channel_overrides(from_log, statuses))
             if run.timed_out:
                 return _finish(self.name, notes, start, "timeout", test_output=output, exit_code=None,
                                error=f"the tests ran past {self.timeout_s}s; the process group was killed",

@@ -75,6 +75,8 @@ __all__ = [
     "PLUGIN_NAME",
     "ChannelReport",
     "ResultsChannel",
+    "apply_overrides",
+    "channel_overrides",
     "check_against_channel",
     "judge_evidence",
 ]
@@ -624,6 +626,25 @@ def judge_evidence(status: TestStatus, ev: Evidence | None) -> tuple[TestStatus 
     if ev.unwound:
         return TestStatus.FAILED, f"its test function ended by {ev.unwound}, which pytest's call never saw"
     return status, None
+
+
+def channel_overrides(from_log: Mapping[str, TestStatus], checked: Mapping[str, TestStatus]) -> dict[str, str]:
+    """What the channel changed of the log's statuses: test -> the status counted, "" where
+    the log's pass was void (recorded on the grade, so a regrade that re-reads the log
+    applies them: `apply_overrides`)."""
+    return {name: str(checked[name]) if name in checked else "" for name, status in from_log.items()
+            if checked.get(name) != status}
+
+
+def apply_overrides(statuses: Mapping[str, TestStatus], overrides: Mapping[str, str]) -> dict[str, TestStatus]:
+    """The log's statuses as the grade counted them (`channel_overrides`)."""
+    out = dict(statuses)
+    for name, status in overrides.items():
+        if not status:
+            out.pop(name, None)
+        else:
+            out[name] = TestStatus(status)
+    return out
 
 
 def check_against_channel(

@@ -281,6 +281,11 @@ class GradeFinished(Event, tag="grade.finished", kw_only=True):
     # PASS_TO_PASS tests left out of the verdict: `swecl validate` found them failing on
     # this host with the fix and without it (network, a missing system tool)
     p2p_excluded: list[str] = msgspec.field(default_factory=list)
+    # What the results channel changed of the log's statuses (test -> the status counted;
+    # "" where a pass was void: pytest never ran it, or without evidence of the test's own
+    # code). The channel's file is gone once the grade is made: a regrade re-reads the log
+    # and applies these, so it cannot bring back a pass the channel refused.
+    channel_overrides: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class GradeCorrected(Event, tag="grade.corrected", kw_only=True):

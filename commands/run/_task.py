@@ -442,6 +442,7 @@ def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: st
         similarity=outcome.similarity,
         parser=outcome.parser,
         p2p_excluded=list(outcome.p2p_excluded),
+        channel_overrides=dict(outcome.channel_overrides),
     )
     return event, collect.blobs
 

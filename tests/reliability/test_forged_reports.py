@@ -13,6 +13,7 @@ real pytest runs and the real sandbox, on a repository built here.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -207,6 +208,21 @@ def test_bytecode_written_into_the_worktree_is_never_loaded(graded: dict) -> Non
     for name in ("cached-bytecode", "sourceless-bytecode"):
         assert grades[name]["f2p"] == {F2P: "FAILED"}, name  # the visible source ran
     assert grades["cached-bytecode-gold"]["f2p"] == {F2P: "PASSED"}
+
+
+def test_a_regrade_from_the_recorded_logs_brings_back_no_pass_the_channel_refused(
+    graded: dict, tmp_path: Path, cache: Path
+) -> None:
+    """The channel's file is gone after the grade; the log still says PASSED. The grade
+    recorded what the channel changed, and the regrade applies it: nothing is corrected."""
+    results = tmp_path / "results"
+    shutil.copytree(graded["results"], results)
+    assert graded["grades"]["reports-passed"]["channel_overrides"] == {F2P: "FAILED"}
+    assert graded["grades"]["gold"]["channel_overrides"] == {}
+    version = next(e["payload"]["version"] for e in read_events(results) if e["type"] == "run.started")
+    done = swecl(results, "regrade", version, cache=cache)
+    assert "0 corrected" in done.stdout, done.stdout
+    assert [e for e in read_events(results) if e["type"] == "grade.corrected"] == []
 
 
 # -- the evidence on its own, outside a grade ----------------------------------------------
