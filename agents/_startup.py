@@ -38,8 +38,8 @@ __all__ = ["PREFLIGHT_TIMEOUT_S", "Probe", "Probed", "exec_chain", "not_started"
 
 PREFLIGHT_TIMEOUT_S = 60.0
 _PRIVATE_TREES = ("/tmp", "/var/tmp", "/dev/shm")  # the sandbox mounts empty ones
-_SHELL_CANNOT_EXEC = (126, 127)
-LAUNCHER_CANNOT_EXEC = "swecl-launcher: cannot execute "  # agents/_egress.py's launcher  # found but not executable; not found
+_SHELL_CANNOT_EXEC = (126, 127)  # found but not executable; not found
+LAUNCHER_CANNOT_EXEC = "swecl-launcher: cannot execute "  # agents/_egress.py's launcher
 
 
 @dataclass(frozen=True)
