@@ -315,7 +315,7 @@ def leakage_for(ledger: Any, found: list[VersionMetrics], as_of_order: int | Non
 def integrity_for(ledger: Any, found: list[VersionMetrics], as_of_order: int | None = None) -> dict[str, dict[str, Any] | None]:
     """Each run's integrity flags (`projections.audit.integrity_of`), of the attempts that
     count: at a cut, those in force then, as the outcomes beside them."""
-    from projections._queries import order_cut
+    from projections import order_cut
     from projections.audit import integrity_counts, integrity_of
 
     return {vm.run.version: integrity_counts(integrity_of(

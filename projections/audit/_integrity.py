@@ -6,7 +6,7 @@ its grades recorded (`grade.finished` f2p), never stored: a rule changed here re
 every recorded run without re-running anything.
 
 The rules read the lines the patch adds to library files (not test files, not the test
-configuration files the grader reverts: `graders._apply.is_test_path` and
+configuration files the grader reverts: `ledger.patches.is_test_path` and
 `is_test_config_path`), in Python sources, comments left out:
 
 - `pytest-internals`: imports `_pytest` or `pytest` (the runner that decides the verdict),
@@ -31,6 +31,7 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger, StreamRange
+from ledger.patches import is_test_config_path, is_test_path, parse_patch_files
 from projections._cut import OrderCut
 from projections.memory import GradingSecrets, test_names_pattern
 
@@ -63,9 +64,6 @@ def integrity_flags(patch: str | None, repo: str, f2p: Iterable[str] = ()) -> li
     INTEGRITY_KINDS order, one per kind and file (the first line that raised it)."""
     if not patch:
         return []
-    # Imported on first call: the graders package is heavy and only a flagged output needs it.
-    from graders._apply import is_test_config_path, is_test_path, parse_patch_files
-
     names = test_names_pattern(GradingSecrets(fail_to_pass=tuple(f2p)))
     found: dict[tuple[str, str], Flag] = {}
     for section in parse_patch_files(patch):

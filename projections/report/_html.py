@@ -19,7 +19,9 @@ the sequence id, or `macro` for the headline) with cells `td[data-metric][data-v
 (data-value: the exact float, empty when not computable; a cell whose value the run's
 passes did not measure reads "n/a" and says why in `data-unmeasured`); contrast rows
 `tr[data-contrast][data-kind]` with `td[data-side][data-resolved][data-valid][data-tasks]`;
-leakage rows `tr[data-leakage]` with `td[data-count][data-value]` and links `a[data-task]`
+leakage rows `tr[data-leakage]` with `td[data-count][data-value]` and links `a[data-task]`;
+integrity rows `tr[data-integrity]` with `td[data-integrity-count][data-value]` and
+`li[data-integrity-task]`
 (`sequence:order`) to the flagged task rows; a flagged task row `tr.leaked[data-order]` has
 `td.leak[data-leaks]` (its flagged items) with one `span[data-pass][data-hits][data-kinds]` per
 pass (data-kinds: `kind:count` pairs); identical learning
@@ -318,10 +320,10 @@ def _integrity(data: ReportData) -> str:
         found = vr.integrity
         if found is None:
             continue
-        cells = [f'<td class="num" data-count="checked" data-value="{found["patches_checked"]}">{found["patches_checked"]}</td>',
-                 f'<td class="num{" flagged" if found["flagged"] else ""}" data-count="flagged" '
+        cells = [f'<td class="num" data-integrity-count="checked" data-value="{found["patches_checked"]}">{found["patches_checked"]}</td>',
+                 f'<td class="num{" flagged" if found["flagged"] else ""}" data-integrity-count="flagged" '
                  f'data-value="{found["flagged"]}">{found["flagged"]}</td>']
-        cells += [f'<td class="num{" flagged" if n else ""}" data-count="{esc(k)}" data-value="{n}">{n}</td>'
+        cells += [f'<td class="num{" flagged" if n else ""}" data-integrity-count="{esc(k)}" data-value="{n}">{n}</td>'
                   for k, n in found["by_kind"].items()]
         where = "".join(
             f'<li data-integrity-task="{esc(t["instance_id"])}">{esc(t["instance_id"])} ({esc(t["pass"])}, attempt '
