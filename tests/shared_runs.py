@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.processes import INICONF, SPANS, swecl
+from bench.processes import INICONF, SPANS, TEXTKIT, swecl
 
 # plugin-blank over the spans sequence (every pass), its initial pass only, and spans +
 # iniconf (initial pass) with --jobs 2.
@@ -37,6 +37,7 @@ RUNS: dict[str, tuple[str, ...]] = {
     "ref-spans": (*BLANK_SPANS, "--version", "ref"),  # the references of tests/reliability
     "ref-initial": (*BLANK_INITIAL, "--version", "ref"),
     "ref-pair": (*BLANK_PAIR, "--version", "ref"),
+    "blank-textkit": ("--stage", "plugin-blank", "--sequence", TEXTKIT),  # what tests/cli show and view
 }
 
 
