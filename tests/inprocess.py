@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,6 @@ def swecl(
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         finally:
-            import sys
-
             sys.stdout.flush()
             sys.stderr.flush()
         stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
