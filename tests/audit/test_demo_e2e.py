@@ -13,6 +13,7 @@ from bench.processes import SPANS, swecl
 from commands.cli._audit import audit_cmd
 from commands.inputs import load_predictions, load_task_secrets
 from ledger import Ledger
+from tests.shared_runs import demo_run_copy
 from projections import export_run, replay
 from projections.audit import audit_summary, audit_task
 
@@ -20,8 +21,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
-    results = tmp_path_factory.mktemp("audit-demo")
-    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--quiet", cache=cache)
+    results = demo_run_copy(tmp_path_factory, cache, "blank-spans")  # plugin-blank, version 1
     swecl(results, "run", "--stage", "plugin-accum", "--sequence", SPANS, "--quiet", cache=cache)
     return results
 

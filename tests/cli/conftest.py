@@ -8,17 +8,17 @@ from typing import Any
 import pytest
 
 from tests.report.conftest import chromium  # noqa: F401 (a fixture: the report tests' headless Chromium)
-from tests.run.support import TEXTKIT, events, swecl
+from tests.run.support import events
+from tests.shared_runs import demo_run_copy
 
 
 @pytest.fixture(scope="session")
 def demo(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
     """One plugin-blank run of the textkit sequence: recalls, resolved and unresolved tasks
     (textkit #23 fails in the initial pass and in the re-test).
-    Read it, never append to it (copy it first): every test of the process shares it."""
-    results = tmp_path_factory.mktemp("show-demo")
-    swecl(results, "run", "--stage", "plugin-blank", "--sequence", TEXTKIT, "--quiet", cache=cache)
-    return results
+    Read it, never append to it (copy it first): every test of the process shares it.
+    (This process's copy of the session's shared run.)"""
+    return demo_run_copy(tmp_path_factory, cache, "blank-textkit")
 
 
 def unresolved(results: Path) -> dict[str, Any]:

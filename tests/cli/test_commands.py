@@ -12,6 +12,7 @@ from commands.inputs import demo_benchmark
 from ledger import Ledger, NewEvent
 from ledger.events import GradeFinished
 from tests.run.support import SPANS, events, swecl, swecl_json
+from tests.shared_runs import demo_run_copy
 
 MANIFEST_COUNTS = {
     "django/django": 50, "sympy/sympy": 50, "sphinx-doc/sphinx": 44, "matplotlib/matplotlib": 34,
@@ -83,19 +84,22 @@ def test_env_list_and_prune(tmp_path: Path, cache: Path) -> None:
 
 @pytest.fixture(scope="module")
 def blank(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
-    results = tmp_path_factory.mktemp("blank")
-    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--passes", "initial", "--quiet", cache=cache)
-    return results
+    """plugin-blank over spans, initial pass, as version `ref`: a copy of the session's
+    shared run (tests/reliability's reference)."""
+    return demo_run_copy(tmp_path_factory, cache, "ref-initial")
+
+
+BLANK = "ref"  # the version of the run in `blank`
 
 
 @pytest.mark.slow
 def test_dream_export_import(blank: Path, cache: Path, tmp_path: Path) -> None:
-    first = swecl(blank, "dream", "1", "--json", cache=cache)
-    assert json.loads(first.stdout)["version"] == "1"
-    again = json.loads(swecl(blank, "dream", "1", "--json", cache=cache).stdout)
+    first = swecl(blank, "dream", BLANK, "--json", cache=cache)
+    assert json.loads(first.stdout)["version"] == BLANK
+    again = json.loads(swecl(blank, "dream", BLANK, "--json", cache=cache).stdout)
     assert again["decisions"] == []  # nothing new, nothing decided
     out = tmp_path / "exported"
-    swecl(blank, "memory", "export", "1", "--out", str(out), cache=cache)
+    swecl(blank, "memory", "export", BLANK, "--out", str(out), cache=cache)
     assert (out / "items.json").is_file() or (out / "_memory" / "items.json").is_file()
     other = tmp_path / "other-machine"
     swecl(other, "run", "--stage", "plugin-accum", "--sequence", SPANS, "--passes", "initial",
@@ -107,7 +111,7 @@ def test_dream_export_import(blank: Path, cache: Path, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_regrade_corrects_a_wrong_recorded_decision(blank: Path, cache: Path) -> None:
-    assert "0 corrected" in swecl(blank, "regrade", "1", cache=cache).stdout  # today's parsers agree
+    assert "0 corrected" in swecl(blank, "regrade", BLANK, cache=cache).stdout  # today's parsers agree
     led = Ledger.open(blank / "ledger.db")
     original = next(r for r in led.read(types=["grade.finished"]) if r.event.status == "resolved")
     # what an old, buggy parser might have recorded for the very same log: a newer attempt
@@ -117,12 +121,12 @@ def test_regrade_corrects_a_wrong_recorded_decision(blank: Path, cache: Path) ->
     led.append(original.stream, [NewEvent(wrong, "forged-old-parser-decision")])
     led.close()
     before = swecl_json(blank, "runs", cache=cache)[0]["resolved"]["initial"]
-    report = swecl(blank, "regrade", "1", cache=cache).stdout
+    report = swecl(blank, "regrade", BLANK, cache=cache).stdout
     assert "1 corrected" in report and "unresolved -> resolved" in report
     assert swecl_json(blank, "runs", cache=cache)[0]["resolved"]["initial"] == before + 1
     corrected = [p for _, _, _, p in events(blank, "grade.corrected")]
     assert corrected[0]["corrects"] == "forged-old-parser-decision"
-    assert "0 corrected" in swecl(blank, "regrade", "1", cache=cache).stdout  # idempotent
+    assert "0 corrected" in swecl(blank, "regrade", BLANK, cache=cache).stdout  # idempotent
 
 
 @pytest.mark.slow
@@ -140,6 +144,6 @@ def test_the_run_summary_says_what_each_run_left_on_disk(tmp_path: Path, cache: 
     assert str(tmp_path / "v1") not in out
     from commands.cli._run import _on_disk  # the memory run's line, from the fixture's run
 
-    said = _on_disk(blank / "v1")
-    assert said.startswith(f"memory in {blank / 'v1' / '_memory'}") and ".cookbook-memory" in said
-    assert any((blank / "v1" / "_memory" / ".cookbook-memory").glob("*.md"))
+    said = _on_disk(blank / f"v{BLANK}")
+    assert said.startswith(f"memory in {blank / f'v{BLANK}' / '_memory'}") and ".cookbook-memory" in said
+    assert any((blank / f"v{BLANK}" / "_memory" / ".cookbook-memory").glob("*.md"))

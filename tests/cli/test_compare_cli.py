@@ -14,10 +14,12 @@ import pytest
 import scipy.stats
 
 from bench.ledgers import LedgerBuilder
-from bench.processes import REPO_ROOT, SPANS, swecl, swecl_argv, swecl_env
+from bench.processes import SPANS
 from ledger import Ledger
 from ledger.events import TaskRef
 from projections import Results, metrics_for
+from tests.inprocess import swecl
+from tests.shared_runs import demo_run_copy
 
 DJANGO = "django__django"
 SYMPY = "sympy__sympy"
@@ -72,9 +74,9 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_cli(root: Path, *args: str, columns: int = 100) -> subprocess.CompletedProcess[str]:
-    """The real CLI in a subprocess, output piped (not a terminal), COLUMNS as given."""
-    return subprocess.run(swecl_argv(root, *args), capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
-                          env=swecl_env(root.parent / "cache", {"COLUMNS": str(columns)}))
+    """The CLI's entry point (in-process: compare only reads), output not a terminal,
+    COLUMNS as given."""
+    return swecl(root, *args, cache=root.parent / "cache", env={"COLUMNS": str(columns)}, check=False)
 
 
 def ok(root: Path, *args: str) -> str:
@@ -195,18 +197,18 @@ def test_bad_options_are_refused_by_click(root: Path) -> None:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
-    """The demo's spans sequence run as `swecl run` runs it: base (v1), then plugin-blank (v2)."""
-    results = tmp_path_factory.mktemp("compare-demo")
+    """The demo's spans sequence run as `swecl run` runs it: plugin-blank (v1, a copy of
+    the session's shared run), then base (v2)."""
+    results = demo_run_copy(tmp_path_factory, cache, "blank-spans")
     swecl(results, "run", "--stage", "base", "--sequence", SPANS, "--quiet", cache=cache)
-    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--quiet", cache=cache)
     return results
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("formula", ["native", "eval-v1"])
 def test_compare_on_real_demo_runs_matches_metrics_and_scipy(demo: Path, cache: Path, formula: str) -> None:
-    doc = json.loads(swecl(demo, "compare", "1", "2", "--formula", formula, "--json", cache=cache).stdout)
-    metrics = json.loads(swecl(demo, "metrics", "--version", "1", "--version", "2", "--formula", formula, "--json",
+    doc = json.loads(swecl(demo, "compare", "2", "1", "--formula", formula, "--json", cache=cache).stdout)
+    metrics = json.loads(swecl(demo, "metrics", "--version", "2", "--version", "1", "--formula", formula, "--json",
                                cache=cache).stdout)
     assert_differences_of_metrics(doc, metrics)
     assert_mcnemar_matches_scipy(doc)
@@ -214,7 +216,7 @@ def test_compare_on_real_demo_runs_matches_metrics_and_scipy(demo: Path, cache: 
     # resolved flags, on the default seed and resamples.
     results = Results(demo)
     with results.open_ledger(readonly=True) as ledger:
-        found = metrics_for(ledger, results.projector(ledger), ["1", "2"], formula=formula)
+        found = metrics_for(ledger, results.projector(ledger), ["2", "1"], formula=formula)
     (seq_a,), (seq_b,) = (vm.outcomes.to_metric_inputs(vm.not_gradeable) for vm in found)
     flags_a = np.array([v == 1 for v in seq_a.initial], dtype=float)
     flags_b = np.array([v == 1 for v in seq_b.initial], dtype=float)
@@ -224,15 +226,15 @@ def test_compare_on_real_demo_runs_matches_metrics_and_scipy(demo: Path, cache: 
     for row in (doc["sequences"][SPANS], doc["macro"]):
         assert row["metrics"]["resolved_rate"]["ci"] == pytest.approx([expected.low, expected.high], abs=1e-12)
     # base ran no re-test and no baseline: what they measure is n/a, and says why.
-    assert doc["macro"]["metrics"]["F"]["na"] == "not measured (v1 base: no re-test pass)"
-    assert doc["macro"]["metrics"]["FWT"]["na"] == "not measured (v1 base: no baseline pass)"
+    assert doc["macro"]["metrics"]["F"]["na"] == "not measured (v2 base: no re-test pass)"
+    assert doc["macro"]["metrics"]["FWT"]["na"] == "not measured (v2 base: no baseline pass)"
 
 
 @pytest.mark.slow
 def test_compare_table_on_real_demo_runs(demo: Path, cache: Path) -> None:
-    out = swecl(demo, "compare", "v1", "v2", cache=cache, env={"COLUMNS": "100"}).stdout
+    out = swecl(demo, "compare", "v2", "v1", cache=cache, env={"COLUMNS": "100"}).stdout
     assert max(len(line) for line in out.splitlines()) <= 100, out
-    assert "compare A = v1 base, B = v2 plugin-blank (native formulas)" in out
-    assert "F n/a: not measured (v1 base: no re-test pass)" in out
+    assert "compare A = v2 base, B = v1 plugin-blank (native formulas)" in out
+    assert "F n/a: not measured (v2 base: no re-test pass)" in out
     macro = next(line.split() for line in out.splitlines() if line.startswith("macro"))
     assert macro[1] == "resolved" and macro[-3].startswith("b=") and macro[-1].startswith("p=")

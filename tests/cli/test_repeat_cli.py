@@ -16,11 +16,12 @@ import pytest
 import scipy.stats
 
 from bench.ledgers import LedgerBuilder
-from bench.processes import SPANS, swecl
+from bench.processes import SPANS
 from ledger import Ledger
 from ledger.events import RunStarted, TaskRef
 from projections.compare import stratified_exact_p
 from tests.cli.test_compare_cli import ok, run_cli
+from tests.inprocess import swecl
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 

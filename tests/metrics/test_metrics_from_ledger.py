@@ -11,15 +11,15 @@ import pytest
 from commands.inputs import demo_benchmark, find_sequence
 from ledger import Ledger
 from tests.run.support import SPANS, events, swecl, swecl_json
+from tests.shared_runs import demo_run_copy
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
-    results = tmp_path_factory.mktemp("metrics-run")
-    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--quiet", cache=cache)
-    return results
+    """plugin-blank over the spans sequence (version 1): a copy of the session's shared run."""
+    return demo_run_copy(tmp_path_factory, cache, "blank-spans")
 
 
 SPANS_TASKS = len(find_sequence(demo_benchmark(materialise=False), SPANS).tasks)

@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from bench.processes import INICONF, SPANS, swecl
+from tests.shared_runs import BLANK_INITIAL, BLANK_PAIR, BLANK_SPANS, demo_run_copy
 
 from .support import DemoCurriculum, demo_curriculum
 
-SPANS_ARGS = ("--stage", "plugin-blank", "--sequence", SPANS)
-INITIAL_ARGS = ("--stage", "plugin-blank", "--sequence", SPANS, "--passes", "initial")
-PAIR_ARGS = ("--stage", "plugin-blank", "--sequence", SPANS, "--sequence", INICONF, "--passes", "initial", "--jobs", "2")
+SPANS_ARGS = BLANK_SPANS
+INITIAL_ARGS = BLANK_INITIAL
+PAIR_ARGS = BLANK_PAIR
 
 
 @pytest.fixture(scope="session")
@@ -19,25 +19,23 @@ def curriculum(tmp_path_factory: pytest.TempPathFactory) -> DemoCurriculum:
     return demo_curriculum(tmp_path_factory.mktemp("curriculum"))
 
 
+# The references are built once per test session (whichever worker needs one first) and
+# each worker reads its own copy (tests.shared_runs).
+
+
 @pytest.fixture(scope="session")
 def reference_spans(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
     """An uninterrupted plugin-blank run of the spans sequence: version `ref`."""
-    results = tmp_path_factory.mktemp("reference-spans")
-    swecl(results, "run", *SPANS_ARGS, "--version", "ref", "--quiet", cache=cache)
-    return results
+    return demo_run_copy(tmp_path_factory, cache, "ref-spans")
 
 
 @pytest.fixture(scope="session")
 def reference_initial(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
     """The same, initial pass only (6 tasks): version `ref`."""
-    results = tmp_path_factory.mktemp("reference-initial")
-    swecl(results, "run", *INITIAL_ARGS, "--version", "ref", "--quiet", cache=cache)
-    return results
+    return demo_run_copy(tmp_path_factory, cache, "ref-initial")
 
 
 @pytest.fixture(scope="session")
 def reference_pair(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
     """An uninterrupted plugin-blank run of spans + iniconf (initial pass) with --jobs 2: version `ref`."""
-    results = tmp_path_factory.mktemp("reference-pair")
-    swecl(results, "run", *PAIR_ARGS, "--version", "ref", "--quiet", cache=cache)
-    return results
+    return demo_run_copy(tmp_path_factory, cache, "ref-pair")

@@ -1,7 +1,8 @@
-"""Running the real `swecl` CLI in subprocesses against real ledgers, as users do.
+"""Running the real `swecl` CLI against real ledgers, as users do.
 
-The runner itself is `bench.processes` (the benchmarks use it too); this adds the
-shapes the run tests read events in."""
+The runner itself is `bench.processes` (the benchmarks use it too): a subprocess for
+every command that runs or grades, in-process for those that only read a ledger
+(`tests.inprocess`); this adds the shapes the run tests read events in."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from typing import Any
 
 import apsw
 
-from bench.processes import INICONF, REPO_ROOT, SPANS, TEXTKIT, read_events, swecl, swecl_json
+from bench.processes import INICONF, REPO_ROOT, SPANS, TEXTKIT, read_events
+from tests.inprocess import swecl, swecl_json
 from commands.inputs import demo_benchmark, find_sequence
 
 __all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "a_missing_cli_is_said_before_the_run",

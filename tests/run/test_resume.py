@@ -7,19 +7,21 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared_runs import RUNS, copy_of, demo_run_copy, shared_run
+
 from .support import SPANS, demo_tasks, events, finished_cells, swecl, swecl_json
 
 pytestmark = pytest.mark.slow
 
-ARGS = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--version", "R", "--quiet")
+# plugin-blank over spans as version `ref`: the session's shared "ref-spans" run, uninterrupted.
+R = "ref"
+ARGS = ("run", *RUNS["ref-spans"], "--quiet")
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> dict:
     """The same run, never interrupted."""
-    results = tmp_path_factory.mktemp("uninterrupted")
-    swecl(results, *ARGS, cache=cache)
-    return swecl_json(results, "metrics", "--version", "R", cache=cache)
+    return swecl_json(demo_run_copy(tmp_path_factory, cache, "ref-spans"), "metrics", "--version", R, cache=cache)
 
 
 def killed_then_resumed(results: Path, cache: Path, failpoint: str) -> None:
@@ -27,13 +29,13 @@ def killed_then_resumed(results: Path, cache: Path, failpoint: str) -> None:
     assert proc.returncode == -9, (proc.returncode, proc.stderr)  # SIGKILL: no chance to clean up
     runs = swecl_json(results, "runs", cache=cache)
     assert runs[0]["status"] == "interrupted"
-    swecl(results, "run", "--resume", "R", "--quiet", cache=cache)
+    swecl(results, "run", "--resume", R, "--quiet", cache=cache)
 
 
 def assert_complete_and_identical(results: Path, cache: Path, reference: dict) -> None:
-    cells = finished_cells(results, "R")
+    cells = finished_cells(results, R)
     assert len(cells) == len(set(cells)) == 3 * demo_tasks(SPANS)  # no task lost, none finished twice
-    assert swecl_json(results, "metrics", "--version", "R", cache=cache) == reference
+    assert swecl_json(results, "metrics", "--version", R, cache=cache) == reference
     assert swecl_json(results, "runs", cache=cache)[0]["status"] == "finished"
     assert "ledger OK" in swecl(results, "verify", cache=cache).stdout
 
@@ -67,23 +69,25 @@ def test_resume_after_a_kill_in_the_retest_pass(tmp_path: Path, cache: Path, ref
     assert (abandoned["pass"], abandoned["order"]) == ("retest", 3)
 
 
-def test_a_finished_run_resumes_to_a_no_op(tmp_path: Path, cache: Path, reference: dict) -> None:
-    swecl(tmp_path, *ARGS, cache=cache)
-    before = len(events(tmp_path, "task.started"))
-    swecl(tmp_path, "run", "--resume", "R", "--quiet", cache=cache)
-    assert len(events(tmp_path, "task.started")) == before
-    assert_complete_and_identical(tmp_path, cache, reference)
+def test_a_finished_run_resumes_to_a_no_op(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, cache: Path, reference: dict,
+) -> None:
+    results = copy_of(shared_run(tmp_path_factory, cache, "ref-spans"), tmp_path / "results")  # a finished run
+    before = len(events(results, "task.started"))
+    swecl(results, "run", "--resume", R, "--quiet", cache=cache)
+    assert len(events(results, "task.started")) == before
+    assert_complete_and_identical(results, cache, reference)
 
 
 def test_json_progress_while_resuming(tmp_path: Path, cache: Path, reference: dict) -> None:
     swecl(tmp_path, *ARGS, cache=cache, env={"SWECL_FAILPOINTS": "task.finished:10"}, check=False)
-    out = swecl(tmp_path, "run", "--resume", "R", "--json", cache=cache).stdout
+    out = swecl(tmp_path, "run", "--resume", R, "--json", cache=cache).stdout
     lines = [json.loads(line) for line in out.splitlines()]
     kinds = [line["event"] for line in lines]
     assert kinds[0] == "run_started" and kinds[-2:] == ["run_finished", "summary"]
     summary = lines[-1]
-    assert summary["versions"][0]["version"] == "R" and "CL-Score" in summary["versions"][0]["macro"]
-    assert summary["version_dirs"]["R"].endswith("vR") and summary["ledger"].endswith("ledger.db")
+    assert summary["versions"][0]["version"] == R and "CL-Score" in summary["versions"][0]["macro"]
+    assert summary["version_dirs"][R].endswith(f"v{R}") and summary["ledger"].endswith("ledger.db")
     finished = [line for line in lines if line["event"] == "task_finished"]
     assert len(finished) == 3 * demo_tasks(SPANS) - 10  # only what was left
     assert all({"sequence", "pass", "order", "status", "resolve_rate"} <= set(line) for line in finished)

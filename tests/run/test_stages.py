@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared_runs import demo_run_copy
+
 from .support import SPANS, events, swecl, swecl_json
 
 pytestmark = pytest.mark.slow
@@ -13,9 +15,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def blank(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
-    results = tmp_path_factory.mktemp("stages")
-    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--quiet", cache=cache)
-    return results
+    """plugin-blank over the spans sequence (version 1), a copy of the session's shared
+    run: the tests here add runs to it."""
+    return demo_run_copy(tmp_path_factory, cache, "blank-spans")
 
 
 def test_plugin_accum_seeds_itself_from_plugin_blank_without_being_told(blank: Path, cache: Path) -> None:
