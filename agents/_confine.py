@@ -92,6 +92,16 @@ def checkout_object_stores(checkout: Path) -> list[Path]:
     return found
 
 
+def unix_listener(path: Path, backlog: int) -> socket.socket:
+    """A Unix socket listening at `path` (a stale one from a killed swecl replaced): the
+    door a sandboxed relay reaches swecl's own side through."""
+    path.unlink(missing_ok=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    sock.listen(backlog)
+    return sock
+
+
 class RecallBridge:
     """A Unix socket in `directory`; each connection is served by a new `server_argv` process.
 
@@ -119,11 +129,7 @@ class RecallBridge:
     def __enter__(self) -> RecallBridge:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.relay_path.write_text(_RELAY, encoding="utf-8")
-        self.socket_path.unlink(missing_ok=True)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.bind(str(self.socket_path))
-        sock.listen(8)
-        self._sock = sock
+        self._sock = unix_listener(self.socket_path, 8)
         accept = threading.Thread(target=self._accept, name="recall-bridge", daemon=True)
         accept.start()
         self._threads.append(accept)

@@ -37,6 +37,8 @@ from urllib.parse import urlsplit
 
 from ledger.events import EgressConnection
 
+from ._confine import unix_listener
+
 __all__ = ["API_ENDPOINTS", "Egress", "EgressConnection", "EgressProxy", "Rules", "endpoint_of", "endpoint_urls", "parse_allow_host"]
 
 # Each CLI's endpoint variable and its default (the adapters read the same ones).
@@ -244,11 +246,7 @@ class EgressProxy:
     def __enter__(self) -> EgressProxy:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.launcher_path.write_text(_LAUNCHER, encoding="utf-8")
-        self.socket_path.unlink(missing_ok=True)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.bind(str(self.socket_path))
-        sock.listen(64)
-        self._sock = sock
+        self._sock = unix_listener(self.socket_path, 64)
         self.egress.proxied = True
         self.egress.allowed = self.rules.listed()
         self._start(self._accept)
