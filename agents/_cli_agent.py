@@ -1,7 +1,7 @@
 """What the CLI agents (claude, codex, gemini) share.
 
 Each adapter runs one vendor CLI per task in the task's worktree; the parts that do not
-depend on the vendor live here: finding the executable and its `--version` preflight
+depend on the vendor live here: finding the executable and its `--version` probe (run in the sandbox by `_startup.preflight`)
 (`CliAgent`), the environment the CLI starts from (`CliAgent.base_env`: the host's minus
 what a parent session of the same CLI set, minus the host paths a run hides), the recall
 MCP server's command (`recall_server`: relayed through a socket when the run is
@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -121,16 +120,6 @@ class CliAgent(Generic[I]):
     @property
     def executable(self) -> str:
         return find_cli(self.command, self.env_var, self.package, self._executable)
-
-    def version(self) -> str:
-        """`CLI --version` on the host, unconfined (`agents._startup.preflight` runs `probe`
-        as a task would, in the sandbox)."""
-        done = subprocess.run(
-            [self.executable, "--version"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60
-        )
-        if done.returncode != 0:
-            raise SweclError(f"{self.executable} --version failed (exit {done.returncode}): reinstall the {self.command} CLI")
-        return done.stdout.strip()
 
     def probe(self, inp: AgentInput) -> Probe:
         """`CLI --version` with what a task's process gets: the prepared invocation's
