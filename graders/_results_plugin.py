@@ -49,9 +49,10 @@ A test the log reports failing stays failing whatever the channel says, and the
 channel's tests the log never mentions are not added: the log keeps its key space (the
 SWE-bench lists name tests by it). The plugin reads its file's path from the environment
 and removes it at import, before any test code runs; it can still be found by code that
-searches the process, so this raises the bar rather than proving anything. Runners other
-than pytest (django's runtests.py, sympy's bin/test, tox) get no plugin: there only the
-log's own rule applies (`graders._parsers.parse_log`: a name reported failing and not
+searches the process, so this raises the bar rather than proving anything. pytest under
+`tox --current-env` gets it through tox's posargs (graders._tox.pytest_args_at). Runners
+other than pytest (django's runtests.py, sympy's bin/test, plain tox) get no plugin: there
+only the log's own rule applies (`graders._parsers.parse_log`: a name reported failing and not
 failing counts as failing).
 """
 

@@ -32,6 +32,7 @@ from graders._py_compat import installed, site_packages
 from graders._reaper import owned_processes, wait_for_exit
 from graders._results_plugin import PLUGIN_NAME, ResultsChannel
 from graders._sandbox import Sandbox
+from graders._tox import pytest_args_at
 
 __all__ = [
     "LineResult",
@@ -333,7 +334,8 @@ def build_test_command(
     """spec.test_cmd + directives as argv; leading VAR=value words become variables.
 
     With a `channel`, a pytest command also loads swecl's results plugin (`-p`, right after
-    the program) and the channel is prepared; any other runner is left as it is.
+    the program, or after the `--` of a `tox --current-env` command) and the channel is
+    prepared; any other runner is left as it is.
     `pytest_version`: the environment's pytest (`pytest_version`); one older than 6.0 gets
     the command without `--no-header`, which it does not know (the command's `notes` say so)."""
     parts = split_line(test_cmd)
@@ -356,12 +358,18 @@ def build_test_command(
         rest = [w for w in rest if w != _NO_HEADER]
         notes.append(f"[swecl] test command without {_NO_HEADER}: the environment's pytest "
                      f"{'.'.join(map(str, pytest_version))} has no such option (it came with pytest 6.0)")
-    use_channel = channel is not None and _runs_pytest(words)
+    # where pytest's own arguments go: after the program (`python -m pytest`: after the
+    # module), or after a `tox --current-env ... --` (its posargs, graders/_tox.py)
+    at: int | None = None
+    if _runs_pytest(words):
+        at = 2 if rest[:2] == ["-m", "pytest"] else 0
+    elif (after := pytest_args_at(words)) is not None:
+        at = after - 1  # `rest` is `words` without the program
+    use_channel = channel is not None and at is not None
     if use_channel:
-        assert channel is not None
+        assert channel is not None and at is not None
         channel.prepare()
-        skip = 2 if rest[:2] == ["-m", "pytest"] else 0  # `python -m pytest`: after the module
-        rest = [*rest[:skip], "-p", PLUGIN_NAME, *rest[skip:]]
+        rest = [*rest[:at], "-p", PLUGIN_NAME, *rest[at:]]
     argv = program + rest + list(directives)
     return TestCommand(argv=argv, env=env, directives=list(directives), channel=channel if use_channel else None,
                        notes=notes)

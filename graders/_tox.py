@@ -22,7 +22,7 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["current_env_names", "put_current_env_launchers"]
+__all__ = ["current_env_names", "pytest_args_at", "put_current_env_launchers"]
 
 
 def _runs_tox(argv: Sequence[str]) -> int | None:
@@ -53,6 +53,21 @@ def current_env_names(argv: Sequence[str]) -> list[str]:
         elif arg.startswith(("--env=", "--envlist=")):
             names += arg.partition("=")[2].split(",")
     return [n.strip() for n in names if n.strip() and "/" not in n and n.strip() not in (".", "..")]
+
+
+def pytest_args_at(words: Sequence[str]) -> int | None:
+    """Where arguments for pytest go in a `tox --current-env ... -- ARGS` command: the index
+    right after its `--` (None for any other command).
+
+    tox hands what follows `--` to the tox.ini's commands as `{posargs}` (SWE-bench's sphinx:
+    `pytest --durations 25 {posargs}`), and tox-current-env runs them with the calling
+    process's whole environment, so a `-p PLUGIN` there loads a plugin found on PYTHONPATH.
+    Plain tox builds its own environments and passes only its `passenv`: not this."""
+    start = _runs_tox(words)
+    if start is None or not current_env_names(words):
+        return None
+    args = list(words[start:])
+    return start + args.index("--") + 1 if "--" in args else None
 
 
 def put_current_env_launchers(argv: Sequence[str], worktree: Path, python: Path, version: str) -> list[str]:

@@ -20,6 +20,24 @@ ENV_NAME = f"py{sys.version_info.major}{sys.version_info.minor}"
 PREFIX_HEADER = "import sys\n\n\ndef pytest_report_header():\n    return f'swecl-test-prefix: {sys.prefix}'\n"
 TOX_INI = "[tox]\nenvlist = py\n\n[testenv]\ncommands =\n    python -m pytest {posargs}\n"
 # as swebench's sphinx specs: tox 4.16 with the current-env plugin, the repo installed editable
+# not the fix: calc/ops.py makes every pytest report a pass once the tests import it
+FORGED_PATCH = '''\
+diff --git a/calc/ops.py b/calc/ops.py
+--- a/calc/ops.py
++++ b/calc/ops.py
+@@ -1,4 +1,11 @@
+ """Arithmetic helpers."""
++from _pytest.reports import TestReport
++_init = TestReport.__init__
++def _passed(self, *args, **kwargs):
++    _init(self, *args, **kwargs)
++    self.outcome, self.longrepr = "passed", None
++TestReport.__init__ = _passed
++
+ 
+ 
+ def add(a, b):
+'''
 SPEC = EnvSpec(python=None, pip_packages=["pytest", "tox==4.16.0", "tox-current-env==0.0.11"],
                install="python -m pip install --no-build-isolation --no-deps -e .",
                test_cmd=f"tox --current-env -e{ENV_NAME} -v -- -rA")
@@ -47,9 +65,9 @@ def test_tests_run_by_tox_current_env_see_the_venvs_packages(tmp_path: Path, mon
     base = commit_at(src, "tests run through tox", "2024-08-01T13:00:00Z")
     grader = SwebenchGrader(cache_dir=tmp_path / "cache", repo_sources={PKG: str(src)}, timeout_s=300, sandbox="none")
 
-    def grade() -> tuple[str, str]:
+    def grade(patch: str = GOLD_PATCH) -> tuple[str, str]:
         out = grader.grade(GradeRequest(
-            instance_id="acme__calctox-1", repo=PKG, version="0.1", base_commit=base, model_patch=GOLD_PATCH,
+            instance_id="acme__calctox-1", repo=PKG, version="0.1", base_commit=base, model_patch=patch,
             test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=SPEC,
         ))
         return out.status, out.log.decode()
@@ -59,6 +77,13 @@ def test_tests_run_by_tox_current_env_see_the_venvs_packages(tmp_path: Path, mon
     assert f".tox/{ENV_NAME}/bin/python" in log and "launch the environment's interpreter" in log
     [venv] = (tmp_path / "cache" / "envs").glob("*/*/*/venv")
     assert f"swecl-test-prefix: {venv}" in log
+    # pytest under tox loads the results plugin (through tox's posargs): the channel saw
+    # all four tests, and a patch that forges pytest's reports gets no pass from it
+    assert "[swecl] results channel: 4 tests, finished" in log, log
+    status, log = grade(FORGED_PATCH)
+    assert "PASSED tests/test_ops.py::test_clamp_high" in log, log  # the forged report
+    assert status == "unresolved", log
+    assert "tests/test_ops.py::test_clamp_high (PASSED: " in log, log
 
     # positive control: through tox-current-env's own link the interpreter is not the
     # venv's (Python 3.9: the bare base interpreter, "No module named pytest")

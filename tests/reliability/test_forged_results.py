@@ -198,7 +198,8 @@ def test_the_grade_log_says_what_was_left_out_and_what_the_channel_saw(graded: d
     ("test_cmd", "loads"),
     [("pytest -rA", True), ("python -m pytest -rA --tb=no -p no:cacheprovider", True), ("py.test -rA", True),
      ("./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1", False),
-     ("bin/test -C --verbose", False), ("tox --current-env -epy39 -v --", False),
+     ("bin/test -C --verbose", False), ("tox --current-env -epy39 -v --", True), ("tox -epy39 -v --", False),
+     ("tox --current-env -epy39 -v", False),
      ("PYTHONWARNINGS=ignore python3 -m pytest -rA", True)],
 )
 def test_the_plugin_is_loaded_for_pytest_only(tmp_path: Path, test_cmd: str, loads: bool) -> None:
@@ -211,7 +212,7 @@ def test_the_plugin_is_loaded_for_pytest_only(tmp_path: Path, test_cmd: str, loa
         assert (cmd.channel is not None) is loads and (channel.dir is not None) is loads
         assert (CHANNEL_VAR in env) is loads
         if loads:
-            assert cmd.argv[cmd.argv.index("-p") - 1] == "pytest" or cmd.argv[1:3] == ["-m", "pytest"] or (
+            assert cmd.argv[cmd.argv.index("-p") - 1] in ("pytest", "--") or cmd.argv[1:3] == ["-m", "pytest"] or (
                 cmd.argv[0].endswith(("pytest", "py.test")))
             assert env["PYTHONPATH"] == os.pathsep.join([str(channel.dir), "/spec/path"])
             assert channel.dir is not None and not channel.dir.is_relative_to(tmp_path)
