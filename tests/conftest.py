@@ -9,6 +9,53 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+# The test modules that take longest (the sum of their tests' durations, from
+# `pytest --durations=0` on 2 cores), slowest first. xdist's loadscope hands out whole
+# modules, by default the ones with the most tests first: these have few tests each, so
+# they came last and the suite ended with one of them running alone for minutes.
+# pyproject.toml turns that reordering off (`--no-loadscope-reorder`) and the hook below
+# puts these first, so the many short modules fill the end. Only the order changes.
+SLOWEST_FIRST = (
+    "tests/scale/test_ray_executor.py",  # 195 s
+    "tests/run/test_demo_suite.py",  # 123 s
+    "tests/graders/test_env_install.py",  # 109 s
+    "tests/agents/test_cli_agents_shared.py",  # 103 s
+    "tests/run/test_task_jobs.py",  # 79 s
+    "tests/reliability/test_crash_exact.py",  # 78 s
+    "tests/bench/test_bench_quick.py",  # 77 s
+    "tests/run/test_gemini_run.py",  # 69 s
+    "tests/run/test_resume.py",  # 67 s
+    "tests/reliability/test_resource_faults.py",  # 63 s
+    "tests/cli/test_repeat_cli.py",  # 63 s
+    "tests/reliability/test_crash_task_jobs.py",  # 59 s
+    "tests/reliability/test_isolation.py",  # 57 s
+    "tests/reliability/test_crash_parallel.py",  # 57 s
+    "tests/reliability/test_crash_random.py",  # 49 s
+    "tests/agents/test_claude_e2e.py",  # 46 s
+    "tests/cli/test_commands.py",  # 41 s
+    "tests/inputs/test_demo.py",  # 40 s
+    "tests/reliability/test_bad_input.py",  # 39 s
+    "tests/run/test_claude_run.py",  # 39 s
+    "tests/run/test_resume_invocation.py",  # 38 s
+    "tests/reliability/test_tamper.py",  # 36 s
+    "tests/run/test_codex_run.py",  # 34 s
+    "tests/run/test_grade_command.py",  # 32 s
+    "tests/graders/test_env_era.py",  # 32 s
+    "tests/reliability/test_leaks.py",  # 30 s
+    "tests/cli/test_view.py",  # 27 s
+    "tests/graders/test_env_integrity.py",  # 25 s
+    "tests/reliability/test_concurrency.py",  # 23 s
+    "tests/run/test_jobs.py",  # 23 s
+    "tests/reliability/test_shell_injection.py",  # 22 s
+    "tests/agents/test_codex_e2e.py",  # 21 s
+    "tests/graders/test_grade_e2e.py",  # 21 s
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {module: i for i, module in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep their order
+
 
 def shared_dir() -> Path | None:
     """`../shared` beside the checkout (CI always has it), or $SWECL_SHARED."""

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bench.processes import SPANS, swecl
+from bench.processes import SPANS
+from tests.inprocess import swecl
 from commands.cli._audit import audit_cmd
 from commands.inputs import load_predictions, load_task_secrets
 from ledger import Ledger

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.processes import swecl
+from tests.inprocess import swecl
 
 
 def _mount(*args: str) -> None:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.processes import swecl
+from tests.inprocess import swecl
 
 from .scenarios import _done, _mount, fill
 

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from bench.processes import INICONF, SPANS, read_events, swecl
+from bench.processes import INICONF, SPANS, read_events
+from tests.inprocess import swecl
 
 from .support import (
     DemoCurriculum,

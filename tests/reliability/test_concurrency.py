@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from bench.crashkit import live_memory, metrics_doc, run_invariants
-from bench.processes import SPANS, LedgerWatch, kill_all, read_events, spawn, swecl, swecl_argv
+from bench.processes import SPANS, LedgerWatch, kill_all, read_events, spawn, swecl_argv
+from tests.inprocess import swecl
 
 from .conftest import INITIAL_ARGS
 from .support import assert_clean_refusal

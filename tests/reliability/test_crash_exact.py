@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from bench.crashkit import differences_from
-from bench.processes import REPO_ROOT, SPANS, read_events, run_exists, swecl, swecl_env
+from bench.processes import REPO_ROOT, SPANS, read_events, run_exists, swecl_env
+from tests.inprocess import swecl
 from ledger import Ledger
 
 from .conftest import INITIAL_ARGS

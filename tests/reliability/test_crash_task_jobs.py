@@ -15,7 +15,8 @@ import apsw
 import pytest
 
 from bench.crashkit import differences_from
-from bench.processes import kill_all, read_events, spawn, swecl, swecl_argv
+from bench.processes import kill_all, read_events, spawn, swecl_argv
+from tests.inprocess import swecl
 
 from .conftest import SPANS_ARGS
 

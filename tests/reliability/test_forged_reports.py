@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.processes import read_blobs, read_events, swecl
+from bench.processes import read_blobs, read_events
+from tests.inprocess import swecl
 from graders._parsers import parse_log
 from graders._results_plugin import EVIDENCE_NOTE, ResultsChannel, check_against_channel
 from graders._run import build_test_command, test_environment

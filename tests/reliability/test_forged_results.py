@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.processes import read_events, swecl
+from bench.processes import read_events
+from tests.inprocess import swecl
 from graders._parsers import TestStatus, parse_log
 from graders._results_plugin import CHANNEL_VAR, PLUGIN_NAME, ResultsChannel, check_against_channel
 from graders._run import build_test_command, test_environment

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.processes import REPO_ROOT, read_blobs, read_events, swecl
+from bench.processes import REPO_ROOT, read_blobs, read_events
+from tests.inprocess import swecl
 
 from .support import (
     CALC_FILES,

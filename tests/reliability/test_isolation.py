@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.processes import live_processes, read_blobs, read_events, spawn, swecl, swecl_argv
+from bench.processes import live_processes, read_blobs, read_events, spawn, swecl_argv
+from tests.inprocess import swecl
 
 from .support import CALC_GOLD, calc_curriculum, git, ledger_state, make_repo, write_predictions
 

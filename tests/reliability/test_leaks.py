@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.processes import SPANS, read_events, swecl
+from bench.processes import SPANS, read_events
+from tests.inprocess import swecl
 
 from .support import (
     CALC_FILES,

@@ -20,7 +20,8 @@ import apsw
 import pytest
 
 from bench.crashkit import live_memory, metrics_doc, run_invariants
-from bench.processes import REPO_ROOT, SPANS, live_processes, read_events, swecl, swecl_argv, swecl_env
+from bench.processes import REPO_ROOT, SPANS, live_processes, read_events, swecl_argv, swecl_env
+from tests.inprocess import swecl
 
 from .conftest import INITIAL_ARGS
 from .support import (

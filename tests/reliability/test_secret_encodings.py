@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from bench.processes import SPANS, read_events, swecl
+from bench.processes import SPANS, read_events
+from tests.inprocess import swecl
 
 from .support import DemoCurriculum, find_needles, ledger_texts, one_sequence_curriculum
 from .test_leaks import _everything, _key
