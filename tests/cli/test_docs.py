@@ -1,4 +1,5 @@
-"""Every command is documented, in the style of sqlite-utils: the README names each one."""
+"""Every command is documented, in the style of sqlite-utils: docs/commands.md has a section
+for each one."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 
 from commands.cli import cli
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+COMMANDS = (ROOT / "docs" / "commands.md").read_text()
 
 
 def all_commands(group: click.Group = cli, prefix: str = "swecl") -> list[str]:
@@ -33,10 +36,38 @@ def command_of(path: str) -> click.Command:
 
 
 @pytest.mark.parametrize("command", all_commands())
-def test_every_command_is_in_the_readme(command: str) -> None:
+def test_every_command_is_in_the_command_reference(command: str) -> None:
     top = " ".join(command.split()[:2])
-    assert re.search(rf"^### {re.escape(top)}$", README, re.M), f"README has no '### {top}' section"
-    assert command in README, f"README never mentions `{command}`"
+    assert re.search(rf"^### {re.escape(top)}$", COMMANDS, re.M), f"docs/commands.md has no '### {top}' section"
+    assert command in COMMANDS, f"docs/commands.md never mentions `{command}`"
+
+
+def command_section(top: str) -> str:
+    """docs/commands.md from `### swecl TOP` to the next heading (a subcommand such as
+    `swecl memory export` is in its top command's section)."""
+    found = re.search(rf"^### {re.escape(top)}\n(.*?)(?=^#{{1,3}} |\Z)", COMMANDS, re.M | re.S)
+    assert found, f"docs/commands.md has no '### {top}' section"
+    return found.group(1)
+
+
+def option_names(cmd: click.Command) -> list[str]:
+    """Each option's long name (`--stage`), or its short one when it has no long one."""
+    names = []
+    for param in cmd.params:
+        if isinstance(param, click.Option):
+            longs = [o for o in param.opts if o.startswith("--")]
+            name = longs[0] if longs else param.opts[0]
+            if name != "--help":
+                names.append(name)
+    return names
+
+
+@pytest.mark.parametrize("command", all_commands())
+def test_every_option_is_in_its_command_section(command: str) -> None:
+    section = command_section(" ".join(command.split()[:2]))
+    missing = [name for name in option_names(command_of(command))
+               if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", section)]
+    assert missing == [], f"docs/commands.md's `{command}` section does not name {missing}"
 
 
 @pytest.mark.parametrize("command", all_commands())
@@ -51,15 +82,72 @@ def test_the_readme_gives_the_two_setup_commands_and_ci_runs_the_test_one() -> N
     assert "exec ./dev pytest" in ci
 
 
+def test_the_readme_is_read_in_five_minutes() -> None:
+    lines = len(README.splitlines())
+    assert lines <= 300, f"README.md has {lines} lines; move detail to docs/"
+
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+
+
+def without_code(text: str) -> str:
+    """Markdown text without fenced blocks and inline code, where a `[x](y)` is no link."""
+    text = re.sub(r"^(```|~~~).*?^\1[^\n]*$", "", text, flags=re.M | re.S)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def anchors(path: Path) -> set[str]:
+    """GitHub's heading anchors: lowercase, punctuation but `-` and `_` dropped, spaces
+    to `-`; a repeated heading gets `-1`, `-2`, ..."""
+    found: set[str] = set()
+    for heading in re.findall(r"^#{1,6}\s+(.+?)\s*#*\s*$", without_code(path.read_text()), re.M):
+        text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link keeps its text
+        slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+        unique, n = slug, 0
+        while unique in found:
+            n += 1
+            unique = f"{slug}-{n}"
+        found.add(unique)
+    return found
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(doc: Path) -> None:
+    """Each `[text](target)` and `![alt](target)` of the README and docs/ names a file of
+    the repository, and a `#anchor` into a Markdown file names one of its headings."""
+    broken = []
+    for target in LINK.findall(without_code(doc.read_text())):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target, re.I):  # http(s), mailto
+            continue
+        file, _, anchor = target.partition("#")
+        path = (doc.parent / file).resolve() if file else doc
+        if not path.is_relative_to(ROOT) or not path.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and path.suffix == ".md" and anchor.lower() not in anchors(path):
+            broken.append(f"{target}: no heading #{anchor} in {path.relative_to(ROOT)}")
+    assert broken == [], f"{doc.relative_to(ROOT)}: {broken}"
+
+
+def test_the_link_check_sees_links_and_anchors() -> None:
+    """The link test cannot pass by finding nothing."""
+    readme_links = LINK.findall(without_code(README))
+    assert "docs/commands.md#swecl-run" in readme_links and "docs/concepts.md#the-ledger" in readme_links
+    assert {"swecl-run", "swecl-memory", "the-ledger"} <= anchors(ROOT / "docs" / "commands.md") | anchors(
+        ROOT / "docs" / "concepts.md")
+    assert "report.png" in LINK.findall(COMMANDS)
+
+
 def test_every_design_citation_names_a_section_of_the_design_document() -> None:
-    """The code and README cite `docs/design.md section N`; each N must be a heading
+    """The code, the README and docs/ cite `docs/design.md section N`; each N must be a heading
     there (`## N. Title`), and nothing cites a design document outside the repository."""
     root = Path(__file__).resolve().parents[2]
     design = (root / "docs" / "design.md").read_text()
     sections = set(re.findall(r"^## (\d+)\. ", design, re.M))
     cited: dict[str, set[str]] = {}
     stale = []
-    for path in [root / "README.md", *sorted(root.glob("[a-z]*/**/*.py"))]:  # not .venv, .dev
+    docs = [p for p in sorted((root / "docs").glob("*.md")) if p.name != "design.md"]
+    for path in [root / "README.md", *docs, *sorted(root.glob("[a-z]*/**/*.py"))]:  # not .venv, .dev
         text = path.read_text(errors="replace")
         for number in re.findall(r"docs/design\.md section (\d+)", text):
             cited.setdefault(number, set()).add(str(path.relative_to(root)))

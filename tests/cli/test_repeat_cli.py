@@ -2,7 +2,7 @@
 through the real CLI: a real demo sequence run twice per stage is recorded as one group per
 stage and shown with n=2 and intervals; on crafted groups whose runs differ the numbers
 match scipy and `swecl metrics --json`; bad input is one line; every new option has help
-text and is in the README section of its command."""
+text and is in its command's section of docs/commands.md."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from projections.compare import stratified_exact_p
 from tests.cli.test_compare_cli import ok, run_cli
 from tests.inprocess import swecl
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+COMMANDS = (Path(__file__).resolve().parents[2] / "docs" / "commands.md").read_text()
 
 SEQ = "django__django"
 PLAN = {SEQ: [TaskRef(f"django__django-{11000 + k}", k, "django/django", 1 + k % 4) for k in range(1, 9)]}
@@ -172,23 +172,23 @@ def test_a_ledger_from_before_repeats_still_reads() -> None:
     assert (event.repeat_group, event.repeat_index, event.repeat_count) == (None, None, None)
 
 
-# --- the new options: help text and the README ------------------------------------------------
+# --- the new options: help text and the command reference -------------------------------------
 
 NEW_OPTIONS = [("run", "--repeat"), ("metrics", "--group"), ("compare", "--group"), ("report", "--group")]
 
 
 def _section(command: str) -> str:
-    return README.split(f"### swecl {command}\n", 1)[1].split("\n### ", 1)[0]
+    return COMMANDS.split(f"### swecl {command}\n", 1)[1].split("\n### ", 1)[0]
 
 
 @pytest.mark.parametrize(("command", "option"), NEW_OPTIONS)
-def test_every_new_option_has_help_and_is_in_its_readme_section(command: str, option: str) -> None:
+def test_every_new_option_has_help_and_is_in_its_reference_section(command: str, option: str) -> None:
     from commands.cli import cli
 
     cmd = cli.commands[command]
     param = next(p for p in cmd.params if option in getattr(p, "opts", ()))
     assert (getattr(param, "help", "") or "").strip(), f"swecl {command} {option} has no help text"
-    assert f"`{option}" in _section(command), f"README's `swecl {command}` section does not document {option}"
+    assert f"`{option}" in _section(command), f"docs/commands.md's `swecl {command}` section does not document {option}"
 
 
 # --- end to end: a real demo sequence, repeated ------------------------------------------------
