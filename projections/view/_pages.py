@@ -6,13 +6,16 @@ URLs only through `quote` (then `esc`). Pages carry no inline script or style, s
 server's Content-Security-Policy can forbid both.
 
 Hooks for tests and scrapers: `body[data-head]` (the ledger seq the page shows),
-`tr[data-run][data-status][data-done][data-total]` on the runs page, `td[data-pass]` matrix
-cells with their link, `tr[data-test][data-kind][data-passed]` and `pre.patch` on a task page.
+`tr[data-run][data-status][data-done][data-total]` on the runs page, with the run's macro
+metrics in `td[data-metric][data-value]` right after its `td.progress-cell`; `td[data-pass]`
+matrix cells with their link, `tr[data-test][data-kind][data-passed]` and `pre.patch` on a
+task page.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +24,7 @@ from urllib.parse import quote
 from projections import VersionMetrics
 from projections.audit import DatasetNote, Flag
 from projections.report import Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, memory_on, tally
-from projections.report.present import STATE_CLASS, STATE_TEXT, esc, metric_cells, metric_head, sandbox_of
+from projections.report.present import STATE_CLASS, STATE_TEXT, esc, metric_cells, metric_head, sandbox_of, value_attr
 from projections.show import AttemptShow, ShownRecall, agent_numbers, egress_lines, is_json_lines
 
 from ._progress import Progress, duration_text
@@ -90,17 +93,20 @@ class RunListing:
     progress: Progress
 
 
-_HEADLINE = ("ACC", "F", "FWT", "AULC", "CL-Score")
+_HEADLINE = ("ACC", "F", "FWT", "CL-Score", "AULC")
+"""The runs page's metric columns, in this order right after a run's progress."""
 
 
-def progress_html(p: Progress, status: str) -> str:
-    bar = f'<progress max="{p.total}" value="{p.done}"></progress> {p.done}/{p.total} tasks'
+def progress_html(p: Progress, status: str, *, say_status: bool = True) -> str:
+    """The bar and `done/total tasks`, with the time left while running; a run stopped short
+    says its status after it unless `say_status` is off (the caller shows it beside)."""
+    bar = f'<progress max="{p.total}" value="{p.done}"></progress> <span class="count">{p.done}/{p.total} tasks</span>'
     if p.running:
         if p.eta_s is not None and p.pace_s is not None:
             bar += f" · about {esc(duration_text(p.eta_s))} left ({esc(duration_text(p.pace_s))} per task)"
         else:
             bar += " · estimating time left"
-    elif status != "finished" and p.done < p.total:
+    elif say_status and status != "finished" and p.done < p.total:
         bar += f" · {esc(status)}"
     return f'<span class="progress" data-done="{p.done}" data-total="{p.total}">{bar}</span>'
 
@@ -125,30 +131,61 @@ def contrast_html(vm: VersionMetrics) -> str:
     return f'<td data-contrast="on">on {esc(said(initial))} · off {esc(said(off))}{esc(delta)}</td>'
 
 
+def _headline_cells(vm: VersionMetrics) -> str:
+    """Macro ACC, F, FWT, CL-Score and AULC as the metrics page says them: n/a (with the
+    reason in a title) where the run's passes did not measure one or it is not computable."""
+    macro, gaps = vm.result.macro, vm.result.unmeasured
+    cells = []
+    for m in _HEADLINE:
+        value = macro.get(m)
+        why = f' data-unmeasured="{esc(gaps[m])}" title="not measured: {esc(gaps[m])}"' if m in gaps else ""
+        text = "n/a" if m in gaps or value is None else f"{value:.3f}"
+        cells.append(f'<td class="num" data-metric="{esc(m)}" data-value="{value_attr(None if m in gaps else value)}"'
+                     f"{why}>{text}</td>")
+    return "".join(cells)
+
+
+def _breakable(text: str) -> str:
+    """`text` escaped, with a line-break opportunity after each `-`, `_`, `.` and `/`: a long
+    id (`swecl-demo_spans_sequence`) wraps at its parts rather than mid-word."""
+    return "<wbr>".join(esc(part) for part in re.split(r"(?<=[-_./])", text))
+
+
+def _run_row(item: RunListing) -> str:
+    """One run on the runs page, narrow enough for a laptop screen: what does not fit a cell
+    of its own shares one (stage and agent, status and progress, version and seed), a second
+    line says the rest (the agent, the seed, the start's time of day), and ids wrap."""
+    r, vm, version = item.row, item.metrics, str(item.row["version"])
+    seeded = r["seeded_from"]
+    started = str(r["started_at"])[:19].replace("T", " ")
+    leaks = r["leakage"]["flagged"]
+    sequences = "".join(f'<a href="{esc(sequence_href(version, s))}">{_breakable(s)}</a>' for s in r["sequences"])
+    resolved = "".join(f"<span>{esc(p)}={n}</span>" for p, n in r["resolved"].items())
+    return (
+        f'<tr data-run="{esc(version)}" data-status="{esc(r["status"])}" data-done="{item.progress.done}" '
+        f'data-total="{item.progress.total}">'
+        f'<td class="ids"><a href="{esc(run_href(version))}">{_breakable(version)}</a>'
+        + (f'<span class="sub">seeded from {_breakable(seeded)}</span>' if seeded else "") + "</td>"
+        f'<td class="ids">{_breakable(r["stage"])}<span class="sub">{_breakable(r["agent"])}</span></td>'
+        f'<td class="progress-cell"><b class="status">{esc(r["status"])}</b> '
+        f"{progress_html(item.progress, r['status'], say_status=False)}</td>"
+        f"{_headline_cells(vm)}"
+        f'<td class="ids seqs">{sequences}</td><td class="passes">{resolved}</td>'
+        f'<td class="num{" flagged" if leaks else ""}">{leaks}</td>{contrast_html(vm)}'
+        f'<td class="started" title="{esc(started)}">{esc(started[:10])}'
+        f'<span class="sub">{esc(started[11:])}</span></td>'
+        "</tr>"
+    )
+
+
 def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
-    cols = ("version", "stage", "agent", "status", "progress", "sequences", "resolved", "leaks", "memory on vs off",
-            *_HEADLINE, "seeded from", "started")
-    rows = []
-    for item in listings:
-        r, vm = item.row, item.metrics
-        macro, gaps = vm.result.macro, vm.result.unmeasured
-        metrics = "".join(
-            '<td class="num">' + ("n/a" if m in gaps or macro.get(m) is None else f"{macro[m]:.3f}") + "</td>"
-            for m in _HEADLINE
-        )
-        leaks = r["leakage"]["flagged"]
-        rows.append(
-            f'<tr data-run="{esc(r["version"])}" data-status="{esc(r["status"])}" data-done="{item.progress.done}" '
-            f'data-total="{item.progress.total}">'
-            f'<td>{_a(run_href(r["version"]), str(r["version"]))}</td><td>{esc(r["stage"])}</td><td>{esc(r["agent"])}</td>'
-            f'<td>{esc(r["status"])}</td><td class="progress-cell">{progress_html(item.progress, r["status"])}</td>'
-            f'<td>{"<br>".join(_a(sequence_href(r["version"], s), s) for s in r["sequences"])}</td>'
-            f'<td>{esc(" ".join(f"{p}={n}" for p, n in r["resolved"].items()))}</td>'
-            f'<td class="num{" flagged" if leaks else ""}">{leaks}</td>{contrast_html(vm)}{metrics}'
-            f'<td>{esc(r["seeded_from"] or "")}</td><td>{esc(str(r["started_at"])[:19].replace("T", " "))}</td></tr>'
-        )
+    """The front page: every run with its progress and headline metrics side by side, in
+    one table that fits the window (it wraps, never scrolls sideways at 1280 pixels)."""
+    cols = ("version", "stage · agent", "status · progress", *_HEADLINE, "sequences", "resolved", "leaks",
+            "memory on vs off", "started")
+    rows = "".join(_run_row(item) for item in listings)
     table = (f'<table class="runs"><thead><tr>{"".join(f"<th>{c}</th>" for c in cols)}</tr></thead>'
-             f'<tbody>{"".join(rows)}</tbody></table>') if rows else '<p class="note">No runs yet: start one with <code>swecl run</code>.</p>'
+             f'<tbody>{rows}</tbody></table>') if rows else '<p class="note">No runs yet: start one with <code>swecl run</code>.</p>'
     body = (
         f'<h1>Runs</h1><p class="meta">Ledger <code>{esc(ledger_path)}</code>, read-only. Macro-averaged native '
         "metrics (n/a: not measured by the run's passes); leaks: recalled items flagged as leakage "

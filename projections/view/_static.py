@@ -15,7 +15,12 @@ header.bar nav.crumbs a { margin-right: .2rem; } header.bar nav.crumbs span.sep 
 a.cell { display: block; color: inherit; text-decoration: none; } a.cell:hover { outline: 2px solid #333; }
 td.cell-resolved a.cell { color: #fff; }
 progress { width: 9rem; vertical-align: middle; }
-table.runs td { white-space: nowrap; } table.runs td.progress-cell { white-space: normal; min-width: 11rem; }
+table.runs { width: 100%; } table.runs td.ids { overflow-wrap: anywhere; }
+table.runs td.num, table.runs td.started, table.runs td.passes { white-space: nowrap; }
+table.runs td.progress-cell { width: 14rem; } table.runs progress { width: 100%; max-width: 7rem; }
+.progress .count { white-space: nowrap; }
+table.runs td.seqs a, table.runs td.passes span { display: block; }
+table.runs .sub { display: block; color: var(--mute); font-size: .8rem; } main p code { overflow-wrap: anywhere; }
 pre { background: #fafafa; border: 1px solid #e6e6e6; padding: .5rem .7rem; overflow: auto; max-height: 36rem;
       font: .8rem/1.35 ui-monospace, "DejaVu Sans Mono", monospace; white-space: pre; }
 pre.wrap { white-space: pre-wrap; word-break: break-word; }

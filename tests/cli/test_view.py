@@ -25,7 +25,7 @@ import pytest
 
 from bench.processes import swecl_argv, swecl_env
 from tests.report.browser import evaluate, launch, open_page, problems_of, requests_of
-from tests.run.support import REPO_ROOT, SPANS, TEXTKIT, demo_tasks, swecl, swecl_json
+from tests.run.support import INICONF, REPO_ROOT, SPANS, TEXTKIT, demo_tasks, swecl, swecl_json
 
 from .conftest import unresolved
 
@@ -232,6 +232,90 @@ def test_hostile_ledger_text_stays_text(tmp_path: Path) -> None:
     for body in bodies:
         assert SCRIPT_TITLE not in body and HOSTILE_QUERY not in body and "<script>" not in body
     assert any(html.escape(SCRIPT_TITLE) in b for b in bodies), "no page showed the hostile title at all"
+
+
+HEADLINE = ("ACC", "F", "FWT", "CL-Score")
+
+
+@pytest.fixture(scope="module")
+def several(demo: Path, cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo run (memory on, every pass) and run 2 beside it: the base stage (memory off,
+    the initial pass only) over two more sequences, killed (SIGKILL) after its third task.
+    A test that holds its lock (as a live `swecl run` does) sees it running."""
+    results = tmp_path_factory.mktemp("several") / "results"
+    shutil.copytree(demo, results)
+    proc = swecl(results, "run", "--stage", "base", "--sequence", SPANS, "--sequence", INICONF, "--quiet", cache=cache,
+                 check=False, env={"SWECL_FAILPOINTS": "task.finished:3"})
+    assert proc.returncode != 0
+    return results
+
+
+# Per run row of the runs page: the cells right of its progress that carry a metric, and
+# where things are on the screen.
+_RUNS_LAYOUT = """JSON.stringify({
+    scroll: document.documentElement.scrollWidth,
+    client: document.documentElement.clientWidth,
+    table: document.querySelector('table.runs').getBoundingClientRect().right,
+    rows: [...document.querySelectorAll('table.runs tr[data-run]')].map(tr => {
+        const progress = tr.querySelector('td.progress-cell');
+        const metrics = [];
+        for (let td = progress.nextElementSibling; td && td.dataset.metric; td = td.nextElementSibling)
+            metrics.push([td.dataset.metric, td.textContent.trim()]);
+        return {
+            run: tr.dataset.run,
+            progress: progress.innerText,
+            metrics,
+            right: Math.max(...[...tr.cells].map(td => td.getBoundingClientRect().right)),
+            links: [...tr.querySelectorAll('a')].map(a => a.getAttribute('href')),
+            text: tr.innerText + ' ' + [...tr.querySelectorAll('[title]')].map(e => e.title).join(' '),
+        };
+    }),
+})"""
+
+
+@pytest.mark.slow
+def test_runs_page_fits_1280_pixels_with_each_runs_headline_metrics_beside_its_progress(
+    several: Path, cache: Path, chromium: str, tmp_path: Path
+) -> None:
+    """The front page at 1280x800, with a finished memory-on run and a running base run over
+    two long-named sequences: no sideways scrolling, and each run's macro ACC, F, FWT and
+    CL-Score (n/a where its passes did not measure it) right after its progress."""
+    measured = {v["version"]: v for v in swecl_json(several, "metrics", cache=cache)["versions"]}
+    assert measured["2"]["macro"]["F"] is None and measured["2"]["macro"]["FWT"] is None  # no re-test, no baseline
+    with serving(several, cache) as (base, _), (several / "v2" / ".run.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # what a running `swecl run` holds
+        listed = {row["version"]: row for row in get_json(base + "/api/runs")}
+        with launch(chromium, tmp_path / "chromium") as browser:
+            cdp = browser.cdp
+            session = open_page(cdp, base + "/", width=1280, height=800).session
+            seen = json.loads(evaluate(cdp, session, _RUNS_LAYOUT))
+            problems = problems_of(cdp, session)
+    widths = {k: seen[k] for k in ("scroll", "client", "table")}
+    assert seen["client"] <= 1280 and seen["scroll"] <= seen["client"], widths  # no horizontal scroll
+    assert seen["table"] <= seen["client"], widths
+    assert listed["2"]["status"] == "running" and listed["1"]["status"] == "finished"
+    assert sorted(row["run"] for row in seen["rows"]) == sorted(listed) == ["1", "2"]
+    for row in seen["rows"]:
+        version = row["run"]
+        macro, unmeasured = measured[version]["macro"], measured[version]["unmeasured"]
+        expected = [[m, "n/a" if macro[m] is None or m in unmeasured else f"{macro[m]:.3f}"]
+                    for m in (*HEADLINE, "AULC")]
+        assert row["metrics"] == expected, (version, row)
+        assert row["right"] <= seen["client"], (version, row["right"], widths)
+        progress = listed[version]["progress"]
+        assert f"{progress['done']}/{progress['total']} tasks" in row["progress"]
+        # What the row said before it had to fit stays on the page (as text or a title).
+        for sequence_id in listed[version]["sequences"]:
+            assert f"/run/{version}/seq/{sequence_id}" in row["links"], (version, sequence_id)
+            assert sequence_id in row["text"]
+        for fact in (listed[version]["stage"], listed[version]["agent"], listed[version]["status"],
+                     listed[version]["started_at"][:10]):
+            assert fact in row["text"], (version, fact)
+    by_run = {row["run"]: row for row in seen["rows"]}
+    assert by_run["1"]["metrics"][0][1] != "n/a" and by_run["1"]["metrics"][3][1] != "n/a"  # ACC, CL-Score measured
+    assert dict(by_run["2"]["metrics"])["F"] == dict(by_run["2"]["metrics"])["FWT"] == "n/a"
+    assert " left (" in by_run["2"]["progress"] or "estimating" in by_run["2"]["progress"]
+    assert problems == [], "\n".join(problems)
 
 
 def _click(cdp: Any, session: str, selector: str) -> None:
