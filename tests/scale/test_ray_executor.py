@@ -151,17 +151,19 @@ def test_a_killed_driver_resumes_the_fan_out(tmp_path: Path, ray_cluster: RayClu
     assert proc.returncode == -9, (proc.returncode, proc.stderr)
     assert swecl_json(tmp_path, "runs", cache=ray_cluster.cache)[0]["status"] == "interrupted"
     assert "ledger OK" in swecl(tmp_path, "verify", cache=ray_cluster.cache).stdout  # a partial fan-out is a valid ledger
+    # The first sequence merged complete; the other job may have delivered its last shard
+    # in the same moment (both sequences are the same size), so it can be complete too.
     done = {p["sequence_id"] for *_, p in events(tmp_path, "pass.finished") if p["pass"] == "baseline"}
-    assert len(done) == 1
-    (finished_one,) = done
+    assert 1 <= len(done) <= 2
     before = Counter(p["sequence_id"] for *_, p in events(tmp_path, "task.started"))
-    assert before[finished_one] == 2 * TASKS[finished_one]
+    assert all(before[seq] == 2 * TASKS[seq] for seq in done)
 
     out = run(tmp_path, ray_cluster, "run", "--resume", "R", *on_ray(ray_cluster), "--json").stdout
     notes = [line["text"] for line in json_lines(out) if line["event"] == "note"]
-    assert f"vR {finished_one}: already finished, not submitted" in notes
     after = Counter(p["sequence_id"] for *_, p in events(tmp_path, "task.started"))
-    assert after[finished_one] == before[finished_one]  # the finished sequence was not run again
+    for seq in done:
+        assert f"vR {seq}: already finished, not submitted" in notes
+        assert after[seq] == before[seq]  # a finished sequence was not run again
     assert_each_task_once(tmp_path, ray_cluster, "R", 2 * (TASKS[SPANS] + TASKS[INICONF]))
     assert metrics(tmp_path, ray_cluster, "R") == metrics(reference, ray_cluster, "1")
     assert swecl_json(tmp_path, "runs", cache=ray_cluster.cache)[0]["status"] == "finished"
