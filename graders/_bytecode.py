@@ -23,8 +23,10 @@ library and site-packages afresh (a demo pass took 2.5 times the CPU). So in the
 test run gets its environment's own cache instead (`env_pycache`): made once per
 environment by swecl, before any patch, from an import of pytest (and its plugins) run in
 an empty directory, pruned to the files of the environment and of its interpreter (never
-a worktree's, which an editable install of the repository would otherwise put there), and
-read-only in the sandbox, so a test can plant nothing in it. Unconfined, a test run could
+a worktree's, which an editable install of the repository would otherwise put there),
+with every module the environment's install compiled linked in (`_link_compiled`: else a
+module the warm-up did not import compiles at each import, and its compile-time warnings
+reach the tests), and read-only in the sandbox, so a test can plant nothing in it. Unconfined, a test run could
 write into it, so each grade gets a fresh empty one there (`PrivatePycache`).
 """
 
@@ -81,6 +83,9 @@ def remove_stray_bytecode(worktree: Path, keep: Collection[str] = ()) -> list[st
 
 
 ENV_PYCACHE = "pycache"  # beside the environment's venv
+# written last into a finished cache; one without it was made by an earlier swecl (before
+# the install's bytecode was linked in) and is made again
+_ENV_PYCACHE_DONE = ".swecl-pycache-2"
 _WARM_TIMEOUT_S = 300
 # Run by the environment's interpreter in an empty directory: prints where the interpreter
 # lives, then imports pytest and its plugins as a test run would (nothing to collect).
@@ -102,8 +107,10 @@ def env_pycache(env: EnvInfo) -> Path | None:
     had (Python < 3.8 ignores PYTHONPYCACHEPREFIX; the warm-up failed): the caller falls
     back to a private empty cache."""
     target = env.path / ENV_PYCACHE
-    if target.is_dir():
+    if (target / _ENV_PYCACHE_DONE).is_file():
         return target
+    if target.is_dir():
+        shutil.rmtree(target, ignore_errors=True)
     try:
         major, minor = (int(x) for x in env.python_version.split(".")[:2])
     except ValueError:
@@ -124,6 +131,8 @@ def env_pycache(env: EnvInfo) -> Path | None:
         if not base:
             return None
         _keep_only(work, [env.venv, Path(base)])
+        _link_compiled(env.venv, work)
+        (work / _ENV_PYCACHE_DONE).write_text("")
         try:
             os.rename(work, target)
         except OSError:  # made meanwhile by another process: use that one
@@ -133,6 +142,37 @@ def env_pycache(env: EnvInfo) -> Path | None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(empty, ignore_errors=True)
+
+
+def _link_compiled(venv: Path, prefix: Path) -> None:
+    """Every module the environment's install compiled (`X/__pycache__/NAME.TAG.pyc`, as
+    `uv pip install --compile-bytecode` leaves them) also at its place in the prefix tree
+    (`PREFIX/X/NAME.TAG.pyc`), hard-linked where it can be.
+
+    With PYTHONPYCACHEPREFIX set, the interpreter looks for bytecode only in the prefix, so
+    a module the warm-up did not import would be compiled from source at every import:
+    slower, and its compile-time warnings (`"is" with a literal`, invalid escapes) would
+    reach the tests, which see none with the environment's own bytecode. astropy 3.1's
+    `test_rshift_warns` counts the warnings of one call: a lazy import of traitlets inside
+    it added two SyntaxWarnings and failed the gold patch."""
+    for dirpath, _dirs, files in os.walk(venv):
+        if os.path.basename(dirpath) != "__pycache__":
+            continue
+        into = prefix / os.path.dirname(os.path.abspath(dirpath)).lstrip(os.sep)
+        for name in files:
+            if not name.endswith(".pyc"):
+                continue
+            target = into / name
+            if target.exists():
+                continue
+            try:
+                into.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(os.path.join(dirpath, name), target)
+                except OSError:
+                    shutil.copy2(os.path.join(dirpath, name), target)
+            except OSError:
+                pass  # a module left out compiles from its source, as before
 
 
 def _keep_only(prefix: Path, roots: list[Path]) -> None:

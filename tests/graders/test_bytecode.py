@@ -4,6 +4,7 @@ modules go, the install's products and the repository's own files stay."""
 from __future__ import annotations
 
 import json.decoder
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -65,14 +66,35 @@ def test_the_environments_cache_is_warmed_once_and_holds_no_worktree_module(tmp_
     env = EnvInfo(key="o__n/1/x", repo="o/n", version="1", spec_hash="x", python_version=version, path=env_dir,
                   complete=True)
 
+    # a module the install compiled but start-up never imports, whose compile warns
+    write(site, "lazy_mod.py", "def same(x):\n    return x is 1\n")
+    subprocess.run([str(env_dir / "venv" / "bin" / "python"), "-W", "ignore", "-m", "compileall", "-q", str(site)],
+                   check=True)
+
     made = env_pycache(env)
     assert made == env_dir / "pycache" and made.is_dir()
     assert _pycache_file(made, site / "env_mod.py")  # the environment's own module is there
+    assert _pycache_file(made, site / "lazy_mod.py")  # the install's bytecode too
+    # so a test's lazy import of it warns no more than with the environment's own
+    # bytecode (a SyntaxWarning made an error: exit 1 if it were compiled again); in a
+    # copy, as the sandbox keeps the cache read-only and these runs import the checkout
+    copy = tmp_path / "copy"
+    shutil.copytree(made, copy)
+    lazy = subprocess.run([str(env_dir / "venv" / "bin" / "python"), "-W", "error::SyntaxWarning", "-c",
+                           "import lazy_mod"], env={"PYTHONPYCACHEPREFIX": str(copy), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True)
+    assert lazy.returncode == 0, lazy.stderr
+    missing = subprocess.run([str(env_dir / "venv" / "bin" / "python"), "-W", "error::SyntaxWarning", "-c",
+                              "import lazy_mod"], env={"PYTHONPYCACHEPREFIX": str(tmp_path / "empty"),
+                                                       "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    assert missing.returncode != 0 and '"is" with a literal' in missing.stderr  # the control: compiled, it warns
     assert _pycache_file(made, Path(json.decoder.__file__))  # and the standard library's
     assert not _pycache_file(made, checkout / "repo_mod.py")  # never the checkout's
     assert not any(str(checkout).lstrip("/") in str(p) for p in made.rglob("*"))
     (made / "marker").write_text("")
     assert env_pycache(env) == made and (made / "marker").exists()  # made once
+    (made / ".swecl-pycache-2").unlink()  # as an earlier swecl left it: without the install's bytecode
+    assert env_pycache(env) == made and not (made / "marker").exists() and _pycache_file(made, site / "lazy_mod.py")
 
 
 def test_an_interpreter_that_ignores_the_prefix_gets_no_environment_cache(tmp_path: Path) -> None:
