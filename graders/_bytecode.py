@@ -26,8 +26,9 @@ an empty directory, pruned to the files of the environment and of its interprete
 a worktree's, which an editable install of the repository would otherwise put there),
 with every module the environment's install compiled linked in (`_link_compiled`: else a
 module the warm-up did not import compiles at each import, and its compile-time warnings
-reach the tests), and read-only in the sandbox, so a test can plant nothing in it. Unconfined, a test run could
-write into it, so each grade gets a fresh empty one there (`PrivatePycache`).
+reach the tests), and read-only in the sandbox, so a test can plant nothing in it.
+Unconfined, a test run could write into it, so each grade gets a fresh empty one there
+(`PrivatePycache`).
 """
 
 from __future__ import annotations

@@ -80,13 +80,14 @@ def test_the_environments_cache_is_warmed_once_and_holds_no_worktree_module(tmp_
     # copy, as the sandbox keeps the cache read-only and these runs import the checkout
     copy = tmp_path / "copy"
     shutil.copytree(made, copy)
-    lazy = subprocess.run([str(env_dir / "venv" / "bin" / "python"), "-W", "error::SyntaxWarning", "-c",
-                           "import lazy_mod"], env={"PYTHONPYCACHEPREFIX": str(copy), "PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True)
+    def import_lazy(prefix: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(env_dir / "venv" / "bin" / "python"), "-W", "error::SyntaxWarning", "-c",
+                               "import lazy_mod"], env={"PYTHONPYCACHEPREFIX": str(prefix), "PATH": "/usr/bin:/bin"},
+                              capture_output=True, text=True)
+
+    lazy = import_lazy(copy)
     assert lazy.returncode == 0, lazy.stderr
-    missing = subprocess.run([str(env_dir / "venv" / "bin" / "python"), "-W", "error::SyntaxWarning", "-c",
-                              "import lazy_mod"], env={"PYTHONPYCACHEPREFIX": str(tmp_path / "empty"),
-                                                       "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    missing = import_lazy(tmp_path / "empty")
     assert missing.returncode != 0 and '"is" with a literal' in missing.stderr  # the control: compiled, it warns
     assert _pycache_file(made, Path(json.decoder.__file__))  # and the standard library's
     assert not _pycache_file(made, checkout / "repo_mod.py")  # never the checkout's
