@@ -47,7 +47,7 @@ from ._parsers import (
     parser_for_repo,
     parser_names,
 )
-from ._reaper import PROCESS_VARS, descendants, owned_processes, parallel_runs, reap_orphans, wait_for_exit
+from ._reaper import PROCESS_VARS, descendants, owned_processes, proc_pids, parallel_runs, reap_orphans, wait_for_exit
 from ._repos import GitError, RepoCache, Worktree, default_cache_dir, git, preferred_slot
 from ._sandbox import SANDBOX_MODES, Sandbox, SandboxUnavailable, sandbox_for
 from ._specs import EnvSpec, UnknownEnvSpec, has_spec, known_specs, spec_for
@@ -118,6 +118,7 @@ __all__ = [
     "pre_install_plan",
     "patch_paths",
     "preferred_slot",
+    "proc_pids",
     "prune_envs",
     "read_limited",
     "reap_orphans",

@@ -55,20 +55,36 @@ def _stat_fields(pid: int) -> list[bytes]:
     return stat[stat.rfind(b")") + 2 :].split()
 
 
+def proc_pids(rounds: int = 20) -> Iterator[int]:
+    """Every pid in /proc, /proc listed again after each pass until a listing holds none
+    already given (at most `rounds` listings); nothing where there is no /proc.
+
+    One listing is not enough: a process that forks its successor and exits between the
+    listing and the look at its entry (a daemon re-forking to dodge a scan) is gone when
+    looked at, and its successor was not listed. The successor exists before the look,
+    so the next listing holds it.
+    """
+    seen: set[int] = set()
+    for _ in range(rounds):
+        try:
+            entries = os.listdir("/proc")
+        except OSError:
+            return
+        new = [int(name) for name in entries if name.isdigit() and int(name) not in seen]
+        if not new:
+            return
+        seen.update(new)
+        yield from new
+
+
 def descendants(root: int | None = None) -> set[int]:
     """Pids below `root` (default: this process), from /proc; empty where there is none."""
     root = os.getpid() if root is None else root
     children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return set()
-    for name in entries:
-        if not name.isdigit():
-            continue
-        fields = _stat_fields(int(name))
+    for pid in proc_pids():
+        fields = _stat_fields(pid)
         if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(name))
+            children.setdefault(int(fields[1]), []).append(pid)
     found: set[int] = set()
     stack = [root]
     while stack:
@@ -183,18 +199,26 @@ class Reaper:
     def kill_new_descendants(self, before: set[int], marker: str | None = None) -> None:
         """SIGKILL and reap every descendant that appeared since `before` was taken; with
         runs in several threads, only those that carry `marker` (see the module doc)."""
-        for pid in descendants() - before:
-            theirs = _marker_of(pid)
-            if theirs != marker and self._spared(theirs):
-                continue
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                continue
-            try:
-                os.waitpid(pid, 0)  # ours now (subreaper): leave no zombie
-            except ChildProcessError:
-                pass
+        # Again until a look finds nothing new: a process killed in one pass may have
+        # forked a child after its parent's entry was read (a daemon re-forking).
+        handled = set(before)
+        for _ in range(20):
+            found = descendants() - handled
+            if not found:
+                return
+            handled |= found
+            for pid in found:
+                theirs = _marker_of(pid)
+                if theirs != marker and self._spared(theirs):
+                    continue
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    continue
+                try:
+                    os.waitpid(pid, 0)  # ours now (subreaper): leave no zombie
+                except ChildProcessError:
+                    pass
 
     def owner_token(self) -> str:
         """This process, in a form no later process can share (pid plus start time), and
@@ -209,15 +233,11 @@ class Reaper:
         killed: list[int] = []
         prefix = OWNER_VAR.encode() + b"="
         mine = self.owner_token()
-        try:
-            entries = os.listdir("/proc")
-        except OSError:
-            return killed
-        for name in entries:
-            if not name.isdigit() or int(name) == os.getpid():
+        for pid in proc_pids():
+            if pid == os.getpid():
                 continue
             try:
-                with open(f"/proc/{name}/environ", "rb") as fh:
+                with open(f"/proc/{pid}/environ", "rb") as fh:
                     environ = fh.read()
             except OSError:
                 continue
@@ -226,8 +246,8 @@ class Reaper:
                     token = entry[len(prefix):].decode("ascii", "replace")
                     if token != mine and token.partition("/")[2] in ("", scope) and not _owner_alive(token):
                         try:
-                            os.kill(int(name), signal.SIGKILL)
-                            killed.append(int(name))
+                            os.kill(pid, signal.SIGKILL)
+                            killed.append(pid)
                         except (ProcessLookupError, PermissionError):
                             pass
                     break

@@ -102,3 +102,59 @@ def test_wait_for_exit_times_out_as_popen_wait_does_and_leaves_the_process_to_th
                 proc.kill()
                 proc.wait()
             go.unlink(missing_ok=True)
+
+
+# A daemon that forks its successor and exits every 10 ms (in a session of its own), each
+# generation naming `token` on its command line and inheriting the owner token.
+_REFORKING = (
+    "import os, sys, time\n"
+    "while True:\n"
+    "    if os.fork():\n"
+    "        os._exit(0)\n"
+    "    os.setsid()\n"
+    "    time.sleep(0.01)\n"
+)
+
+
+def _has_token(pid: int, token: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            cmdline = fh.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z" and token in cmdline
+
+
+def _one_listing() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def test_a_daemon_that_reforks_to_dodge_a_scan_of_proc_is_always_met_and_reaped(tmp_path: Path) -> None:
+    token = f"swecl-reforking-{os.getpid()}-{time.monotonic_ns()}"
+    owner = f"{_dead_owner()}/{_reaper._scope_of(tmp_path)}"
+    subprocess.Popen([sys.executable, "-c", _REFORKING, token], start_new_session=True,
+                     env={**os.environ, _reaper.OWNER_VAR: owner})
+    try:
+        deadline = time.monotonic() + 10
+        while not any(_has_token(pid, token.encode()) for pid in _reaper.proc_pids()):
+            assert time.monotonic() < deadline, "the daemon never started"
+        # control: one listing of /proc misses it often (the listed generation is gone
+        # when looked at, its successor was not listed)
+        misses = sum(not any(_has_token(pid, token.encode()) for pid in _one_listing()) for _ in range(200))
+        assert misses > 0
+        # listed again until nothing is new, it is met at every look
+        assert all(any(_has_token(pid, token.encode()) for pid in _reaper.proc_pids()) for _ in range(200))
+        # and the next swecl on the cache ends it
+        _reaper.Reaper().reap_orphans(tmp_path)
+        time.sleep(0.1)
+        assert not any(_has_token(pid, token.encode()) for pid in _reaper.proc_pids())
+    finally:
+        for _ in range(3):  # SIGKILL each generation met, until none is left
+            for pid in [p for p in _reaper.proc_pids() if _has_token(p, token.encode())]:
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.05)
