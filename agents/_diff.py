@@ -24,6 +24,8 @@ from pathlib import Path, PurePosixPath
 
 from ledger import SweclError
 
+from graders import git_env
+
 __all__ = [
     "apply_patch",
     "check_patch",
@@ -46,15 +48,6 @@ _GIT_CONFIG = (
 )
 
 
-def _git_env(**extra: str) -> dict[str, str]:
-    # A caller's GIT_DIR / GIT_INDEX_FILE / GIT_WORK_TREE would redirect every call, and
-    # user config (diff.noprefix, external diff drivers) would change the patch's shape.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
-    env.update(extra)
-    return env
-
-
 def _git(
     worktree: Path, args: Sequence[str], *, env: dict[str, str] | None = None, input: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
@@ -66,7 +59,7 @@ def _git(
     return subprocess.run(
         [exe, *_GIT_CONFIG, *args],
         cwd=worktree,
-        env=env or _git_env(),
+        env=env or git_env(literal_pathspecs=False),  # not literal: `_EXCLUDE` is pathspec magic
         input=input,
         stdin=None if input is not None else subprocess.DEVNULL,
         capture_output=True,
@@ -101,7 +94,7 @@ def worktree_patch(worktree: str | os.PathLike[str], base: str | None = None) ->
             .decode()
             .strip()
         )
-        env = _git_env(GIT_INDEX_FILE=str(index))
+        env = git_env(literal_pathspecs=False, GIT_INDEX_FILE=str(index))
         if real_index.is_file():
             # Starting from a copy of the real index keeps its stat cache: `add -A` then
             # hashes only files that changed, not the whole repository.

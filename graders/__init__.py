@@ -48,8 +48,9 @@ from ._parsers import (
     parser_names,
 )
 from ._reaper import PROCESS_VARS, descendants, owned_processes, proc_pids, parallel_runs, reap_orphans, wait_for_exit
-from ._repos import GitError, RepoCache, Worktree, default_cache_dir, git, preferred_slot
+from ._repos import GitError, RepoCache, Worktree, default_cache_dir, git, git_env, preferred_slot
 from ._sandbox import SANDBOX_MODES, Sandbox, SandboxUnavailable, sandbox_for
+from ._session import ProcessOutcome, run_in_session
 from ._specs import EnvSpec, UnknownEnvSpec, has_spec, known_specs, spec_for
 from ._verdict import verdict_lines
 
@@ -73,6 +74,7 @@ __all__ = [
     "OVERLAP_LINES_F1",
     "PATCH_BROKE_RUN",
     "PROCESS_VARS",
+    "ProcessOutcome",
     "PythonNotFound",
     "RepoCache",
     "SANDBOX_MODES",
@@ -97,6 +99,7 @@ __all__ = [
     "frame_test_output",
     "get_grader",
     "git",
+    "git_env",
     "grade_log",
     "keep_blame",
     "has_spec",
@@ -122,6 +125,7 @@ __all__ = [
     "prune_envs",
     "read_limited",
     "reap_orphans",
+    "run_in_session",
     "sandbox_for",
     "spec_for",
     "unsafe_reason",

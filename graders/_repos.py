@@ -95,10 +95,16 @@ def repo_slug(repo: str) -> str:
     return repo.replace("/", "__")
 
 
-def git_env() -> dict[str, str]:
+def git_env(*, literal_pathspecs: bool = True, **extra: str) -> dict[str, str]:
+    """The environment of every git swecl runs (grader, agents' patches, demo repositories):
+    nothing of the user's or the system's git setup changes what git reads, writes or applies.
+
+    `literal_pathspecs=False` is for a caller whose pathspecs are magic on purpose (the
+    agents' `:(exclude,glob)` of bytecode); `extra` comes last (an index file, an author).
+    """
     env = dict(os.environ)
     for key in list(env):
-        # a caller's GIT_DIR / GIT_WORK_TREE / GIT_INDEX_FILE would redirect every call
+        # a caller's GIT_DIR / GIT_WORK_TREE / GIT_INDEX_FILE / GIT_CONFIG_COUNT would redirect every call
         if key.startswith("GIT_"):
             del env[key]
     env.update(
@@ -108,12 +114,22 @@ def git_env() -> dict[str, str]:
         # the system gitattributes (/etc/gitattributes) would change what is checked out,
         # stored and applied; GIT_CONFIG_NOSYSTEM does not cover it
         GIT_ATTR_NOSYSTEM="1",
+        # Nor does GIT_CONFIG_GLOBAL cover the user's global attributes and ignore files:
+        # core.attributesFile and core.excludesFile default to ~/.config/git/{attributes,ignore}
+        # whatever config is read (an `eol=crlf` there changed checkouts, an ignore rule there
+        # dropped files from an agent's patch).
+        GIT_CONFIG_COUNT="2",
+        GIT_CONFIG_KEY_0="core.attributesFile",
+        GIT_CONFIG_VALUE_0=os.devnull,
+        GIT_CONFIG_KEY_1="core.excludesFile",
+        GIT_CONFIG_VALUE_1=os.devnull,
         GIT_ASKPASS="",
-        # paths from patches are names, never globs
-        GIT_LITERAL_PATHSPECS="1",
         SSH_ASKPASS="",
         LC_ALL="C",
     )
+    if literal_pathspecs:
+        env["GIT_LITERAL_PATHSPECS"] = "1"  # paths from patches are names, never globs
+    env.update(extra)
     return env
 
 

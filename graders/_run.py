@@ -18,7 +18,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -29,9 +28,9 @@ from pathlib import Path
 from graders._apply import normalize_patch
 from graders._bytecode import PYCACHE_VAR
 from graders._py_compat import installed, site_packages
-from graders._reaper import owned_processes, wait_for_exit
 from graders._results_plugin import PLUGIN_NAME, ResultsChannel
 from graders._sandbox import Sandbox
+from graders._session import run_in_session
 from graders._tox import pytest_args_at
 
 __all__ = [
@@ -98,13 +97,6 @@ class TestCommand:
     __test__ = False  # not a pytest class
 
 
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def run_process(
     argv: Sequence[str],
     *,
@@ -115,38 +107,30 @@ def run_process(
     writable: Sequence[Path] = (),
     readable: Sequence[Path] = (),
 ) -> ProcessResult:
-    """Run argv in its own session; on timeout kill the whole group. Output: stdout+stderr.
+    """Run argv in its own session; on timeout kill the whole group at once (a test run has
+    nothing to flush). Output: stdout+stderr, through a file (see the module doc). The
+    session, the kill and the reaping are `graders._session`'s, shared with the agents.
 
     With a confined `sandbox` the command runs inside it, `cwd` and `writable` read-write,
     `readable` read-only, nothing else writable, no network (see `_sandbox`)."""
-    with owned_processes(env) as (env, clean_up):
-        start = time.monotonic()
+
+    def confine(argv: Sequence[str], env: dict[str, str]) -> tuple[Sequence[str], Mapping[str, str]]:
         if sandbox is not None and sandbox.confined:
-            argv, env = sandbox.wrap(argv, cwd=cwd, env=env, writable=writable, readable=readable)
-        with tempfile.TemporaryFile(prefix="swecl-out-") as sink:
-            try:
-                proc = subprocess.Popen(
-                    list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                    stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
-                )
-            except OSError as exc:
-                return ProcessResult(None, b"", time.monotonic() - start, error=f"cannot run {argv[0]!r}: {exc}")
-            timed_out = False
-            try:
-                wait_for_exit(proc, timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc.pid)
-                proc.wait()
-            # leftovers (daemons a test started) go too: the group, and whatever left it
-            _kill_group(proc.pid)
-            clean_up()
-            duration = time.monotonic() - start
-            sink.seek(0)
-            output = sink.read()
-        if timed_out:
-            output += f"\n[swecl] timed out after {timeout_s}s: process group killed\n".encode()
-        return ProcessResult(None if timed_out else proc.returncode, output, duration, timed_out)
+            return sandbox.wrap(argv, cwd=cwd, env=env, writable=writable, readable=readable)
+        return argv, env
+
+    start = time.monotonic()
+    with tempfile.TemporaryFile(prefix="swecl-out-") as sink:
+        try:
+            run = run_in_session(argv, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                                 timeout_s=timeout_s, wrap=confine)
+        except OSError as exc:
+            return ProcessResult(None, b"", time.monotonic() - start, error=f"cannot run {argv[0]!r}: {exc}")
+        sink.seek(0)
+        output = sink.read()
+    if run.timed_out:
+        output += f"\n[swecl] timed out after {timeout_s}s: process group killed\n".encode()
+    return ProcessResult(run.returncode, output, run.duration_s, run.timed_out)
 
 
 def test_directives(repo: str, test_patch: str) -> list[str]:

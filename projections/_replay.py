@@ -53,7 +53,7 @@ from projections.memory import (
     write_if_changed,
     write_memory_folder,
 )
-from projections.metrics import FORMULAS, MetricsResult, compute
+from projections.metrics import FORMULAS, MetricsResult, compute, result_document
 
 from ._cut import OrderCut
 from ._passes import pass_rank, retest_row
@@ -297,22 +297,8 @@ def outcomes_csv(replay: Replay) -> str:
 
 
 def metrics_document(replay: Replay) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, result in replay.metrics.items():
-        out[name] = {
-            "formula": result.formula,
-            "formula_version": result.formula_version,
-            "lambdas": msgspec.to_builtins(result.lambdas),
-            "sequences": {s: dict(item.metrics) for s, item in result.sequences.items()},
-            "macro": dict(result.macro),
-            "macro_counts": dict(result.macro_counts),
-            "extras": {s: msgspec.to_builtins(item.extras) for s, item in result.sequences.items()},
-            "notes": {s: list(item.notes) for s, item in result.sequences.items() if item.notes},
-            # null above where the passes measured nothing; why, here (as `swecl metrics --json`).
-            "unmeasured": dict(result.unmeasured),
-            "unmeasured_by_sequence": {s: dict(item.unmeasured) for s, item in result.sequences.items()
-                                       if item.unmeasured},
-        }
+    # One result per formula, as `swecl metrics --json` writes a run's (`result_document`).
+    out = {name: result_document(result) for name, result in replay.metrics.items()}
     return {"version": replay.version, "upto_order": replay.upto_order, "formulas": out}
 
 

@@ -13,7 +13,14 @@ import msgspec
 from ledger import SweclError
 from projections import VersionMetrics, metrics_for, outcomes, run_row, runs
 from projections.audit import integrity_line, leakage_of
-from projections.metrics import FORMULAS, METRIC_NAMES, Lambdas, metrics_from_vectors_document, to_frame
+from projections.metrics import (
+    FORMULAS,
+    METRIC_NAMES,
+    Lambdas,
+    metrics_from_vectors_document,
+    result_document,
+    to_frame,
+)
 
 from ._common import echo_json, results_of, results_option, run_version
 
@@ -157,15 +164,9 @@ def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, A
                 "version": vm.run.version,
                 "stage": vm.run.stage,
                 "agent": vm.run.agent,
-                "sequences": {name: dict(item.metrics) for name, item in vm.result.sequences.items()},
-                "macro": dict(vm.result.macro),
-                "extras": {name: msgspec.to_builtins(item.extras) for name, item in vm.result.sequences.items()},
-                "notes": {name: list(item.notes) for name, item in vm.result.sequences.items() if item.notes},
+                **result_document(vm.result, header=False),  # as a replay's metrics.json
                 "not_gradeable": dict(sorted(vm.not_gradeable.items())),
                 "passes": list(vm.run.passes),
-                "unmeasured": dict(vm.result.unmeasured),
-                "unmeasured_by_sequence": {name: dict(item.unmeasured) for name, item in vm.result.sequences.items()
-                                           if item.unmeasured},
                 "resolved": {name: dict(zip(("resolved", "tasks"), _resolved(vm, name), strict=True))
                              for name in vm.result.sequences},
                 "leakage": leakage.get(vm.run.version),

@@ -37,7 +37,6 @@ from ._daydream import (
     plan_daydream,
     deterministic_extractor,
     draft_from_builtins,
-    is_test_path,
     item_id_for,
     patch_facts,
 )
@@ -92,7 +91,6 @@ __all__ = [
     "leak_lines",
     "test_name_forms",
     "import_seed",
-    "is_test_path",
     "item_id_for",
     "jaccard",
     "materialise_version",

@@ -21,16 +21,14 @@ import unidiff
 
 from ledger import Ledger, NewEvent, Recorded, SweclError, event_id_for
 from ledger.events import MemoryRejected, MemoryWritten
+from ledger.patches import is_test_path, patch_paths
 
 from ._governance import DEFAULT_POLICY, Checker, GovernancePolicy, GradingSecrets
 
 SUMMARY_CHARS = 800
 TITLE_CHARS = 120
 
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\.py$|(^|/)conftest\.py$")
 _DEF = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
-_DIFF_GIT = re.compile(r"^diff --git a/(\S+) b/(\S+)", re.MULTILINE)
-_PLUS_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -89,16 +87,6 @@ Extractor = Callable[[DaydreamInput], Sequence[MemoryDraft]]
 # -- patch facts --------------------------------------------------------------------------
 
 
-def is_test_path(path: str) -> bool:
-    return bool(_TEST_PATH.search(path))
-
-
-def patch_paths(patch: str) -> list[str]:
-    """Files a patch touches, even one unidiff cannot parse."""
-    paths = {b for _, b in _DIFF_GIT.findall(patch)} | {p for p in _PLUS_FILE.findall(patch) if p != "/dev/null"}
-    return sorted(paths)
-
-
 def _file_path(pf: unidiff.PatchedFile) -> str:
     target = pf.target_file
     if target == "/dev/null":
@@ -126,7 +114,9 @@ def patch_facts(patch: str | None, *, drop: Sequence[str] = ()) -> PatchFacts:
     """Files, symbols and size of `patch`, keeping only non-test files' hunks.
 
     `drop` adds paths to leave out besides test-like ones (the files the gold test
-    patch touches: the agent's edits there are reverted before grading anyway).
+    patch touches: the agent's edits there are reverted before grading anyway). "Test-like"
+    is the grader's own rule (`ledger.patches.is_test_path`): memory and grading never
+    disagree on which file of a patch is a test.
     """
     if not patch or not patch.strip():
         return PatchFacts((), (), 0, 0, None, ())
@@ -134,8 +124,9 @@ def patch_facts(patch: str | None, *, drop: Sequence[str] = ()) -> PatchFacts:
     try:
         parsed = unidiff.PatchSet(patch)
     except unidiff.UnidiffParseError:
-        # Unparseable (truncated, hand-edited): keep what can be known without hunks.
-        paths = patch_paths(patch)
+        # Unparseable (truncated, hand-edited): keep what can be known without hunks
+        # (`patch_paths` reads headers only, so it still names the files).
+        paths = sorted(patch_paths(patch))
         dropped = tuple(p for p in paths if is_test_path(p) or p in drop_set)
         kept = tuple(p for p in paths if p not in dropped)
         return PatchFacts(kept, (), 0, 0, patch if kept and not dropped else None, dropped)

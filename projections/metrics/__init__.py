@@ -20,6 +20,7 @@ from projections.metrics._compute import (
     compute,
     macro_average,
     metrics_from_vectors_document,
+    result_document,
     to_frame,
 )
 from projections.metrics._extras import (
@@ -71,6 +72,7 @@ __all__ = [
     "macro_average",
     "macro_unmeasured",
     "metrics_from_vectors_document",
+    "result_document",
     "sequence_extras",
     "sequences_from_vectors_document",
     "to_frame",

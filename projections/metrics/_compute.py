@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -121,6 +121,32 @@ def metrics_from_vectors_document(doc: dict, formula: str, lambdas: Lambdas | No
     scored = {seq.name: formula_set.score(seq, weights).metrics for seq in sequences_from_vectors_document(doc)}
     macro, _ = macro_average(scored.values())
     return {"sequences": {name: dict(metrics) for name, metrics in scored.items()}, "macro": macro}
+
+
+def result_document(result: MetricsResult, *, header: bool = True) -> dict[str, Any]:
+    """`result` as JSON builtins: one run's entry of `swecl metrics --json` and one formula's
+    of a replay's metrics.json, so the two never disagree on what a result holds.
+
+    A metric the passes did not measure is null, and `unmeasured` (of the macro values; per
+    sequence in `unmeasured_by_sequence`) says why. `header=False` leaves out the formula,
+    its version and the weights, for a document that states them once for several runs.
+    """
+    head: dict[str, Any] = {
+        "formula": result.formula,
+        "formula_version": result.formula_version,
+        "lambdas": msgspec.to_builtins(result.lambdas),
+    } if header else {}
+    return {
+        **head,
+        "sequences": {name: dict(item.metrics) for name, item in result.sequences.items()},
+        "macro": dict(result.macro),
+        "macro_counts": dict(result.macro_counts),
+        "extras": {name: msgspec.to_builtins(item.extras) for name, item in result.sequences.items()},
+        "notes": {name: list(item.notes) for name, item in result.sequences.items() if item.notes},
+        "unmeasured": dict(result.unmeasured),
+        "unmeasured_by_sequence": {name: dict(item.unmeasured) for name, item in result.sequences.items()
+                                   if item.unmeasured},
+    }
 
 
 _MISSING_COLUMNS = ("missing_initial", "missing_final", "missing_baseline")

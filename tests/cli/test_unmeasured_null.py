@@ -149,3 +149,20 @@ def test_runs_export_replay_and_report_data_hold_no_convention(root: Path, tmp_p
     assert list(numbers_where_na(report)) == []
     # The walk reached the metrics (not vacuous): the measured ACC is there.
     assert report["versions"][0]["result"]["macro"]["ACC"] is not None
+
+
+@pytest.mark.parametrize("formula", ["native", "eval-v1"])
+def test_metrics_json_and_replay_write_one_result_document(root: Path, formula: str) -> None:
+    """`swecl metrics --json --as-of-order K` and a replay up to K hold the same result,
+    key for key, macro_counts included (one `result_document` writes both)."""
+    results = Results(root)
+    for version in (BASE, PLUGIN):
+        doc = json.loads(invoke(metrics_cmd, root, "--json", "--version", version, "--as-of-order", "3",
+                                "--formula", formula))
+        with results.open_ledger(readonly=True) as ledger:
+            replayed = json.loads(json.dumps(replay_metrics_document(replay_state(ledger, version, 3))))
+        entry, of_replay = doc["versions"][0], replayed["formulas"][formula]
+        assert {k: doc[k] for k in ("formula", "formula_version", "lambdas")} == {
+            k: of_replay.pop(k) for k in ("formula", "formula_version", "lambdas")}
+        assert {k: entry[k] for k in of_replay} == of_replay
+        assert set(of_replay["macro_counts"]) == set(METRIC_NAMES)

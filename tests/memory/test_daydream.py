@@ -269,3 +269,45 @@ def test_patch_facts_drop_the_gold_test_files() -> None:
         and facts.kept_patch is None
         and facts.dropped_files == ("tests/test_parse.py", "widgets/parse.py")
     )
+
+
+def _touching(*paths: str) -> str:
+    return "".join(
+        f"diff --git a/{p} b/{p}\n--- a/{p}\n+++ b/{p}\n@@ -1,1 +1,1 @@\n-old\n+new\n" for p in paths
+    )
+
+
+def test_patch_facts_call_test_files_what_the_grader_reverts() -> None:
+    """One rule (ledger.patches.is_test_path, the grader's): library code under a `test/` or
+    `testing/` package is remembered, as it was graded; pytest-named files are not."""
+    from graders import is_test_path
+
+    library = ("django/test/utils.py", "sympy/testing/runtests.py", "pkg/thing_tests.py", "calc/ops.py")
+    tests = ("tests/test_ops.py", "pkg/tests/helper.py", "pkg/thing_test.py", "pkg/conftest.py", "test/x.py")
+    facts = patch_facts(_touching(*library, *tests))
+    assert facts.files == tuple(sorted(library)) and facts.dropped_files == tuple(sorted(tests))
+    assert [p for p in (*library, *tests) if is_test_path(p)] == list(tests)
+
+
+def test_patch_facts_name_the_files_of_a_patch_unidiff_cannot_parse() -> None:
+    """A truncated hunk (its header promises more lines than follow) fails unidiff; the
+    header-only reader still names every file, quoted, spaced and renamed ones included."""
+    import unidiff
+
+    from ledger.patches import patch_paths
+
+    truncated = (
+        "diff --git a/src/my mod.py b/src/my mod.py\n--- a/src/my mod.py\n+++ b/src/my mod.py\n"
+        "@@ -1,9 +1,9 @@\n-a\n+b\n"
+        'diff --git "a/src/caf\\303\\251.py" "b/src/caf\\303\\251.py"\n'
+        '--- "a/src/caf\\303\\251.py"\n+++ "b/src/caf\\303\\251.py"\n@@ -1,1 +1,1 @@\n-x\n+y\n'
+        "diff --git a/tests/test_old.py b/tests/test_new.py\nsimilarity index 90%\n"
+        "rename from tests/test_old.py\nrename to tests/test_new.py\n"
+    )
+    with pytest.raises(unidiff.UnidiffParseError):
+        unidiff.PatchSet(truncated)
+    assert patch_paths(truncated) == ["src/my mod.py", "src/café.py", "tests/test_old.py", "tests/test_new.py"]
+    facts = patch_facts(truncated)
+    assert facts.files == ("src/café.py", "src/my mod.py")
+    assert facts.dropped_files == ("tests/test_new.py", "tests/test_old.py")
+    assert facts.kept_patch is None  # a patch that cannot be split by file is not kept in part

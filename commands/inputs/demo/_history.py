@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from graders import git_env as isolated_git_env
 from ledger.errors import SweclError
 
 __all__ = [
@@ -258,20 +258,11 @@ def build_library(library: Library) -> Built:
 
 
 def git_env() -> dict[str, str]:
-    """An environment in which no user or system git config can change what git writes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    """`graders.git_env` (no user or system git setup changes what git writes), with the
+    demo's author so every build makes the same commits."""
     name, email = AUTHOR
-    env.update(
-        GIT_CONFIG_GLOBAL=os.devnull,
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_AUTHOR_NAME=name,
-        GIT_AUTHOR_EMAIL=email,
-        GIT_COMMITTER_NAME=name,
-        GIT_COMMITTER_EMAIL=email,
-        GIT_TERMINAL_PROMPT="0",
-        LC_ALL="C",
-    )
-    return env
+    return isolated_git_env(GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email, GIT_COMMITTER_NAME=name,
+                            GIT_COMMITTER_EMAIL=email)
 
 
 def _git(args: list[str], cwd: Path, stdin: bytes | None = None) -> str:
