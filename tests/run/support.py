@@ -20,9 +20,14 @@ from commands.inputs import demo_benchmark, find_sequence
 
 __all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "a_missing_cli_is_said_before_the_run",
            "a_plugin_run_recalled_and_was_graded", "builtin_versions_recorded", "comparable", "decided_ids", "demo_tasks",
-           "events", "finished_cells",
+           "events", "finished_cells", "first_tasks",
            "no_secret_in_the_ledger", "no_secret_in_the_results", "run_a_stage", "swecl", "swecl_json",
            "the_next_task_read_it"]
+
+
+def first_tasks(sequence_id: str, n: int) -> list[str]:
+    """The instance ids of a demo sequence's first `n` tasks, in order (for `--instance`)."""
+    return [t.instance_id for t in find_sequence(demo_benchmark(materialise=False), sequence_id).tasks[:n]]
 
 
 def demo_tasks(sequence_id: str) -> int:
@@ -83,9 +88,8 @@ def run_a_stage(results: Path, cache: Path, stage: str, agent: str, model: str, 
                 version: str | None = None) -> None:
     """`swecl run` of one stage of `agent` on the initial pass of the spans sequence's
     first `AGENT_RUN_TASKS` tasks, quietly."""
-    first = find_sequence(demo_benchmark(materialise=False), SPANS).tasks[:AGENT_RUN_TASKS]
     swecl(results, "run", "--stage", stage, *(["--version", version] if version else []), "--agent", agent,
-          "--model", model, "--sequence", SPANS, *(a for t in first for a in ("--instance", t.instance_id)),
+          "--model", model, "--sequence", SPANS, *(a for t in first_tasks(SPANS, AGENT_RUN_TASKS) for a in ("--instance", t)),
           "--passes", "initial", "--quiet", cache=cache, env=env, timeout=900)
 
 

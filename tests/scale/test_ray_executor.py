@@ -23,6 +23,7 @@ from tests.run.support import (
     demo_tasks,
     events,
     finished_cells,
+    first_tasks,
     swecl,
     swecl_json,
 )
@@ -31,13 +32,27 @@ from .conftest import RAY_ENV, RayCluster
 
 pytestmark = pytest.mark.slow
 
-BLANK = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--sequence", INICONF, "--passes", "initial,baseline")
-ACCUM = ("run", "--stage", "plugin-accum", "--sequence", SPANS, "--sequence", INICONF, "--passes", "initial")
-SPANS_ONLY = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--passes", "initial,baseline")
-# Every kind of order-free work with memory on: a re-test, a baseline and a retest-4 row.
+# The first three tasks of each sequence: enough for every failpoint below (the third
+# task.finished of a job, the second shard) and for two jobs to interleave; each task
+# is a graded pytest run, paid again in every fan-out and in its local reference.
+FIRST = 3
+
+
+def only(sequence: str, n: int) -> tuple[str, ...]:
+    return tuple(a for t in first_tasks(sequence, n) for a in ("--instance", t))
+
+
+SUBSET = (*only(SPANS, FIRST), *only(INICONF, FIRST))
+BLANK = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--sequence", INICONF, *SUBSET, "--passes",
+         "initial,baseline")
+ACCUM = ("run", "--stage", "plugin-accum", "--sequence", SPANS, "--sequence", INICONF, *SUBSET, "--passes", "initial")
+SPANS_ONLY = ("run", "--stage", "plugin-blank", "--sequence", SPANS, *only(SPANS, FIRST), "--passes", "initial,baseline")
+# Every kind of order-free work with memory on: a re-test, a baseline and a retest-4 row
+# (of the whole sequence: --retest-every does not combine with --instance).
 FREE = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--passes", "initial,retest,baseline", "--retest-every", "4",
         "--version", "1")
-TASKS = {SPANS: demo_tasks(SPANS), INICONF: demo_tasks(INICONF)}
+FREE_TASKS = demo_tasks(SPANS)
+TASKS = {SPANS: FIRST, INICONF: FIRST}  # in BLANK, ACCUM and SPANS_ONLY
 
 
 def on_ray(cluster: RayCluster, *extra: str) -> tuple[str, ...]:
@@ -198,12 +213,12 @@ def test_free_tasks_fan_out_as_ray_tasks(tmp_path: Path, ray_cluster: RayCluster
     assert decided_ids(fanned) == decided_ids(serial)
     assert metrics(fanned, ray_cluster, "1") == metrics(serial, ray_cluster, "1")
     assert recalls(fanned, "1") == recalls(serial, "1")
-    assert_each_task_once(fanned, ray_cluster, "1", 3 * TASKS[SPANS] + 4)
-    for k in range(1, TASKS[SPANS] + 2):  # folds by position: as of every task order, the serial run's
+    assert_each_task_once(fanned, ray_cluster, "1", 3 * FREE_TASKS + 4)
+    for k in range(1, FREE_TASKS + 2):  # folds by position: as of every task order, the serial run's
         assert as_of(fanned, k) == as_of(serial, k), k
 
     where = ran_where(json_lines(proc.stdout))
-    chain = {where[("initial", n)] for n in range(1, TASKS[SPANS] + 1)}
+    chain = {where[("initial", n)] for n in range(1, FREE_TASKS + 1)}
     assert len(chain) == 1 and next(iter(chain)).startswith("sequence job")  # the ordered pass stayed in the job
     away = {cell: w for cell, w in where.items() if w.startswith("ray task")}
     assert away and all(pass_ != "initial" for pass_, _ in away)
