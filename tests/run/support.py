@@ -20,7 +20,7 @@ from commands.inputs import demo_benchmark, find_sequence
 
 __all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "a_missing_cli_is_said_before_the_run",
            "a_plugin_run_recalled_and_was_graded", "builtin_versions_recorded", "comparable", "decided_ids", "demo_tasks",
-           "events", "finished_cells", "first_tasks",
+           "events", "finished_cells", "first_of", "first_tasks",
            "no_secret_in_the_ledger", "no_secret_in_the_results", "run_a_stage", "swecl", "swecl_json",
            "the_next_task_read_it"]
 
@@ -28,6 +28,12 @@ __all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "a_missing_cli_is_said_be
 def first_tasks(sequence_id: str, n: int) -> list[str]:
     """The instance ids of a demo sequence's first `n` tasks, in order (for `--instance`)."""
     return [t.instance_id for t in find_sequence(demo_benchmark(materialise=False), sequence_id).tasks[:n]]
+
+
+def first_of(n: int, *sequence_ids: str) -> tuple[str, ...]:
+    """`--instance` options for the first `n` tasks of each sequence: a run of a prefix,
+    for tests that need some tasks of a sequence, not all (each is a graded pytest run)."""
+    return tuple(a for seq in sequence_ids for t in first_tasks(seq, n) for a in ("--instance", t))
 
 
 def demo_tasks(sequence_id: str) -> int:
@@ -89,7 +95,7 @@ def run_a_stage(results: Path, cache: Path, stage: str, agent: str, model: str, 
     """`swecl run` of one stage of `agent` on the initial pass of the spans sequence's
     first `AGENT_RUN_TASKS` tasks, quietly."""
     swecl(results, "run", "--stage", stage, *(["--version", version] if version else []), "--agent", agent,
-          "--model", model, "--sequence", SPANS, *(a for t in first_tasks(SPANS, AGENT_RUN_TASKS) for a in ("--instance", t)),
+          "--model", model, "--sequence", SPANS, *first_of(AGENT_RUN_TASKS, SPANS),
           "--passes", "initial", "--quiet", cache=cache, env=env, timeout=900)
 
 

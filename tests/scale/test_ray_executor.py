@@ -23,7 +23,7 @@ from tests.run.support import (
     demo_tasks,
     events,
     finished_cells,
-    first_tasks,
+    first_of,
     swecl,
     swecl_json,
 )
@@ -38,15 +38,11 @@ pytestmark = pytest.mark.slow
 FIRST = 3
 
 
-def only(sequence: str, n: int) -> tuple[str, ...]:
-    return tuple(a for t in first_tasks(sequence, n) for a in ("--instance", t))
-
-
-SUBSET = (*only(SPANS, FIRST), *only(INICONF, FIRST))
+SUBSET = first_of(FIRST, SPANS, INICONF)
 BLANK = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--sequence", INICONF, *SUBSET, "--passes",
          "initial,baseline")
 ACCUM = ("run", "--stage", "plugin-accum", "--sequence", SPANS, "--sequence", INICONF, *SUBSET, "--passes", "initial")
-SPANS_ONLY = ("run", "--stage", "plugin-blank", "--sequence", SPANS, *only(SPANS, FIRST), "--passes", "initial,baseline")
+SPANS_ONLY = ("run", "--stage", "plugin-blank", "--sequence", SPANS, *first_of(FIRST, SPANS), "--passes", "initial,baseline")
 # Every kind of order-free work with memory on: a re-test, a baseline and a retest-4 row
 # (of the whole sequence: --retest-every does not combine with --instance).
 FREE = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--passes", "initial,retest,baseline", "--retest-every", "4",
