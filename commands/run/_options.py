@@ -16,7 +16,6 @@ from agents import parse_allow_host
 from graders import SANDBOX_MODES, sandbox_for
 from ledger import SweclError
 
-from .._provenance import scrub
 from ._stages import get_stage, parse_passes
 
 EXECUTORS = ("local", "ray")
@@ -112,6 +111,8 @@ class RunOptions(msgspec.Struct, kw_only=True):
 
     def _refuse_secrets(self) -> None:
         """The options are recorded in run.started: nothing in them may be a credential."""
+        from .._provenance import scrub  # lazy: provenance loads importlib.metadata (about 10 ms) at start-up
+
         for name, value in msgspec.structs.asdict(self).items():
             texts = [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
             if any(scrub(text) != text for text in texts):

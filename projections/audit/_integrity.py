@@ -35,7 +35,6 @@ from ledger.patches import is_test_config_path, is_test_path, parse_patch_files
 from projections._cut import OrderCut
 from projections.memory import GradingSecrets, test_names_pattern
 
-from ._fold import _attempt_events, _attempts, _Blobs, run_started
 from ._model import Flag
 
 INTEGRITY_KINDS = ("pytest-internals", "pycache", "names-test", "os-exit", "trace-hook")
@@ -135,6 +134,9 @@ def integrity_of(
     """The integrity flags of every agent patch of run `version`. `counted_only`: only the
     attempts that count (the latest, not abandoned), as the leakage counts; `cut`: the run as
     it stood at `--as-of-order` (see `_fold.before_cut`)."""
+    # lazy: `integrity_line` is imported by the CLI at start-up; the audit's fold loads when a run is checked
+    from ._fold import _attempt_events, _attempts, _Blobs, run_started
+
     started = run_started(ledger, version)
     plan = {(s, t.order): t for s, tasks in started.tasks.items() for t in tasks}
     attempts = _attempts(_attempt_events(ledger, version, lambda ev: True, cut))

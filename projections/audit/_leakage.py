@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from projections._cut import order_cut
 
-from ._audit import audit_summary
-
 if TYPE_CHECKING:
     from ledger import Ledger
 
@@ -24,6 +22,9 @@ def leakage_of(ledger: Ledger, version: str, as_of_order: int | None = None) -> 
     `as_of_order` K: the run as it stood before task K started in each sequence, the cut
     `swecl metrics --as-of-order` folds the outcomes at, so the counts beside them are of
     the same recalls."""
+    # lazy: every CLI command imports this name at start-up; the audit's folds load only when one shows leakage
+    from ._audit import audit_summary
+
     cut = None
     if as_of_order is not None:
         cut = order_cut(ledger, version, as_of_order)

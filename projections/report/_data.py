@@ -39,7 +39,6 @@ from projections import (
     run_not_gradeable,
     shown_versions,
 )
-from projections.audit import audit_summary, integrity_counts, integrity_of, leakage_counts
 from projections.compare import Comparison, GroupedMetrics, compare_groups, group_members, group_runs, grouped_metrics, side_of
 from projections.metrics import MetricsResult, SequenceOutcomes, SequenceResult, compute
 
@@ -437,6 +436,9 @@ def _version_report(
             inputs=by_name.get(sequence_id),
             metrics=result.sequences.get(sequence_id),
         )
+    # lazy: the CLI imports this module at start-up; the audit's folds load when a report is built
+    from projections.audit import integrity_counts, integrity_of
+
     return VersionReport(run=run, retest_every=retest_every, result=result, sequences=sequences,
                          leakage=leakage, scored=VersionMetrics(run, state, result, excluded),
                          integrity=integrity_counts(integrity_of(ledger, run.version)))
@@ -449,6 +451,8 @@ def _leakage(ledger: Ledger, version: str) -> tuple[Leakage, dict[tuple[str, int
     gives both, through the function `swecl metrics` and `swecl runs` use for their counts,
     so the numbers agree. The audit reads the run as it stands, not cut at the report's
     head: on a finished run the same."""
+    from projections.audit import audit_summary, leakage_counts  # lazy: as in _version_report
+
     summary = audit_summary(ledger, version, counted_only=True)
     found = leakage_counts(summary)
     leakage = Leakage(recalled_items=found["recalled_items"], flagged=found["flagged"], by_kind=dict(found["by_kind"]),
