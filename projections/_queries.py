@@ -20,7 +20,7 @@ from ._cut import sequence_cutoffs
 from ._outcomes import OutcomeProjection, RunOutcomes
 from ._results import Results
 from ._runner import Projector
-from ._runs import RunSummary, RunsProjection, run_started_record
+from ._runs import RunSummary, RunsProjection
 from ._views import read_views
 
 

@@ -218,8 +218,7 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
     """
     # lazy: validation loads the benchmark loaders and the run machinery (about 0.2 s)
     from commands import check_slug, validate
-    from commands.run import RunOptions, start_run
-    from commands.run import open_benchmark
+    from commands.run import RunOptions, open_benchmark, start_run
 
     results = results_of(ctx)
     cache = str(Path(cache_dir).resolve()) if cache_dir else None
