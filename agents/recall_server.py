@@ -60,7 +60,7 @@ def build_server(args: argparse.Namespace) -> Any:
     def get_service() -> Any:
         nonlocal service
         if service is None:
-            from ._recall import RecallService
+            from ._recall import RecallService  # lazy: only argparse and the MCP SDK load at start (module doc)
 
             service = RecallService(
                 args.ledger,
@@ -82,6 +82,7 @@ def build_server(args: argparse.Namespace) -> Any:
     async def recall(query: str, repo: str | None = None, k: int = 5) -> str:
         # Runs on the event loop thread, one call at a time: the ledger connection is
         # never shared between threads.
+        # lazy: only argparse and the MCP SDK load at start (module doc)
         import msgspec
 
         from ledger import SweclError

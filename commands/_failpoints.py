@@ -19,6 +19,8 @@ import os
 import signal
 import time
 
+from . import _stops
+
 _counts: dict[str, int] = {}
 
 
@@ -31,6 +33,12 @@ def _plan() -> dict[str, tuple[int, str]]:
         if name:
             plan[name] = (int(count or "1"), action or "kill")
     return plan
+
+
+def reset_failpoints() -> None:
+    """Start counting passes afresh: a Ray worker process runs many jobs, and a job's
+    `name:N` counts the passes of that job alone."""
+    _counts.clear()
 
 
 def failpoint(name: str) -> None:
@@ -55,8 +63,6 @@ def failpoint(name: str) -> None:
 
 class _Finalized:
     def __del__(self) -> None:
-        from . import _stops
-
         os.kill(os.getpid(), signal.SIGINT)
         deadline = time.monotonic() + 10
         # The handler runs at this loop's back edge, in the main thread, inside __del__.

@@ -33,7 +33,7 @@ def scrub(text: str) -> str:
     return _SECRET_FLAG.sub(lambda m: m.group(0).split("=", 1)[0] + "=[REDACTED]", text)
 
 
-def _git_sha() -> dict[str, Any]:
+def git_sha() -> dict[str, Any]:
     root = Path(__file__).resolve().parents[1]
     try:
         sha = subprocess.run(
@@ -52,7 +52,7 @@ def _git_sha() -> dict[str, Any]:
         return {}
 
 
-def _version(name: str) -> str | None:
+def package_version(name: str) -> str | None:
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
@@ -61,12 +61,12 @@ def _version(name: str) -> str | None:
 
 def provenance(**extra: Any) -> dict[str, Any]:
     info: dict[str, Any] = {
-        "swecl": _version("swecl"),
-        **_git_sha(),
+        "swecl": package_version("swecl"),
+        **git_sha(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "host": socket.gethostname(),
-        "packages": {name: v for name in _PACKAGES if (v := _version(name))},
+        "packages": {name: v for name in _PACKAGES if (v := package_version(name))},
         "command": scrub(" ".join(["swecl", *sys.argv[1:]])),
     }
     info.update(extra)

@@ -32,12 +32,11 @@ from pathlib import Path
 from graders import MISSING, UnknownEnvSpec, f2p_passes, p2p_passes, pre_install_plan, spec_for
 from ledger import SweclError
 from ledger.events import GradeCorrected, GradeFinished, TasksValidated, TaskValidity
+from projections import Results, grade_reasons, pass_statuses, verdicts_in_force
 
-from projections import grade_reasons, pass_statuses, verdicts_in_force
 from ._regrade import regrade
-from projections import Results
 from .inputs import Task
-from .run._task import environment_spec
+from .run import environment_spec
 
 KINDS = ("gold", "noop", "empty")
 

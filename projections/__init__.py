@@ -60,11 +60,11 @@ _EXPORTS = {
     "runs": "_queries",
     "get_run": "_queries",
     "canonical_version": "_queries",
-    "run_started_record": "_queries",
+    "run_started_record": "_runs",
     "live_status": "_queries",
     "run_row": "_queries",
-    "sequence_cutoffs": "_queries",
-    "order_cut": "_queries",
+    "sequence_cutoffs": "_cut",
+    "order_cut": "_cut",
     "OrderCut": "_cut",
     "retest_row": "_passes",
     "pass_rank": "_passes",
@@ -111,8 +111,9 @@ _EXPORTS = {
 __all__ += sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from ._cut import OrderCut
+    from ._cut import OrderCut, order_cut, sequence_cutoffs
     from ._passes import pass_rank, retest_row
+    from ._runs import run_started_record
     from ._results import (
         DEFAULT_RESULTS,
         LEDGER_FILE,
@@ -126,11 +127,8 @@ if TYPE_CHECKING:
         runs,
         get_run,
         canonical_version,
-        run_started_record,
         live_status,
         run_row,
-        sequence_cutoffs,
-        order_cut,
         outcomes,
         grade_reasons,
         pass_statuses,

@@ -43,7 +43,7 @@ class CheckpointStore:
         from sqlalchemy import event
         from sqlmodel import SQLModel, create_engine
 
-        from ._read_models import Checkpoint
+        from ._read_models import Checkpoint  # lazy: SQLModel, see the class docstring
 
         if self._engine is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -64,7 +64,7 @@ class CheckpointStore:
         """Checkpoints at or before `upto`, newest first."""
         from sqlmodel import Session, col, select
 
-        from ._read_models import Checkpoint
+        from ._read_models import Checkpoint  # lazy: SQLModel, see the class docstring
 
         try:
             with Session(self._db()) as s:
@@ -86,7 +86,7 @@ class CheckpointStore:
     ) -> bool:
         from sqlmodel import Session, col, delete, select
 
-        from ._read_models import Checkpoint
+        from ._read_models import Checkpoint  # lazy: SQLModel, see the class docstring
 
         try:
             with Session(self._db()) as s:
@@ -123,7 +123,7 @@ class CheckpointStore:
     def clear(self) -> None:
         from sqlmodel import Session, delete
 
-        from ._read_models import Checkpoint
+        from ._read_models import Checkpoint  # lazy: SQLModel, see the class docstring
 
         try:
             with Session(self._db()) as s:

@@ -21,7 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger import Ledger, StreamRange
+
 from ._passes import retest_row
+from ._views import read_views
 
 
 @dataclass(frozen=True)
@@ -47,3 +50,19 @@ class OrderCut:
             return type_ != "grade.corrected" or seq < start
         # The re-test and the baseline: a serial run makes them after the initial pass.
         return False
+
+
+def sequence_cutoffs(ledger: Ledger, version: str, order: int) -> dict[str, int]:
+    """For each sequence of `version`, the seq at which its initial task `order` first started."""
+    cutoffs: dict[str, int] = {}
+    # Three fields of each task.started, not the whole event (the projections' narrow views).
+    started = read_views(ledger, "task.started", ("sequence_id", "order", "pass_"), ranges=[StreamRange(f"run/{version}")])
+    for seq, ev in started:
+        if ev.pass_ == "initial" and ev.order == order:
+            cutoffs.setdefault(ev.sequence_id, seq)
+    return cutoffs
+
+
+def order_cut(ledger: Ledger, version: str, order: int) -> OrderCut:
+    """`--as-of-order K` of run `version`: its events as a serial run held them before initial task K started."""
+    return OrderCut(order, sequence_cutoffs(ledger, version, order))

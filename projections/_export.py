@@ -34,8 +34,11 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger, Recorded, StreamRange, SweclError, blob_refs_of
-from projections import OutcomeProjection, Projector, run_started_record
-from projections import output_file, write_error, write_output
+
+from ._files import output_file, write_error, write_output
+from ._outcomes import OutcomeProjection
+from ._runs import run_started_record
+from ._runner import Projector
 
 FORMATS = ("predictions", "events", "parquet")
 

@@ -11,13 +11,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger import Ledger, Recorded, StreamRange, SweclError
+from ledger import Ledger, StreamRange, SweclError
 from ledger.events import GradeCorrected, GradeFinished, TaskValidity
-from projections import OutcomeProjection, Projector, RunOutcomes, RunsProjection, RunSummary, read_views
+from projections.audit import leakage_of
 from projections.metrics import Lambdas, MetricsResult, compute
 
-from ._cut import OrderCut
+from ._cut import sequence_cutoffs
+from ._outcomes import OutcomeProjection, RunOutcomes
 from ._results import Results
+from ._runner import Projector
+from ._runs import RunSummary, RunsProjection
+from ._views import read_views
+
 
 RUN_LOCK = ".run.lock"
 
@@ -56,14 +61,6 @@ def get_run(ledger: Ledger, projector: Projector, version: str) -> RunSummary:
     return found
 
 
-def run_started_record(ledger: Ledger, version: str, *, doing: str) -> Recorded:
-    """The `run.started` record of `version` (the first event of its stream); a SweclError
-    saying there is nothing to `doing` when there is no such run."""
-    for rec in ledger.read_stream(f"run/{version}"):
-        if rec.type == "run.started":
-            return rec
-        break
-    raise SweclError(f"no run version {version!r} in {ledger.path}: nothing to {doing}")
 
 
 def live_status(results: Results, run: RunSummary) -> str:
@@ -85,8 +82,6 @@ def live_status(results: Results, run: RunSummary) -> str:
 def run_row(results: Results, ledger: Ledger, run: RunSummary, state: RunOutcomes) -> dict[str, Any]:
     """One row of `swecl runs --json` (and of `swecl view`'s runs page): `state` is the run's
     outcomes (`outcomes(...)`), passed in so a caller that also scores the run folds once."""
-    from projections.audit import leakage_of
-
     resolved = state.resolved_per_pass()
     return {
         "version": run.version,
@@ -108,20 +103,8 @@ def run_row(results: Results, ledger: Ledger, run: RunSummary, state: RunOutcome
     }
 
 
-def sequence_cutoffs(ledger: Ledger, version: str, order: int) -> dict[str, int]:
-    """For each sequence of `version`, the seq at which its initial task `order` first started."""
-    cutoffs: dict[str, int] = {}
-    # Three fields of each task.started, not the whole event (the projections' narrow views).
-    started = read_views(ledger, "task.started", ("sequence_id", "order", "pass_"), ranges=[StreamRange(f"run/{version}")])
-    for seq, ev in started:
-        if ev.pass_ == "initial" and ev.order == order:
-            cutoffs.setdefault(ev.sequence_id, seq)
-    return cutoffs
 
 
-def order_cut(ledger: Ledger, version: str, order: int) -> OrderCut:
-    """`--as-of-order K` of run `version`: its events as a serial run held them before initial task K started."""
-    return OrderCut(order, sequence_cutoffs(ledger, version, order))
 
 
 def outcomes(

@@ -33,8 +33,7 @@ from ledger import PAYLOAD_ERRORS, Ledger, Recorded, decode_payload
 from ._outcomes import OutcomeProjection, RunOutcomes
 from ._runs import RunsProjection, RunsState
 from ._views import decoders_for, merge_reads
-from .memory._projection import MEMORY_TYPES, MemoryProjection, SeedLink, header_stream, run_of, seed_chain
-from .memory._state import MemoryState
+from .memory import MEMORY_TYPES, MemoryProjection, MemoryState, SeedLink, header_stream, run_of, seed_chain
 from .metrics import DEFAULT_FORMULA, Lambdas, MetricsResult, compute
 
 __all__ = ["Rebuilt", "rebuild"]

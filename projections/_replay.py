@@ -43,7 +43,6 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger, StreamRange, SweclError
-from projections import OutcomeProjection, Projector, RunOutcomes, read_views, undo_new_folder, write_error
 from projections.memory import (
     MemoryState,
     SeedRecord,
@@ -55,9 +54,14 @@ from projections.memory import (
 )
 from projections.metrics import FORMULAS, MetricsResult, compute, result_document
 
-from ._cut import OrderCut
+from ._cut import OrderCut, sequence_cutoffs
+from ._files import undo_new_folder, write_error
+from ._outcomes import OutcomeProjection, RunOutcomes
 from ._passes import pass_rank, retest_row
-from ._queries import check_order, run_started_record, sequence_cutoffs
+from ._queries import check_order
+from ._runner import Projector
+from ._runs import run_started_record
+from ._views import read_views
 
 REPLAY_FORMAT = "swecl-replay"
 REPLAY_FORMAT_VERSION = 1

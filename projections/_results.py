@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ledger import GENESIS_HASH, IntegrityError, Ledger
-from projections import CheckpointStore, Projector
-from projections import ChainCheckpoints
+
+from ._checkpoints import ChainCheckpoints, CheckpointStore
+from ._runner import Projector
 
 DEFAULT_RESULTS = "results"
 LEDGER_FILE = "ledger.db"

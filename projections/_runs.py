@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
-from ledger import Recorded
+from ledger import Recorded, SweclError
 
 from ._runner import Projection, Selection
+
+if TYPE_CHECKING:
+    from ledger import Ledger
 
 
 class RunSummary(msgspec.Struct):
@@ -104,3 +107,13 @@ class RunsProjection(Projection[RunsState]):
             run.seeded_from = ev.source_run or ev.source_path
             run.seeded_seq = ev.source_seq
         return state
+
+
+def run_started_record(ledger: Ledger, version: str, *, doing: str) -> Recorded:
+    """The `run.started` record of `version` (the first event of its stream); a SweclError
+    saying there is nothing to `doing` when there is no such run."""
+    for rec in ledger.read_stream(f"run/{version}"):
+        if rec.type == "run.started":
+            return rec
+        break
+    raise SweclError(f"no run version {version!r} in {ledger.path}: nothing to {doing}")

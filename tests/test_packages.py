@@ -1,6 +1,8 @@
 """The packages' contracts: each keeps its private modules to itself, the layers import
 downward only (ledger <- projections <- commands), only the ledger opens SQLite, and every
-public name a package lists resolves."""
+public name a package lists resolves. Module by module, at any depth (imports inside
+functions and under TYPE_CHECKING count): no two modules import each other in a circle,
+and no module takes a private name from outside the package that holds it."""
 
 from __future__ import annotations
 
@@ -92,6 +94,182 @@ def test_the_layering_check_sees_what_it_forbids(tmp_path: Path) -> None:
     planted = tmp_path / "planted.py"
     planted.write_text("def f():\n    import apsw\n    from commands.run import x\n")
     assert [m for _, m in _imported_modules(planted)] == ["apsw", "commands.run", "commands.run.x"]
+
+
+# The module graph, at any depth: every module of the packages and bench, and every import
+# statement in it (at the top, in a function, under TYPE_CHECKING), relative ones resolved.
+SCANNED = (*PACKAGES, "bench")
+
+
+def _module_files() -> dict[str, Path]:
+    """Module name -> file, for every .py file reachable as a module (each folder on the way
+    is a package); a package's `__init__.py` is the package's own module."""
+    files: dict[str, Path] = {}
+    for package in SCANNED:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if not all((ROOT.joinpath(*parts[:i]) / "__init__.py").is_file() for i in range(1, len(parts))):
+                continue  # data shipped inside a package (the demo libraries), not a module of it
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            files[name] = path
+    return files
+
+
+def _package_of(module: str, path: Path) -> str:
+    """The package a module lives in: itself for a package's `__init__`, else its parent."""
+    return module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+
+def _imports(module: str, path: Path, known: set[str]) -> list[tuple[int, str, str]]:
+    """(line, target module, full imported name) for each import of `path` at any depth.
+    The target is the module whose code the import runs: `from pkg import sub` names the
+    submodule `pkg.sub`, `from pkg import name` the package's `__init__`."""
+    found: list[tuple[int, str, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = _package_of(module, path).split(".")
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join([*base, node.module] if node.module else base)
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                full = f"{source}.{alias.name}"
+                found.append((node.lineno, full if full in known else source, full))
+    return found
+
+
+def _graph() -> tuple[dict[str, Path], dict[str, dict[str, int]]]:
+    """The modules, and for each the modules of ours it imports (with the first line)."""
+    files = _module_files()
+    edges: dict[str, dict[str, int]] = {name: {} for name in files}
+    for name, path in files.items():
+        for line, target, _ in _imports(name, path, set(files)):
+            if target in files and target != name:
+                edges[name].setdefault(target, line)
+    return files, edges
+
+
+def _cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The shortest circle through each module that is on one (Tarjan's strongly connected
+    groups, then a breadth-first walk from each member back to itself), each circle once."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(edges[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    cycles: list[list[str]] = []
+    for group in sorted(groups):
+        members = set(group)
+        for start in group:
+            came_from: dict[str, str] = {}
+            frontier = [start]
+            while frontier and start not in came_from:
+                following = []
+                for node in frontier:
+                    for nxt in sorted(edges[node]):
+                        if nxt in members and nxt not in came_from:
+                            came_from[nxt] = node
+                            following.append(nxt)
+                frontier = following
+            chain = [start]
+            while len(chain) == 1 or chain[-1] != start:
+                chain.append(came_from[chain[-1]])
+            chain.reverse()
+            first = chain.index(min(chain[:-1]))  # one spelling per circle, from its least module
+            chain = chain[first:-1] + chain[:first + 1]
+            if chain not in cycles:
+                cycles.append(chain)
+    return cycles
+
+
+def test_no_import_cycle_between_modules() -> None:
+    files, edges = _graph()
+    knots = []
+    for chain in _cycles(edges):
+        steps = [f"  {a} imports {b} ({files[a].relative_to(ROOT)}:{edges[a][b]})" for a, b in zip(chain, chain[1:])]
+        knots.append(" -> ".join(chain) + "\n" + "\n".join(steps))
+    assert knots == [], (
+        "modules import each other in a circle (counting imports inside functions and a package's "
+        "__init__ re-exports). Break each: move the piece both need down into a module both can "
+        "import, or split a module that does two jobs; an import inside a function hides a "
+        "circle, it does not break it:\n" + "\n".join(knots))
+
+
+def _private_owner(full: str, files: dict[str, Path]) -> str | None:
+    """The package a private name belongs to, or None if `full` names nothing private: the
+    package holding the first `_`-prefixed part (a `_module`, or a `_name` in a module)."""
+    parts = full.split(".")
+    for i, part in enumerate(parts[1:], start=1):
+        if part.startswith("_") and not part.startswith("__"):
+            owner = ".".join(parts[:i])
+            while owner in files and files[owner].name != "__init__.py":
+                owner = owner.rpartition(".")[0]  # a plain module's privates: its package's
+            return owner
+    return None
+
+
+def test_no_module_imports_a_private_name_from_outside_its_package() -> None:
+    files = _module_files()
+    offences = []
+    for name, path in files.items():
+        inside = _package_of(name, path)
+        for line, _, full in _imports(name, path, set(files)):
+            if full.split(".")[0] not in SCANNED:
+                continue
+            owner = _private_owner(full, files)
+            if owner is not None and inside != owner and not inside.startswith(owner + "."):
+                offences.append(f"{path.relative_to(ROOT)}:{line}: {full} (private to {owner})")
+    assert offences == [], (
+        "a module reaches into another package's private names. Make the piece public: a public "
+        "name of a small module named for what it holds (a `_module` is fine inside its own "
+        "package), exported from the package if other packages need it:\n" + "\n".join(offences))
+
+
+def test_the_module_graph_sees_nested_relative_and_reexported_imports(tmp_path: Path) -> None:
+    """A positive control for the two checks above, on a planted package."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from ._a import f\n")
+    (pkg / "_a.py").write_text("def f():\n    from .sub import _b\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "_b.py").write_text("import pkg\n")
+    known = {"pkg", "pkg._a", "pkg.sub", "pkg.sub._b"}
+    assert _imports("pkg", pkg / "__init__.py", known) == [(1, "pkg._a", "pkg._a.f")]
+    assert _imports("pkg._a", pkg / "_a.py", known) == [(2, "pkg.sub._b", "pkg.sub._b")]
+    edges = {"pkg": {"pkg._a": 1}, "pkg._a": {"pkg.sub._b": 2}, "pkg.sub": {}, "pkg.sub._b": {"pkg": 1}}
+    assert _cycles(edges) == [["pkg", "pkg._a", "pkg.sub._b", "pkg"]]
+    files = {m: pkg / "x.py" for m in known} | {"pkg": pkg / "__init__.py", "pkg.sub": pkg / "sub" / "__init__.py"}
+    assert _private_owner("pkg.sub._b", files) == "pkg.sub"
+    assert _private_owner("pkg._a.f", files) == "pkg"
+    assert _private_owner("pkg.sub.public", files) is None
 
 
 @pytest.mark.parametrize("module", [m for p in PACKAGES for m in _modules(p)])

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ._common import PassParam, echo_json, results_of, results_option, run_version
+from ._tables import make_console
 
 if TYPE_CHECKING:  # the audit itself is imported when the command runs, not at `swecl --help`
     from projections.audit import AuditedHit, DatasetNote, Provenance, RunAuditSummary, TaskAudit
@@ -35,6 +36,7 @@ def audit_cmd(ctx: click.Context, version: str, task_id: str | None, pass_: str 
     and why), whether the agent's patch reused it, and leakage flags: same-instance,
     later-task, test-content. With --summary: every flagged task of the run.
     """
+    # lazy: the benchmark loaders (pydantic) and the audit's folds load when the command runs
     from commands.inputs import load_task_secrets
     from projections.audit import DatasetNote, RunAuditSummary, audit_summary, audit_task
 
@@ -60,13 +62,6 @@ def audit_cmd(ctx: click.Context, version: str, task_id: str | None, pass_: str 
 
 
 # -- the readable view ----------------------------------------------------------------------
-
-
-def _console():  # type: ignore[no-untyped-def]
-    from rich.console import Console
-
-    console = Console(highlight=False)
-    return console if console.is_terminal else Console(width=200, highlight=False)
 
 
 def _dataset_line(note: DatasetNote) -> str:
@@ -123,10 +118,11 @@ def _reuse(hit: AuditedHit) -> str:
 
 
 def _print_task(audit: TaskAudit) -> None:
+    # lazy: rich costs about 45 ms, paid only by the commands that print a table
     from rich.markup import escape
     from rich.table import Table
 
-    console = _console()
+    console = make_console(highlight=False)
     console.print(
         f"[bold]audit of {escape(audit.instance_id)}[/bold]: task {audit.order} of {escape(audit.sequence_id)} "
         f"({escape(audit.repo)}) in v{escape(audit.version)} ({escape(audit.stage)})"
@@ -199,10 +195,11 @@ def _print_task(audit: TaskAudit) -> None:
 
 
 def _print_summary(summary: RunAuditSummary) -> None:
+    # lazy: rich costs about 45 ms, paid only by the commands that print a table
     from rich.markup import escape
     from rich.table import Table
 
-    console = _console()
+    console = make_console(highlight=False)
     console.print(f"[bold]audit of v{escape(summary.version)}[/bold] ({escape(summary.stage)})")
     console.print(escape(_dataset_line(summary.dataset)))
     kinds = ", ".join(f"{k}={n}" for k, n in summary.by_kind.items())

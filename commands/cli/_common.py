@@ -1,8 +1,10 @@
-"""Pieces every CLI command shares: the results dir, JSON output, option types."""
+"""Pieces every CLI command shares: the results dir, JSON output, option types, and the
+parsers of options several commands take (--lambda, --repo-source, --python)."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from typing import Any
@@ -10,7 +12,9 @@ from typing import Any
 import click
 import msgspec
 
-from projections import Results, resolve_results_dir
+from ledger import SweclError
+from projections import Results, canonical_version, resolve_results_dir
+from projections.metrics import Lambdas
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -79,8 +83,47 @@ def run_version(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
     results = results_of(ctx)
     if not results.ledger_path.exists():
         return value
-    from projections import canonical_version
-
     with results.open_ledger(readonly=True) as ledger:
         found = tuple(canonical_version(ledger, v) for v in given)
     return found[0] if isinstance(value, str) else found
+
+
+_LAMBDA_NAMES = {"acc": "acc", "f": "f", "fwt": "fwt", "bwt": "bwt", "aulc": "aulc"}
+
+def parse_lambdas(values: tuple[str, ...]) -> Lambdas | None:
+    if not values:
+        return None
+    weights: dict[str, float] = {}
+    for item in values:
+        name, sep, number = item.partition("=")
+        key = _LAMBDA_NAMES.get(name.strip().lower())
+        if not sep or key is None:
+            raise SweclError(f"--lambda {item!r}: expected NAME=VALUE with NAME one of {', '.join(_LAMBDA_NAMES)}")
+        try:
+            value = float(number)
+        except ValueError:
+            raise SweclError(f"--lambda {item!r}: {number!r} is not a number") from None
+        if not math.isfinite(value):
+            raise SweclError(f"--lambda {item!r}: the weight must be finite")
+        weights[key] = value
+    return Lambdas(**weights)
+
+
+def parse_repo_sources(values: tuple[str, ...]) -> dict[str, str]:
+    sources: dict[str, str] = {}
+    for item in values:
+        name, sep, where = item.partition("=")
+        if not sep or name.count("/") != 1 or not where:
+            raise SweclError(f"--repo-source {item!r}: expected OWNER/NAME=PATH_OR_URL")
+        sources[name] = where
+    return sources
+
+
+def parse_python_paths(values: tuple[str, ...]) -> dict[str, str]:
+    paths: dict[str, str] = {}
+    for item in values:
+        version, sep, path = item.partition("=")
+        if not sep or not version or not path:
+            raise SweclError(f"--python {item!r}: expected VERSION=/path/to/python (e.g. 3.9=/usr/bin/python3.9)")
+        paths[version] = path
+    return paths

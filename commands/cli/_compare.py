@@ -10,11 +10,12 @@ import click
 import msgspec
 
 from ledger import SweclError
-from projections.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, RESOLVED
+from projections import metrics_for, runs
+from projections.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, RESOLVED, compare_groups, group_members, group_runs, side_of
 from projections.metrics import FORMULAS
 
-from ._common import echo_json, results_of, results_option, run_version
-from ._metrics import _console, _parse_lambdas, short_sequence_names, version_label
+from ._common import echo_json, parse_lambdas, results_of, results_option, run_version
+from ._tables import make_console, short_sequence_names, version_label
 
 if TYPE_CHECKING:
     from projections.compare import Comparison, RunSide, SequenceComparison
@@ -50,10 +51,7 @@ def compare_cmd(ctx: click.Context, a: str, b: str, formula: str, lambdas: tuple
     repeats: means over the runs, intervals over tasks with repeats averaged, and an exact
     stratified test that is McNemar's when each group is one run.
     """
-    from projections import metrics_for, runs
-    from projections.compare import compare_groups, group_members, group_runs, side_of
-
-    weights = _parse_lambdas(lambdas)
+    weights = parse_lambdas(lambdas)
     results = results_of(ctx)
     with results.open_ledger(readonly=True) as ledger:
         projector = results.projector(ledger)
@@ -147,11 +145,12 @@ def _p(value: float) -> str:
 def print_comparison(comparison: Comparison, console: Any = None) -> None:
     """The table (fits 100 columns): one block of rows per sequence and the macro, then
     what makes a number n/a or only partly comparable, and how to read the columns."""
+    # lazy: rich costs about 45 ms, paid only by the commands that print a table
     from rich import box
     from rich.markup import escape
     from rich.table import Table
 
-    console = console or _console()
+    console = console or make_console()
     a, b = comparison.a, comparison.b
     title = f"compare A = {a.label}, B = {b.label} ({comparison.formula} formulas)"
     table = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)

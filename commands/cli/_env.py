@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from ._common import echo_json
+from graders import RepoCache, build_env, default_cache_dir, era_for, git, list_envs, prune_envs, spec_for
+
+from ._common import echo_json, parse_python_paths, parse_repo_sources
 
 
 def _cache(cache_dir: str | None):  # type: ignore[no-untyped-def]
-    from pathlib import Path
 
-    from graders import default_cache_dir
 
     return Path(cache_dir) if cache_dir else default_cache_dir()
 
@@ -31,8 +33,6 @@ def env_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def env_list_cmd(cache_dir: str | None, sizes: bool, as_json: bool) -> None:
     """The environments in the cache."""
-    from graders import list_envs
-
     envs = list_envs(_cache(cache_dir), sizes=sizes)
     if as_json:
         echo_json(
@@ -69,26 +69,20 @@ def env_list_cmd(cache_dir: str | None, sizes: bool, as_json: bool) -> None:
 def env_build_cmd(repo: str, version: str, cache_dir: str | None, repo_sources: tuple[str, ...], commit: str | None,
                   python_paths: tuple[str, ...], force: bool) -> None:
     """Build (or reuse) the environment of REPO at VERSION from the shipped spec table."""
-    from graders import RepoCache, build_env, spec_for
-
-    from ._run import _python_paths, _repo_sources
 
     cache = _cache(cache_dir)
     spec = spec_for(repo, version)
-    paths = _python_paths(python_paths)
+    paths = parse_python_paths(python_paths)
     needs_tree = bool(spec.packages and spec.packages.endswith((".txt", ".yml")))
-    repos = RepoCache(cache, _repo_sources(repo_sources))
+    repos = RepoCache(cache, parse_repo_sources(repo_sources))
     cutoff = None
     if commit:
-        from graders import era_for
-
         cutoff = era_for(repos, repo, commit, commit).cutoff  # the environment grading builds for this commit
     else:
         click.echo("warning: no --commit: packages resolve as of today, not as of a task's era; grading builds "
                    "its own environment as of the task's environment_setup_commit", err=True)
     if needs_tree:
         mirror = repos.ensure_mirror(repo)
-        from graders import git
 
         target = commit or git(["rev-parse", "HEAD"], cwd=mirror).stdout.decode().strip()
         with repos.worktree(repo, target) as wt:
@@ -108,8 +102,6 @@ def env_build_cmd(repo: str, version: str, cache_dir: str | None, repo_sources: 
 @click.option("--dry-run", is_flag=True, help="Only say what would be removed.")
 def env_prune_cmd(cache_dir: str | None, keep: tuple[str, ...], keep_recent: int, dry_run: bool) -> None:
     """Remove environments (and leftovers of interrupted builds) to free disk."""
-    from graders import prune_envs
-
     removed = prune_envs(_cache(cache_dir), keep=keep, keep_recent=keep_recent, dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"
     for path in removed:

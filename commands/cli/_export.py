@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from projections import export_run
+
 from ._common import PassParam, results_of, results_option, run_version
 
 
@@ -26,8 +28,6 @@ def export_cmd(ctx: click.Context, version: str, fmt: str, out: str, pass_: str 
     parquet: the same events as a table (envelope columns, sequence_id, instance_id,
     order, pass, attempt promoted, payload as JSON text).
     """
-    from projections import export_run
-
     results = results_of(ctx)
     with results.open_ledger(readonly=True) as ledger:
         report = export_run(ledger, version, fmt, out, pass_=pass_, with_blobs=with_blobs)

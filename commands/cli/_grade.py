@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from graders import SANDBOX_MODES
+from commands.run import make_reporter
+from graders import SANDBOX_MODES, verdict_lines
 from ledger import SweclError
 from ledger.events import GradeStatus
+from projections import grade_reasons, pass_statuses, runs
 
-from ._common import echo_json_line, results_option, run_version
+from ._common import echo_json_line, parse_python_paths, parse_repo_sources, results_of, results_option, run_version
+from ._run import warn_if_unconfined
 
 if TYPE_CHECKING:  # the run package loads when a grade starts, not at `swecl --help`
     from commands.run import Reporter
@@ -28,8 +32,6 @@ def verdict_cmd(input_path: Path, as_json: bool) -> None:
 
     Each output line: {instance_id, resolved, status, tests: {name: status}}.
     """
-    from graders import verdict_lines
-
     rows = list(verdict_lines(input_path))  # validate every line before printing any
     if as_json:
         for row in rows:
@@ -84,19 +86,16 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
     The grades form a run version (stage base, agent predictions, initial pass only), so
     they can be listed, exported, audited and regraded like any run.
     """
+    # lazy: the benchmark loaders (pydantic) and the run machinery cost about 0.4 s at start-up
     from commands.inputs import load_predictions
-
-    from ._common import results_of
-    from projections import grade_reasons, pass_statuses
     from commands.run import RunOptions, start_run
-    from ._run import _python_paths, _repo_sources, warn_if_unconfined
 
     results = results_of(ctx)
     wanted = list(instances) or sorted(load_predictions(predictions))
     opts = RunOptions(
         stage="base", dataset=dataset, rows=rows, instances=wanted, agent="predictions", grader=grader,
-        version=version, passes=["initial"], predictions=[str(predictions)], repo_sources=_repo_sources(repo_sources),
-        cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None, python_paths=_python_paths(pythons),
+        version=version, passes=["initial"], predictions=[str(predictions)], repo_sources=parse_repo_sources(repo_sources),
+        cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None, python_paths=parse_python_paths(pythons),
         test_timeout_s=test_timeout, sandbox=sandbox, task_jobs=jobs,
     )
     warn_if_unconfined(opts.sandbox)
@@ -129,8 +128,6 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
 def _progress(as_json: bool) -> Reporter:
     """Progress goes to stderr, so stdout keeps the one document: bars at a terminal; else
     one line per task, as JSON lines with --json, so a pipeline can follow the run."""
-    from commands.run import make_reporter
-
     return make_reporter(quiet=False, as_json=as_json and not sys.stderr.isatty(), json_to_stderr=True)
 
 
@@ -183,8 +180,7 @@ def regrade_cmd(ctx: click.Context, version: str) -> None:
     Changed decisions are appended as grade.corrected events (the old ones stay); no
     test is re-run.
     """
-    from ._common import results_of
-    from commands import regrade
+    from commands import regrade  # lazy: the regrade loads only for `swecl regrade`
 
     results = results_of(ctx)
     with results.open_ledger() as ledger:
@@ -220,14 +216,9 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
     grade` then grade without those tests, and `swecl metrics` reports the tasks that are
     not gradeable as missing, with the reason, never as the agent's 0.
     """
-    from dataclasses import asdict
-
-    from ._common import results_of
-    from projections import runs
+    # lazy: validation loads the benchmark loaders and the run machinery (about 0.2 s)
     from commands import check_slug, validate
-    from commands.run import RunOptions, start_run
-    from ._run import _python_paths, _repo_sources, warn_if_unconfined
-    from commands.run import open_benchmark
+    from commands.run import RunOptions, open_benchmark, start_run
 
     results = results_of(ctx)
     cache = str(Path(cache_dir).resolve()) if cache_dir else None
@@ -257,8 +248,8 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
         opts = RunOptions(
             stage="base", dataset=dataset, rows=rows, instances=[t.instance_id for t in complete], agent="predictions",
             grader="swebench", version=version, passes=["initial"], predictions=[str(predictions)],
-            repo_sources=_repo_sources(repo_sources), cache_dir=cache,
-            python_paths=_python_paths(pythons), test_timeout_s=test_timeout, sandbox=sandbox, task_jobs=jobs,
+            repo_sources=parse_repo_sources(repo_sources), cache_dir=cache,
+            python_paths=parse_python_paths(pythons), test_timeout_s=test_timeout, sandbox=sandbox, task_jobs=jobs,
         )
         reporter = _progress(as_json)
         try:

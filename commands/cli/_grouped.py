@@ -7,6 +7,9 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from ledger import SweclError
+from projections.compare import group_members, group_runs, grouped_metrics
+
+from ._tables import make_console, short_sequence_names
 
 if TYPE_CHECKING:
     from projections import RunSummary, VersionMetrics
@@ -19,8 +22,6 @@ _HEADS = {"resolved_rate": "resolved"}
 
 def expand_to_groups(known: dict[str, RunSummary], versions: list[str], include_failed: bool) -> list[str]:
     """Each given version with the rest of its group (ledger order, each version once)."""
-    from projections.compare import group_members
-
     for version in versions:
         if version not in known:
             raise SweclError(f"no run version {version!r} (versions: {', '.join(known) or 'none yet'})")
@@ -31,8 +32,6 @@ def expand_to_groups(known: dict[str, RunSummary], versions: list[str], include_
 
 
 def grouped_of(found: list[VersionMetrics]) -> list[GroupedMetrics]:
-    from projections.compare import group_runs, grouped_metrics
-
     known = {vm.run.version: vm.run for vm in found}
     return [grouped_metrics(group, found) for group in group_runs(known, list(known))]
 
@@ -80,13 +79,12 @@ def _cell(value: GroupedValue) -> str:
 def print_grouped_table(grouped: list[GroupedMetrics], console: Any = None) -> None:
     """One block per group (fits 100 columns): per sequence and macro, n and mean ± the
     half-width of the t-based 95% interval; then what is n/a and why."""
+    # lazy: rich costs about 45 ms, paid only by the commands that print a table
     from rich import box
     from rich.markup import escape
     from rich.table import Table
 
-    from ._metrics import _console, short_sequence_names
-
-    console = console or _console()
+    console = console or make_console()
     formula = grouped[0].formula
     table = Table(title=escape(f"CL metrics by group, mean ± 95% CI over repeats ({formula} formulas)"),
                   box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)

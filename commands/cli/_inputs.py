@@ -8,11 +8,11 @@ from ._common import echo_json
 
 
 def _benchmark(dataset: str | None, rows: str | None):  # type: ignore[no-untyped-def]
+    # lazy: the benchmark loaders bring pydantic (about 0.15 s), paid only by the commands that load one
     from commands.inputs import load_benchmark
+    from commands.inputs.demo import demo_benchmark
 
     if dataset is None and rows is None:
-        from commands.inputs.demo import demo_benchmark
-
         return demo_benchmark(materialise=False)  # listing needs no git repositories
     return load_benchmark(dataset, rows)
 
@@ -29,6 +29,7 @@ rows_option = click.option("--rows", default=None, metavar="FILE", help="SWE-ben
 @click.option("--json", "as_json", is_flag=True, help="A JSON list of {id, repo, num_tasks, difficulty}.")
 def sequences_cmd(dataset: str | None, rows: str | None, as_json: bool) -> None:
     """The sequences of a benchmark, in curriculum order."""
+    # lazy: the benchmark loaders bring pydantic (about 0.15 s), paid only by the commands that load one
     from commands.inputs import list_sequences
 
     benchmark = _benchmark(dataset, rows)
@@ -49,6 +50,7 @@ def sequences_cmd(dataset: str | None, rows: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Every field of the task as JSON (gold patch and tests included).")
 def show_cmd(task_id: str, dataset: str | None, rows: str | None, as_json: bool) -> None:
     """One task: where it sits, what is missing to run it, and its issue text."""
+    # lazy: the benchmark loaders bring pydantic (about 0.15 s), paid only by the commands that load one
     from commands.inputs import find_task
 
     sequence, task = find_task(_benchmark(dataset, rows), task_id)
@@ -69,6 +71,7 @@ def show_cmd(task_id: str, dataset: str | None, rows: str | None, as_json: bool)
 @click.option("--json", "as_json", is_flag=True, help="A JSON list of {name, description}.")
 def agents_cmd(as_json: bool) -> None:
     """The agents swecl can drive."""
+    # lazy: the agent registry costs about 45 ms, paid only by `swecl agents`
     from agents import AGENTS
 
     if as_json:

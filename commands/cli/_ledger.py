@@ -7,9 +7,10 @@ import difflib
 import click
 import msgspec
 
-from ledger import IntegrityError, Recorded, SweclError
+from ledger import IntegrityError, Recorded, StreamRange, SweclError
 from ledger import check_references
 from ledger import LedgerDamaged, sqlite
+from ledger.events import BY_TYPE
 from projections import ChainCheckpoints
 
 from ._common import echo_json_line, results_of, results_option
@@ -42,10 +43,6 @@ def log_cmd(
     ctx: click.Context, types: tuple[str, ...], streams: tuple[str, ...], after: int, upto: int | None, as_json: bool
 ) -> None:
     """Print the events of the ledger in order."""
-    from ledger import StreamRange
-
-    from ledger.events import BY_TYPE
-
     unknown = [t for t in types if t not in BY_TYPE]
     if unknown:
         raise SweclError(f"--type {unknown[0]!r}: no such event type{_did_you_mean(unknown[0], sorted(BY_TYPE))} "

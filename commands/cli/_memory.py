@@ -7,6 +7,10 @@ from pathlib import Path
 
 import click
 
+from ledger import SweclError
+from projections import rebuild
+from projections.memory import MEMORY_DIR, blob_patch_reader, materialise_version, write_memory_folder
+
 from ._common import echo_json, results_of, results_option, run_version
 
 
@@ -21,13 +25,12 @@ def dream_cmd(ctx: click.Context, version: str, as_json: bool) -> None:
 
     Each decision is an event with its reason; a second dream with nothing new decides nothing.
     """
+    # lazy: the memory commands bring unidiff; `swecl --help` need not load them
     from commands.memory import dream
 
     results = results_of(ctx)
     with results.open_ledger() as ledger:
         report = dream(ledger, version, reason="manual")
-        from projections.memory import materialise_version
-
         materialise_version(ledger, version, results.version_dir(version))
     if as_json:
         echo_json(
@@ -58,6 +61,7 @@ def memory_group() -> None:
 def memory_export_cmd(ctx: click.Context, version: str, out_dir: Path) -> None:
     """Write VERSION's live memory as a portable `_memory/` folder (Markdown, memory.db,
     graph.db, items.json) that another machine can use as --source-memory or import."""
+    # lazy: the memory commands bring unidiff; `swecl --help` need not load them
     from commands.memory import export_memory
 
     results = results_of(ctx)
@@ -76,6 +80,7 @@ def memory_export_cmd(ctx: click.Context, version: str, out_dir: Path) -> None:
 def memory_import_cmd(ctx: click.Context, path: Path, version: str) -> None:
     """Seed VERSION from an exported `_memory/` folder: one memory.seeded event plus the
     imported items, in one batch."""
+    # lazy: the memory commands bring unidiff; `swecl --help` need not load them
     from commands.memory import import_seed
 
     results = results_of(ctx)
@@ -96,10 +101,6 @@ def memory_materialise_cmd(ctx: click.Context, version: str | None, every: bool,
 
     With --all, every run's folder: the ledger is read once for all of them.
     """
-    from ledger import SweclError
-    from projections import rebuild
-    from projections.memory import MEMORY_DIR, blob_patch_reader, materialise_version, write_memory_folder
-
     if every == (version is not None):
         raise SweclError("give a run VERSION or --all (not both)")
     results = results_of(ctx)

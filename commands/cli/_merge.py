@@ -26,7 +26,7 @@ def merge_cmd(ctx: click.Context, shards: tuple[Path, ...], into: Path | None, a
     already in the target is skipped, so merging twice adds nothing. The target is
     verified again at the end.
     """
-    from ledger import merge_ledgers
+    from ledger import merge_ledgers  # lazy: the merge machinery loads only for `swecl merge`
 
     target = into if into is not None else results_of(ctx).ledger_path
     try:

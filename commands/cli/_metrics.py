@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -10,40 +9,21 @@ from typing import Any
 import click
 import msgspec
 
+from graders import loads_limited, read_limited
 from ledger import SweclError
-from projections import VersionMetrics, metrics_for, outcomes, run_row, runs
+from projections import VersionMetrics, metrics_for, order_cut, outcomes, parquet_bytes, run_row, runs, write_output
 from projections.audit import integrity_line, leakage_of
 from projections.metrics import (
     FORMULAS,
     METRIC_NAMES,
-    Lambdas,
     metrics_from_vectors_document,
     result_document,
     to_frame,
 )
 
-from ._common import echo_json, results_of, results_option, run_version
-
-_LAMBDA_NAMES = {"acc": "acc", "f": "f", "fwt": "fwt", "bwt": "bwt", "aulc": "aulc"}
-
-
-def _parse_lambdas(values: tuple[str, ...]) -> Lambdas | None:
-    if not values:
-        return None
-    weights: dict[str, float] = {}
-    for item in values:
-        name, sep, number = item.partition("=")
-        key = _LAMBDA_NAMES.get(name.strip().lower())
-        if not sep or key is None:
-            raise SweclError(f"--lambda {item!r}: expected NAME=VALUE with NAME one of {', '.join(_LAMBDA_NAMES)}")
-        try:
-            value = float(number)
-        except ValueError:
-            raise SweclError(f"--lambda {item!r}: {number!r} is not a number") from None
-        if not math.isfinite(value):
-            raise SweclError(f"--lambda {item!r}: the weight must be finite")
-        weights[key] = value
-    return Lambdas(**weights)
+from ._common import echo_json, parse_lambdas, results_of, results_option, run_version
+from ._grouped import expand_to_groups, grouped_document, grouped_of, print_grouped_table
+from ._tables import make_console, short_sequence_names, version_label
 
 
 def _fmt(value: float | None) -> str:
@@ -89,7 +69,7 @@ def metrics_cmd(
     Pure functions of the ledger: switching --formula or the weights recomputes everything
     without running an agent or a test.
     """
-    weights = _parse_lambdas(lambdas)
+    weights = parse_lambdas(lambdas)
     if vectors is not None:
         if versions or as_of_order is not None:
             raise SweclError("--vectors scores the given file; it does not combine with --version or --as-of-order")
@@ -100,8 +80,6 @@ def metrics_cmd(
     results = results_of(ctx)
     with results.open_ledger(readonly=True) as ledger:
         if grouped and versions:
-            from ._grouped import expand_to_groups
-
             versions = tuple(expand_to_groups(runs(ledger, results.projector(ledger)), list(versions), include_failed))
         found = metrics_for(ledger, results.projector(ledger), list(versions), formula=formula, lambdas=weights,
                             as_of_order=as_of_order, include_failed=include_failed)
@@ -114,8 +92,6 @@ def metrics_cmd(
     if not found:
         raise SweclError(f"no runs in {results.ledger_path} yet: start one with `swecl run`")
     if grouped:
-        from ._grouped import grouped_document, grouped_of, print_grouped_table
-
         groups = grouped_of(found)
         if as_json:
             echo_json(grouped_document(groups))
@@ -140,8 +116,6 @@ def print_not_gradeable(found: list[VersionMetrics]) -> None:
 
 
 def _read_vectors(path: Path) -> Any:
-    from graders import loads_limited, read_limited
-
     # Regular files within the input caps only: /dev/zero or a FIFO must not hang here.
     return loads_limited(read_limited(path, str(path)), str(path))
 
@@ -178,11 +152,10 @@ def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, A
 
 
 def _write_tables(found: list[VersionMetrics], csv_path: Path | None, parquet_path: Path | None) -> None:
+    # lazy: polars costs about 0.5 s, paid only by --parquet
     import polars as pl
 
-    from projections import write_output
 
-    from projections import parquet_bytes
 
     frames = [
         to_frame(vm.result).with_columns(pl.lit(vm.run.version).alias("version"), pl.lit(vm.run.stage).alias("stage"))
@@ -201,23 +174,6 @@ def _write_tables(found: list[VersionMetrics], csv_path: Path | None, parquet_pa
 # The terminal table's columns: BWT (= -F) and CL-S (= 1 - F) are redundant with F in every
 # formula set, so they stay in --json/--csv/--parquet only; the table must fit 100 columns.
 TABLE_METRICS: tuple[str, ...] = tuple(m for m in METRIC_NAMES if m not in ("BWT", "CL-S"))
-
-
-def version_label(vm: VersionMetrics) -> str:
-    """`v2 plugin-blank`: a numbered run as its folder names it, a slug once when it is the stage."""
-    version, stage = vm.run.version, vm.run.stage
-    shown = f"v{version}" if version.isdigit() else version
-    return shown if stage == version else f"{shown} {stage}"
-
-
-def short_sequence_names(names: list[str]) -> dict[str, str]:
-    """`django_django_sequence` -> `django`: the part after the last `_` (the repository),
-    unless two sequences of the table would then read alike (then the whole id minus `_sequence`)."""
-    stripped = {n: n.removesuffix("_sequence") for n in names}
-    short = {n: s.rsplit("_", 1)[-1] or s for n, s in stripped.items()}
-    if len(set(short.values())) < len(set(names)):
-        return stripped
-    return short
 
 
 def _resolved(vm: VersionMetrics, sequence: str) -> tuple[int, int]:
@@ -242,11 +198,12 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
                         integrity: dict[str, dict[str, Any] | None] | None = None) -> None:
     """The CL metrics table (fits 100 columns), then what a reader needs to read it right:
     which n/a are unmeasured, whether CL-Scores compare, leakage and integrity flags."""
+    # lazy: rich costs about 45 ms, paid only by the commands that print a table
     from rich import box
     from rich.markup import escape
     from rich.table import Table
 
-    console = console or _console()
+    console = console or make_console()
     formula = found[0].result.formula
     single = len(found) == 1
     heading = title or (f"CL metrics of {version_label(found[0])} ({formula} formulas)" if single
@@ -316,7 +273,7 @@ def leakage_for(ledger: Any, found: list[VersionMetrics], as_of_order: int | Non
 def integrity_for(ledger: Any, found: list[VersionMetrics], as_of_order: int | None = None) -> dict[str, dict[str, Any] | None]:
     """Each run's integrity flags (`projections.audit.integrity_of`), of the attempts that
     count: at a cut, those in force then, as the outcomes beside them."""
-    from projections import order_cut
+    # lazy: the audit's folds (about 15 ms) load when a command shows them, not at `swecl --help`
     from projections.audit import integrity_counts, integrity_of
 
     return {vm.run.version: integrity_counts(integrity_of(
@@ -330,14 +287,6 @@ def leakage_line(vm: VersionMetrics, leak: dict[str, Any] | None) -> str | None:
     kinds = ", ".join(f"{k.replace('-', ' ')} {n}" for k, n in leak["by_kind"].items() if n)
     return (f"{version_label(vm)}: {leak['flagged']} recalled items flagged as leakage ({kinds}): "
             f"see `swecl audit {vm.run.version} --summary`")
-
-
-def _console():  # type: ignore[no-untyped-def]
-    from rich.console import Console
-
-    console = Console()
-    # Piped into a file or a CI log there is no terminal width to respect: print whole rows.
-    return console if console.is_terminal else Console(width=200)
 
 
 @click.command("runs")
@@ -355,6 +304,7 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
+    # lazy: rich costs about 45 ms, paid only by the commands that print a table
     from rich.table import Table
 
     table = Table(title=f"runs in {results.ledger_path}")
@@ -368,4 +318,4 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
             " ".join(f"{p}={n}/{row['tasks']}" for p, n in row["resolved"].items()), str(row["leakage"]["flagged"]),
             row["seeded_from"] or "", row["started_at"][:19],
         )
-    _console().print(table)
+    make_console().print(table)

@@ -27,7 +27,7 @@ def replay_cmd(ctx: click.Context, version: str, upto_order: int, out_dir: Path,
     repository are as of the cut of that repository's sequence. The same ledger and K
     always give byte-identical files.
     """
-    from projections import manifest_document, replay
+    from projections import manifest_document, replay  # lazy: loads only for `swecl replay`
 
     results = results_of(ctx)
     with results.open_ledger(readonly=True) as ledger:

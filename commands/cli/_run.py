@@ -10,33 +10,14 @@ from typing import Any
 import click
 import msgspec
 
+from commands.run import DEMO_SUITE, EXECUTORS, STAGES, RunOptions, make_reporter
 from graders import SANDBOX_MODES
 from ledger import SweclError
+from projections import metrics_for
 
-from ._common import results_of, results_option, run_version
-from commands.run import EXECUTORS, RunOptions
-from commands.run import make_reporter
-from commands.run import DEMO_SUITE, STAGES
-
-
-def _repo_sources(values: tuple[str, ...]) -> dict[str, str]:
-    sources: dict[str, str] = {}
-    for item in values:
-        name, sep, where = item.partition("=")
-        if not sep or name.count("/") != 1 or not where:
-            raise SweclError(f"--repo-source {item!r}: expected OWNER/NAME=PATH_OR_URL")
-        sources[name] = where
-    return sources
-
-
-def _python_paths(values: tuple[str, ...]) -> dict[str, str]:
-    paths: dict[str, str] = {}
-    for item in values:
-        version, sep, path = item.partition("=")
-        if not sep or not version or not path:
-            raise SweclError(f"--python {item!r}: expected VERSION=/path/to/python (e.g. 3.9=/usr/bin/python3.9)")
-        paths[version] = path
-    return paths
+from ._common import parse_python_paths, parse_repo_sources, results_of, results_option, run_version
+from ._grouped import grouped_document, grouped_of, print_grouped_table
+from ._metrics import integrity_for, leakage_for, metrics_document, print_metrics_table, print_not_gradeable
 
 
 @click.command("run")
@@ -116,6 +97,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
     with --resume VERSION: no task lost or repeated. A run of the demo suite or of
     --repeat K continues with the rest of its invocation: the runs that never began start.
     """
+    # lazy: the run machinery (agents, graders, multiprocessing) costs about 0.25 s at start-up
     from commands.run import continue_invocation, run_demo_suite, run_repeats
 
     results = results_of(ctx)
@@ -136,8 +118,8 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 jobs=jobs, task_jobs=1 if task_jobs is None else task_jobs, max_turns=max_turns,
                 agent_timeout_s=agent_timeout, test_timeout_s=test_timeout,
                 code_mode=code_mode, predictions=list(predictions), command=command_template,
-                repo_sources=_repo_sources(repo_sources), cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
-                python_paths=_python_paths(pythons),
+                repo_sources=parse_repo_sources(repo_sources), cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
+                python_paths=parse_python_paths(pythons),
                 sandbox=sandbox, allow_hosts=list(allow_hosts), allow_web=allow_web,
             )
             opts = msgspec.structs.replace(opts, **placement)
@@ -192,7 +174,7 @@ def _executor_session(opts: RunOptions) -> Iterator[None]:
     if opts.executor != "ray":
         yield
         return
-    from commands.run import ray_session
+    from commands.run import ray_session  # lazy: the Ray session module loads only for --executor ray
 
     with ray_session(opts):
         yield
@@ -200,10 +182,6 @@ def _executor_session(opts: RunOptions) -> Iterator[None]:
 
 def _summary(results, versions: list[str], *, quiet: bool, as_json: bool,  # type: ignore[no-untyped-def]
              grouped: bool = False) -> None:
-    from ._grouped import grouped_document, grouped_of, print_grouped_table
-    from ._metrics import integrity_for, leakage_for, metrics_document, print_metrics_table, print_not_gradeable
-    from projections import metrics_for
-
     with results.open_ledger(readonly=True) as ledger:
         found = metrics_for(ledger, results.projector(ledger), versions)
         leakage = leakage_for(ledger, found)

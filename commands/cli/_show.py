@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+import msgspec
 
 from ledger import SweclError
 
@@ -62,6 +63,7 @@ def show_cmd(ctx: click.Context, first: str, second: str | None, pass_: str | No
         return
     if dataset is not None or rows is not None:
         raise click.UsageError("--dataset and --rows are for a benchmark task (swecl show TASK), not a run's attempt")
+    # lazy: the attempt view loads when the command runs, not at `swecl --help`
     from projections import write_output
     from projections.show import attempt_files, show_attempt
 
@@ -92,8 +94,6 @@ def show_cmd(ctx: click.Context, first: str, second: str | None, pass_: str | No
 
 
 def _json_of(shown: AttemptShow) -> dict:  # type: ignore[type-arg]
-    import msgspec
-
     return msgspec.to_builtins(shown)
 
 
@@ -103,7 +103,7 @@ def _section(title: str) -> None:
 
 
 def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
-    from projections.show import agent_numbers, egress_lines, tail_lines
+    from projections.show import agent_numbers, egress_lines, tail_lines  # lazy: as above
 
     click.echo(f"{shown.instance_id}  task {shown.order} of {shown.sequence_id} ({shown.repo})")
     attempts = f"attempt {shown.attempt}" + (f" of {len(shown.attempts)}" if len(shown.attempts) > 1 else "")

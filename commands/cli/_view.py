@@ -12,6 +12,7 @@ import errno
 import ipaddress
 import socket
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -51,6 +52,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.allowed_hosts is not None and host not in self.allowed_hosts:
             self._send(403, "text/plain; charset=utf-8", f"swecl view: host {host!r} not served\n".encode())
             return
+        # lazy: the web view's modules load only for `swecl view`
         from projections.view import EVENTS_PATH
 
         if urlsplit(self.path).path == EVENTS_PATH:
@@ -62,6 +64,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _stream(self, *, body: bool) -> None:
         """`/api/events`: chunks written as the view yields them, until the page goes away
         (the write fails) or the server stops (this thread is a daemon)."""
+        # lazy: the web view's modules load only for `swecl view`
         from projections.view import CSP, EVENT_STREAM
 
         self.close_connection = True  # no length: the stream ends with the connection
@@ -81,6 +84,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, content_type: str, data: bytes, headers: dict[str, str] | None = None, *,
               body: bool = True) -> None:
+        # lazy: the web view's modules load only for `swecl view`
         from projections.view import CSP
 
         try:
@@ -108,8 +112,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _secrets_loader() -> Any:
     """`load_task_secrets` once per run version (a dataset can take seconds to load), shared by the threads."""
-    import threading
-
+    # lazy: the benchmark loaders bring pydantic (about 0.15 s), paid only by the commands that load one
     from commands.inputs import load_task_secrets
 
     loaded: dict[str, Any] = {}
@@ -157,6 +160,7 @@ def view_cmd(ctx: click.Context, port: int, host: str) -> None:
     patch, the test output, the recalled memories with leak flags, the transcript. Pages
     follow the ledger while a run appends to it. Ctrl-C stops the server.
     """
+    # lazy: the web view's modules load only for `swecl view`
     from projections.view import View
 
     results = results_of(ctx)

@@ -15,7 +15,6 @@ Loading goes draft (plain dicts, so rows can fill gaps) -> checks -> frozen `Ben
 from __future__ import annotations
 
 import difflib
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from ledger.errors import SweclError
-from projections import write_output
 
+from ._dump import dump_curriculum, write_curriculum
 from ._model import DIFFICULTY_LABELS, Benchmark, Sequence, Task
 from ._rows import SwebenchRow, load_hf, modified_files_of, read_rows, row_fields, rows_from_records, sequences_from_rows
 from ._validate import (
@@ -37,6 +36,7 @@ from ._validate import (
     read_text,
     short_repr,
 )
+from .demo import demo_benchmark
 
 __all__ = [
     "benchmark_from_curriculum",
@@ -395,8 +395,6 @@ def load_benchmark(dataset: str | os.PathLike[str] | None, rows: str | os.PathLi
     if dataset is None:
         if rows is not None:
             raise SweclError("--rows completes a manifest given with --dataset; the built-in demo needs no rows")
-        from .demo import demo_benchmark
-
         return demo_benchmark()
     dataset = os.fspath(dataset)
     if dataset.startswith("hf:"):
@@ -452,83 +450,3 @@ def find_sequence(benchmark: Benchmark, key: str) -> Sequence:
         f"sequence {key!r} is not in benchmark {benchmark.name!r} (it has {', '.join(ids)})"
         f"{_suggest(key, ids)}"
     )
-
-
-# --- writing a curriculum back out ------------------------------------------------------------
-
-
-def _statistics(sequence: Sequence) -> dict[str, Any]:
-    with_dependencies = sum(1 for t in sequence.tasks if t.dependencies)
-    return {
-        "difficulty_distribution": sequence.difficulty_counts(),
-        "tasks_with_dependencies": with_dependencies,
-        "dependency_rate": round(100.0 * with_dependencies / len(sequence.tasks), 2),
-    }
-
-
-def _task_document(task: Task, sequence_env: dict[str, Any] | None) -> dict[str, Any]:
-    document: dict[str, Any] = {
-        "metadata": {
-            "instance_id": task.instance_id,
-            "repo": task.repo,
-            "base_commit": task.base_commit,
-            "created_at": task.created_at,
-            "difficulty": task.difficulty_label,
-            "version": task.version,
-            **({"environment_setup_commit": task.environment_setup_commit} if task.environment_setup_commit else {}),
-        },
-        "task": {"problem_statement": task.problem_statement, "hints_text": task.hints_text},
-        "evaluation": {
-            "patch": task.patch,
-            "test_patch": task.test_patch,
-            "FAIL_TO_PASS": None if task.fail_to_pass is None else list(task.fail_to_pass),
-            "PASS_TO_PASS": None if task.pass_to_pass is None else list(task.pass_to_pass),
-        },
-        "continual_learning": {
-            "sequence_position": task.order,
-            "difficulty_score": task.difficulty,
-            "dependencies": list(task.dependencies),
-            "modified_files": list(task.modified_files),
-        },
-    }
-    if task.environment != sequence_env:
-        document["environment"] = task.environment
-    return document
-
-
-def dump_curriculum(benchmark: Benchmark, *, repo_sources: dict[str, str] | None = None) -> dict[str, Any]:
-    """The benchmark as a SWE-Bench-CL curriculum object that `load_benchmark` reads back.
-
-    repo_sources: what to record under metadata.repo_sources (default: the benchmark's).
-    """
-    sources = benchmark.repo_sources if repo_sources is None else repo_sources
-    metadata: dict[str, Any] = {
-        "name": benchmark.name,
-        "description": benchmark.source,
-        "num_sequences": len(benchmark.sequences),
-        "total_tasks": len(benchmark.tasks()),
-        "repositories": [s.repo for s in benchmark.sequences],
-    }
-    if sources:
-        metadata["repo_sources"] = dict(sorted(sources.items()))
-    sequences = []
-    for sequence in benchmark.sequences:
-        entry: dict[str, Any] = {
-            "id": sequence.id,
-            "repo": sequence.repo,
-            "num_tasks": len(sequence.tasks),
-            "statistics": _statistics(sequence),
-        }
-        if sequence.environment is not None:
-            entry["environment"] = sequence.environment
-        entry["tasks"] = [_task_document(t, sequence.environment) for t in sequence.tasks]
-        sequences.append(entry)
-    return {"metadata": metadata, "sequences": sequences}
-
-
-def write_curriculum(benchmark: Benchmark, path: str | os.PathLike[str], *, repo_sources: dict[str, str] | None = None) -> Path:
-    """Write `dump_curriculum` as indented UTF-8 JSON (same content -> same bytes)."""
-    target = Path(path)
-    text = json.dumps(dump_curriculum(benchmark, repo_sources=repo_sources), indent=2, ensure_ascii=False) + "\n"
-    write_output(target, text.encode("utf-8"))  # atomic; a full disk is one line and leaves nothing
-    return target

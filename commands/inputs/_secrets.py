@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ledger import SweclError
+from projections.audit import DatasetNote, run_started
+from projections.memory import GradingSecrets
 
 from ._load import load_benchmark
 from .demo import demo_benchmark
 
 if TYPE_CHECKING:
     from ledger import Ledger
-    from projections.audit import DatasetNote
-    from projections.memory import GradingSecrets
 
 
 def load_task_secrets(
@@ -22,10 +22,6 @@ def load_task_secrets(
     """The grading secrets of the run's tasks, from the dataset its run.started recorded
     (or `dataset`/`rows` given instead). Never raises for an unavailable dataset: the
     note says why the test-content check cannot run."""
-    # The audit's modules load here, not when `commands.inputs` is imported.
-    from projections.audit import DatasetNote, run_started
-    from projections.memory import GradingSecrets
-
     started = run_started(ledger, version)
     config = started.config or {}
     if dataset is not None:

@@ -16,10 +16,10 @@ _EXPORTS = {
     "run_repeats": "_demo_suite",
     "EXECUTORS": "_options",
     "RunOptions": "_options",
+    "open_benchmark": "_context",
     "Repeat": "_orchestrate",
     "RunReport": "_orchestrate",
     "execute": "_orchestrate",
-    "open_benchmark": "_orchestrate",
     "resume_run": "_orchestrate",
     "start_run": "_orchestrate",
     "JsonReporter": "_progress",
@@ -33,6 +33,7 @@ _EXPORTS = {
     "STAGES": "_stages",
     "Stage": "_stages",
     "get_stage": "_stages",
+    "environment_spec": "_task",
     "ray_session": "_ray_session",
 }
 
@@ -41,10 +42,12 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from ._demo_suite import continue_invocation, run_demo_suite, run_repeats
     from ._options import EXECUTORS, RunOptions
-    from ._orchestrate import Repeat, RunReport, execute, open_benchmark, resume_run, start_run
+    from ._context import open_benchmark
+    from ._orchestrate import Repeat, RunReport, execute, resume_run, start_run
     from ._ray_session import ray_session
     from ._progress import JsonReporter, LineReporter, QuietReporter, Reporter, RichReporter, make_reporter
     from ._stages import DEMO_SUITE, PASSES, STAGES, Stage, get_stage
+    from ._task import environment_spec
 
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -6,6 +6,7 @@ Everything a resumed run needs to carry on exactly as it started is here, so
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +111,7 @@ class RunOptions(msgspec.Struct, kw_only=True):
 
     def _refuse_secrets(self) -> None:
         """The options are recorded in run.started: nothing in them may be a credential."""
-        from .._provenance import scrub
+        from .._provenance import scrub  # lazy: provenance loads importlib.metadata (about 10 ms) at start-up
 
         for name, value in msgspec.structs.asdict(self).items():
             texts = [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
@@ -150,8 +151,6 @@ def _absolute_prediction(spec: str) -> str:
 
 
 def _check_slug(slug: str) -> None:
-    import re
-
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", slug):
         raise SweclError(
             f"--version {slug!r}: use letters, digits, '.', '_' or '-' (at most 64, not starting with a symbol)"

@@ -15,29 +15,30 @@ import tempfile
 from collections.abc import Iterator
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 import agents
-from agents import Agent, Budget, RunSupplies
-from commands.inputs import Benchmark, Sequence, find_sequence, load_benchmark, load_predictions
+from agents import Agent
+from commands.inputs import Benchmark, Sequence, find_sequence
 from commands.memory import dream, resolve_seed, seed_memory
-from projections.memory import materialise_version
-from graders import RepoCache, Sandbox, default_cache_dir, get_grader, reap_orphans, sandbox_for
+from graders import reap_orphans
 from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, Terminated, event_id_for
 from ledger.events import RunFinished, RunResumed, RunStarted, TaskRef
+from projections import RUN_LOCK, Results, get_run
+from projections.memory import materialise_version
 
 from .. import _stops
 from .._failpoints import failpoint
 from .._provenance import provenance
-from projections import RUN_LOCK, get_run, p2p_excluded
-from projections import Results
+from ._context import agent_sandbox, build_agent, cache_dir_of, open_benchmark, sequence_context
 from ._options import RunOptions
 from ._progress import QueueDrain, QueueReporter, Reporter
-from ._schedule import Elsewhere
+from ._ray import run_on_ray
+from ._ray_session import check_ray
 from ._sequence import run_sequence, run_sequences_at_once
 from ._stages import Stage, get_stage
 from ._task import AgentUnavailable, SequenceContext
@@ -73,35 +74,9 @@ class RunReport:
 # -- inputs ------------------------------------------------------------------------------
 
 
-def cache_dir_of(opts: RunOptions) -> Path:
-    return Path(opts.cache_dir) if opts.cache_dir else default_cache_dir()
-
-
-def open_benchmark(opts: RunOptions) -> Benchmark:
-    if opts.dataset is None:
-        if opts.rows is not None:
-            raise SweclError("--rows completes a manifest given with --dataset; the built-in demo needs no rows")
-        from commands.inputs.demo import demo_benchmark, repos_dir_in
-
-        benchmark = demo_benchmark(repos_dir_in(cache_dir_of(opts)) if opts.cache_dir else None)
-    else:
-        benchmark = load_benchmark(opts.dataset, opts.rows)
-    if opts.repo_sources:
-        benchmark = _with_sources(benchmark, opts.repo_sources)
-    return benchmark
-
-
-def _with_sources(benchmark: Benchmark, sources: dict[str, str]) -> Benchmark:
-    from dataclasses import replace
-
-    return replace(benchmark, repo_sources={**benchmark.repo_sources, **sources})
-
-
 def select_sequences(benchmark: Benchmark, opts: RunOptions) -> list[Sequence]:
     chosen = [find_sequence(benchmark, key) for key in opts.sequences] if opts.sequences else list(benchmark.sequences)
     if opts.instances:
-        from dataclasses import replace
-
         wanted = set(opts.instances)
         found = {t.instance_id for s in chosen for t in s.tasks} & wanted
         if missing := sorted(wanted - found):
@@ -115,37 +90,6 @@ def select_sequences(benchmark: Benchmark, opts: RunOptions) -> list[Sequence]:
     if not chosen:
         raise SweclError("no sequences to run")
     return chosen
-
-
-def build_agent(opts: RunOptions, benchmark: Benchmark, *, runs_here: bool = True) -> Agent:
-    """The agent `opts` asks for, built by its registry entry from what this run offers.
-    `runs_here=False` (a driver that fans out to Ray) checks the options but not the
-    agent's CLI, which only the nodes that run tasks need."""
-    demo_attempts = None
-    if opts.dataset is None:
-        from commands.inputs.demo import DEMO_ATTEMPTS
-
-        demo_attempts = dict(DEMO_ATTEMPTS)
-    return agents.build_agent(opts.agent, RunSupplies(
-        gold=lambda: {t.instance_id: t.patch or "" for t in benchmark.tasks()},
-        predictions=(lambda: _predictions(opts.predictions)) if opts.predictions else None,
-        command=opts.command,
-        demo_attempts=demo_attempts,
-        runs_here=runs_here,
-    ))
-
-
-def _predictions(specs: list[str]) -> dict[str, dict[str, str]] | dict[str, str]:
-    by_label: dict[str, dict[str, str]] = {}
-    for spec in specs:
-        label, sep, path = spec.partition("=")
-        if not sep or not re.fullmatch(r"[a-z][a-z0-9-]*", label):
-            label, path = "*", spec
-        loaded = load_predictions(path)
-        by_label[label] = {iid: p.model_patch for iid, p in loaded.items()}
-    if set(by_label) == {"*"}:
-        return by_label["*"]
-    return by_label
 
 
 # -- claiming a version ------------------------------------------------------------------
@@ -350,17 +294,8 @@ def check_agent_starts(agent: Agent, opts: RunOptions, results: Results) -> None
     agents.preflight(agent, agent_sandbox(opts, results.root))
 
 
-def agent_sandbox(opts: RunOptions, ledger_dir: Path) -> Sandbox:
-    """The sandbox of a run's agents and tests. The agent must not see the mirror (later
-    commits hold its fix), the ledger, or the files that hold the grading rows; tests
-    need none of them either."""
-    return sandbox_for(opts.sandbox, hide=[cache_dir_of(opts), ledger_dir, *_input_files(opts)])
-
-
 def _require_executor(opts: RunOptions) -> None:
     if opts.executor == "ray":
-        from ._ray_session import check_ray
-
         check_ray(opts)
 
 
@@ -385,8 +320,6 @@ def _execute_locked(results: Results, version: str, opts: RunOptions, reporter: 
             with results.open_ledger() as ledger:
                 sequence_ids = list(next(ledger.read_stream(f"run/{version}")).event.sequences)
         if opts.executor == "ray":
-            from ._ray import run_on_ray
-
             run_on_ray(results, version, opts, sequence_ids, reporter)
         elif opts.jobs > 1 and len(sequence_ids) > 1:
             _run_parallel(results, version, opts, sequence_ids, reporter)
@@ -473,60 +406,6 @@ def _sequence_lock(results: Results, version: str, sequence_id: str) -> Iterator
         except BlockingIOError:
             raise SweclError(f"sequence {sequence_id} of run {version} is being run by another process") from None
         yield
-
-
-def run_sequence_on(ledger: Ledger, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter, *,
-                    builtin_dir: Path | None, benchmark: Benchmark | None = None,
-                    elsewhere: Elsewhere | None = None) -> None:
-    """One sequence's passes of run `version`, appending to `ledger` (the results dir's,
-    or a Ray worker's shard). `builtin_dir`: where the builtin stage keeps the agent's
-    native memory across tasks. `elsewhere`: where free tasks may also run (Ray tasks)."""
-    ctx = sequence_context(ledger, version, opts, sequence_id, reporter, builtin_dir=builtin_dir, benchmark=benchmark)
-    run_sequence(ctx, opts.pass_list, opts.retest_every, elsewhere)
-
-
-def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter, *,
-                     builtin_dir: Path | None, benchmark: Benchmark | None = None) -> SequenceContext:
-    stage = get_stage(opts.stage)
-    benchmark = benchmark if benchmark is not None else open_benchmark(opts)
-    sequence = find_sequence(benchmark, sequence_id)
-    if opts.instances:
-        from dataclasses import replace
-
-        sequence = replace(sequence, tasks=tuple(t for t in sequence.tasks if t.instance_id in set(opts.instances)))
-    cache = cache_dir_of(opts)
-    sandbox = agent_sandbox(opts, ledger.path.parent)
-    ctx = SequenceContext(
-        ledger=ledger,
-        version=version,
-        stage=stage,
-        sequence=sequence,
-        agent=build_agent(opts, benchmark),
-        agent_name=opts.agent,
-        grader=get_grader(
-            opts.grader, cache_dir=cache, repo_sources=benchmark.repo_sources, timeout_s=opts.test_timeout_s,
-            python=opts.python_paths or None, sandbox=sandbox,
-        ),
-        sandbox=sandbox,
-        allow_hosts=tuple(opts.allow_hosts), allow_web=opts.allow_web,
-        grader_name=opts.grader,
-        repos=RepoCache(cache, benchmark.repo_sources),
-        reporter=reporter,
-        model=opts.model,
-        code_mode=opts.code_mode,
-        budget=Budget(max_turns=opts.max_turns, timeout_s=opts.agent_timeout_s),
-        builtin_dir=builtin_dir if stage.memory_mode == "builtin" else None,
-        task_jobs=opts.task_jobs,
-        group_by_environment=not agents.agent_entry(opts.agent).briefed,
-        p2p_excluded=p2p_excluded(ledger),
-    )
-    return ctx
-
-
-def _input_files(opts: RunOptions) -> list[Path]:
-    """The dataset, rows and predictions files of a run (what hold the answers)."""
-    named = [opts.dataset, opts.rows, *(p.split("=", 1)[-1] for p in opts.predictions)]
-    return [Path(n) for n in named if n and not n.startswith("hf:") and Path(n).exists()]
 
 
 def _worker(results_root: str, version: str, opts_raw: dict, sequence_id: str, queue: object) -> None:

@@ -204,6 +204,7 @@ class RichReporter:
     """A bar per (version, sequence, pass) with the running resolve rate."""
 
     def __init__(self) -> None:
+        # lazy: rich.progress costs about 0.2 s, paid only when a run draws its bars
         from rich.console import Console
         from rich.progress import (
             BarColumn,

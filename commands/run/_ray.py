@@ -84,14 +84,17 @@ from typing import Any
 
 from ledger import Ledger, LedgerError, StreamRange, SweclError, merge_ledgers
 
-from .._failpoints import failpoint
 from projections import Results
+
+from .._failpoints import failpoint
 from ._options import RunOptions
 from ._progress import Reporter, TaskProgress
-from ._ray_job import FAILPOINTS, restore_builtin_files, sequence_job
-from ._ray_session import _code_identity, ray_session
+from ._ray_job import sequence_job
+from ._ray_node import FAILPOINTS, restore_builtin_files
+from ._ray_session import code_identity, ray_session
 from ._sequence import plan_passes
 from ._stages import get_stage
+from ._task import AgentUnavailable
 
 
 # -- the driver ----------------------------------------------------------------------------
@@ -154,7 +157,7 @@ class FanOut:
                 # Several experiments may share one folder, each with its own v1, v2, ...
                 self.shared = Path(opts.shard_dir) / f"ledger-{ledger.ledger_id}" / f"v{version}"
         self.raw = opts.to_config()
-        self.identity = _code_identity()
+        self.identity = code_identity()
         self.failpoints = os.environ.get(FAILPOINTS) or None
         self.remote = ray.remote(sequence_job)
         self.base: _Base | None = None
@@ -328,8 +331,6 @@ class FanOut:
             self.cancel_all()
             self.sweep()
         if stopping is not None:
-            from ._task import AgentUnavailable
-
             raise AgentUnavailable(stopping)
         if failed:
             sid, message = next(iter(failed.items()))

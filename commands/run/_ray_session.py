@@ -1,10 +1,11 @@
 """Ray itself, for `swecl run --executor ray` (see `_ray`): importing it (`import_ray`),
 checking it before a run is claimed (`check_ray`), connecting to it (`ray_session`), and
-the code identity the driver and its nodes must share (`_code_identity`).
+the code identity the driver and its nodes must share (`code_identity`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import sys
@@ -14,6 +15,7 @@ from typing import Any
 
 from ledger import SweclError
 
+from .._provenance import git_sha, package_version
 from ._options import RunOptions
 
 INSTALL_HINT = "pip install 'swecl[ray]' (or uv sync --extra ray)"
@@ -29,7 +31,7 @@ def import_ray() -> Any:
     # wins).
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     try:
-        import ray
+        import ray  # lazy: Ray is optional and heavy; only --executor ray loads it
     except ImportError:
         raise SweclError(f"--executor ray needs Ray on this machine and on every node: {INSTALL_HINT}") from None
     return ray
@@ -61,8 +63,6 @@ def ray_session(opts: RunOptions) -> Iterator[Any]:
     if ray.is_initialized():
         yield ray
         return
-    import logging
-
     address = opts.ray_address
     kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
     if address == "local":
@@ -82,9 +82,7 @@ def ray_session(opts: RunOptions) -> Iterator[Any]:
             ray.shutdown()
 
 
-def _code_identity() -> dict[str, str]:
+def code_identity() -> dict[str, str]:
     """What must match between the driver and a node: event ids and payloads come from the code."""
-    from .._provenance import _git_sha, _version
-
-    found = {"swecl": _version("swecl") or "", **{k: str(v) for k, v in _git_sha().items() if k == "git_sha"}}
+    found = {"swecl": package_version("swecl") or "", **{k: str(v) for k, v in git_sha().items() if k == "git_sha"}}
     return {k: v for k, v in found.items() if v}

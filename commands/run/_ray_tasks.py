@@ -15,7 +15,7 @@ holds its pass's pass.started is as good as the job's live ledger: one snapshot 
 every first try until a pass that it does not hold is released; a retry takes a fresh
 one. The task runs what a local worker runs (`run_free_tasks`: `_run_task` on a context
 over the copy) and, after each finished task, sends the events it appended as a shard
-(cut as the job cuts its own, `_Cutter`). The job merges the shard into its own ledger
+(cut as the job cuts its own, `Cutter`). The job merges the shard into its own ledger
 with `merge_branch` (the job kept appending to the same stream meanwhile, so the events
 take its next stream versions; ids, payloads and times are kept) and then reports the
 task finished, which cuts the job's next shard for the driver: the driver gets these
@@ -55,22 +55,23 @@ from commands.inputs import Task
 from ledger import Ledger, LedgerError, StreamRange, SweclError, merge_branch
 from projections import INVALID_STATUSES, RunOutcomes
 
+from ._context import sequence_context
 from ._options import RunOptions
 from ._progress import TaskProgress
-from ._ray_job import (
+from ._ray_node import (
     FAILPOINTS,
-    _Cutter,
-    _JobReporter,
-    _raise_point,
-    _safe,
+    Cutter,
+    JobReporter,
     error_item,
     open_copy,
+    raise_point,
     restore_builtin_files,
+    safe_name,
     streamed,
 )
 from ._ray_session import import_ray
 from ._schedule import Batch, Handoff
-from ._sequence import record_finished
+from ._sequence import record_finished, run_free_tasks
 from ._stages import get_stage
 from ._task import AgentUnavailable, SequenceContext
 
@@ -266,7 +267,7 @@ class RayTasks:
     def _snapshot(self) -> _Snapshot:
         """A consistent snapshot of the job's ledger (SQLite's backup API, as the driver
         takes its own), put where Ray tasks can read it."""
-        name = f"task-base-{_safe(self.sequence_id)}-{uuid.uuid4().hex[:12]}.db"
+        name = f"task-base-{safe_name(self.sequence_id)}-{uuid.uuid4().hex[:12]}.db"
         local = self.work / name
         Ledger.snapshot_file(self.ledger_path, local)
         with Ledger.open(local) as snap:
@@ -316,7 +317,7 @@ def _task_failpoints(spec: str | None) -> dict[int, str]:
 # -- what runs on a node ---------------------------------------------------------------------
 
 
-class _TaskReporter(_JobReporter):
+class _TaskReporter(JobReporter):
     """A Ray task's Reporter: the job's, with the `ray.task.raise` failpoint before the cut."""
 
     def __init__(self, emit: Any, where: str) -> None:
@@ -324,7 +325,7 @@ class _TaskReporter(_JobReporter):
         self.raised: dict[str, int] = {}
 
     def task_finished(self, p: TaskProgress) -> None:
-        _raise_point("ray.task.raise", self.raised)
+        raise_point("ray.task.raise", self.raised)
         super().task_finished(p)
 
 
@@ -335,7 +336,7 @@ def task_job(base: bytes | str, base_head: tuple[int, str], version: str, opts_r
     for the job: ("started", where) first, then ("progress", kind, fields) and ("chunk",
     bytes | path in `shard_folder`, n_events) per task, and last, if it failed, ("error",
     kind, message)."""
-    import ray
+    import ray  # lazy: ray is an optional, heavy dependency, loaded only on a node
 
     where = f"ray task {ray.get_runtime_context().get_task_id()[:16]}, pid {os.getpid()} on {socket.gethostname()}"
     yield ("started", where)
@@ -347,20 +348,17 @@ def task_job(base: bytes | str, base_head: tuple[int, str], version: str, opts_r
 def _run_tasks(emit: Any, work: Path, base: bytes | str, base_head: tuple[int, str], version: str,
                opts_raw: dict[str, Any], sequence_id: str, pass_: str, orders: list[int], identity: dict[str, str],
                shard_folder: str | None, where: str) -> None:
-    from ._orchestrate import sequence_context
-    from ._sequence import run_free_tasks
-
     try:
         opts = RunOptions.from_config(opts_raw)
         ledger_path = work / "ledger.db"
         benchmark = open_copy(base, base_head, ledger_path, version, opts, identity)
         with Ledger.open(ledger_path) as ledger:
             stream = f"run/{version}/{sequence_id}"
-            tag = f"{_safe(sequence_id)}-{_safe(pass_)}-{uuid.uuid4().hex[:12]}"
+            tag = f"{safe_name(sequence_id)}-{safe_name(pass_)}-{uuid.uuid4().hex[:12]}"
             # Only whole tasks are cut, at their finish: a task that fails delivers
             # nothing, and its retry runs it again as the same attempt.
             reporter = _TaskReporter(emit, where)
-            reporter.cutter = _Cutter(work, ledger_path, ledger.head(), stream, shard_folder, tag, emit)
+            reporter.cutter = Cutter(work, ledger_path, ledger.head(), stream, shard_folder, tag, emit)
             builtin = None
             if get_stage(opts.stage).memory_mode == "builtin":
                 # The native memory as of the snapshot, which holds the pass's cut-off.

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from agents import Agent, AgentInput, AgentResult, Budget, RecallService
 from agents import Egress, Scrubber
 from commands.inputs import Sequence, Task
@@ -116,8 +118,6 @@ class SequenceContext:
 def environment_spec(task: Task) -> EnvSpec | None:
     if task.environment is None:
         return None
-    import msgspec
-
     try:
         return msgspec.convert(task.environment, EnvSpec)
     except msgspec.ValidationError as exc:

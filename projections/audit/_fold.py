@@ -13,9 +13,9 @@ import msgspec
 
 from ledger import Ledger, LedgerError, Recorded, StreamRange, SweclError
 from ledger.events import MemoryRecalled, RunStarted
-from projections import run_started_record
 from projections._cut import OrderCut
 from projections._passes import pass_rank
+from projections._runs import run_started_record
 from projections.memory import MemoryItem, MemoryState, SeedRecord, decode_export, memory_projection, run_of
 
 from ._model import Attempt, CopyHop, Decision, Provenance, WrittenBy

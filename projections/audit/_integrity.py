@@ -134,6 +134,7 @@ def integrity_of(
     """The integrity flags of every agent patch of run `version`. `counted_only`: only the
     attempts that count (the latest, not abandoned), as the leakage counts; `cut`: the run as
     it stood at `--as-of-order` (see `_fold.before_cut`)."""
+    # lazy: `integrity_line` is imported by the CLI at start-up; the audit's fold loads when a run is checked
     from ._fold import _attempt_events, _attempts, _Blobs, run_started
 
     started = run_started(ledger, version)

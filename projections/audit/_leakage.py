@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from projections._cut import order_cut
+
 if TYPE_CHECKING:
     from ledger import Ledger
 
@@ -20,14 +22,11 @@ def leakage_of(ledger: Ledger, version: str, as_of_order: int | None = None) -> 
     `as_of_order` K: the run as it stood before task K started in each sequence, the cut
     `swecl metrics --as-of-order` folds the outcomes at, so the counts beside them are of
     the same recalls."""
-    # Imported on first call: the CLI imports this name at start-up, the audit only when a
-    # command shows leakage (`swecl --help` must not pay for it).
+    # lazy: every CLI command imports this name at start-up; the audit's folds load only when one shows leakage
     from ._audit import audit_summary
 
     cut = None
     if as_of_order is not None:
-        from projections._queries import order_cut
-
         cut = order_cut(ledger, version, as_of_order)
     return leakage_counts(audit_summary(ledger, version, counted_only=True, cut=cut))
 

@@ -35,6 +35,7 @@ from ._projection import (
     memory_projection,
     resolve_seed_chain,
     run_of,
+    seed_chain,
 )
 from ._recall import (
     RANKERS,
@@ -134,6 +135,7 @@ __all__ = [
     "ranker_name",
     "render_markdown",
     "resolve_seed_chain",
+    "seed_chain",
     "run_of",
     "tokens",
     "visible_items",

@@ -1,93 +1,22 @@
-"""The report's comparison section: base vs each memory stage, with `swecl compare`'s numbers.
-
-The control is the first reported run whose stage has no memory (base), as in the memory
-on vs off contrast; with `--group`, the first such group of repeats. Each memory-on run
-(group) is compared with it by `projections.compare` (the very function behind `swecl
-compare`, `--group` for groups): per sequence and macro, B - A with its paired bootstrap
-interval, and the exact test (McNemar's for single runs). Pairs that cannot be compared
-(no control, different tasks) stay on the page as n/a with the reason. Also here: the
-grouped headline (each group's mean and t interval over its runs) and their HTML.
+"""The report's comparison section in HTML: base vs each memory stage, with `swecl
+compare`'s numbers, and the grouped headline (each group's mean and t interval over its
+runs). What they show is gathered with the rest of the report's data (`_data`,
+`base_comparisons` and `report_groups`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ledger import SweclError
+from projections.compare import COMPARED
 
 from .present import esc
 
 if TYPE_CHECKING:
-    from projections.compare import Comparison, GroupedMetrics, GroupedValue, MetricDiff, SequenceComparison
+    from projections.compare import GroupedMetrics, GroupedValue, MetricDiff, SequenceComparison
 
-    from ._data import VersionReport
-
-
-@dataclass(frozen=True)
-class ReportComparison:
-    a: str
-    """The control's label (a run, or a group of repeats)."""
-    b: str
-    comparison: Comparison | None
-    na: str | None = None
-    """Why there is no comparison."""
-
-
-def _groups_of(reports: Sequence[VersionReport], grouped: bool) -> list[list[VersionReport]]:
-    if not grouped:
-        return [[vr] for vr in reports]
-    from projections.compare import group_runs
-
-    by_version = {vr.run.version: vr for vr in reports}
-    groups = group_runs({v: vr.run for v, vr in by_version.items()}, list(by_version))
-    return [[by_version[v] for v in g.versions] for g in groups]
-
-
-def _label(members: list[VersionReport], grouped: bool) -> str:
-    if not grouped:
-        return members[0].label
-    from projections.compare import group_runs
-
-    return group_runs({vr.run.version: vr.run for vr in members}, [vr.run.version for vr in members])[0].label
-
-
-def base_comparisons(reports: Sequence[VersionReport], *, grouped: bool = False) -> tuple[ReportComparison, ...]:
-    """The control (base) against each memory-on run, or group of repeats with `grouped`."""
-    from projections.compare import compare_groups, side_of
-
-    groups = _groups_of(reports, grouped)
-    control = next((g for g in groups if not g[0].memory_on), None)
-    treated = [g for g in groups if g[0].memory_on]
-    if control is None:
-        return tuple(ReportComparison(a="base", b=_label(g, grouped), comparison=None,
-                                      na="no memory-off (base) run in the report to compare against")
-                     for g in treated)
-    a_label = _label(control, grouped)
-    out = []
-    for group in treated:
-        b_label = _label(group, grouped)
-        try:
-            comparison = compare_groups([side_of(vr.scored, vr.label) for vr in control],
-                                        [side_of(vr.scored, vr.label) for vr in group],
-                                        formula=reports[0].result.formula, labels=(a_label, b_label))
-        except SweclError as exc:
-            out.append(ReportComparison(a=a_label, b=b_label, comparison=None, na=str(exc)))
-            continue
-        out.append(ReportComparison(a=a_label, b=b_label, comparison=comparison))
-    return tuple(out)
-
-
-def report_groups(reports: Sequence[VersionReport]) -> tuple[GroupedMetrics, ...]:
-    from projections.compare import group_runs, grouped_metrics
-
-    found = [vr.scored for vr in reports]
-    known = {vm.run.version: vm.run for vm in found}
-    return tuple(grouped_metrics(g, found) for g in group_runs(known, list(known)))
-
-
-# --- the page ---------------------------------------------------------------------------
+    from ._data import ReportComparison
 
 
 def reading(row: SequenceComparison) -> str:
@@ -113,8 +42,6 @@ def _diff_cell(metric: str, m: MetricDiff) -> str:
 
 
 def render_comparisons(comparisons: Sequence[ReportComparison], grouped: bool, top: str) -> str:
-    from projections.compare import COMPARED
-
     heads = "".join(f"<th>{esc(m)}: B − A [95% CI]</th>" for m in COMPARED if m != "resolved_rate")
     parts = []
     for rc in comparisons:
@@ -169,8 +96,6 @@ def _group_cell(metric: str, v: GroupedValue) -> str:
 
 
 def render_groups(groups: Sequence[GroupedMetrics], top: str) -> str:
-    from projections.compare import COMPARED
-
     heads = "".join(f"<th>{esc(m)}</th>" for m in COMPARED)
     parts = []
     for g in groups:

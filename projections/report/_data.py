@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from ledger import Ledger, StreamRange, SweclError
 from ledger.events import MemoryRecalled, RunStarted, TaskRef
@@ -39,12 +39,8 @@ from projections import (
     run_not_gradeable,
     shown_versions,
 )
+from projections.compare import Comparison, GroupedMetrics, compare_groups, group_members, group_runs, grouped_metrics, side_of
 from projections.metrics import MetricsResult, SequenceOutcomes, SequenceResult, compute
-
-if TYPE_CHECKING:
-    from projections.compare import GroupedMetrics
-
-    from ._comparisons import ReportComparison
 
 CellState = Literal["resolved", "unresolved", "missing", "n/a"]
 
@@ -322,6 +318,16 @@ def contrast_rows(versions: Sequence[VersionReport]) -> list[ContrastRow]:
 
 
 @dataclass(frozen=True)
+class ReportComparison:
+    a: str
+    """The control's label (a run, or a group of repeats)."""
+    b: str
+    comparison: Comparison | None
+    na: str | None = None
+    """Why there is no comparison."""
+
+
+@dataclass(frozen=True)
 class ReportData:
     ledger_id: str
     head_seq: int
@@ -359,16 +365,12 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
         if version not in known:
             raise SweclError(f"no run version {version!r} in {ledger.path} (versions: {', '.join(known)})")
     if grouped and versions:
-        from projections.compare import group_members
-
         chosen = list(dict.fromkeys(m for v in chosen for m in group_members(known, v, include_failed=include_failed)))
     if items is None:
         items = memory_items(ledger, upto=head)
     reports = tuple(_version_report(ledger, projector, known[v], items, head, formula) for v in chosen)
     sequence_ids = tuple(dict.fromkeys(s for vr in reports for s in vr.sequences))
     first = reports[0].result
-    from ._comparisons import base_comparisons, report_groups
-
     return ReportData(
         ledger_id=ledger.ledger_id,
         head_seq=head,
@@ -434,6 +436,7 @@ def _version_report(
             inputs=by_name.get(sequence_id),
             metrics=result.sequences.get(sequence_id),
         )
+    # lazy: the CLI imports this module at start-up; the audit's folds load when a report is built
     from projections.audit import integrity_counts, integrity_of
 
     return VersionReport(run=run, retest_every=retest_every, result=result, sequences=sequences,
@@ -448,7 +451,7 @@ def _leakage(ledger: Ledger, version: str) -> tuple[Leakage, dict[tuple[str, int
     gives both, through the function `swecl metrics` and `swecl runs` use for their counts,
     so the numbers agree. The audit reads the run as it stands, not cut at the report's
     head: on a finished run the same."""
-    from projections.audit import audit_summary, leakage_counts
+    from projections.audit import audit_summary, leakage_counts  # lazy: as in _version_report
 
     summary = audit_summary(ledger, version, counted_only=True)
     found = leakage_counts(summary)
@@ -598,3 +601,56 @@ def running_mean(vector: Sequence[int | None]) -> list[float | None]:
             valid += 1
         out.append(total / valid if valid else None)
     return out
+
+
+# --- base vs each memory stage ----------------------------------------------------------
+# The control is the first reported run whose stage has no memory (base), as in the memory
+# on vs off contrast; with `--group`, the first such group of repeats. Each memory-on run
+# (group) is compared with it by `projections.compare` (the very function behind `swecl
+# compare`, `--group` for groups): per sequence and macro, B - A with its paired bootstrap
+# interval, and the exact test (McNemar's for single runs). Pairs that cannot be compared
+# (no control, different tasks) stay on the page as n/a with the reason.
+
+
+def _groups_of(reports: Sequence[VersionReport], grouped: bool) -> list[list[VersionReport]]:
+    if not grouped:
+        return [[vr] for vr in reports]
+    by_version = {vr.run.version: vr for vr in reports}
+    groups = group_runs({v: vr.run for v, vr in by_version.items()}, list(by_version))
+    return [[by_version[v] for v in g.versions] for g in groups]
+
+
+def _label(members: list[VersionReport], grouped: bool) -> str:
+    if not grouped:
+        return members[0].label
+    return group_runs({vr.run.version: vr.run for vr in members}, [vr.run.version for vr in members])[0].label
+
+
+def base_comparisons(reports: Sequence[VersionReport], *, grouped: bool = False) -> tuple[ReportComparison, ...]:
+    """The control (base) against each memory-on run, or group of repeats with `grouped`."""
+    groups = _groups_of(reports, grouped)
+    control = next((g for g in groups if not g[0].memory_on), None)
+    treated = [g for g in groups if g[0].memory_on]
+    if control is None:
+        return tuple(ReportComparison(a="base", b=_label(g, grouped), comparison=None,
+                                      na="no memory-off (base) run in the report to compare against")
+                     for g in treated)
+    a_label = _label(control, grouped)
+    out = []
+    for group in treated:
+        b_label = _label(group, grouped)
+        try:
+            comparison = compare_groups([side_of(vr.scored, vr.label) for vr in control],
+                                        [side_of(vr.scored, vr.label) for vr in group],
+                                        formula=reports[0].result.formula, labels=(a_label, b_label))
+        except SweclError as exc:
+            out.append(ReportComparison(a=a_label, b=b_label, comparison=None, na=str(exc)))
+            continue
+        out.append(ReportComparison(a=a_label, b=b_label, comparison=comparison))
+    return tuple(out)
+
+
+def report_groups(reports: Sequence[VersionReport]) -> tuple[GroupedMetrics, ...]:
+    found = [vr.scored for vr in reports]
+    known = {vm.run.version: vm.run for vm in found}
+    return tuple(grouped_metrics(g, found) for g in group_runs(known, list(known)))

@@ -47,7 +47,10 @@ from projections import (
     run_row,
     runs,
 )
+from projections.audit import audit_task, pass_rank
 from projections.metrics import compute
+from projections.report import collect, memory_items, run_label
+from projections.show import attempt_files, show_attempt
 
 from . import _pages
 from ._cache import Dependency, FoldCache, on_run, on_types
@@ -183,8 +186,6 @@ class View:
         return _pages.runs_page(self._listings(ledger), head, str(self.results.ledger_path))
 
     def _version(self, ledger: Ledger, version: str) -> Any:
-        from projections.report import collect, memory_items
-
         projector = self.results.projector(ledger)
         known = self._known(ledger, projector)
         if version not in known:
@@ -210,15 +211,10 @@ class View:
         return _pages.sequence_page(vr, seq, live_status(self.results, vr.run), head)
 
     def _shown(self, ledger: Ledger, version: str, task_id: str, pass_: str) -> Any:
-        from projections.show import show_attempt
-
         return self.cache.get(("show", version, task_id, pass_), [on_run(version), *_VALIDITY_DEPS],
                               lambda: show_attempt(ledger, version, task_id, pass_=pass_))
 
     def _task_page(self, ledger: Ledger, head: int, version: str, task_id: str, pass_: str) -> str:
-        from projections.report import run_label
-        from projections.show import attempt_files
-
         shown = self._shown(ledger, version, task_id, pass_)
         projector = self.results.projector(ledger)
         run = self._known(ledger, projector)[version]
@@ -229,8 +225,6 @@ class View:
                                 list(attempt_files(shown)))
 
     def _task_audit(self, ledger: Ledger, projector: Projector, version: str, shown: Any, pass_: str) -> tuple[Any, Any, list[str]]:
-        from projections.audit import audit_task, pass_rank
-
         secrets, note = self.secrets(ledger, version) if self.secrets is not None else (None, None)
         audit = audit_task(ledger, version, shown.instance_id, pass_=pass_, secrets=secrets, dataset=note)
         flags = {(r.seq, h.rank): list(h.flags) for r in audit.recalls if r.attempt == shown.attempt for h in r.hits}
@@ -239,8 +233,6 @@ class View:
         return flags, audit.dataset, sorted(set(ran) | {pass_}, key=pass_rank)
 
     def _task_file(self, ledger: Ledger, version: str, task_id: str, pass_: str, name: str) -> Response:
-        from projections.show import attempt_files
-
         files = attempt_files(self._shown(ledger, version, task_id, pass_))
         if name not in files:
             raise NotFound(f"no file {name!r} for this attempt (files: {', '.join(files)})")

@@ -12,9 +12,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from graders import default_cache_dir
 from ledger.errors import SweclError
 
-from .._load import write_curriculum
+from .._dump import write_curriculum
 from .._model import DIFFICULTY_LABELS, Benchmark, Sequence, Task
 from ._history import GOLD, Built, build_library, git_env, write_repo
 from ._library_files import INICONF, SPANS, TEXTKIT
@@ -183,9 +184,7 @@ def default_repos_dir() -> Path:
     explicit = os.environ.get("SWECL_DEMO_REPOS")
     if explicit:
         return Path(explicit)
-    from graders import default_cache_dir  # $SWECL_CACHE: one cache root for repos, envs and the demo
-
-    return repos_dir_in(default_cache_dir())
+    return repos_dir_in(default_cache_dir())  # $SWECL_CACHE: one cache root for repos, envs and the demo
 
 
 def repos_dir_in(cache_dir: str | os.PathLike[str]) -> Path:

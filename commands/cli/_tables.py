@@ -1,0 +1,35 @@
+"""What the commands' terminal tables share: the console they print on and how a run and
+a sequence are named in a row."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from projections import VersionMetrics
+
+
+def make_console(*, highlight: bool = True) -> Any:
+    # lazy: rich costs about 45 ms, paid only by the commands that print a table
+    from rich.console import Console
+
+    found = Console(highlight=highlight)
+    # Piped into a file or a CI log there is no terminal width to respect: print whole rows.
+    return found if found.is_terminal else Console(width=200, highlight=highlight)
+
+
+def version_label(vm: VersionMetrics) -> str:
+    """`v2 plugin-blank`: a numbered run as its folder names it, a slug once when it is the stage."""
+    version, stage = vm.run.version, vm.run.stage
+    shown = f"v{version}" if version.isdigit() else version
+    return shown if stage == version else f"{shown} {stage}"
+
+
+def short_sequence_names(names: list[str]) -> dict[str, str]:
+    """`django_django_sequence` -> `django`: the part after the last `_` (the repository),
+    unless two sequences of the table would then read alike (then the whole id minus `_sequence`)."""
+    stripped = {n: n.removesuffix("_sequence") for n in names}
+    short = {n: s.rsplit("_", 1)[-1] or s for n, s in stripped.items()}
+    if len(set(short.values())) < len(set(names)):
+        return stripped
+    return short
