@@ -16,7 +16,8 @@ from pathlib import Path, PurePosixPath
 from ledger import Ledger, SweclError, blob_hash
 from ledger.events import ProviderSnapshot, SnapshotFile
 
-__all__ = ["restore", "snapshot", "snapshot_event"]
+__all__ = ["provider_snapshot_event", "restore", "restore_provider_data", "snapshot", "snapshot_event",
+           "snapshot_provider_data"]
 
 
 def _files(data_dir: Path) -> list[tuple[str, Path, int]]:
@@ -73,3 +74,9 @@ def restore(ledger: Ledger, manifest: Sequence[SnapshotFile], dest: Path) -> Non
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(ledger.get_blob(item.blob))
         target.chmod(item.mode & 0o777)
+
+
+# The names the package exports (agents.snapshot would say too little).
+snapshot_provider_data = snapshot
+restore_provider_data = restore
+provider_snapshot_event = snapshot_event

@@ -234,14 +234,19 @@ def faulty_script(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
 
 @pytest.mark.parametrize(("mode", "kind"), [("crash", "crashed"), ("hang", "timeout"), ("garbage", "garbage")])
 def test_a_failing_server_gives_a_tool_error_a_recorded_failure_and_no_process(
-    tmp_path: Path, ledger_path: Path, faulty_script: Path, mode: str, kind: str
+    tmp_path: Path, ledger_path: Path, faulty_script: Path, mode: str, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     marker = f"faulty-{uuid.uuid4().hex}"
+    secret = f"fake-key-{uuid.uuid4().hex}"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
     spec = parse_memory_server(f"{sys.executable} {faulty_script} {mode} {marker}")
     context = CallContext(sequence_id=SEQUENCE, instance_id="demo__pkg-1", order=1)
     with ProviderHost(spec, tmp_path / "p" / "data", LedgerRecorder(ledger_path, VERSION, SEQUENCE),
                       sequence_id=SEQUENCE, call_timeout_s=2) as host:
-        assert live_processes(cmdline=marker) != []
+        (pid,) = live_processes(cmdline=marker)
+        # Its environment holds none of swecl's secrets, and it runs in the data directory.
+        assert secret.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
+        assert Path(f"/proc/{pid}/cwd").resolve() == (tmp_path / "p" / "data").resolve()
         with host.door(tmp_path / "door", context) as door:
             _, tools, results = anyio.run(_as_agent, door.proxy_argv, [
                 ("remember", {"text": "a"}), ("remember", {"text": "b"}),
