@@ -5,7 +5,8 @@ command; adding one is a module and a registry entry (`agents._registry`).
 Every agent takes an `AgentInput` (only what an agent may see) and returns an
 `AgentResult` (the worktree's patch, turns, tool calls, tokens, cost, exit kind,
 transcript). `RecallService` is the per-task memory handle; `agents.recall_server` serves
-it over MCP stdio.
+it over MCP stdio. `ProviderHost` runs a user's own MCP memory server (`--memory-server`,
+in progress) and records every call; `agents.provider_proxy` is its in-sandbox face.
 
 Names resolve lazily: `python -m agents.recall_server` imports this package first, and
 an MCP server must start fast.
@@ -40,6 +41,18 @@ _EXPORTS = {
     "parse_allow_host": "_egress",
     "find_claude": "_claude",
     "preflight": "_startup",
+    "CallContext": "_provider",
+    "LedgerRecorder": "_provider",
+    "ProviderError": "_provider",
+    "ProviderFailure": "_provider",
+    "ProviderHost": "_provider",
+    "ProviderInfo": "_provider",
+    "ProviderSpec": "_provider_spec",
+    "parse_memory_env": "_provider_spec",
+    "parse_memory_server": "_provider_spec",
+    "restore_provider_data": "_provider_snapshot",
+    "snapshot_provider_data": "_provider_snapshot",
+    "provider_snapshot_event": "_provider_snapshot",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -59,6 +72,9 @@ if TYPE_CHECKING:
         Recall,
         RunSupplies,
     )
+    from ._provider import CallContext, LedgerRecorder, ProviderError, ProviderFailure, ProviderHost, ProviderInfo
+    from ._provider_snapshot import provider_snapshot_event, restore_provider_data, snapshot_provider_data
+    from ._provider_spec import ProviderSpec, parse_memory_env, parse_memory_server
     from ._recall import RecalledItem, RecallService
     from ._registry import AGENTS, AgentEntry, agent_entry, build_agent, get_agent
     from ._scrub import Scrubber

@@ -30,6 +30,12 @@ _BLOB_FIELDS: dict[str, tuple[str, ...]] = {
     "grade.finished": ("log",),
     "memory.written": ("patch",),
     "memory.seeded": ("items",),
+    "memory.provider.started": ("tools_listing",),
+    "memory.provider.called": ("arguments", "result", "structured"),
+}
+# Events whose blobs sit in a list of structs: type -> (list field, blob field).
+_BLOB_LISTS: dict[str, tuple[str, str]] = {
+    "memory.provider.snapshot": ("files", "blob"),
 }
 
 
@@ -38,7 +44,11 @@ def blob_refs_of(event: Any) -> list[str]:
     if isinstance(event, UnknownEvent):
         return []
     names = _BLOB_FIELDS.get(event.type_name(), ())
-    return [ref for ref in (getattr(event, n) for n in names) if ref]
+    refs = [ref for ref in (getattr(event, n) for n in names) if ref]
+    listed = _BLOB_LISTS.get(event.type_name())
+    if listed is not None:
+        refs += [ref for ref in (getattr(item, listed[1]) for item in getattr(event, listed[0])) if ref]
+    return refs
 
 
 def blob_hash(data: bytes) -> str:

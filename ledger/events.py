@@ -455,6 +455,74 @@ class DreamFinished(Event, tag="dream.finished", kw_only=True):
     decisions: int = 0
 
 
+# --- a user's own MCP memory server (`--memory-server`, in progress) -------------------
+
+
+class ProviderStarted(Event, tag="memory.provider.started", kw_only=True):
+    """A user's MCP memory server ("provider") answered the handshake for this sequence.
+
+    `spec` is the command line or URL with credentials redacted; of the mapped
+    variables only the names are kept (a value may be a token). `tools_listing` is a blob
+    of the tools as listed (name, description, input schema), JSON."""
+
+    sequence_id: str
+    transport: str = "stdio"  # stdio | http
+    spec: str = ""
+    env_names: list[str] = msgspec.field(default_factory=list)
+    server_name: str = ""
+    server_version: str = ""
+    protocol_version: str = ""
+    tools: list[str] = msgspec.field(default_factory=list)
+    tools_listing: str | None = None  # blob
+    confined: bool = False  # started inside bubblewrap (no network unless allowed)
+    network: bool = False
+
+
+class ProviderCalled(Event, tag="memory.provider.called", kw_only=True):
+    """One tool call to the provider, by the task in flight (`via`: agent, or later the
+    harness's own recall/write calls). `arguments` and `result` are blobs (JSON of the
+    arguments; the result's text contents joined by newlines); `structured` the
+    structured content when the tool gave one. `is_error` is the tool's own error
+    answer; `error` an infrastructure failure (crash, hang, garbage, gone): the task's
+    outcome is then the harness's, never the agent's."""
+
+    sequence_id: str
+    instance_id: str
+    order: int
+    pass_: str = PASS
+    attempt: int = 1
+    call: int = 0  # 1, 2, ... per provider host (a run's sequence)
+    tool: str = ""
+    arguments: str | None = None  # blob
+    result: str | None = None  # blob
+    structured: str | None = None  # blob
+    is_error: bool = False
+    error: str | None = None
+    failure: str | None = None  # crashed | timeout | garbage | unavailable (with `error`)
+    duration_s: float = 0.0
+    via: str = "agent"
+
+
+class SnapshotFile(msgspec.Struct, frozen=True, kw_only=True):
+    path: str  # relative to the data directory, '/'-separated
+    blob: str
+    size: int
+    mode: int = 0o644
+
+
+class ProviderSnapshot(Event, tag="memory.provider.snapshot", kw_only=True):
+    """The provider's data directory as it stood after a task (files as blobs, each
+    stored once whatever the number of snapshots holding it)."""
+
+    sequence_id: str
+    instance_id: str | None = None
+    order: int = 0
+    pass_: str = PASS
+    attempt: int = 1
+    files: list[SnapshotFile] = msgspec.field(default_factory=list)
+    total_bytes: int = 0
+
+
 class TaskValidity(msgspec.Struct, frozen=True, kw_only=True):
     """What `swecl validate` found for one task on this host."""
 
@@ -511,6 +579,9 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     MemorySuperseded,
     DreamFinished,
     TasksValidated,
+    ProviderStarted,
+    ProviderCalled,
+    ProviderSnapshot,
 )
 
 AnyEvent = Union[EVENT_TYPES]  # type: ignore[valid-type]

@@ -114,17 +114,20 @@ def _npm_cache_root() -> Path:
     return Path(os.environ.get("SWECL_NPM_CACHE") or REPO_ROOT / ".dev" / "npm")
 
 
-def npm_cli(package: str, version: str, command: str, env_var: str, *, timeout_s: float = 300) -> str:
+def npm_cli(package: str, version: str, command: str, env_var: str, *, timeout_s: float = 300,
+            works: Callable[[Path, str], bool] | None = None) -> str:
     """The real `command` CLI of npm `package`@`version`, installed once into a cached
     prefix (`$SWECL_NPM_CACHE`, else `.dev/npm`) and reused by every later session; the
     first session to need it installs it, only then. $`env_var` points at an existing
-    install instead. No npm or no registry: the test is skipped, loudly."""
+    install instead. No npm or no registry: the test is skipped, loudly. `works` checks an
+    install (default: `command --version` prints `version`; a server has no such flag)."""
+    works = works or _works
     explicit = os.environ.get(env_var)
     if explicit:
         return explicit
     prefix = _npm_cache_root() / f"{package.rsplit('/', 1)[-1]}-{version}"
     binary = prefix / "node_modules" / ".bin" / command
-    if _works(binary, version):
+    if works(binary, version):
         return str(binary)
     npm, why = apt_install(["nodejs", "npm"], lambda: shutil.which("npm"), "swecl-npm-install.lock")
     if npm is None:
@@ -133,7 +136,7 @@ def npm_cli(package: str, version: str, command: str, env_var: str, *, timeout_s
     prefix.parent.mkdir(parents=True, exist_ok=True)
     with open(prefix.parent / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers install once, the others wait
-        if not _works(binary, version):
+        if not works(binary, version):
             staging = prefix.with_name(prefix.name + ".partial")
             shutil.rmtree(staging, ignore_errors=True)
             try:
@@ -145,7 +148,7 @@ def npm_cli(package: str, version: str, command: str, env_var: str, *, timeout_s
             except subprocess.TimeoutExpired:
                 pytest.skip(f"SKIPPED LOUDLY: npm install {package}@{version} timed out (is the npm registry reachable?)")
             staged = staging / "node_modules" / ".bin" / command
-            if done.returncode != 0 or not _works(staged, version):
+            if done.returncode != 0 or not works(staged, version):
                 tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
                 pytest.skip(f"SKIPPED LOUDLY: npm could not install {package}@{version} "
                             f"(registry unreachable?): {' | '.join(tail)}")

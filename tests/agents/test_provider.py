@@ -1,0 +1,272 @@
+"""A user's MCP memory server under test: the host outside the sandbox, the recording
+proxy an agent's MCP client starts, the events, the data directory's snapshots.
+
+Real parts: the reference knowledge-graph server `@modelcontextprotocol/server-memory`
+from npm (inside bubblewrap when this machine has it), the MCP SDK's own client driving
+the proxy as an agent's client would, a real ledger; and three small servers written
+with the SDK that crash, hang or write garbage in the middle of a call.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import uuid
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from agents._provider import CallContext, LedgerRecorder, ProviderError, ProviderHost
+from agents._provider_snapshot import restore, snapshot, snapshot_event
+from agents._provider_spec import parse_memory_server
+from bench.processes import live_processes
+from graders import sandbox_for
+from ledger import Ledger, SweclError, StreamRange
+
+from .conftest import npm_cli
+
+SERVER_MEMORY_VERSION = "2026.8.31"  # npm @modelcontextprotocol/server-memory
+VERSION, SEQUENCE = "v1", "demo-seq"
+
+
+def _installed(binary: Path, version: str) -> bool:
+    package = binary.parent.parent / "@modelcontextprotocol" / "server-memory" / "package.json"
+    try:
+        return binary.exists() and json.loads(package.read_text())["version"] == version
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+@pytest.fixture(scope="session")
+def server_memory_bin() -> str:
+    return npm_cli("@modelcontextprotocol/server-memory", SERVER_MEMORY_VERSION, "mcp-server-memory",
+                   "SWECL_SERVER_MEMORY_BIN", works=_installed)
+
+
+@pytest.fixture
+def ledger_path(tmp_path: Path) -> Path:
+    path = tmp_path / "ledger.db"
+    Ledger.open(path, create=True).close()
+    return path
+
+
+def _events(path: Path, type_: str) -> list[Any]:
+    with Ledger.open(path, readonly=True) as led:
+        return [r.event for r in led.read(types=[type_], ranges=[StreamRange(f"run/{VERSION}/{SEQUENCE}")])]
+
+
+def _blob(path: Path, digest: str | None) -> str:
+    assert digest
+    with Ledger.open(path, readonly=True) as led:
+        return led.get_blob(digest).decode()
+
+
+async def _as_agent(argv: list[str], calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[Any], list[Any]]:
+    """What an agent's MCP client does: start the proxy over stdio, handshake, list, call."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    async with AsyncExitStack() as stack:
+        read, write = await stack.enter_async_context(stdio_client(StdioServerParameters(command=argv[0], args=argv[1:])))
+        session = await stack.enter_async_context(ClientSession(read, write))
+        init = await session.initialize()
+        tools = (await session.list_tools()).tools
+        results = [await session.call_tool(name, args) for name, args in calls]
+        return init, tools, results
+
+
+def _text(result: Any) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+# -- the spec ------------------------------------------------------------------------------
+
+
+def test_spec_parses_command_lines_urls_and_mapped_variables(tmp_path: Path) -> None:
+    spec = parse_memory_server("npx -y '@modelcontextprotocol/server-memory'", ["MEMORY_FILE_PATH={data}/memory.jsonl"])
+    assert spec.transport == "stdio" and spec.argv == ("npx", "-y", "@modelcontextprotocol/server-memory")
+    assert spec.env_for(tmp_path) == {"MEMORY_FILE_PATH": f"{tmp_path}/memory.jsonl"}
+    http = parse_memory_server("https://user:s3cret@mem.example:8443/mcp?token=abc&x")
+    assert http.transport == "http" and http.redacted() == "https://mem.example:8443/mcp?token=REDACTED&x"
+
+
+@pytest.mark.parametrize(("spec", "env", "says"), [
+    ("   ", [], "is empty"),
+    ("npx 'unclosed", [], "cannot be split"),
+    ("ftp://mem.example/x", [], "must be http or https"),
+    ("http:///nohost", [], "not a valid URL"),
+    ("http://mem.example/mcp", ["A=b"], "command-line server"),
+    ("server", ["NOEQUALS"], "is not NAME=VALUE"),
+    ("server", ["1BAD=x"], "is not NAME=VALUE"),
+    ("server", ["P={home}/x"], "unknown placeholder {home}"),
+])
+def test_bad_specs_are_one_line_errors(spec: str, env: list[str], says: str) -> None:
+    with pytest.raises(SweclError) as caught:
+        parse_memory_server(spec, env)
+    assert says in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_server_that_cannot_start_is_a_provider_error(tmp_path: Path) -> None:
+    spec = parse_memory_server(f"no-such-memory-server-{uuid.uuid4().hex}")
+    with pytest.raises(ProviderError, match="not found on PATH"):
+        with ProviderHost(spec, tmp_path / "p" / "data", sequence_id=SEQUENCE):
+            pass
+
+
+# -- the reference server, end to end -------------------------------------------------------
+
+
+def test_reference_server_through_the_proxy_recorded_and_snapshotted(
+    tmp_path: Path, ledger_path: Path, server_memory_bin: str
+) -> None:
+    spec = parse_memory_server(server_memory_bin, ["MEMORY_FILE_PATH={data}/memory.jsonl"])
+    data = tmp_path / "provider" / "data"
+    try:
+        sandbox = sandbox_for("bwrap")
+    except SweclError:
+        sandbox = sandbox_for("none")
+    context = CallContext(sequence_id=SEQUENCE, instance_id="demo__pkg-2", order=2, pass_="initial", attempt=1)
+    entity = {"entities": [{"name": "greet", "entityType": "function",
+                            "observations": ["greet(None) must return 'Hello'"]}]}
+    recorder = LedgerRecorder(ledger_path, VERSION, SEQUENCE)
+    with ProviderHost(spec, data, recorder, sequence_id=SEQUENCE, sandbox=sandbox, call_timeout_s=30) as host:
+        assert host.info is not None and host.info.server_name == "memory-server"
+        assert {"create_entities", "search_nodes", "read_graph"} <= set(host.info.tool_names)
+        with host.door(tmp_path / "door", context) as door:
+            init, tools, results = anyio.run(_as_agent, door.proxy_argv, [
+                ("create_entities", entity),
+                ("search_nodes", {"query": "greet"}),
+            ])
+        # The agent sees the provider's own tools, schemas and all.
+        assert [t.name for t in tools] == host.info.tool_names
+        listed = {t["name"]: t for t in host.info.tools}
+        for tool in tools:
+            assert tool.description == listed[tool.name].get("description")
+            assert tool.input_schema == listed[tool.name]["inputSchema"]
+        assert not results[0].is_error and not results[1].is_error
+        assert "greet(None) must return 'Hello'" in _text(results[1])
+        with host.idle(), Ledger.open(ledger_path) as led:
+            manifest = snapshot(led, data)
+            again = snapshot(led, data)
+            led.append(f"run/{VERSION}/{SEQUENCE}", [snapshot_event(
+                manifest, sequence_id=SEQUENCE, instance_id=context.instance_id, order=context.order)])
+        pid = host.pid
+    assert pid is not None and live_processes(environ=str(data)) == []
+
+    (started,) = _events(ledger_path, "memory.provider.started")
+    assert started.server_name == "memory-server" and started.server_version
+    assert set(started.tools) == set(listed) and started.env_names == ["MEMORY_FILE_PATH"]
+    assert started.confined == sandbox.confined and str(data) not in started.spec
+    assert {t["name"] for t in json.loads(_blob(ledger_path, started.tools_listing))} == set(listed)
+
+    calls = _events(ledger_path, "memory.provider.called")
+    assert [(c.call, c.tool, c.instance_id, c.order, c.pass_, c.attempt, c.via) for c in calls] == [
+        (1, "create_entities", "demo__pkg-2", 2, "initial", 1, "agent"),
+        (2, "search_nodes", "demo__pkg-2", 2, "initial", 1, "agent"),
+    ]
+    assert all(c.error is None and c.failure is None and not c.is_error for c in calls)
+    assert json.loads(_blob(ledger_path, calls[0].arguments)) == entity
+    assert "greet(None) must return 'Hello'" in _blob(ledger_path, calls[1].result)
+
+    # The snapshot holds the server's file; unchanged, it is the same blob; restored, the same bytes.
+    assert [f.path for f in manifest] == ["memory.jsonl"] and again == manifest
+    (snap,) = _events(ledger_path, "memory.provider.snapshot")
+    assert snap.files == manifest and snap.total_bytes == manifest[0].size
+    with Ledger.open(ledger_path, readonly=True) as led:
+        restore(led, snap.files, tmp_path / "restored")
+        assert led.verify().events == 4  # every blob an event names is there (verify raises if not)
+    assert (tmp_path / "restored" / "memory.jsonl").read_bytes() == (data / "memory.jsonl").read_bytes()
+    assert "greet" in (data / "memory.jsonl").read_text()
+
+
+# -- servers that fail mid-call -------------------------------------------------------------
+
+FAULTY_SERVER = textwrap.dedent('''
+    import os, sys, time
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("faulty", log_level="WARNING")
+
+    async def remember(text: str) -> str:
+        if sys.argv[1] == "crash":
+            os._exit(3)
+        time.sleep(3600)  # hang
+        return "ok"
+
+    server.add_tool(remember, name="remember", description="keep a text", structured_output=False)
+    server.run("stdio")
+''')
+
+# The SDK's stdio server moves its wire off fd 1, so stray prints cannot break it: the
+# server that writes garbage on its protocol stream speaks JSON-RPC by hand.
+GARBAGE_SERVER = textwrap.dedent('''
+    import json, sys, time
+    TOOL = {"name": "remember", "description": "keep a text",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "id" not in msg:
+            continue
+        if msg["method"] == "initialize":
+            result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "garbage", "version": "0"}}
+        elif msg["method"] == "tools/list":
+            result = {"tools": [TOOL]}
+        else:
+            sys.stdout.write("this is not JSON-RPC\\n")
+            sys.stdout.flush()
+            time.sleep(3600)
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\\n")
+        sys.stdout.flush()
+''')
+
+
+@pytest.fixture
+def faulty_script(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    path = tmp_path / "faulty_server.py"
+    path.write_text(GARBAGE_SERVER if request.node.callspec.params["mode"] == "garbage" else FAULTY_SERVER)
+    return path
+
+
+@pytest.mark.parametrize(("mode", "kind"), [("crash", "crashed"), ("hang", "timeout"), ("garbage", "garbage")])
+def test_a_failing_server_gives_a_tool_error_a_recorded_failure_and_no_process(
+    tmp_path: Path, ledger_path: Path, faulty_script: Path, mode: str, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = f"faulty-{uuid.uuid4().hex}"
+    secret = f"fake-key-{uuid.uuid4().hex}"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    spec = parse_memory_server(f"{sys.executable} {faulty_script} {mode} {marker}")
+    context = CallContext(sequence_id=SEQUENCE, instance_id="demo__pkg-1", order=1)
+    with ProviderHost(spec, tmp_path / "p" / "data", LedgerRecorder(ledger_path, VERSION, SEQUENCE),
+                      sequence_id=SEQUENCE, call_timeout_s=2) as host:
+        (pid,) = live_processes(cmdline=marker)
+        # Its environment holds none of swecl's secrets, and it runs in the data directory.
+        assert secret.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
+        assert Path(f"/proc/{pid}/cwd").resolve() == (tmp_path / "p" / "data").resolve()
+        with host.door(tmp_path / "door", context) as door:
+            _, tools, results = anyio.run(_as_agent, door.proxy_argv, [
+                ("remember", {"text": "a"}), ("remember", {"text": "b"}),
+            ])
+        assert [t.name for t in tools] == ["remember"]
+        failures = list(host.failures)
+    assert live_processes(cmdline=marker) == []
+
+    assert all(r.is_error for r in results)
+    expected_first = {"crashed": "failed during remember", "timeout": "did not answer remember within 2 s",
+                      "garbage": "non-JSON-RPC output: 'this is not JSON-RPC'"}[kind]
+    assert expected_first in _text(results[0])
+    calls = _events(ledger_path, "memory.provider.called")
+    if kind == "timeout":
+        # A hung call does not end the server: the next call is tried (and hangs too).
+        assert [c.failure for c in calls] == ["timeout", "timeout"]
+    else:
+        # Gone for good: the next call fails at once, without reaching it.
+        assert [c.failure for c in calls] == [kind, "unavailable"]
+        assert "gone" in _text(results[1])
+    assert calls[0].error is not None and expected_first in calls[0].error
+    assert [f.kind for f in failures] == [c.failure for c in calls]
+    assert all(f.context == context for f in failures)
