@@ -203,6 +203,23 @@ class Door:
             writer.close()
 
 
+def _load_sdk() -> None:
+    """Import, in the calling thread, every SDK module the host's thread uses.
+
+    anyio parses its own source into an AST when imported (its lazy importer), and on
+    CPython 3.11 two threads making ASTs at once can fail with "SystemError: AST
+    constructor recursion depth mismatch" (CPython gh-106905): the host's thread importing
+    the SDK while the caller imported a module (or pytest rewrote one) did, once. Imported
+    here first, the thread only runs code. Still lazy for the module: only a run with a
+    memory server pays for the SDK."""
+    import anyio  # noqa: F401
+    import mcp_types  # noqa: F401
+    from mcp.client.session import ClientSession  # noqa: F401
+    from mcp.client.streamable_http import streamable_http_client  # noqa: F401
+    from mcp.shared.exceptions import MCPError  # noqa: F401
+    from mcp.shared.message import SessionMessage  # noqa: F401
+
+
 class ProviderHost:
     """One provider for one run's sequence; see the module's docstring."""
 
@@ -250,6 +267,7 @@ class ProviderHost:
     # -- lifecycle --------------------------------------------------------------------------
 
     def __enter__(self) -> ProviderHost:
+        _load_sdk()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir.parent / "tmp").mkdir(parents=True, exist_ok=True)
         self._thread = threading.Thread(target=self._thread_main, name="memory-provider", daemon=True)
