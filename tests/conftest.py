@@ -16,39 +16,40 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # pyproject.toml turns that reordering off (`--no-loadscope-reorder`) and the hook below
 # puts these first, so the many short modules fill the end. Only the order changes.
 SLOWEST_FIRST = (
-    "tests/scale/test_ray_executor.py",  # 195 s
-    "tests/run/test_demo_suite.py",  # 123 s
-    "tests/graders/test_env_install.py",  # 109 s
-    "tests/agents/test_cli_agents_shared.py",  # 103 s
-    "tests/run/test_task_jobs.py",  # 79 s
-    "tests/reliability/test_crash_exact.py",  # 78 s
-    "tests/bench/test_bench_quick.py",  # 77 s
-    "tests/run/test_gemini_run.py",  # 69 s
-    "tests/run/test_resume.py",  # 67 s
-    "tests/reliability/test_resource_faults.py",  # 63 s
-    "tests/cli/test_repeat_cli.py",  # 63 s
-    "tests/reliability/test_crash_task_jobs.py",  # 59 s
-    "tests/reliability/test_isolation.py",  # 57 s
-    "tests/reliability/test_crash_parallel.py",  # 57 s
-    "tests/reliability/test_crash_random.py",  # 49 s
-    "tests/agents/test_claude_e2e.py",  # 46 s
-    "tests/cli/test_commands.py",  # 41 s
-    "tests/inputs/test_demo.py",  # 40 s
-    "tests/reliability/test_bad_input.py",  # 39 s
-    "tests/run/test_claude_run.py",  # 39 s
-    "tests/run/test_resume_invocation.py",  # 38 s
-    "tests/reliability/test_tamper.py",  # 36 s
-    "tests/run/test_codex_run.py",  # 34 s
-    "tests/run/test_grade_command.py",  # 32 s
+    "tests/run/test_demo_suite.py",  # 198 s
+    "tests/scale/test_ray_executor.py",  # 168 s
+    "tests/graders/test_env_install.py",  # 149 s
+    "tests/reliability/test_crash_exact.py",  # 114 s
+    "tests/run/test_resume.py",  # 103 s
+    "tests/run/test_task_jobs.py",  # 88 s
+    "tests/bench/test_bench_quick.py",  # 85 s
+    "tests/reliability/test_resource_faults.py",  # 82 s
+    "tests/reliability/test_isolation.py",  # 76 s
+    "tests/agents/test_cli_agents_shared.py",  # 63 s
+    "tests/reliability/test_crash_task_jobs.py",  # 52 s
+    "tests/cli/test_repeat_cli.py",  # 47 s
+    "tests/reliability/test_crash_parallel.py",  # 46 s
+    "tests/run/test_gemini_run.py",  # 46 s
+    "tests/reliability/test_crash_random.py",  # 39 s
+    "tests/reliability/test_tamper.py",  # 38 s
+    "tests/agents/test_claude_e2e.py",  # 38 s
+    "tests/inputs/test_demo.py",  # 35 s
     "tests/graders/test_env_era.py",  # 32 s
-    "tests/reliability/test_leaks.py",  # 30 s
+    "tests/run/test_resume_invocation.py",  # 30 s
+    "tests/run/test_claude_run.py",  # 28 s
     "tests/cli/test_view.py",  # 27 s
-    "tests/graders/test_env_integrity.py",  # 25 s
-    "tests/reliability/test_concurrency.py",  # 23 s
-    "tests/run/test_jobs.py",  # 23 s
+    "tests/run/test_grade_command.py",  # 26 s
+    "tests/reliability/test_concurrency.py",  # 25 s
+    "tests/graders/test_grade_e2e.py",  # 25 s
+    "tests/cli/test_commands.py",  # 25 s
+    "tests/reliability/test_leaks.py",  # 24 s
     "tests/reliability/test_shell_injection.py",  # 22 s
-    "tests/agents/test_codex_e2e.py",  # 21 s
-    "tests/graders/test_grade_e2e.py",  # 21 s
+    "tests/graders/test_env_integrity.py",  # 20 s
+    "tests/reliability/test_forged_results.py",  # 19 s
+    "tests/graders/test_tox_current_env.py",  # 18 s
+    "tests/reliability/test_forged_reports.py",  # 18 s
+    "tests/audit/test_demo_e2e.py",  # 17 s
+    "tests/agents/test_egress_clis.py",  # 17 s
 )
 
 
