@@ -233,7 +233,7 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
     else:
         grade, grade_blobs = _grade(ctx, task, pass_, attempt, result.patch)
     if host is not None:
-        if pass_ == "initial" and failure is None:
+        if pass_ == "initial" and failure is None and len(host.failures) == failures_before:
             provider_write(ctx, host, task, attempt, result.patch, grade.status)
         if len(host.failures) > failures_before:
             # The memory under test failed during the task (a crash, a hang, garbage): what
