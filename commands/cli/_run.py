@@ -239,6 +239,9 @@ def _summary(results, versions: list[str], *, quiet: bool, as_json: bool,  # typ
 def _on_disk(folder: Path) -> str:
     """What a run's folder holds for a reader: its memory, or that the ledger is all there is."""
     shown = sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
+    if "_provider" in shown:
+        return (f"memory server data in {folder / '_provider'} (per sequence; a snapshot per task in the ledger: "
+                "memory.provider.snapshot)")
     if "_memory" in shown:
         return f"memory in {folder / '_memory'} (one Markdown file per item in _memory/.cookbook-memory/)"
     if shown:

@@ -343,7 +343,7 @@ def _execute_locked(results: Results, version: str, opts: RunOptions, reporter: 
     _finish(results, version, status, error)
     try:
         failpoint("run.recorded")
-        if stage.plugin:
+        if stage.plugin and opts.memory_server is None:  # a provider's memory is its data directory
             try:
                 with results.open_ledger() as ledger:
                     materialise_version(ledger, version, results.version_dir(version))
