@@ -104,6 +104,12 @@ def test_the_run_records_the_provider_its_calls_and_its_options(provider_run: Pa
     assert all(s != "infra_error" for s in _grades(provider_run).values())
 
 
+def test_swecl_runs_names_the_provider(provider_run: Path, cache: Path) -> None:
+    (row,) = json.loads(swecl(provider_run, "runs", "--json", cache=cache).stdout)
+    assert row["memory_server"].startswith("memory-server ") and row["memory_server"] != "memory-server "
+    assert "plugin-blank (memory-server " in swecl(provider_run, "runs", cache=cache).stdout
+
+
 def test_a_snapshot_per_task_restores_the_servers_file(provider_run: Path, tmp_path: Path) -> None:
     tasks = first_tasks(SPANS, TASKS)
     snaps = _payloads(provider_run, "memory.provider.snapshot")
