@@ -62,7 +62,7 @@ def _grades(results: Path) -> dict[tuple[str, str], str]:
 @pytest.fixture(scope="module")
 def provider_run(tmp_path_factory: pytest.TempPathFactory, cache: Path, server_memory_bin: str) -> Path:
     results = tmp_path_factory.mktemp("provider-run")
-    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, *FIRST, "--passes", "initial,baseline",
+    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, *FIRST, "--passes", "initial,retest,baseline",
           "--memory-server", server_memory_bin, "--memory-env", "MEMORY_FILE_PATH={data}/memory.jsonl",
           "--memory-recall-tool", "search_nodes", "--memory-recall-args", '{"query": "{repo}"}',
           "--memory-write-tool", "create_entities", "--quiet", cache=cache, timeout=600)
@@ -76,12 +76,20 @@ def test_the_run_records_the_provider_its_calls_and_its_options(provider_run: Pa
     config = started["config"]
     assert config["memory_server"] == server_memory_bin and config["memory_env_names"] == ["MEMORY_FILE_PATH"]
     assert "memory_env" not in config and "{data}" not in json.dumps(config)
-    (host,) = _payloads(provider_run, "memory.provider.started")  # one host: the baseline gets none
-    assert host["server_name"] == "memory-server" and host["server_version"]
-    assert {"search_nodes", "create_entities"} <= set(host["tools"])
+    hosts = _payloads(provider_run, "memory.provider.started")  # the initial pass's, the re-test's; no baseline's
+    assert len(hosts) == 2
+    for host in hosts:
+        assert host["server_name"] == "memory-server" and host["server_version"]
+        assert {"search_nodes", "create_entities"} <= set(host["tools"])
 
     tasks = first_tasks(SPANS, TASKS)
-    calls = _payloads(provider_run, "memory.provider.called")
+    every = _payloads(provider_run, "memory.provider.called")
+    # The re-test pass recalls from a copy of the memory as the initial pass left it: all of it.
+    retests = [c for c in every if c["pass"] == "retest"]
+    assert [(c["via"], c["instance_id"]) for c in retests] == [("recall", iid) for iid in tasks]
+    assert all(all(iid in _blob(provider_run, c["result"]) for iid in tasks) for c in retests)
+    assert not [c for c in every if c["pass"] == "baseline"]
+    calls = [c for c in every if c["pass"] == "initial"]
     # Before each task the recall, after it the write; nothing in the baseline pass.
     assert [(c["via"], c["tool"], c["instance_id"], c["pass"]) for c in calls] == [
         (via, tool, iid, "initial") for iid in tasks
