@@ -5,8 +5,8 @@ command; adding one is a module and a registry entry (`agents._registry`).
 Every agent takes an `AgentInput` (only what an agent may see) and returns an
 `AgentResult` (the worktree's patch, turns, tool calls, tokens, cost, exit kind,
 transcript). `RecallService` is the per-task memory handle; `agents.recall_server` serves
-it over MCP stdio. `ProviderHost` runs a user's own MCP memory server (`--memory-server`,
-in progress) and records every call; `agents.provider_proxy` is its in-sandbox face.
+it over MCP stdio. `ProviderHost` runs a user's own MCP memory server (`swecl run --memory-server`)
+and records every call; `agents.provider_proxy` is its in-sandbox face.
 
 Names resolve lazily: `python -m agents.recall_server` imports this package first, and
 an MCP server must start fast.

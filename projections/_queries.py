@@ -100,7 +100,20 @@ def run_row(results: Results, ledger: Ledger, run: RunSummary, state: RunOutcome
         "repeat": ({"group": run.repeat_group, "index": run.repeat_index, "count": run.repeat_count}
                    if run.repeat_group is not None else None),
         "leakage": leakage_of(ledger, run.version),
+        "memory_server": memory_server_of(ledger, run),
     }
+
+
+def memory_server_of(ledger: Ledger, run: RunSummary) -> str | None:
+    """A --memory-server run's provider as its handshake named it ("memory-server 0.6.3"),
+    else its recorded spec until a server answered; None for every other run."""
+    spec = run.config.get("memory_server")
+    if not spec:
+        return None
+    ranges = [StreamRange(f"run/{run.version}/{s}") for s in run.sequences]
+    for rec in ledger.read(types=["memory.provider.started"], ranges=ranges):
+        return f"{rec.event.server_name} {rec.event.server_version}".strip()
+    return str(spec)
 
 
 

@@ -51,11 +51,11 @@ class Results:
 
         A sequence id is dataset text: one that is not a plain name (`../x`, `a/b`) gets
         a slug and a short hash, so it can never name a path outside the run's folder."""
-        name = sequence_id
-        if not _PLAIN.fullmatch(name):
-            digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-            name = f"{_UNSAFE.sub('_', name).strip('._-')[:60] or 'sequence'}-{digest}"
-        return self.version_dir(version) / "_builtin" / name
+        return self.version_dir(version) / "_builtin" / _folder_name(sequence_id)
+
+    def provider_dir(self, version: str, sequence_id: str) -> Path:
+        """Where a --memory-server run keeps a sequence's provider data (named as `builtin_dir`)."""
+        return self.version_dir(version) / "_provider" / _folder_name(sequence_id)
 
     def open_ledger(
         self, *, create: bool = False, readonly: bool = False, init_empty: bool = False, check: bool | None = None
@@ -125,3 +125,11 @@ def chain_problem(ledger: Ledger, checkpoints: ChainCheckpoints) -> str | None:
     if head > 0 and (head > after or moved):
         checkpoints.save(ledger.ledger_id, head, head_hash)
     return moved
+
+
+def _folder_name(sequence_id: str) -> str:
+    """A sequence id as a folder name that stays inside its parent."""
+    if _PLAIN.fullmatch(sequence_id):
+        return sequence_id
+    digest = hashlib.sha256(sequence_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{_UNSAFE.sub('_', sequence_id).strip('._-')[:60] or 'sequence'}-{digest}"

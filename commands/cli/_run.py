@@ -73,6 +73,25 @@ from ._metrics import integrity_for, leakage_for, metrics_document, print_metric
 @click.option("--allow-web", is_flag=True,
               help="Leave the agents' own web tools on (claude's WebFetch and WebSearch, codex's web search, "
                    "gemini's google_web_search and web_fetch): off by default, a search finds a task's fix upstream.")
+@click.option("--memory-server", default=None, metavar="SPEC",
+              help="A user's MCP memory server as the memory under test (memory stages): a command line (stdio) "
+                   "or an http(s) URL. Started per sequence outside the agent's sandbox; every call recorded.")
+@click.option("--memory-env", multiple=True, metavar="NAME=VALUE",
+              help="A variable for the --memory-server command ({data}: its data directory, snapshotted after "
+                   "each task); repeatable. Only the names are recorded.")
+@click.option("--memory-recall-tool", default=None, metavar="NAME",
+              help="The server's tool swecl calls before each task for the agent's recall (the demo agent, "
+                   "plugin-primed's notes).")
+@click.option("--memory-recall-args", default=None, metavar="JSON",
+              help='Its arguments: a JSON template with {query} (the issue text), {repo}, {instance_id} '
+                   '(default {"query": "{query}"}).')
+@click.option("--memory-write-tool", default=None, metavar="NAME",
+              help="The server's tool swecl calls after each initial-pass task with what the task taught.")
+@click.option("--memory-write-args", default=None, metavar="JSON",
+              help="Its arguments: a JSON template with {instance_id}, {repo}, {order}, {outcome}, {files}, "
+                   "{summary}, {patch}, {lesson} (default for create_entities: one entity per task).")
+@click.option("--memory-call-timeout", type=float, default=60.0, show_default=True, metavar="S",
+              help="Seconds a memory server call may take; a call over it makes the task infra_error.")
 @click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True, metavar="K",
               help="Run each requested stage K times, each repeat its own run version, recorded as one group "
                    "(`swecl metrics --group`, `swecl compare --group`, `swecl report --group` show mean and 95% CI).")
@@ -87,7 +106,10 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             command_template: str | None, repo_sources: tuple[str, ...], pythons: tuple[str, ...],
             cache_dir: str | None, resume: str | None, executor: str | None, ray_address: str | None,
             shard_dir: str | None, ray_cpus: float | None, max_retries: int | None, sandbox: str,
-            allow_hosts: tuple[str, ...], allow_web: bool, repeat: int, quiet: bool, as_json: bool) -> None:
+            allow_hosts: tuple[str, ...], allow_web: bool, memory_server: str | None, memory_env: tuple[str, ...],
+            memory_recall_tool: str | None, memory_recall_args: str | None, memory_write_tool: str | None,
+            memory_write_args: str | None, memory_call_timeout: float, repeat: int, quiet: bool,
+            as_json: bool) -> None:
     """Run a stage of the stage matrix over sequences, task by task, in three passes.
 
     With no arguments: the built-in demo benchmark end to end (stages base,
@@ -107,6 +129,8 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
         if resume is not None:
             if repeat != 1:
                 raise SweclError("--resume continues one run; --repeat starts new ones: drop --repeat")
+            if memory_server is not None:
+                raise SweclError("--resume continues a run with its own options: drop --memory-server")
             reports = continue_invocation(results, resume, reporter, jobs=jobs if jobs != 1 else None,
                                           task_jobs=task_jobs, executor=placement)
             repeat = 2 if len(reports) > len({r.stage for r in reports}) else 1  # a stage's repeats among them
@@ -121,8 +145,13 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 repo_sources=parse_repo_sources(repo_sources), cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
                 python_paths=parse_python_paths(pythons),
                 sandbox=sandbox, allow_hosts=list(allow_hosts), allow_web=allow_web,
+                memory_server=memory_server, memory_env=list(memory_env), memory_recall_tool=memory_recall_tool,
+                memory_recall_args=memory_recall_args, memory_write_tool=memory_write_tool,
+                memory_write_args=memory_write_args, memory_call_timeout_s=memory_call_timeout,
             )
             opts = msgspec.structs.replace(opts, **placement)
+            if stage is None and memory_server is not None:
+                raise SweclError("--memory-server is for one memory stage: add --stage plugin-blank (or plugin-primed)")
             if stage is None and version is not None:
                 raise SweclError("--version names one run; the demo suite makes four: add --stage")
             if repeat != 1 and version is not None:
@@ -210,6 +239,9 @@ def _summary(results, versions: list[str], *, quiet: bool, as_json: bool,  # typ
 def _on_disk(folder: Path) -> str:
     """What a run's folder holds for a reader: its memory, or that the ledger is all there is."""
     shown = sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
+    if "_provider" in shown:
+        return (f"memory server data in {folder / '_provider'} (per sequence; a snapshot per task in the ledger: "
+                "memory.provider.snapshot)")
     if "_memory" in shown:
         return f"memory in {folder / '_memory'} (one Markdown file per item in _memory/.cookbook-memory/)"
     if shown:

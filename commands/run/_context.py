@@ -19,6 +19,7 @@ from projections import p2p_excluded
 
 from ._options import RunOptions
 from ._progress import Reporter
+from ._provider_memory import SequenceProviders, policy_of
 from ._schedule import Elsewhere
 from ._sequence import run_sequence
 from ._stages import get_stage
@@ -88,7 +89,9 @@ def _input_files(opts: RunOptions) -> list[Path]:
 
 
 def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter, *,
-                     builtin_dir: Path | None, benchmark: Benchmark | None = None) -> SequenceContext:
+                     builtin_dir: Path | None, benchmark: Benchmark | None = None,
+                     provider_dir: Path | None = None) -> SequenceContext:
+    """`provider_dir`: where a --memory-server run keeps the sequence's provider data."""
     stage = get_stage(opts.stage)
     benchmark = benchmark if benchmark is not None else open_benchmark(opts)
     sequence = find_sequence(benchmark, sequence_id)
@@ -120,6 +123,11 @@ def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id
         group_by_environment=not agents.agent_entry(opts.agent).briefed,
         p2p_excluded=p2p_excluded(ledger),
     )
+    if opts.memory_server is not None and stage.plugin:
+        if provider_dir is None:
+            raise SweclError("--memory-server runs its sequences in the run's own process only (report this)")
+        ctx.providers = SequenceProviders(policy_of(opts), provider_dir, ledger.path, version, sequence.id,
+                                          sandbox=sandbox, network=bool(opts.allow_hosts))
     return ctx
 
 

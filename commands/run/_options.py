@@ -60,6 +60,17 @@ class RunOptions(msgspec.Struct, kw_only=True):
     shard_dir: str | None = None  # shared folder for snapshots and shards; None: Ray's object store
     ray_num_cpus: float = 1.0  # CPUs each sequence job asks Ray for
     max_retries: int = 2  # extra attempts of a failed sequence job (ray executor)
+    # A user's MCP memory server in place of swecl's substrate (--memory-server, memory
+    # stages only; see _provider_memory.py). Recorded redacted: the spec without URL
+    # credentials, and of the mapped variables only their names (a value may be a token).
+    memory_server: str | None = None
+    memory_env: list[str] = msgspec.field(default_factory=list)  # NAME=VALUE; never recorded
+    memory_env_names: list[str] = msgspec.field(default_factory=list)  # what the ledger keeps of them
+    memory_recall_tool: str | None = None
+    memory_recall_args: str | None = None  # JSON template; None: {"query": "{query}"}
+    memory_write_tool: str | None = None
+    memory_write_args: str | None = None  # JSON template; None: the write tool's default, if it has one
+    memory_call_timeout_s: float = 60.0
 
     def validate(self) -> None:
         stage = get_stage(self.stage)
@@ -88,6 +99,7 @@ class RunOptions(msgspec.Struct, kw_only=True):
             raise SweclError("--retest-every re-tests prefixes of whole sequences; it does not combine with --instance")
         if stage.seeds is False and self.source_memory:
             raise SweclError(f"--source-memory is for the seeded stages (plugin-accum, plugin-dreamed), not {self.stage!r}")
+        self._validate_memory_server(stage)
         if self.version is not None:
             _check_slug(self.version)
             if self.source_memory == self.version:
@@ -95,6 +107,12 @@ class RunOptions(msgspec.Struct, kw_only=True):
                     f"run version {self.version!r} cannot be seeded from itself: a run writes to a different "
                     "version than its source"
                 )
+
+    def _validate_memory_server(self, stage: Any) -> None:
+        """--memory-server and its options: for the memory stages, parsed now (one line)."""
+        from ._provider_memory import check_memory_options  # lazy: only a provider run needs it
+
+        check_memory_options(self, stage)
 
     def validate_executor(self) -> None:
         if self.executor not in EXECUTORS:
@@ -114,6 +132,8 @@ class RunOptions(msgspec.Struct, kw_only=True):
         from .._provenance import scrub  # lazy: provenance loads importlib.metadata (about 10 ms) at start-up
 
         for name, value in msgspec.structs.asdict(self).items():
+            if name == "memory_env":
+                continue  # never recorded (only the names are)
             texts = [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
             if any(scrub(text) != text for text in texts):
                 hint = " (the command agent expands ${NAME} from the environment)" if name == "command" else ""
@@ -135,6 +155,12 @@ class RunOptions(msgspec.Struct, kw_only=True):
             if value and not str(value).startswith("hf:") and Path(value).exists():
                 raw[key] = str(Path(value).resolve())
         raw["predictions"] = [_absolute_prediction(p) for p in self.predictions]
+        if self.memory_server is not None:
+            from agents import parse_memory_server  # lazy, as in validate
+
+            raw["memory_server"] = parse_memory_server(self.memory_server, self.memory_env).redacted()
+            raw["memory_env_names"] = [item.partition("=")[0] for item in self.memory_env]
+        raw.pop("memory_env")
         return raw
 
     @classmethod

@@ -238,6 +238,9 @@ def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int 
     with results.open_ledger() as ledger:
         run = get_run(ledger, results.projector(ledger), version)
         started = next(ledger.read_stream(f"run/{version}"))
+        if started.event.config.get("memory_server"):
+            # Its mapped variables' values are not recorded (a value may be a token).
+            raise SweclError(f"run {version} used --memory-server: --resume of such a run is not supported yet")
         opts = with_overrides(RunOptions.from_config(started.event.config), jobs=jobs, task_jobs=task_jobs,
                               executor=executor)
         _require_executor(opts)  # before anything is appended
@@ -340,7 +343,7 @@ def _execute_locked(results: Results, version: str, opts: RunOptions, reporter: 
     _finish(results, version, status, error)
     try:
         failpoint("run.recorded")
-        if stage.plugin:
+        if stage.plugin and opts.memory_server is None:  # a provider's memory is its data directory
             try:
                 with results.open_ledger() as ledger:
                     materialise_version(ledger, version, results.version_dir(version))
@@ -387,7 +390,8 @@ def run_sequences_together(results_root: str, version: str, opts: RunOptions, se
 
         def context(sequence_id: str) -> SequenceContext:
             builtin = results.builtin_dir(version, sequence_id) if stage.memory_mode == "builtin" else None
-            return sequence_context(ledger, version, opts, sequence_id, reporter, benchmark=benchmark, builtin_dir=builtin)
+            return sequence_context(ledger, version, opts, sequence_id, reporter, benchmark=benchmark, builtin_dir=builtin,
+                                    provider_dir=results.provider_dir(version, sequence_id))
 
         if opts.task_jobs > 1:
             run_sequences_at_once([context(s) for s in sequence_ids], opts.pass_list, opts.retest_every, opts.task_jobs)

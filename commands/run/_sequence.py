@@ -51,6 +51,14 @@ def run_sequence(ctx: SequenceContext, passes: Iterable[str], retest_every: int 
     if ctx.task_jobs > 1:
         run_sequences_at_once([ctx], passes, retest_every, ctx.task_jobs, elsewhere)
         return
+    try:
+        _run_in_order(ctx, passes, retest_every)
+    finally:
+        if ctx.providers is not None:
+            ctx.providers.close()  # the memory server never outlives the sequence's passes
+
+
+def _run_in_order(ctx: SequenceContext, passes: Iterable[str], retest_every: int | None) -> None:
     state = _prepare(ctx)
     marks = _pass_marks(ctx)
     tasks = list(ctx.sequence.tasks)

@@ -21,12 +21,14 @@ from typing import Any
 
 import msgspec
 
-from agents import Agent, AgentInput, AgentResult, Budget, RecallService
+from agents import Agent, AgentInput, AgentResult, Budget, CallContext, RecallService
+from agents import provider_snapshot_event, snapshot_provider_data
 from agents import Egress, Scrubber
 from commands.inputs import Sequence, Task
-from commands.memory import GradingSecrets, TaskView, plan_daydream
+from commands.memory import GradingSecrets, TaskView, patch_facts, plan_daydream
 from graders import EnvSpec, Grader, GradeRequest, RepoCache, Sandbox, apply_check
 from ledger import Event, Ledger, NewEvent, SweclError, event_id_for
+from ledger.patches import patch_paths
 from ledger.events import (
     AgentEgress, GradeFinished, GradeStatus, MemorySuperseded, MemoryWritten, TaskAbandoned, TaskFinished, TaskStarted,
 )
@@ -35,6 +37,7 @@ from projections import INVALID_STATUSES, retest_row
 from .._failpoints import failpoint
 from ._halt import Halt
 from ._progress import Reporter, TaskProgress
+from ._provider_memory import ProviderRecall, write_arguments
 from ._stages import Stage
 
 # Agent exits that say the agent could not work at all (no key): the run stops so the
@@ -102,6 +105,9 @@ class SequenceContext:
     # instance -> PASS_TO_PASS tests `swecl validate` found failing here with and without the fix
     p2p_excluded: dict[str, list[str]] = field(default_factory=dict)
     agent_errors_in_a_row: int = 0  # guarded by `lock`; see AGENT_ERRORS_TO_STOP
+    # --memory-server: the sequence's provider hosts (a `SequenceProviders`), in place of
+    # swecl's substrate; None otherwise.
+    providers: Any = None
 
     @property
     def stream(self) -> str:
@@ -142,6 +148,9 @@ def abandon(ctx: SequenceContext, task: Task, pass_: str, attempt: int, reason: 
 def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> TaskFinished:
     seq = ctx.sequence
     memory_on = ctx.stage.plugin and pass_ != "baseline"
+    # Started before the task is: a server that cannot start fails the run, not a task.
+    host = ctx.providers.host_for(ctx.ledger, pass_) if ctx.providers is not None and memory_on else None
+    failures_before = len(host.failures) if host is not None else 0
     head = ctx.ledger.head()
     started = ctx.ledger.append(
         ctx.stream,
@@ -172,7 +181,7 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
     )
 
     egress = Egress(allow_hosts=ctx.allow_hosts, allow_web=ctx.allow_web)
-    result, failure = _run_agent(ctx, task, pass_, attempt, memory_on, egress)
+    result, failure = _run_agent(ctx, task, pass_, attempt, memory_on, egress, host)
     _unless_halted(ctx)
     collect = BlobCollector()
     agent_event = result.to_event(
@@ -223,6 +232,20 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
         grade_blobs: list[bytes] = []
     else:
         grade, grade_blobs = _grade(ctx, task, pass_, attempt, result.patch)
+    if host is not None:
+        if pass_ == "initial" and failure is None and len(host.failures) == failures_before:
+            provider_write(ctx, host, task, attempt, result.patch, grade.status)
+        if len(host.failures) > failures_before:
+            # The memory under test failed during the task (a crash, a hang, garbage): what
+            # the agent did is no measure of it, and never its 0.
+            why = host.failures[-1].message
+            ctx.reporter.note(f"{task.instance_id} ({pass_}): infra_error, not scored: {why}")
+            grade = GradeFinished(
+                sequence_id=seq.id, instance_id=task.instance_id, order=task.order, pass_=pass_, attempt=attempt,
+                grader=ctx.grader_name, status=GradeStatus.INFRA_ERROR.value, resolved=None,
+                error=_scrubbed(f"memory server: {why}"),
+            )
+            grade_blobs = []
     _unless_halted(ctx)
     ctx.append([NewEvent(grade, ctx.ids(task, pass_, attempt, "grade.finished"))], blobs=grade_blobs)
     failpoint("grade.finished")
@@ -233,7 +256,15 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
     )
     batch: list[Event | NewEvent] = [NewEvent(finished, ctx.ids(task, pass_, attempt, "task.finished"))]
     memory_blobs: list[bytes] = []
-    if memory_on and pass_ == "initial":
+    if host is not None and pass_ == "initial":
+        # The provider is the memory: no lessons of swecl's own; its data directory as the
+        # task left it (no call runs meanwhile), atomic with the task's finish.
+        with host.idle():
+            manifest = snapshot_provider_data(ctx.ledger, host.data_dir)
+        batch.append(NewEvent(provider_snapshot_event(
+            manifest, sequence_id=seq.id, instance_id=task.instance_id, order=task.order, pass_=pass_,
+            attempt=attempt), ctx.ids(task, pass_, attempt, "provider.snapshot")))
+    elif memory_on and pass_ == "initial":
         lessons, memory_blobs = plan_daydream(
             ctx.version,
             TaskView(
@@ -314,8 +345,24 @@ def task_count(ctx: SequenceContext, pass_: str) -> int:
     return len(ctx.sequence.tasks) if row is None else row
 
 
+def provider_write(ctx: SequenceContext, host: Any, task: Task, attempt: int, patch: str | None, status: str) -> None:
+    """The write policy: what the task taught, to the provider's write tool (recorded
+    with via write). The patch goes without its test-file hunks, as the daydream's."""
+    policy = ctx.providers.policy
+    if policy.write_tool is None:
+        return
+    test_files = patch_paths(task.test_patch) if task.test_patch else []
+    facts = patch_facts(patch or None, drop=test_files)
+    args = write_arguments(policy, instance_id=task.instance_id, repo=task.repo, order=task.order, outcome=status,
+                           files=list(facts.files), patch=facts.kept_patch or "")
+    context = CallContext(sequence_id=ctx.sequence.id, instance_id=task.instance_id, order=task.order,
+                          pass_="initial", attempt=attempt, via="write")
+    host.call(context, policy.write_tool, args)
+
+
 def _run_agent(
-    ctx: SequenceContext, task: Task, pass_: str, attempt: int, memory_on: bool, egress: Egress | None = None
+    ctx: SequenceContext, task: Task, pass_: str, attempt: int, memory_on: bool, egress: Egress | None = None,
+    host: Any = None,
 ) -> tuple[AgentResult, str | None]:
     """The agent's result, and the status when the harness (not the agent) failed:
     `infra_error` when the task's checkout could not be made (a clone or fetch that
@@ -332,7 +379,12 @@ def _run_agent(
             except (SweclError, OSError) as exc:
                 error = f"checkout of {task.repo}@{task.base_commit[:12]} failed: {exc}"
                 return AgentResult(exit="error", error=_scrubbed(error), duration_s=time.monotonic() - started), "infra_error"
-            if memory_on:
+            if host is not None:
+                context = CallContext(sequence_id=ctx.sequence.id, instance_id=task.instance_id, order=task.order,
+                                      pass_=pass_, attempt=attempt)
+                door = stack.enter_context(host.door(Path(scratch) / "provider", context))
+                provider = ProviderRecall(host, door, ctx.providers.policy, context, task.repo)
+            elif memory_on:
                 recall = RecallService(
                     ctx.ledger, ctx.version, ctx.sequence.id, pass_, task.order, task.instance_id, attempt, task.repo
                 )
@@ -344,7 +396,7 @@ def _run_agent(
                 worktree=workdir,
                 scratch_dir=Path(scratch),
                 base_commit=task.base_commit,
-                recall=recall,
+                recall=recall if host is None else provider,
                 budget=ctx.budget,
                 model=ctx.model,
                 code_mode=ctx.code_mode,  # type: ignore[arg-type]

@@ -1,0 +1,215 @@
+"""`swecl run --memory-server`: a user's MCP memory server as the memory under test.
+
+Real parts: the real `swecl run` on the demo spans sequence's first tasks with the demo
+agent, the reference knowledge-graph server `@modelcontextprotocol/server-memory` from
+npm, bubblewrap, a real ledger; and a small stdio server written with the MCP SDK that
+dies in the middle of the run.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents import restore_provider_data
+from ledger import Ledger
+from ledger.events import SnapshotFile
+from tests.agents.conftest import npm_cli
+from tests.agents.test_provider import SERVER_MEMORY_VERSION
+
+from .support import SPANS, events, first_of, first_tasks, swecl
+
+TASKS = 3
+FIRST = first_of(TASKS, SPANS)
+
+
+def _server_memory_installed(binary: Path, version: str) -> bool:
+    package = binary.parent.parent / "@modelcontextprotocol" / "server-memory" / "package.json"
+    try:
+        return binary.exists() and json.loads(package.read_text())["version"] == version
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+@pytest.fixture(scope="module")
+def server_memory_bin() -> str:
+    return npm_cli("@modelcontextprotocol/server-memory", SERVER_MEMORY_VERSION, "mcp-server-memory",
+                   "SWECL_SERVER_MEMORY_BIN", works=_server_memory_installed)
+
+
+def _payloads(results: Path, type_: str) -> list[dict[str, Any]]:
+    return [p for *_, p in events(results, type_)]
+
+
+def _blob(results: Path, digest: str) -> str:
+    with Ledger.open(results / "ledger.db", readonly=True) as led:
+        return led.get_blob(digest).decode()
+
+
+def _grades(results: Path) -> dict[tuple[str, str], str]:
+    return {(p["pass"], p["instance_id"]): p["status"] for p in _payloads(results, "grade.finished")}
+
+
+# -- the reference server, end to end ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def provider_run(tmp_path_factory: pytest.TempPathFactory, cache: Path, server_memory_bin: str) -> Path:
+    results = tmp_path_factory.mktemp("provider-run")
+    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, *FIRST, "--passes", "initial,retest,baseline",
+          "--memory-server", server_memory_bin, "--memory-env", "MEMORY_FILE_PATH={data}/memory.jsonl",
+          "--memory-recall-tool", "search_nodes", "--memory-recall-args", '{"query": "{repo}"}',
+          "--memory-write-tool", "create_entities", "--quiet", cache=cache, timeout=600)
+    return results
+
+
+def test_the_run_records_the_provider_its_calls_and_its_options(provider_run: Path, server_memory_bin: str) -> None:
+    (finished,) = _payloads(provider_run, "run.finished")
+    assert finished["status"] == "finished"
+    (started,) = _payloads(provider_run, "run.started")
+    config = started["config"]
+    assert config["memory_server"] == server_memory_bin and config["memory_env_names"] == ["MEMORY_FILE_PATH"]
+    assert "memory_env" not in config and "{data}" not in json.dumps(config)
+    hosts = _payloads(provider_run, "memory.provider.started")  # the initial pass's, the re-test's; no baseline's
+    assert len(hosts) == 2
+    for host in hosts:
+        assert host["server_name"] == "memory-server" and host["server_version"]
+        assert {"search_nodes", "create_entities"} <= set(host["tools"])
+
+    tasks = first_tasks(SPANS, TASKS)
+    every = _payloads(provider_run, "memory.provider.called")
+    # The re-test pass recalls from a copy of the memory as the initial pass left it: all of it.
+    retests = [c for c in every if c["pass"] == "retest"]
+    assert [(c["via"], c["instance_id"]) for c in retests] == [("recall", iid) for iid in tasks]
+    assert all(all(iid in _blob(provider_run, c["result"]) for iid in tasks) for c in retests)
+    assert not [c for c in every if c["pass"] == "baseline"]
+    calls = [c for c in every if c["pass"] == "initial"]
+    # Before each task the recall, after it the write; nothing in the baseline pass.
+    assert [(c["via"], c["tool"], c["instance_id"], c["pass"]) for c in calls] == [
+        (via, tool, iid, "initial") for iid in tasks
+        for via, tool in (("recall", "search_nodes"), ("write", "create_entities"))
+    ]
+    assert all(c["failure"] is None and not c["is_error"] for c in calls)
+    for call in calls:
+        args = json.loads(_blob(provider_run, call["arguments"]))
+        if call["via"] == "recall":
+            assert args == {"query": "swecl-demo/spans"}
+        else:
+            (entity,) = args["entities"]
+            assert entity["name"] == call["instance_id"] and entity["entityType"] == "swecl-task"
+            assert any(o.startswith("swecl-lesson ") for o in entity["observations"])
+    # What earlier tasks wrote is what later tasks recall.
+    recalls = [c for c in calls if c["via"] == "recall"]
+    for k, call in enumerate(recalls):
+        answer = _blob(provider_run, call["result"])
+        assert all(earlier in answer for earlier in tasks[:k]) and tasks[k] not in answer
+    assert all(s != "infra_error" for s in _grades(provider_run).values())
+
+
+def test_swecl_runs_names_the_provider(provider_run: Path, cache: Path) -> None:
+    (row,) = json.loads(swecl(provider_run, "runs", "--json", cache=cache).stdout)
+    assert row["memory_server"].startswith("memory-server ") and row["memory_server"] != "memory-server "
+    assert "plugin-blank (memory-server " in swecl(provider_run, "runs", cache=cache).stdout
+
+
+def test_a_snapshot_per_task_restores_the_servers_file(provider_run: Path, tmp_path: Path) -> None:
+    tasks = first_tasks(SPANS, TASKS)
+    snaps = _payloads(provider_run, "memory.provider.snapshot")
+    assert [s["instance_id"] for s in snaps] == tasks and all(s["pass"] == "initial" for s in snaps)
+    data = next((provider_run / "v1" / "_provider").iterdir()) / "initial" / "data" / "memory.jsonl"
+    with Ledger.open(provider_run / "ledger.db", readonly=True) as led:
+        for k, snap in enumerate(snaps, start=1):
+            files = [SnapshotFile(**f) for f in snap["files"]]
+            restore_provider_data(led, files, tmp_path / str(k))
+            lines = (tmp_path / str(k) / "memory.jsonl").read_text().splitlines()
+            assert [json.loads(line)["name"] for line in lines] == tasks[:k]  # one entity per task so far
+    assert (tmp_path / str(TASKS) / "memory.jsonl").read_bytes() == data.read_bytes()
+
+
+# -- refused before anything is written ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--stage", "base", "--memory-server", "mcp-server-memory"], "is for the memory stages"),
+    (["--memory-server", "mcp-server-memory"], "add --stage"),
+    (["--stage", "plugin-blank", "--memory-server", "npx 'unclosed"], "cannot be split"),
+    (["--stage", "plugin-blank", "--memory-env", "A=b"], "--memory-env is for --memory-server"),
+    (["--stage", "plugin-blank", "--memory-server", "srv", "--memory-write-tool", "remember"],
+     "knows no arguments for it"),
+    (["--stage", "plugin-blank", "--memory-server", "srv", "--memory-recall-tool", "s",
+      "--memory-recall-args", '{"q": "{nope}"}'], "unknown placeholder {nope}"),
+    (["--stage", "plugin-accum", "--memory-server", "srv"], "not supported yet"),
+])
+def test_bad_memory_server_options_are_one_line_errors_and_write_nothing(
+    tmp_path: Path, cache: Path, args: list[str], says: str
+) -> None:
+    results = tmp_path / "results"
+    proc = swecl(results, "run", *args, "--sequence", SPANS, cache=cache, check=False)
+    assert proc.returncode != 0 and says in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not (results / "ledger.db").exists()
+
+
+# -- a server that dies mid-run ------------------------------------------------------------------
+
+# Dies on its third call: the second task's recall (the first task recalled and wrote).
+# Given inline (-c): a confined server sees no file under /tmp, where the test's files are.
+DYING_SERVER = textwrap.dedent('''
+    import os
+    from pathlib import Path
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("dying", log_level="WARNING")
+    calls = Path("calls")
+
+    def count() -> None:
+        n = int(calls.read_text()) + 1 if calls.exists() else 1
+        calls.write_text(str(n))
+        if n == 3:
+            os._exit(3)
+
+    async def search(query: str) -> str:
+        count()
+        return Path("notes").read_text() if Path("notes").exists() else ""
+
+    async def remember(text: str) -> str:
+        count()
+        with open("notes", "a") as fh:
+            fh.write(text + "\\n")
+        return "ok"
+
+    server.add_tool(search, name="search", description="find notes", structured_output=False)
+    server.add_tool(remember, name="remember", description="keep a note", structured_output=False)
+    server.run("stdio")
+''')
+
+
+def test_a_server_that_dies_mid_run_makes_the_tasks_infrastructure_and_the_run_ends(
+    tmp_path: Path, cache: Path
+) -> None:
+    results = tmp_path / "results"
+    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, *FIRST, "--passes", "initial",
+          "--memory-server", f"{sys.executable} -c {shlex.quote(DYING_SERVER)}", "--memory-recall-tool", "search",
+          "--memory-write-tool", "remember", "--memory-write-args", '{"text": "{lesson}"}', "--quiet",
+          cache=cache, timeout=600)
+    (finished,) = _payloads(results, "run.finished")
+    assert finished["status"] == "finished"
+    first, second, third = first_tasks(SPANS, TASKS)
+    grades = _grades(results)
+    assert grades[("initial", first)] != "infra_error"
+    assert grades[("initial", second)] == grades[("initial", third)] == "infra_error"  # never the agent's 0
+    failed = {p["instance_id"]: p for p in _payloads(results, "grade.finished") if p["status"] == "infra_error"}
+    assert all(p["resolved"] is None and "memory server" in p["error"] for p in failed.values())
+    calls = _payloads(results, "memory.provider.called")
+    assert [(c["instance_id"], c["via"], c["failure"]) for c in calls] == [
+        (first, "recall", None), (first, "write", None), (second, "recall", "crashed"), (third, "recall", "unavailable"),
+    ]
+    # The written lesson is the task's, test hunks dropped: it names the task and its outcome.
+    lesson = json.loads(_blob(results, calls[1]["arguments"]))["text"]
+    assert lesson.startswith("swecl-lesson ") and json.loads(lesson.split(" ", 1)[1])["instance_id"] == first
