@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import shutil
@@ -322,6 +323,10 @@ class ProviderHost:
             self._ready.set()
             with contextlib.suppress(Exception):
                 loop.run_until_complete(loop.shutdown_asyncgens())
+            # Transports and protocols hold each other in cycles: finalised by a later
+            # collection, on a closed loop, they raise there, inside whatever code ran.
+            # Collected now, they close on their own loop.
+            gc.collect()
             loop.close()
 
     async def _main(self) -> None:
@@ -460,6 +465,11 @@ class ProviderHost:
                             os.killpg(process.pid, signal.SIGKILL)
                         with anyio.move_on_after(5):
                             await process.wait()
+                        # Its pipes closed while the loop runs: a pipe transport left open is
+                        # closed by the garbage collector later, on a closed loop, raising
+                        # inside whatever ran then (see `_load_sdk`).
+                        with contextlib.suppress(Exception), anyio.move_on_after(5):
+                            await process.aclose()
                     tg.cancel_scope.cancel()
         finally:
             log.close()

@@ -9,6 +9,7 @@ with the SDK that crash, hang or write garbage in the middle of a call.
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import textwrap
@@ -79,6 +80,17 @@ async def _as_agent(argv: list[str], calls: list[tuple[str, dict[str, Any]]]) ->
         return init, tools, results
 
 
+def _drive(argv: list[str], calls: list) -> tuple:
+    """`_as_agent` on a loop of its own; then what the SDK's stdio client left for the
+    garbage collector (a subprocess transport and its pipes, in cycles) is collected here,
+    not in the middle of a later test's import, where its finaliser, raising on the closed
+    loop, would run inside an AST build (CPython 3.11 then fails that build)."""
+    try:
+        return anyio.run(_as_agent, argv, calls)
+    finally:
+        gc.collect()
+
+
 def _text(result: Any) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
@@ -137,7 +149,7 @@ def test_reference_server_through_the_proxy_recorded_and_snapshotted(
         assert host.info is not None and host.info.server_name == "memory-server"
         assert {"create_entities", "search_nodes", "read_graph"} <= set(host.info.tool_names)
         with host.door(tmp_path / "door", context) as door:
-            init, tools, results = anyio.run(_as_agent, door.proxy_argv, [
+            init, tools, results = _drive( door.proxy_argv, [
                 ("create_entities", entity),
                 ("search_nodes", {"query": "greet"}),
             ])
@@ -248,7 +260,7 @@ def test_a_failing_server_gives_a_tool_error_a_recorded_failure_and_no_process(
         assert secret.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
         assert Path(f"/proc/{pid}/cwd").resolve() == (tmp_path / "p" / "data").resolve()
         with host.door(tmp_path / "door", context) as door:
-            _, tools, results = anyio.run(_as_agent, door.proxy_argv, [
+            _, tools, results = _drive( door.proxy_argv, [
                 ("remember", {"text": "a"}), ("remember", {"text": "b"}),
             ])
         assert [t.name for t in tools] == ["remember"]
