@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -186,3 +187,22 @@ def codex_bin() -> str:
 def gemini_bin() -> str:
     """The real `gemini` CLI of GEMINI_VERSION ($SWECL_GEMINI_BIN: another install)."""
     return npm_cli("@google/gemini-cli", GEMINI_VERSION, "gemini", "SWECL_GEMINI_BIN")
+
+
+SERVER_MEMORY_VERSION = "2026.8.31"  # the reference MCP memory server (npm @modelcontextprotocol/server-memory)
+
+
+def _server_memory_installed(binary: Path, version: str) -> bool:
+    """It has no --version: its package.json says what is installed."""
+    package = binary.parent.parent / "@modelcontextprotocol" / "server-memory" / "package.json"
+    try:
+        return binary.exists() and json.loads(package.read_text())["version"] == version
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+@pytest.fixture(scope="session")
+def server_memory_bin() -> str:
+    """The real reference MCP memory server of SERVER_MEMORY_VERSION ($SWECL_SERVER_MEMORY_BIN: another install)."""
+    return npm_cli("@modelcontextprotocol/server-memory", SERVER_MEMORY_VERSION, "mcp-server-memory",
+                   "SWECL_SERVER_MEMORY_BIN", works=_server_memory_installed)

@@ -28,24 +28,7 @@ from bench.processes import live_processes
 from graders import sandbox_for
 from ledger import Ledger, SweclError, StreamRange
 
-from .conftest import npm_cli
-
-SERVER_MEMORY_VERSION = "2026.8.31"  # npm @modelcontextprotocol/server-memory
 VERSION, SEQUENCE = "v1", "demo-seq"
-
-
-def _installed(binary: Path, version: str) -> bool:
-    package = binary.parent.parent / "@modelcontextprotocol" / "server-memory" / "package.json"
-    try:
-        return binary.exists() and json.loads(package.read_text())["version"] == version
-    except (OSError, ValueError, KeyError):
-        return False
-
-
-@pytest.fixture(scope="session")
-def server_memory_bin() -> str:
-    return npm_cli("@modelcontextprotocol/server-memory", SERVER_MEMORY_VERSION, "mcp-server-memory",
-                   "SWECL_SERVER_MEMORY_BIN", works=_installed)
 
 
 @pytest.fixture

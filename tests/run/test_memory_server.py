@@ -20,27 +20,12 @@ import pytest
 from agents import restore_provider_data
 from ledger import Ledger
 from ledger.events import SnapshotFile
-from tests.agents.conftest import npm_cli
-from tests.agents.test_provider import SERVER_MEMORY_VERSION
+from tests.agents.conftest import server_memory_bin  # noqa: F401  (the session fixture: npm-installed server)
 
 from .support import SPANS, events, first_of, first_tasks, swecl
 
 TASKS = 3
 FIRST = first_of(TASKS, SPANS)
-
-
-def _server_memory_installed(binary: Path, version: str) -> bool:
-    package = binary.parent.parent / "@modelcontextprotocol" / "server-memory" / "package.json"
-    try:
-        return binary.exists() and json.loads(package.read_text())["version"] == version
-    except (OSError, ValueError, KeyError):
-        return False
-
-
-@pytest.fixture(scope="module")
-def server_memory_bin() -> str:
-    return npm_cli("@modelcontextprotocol/server-memory", SERVER_MEMORY_VERSION, "mcp-server-memory",
-                   "SWECL_SERVER_MEMORY_BIN", works=_server_memory_installed)
 
 
 def _payloads(results: Path, type_: str) -> list[dict[str, Any]]:
