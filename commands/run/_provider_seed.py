@@ -16,7 +16,7 @@ from ledger import Ledger, NewEvent, StreamRange, SweclError, event_id_for
 from ledger.events import MemorySeeded, ProviderSnapshot, RunStarted, SnapshotFile
 from projections import canonical_version
 
-from commands.memory._seed import _VERSION_AT, _refuse_loops
+from commands.memory import VERSION_AT, refuse_seed_loops
 
 __all__ = ["ProviderSeedPlan", "apply_provider_seed", "provider_seed_files", "resolve_provider_seed"]
 
@@ -41,7 +41,7 @@ def resolve_provider_seed(ledger: Ledger, version: str, source_memory: str | Non
         raise SweclError("--memory-server with plugin-accum: give --source-memory VERSION, an earlier "
                          "--memory-server run of this ledger")
     source, source_seq = text, None
-    m = _VERSION_AT.match(text)
+    m = VERSION_AT.match(text)
     if m and ledger.stream_version(f"run/{text}") < 0:
         source, source_seq = m["version"], int(m["seq"])
     source = canonical_version(ledger, source)
@@ -57,7 +57,7 @@ def resolve_provider_seed(ledger: Ledger, version: str, source_memory: str | Non
         source_seq = head
     elif source_seq > head:
         raise SweclError(f"--source-memory {text!r}: seq {source_seq} is past the ledger's head ({head})")
-    _refuse_loops(ledger, version, source, source_seq)
+    refuse_seed_loops(ledger, version, source, source_seq)
     snapshots: dict[str, int] = {}
     for sequence_id in sequences:
         last = None
