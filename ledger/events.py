@@ -421,6 +421,10 @@ class MemorySeeded(Event, tag="memory.seeded", kw_only=True):
     source_path: str | None = None
     items: str | None = None  # blob of exported items (path seeds)
     chosen: str = "explicit"  # explicit | newest-prior
+    # A --memory-server seed: sequence id -> the seq of the source run's
+    # `memory.provider.snapshot` that sequence's server starts on (item_count is then 0:
+    # the seed is the server's data, not swecl memory items).
+    provider_snapshots: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 class DreamStarted(Event, tag="dream.started", kw_only=True):

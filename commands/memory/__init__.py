@@ -51,6 +51,7 @@ from ._dream import (
 )
 from ._governance import Checker, Violation, find_secret
 from ._seed import (
+    VERSION_AT,
     ExportReport,
     SeedPlan,
     SeedResult,
@@ -58,6 +59,7 @@ from ._seed import (
     export_memory,
     import_seed,
     read_export,
+    refuse_seed_loops,
     resolve_seed,
     seed_memory,
 )
@@ -79,6 +81,7 @@ __all__ = [
     "SeedPlan",
     "SeedResult",
     "TaskView",
+    "VERSION_AT",
     "Violation",
     "apply_seed",
     "daydream",
@@ -97,6 +100,7 @@ __all__ = [
     "patch_facts",
     "plan_dream",
     "read_export",
+    "refuse_seed_loops",
     "resolve_seed",
     "seed_memory",
     "shingles",

@@ -31,7 +31,8 @@ from projections.memory import (
     write_memory_folder,
 )
 
-_VERSION_AT = re.compile(r"^(?P<version>[^@/\\]+)@(?P<seq>\d+)$")
+# `VERSION@SEQ` of --source-memory (a run as of a seq).
+VERSION_AT = re.compile(r"^(?P<version>[^@/\\]+)@(?P<seq>\d+)$")
 
 
 @dataclass(frozen=True)
@@ -121,11 +122,11 @@ def resolve_seed(
     runs = _runs(ledger)
     path = Path(text).expanduser()
     is_export = path.is_file() or (path.is_dir() and (path / ITEMS_FILE).is_file())
-    if is_export or (text not in runs and not _VERSION_AT.match(text) and (path.exists() or _looks_like_path(text))):
+    if is_export or (text not in runs and not VERSION_AT.match(text) and (path.exists() or _looks_like_path(text))):
         _, doc = read_export(path)
         return SeedPlan(version=version, chosen="explicit", source_path=path.resolve(), item_count=len(doc.items))
     source, source_seq = text, None
-    m = _VERSION_AT.match(text)
+    m = VERSION_AT.match(text)
     if m and text not in runs:
         source, source_seq = m["version"], int(m["seq"])
     source = canonical_version(ledger, source)  # `v2` is run 2, as the CLI reads every VERSION
@@ -139,7 +140,7 @@ def resolve_seed(
         source_seq = head
     elif source_seq > head:
         raise SweclError(f"--source-memory {text!r}: seq {source_seq} is past the ledger's head ({head})")
-    _refuse_loops(ledger, version, source, source_seq)
+    refuse_seed_loops(ledger, version, source, source_seq)
     count = _live_count(ledger, source, source_seq)
     if count == 0:
         raise SweclError(
@@ -148,7 +149,7 @@ def resolve_seed(
     return SeedPlan(version=version, chosen="explicit", source_run=source, source_seq=source_seq, item_count=count)
 
 
-def _refuse_loops(ledger: Ledger, version: str, source: str, source_seq: int) -> None:
+def refuse_seed_loops(ledger: Ledger, version: str, source: str, source_seq: int) -> None:
     if source == version:
         raise SweclError(
             f"--source-memory {source!r}: a run must write to a different version than its source (v{version} would seed itself)"
@@ -186,7 +187,7 @@ def _newest_prior(ledger: Ledger, version: str, dataset_hash: str | None, sequen
     )
     for run in candidates:
         try:
-            _refuse_loops(ledger, version, run.version, head)
+            refuse_seed_loops(ledger, version, run.version, head)
         except SweclError:
             continue
         count = _live_count(ledger, run.version, head)
@@ -234,7 +235,7 @@ def apply_seed(ledger: Ledger, plan: SeedPlan) -> SeedResult:
         return import_seed(ledger, plan.version, plan.source_path)
     header_version = _require_started(ledger, plan.version)
     assert plan.source_run is not None and plan.source_seq is not None
-    _refuse_loops(ledger, plan.version, plan.source_run, plan.source_seq)
+    refuse_seed_loops(ledger, plan.version, plan.source_run, plan.source_seq)
     event = MemorySeeded(
         item_count=plan.item_count, source_run=plan.source_run, source_seq=plan.source_seq, chosen=plan.chosen
     )

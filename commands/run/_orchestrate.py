@@ -37,6 +37,7 @@ from .._provenance import provenance
 from ._context import agent_sandbox, build_agent, cache_dir_of, open_benchmark, sequence_context
 from ._options import RunOptions
 from ._progress import QueueDrain, QueueReporter, Reporter
+from ._provider_seed import apply_provider_seed, resolve_provider_seed
 from ._ray import run_on_ray
 from ._ray_session import check_ray
 from ._sequence import run_sequence, run_sequences_at_once
@@ -148,7 +149,11 @@ def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequen
 def prepare_memory(ledger: Ledger, version: str, stage: Stage, opts: RunOptions, benchmark: Benchmark,
                    sequences: list[Sequence], reporter: Reporter) -> None:
     """Copy-seeding and the pre-eval dream, as events on the run's header stream."""
-    if stage.seeds:
+    if stage.seeds and opts.memory_server is not None:
+        plan = resolve_provider_seed(ledger, version, opts.source_memory, [s.id for s in sequences])
+        apply_provider_seed(ledger, plan)
+        reporter.note(plan.describe())
+    elif stage.seeds:
         result = seed_memory(
             ledger, version, opts.source_memory, dataset_hash=benchmark.content_hash,
             sequences=[s.id for s in sequences],
@@ -209,7 +214,10 @@ def start_run(results: Results, opts: RunOptions, reporter: Reporter, repeat: Re
     del agent
     with results.open_ledger(create=True) as ledger:
         taken = opts.version is not None and ledger.stream_version(f"run/{opts.version}") >= 0  # claim says so
-        if stage.seeds and not taken:  # a seed that cannot be found is refused before a version is claimed
+        if stage.seeds and not taken and opts.memory_server is not None:
+            resolve_provider_seed(ledger, opts.version or _next_version(ledger), opts.source_memory,
+                                  [s.id for s in sequences])
+        elif stage.seeds and not taken:  # a seed that cannot be found is refused before a version is claimed
             resolve_seed(ledger, opts.version or _next_version(ledger), opts.source_memory,
                          dataset_hash=benchmark.content_hash, sequences=[s.id for s in sequences])
         version = claim_version(ledger, opts, benchmark, sequences, repeat, invocation)

@@ -8,7 +8,8 @@ recall (the demo agent's, plugin-primed's notes) calls `--memory-recall-tool`. A
 initial-pass task the harness calls `--memory-write-tool` with what the task taught, so a
 server the agent never writes to still accumulates the same stream, then snapshots the
 server's data directory. The re-test pass gets a fresh host on a copy of the sequence's
-last initial-pass snapshot (what it writes reaches nothing else); the baseline none.
+last initial-pass snapshot (what it writes reaches nothing else); the baseline none. A
+plugin-accum run's first host starts on its seed (`_provider_seed`).
 
 Templates are JSON: placeholders (`{query}`, `{instance_id}` ...) are filled inside its
 strings only, so a value with quotes or newlines stays valid JSON.
@@ -29,6 +30,8 @@ from agents import (
 )
 from ledger import Ledger, StreamRange, SweclError
 from ledger.events import SnapshotFile
+
+from ._provider_seed import provider_seed_files
 
 __all__ = ["MemoryPolicy", "ProviderRecall", "SequenceProviders", "check_memory_options", "lesson_text",
            "policy_of", "recalled_items", "write_arguments"]
@@ -113,9 +116,12 @@ def check_memory_options(opts: Any, stage: Any) -> None:
         raise SweclError(f"--memory-server is for the memory stages (plugin-blank, plugin-accum, plugin-dreamed, "
                          f"plugin-primed), not {stage.name!r}")
     policy_of(opts)  # parses the spec and the templates
-    if stage.seeds:
-        raise SweclError(f"--memory-server with a copy-seeded stage ({stage.name}) is not supported yet: "
-                         "use plugin-blank or plugin-primed")
+    if stage.seeds and not stage.dreams_before_eval and not opts.source_memory:
+        raise SweclError(f"--memory-server with {stage.name}: give --source-memory VERSION, an earlier "
+                         "--memory-server run of this ledger")
+    if stage.dreams_before_eval:
+        raise SweclError(f"--memory-server with {stage.name} is refused: a dream pass over a user's memory server is "
+                         "not defined yet (use plugin-accum to seed from an earlier --memory-server run)")
     for flag, given in (("--executor ray", opts.executor == "ray"), ("--jobs N > 1", opts.jobs > 1),
                         ("--task-jobs N > 1", opts.task_jobs > 1), ("--retest-every", opts.retest_every is not None)):
         if given:
@@ -250,9 +256,12 @@ class SequenceProviders:
         shutil.rmtree(folder, ignore_errors=True)  # never what an earlier process left: the ledger says
         data = folder / "data"
         seed = last_snapshot(ledger, self.version, self.sequence_id)
+        if seed is None:
+            # A copy-seeded run (plugin-accum) before its first snapshot: the source run's.
+            seed = provider_seed_files(ledger, self.version, self.sequence_id)
         if seed is not None:
             # The initial pass after a stop, or the re-test pass: the memory as the last
-            # initial-pass task left it.
+            # initial-pass task left it (or as the seed gave it).
             restore_provider_data(ledger, seed, data)
         host = ProviderHost(self.policy.spec, data, LedgerRecorder(self.ledger_path, self.version, self.sequence_id),
                             sequence_id=self.sequence_id, call_timeout_s=self.policy.call_timeout_s,

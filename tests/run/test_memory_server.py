@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -129,7 +130,9 @@ def test_a_snapshot_per_task_restores_the_servers_file(provider_run: Path, tmp_p
      "knows no arguments for it"),
     (["--stage", "plugin-blank", "--memory-server", "srv", "--memory-recall-tool", "s",
       "--memory-recall-args", '{"q": "{nope}"}'], "unknown placeholder {nope}"),
-    (["--stage", "plugin-accum", "--memory-server", "srv"], "not supported yet"),
+    (["--stage", "plugin-accum", "--memory-server", "srv"], "give --source-memory VERSION"),
+    (["--stage", "plugin-dreamed", "--memory-server", "srv", "--source-memory", "1"],
+     "a dream pass over a user's memory server is not defined yet"),
 ])
 def test_bad_memory_server_options_are_one_line_errors_and_write_nothing(
     tmp_path: Path, cache: Path, args: list[str], says: str
@@ -139,6 +142,68 @@ def test_bad_memory_server_options_are_one_line_errors_and_write_nothing(
     assert proc.returncode != 0 and says in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert not (results / "ledger.db").exists()
+
+
+# -- plugin-accum seeded from a --memory-server run ---------------------------------------------
+
+SERVER_OPTIONS = ("--memory-env", "MEMORY_FILE_PATH={data}/memory.jsonl", "--memory-recall-tool", "search_nodes",
+                  "--memory-recall-args", '{"query": "{repo}"}', "--memory-write-tool", "create_entities")
+
+
+def _stream_payloads(results: Path, type_: str, prefix: str) -> list[tuple[int, str, dict[str, Any]]]:
+    return [(seq, stream, p) for seq, stream, _, p in events(results, type_) if stream.startswith(prefix)]
+
+
+def test_plugin_accum_starts_its_server_on_the_source_runs_last_snapshot(
+    provider_run: Path, tmp_path: Path, cache: Path, server_memory_bin: str
+) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(provider_run, results)
+    swecl(results, "run", "--stage", "plugin-accum", "--source-memory", "1", "--sequence", SPANS, *first_of(1, SPANS),
+          "--passes", "initial", "--memory-server", server_memory_bin, *SERVER_OPTIONS, "--quiet", cache=cache,
+          timeout=600)
+    (finished,) = _stream_payloads(results, "run.finished", "run/2")
+    assert finished[2]["status"] == "finished"
+    # The seed is recorded: the source run, and which of its snapshots each sequence starts on.
+    (last_source_snapshot,) = [(seq, p) for seq, _, p in _stream_payloads(results, "memory.provider.snapshot", "run/1/")
+                               if p["order"] == TASKS]
+    (seeded,) = _stream_payloads(results, "memory.seeded", "run/2")
+    assert seeded[1] == "run/2" and seeded[2]["source_run"] == "1" and seeded[2]["item_count"] == 0
+    assert seeded[2]["provider_snapshots"] == {SPANS: last_source_snapshot[0]}
+    # The first task's recall already finds every task the source run wrote.
+    tasks = first_tasks(SPANS, TASKS)
+    calls = [p for *_, p in _stream_payloads(results, "memory.provider.called", "run/2/")]
+    first_recall = next(c for c in calls if c["via"] == "recall")
+    assert first_recall["instance_id"] == tasks[0] and not first_recall["is_error"]
+    answer = _blob(results, first_recall["result"])
+    assert all(iid in answer for iid in tasks)
+    # This run's own snapshot holds the seed's entities (server-memory keeps the first
+    # entity of a name: the task's write of an entity it already holds adds nothing).
+    (own,) = [p for *_, p in _stream_payloads(results, "memory.provider.snapshot", "run/2/")]
+    with Ledger.open(results / "ledger.db", readonly=True) as led:
+        restore_provider_data(led, [SnapshotFile(**f) for f in own["files"]], tmp_path / "own")
+    lines = (tmp_path / "own" / "memory.jsonl").read_text().splitlines()
+    assert [json.loads(line)["name"] for line in lines] == tasks
+    assert swecl(results, "verify", cache=cache).returncode == 0
+
+
+def test_a_seed_that_is_no_memory_server_snapshot_is_refused_before_anything_is_written(
+    provider_run: Path, tmp_path: Path, cache: Path, server_memory_bin: str
+) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(provider_run, results)
+    swecl(results, "run", "--stage", "base", "--sequence", SPANS, *first_of(1, SPANS), "--quiet", cache=cache,
+          timeout=600)  # run 2: no memory server
+    head = len(events(results))
+    for source, says in (("2", "run 2 is not a --memory-server run"),
+                         ("9", "no run version '9'"),
+                         ("1@3", "no memory server snapshot of sequence")):
+        proc = swecl(results, "run", "--stage", "plugin-accum", "--source-memory", source, "--sequence", SPANS,
+                     *first_of(1, SPANS), "--memory-server", server_memory_bin, *SERVER_OPTIONS, cache=cache,
+                     check=False)
+        assert proc.returncode != 0 and says in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+        assert len(events(results)) == head
 
 
 # -- a server that dies mid-run ------------------------------------------------------------------
