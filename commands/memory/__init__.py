@@ -60,6 +60,7 @@ from ._seed import (
     import_seed,
     read_export,
     refuse_seed_loops,
+    seed_cut,
     resolve_seed,
     seed_memory,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "plan_dream",
     "read_export",
     "refuse_seed_loops",
+    "seed_cut",
     "resolve_seed",
     "seed_memory",
     "shingles",

@@ -135,18 +135,25 @@ def resolve_seed(
         raise SweclError(
             f"--source-memory {text!r}: no run version {source!r} in {ledger.path} and no such folder (versions: {known})"
         )
-    head = ledger.head()
-    if source_seq is None:
-        source_seq = head
-    elif source_seq > head:
-        raise SweclError(f"--source-memory {text!r}: seq {source_seq} is past the ledger's head ({head})")
-    refuse_seed_loops(ledger, version, source, source_seq)
+    source_seq = seed_cut(ledger, text, version, source, source_seq)
     count = _live_count(ledger, source, source_seq)
     if count == 0:
         raise SweclError(
             f"--source-memory {text!r}: run {source!r} has no live memory items as of seq {source_seq}; nothing to seed from"
         )
     return SeedPlan(version=version, chosen="explicit", source_run=source, source_seq=source_seq, item_count=count)
+
+
+def seed_cut(ledger: Ledger, text: str, version: str, source: str, source_seq: int | None) -> int:
+    """The ledger seq a seed of `version` from run `source` is taken as of (`text`: the
+    option as given): the head when none was named; refused past the head or in a loop."""
+    head = ledger.head()
+    if source_seq is None:
+        source_seq = head
+    elif source_seq > head:
+        raise SweclError(f"--source-memory {text!r}: seq {source_seq} is past the ledger's head ({head})")
+    refuse_seed_loops(ledger, version, source, source_seq)
+    return source_seq
 
 
 def refuse_seed_loops(ledger: Ledger, version: str, source: str, source_seq: int) -> None:

@@ -16,7 +16,7 @@ from ledger import Ledger, NewEvent, StreamRange, SweclError, event_id_for
 from ledger.events import MemorySeeded, ProviderSnapshot, RunStarted, SnapshotFile
 from projections import canonical_version
 
-from commands.memory import VERSION_AT, refuse_seed_loops
+from commands.memory import VERSION_AT, seed_cut
 
 __all__ = ["ProviderSeedPlan", "apply_provider_seed", "provider_seed_files", "resolve_provider_seed"]
 
@@ -52,12 +52,7 @@ def resolve_provider_seed(ledger: Ledger, version: str, source_memory: str | Non
     if not started.event.config.get("memory_server"):
         raise SweclError(f"--source-memory {text!r}: run {source} is not a --memory-server run; its memory is "
                          "swecl's, not a memory server's data")
-    head = ledger.head()
-    if source_seq is None:
-        source_seq = head
-    elif source_seq > head:
-        raise SweclError(f"--source-memory {text!r}: seq {source_seq} is past the ledger's head ({head})")
-    refuse_seed_loops(ledger, version, source, source_seq)
+    source_seq = seed_cut(ledger, text, version, source, source_seq)
     snapshots: dict[str, int] = {}
     for sequence_id in sequences:
         last = None
