@@ -5,6 +5,8 @@
 - `commands.inputs`: datasets, grading rows, predictions, the demo benchmark.
 - `regrade`, `validate`: a run's grades again under today's rules; SWE-bench's
   validation step on this host.
+- `Experiment`: the application core over one results folder (its ledger, locks and
+  layout), with every job as a method returning a plain document.
 - `commands.cli`: the click CLI, a thin shell (parse, call, print) over these and the
   read side (`projections`).
 """
@@ -16,6 +18,9 @@ from typing import TYPE_CHECKING
 from ledger.lazy import lazy_exports
 
 _EXPORTS = {
+    "Experiment": "_experiment",
+    "ExperimentFolder": "_folder",
+    "Reading": "_folder",
     "regrade": "_regrade",
     "check_slug": "_validate",
     "validate": "_validate",
@@ -24,6 +29,8 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from ._experiment import Experiment
+    from ._folder import ExperimentFolder, Reading
     from ._regrade import regrade
     from ._validate import check_slug, validate
 

@@ -90,7 +90,8 @@ from graders._interpreters import Interpreter, find_python
 from graders._manifests import FileReader, _dir_reader, _packages, pre_install_plan
 from graders._py_compat import normalise_name, requirement_names
 from graders._py_compat import repair as repair_for_python
-from graders._repos import GitError, RepoCache, default_cache_dir, file_at, file_lock, repo_slug
+from graders._repos import GitError, RepoCache, default_cache_dir, file_at, repo_slug
+from ledger.locks import file_lock
 from graders._specs import EnvSpec, spec_for
 from graders._uv import (
     BUILD_BACKEND_FLOOR,

@@ -26,7 +26,6 @@ disabled.
 from __future__ import annotations
 
 import contextvars
-import fcntl
 import os
 import re
 import shutil
@@ -41,6 +40,7 @@ from pathlib import Path
 
 from graders._submodules import gitlinks_at, is_inside, parse_gitmodules, submodule_repo, submodules_of
 from ledger.errors import SweclError
+from ledger.locks import file_lock
 
 __all__ = [
     "GitError",
@@ -50,7 +50,6 @@ __all__ = [
     "default_cache_dir",
     "preferred_slot",
     "file_at",
-    "file_lock",
     "git",
     "git_env",
     "repo_slug",
@@ -170,25 +169,6 @@ def git(
         err = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise GitError(f"git {' '.join(args[:3])} failed ({done.returncode}): {err[-1] if err else 'no message'}")
     return done
-
-
-@contextmanager
-def file_lock(path: Path, *, blocking: bool = True) -> Iterator[bool]:
-    """An exclusive flock on `path` (created); yields False when non-blocking and taken."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 def cleanable_paths(paths: Sequence[str]) -> list[str]:

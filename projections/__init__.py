@@ -56,7 +56,6 @@ _EXPORTS = {
     "resolve_results_dir": "_results",
     "Results": "_results",
     "chain_problem": "_results",
-    "RUN_LOCK": "_queries",
     "runs": "_queries",
     "get_run": "_queries",
     "canonical_version": "_queries",
@@ -78,7 +77,6 @@ _EXPORTS = {
     "run_not_gradeable": "_queries",
     "metrics_for": "_queries",
     "shown_versions": "_queries",
-    "lock_path": "_queries",
     "REPLAY_FORMAT": "_replay",
     "REPLAY_FORMAT_VERSION": "_replay",
     "MEMORY_SUBDIR": "_replay",
@@ -123,7 +121,6 @@ if TYPE_CHECKING:
         chain_problem,
     )
     from ._queries import (
-        RUN_LOCK,
         runs,
         get_run,
         canonical_version,
@@ -139,7 +136,6 @@ if TYPE_CHECKING:
         run_not_gradeable,
         metrics_for,
         shown_versions,
-        lock_path,
     )
     from ._replay import (
         REPLAY_FORMAT,

@@ -6,12 +6,11 @@ cursor, so they can be asked again after a formula change without running anythi
 
 from __future__ import annotations
 
-import fcntl
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ledger import Ledger, StreamRange, SweclError
+from ledger.locks import is_locked
 from ledger.events import GradeCorrected, GradeFinished, TaskValidity
 from projections.audit import leakage_of
 from projections.metrics import Lambdas, MetricsResult, compute
@@ -23,8 +22,6 @@ from ._runner import Projector
 from ._runs import RunSummary, RunsProjection
 from ._views import read_views
 
-
-RUN_LOCK = ".run.lock"
 
 
 def runs(ledger: Ledger, projector: Projector) -> dict[str, RunSummary]:
@@ -67,16 +64,7 @@ def live_status(results: Results, run: RunSummary) -> str:
     """`incomplete` refined: `running` while a process holds the run's lock, else `interrupted`."""
     if run.status != "incomplete":
         return run.status
-    lock = results.version_dir(run.version) / RUN_LOCK
-    if not lock.exists():
-        return "interrupted"
-    with lock.open("a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return "running"
-        fcntl.flock(fh, fcntl.LOCK_UN)
-    return "interrupted"
+    return "running" if is_locked(results.run_lock_path(run.version)) else "interrupted"
 
 
 def run_row(results: Results, ledger: Ledger, run: RunSummary, state: RunOutcomes) -> dict[str, Any]:
@@ -246,7 +234,3 @@ def metrics_for(
         out.append(VersionMetrics(known[version], state, compute(state.to_metric_inputs(excluded), formula, lambdas),
                                   excluded))
     return out
-
-
-def lock_path(results: Results, version: str) -> Path:
-    return results.version_dir(version) / RUN_LOCK

@@ -17,6 +17,7 @@ from ._runner import Projector
 DEFAULT_RESULTS = "results"
 LEDGER_FILE = "ledger.db"
 PROJECTIONS_FILE = "projections.db"
+RUN_LOCK = ".run.lock"  # in a run's folder: held while a process works on the run (ledger.locks)
 
 
 def resolve_results_dir(explicit: str | os.PathLike[str] | None) -> Path:
@@ -45,6 +46,15 @@ class Results:
 
     def version_dir(self, version: str) -> Path:
         return self.root / f"v{version}"
+
+    def run_lock_path(self, version: str) -> Path:
+        """The run's lock: held while a process works on it (`commands.Experiment.run_lock`),
+        probed by `swecl runs` and the view to tell running from interrupted."""
+        return self.version_dir(version) / RUN_LOCK
+
+    def sequence_lock_path(self, version: str, sequence_id: str) -> Path:
+        """A sequence's lock under `--jobs` (one process per sequence)."""
+        return self.version_dir(version) / f".{_folder_name(sequence_id)}.lock"
 
     def builtin_dir(self, version: str, sequence_id: str) -> Path:
         """Where the builtin stage keeps a sequence's native memory files.

@@ -12,6 +12,7 @@ from typing import Any
 import click
 import msgspec
 
+from commands import Experiment
 from ledger import SweclError
 from projections import Results, canonical_version, resolve_results_dir
 from projections.metrics import Lambdas
@@ -36,6 +37,12 @@ class PassParam(click.ParamType):
         if value in ("initial", "retest", "baseline") or re.fullmatch(r"retest-[1-9][0-9]*", str(value)):
             return value
         self.fail(f"{value!r} is not a pass: initial, retest, baseline or retest-K (a --retest-every row)", param, ctx)
+
+
+def experiment_of(ctx: click.Context) -> Experiment:
+    """The application core over the results folder chosen on the group (`--results`),
+    env or default: what every command calls."""
+    return Experiment(ctx.find_root().obj)
 
 
 def results_of(ctx: click.Context) -> Results:

@@ -7,14 +7,10 @@ is done, what memory holds) is always read back from the ledger, which is what m
 
 from __future__ import annotations
 
-import fcntl
 import multiprocessing as mp
 import os
-import re
-import tempfile
-from collections.abc import Iterator
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -28,10 +24,11 @@ from commands.memory import dream, resolve_seed, seed_memory
 from graders import reap_orphans
 from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, Terminated, event_id_for
 from ledger.events import RunFinished, RunResumed, RunStarted, TaskRef
-from projections import RUN_LOCK, Results, get_run
+from projections import Results, get_run
 from projections.memory import materialise_version
 
 from .. import _stops
+from .._folder import ExperimentFolder
 from .._failpoints import failpoint
 from .._provenance import provenance
 from ._context import agent_sandbox, build_agent, cache_dir_of, open_benchmark, sequence_context
@@ -169,36 +166,12 @@ def prepare_memory(ledger: Ledger, version: str, stage: Stage, opts: RunOptions,
 # -- running -----------------------------------------------------------------------------
 
 
-@contextmanager
-def run_lock(results: Results, version: str) -> Iterator[None]:
-    """Held while a process works on the run: `swecl runs` tells running from interrupted,
-    and a second process cannot resume a run that is running."""
-    path = results.version_dir(version) / RUN_LOCK
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fh = path.open("a")
-    except OSError as exc:
-        raise SweclError(f"cannot write the run's folder {path.parent}: {exc.strerror}") from None
-    with fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SweclError(f"run {version} is being run by another process right now") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def run_lock(results: Results, version: str) -> AbstractContextManager[None]:
+    return ExperimentFolder(results.root).run_lock(version)
 
 
 def require_writable(results: Results) -> None:
-    """Refuse before claiming anything: a run that cannot write its folder would be
-    claimed in the ledger and then stop half-way."""
-    try:
-        results.root.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=results.root, prefix=".write-probe-"):
-            pass
-    except OSError as exc:
-        raise SweclError(f"the results directory {results.root} is not writable: {exc.strerror}") from None
+    ExperimentFolder(results.root).require_writable()
 
 
 def start_run(results: Results, opts: RunOptions, reporter: Reporter, repeat: Repeat | None = None,
@@ -408,16 +381,8 @@ def run_sequences_together(results_root: str, version: str, opts: RunOptions, se
                 run_sequence(context(sequence_id), opts.pass_list, opts.retest_every)
 
 
-@contextmanager
-def _sequence_lock(results: Results, version: str, sequence_id: str) -> Iterator[None]:
-    lock_file = results.version_dir(version) / f".{re.sub(r'[^A-Za-z0-9_.-]', '_', sequence_id)}.lock"
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with lock_file.open("a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SweclError(f"sequence {sequence_id} of run {version} is being run by another process") from None
-        yield
+def _sequence_lock(results: Results, version: str, sequence_id: str) -> AbstractContextManager[None]:
+    return ExperimentFolder(results.root).sequence_lock(version, sequence_id)
 
 
 def _worker(results_root: str, version: str, opts_raw: dict, sequence_id: str, queue: object) -> None:

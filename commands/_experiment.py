@@ -1,0 +1,21 @@
+"""`Experiment`: the application core, one object per results folder.
+
+The CLI (`commands.cli`) only parses, calls one of these methods and prints what it
+returns; both executors (local processes and Ray) run through the same object. Every job
+returns a plain document (a dataclass or a dict) and raises `SweclError` for what the
+user can fix; nothing here prints.
+
+    from commands import Experiment
+    exp = Experiment("results")
+    exp.metrics(versions=["1"]).document()
+"""
+
+from __future__ import annotations
+
+from ._folder import ExperimentFolder
+
+__all__ = ["Experiment"]
+
+
+class Experiment(ExperimentFolder):
+    """The jobs over one results folder (see the module doc)."""
