@@ -32,7 +32,6 @@ import gc
 import json
 import os
 import shutil
-import signal
 import sys
 import threading
 import time
@@ -44,6 +43,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from graders import kill_group
 from ledger import Ledger, SweclError, blob_hash
 from ledger.events import Event, ProviderCalled, ProviderStarted
 
@@ -301,10 +301,9 @@ class ProviderHost:
         """The last word: whatever is left of the server's process group dies."""
         if self.pid is None:
             return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
+        kill_group(self.pid, None)
         with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(self.pid, os.WNOHANG)
+            os.waitpid(self.pid, os.WNOHANG)  # the loop's child watcher has usually reaped it
 
     def _run(self, coro: Any) -> Any:
         """Run a coroutine on the host's loop from another thread and wait for it."""
@@ -461,8 +460,7 @@ class ProviderHost:
                             await process.stdin.aclose()
                         with anyio.move_on_after(_STOP_GRACE_S):
                             await process.wait()
-                        with contextlib.suppress(ProcessLookupError, PermissionError):
-                            os.killpg(process.pid, signal.SIGKILL)
+                        kill_group(process.pid, None)  # what ignored the closed stdin
                         with anyio.move_on_after(5):
                             await process.wait()
                         # Its pipes closed while the loop runs: a pipe transport left open is

@@ -50,7 +50,7 @@ from ._parsers import (
 from ._reaper import PROCESS_VARS, descendants, owned_processes, proc_pids, parallel_runs, reap_orphans, wait_for_exit
 from ._repos import GitError, RepoCache, Worktree, default_cache_dir, git, git_env, preferred_slot
 from ._sandbox import SANDBOX_MODES, Sandbox, SandboxUnavailable, sandbox_for
-from ._session import ProcessOutcome, run_in_session
+from ._session import ProcessOutcome, kill_group, run_in_session
 from ._specs import EnvSpec, UnknownEnvSpec, has_spec, known_specs, spec_for
 from ._verdict import verdict_lines
 
@@ -101,10 +101,11 @@ __all__ = [
     "git",
     "git_env",
     "grade_log",
-    "keep_blame",
     "has_spec",
     "is_test_path",
     "json_problem",
+    "keep_blame",
+    "kill_group",
     "known_specs",
     "leave_out",
     "list_envs",
@@ -118,8 +119,8 @@ __all__ = [
     "parse_test_log",
     "parser_for_repo",
     "parser_names",
-    "pre_install_plan",
     "patch_paths",
+    "pre_install_plan",
     "preferred_slot",
     "proc_pids",
     "prune_envs",
