@@ -102,6 +102,14 @@ def unix_listener(path: Path, backlog: int) -> socket.socket:
     return sock
 
 
+def stdlib_script_argv(path: Path, *args: str) -> list[str]:
+    """How a standard-library-only script put in a door folder (the recall relay, the egress
+    launcher, the memory-server proxy) is run inside the sandbox: by the machine's real
+    interpreter, isolated (`-I -S`). Not a venv's: a venv inside a hidden directory would not
+    start in the sandbox, and the script needs nothing of one."""
+    return [os.path.realpath(sys.executable), "-I", "-S", str(path), *args]
+
+
 class RecallBridge:
     """A Unix socket in `directory`; each connection is served by a new `server_argv` process.
 
@@ -122,9 +130,7 @@ class RecallBridge:
 
     @property
     def relay_argv(self) -> list[str]:
-        # The real interpreter, not a venv's: the relay needs only the standard library, and
-        # a venv inside a hidden directory would not start in the sandbox.
-        return [os.path.realpath(sys.executable), "-I", "-S", str(self.relay_path), str(self.socket_path)]
+        return stdlib_script_argv(self.relay_path, str(self.socket_path))
 
     def __enter__(self) -> RecallBridge:
         self.directory.mkdir(parents=True, exist_ok=True)

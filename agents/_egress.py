@@ -25,9 +25,7 @@ so each adapter switches its web tools off unless `--allow-web`.
 from __future__ import annotations
 
 import json
-import os
 import socket
-import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +35,7 @@ from urllib.parse import urlsplit
 
 from ledger.events import EgressConnection
 
-from ._confine import unix_listener
+from ._confine import stdlib_script_argv, unix_listener
 
 __all__ = ["API_ENDPOINTS", "Egress", "EgressConnection", "EgressProxy", "Rules", "endpoint_of", "endpoint_urls", "parse_allow_host"]
 
@@ -240,8 +238,7 @@ class EgressProxy:
         """`argv` started by the launcher, inside the sandbox, behind its proxy and forwards."""
         cfg = {"socket": str(self.socket_path), "forwards": self.rules.loopback_forwards(),
                "proxy_vars": list(PROXY_VARS), "drop": list(NO_PROXY_VARS)}
-        # The real interpreter: the launcher needs only the standard library (see RecallBridge).
-        return [os.path.realpath(sys.executable), "-I", "-S", str(self.launcher_path), json.dumps(cfg), *argv]
+        return stdlib_script_argv(self.launcher_path, json.dumps(cfg), *argv)
 
     def __enter__(self) -> EgressProxy:
         self.directory.mkdir(parents=True, exist_ok=True)

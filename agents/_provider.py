@@ -32,7 +32,6 @@ import gc
 import json
 import os
 import shutil
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -47,6 +46,7 @@ from graders import kill_group
 from ledger import Ledger, SweclError, blob_hash
 from ledger.events import Event, ProviderCalled, ProviderStarted
 
+from ._confine import stdlib_script_argv
 from ._provider_spec import ProviderSpec
 from ._scrub import Scrubber
 
@@ -153,8 +153,7 @@ class Door:
 
     @property
     def proxy_argv(self) -> list[str]:
-        # The machine's interpreter (see RecallBridge.relay_argv): the proxy needs no venv.
-        return [os.path.realpath(sys.executable), "-I", "-S", str(self.proxy_path), "--socket", str(self.socket_path)]
+        return stdlib_script_argv(self.proxy_path, "--socket", str(self.socket_path))
 
     def __enter__(self) -> Door:
         self.directory.mkdir(parents=True, exist_ok=True)
