@@ -56,6 +56,15 @@ _ENV_KEPT = ("HOME", "PATH", "LANG", "LC_ALL", "LOGNAME", "USER", "SHELL", "TERM
 _STOP_GRACE_S = 2.0  # after stdin closes, before the group is killed
 
 
+def _leaf(exc: BaseException) -> BaseException:
+    """What went wrong inside the task groups of the SDK and anyio: a ProviderError of ours
+    if there is one, else the first leaf (never "unhandled errors in a TaskGroup")."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    leaves = [_leaf(e) for e in exc.exceptions]
+    return next((e for e in leaves if isinstance(e, ProviderError)), leaves[0] if leaves else exc)
+
+
 class ProviderError(SweclError):
     """The memory provider could not be started or used: an infrastructure problem of
     the run, not the agent's."""
@@ -275,8 +284,11 @@ class ProviderHost:
         self._ready.wait()
         if self._start_error is not None:
             self.close()
-            err = self._start_error
-            raise err if isinstance(err, ProviderError) else ProviderError(f"memory server {self.spec.redacted()!r} did not start: {err}")
+            err = _leaf(self._start_error)
+            if isinstance(err, ProviderError):
+                raise err
+            raise ProviderError(f"memory server {self.spec.redacted()!r} did not start: "
+                                f"{self._why(err)}{self._last_words()}")
         self._record_started()
         return self
 
@@ -348,18 +360,35 @@ class ProviderHost:
                         break
             except (TimeoutError, asyncio.TimeoutError):
                 raise ProviderError(f"memory server {self.spec.redacted()!r} did not answer the MCP handshake "
-                                    f"within {self.start_timeout_s:g} s (see {self.log_path})") from None
+                                    f"within {self.start_timeout_s:g} s{self._last_words()}") from None
             except _Garbage as exc:
                 raise ProviderError(f"memory server {self.spec.redacted()!r} wrote non-JSON-RPC output: {exc}") from None
             except Exception as exc:  # noqa: BLE001 - any SDK or transport failure at start
                 raise ProviderError(f"memory server {self.spec.redacted()!r} failed the MCP handshake: "
-                                    f"{self._why(exc)} (see {self.log_path})") from None
+                                    f"{self._why(exc)}{self._last_words()}") from None
             info = init.server_info
             self.info = ProviderInfo(server_name=info.name, server_version=info.version or "",
                                      protocol_version=str(init.protocol_version), tools=tools)
             self._session = session
             self._ready.set()
             await self._stop.wait()
+
+    def _last_words(self) -> str:
+        """The last line the server wrote on stderr, for the one-line error: a server that
+        dies at start (a missing module, a bad flag, an unset variable) says why there, and
+        the user should not have to open the log to learn it. Scrubbed like what is recorded."""
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - 4096))
+                tail = fh.read().decode("utf-8", "replace")
+        except OSError:
+            tail = ""
+        lines = [" ".join(line.split()) for line in tail.splitlines() if line.strip()]
+        if not lines:
+            return f" (its stderr, empty: {self.log_path})"
+        last = self._scrubber.text(lines[-1])
+        return f"; its stderr ends: {last[:300]!r} (all of it: {self.log_path})"
 
     def _why(self, exc: BaseException) -> str:
         if self._garbage is not None:

@@ -112,6 +112,21 @@ def test_a_server_that_cannot_start_is_a_provider_error(tmp_path: Path) -> None:
             pass
 
 
+def test_a_server_that_dies_at_start_says_its_last_words_in_the_one_line_error(tmp_path: Path) -> None:
+    # A server that cannot start (a missing module, an unset variable) says why on stderr:
+    # the one-line error carries it, so the user need not open the log to learn it.
+    script = tmp_path / "dying_server.py"
+    script.write_text("import sys\nsys.stderr.write('starting\\nError: MEMORY_FILE_PATH is not set\\n')\nsys.exit(3)\n")
+    spec = parse_memory_server(f"{sys.executable} {script}")
+    with pytest.raises(ProviderError) as caught:
+        with ProviderHost(spec, tmp_path / "p" / "data", sequence_id=SEQUENCE, start_timeout_s=30):
+            pass
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "its stderr ends: 'Error: MEMORY_FILE_PATH is not set'" in message
+    assert str(tmp_path / "p" / "server.log") in message
+
+
 # -- the reference server, end to end -------------------------------------------------------
 
 
