@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+import subprocess
 import sys
 import textwrap
 import uuid
@@ -191,6 +192,74 @@ def test_reference_server_through_the_proxy_recorded_and_snapshotted(
         assert led.verify().events == 4  # every blob an event names is there (verify raises if not)
     assert (tmp_path / "restored" / "memory.jsonl").read_bytes() == (data / "memory.jsonl").read_bytes()
     assert "greet" in (data / "memory.jsonl").read_text()
+
+
+# -- a server over streamable HTTP -----------------------------------------------------------
+
+# A memory server the user runs themselves, reached by URL: the SDK's own server under
+# uvicorn on a loopback port it picks (printed), keeping its notes in a file of its own.
+HTTP_SERVER = textwrap.dedent('''
+    import json, socket, sys
+    from pathlib import Path
+    import uvicorn
+    from mcp.server.mcpserver import MCPServer
+
+    notes = Path(sys.argv[1])
+    server = MCPServer("http-notes", version="1.2.3", log_level="WARNING")
+
+    def remember(text: str) -> str:
+        kept = json.loads(notes.read_text()) if notes.exists() else []
+        notes.write_text(json.dumps(kept + [text]))
+        return f"kept {len(kept) + 1}"
+
+    def recall(query: str) -> str:
+        kept = json.loads(notes.read_text()) if notes.exists() else []
+        return "\\n".join(t for t in kept if query.lower() in t.lower()) or "nothing"
+
+    server.add_tool(remember, name="remember", description="keep a note", structured_output=False)
+    server.add_tool(recall, name="recall", description="notes that mention the query", structured_output=False)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)  # listening before the port is said: a connection waits for uvicorn, never refused
+    print(sock.getsockname()[1], flush=True)
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
+''')
+
+
+def test_a_server_reached_over_streamable_http_is_called_and_recorded(tmp_path: Path, ledger_path: Path) -> None:
+    script = tmp_path / "http_server.py"
+    script.write_text(HTTP_SERVER)
+    notes = tmp_path / "their-notes.json"
+    server = subprocess.Popen([sys.executable, str(script), str(notes)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        spec = parse_memory_server(f"http://127.0.0.1:{port}/mcp?token=not-for-the-ledger")
+        context = CallContext(sequence_id=SEQUENCE, instance_id="demo__pkg-3", order=3, pass_="initial", attempt=1)
+        with ProviderHost(spec, tmp_path / "p" / "data", LedgerRecorder(ledger_path, VERSION, SEQUENCE),
+                          sequence_id=SEQUENCE, call_timeout_s=30) as host:
+            assert host.info is not None and host.info.server_name == "http-notes"
+            assert host.pid is None  # nothing of swecl's to start or end: the user runs it
+            with host.door(tmp_path / "door", context) as door:
+                _, tools, results = _drive(door.proxy_argv, [
+                    ("remember", {"text": "greet(None) must return 'Hello'"}),
+                    ("recall", {"query": "greet"}),
+                ])
+            assert not list(host.failures)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert [t.name for t in tools] == ["remember", "recall"]
+    assert _text(results[0]) == "kept 1" and _text(results[1]) == "greet(None) must return 'Hello'"
+    (started,) = _events(ledger_path, "memory.provider.started")
+    assert (started.transport, started.server_name, started.server_version) == ("http", "http-notes", "1.2.3")
+    assert "not-for-the-ledger" not in started.spec and not started.confined
+    calls = _events(ledger_path, "memory.provider.called")
+    assert [(c.call, c.tool, c.instance_id, c.via, c.failure) for c in calls] == [
+        (1, "remember", "demo__pkg-3", "agent", None), (2, "recall", "demo__pkg-3", "agent", None)]
+    assert json.loads(_blob(ledger_path, calls[1].arguments)) == {"query": "greet"}
+    assert "greet(None) must return 'Hello'" in _blob(ledger_path, calls[1].result)
 
 
 # -- servers that fail mid-call -------------------------------------------------------------
