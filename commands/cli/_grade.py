@@ -1,47 +1,41 @@
-"""`swecl verdict`, `grade`, `regrade` and `validate`: verdicts from logs, and grading on this host."""
+"""`swecl verdict`, `grade`, `regrade` and `validate`: verdicts from logs, and grading on this host.
+
+The jobs are `Experiment`'s (commands._jobs_grade); here: options, one call, printing."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-from commands.run import make_reporter
-from graders import SANDBOX_MODES, verdict_lines
-from ledger import SweclError
-from ledger.events import GradeStatus
-from projections import grade_reasons, pass_statuses, runs
+from commands.run import Reporter, make_reporter
+from graders import SANDBOX_MODES
 
-from ._common import echo_json_line, parse_python_paths, parse_repo_sources, results_of, results_option, run_version
+from ._common import echo_json_line, experiment_of, parse_python_paths, parse_repo_sources, results_option, run_version
 from ._run import warn_if_unconfined
-
-if TYPE_CHECKING:  # the run package loads when a grade starts, not at `swecl --help`
-    from commands.run import Reporter
 
 
 @click.command("verdict")
 @click.option("--input", "input_path", required=True, type=click.Path(path_type=Path), metavar="FILE.jsonl",
               help="One line per log: {instance_id, repo, log_path, FAIL_TO_PASS, PASS_TO_PASS[, log_parser, test_exit_code]}.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line (the default prints a table).")
-def verdict_cmd(input_path: Path, as_json: bool) -> None:
+@click.pass_context
+def verdict_cmd(ctx: click.Context, input_path: Path, as_json: bool) -> None:
     """Verdicts from recorded test logs, with swebench 5.x's rules and no test run.
 
     Each output line: {instance_id, resolved, status, tests: {name: status}}.
     """
-    rows = list(verdict_lines(input_path))  # validate every line before printing any
+    report = experiment_of(ctx).verdict(input_path=input_path)
     if as_json:
-        for row in rows:
+        for row in report.document():
             echo_json_line(row)
         return
-    resolved = 0
-    for row in rows:
-        resolved += bool(row["resolved"])
+    for row in report.rows:
         click.echo(f"{row['instance_id']}\t{row['status']}\t{len(row['tests'])} tests")
-    click.echo(f"{resolved} of {len(rows)} resolved")
+    click.echo(f"{report.resolved} of {len(report.rows)} resolved")
 
 
 def _where_tests_run(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -86,34 +80,16 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
     The grades form a run version (stage base, agent predictions, initial pass only), so
     they can be listed, exported, audited and regraded like any run.
     """
-    # lazy: the benchmark loaders (pydantic) and the run machinery cost about 0.4 s at start-up
-    from commands.inputs import load_predictions
-    from commands.run import RunOptions, start_run
-
-    results = results_of(ctx)
-    wanted = list(instances) or sorted(load_predictions(predictions))
-    opts = RunOptions(
-        stage="base", dataset=dataset, rows=rows, instances=wanted, agent="predictions", grader=grader,
-        version=version, passes=["initial"], predictions=[str(predictions)], repo_sources=parse_repo_sources(repo_sources),
-        cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None, python_paths=parse_python_paths(pythons),
-        test_timeout_s=test_timeout, sandbox=sandbox, task_jobs=jobs,
+    report = experiment_of(ctx).grade(
+        predictions=predictions, dataset=dataset, rows=rows, instances=instances,
+        repo_sources=parse_repo_sources(repo_sources), grader=grader, python_paths=parse_python_paths(pythons),
+        cache_dir=cache_dir, test_timeout=test_timeout, version=version, sandbox=sandbox, jobs=jobs,
+        progress=_Progress(as_json),
     )
-    warn_if_unconfined(opts.sandbox)
-    reporter = _progress(as_json)
-    try:
-        report = start_run(results, opts, reporter)
-    finally:
-        reporter.close()
-    with results.open_ledger(readonly=True) as ledger:
-        statuses = pass_statuses(ledger, results.projector(ledger), report.version)
-        reasons = grade_reasons(ledger, report.version)
-    doc = swebench_report(statuses, submitted=wanted)
-    doc["version"] = report.version
-    doc["reasons"] = {iid: reasons[iid] for iid, s in sorted(statuses.items()) if s != "resolved" and iid in reasons}
+    doc = report.document()
     # What is not the patch's doing is said, not only recorded: one line per task.
-    not_the_patch = sorted(iid for iid, status in statuses.items() if status in _NOT_THE_PATCH)
-    for iid in not_the_patch:
-        click.echo(f"swecl: {iid}: {statuses[iid]}: {doc['reasons'].get(iid) or 'no detail recorded'}", err=True)  # type: ignore[union-attr]
+    for iid, status, reason in report.not_the_patch:
+        click.echo(f"swecl: {iid}: {status}: {reason or 'no detail recorded'}", err=True)
     if as_json:
         echo_json_line(doc)
     else:
@@ -121,53 +97,23 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
             f"run {report.version}: {doc['resolved_instances']} of {doc['submitted_instances']} resolved, "
             f"{doc['unresolved_instances']} unresolved, {doc['empty_patch_instances']} empty, {doc['error_instances']} errors"
         )
-    if wanted and len(not_the_patch) == len(wanted):
-        raise NothingGraded(f"nothing could be graded: all {len(wanted)} instance(s) ended in errors (see above)")
+    report.check()
 
 
-def _progress(as_json: bool) -> Reporter:
+class _Progress:
     """Progress goes to stderr, so stdout keeps the one document: bars at a terminal; else
     one line per task, as JSON lines with --json, so a pipeline can follow the run."""
-    return make_reporter(quiet=False, as_json=as_json and not sys.stderr.isatty(), json_to_stderr=True)
 
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
 
-class NothingGraded(SweclError):
-    """Every instance ended without a verdict: a broken set-up, not a score of zero."""
+    def starting(self, sandbox: str) -> None:
+        warn_if_unconfined(sandbox)
 
-    exit_code = 1
-
-
-# Ends that are the set-up's, not the patch's: said on stderr; all of them is exit 1.
-_NOT_THE_PATCH = frozenset(s.value for s in GradeStatus if s.not_the_patch)
-
-_ERROR_STATUSES = frozenset(s.value for s in GradeStatus if s.report_error)
-
-
-def swebench_report(statuses: dict[str, str], *, submitted: list[str]) -> dict[str, object]:
-    """SWE-bench's run report keys (swebench 5.x `make_run_report`) plus per-instance statuses."""
-    resolved = sorted(i for i, s in statuses.items() if s == GradeStatus.RESOLVED)
-    unresolved = sorted(i for i, s in statuses.items() if s == GradeStatus.UNRESOLVED)
-    empty = sorted(i for i, s in statuses.items() if s == GradeStatus.EMPTY_PATCH)
-    errors = sorted(i for i, s in statuses.items() if s in _ERROR_STATUSES)
-    completed = sorted(resolved + unresolved)
-    return {
-        "total_instances": len(submitted),
-        "submitted_instances": len(submitted),
-        "completed_instances": len(completed),
-        "resolved_instances": len(resolved),
-        "unresolved_instances": len(unresolved),
-        "empty_patch_instances": len(empty),
-        "error_instances": len(errors),
-        "completed_ids": completed,
-        "incomplete_ids": sorted(set(submitted) - set(statuses)),
-        "empty_patch_ids": empty,
-        "submitted_ids": sorted(submitted),
-        "resolved_ids": resolved,
-        "unresolved_ids": unresolved,
-        "error_ids": errors,
-        "schema_version": 2,
-        "statuses": dict(sorted(statuses.items())),
-    }
+    def run(self, version: str | None, kind: str | None, tasks: int) -> Reporter:
+        if kind is not None:
+            click.echo(f"validate: grading the {kind} patch of {tasks} task(s) as run {version}", err=True)
+        return make_reporter(quiet=False, as_json=self.as_json and not sys.stderr.isatty(), json_to_stderr=True)
 
 
 @click.command("regrade")
@@ -180,12 +126,7 @@ def regrade_cmd(ctx: click.Context, version: str) -> None:
     Changed decisions are appended as grade.corrected events (the old ones stay); no
     test is re-run.
     """
-    from commands import regrade  # lazy: the regrade loads only for `swecl regrade`
-
-    results = results_of(ctx)
-    with results.open_ledger() as ledger:
-        report = regrade(ledger, version)
-    for line in report.lines():
+    for line in experiment_of(ctx).regrade(version=version).lines():
         click.echo(line)
 
 
@@ -216,71 +157,25 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
     grade` then grade without those tests, and `swecl metrics` reports the tasks that are
     not gradeable as missing, with the reason, never as the agent's 0.
     """
-    # lazy: validation loads the benchmark loaders and the run machinery (about 0.2 s)
-    from commands import check_slug, validate
-    from commands.run import RunOptions, open_benchmark, start_run
-
-    results = results_of(ctx)
-    cache = str(Path(cache_dir).resolve()) if cache_dir else None
-    benchmark = open_benchmark(RunOptions(stage="base", dataset=dataset, rows=rows, cache_dir=cache))
-    tasks = [t for t in benchmark.tasks() if not instances or t.instance_id in instances]
-    if unknown := sorted(set(instances) - {t.instance_id for t in tasks}):
-        raise SweclError(f"--instance {unknown[0]}: no such task in {dataset or 'the demo'}")
-    if not tasks:
-        raise SweclError(f"{dataset or 'the demo'}: no tasks to validate")
-    incomplete = {t.instance_id: f"cannot be graded: no {', '.join(t.missing(grading_only=True))} in the data"
-                  for t in tasks if t.missing(grading_only=True)}
-    complete = [t for t in tasks if t.instance_id not in incomplete]
-    if slug is None:
-        taken: set[str] = set()
-        if results.ledger_path.exists():
-            with results.open_ledger(readonly=True) as ledger:
-                taken = set(runs(ledger, results.projector(ledger)))
-        n = 1
-        while any(f"validate-{n}-{kind}" in taken for kind in ("gold", "noop", "empty")):
-            n += 1
-        slug = f"validate-{n}"
-    check_slug(slug)
-    warn_if_unconfined(sandbox)
-
-    def grade(kind: str, predictions: Path, version: str) -> str:
-        click.echo(f"validate: grading the {kind} patch of {len(complete)} task(s) as run {version}", err=True)
-        opts = RunOptions(
-            stage="base", dataset=dataset, rows=rows, instances=[t.instance_id for t in complete], agent="predictions",
-            grader="swebench", version=version, passes=["initial"], predictions=[str(predictions)],
-            repo_sources=parse_repo_sources(repo_sources), cache_dir=cache,
-            python_paths=parse_python_paths(pythons), test_timeout_s=test_timeout, sandbox=sandbox, task_jobs=jobs,
-        )
-        reporter = _progress(as_json)
-        try:
-            return start_run(results, opts, reporter).version
-        finally:
-            reporter.close()
-
-    outcome = validate(results, complete, grade, slug=slug, incomplete=incomplete)
-    repo_of = {t.instance_id: t.repo for t in tasks}
-    table = outcome.by_repo(repo_of)
+    report = experiment_of(ctx).validate(
+        dataset=dataset, rows=rows, instances=instances, repo_sources=parse_repo_sources(repo_sources),
+        python_paths=parse_python_paths(pythons), cache_dir=cache_dir, test_timeout=test_timeout, slug=slug,
+        sandbox=sandbox, jobs=jobs, progress=_Progress(as_json),
+    )
     if as_json:
-        echo_json_line({
-            "validation": slug, "runs": outcome.runs,
-            "tasks": [{"instance_id": r.instance_id, "repo": repo_of[r.instance_id], "gradeable": r.gradeable,
-                       "gold": r.gold, "noop": r.noop, "empty": r.empty, "reason": r.reason,
-                       "p2p_excluded": r.p2p_excluded} for r in outcome.rows],
-            "repositories": {repo: asdict(counts) for repo, counts in table.items()},
-        })
+        echo_json_line(report.document())
         return
     click.echo(f"{'repository':<24} {'tasks':>5} {'gold':>5} {'no-op':>5} {'gradeable':>9} {'p2p-excl':>8}  "
                "not gradeable, by cause")
-    for repo, counts in table.items():
+    for repo, counts in report.table.items():
         causes = ", ".join(f"{n} {cause}" for cause, n in sorted(counts.causes.items())) or "-"
         click.echo(f"{repo:<24} {counts.tasks:>5} {counts.gold_resolved:>5} {counts.noop_resolved:>5} "
                    f"{counts.gradeable:>9} {counts.p2p_excluded:>8}  {causes}")
-    for row in outcome.rows:
+    for row in report.outcome.rows:
         if not row.gradeable:
             click.echo(f"not gradeable: {row.instance_id}: {row.reason}")
         elif row.p2p_excluded:
             click.echo(f"graded without {len(row.p2p_excluded)} PASS_TO_PASS test(s) that fail here with and without "
                        f"the fix: {row.instance_id}: {', '.join(row.p2p_excluded)}")
-    gradeable = sum(r.gradeable for r in outcome.rows)
-    click.echo(f"validation {slug}: {gradeable} of {len(outcome.rows)} task(s) gradeable on this host "
-               f"(runs {', '.join(outcome.runs.values()) or 'none'})")
+    click.echo(f"validation {report.slug}: {report.gradeable} of {len(report.outcome.rows)} task(s) gradeable on "
+               f"this host (runs {', '.join(report.outcome.runs.values()) or 'none'})")

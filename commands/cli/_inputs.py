@@ -1,20 +1,13 @@
-"""`swecl sequences`, `swecl show`, `swecl agents`: what there is to run, and with what."""
+"""`swecl sequences`, `swecl show`, `swecl agents`: what there is to run, and with what.
+
+None of them reads the results folder: they call plain functions of the packages that own
+what they list (`commands.inputs`, `agents.AGENTS`) and print."""
 
 from __future__ import annotations
 
 import click
 
 from ._common import echo_json
-
-
-def _benchmark(dataset: str | None, rows: str | None):  # type: ignore[no-untyped-def]
-    # lazy: the benchmark loaders bring pydantic (about 0.15 s), paid only by the commands that load one
-    from commands.inputs import load_benchmark
-    from commands.inputs.demo import demo_benchmark
-
-    if dataset is None and rows is None:
-        return demo_benchmark(materialise=False)  # listing needs no git repositories
-    return load_benchmark(dataset, rows)
 
 
 dataset_option = click.option(
@@ -30,9 +23,9 @@ rows_option = click.option("--rows", default=None, metavar="FILE", help="SWE-ben
 def sequences_cmd(dataset: str | None, rows: str | None, as_json: bool) -> None:
     """The sequences of a benchmark, in curriculum order."""
     # lazy: the benchmark loaders bring pydantic (about 0.15 s), paid only by the commands that load one
-    from commands.inputs import list_sequences
+    from commands.inputs import benchmark_to_list, list_sequences
 
-    benchmark = _benchmark(dataset, rows)
+    benchmark = benchmark_to_list(dataset, rows)
     listed = list_sequences(benchmark)
     if as_json:
         echo_json(listed)
@@ -51,11 +44,11 @@ def sequences_cmd(dataset: str | None, rows: str | None, as_json: bool) -> None:
 def show_cmd(task_id: str, dataset: str | None, rows: str | None, as_json: bool) -> None:
     """One task: where it sits, what is missing to run it, and its issue text."""
     # lazy: the benchmark loaders bring pydantic (about 0.15 s), paid only by the commands that load one
-    from commands.inputs import find_task
+    from commands.inputs import benchmark_to_list, find_task, task_document
 
-    sequence, task = find_task(_benchmark(dataset, rows), task_id)
+    sequence, task = find_task(benchmark_to_list(dataset, rows), task_id)
     if as_json:
-        echo_json({"sequence": sequence.id, **task.to_dict(), "missing": task.missing()})
+        echo_json(task_document(sequence, task))
         return
     click.echo(f"{task.instance_id}  ({task.repo}, sequence {sequence.id}, order {task.order}, difficulty {task.difficulty})")
     click.echo(f"base commit: {task.base_commit}   version: {task.version or '-'}")

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from ._load import (
     benchmark_from_curriculum,
+    benchmark_to_list,
     dump_curriculum,
     find_sequence,
     find_task,
     list_sequences,
     load_benchmark,
+    task_document,
     write_curriculum,
 )
 from ._model import DIFFICULTY_LABELS, RUNNABLE_FIELDS, Benchmark, Prediction, Sequence, Task, canonical_content
@@ -48,6 +50,7 @@ __all__ = [
     "SwebenchRow",
     "Task",
     "benchmark_from_curriculum",
+    "benchmark_to_list",
     "canonical_content",
     "default_repos_dir",
     "demo_benchmark",
@@ -59,6 +62,7 @@ __all__ = [
     "load_predictions",
     "materialise_demo_repos",
     "read_rows",
+    "task_document",
     "write_curriculum",
     "write_demo_curriculum",
 ]

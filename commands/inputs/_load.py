@@ -412,6 +412,14 @@ def load_benchmark(dataset: str | os.PathLike[str] | None, rows: str | os.PathLi
 # --- what the CLI shows ---------------------------------------------------------------------
 
 
+def benchmark_to_list(dataset: str | os.PathLike[str] | None, rows: str | os.PathLike[str] | None = None) -> Benchmark:
+    """The benchmark `swecl sequences` and `swecl show` read: as `load_benchmark`, but the
+    demo without its git repositories (a listing needs none)."""
+    if dataset is None and rows is None:
+        return demo_benchmark(materialise=False)
+    return load_benchmark(dataset, rows)
+
+
 def list_sequences(benchmark: Benchmark) -> list[dict[str, Any]]:
     """One entry per sequence, in file order: id, repo, num_tasks, difficulty counts."""
     return [
@@ -435,6 +443,11 @@ def find_task(benchmark: Benchmark, instance_id: str) -> tuple[Sequence, Task]:
         f"task {instance_id!r} is not in benchmark {benchmark.name!r} ({len(ids)} tasks in "
         f"{len(benchmark.sequences)} sequences; `swecl sequences` lists them){_suggest(instance_id, ids)}"
     )
+
+
+def task_document(sequence: Sequence, task: Task) -> dict[str, Any]:
+    """`swecl show --json`: every field of the task, where it sits, and what it lacks to run."""
+    return {"sequence": sequence.id, **task.to_dict(), "missing": task.missing()}
 
 
 def find_sequence(benchmark: Benchmark, key: str) -> Sequence:
