@@ -4,17 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import echo_json
-
-
-def _benchmark(dataset: str | None, rows: str | None):  # type: ignore[no-untyped-def]
-    # lazy: the benchmark loaders bring pydantic (about 0.15 s), paid only by the commands that load one
-    from commands.inputs import load_benchmark
-    from commands.inputs.demo import demo_benchmark
-
-    if dataset is None and rows is None:
-        return demo_benchmark(materialise=False)  # listing needs no git repositories
-    return load_benchmark(dataset, rows)
+from .._jobs_read import benchmark_of
+from ._common import echo_json, experiment_of
 
 
 dataset_option = click.option(
@@ -32,7 +23,7 @@ def sequences_cmd(dataset: str | None, rows: str | None, as_json: bool) -> None:
     # lazy: the benchmark loaders bring pydantic (about 0.15 s), paid only by the commands that load one
     from commands.inputs import list_sequences
 
-    benchmark = _benchmark(dataset, rows)
+    benchmark = benchmark_of(dataset, rows)
     listed = list_sequences(benchmark)
     if as_json:
         echo_json(listed)
@@ -48,16 +39,15 @@ def sequences_cmd(dataset: str | None, rows: str | None, as_json: bool) -> None:
 @dataset_option
 @rows_option
 @click.option("--json", "as_json", is_flag=True, help="Every field of the task as JSON (gold patch and tests included).")
-def show_cmd(task_id: str, dataset: str | None, rows: str | None, as_json: bool) -> None:
+@click.pass_context
+def show_cmd(ctx: click.Context, task_id: str, dataset: str | None, rows: str | None, as_json: bool) -> None:
     """One task: where it sits, what is missing to run it, and its issue text."""
-    # lazy: the benchmark loaders bring pydantic (about 0.15 s), paid only by the commands that load one
-    from commands.inputs import find_task
-
-    sequence, task = find_task(_benchmark(dataset, rows), task_id)
+    shown = experiment_of(ctx).show_task(task_id, dataset=dataset, rows=rows)
     if as_json:
-        echo_json({"sequence": sequence.id, **task.to_dict(), "missing": task.missing()})
+        echo_json(shown.document())
         return
-    click.echo(f"{task.instance_id}  ({task.repo}, sequence {sequence.id}, order {task.order}, difficulty {task.difficulty})")
+    sequence, task = shown.sequence_id, shown.task
+    click.echo(f"{task.instance_id}  ({task.repo}, sequence {sequence}, order {task.order}, difficulty {task.difficulty})")
     click.echo(f"base commit: {task.base_commit}   version: {task.version or '-'}")
     click.echo(f"tests: {len(task.fail_to_pass or ())} FAIL_TO_PASS, {len(task.pass_to_pass or ())} PASS_TO_PASS")
     if task.missing():
