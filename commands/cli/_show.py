@@ -1,7 +1,7 @@
 """`swecl show [VERSION] TASK`: with a run version, one attempt of a task whole (grade
 and per-test results, recalled memory, the agent's final message and numbers, the full
 patch, the test log's tail), optionally written out as files; with a task alone, the
-benchmark task itself (`_inputs.show_cmd`, unchanged)."""
+benchmark task itself (`_inputs.show_cmd`)."""
 
 from __future__ import annotations
 
