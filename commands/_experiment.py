@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from ._folder import ExperimentFolder
 from ._jobs_grade import GradeJobs
+from ._jobs_read import ReadJobs
 
 __all__ = ["Experiment"]
 
 
-class Experiment(GradeJobs, ExperimentFolder):
+class Experiment(GradeJobs, ReadJobs, ExperimentFolder):
     """The jobs over one results folder (see the module doc)."""

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ._common import PassParam, echo_json, results_of, results_option, run_version
+from ._common import PassParam, echo_json, experiment_of, results_option, run_version
 from ._tables import make_console
 
 if TYPE_CHECKING:  # the audit itself is imported when the command runs, not at `swecl --help`
@@ -36,23 +36,12 @@ def audit_cmd(ctx: click.Context, version: str, task_id: str | None, pass_: str 
     and why), whether the agent's patch reused it, and leakage flags: same-instance,
     later-task, test-content. With --summary: every flagged task of the run.
     """
-    # lazy: the benchmark loaders (pydantic) and the audit's folds load when the command runs
-    from commands.inputs import load_task_secrets
-    from projections.audit import DatasetNote, RunAuditSummary, audit_summary, audit_task
+    from projections.audit import RunAuditSummary  # lazy: the audit's folds load when the command runs
 
     if summary == (task_id is not None):
         raise click.UsageError("give a TASK_ID, or --summary for the whole run (not both)")
-    results = results_of(ctx)
-    with results.open_ledger(readonly=True) as ledger:
-        if no_dataset:
-            secrets, note = None, DatasetNote(available=False, note="--no-dataset: the test-content check was not run")
-        else:
-            secrets, note = load_task_secrets(ledger, version, dataset=dataset, rows=rows)
-        if summary:
-            doc: TaskAudit | RunAuditSummary = audit_summary(ledger, version, pass_=pass_, secrets=secrets, dataset=note)
-        else:
-            assert task_id is not None
-            doc = audit_task(ledger, version, task_id, pass_=pass_, secrets=secrets, dataset=note)
+    doc = experiment_of(ctx).audit(version, task_id, pass_=pass_, summary=summary, dataset=dataset, rows=rows,
+                                   no_dataset=no_dataset).audit
     if as_json:
         echo_json(doc)
     elif isinstance(doc, RunAuditSummary):

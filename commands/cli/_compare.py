@@ -1,5 +1,6 @@
 """`swecl compare A B`: is the difference between two runs over the same tasks signal or
-noise? A thin layer over `projections.compare` (the statistics and their method)."""
+noise? The options, one call of the core (`Experiment.compare`), and the table; the
+statistics and their method are `projections.compare`'s."""
 
 from __future__ import annotations
 
@@ -7,18 +8,15 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 import click
-import msgspec
 
-from ledger import SweclError
-from projections import metrics_for, runs
-from projections.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, RESOLVED, compare_groups, group_members, group_runs, side_of
+from projections.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, RESOLVED
 from projections.metrics import FORMULAS
 
-from ._common import echo_json, parse_lambdas, results_of, results_option, run_version
-from ._tables import make_console, short_sequence_names, version_label
+from ._common import echo_json, experiment_of, parse_lambdas, results_option, run_version
+from ._tables import make_console, short_sequence_names
 
 if TYPE_CHECKING:
-    from projections.compare import Comparison, RunSide, SequenceComparison
+    from projections.compare import Comparison
 
 # Row labels of the table, in COMPARED's order.
 _LABELS = {RESOLVED: "resolved", "ACC": "ACC", "F": "F", "FWT": "FWT", "CL-Score": "CL-Score"}
@@ -51,81 +49,12 @@ def compare_cmd(ctx: click.Context, a: str, b: str, formula: str, lambdas: tuple
     repeats: means over the runs, intervals over tasks with repeats averaged, and an exact
     stratified test that is McNemar's when each group is one run.
     """
-    weights = parse_lambdas(lambdas)
-    results = results_of(ctx)
-    with results.open_ledger(readonly=True) as ledger:
-        projector = results.projector(ledger)
-        members = [[a], [b]]
-        if grouped:
-            known = runs(ledger, projector)
-            for version in (a, b):
-                if version not in known:
-                    raise SweclError(f"no run version {version!r} in {ledger.path} "
-                                     f"(versions: {', '.join(known) or 'none yet'})")
-            members = [group_members(known, a), group_members(known, b)]
-            if a != b and b in members[0]:
-                raise SweclError(f"{a} and {b} are repeats of one group ({', '.join(members[0])}): "
-                                 "--group compares two groups")
-        # The runs exactly as `swecl metrics --version A --version B` loads and scores them.
-        found = metrics_for(ledger, projector, members[0] + members[1], formula=formula, lambdas=weights)
-    sides = [side_of(vm, version_label(vm)) for vm in found]
-    side_a, side_b = sides[:len(members[0])], sides[len(members[0]):]
-    labels = None
-    if grouped:
-        known_found = {vm.run.version: vm.run for vm in found}
-        labels = (group_runs(known_found, members[0])[0].label, group_runs(known_found, members[1])[0].label)
-    comparison = compare_groups(side_a, side_b, formula=formula, lambdas=weights, seed=seed, resamples=resamples,
-                                labels=labels)
+    result = experiment_of(ctx).compare(a, b, formula=formula, lambdas=parse_lambdas(lambdas), seed=seed,
+                                        resamples=resamples, grouped=grouped)
     if as_json:
-        echo_json(compare_document(comparison))
+        echo_json(result.document())
     else:
-        print_comparison(comparison)
-
-
-def compare_document(comparison: Comparison) -> dict[str, Any]:
-    """The --json document: every number at full precision, null where n/a (`na` says why)."""
-
-    def side(run: RunSide, versions: tuple[str, ...]) -> dict[str, Any]:
-        return {"version": run.version, "label": run.label, "stage": run.stage, "passes": list(run.passes),
-                "status": run.status, "runs": list(versions) or [run.version]}
-
-    def row(r: SequenceComparison) -> dict[str, Any]:
-        return {
-            "tasks": r.tasks,
-            "sequences": r.sequences,
-            "resolved": {"a": r.resolved_a, "b": r.resolved_b},
-            "missing": {"a": r.missing_a, "b": r.missing_b},
-            "metrics": {name: {"a": m.a, "b": m.b, "diff": m.diff, "ci": list(m.ci) if m.ci else None, "na": m.na,
-                               "unmeasured": {"a": m.unmeasured_a, "b": m.unmeasured_b},
-                               "flags": list(m.flags), "undefined_resamples": m.undefined_resamples}
-                        for name, m in r.metrics.items()},
-            "mcnemar": {"b": r.mcnemar.b, "c": r.mcnemar.c, "discordant": r.mcnemar.discordant,
-                        "both": r.mcnemar.both, "neither": r.mcnemar.neither, "p_value": r.mcnemar.p_value,
-                        "test": r.mcnemar.test},
-        }
-
-    return {
-        "a": side(comparison.a, comparison.runs_a),
-        "b": side(comparison.b, comparison.runs_b),
-        "formula": comparison.formula,
-        "formula_version": comparison.formula_version,
-        "lambdas": msgspec.to_builtins(comparison.lambdas),
-        "bootstrap": {"method": _METHOD_GROUPS if comparison.grouped else _METHOD,
-                      "resamples": comparison.resamples, "seed": comparison.seed, "confidence": comparison.confidence},
-        "mcnemar": _TEST_GROUPS if comparison.grouped else _TEST,
-        "sequences": {name: row(r) for name, r in comparison.sequences.items()},
-        "macro": row(comparison.macro),
-        "notes": list(comparison.notes),
-    }
-
-
-_METHOD = "paired percentile bootstrap over tasks; macro: each sequence resampled"
-_METHOD_GROUPS = ("paired percentile bootstrap over tasks, every run of both groups on the same draw and each group's "
-                  "runs averaged (a task's repeats stay together); macro: each sequence resampled")
-_TEST = "exact, two-sided; b = tasks only A resolved, c = tasks only B resolved; macro pools every task"
-_TEST_GROUPS = ("exact stratified permutation test (tasks as strata, each task's runs exchangeable under the null; "
-                "McNemar's exact test for one run per side), two-sided; b = tasks A's runs resolved more often, "
-                "c = tasks B's did; macro pools every task")
+        print_comparison(result.comparison)
 
 
 def _num(value: float | None) -> str:

@@ -1,70 +1,22 @@
-"""The grouped views (`--group`): runs of one setting (`swecl run --repeat K`) as one row,
-mean and t-based 95% interval over the repeats. A thin layer over `projections.compare`."""
+"""The grouped table (`--group`): runs of one setting (`swecl run --repeat K`) as one row,
+mean and t-based 95% interval over the repeats. The groups and their --json document come
+from the core (`commands._jobs_read`, `commands._read_documents`)."""
 
 from __future__ import annotations
 
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from ledger import SweclError
-from projections.compare import group_members, group_runs, grouped_metrics
-
+from .._jobs_read import expand_to_groups, grouped_of  # noqa: F401 (re-exported: `swecl run`'s summary)
+from .._read_documents import grouped_document  # noqa: F401 (as above)
 from ._tables import make_console, short_sequence_names
 
 if TYPE_CHECKING:
-    from projections import RunSummary, VersionMetrics
     from projections.compare import GroupedMetrics, GroupedValue
 
 # The terminal table's columns (every metric is in --json): what `swecl compare` compares.
 _SHOWN = ("resolved_rate", "ACC", "F", "FWT", "CL-Score")
 _HEADS = {"resolved_rate": "resolved"}
-
-
-def expand_to_groups(known: dict[str, RunSummary], versions: list[str], include_failed: bool) -> list[str]:
-    """Each given version with the rest of its group (ledger order, each version once)."""
-    for version in versions:
-        if version not in known:
-            raise SweclError(f"no run version {version!r} (versions: {', '.join(known) or 'none yet'})")
-    out: dict[str, None] = {}
-    for version in versions:
-        out.update(dict.fromkeys(group_members(known, version, include_failed=include_failed)))
-    return list(out)
-
-
-def grouped_of(found: list[VersionMetrics]) -> list[GroupedMetrics]:
-    known = {vm.run.version: vm.run for vm in found}
-    return [grouped_metrics(group, found) for group in group_runs(known, list(known))]
-
-
-def _value_document(value: GroupedValue) -> dict[str, Any]:
-    return {"n": value.n, "mean": value.mean, "sd": value.sd, "ci": list(value.ci) if value.ci else None,
-            "values": list(value.values), "na": value.na, "unmeasured": value.unmeasured}
-
-
-def grouped_document(grouped: list[GroupedMetrics]) -> dict[str, Any]:
-    """The --json document of the grouped view: per group, per sequence and macro, each
-    metric's n, mean, sd, t-based interval, the runs' own values, and why n/a."""
-    first = grouped[0]
-    return {
-        "formula": first.formula,
-        "confidence": first.confidence,
-        "interval": "Student t over the group's runs: mean -/+ t(1 - alpha/2, n - 1) * sd / sqrt(n); none with n = 1",
-        "groups": [
-            {
-                "label": g.label,
-                "stage": g.group.stage,
-                "versions": list(g.group.versions),
-                "recorded": g.group.recorded,
-                "n": len(g.group.versions),
-                "sequences": {name: {"tasks": s.tasks,
-                                     "metrics": {m: _value_document(v) for m, v in s.metrics.items()}}
-                              for name, s in g.sequences.items()},
-                "macro": {m: _value_document(v) for m, v in g.macro.items()},
-                "notes": list(g.notes),
-            }
-            for g in grouped
-        ],
-    }
 
 
 def _cell(value: GroupedValue) -> str:

@@ -1,13 +1,14 @@
 """`swecl sequences`, `swecl show`, `swecl agents`: what there is to run, and with what.
 
-None of them reads the results folder: they call plain functions of the packages that own
-what they list (`commands.inputs`, `agents.AGENTS`) and print."""
+None of them reads the results folder. `sequences` and `agents` print what the packages
+that own them list (`commands.inputs`, `agents.AGENTS`); `show TASK` is the core's
+`Experiment.show_task`, the other form of `swecl show VERSION TASK`."""
 
 from __future__ import annotations
 
 import click
 
-from ._common import echo_json
+from ._common import echo_json, experiment_of
 
 
 dataset_option = click.option(
@@ -41,15 +42,14 @@ def sequences_cmd(dataset: str | None, rows: str | None, as_json: bool) -> None:
 @dataset_option
 @rows_option
 @click.option("--json", "as_json", is_flag=True, help="Every field of the task as JSON (gold patch and tests included).")
-def show_cmd(task_id: str, dataset: str | None, rows: str | None, as_json: bool) -> None:
+@click.pass_context
+def show_cmd(ctx: click.Context, task_id: str, dataset: str | None, rows: str | None, as_json: bool) -> None:
     """One task: where it sits, what is missing to run it, and its issue text."""
-    # lazy: the benchmark loaders bring pydantic (about 0.15 s), paid only by the commands that load one
-    from commands.inputs import benchmark_to_list, find_task, task_document
-
-    sequence, task = find_task(benchmark_to_list(dataset, rows), task_id)
+    shown = experiment_of(ctx).show_task(task_id, dataset=dataset, rows=rows)
     if as_json:
-        echo_json(task_document(sequence, task))
+        echo_json(shown.document())
         return
+    sequence, task = shown.sequence, shown.task
     click.echo(f"{task.instance_id}  ({task.repo}, sequence {sequence.id}, order {task.order}, difficulty {task.difficulty})")
     click.echo(f"base commit: {task.base_commit}   version: {task.version or '-'}")
     click.echo(f"tests: {len(task.fail_to_pass or ())} FAIL_TO_PASS, {len(task.pass_to_pass or ())} PASS_TO_PASS")

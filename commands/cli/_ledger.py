@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
-
 import click
 import msgspec
 
-from ledger import IntegrityError, Recorded, StreamRange, SweclError
-from ledger import check_references
-from ledger import LedgerDamaged, sqlite
-from ledger.events import BY_TYPE
-from projections import ChainCheckpoints
-
-from ._common import echo_json_line, results_of, results_option
+from ledger import Recorded
 from projections import event_record
+
+from ._common import echo_json_line, experiment_of, results_option
 
 
 @click.command("init")
@@ -22,13 +16,8 @@ from projections import event_record
 @click.pass_context
 def init_cmd(ctx: click.Context) -> None:
     """Create the experiment root and its ledger (a no-op if they exist)."""
-    results = results_of(ctx)
-    path = results.ledger_path
-    # An empty file is initialised (asked for by name, here only), and reported as created.
-    existed = path.exists() and (path.is_dir() or path.stat().st_size > 0)
-    with results.open_ledger(create=True, init_empty=True) as ledger:
-        state = "exists" if existed else "created"
-        click.echo(f"ledger {state}: {ledger.path} ({ledger.count()} events)")
+    made = experiment_of(ctx).init()
+    click.echo(f"ledger {'created' if made.created else 'exists'}: {made.path} ({made.events} events)")
 
 
 @click.command("log")
@@ -43,34 +32,11 @@ def log_cmd(
     ctx: click.Context, types: tuple[str, ...], streams: tuple[str, ...], after: int, upto: int | None, as_json: bool
 ) -> None:
     """Print the events of the ledger in order."""
-    unknown = [t for t in types if t not in BY_TYPE]
-    if unknown:
-        raise SweclError(f"--type {unknown[0]!r}: no such event type{_did_you_mean(unknown[0], sorted(BY_TYPE))} "
-                         f"(types: {', '.join(sorted(BY_TYPE))})")
-    results = results_of(ctx)
-    with results.open_ledger(readonly=True) as ledger:
-        for stream in streams:
-            if not ledger.streams(stream):
-                found = ledger.streams()
-                tops = sorted({s.split("/")[0] for s in found})
-                raise SweclError(f"--stream {stream!r}: no such stream in {ledger.path}{_did_you_mean(stream, found)} "
-                                 f"(stream families: {', '.join(tops) or 'none yet'})")
-        events = ledger.read(
-            after=after,
-            upto=upto,
-            types=list(types) if types else None,
-            ranges=[StreamRange(s) for s in streams] if streams else None,
-        )
-        for rec in events:
-            if as_json:
-                echo_json_line(event_record(rec))
-            else:
-                click.echo(_as_line(rec))
-
-
-def _did_you_mean(given: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(given, choices, n=3)
-    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    for rec in experiment_of(ctx).log(types=types, streams=streams, after=after, upto=upto):
+        if as_json:
+            echo_json_line(event_record(rec))
+        else:
+            click.echo(_as_line(rec))
 
 
 def _as_line(rec: Recorded) -> str:
@@ -99,29 +65,12 @@ def verify_cmd(ctx: click.Context) -> None:
     and that the file is whole. Exit 0 when the ledger is intact; exit 1 naming the first
     bad seq or blob (or saying the file is damaged) otherwise.
     """
-    results = results_of(ctx)
-    try:
-        ledger = results.open_ledger(readonly=True, check=False)
-    except LedgerDamaged as exc:
-        raise click.exceptions.Exit(_fail(str(exc))) from None
-    with ledger:
-        try:
-            report = ledger.verify()
-            problem = check_references(ledger)
-        except (IntegrityError, LedgerDamaged) as exc:
-            raise click.exceptions.Exit(_fail(str(exc))) from None
-        except sqlite.CorruptError as exc:
-            raise click.exceptions.Exit(_fail(f"{ledger.path} is corrupt: SQLite reports {exc}")) from None
-        if problem is not None:
-            raise click.exceptions.Exit(_fail(str(problem)))
-        if report.events:
-            # The read commands check the chain from here on, not from the start.
-            ChainCheckpoints(results.projections_path).save(
-                ledger.ledger_id, report.events, bytes.fromhex(report.head_hash)
-            )
-        click.echo(f"ledger OK: {report.events} events, {report.blobs} blobs, head hash {report.head_hash}")
+    checked = experiment_of(ctx).verify()
+    if checked.problem is not None:
+        raise click.exceptions.Exit(_fail(checked.problem))
+    click.echo(f"ledger OK: {checked.events} events, {checked.blobs} blobs, head hash {checked.head_hash}")
 
 
 def _fail(message: str) -> int:
-    click.echo(f"swecl: verify failed: {' '.join(message.split())}", err=True)
+    click.echo(f"swecl: verify failed: {message}", err=True)  # one line: the core joined it
     return 1

@@ -7,22 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import click
-import msgspec
 
-from graders import loads_limited, read_limited
 from ledger import SweclError
-from projections import VersionMetrics, metrics_for, order_cut, outcomes, parquet_bytes, run_row, runs, write_output
-from projections.audit import integrity_line, leakage_of
-from projections.metrics import (
-    FORMULAS,
-    METRIC_NAMES,
-    metrics_from_vectors_document,
-    result_document,
-    to_frame,
-)
+from projections import VersionMetrics
+from projections.audit import integrity_line
+from projections.metrics import FORMULAS, METRIC_NAMES
 
-from ._common import echo_json, parse_lambdas, results_of, results_option, run_version
-from ._grouped import expand_to_groups, grouped_document, grouped_of, print_grouped_table
+from .._jobs_read import integrity_for, leakage_for  # noqa: F401 (re-exported: `swecl run`'s summary)
+from .._read_documents import metrics_document, resolved_of  # noqa: F401 (as above)
+from ._common import echo_json, experiment_of, parse_lambdas, results_option, run_version
+from ._grouped import print_grouped_table
 from ._tables import make_console, short_sequence_names, version_label
 
 
@@ -70,42 +64,34 @@ def metrics_cmd(
     without running an agent or a test.
     """
     weights = parse_lambdas(lambdas)
+    experiment = experiment_of(ctx)
     if vectors is not None:
         if versions or as_of_order is not None:
             raise SweclError("--vectors scores the given file; it does not combine with --version or --as-of-order")
-        echo_json(metrics_from_vectors_document(_read_vectors(vectors), formula, weights))
+        echo_json(experiment.metrics_of_vectors(vectors, formula=formula, lambdas=weights))
         return
     if grouped and (csv_path is not None or parquet_path is not None):
         raise SweclError("--group prints a table or --json; --csv and --parquet write one row per run and sequence")
-    results = results_of(ctx)
-    with results.open_ledger(readonly=True) as ledger:
-        if grouped and versions:
-            versions = tuple(expand_to_groups(runs(ledger, results.projector(ledger)), list(versions), include_failed))
-        found = metrics_for(ledger, results.projector(ledger), list(versions), formula=formula, lambdas=weights,
-                            as_of_order=as_of_order, include_failed=include_failed)
-        if not found and not versions and runs(ledger, results.projector(ledger)):
-            raise SweclError(f"every run in {results.ledger_path} failed: `swecl metrics --all` includes failed runs")
-        # Only the outputs that show it pay for the audit (CSV/Parquet rows have no place for it).
-        shown = as_json or csv_path is None or str(csv_path) != "-"
-        leakage = leakage_for(ledger, found, as_of_order) if shown else {}
-        integrity = integrity_for(ledger, found, as_of_order) if shown else {}
-    if not found:
-        raise SweclError(f"no runs in {results.ledger_path} yet: start one with `swecl run`")
+    to_stdout = csv_path is not None and str(csv_path) == "-"
+    # Only the outputs that show it pay for the audit (CSV/Parquet rows have no place for it).
+    result = experiment.metrics(versions=versions, formula=formula, as_of_order=as_of_order, lambdas=weights,
+                                include_failed=include_failed, grouped=grouped, audit=as_json or not to_stdout)
     if grouped:
-        groups = grouped_of(found)
         if as_json:
-            echo_json(grouped_document(groups))
+            echo_json(result.grouped_document())
         else:
-            print_grouped_table(groups)
-            print_not_gradeable(found)
+            print_grouped_table(result.groups)
+            print_not_gradeable(result.found)
         return
+    if to_stdout:
+        click.echo(result.csv(), nl=False)
     if csv_path is not None or parquet_path is not None:
-        _write_tables(found, csv_path, parquet_path)
+        experiment.write_metrics_tables(result, csv=None if to_stdout else csv_path, parquet=parquet_path)
     if as_json:
-        echo_json(metrics_document(found, leakage, integrity))
-    elif csv_path is None or str(csv_path) != "-":
-        print_metrics_table(found, leakage=leakage, integrity=integrity)
-        print_not_gradeable(found)
+        echo_json(result.document())
+    elif not to_stdout:
+        print_metrics_table(result.found, leakage=result.leakage, integrity=result.integrity)
+        print_not_gradeable(result.found)
 
 
 def print_not_gradeable(found: list[VersionMetrics]) -> None:
@@ -115,71 +101,9 @@ def print_not_gradeable(found: list[VersionMetrics]) -> None:
             click.echo(f"{vm.run.version}: {iid} counted missing, not gradeable on this host ({why})")
 
 
-def _read_vectors(path: Path) -> Any:
-    # Regular files within the input caps only: /dev/zero or a FIFO must not hang here.
-    return loads_limited(read_limited(path, str(path)), str(path))
-
-
-def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] | None] | None = None,
-                     integrity: dict[str, dict[str, Any] | None] | None = None) -> dict[str, Any]:
-    """The --json document. A metric the run's passes did not measure is null, and
-    `unmeasured` (per version, of the macro values; per sequence in `unmeasured_by_sequence`;
-    per stratum in its extras) says why; `leakage` and `integrity` (the patches' integrity
-    flags) are None when not computed."""
-    leakage = leakage or {}
-    integrity = integrity or {}
-    first = found[0].result
-    return {
-        "formula": first.formula,
-        "formula_version": first.formula_version,
-        "lambdas": msgspec.to_builtins(first.lambdas),
-        "versions": [
-            {
-                "version": vm.run.version,
-                "stage": vm.run.stage,
-                "agent": vm.run.agent,
-                **result_document(vm.result, header=False),  # as a replay's metrics.json
-                "not_gradeable": dict(sorted(vm.not_gradeable.items())),
-                "passes": list(vm.run.passes),
-                "resolved": {name: dict(zip(("resolved", "tasks"), _resolved(vm, name), strict=True))
-                             for name in vm.result.sequences},
-                "leakage": leakage.get(vm.run.version),
-                "integrity": integrity.get(vm.run.version),
-            }
-            for vm in found
-        ],
-    }
-
-
-def _write_tables(found: list[VersionMetrics], csv_path: Path | None, parquet_path: Path | None) -> None:
-    # lazy: polars costs about 0.5 s, paid only by --parquet
-    import polars as pl
-
-
-
-    frames = [
-        to_frame(vm.result).with_columns(pl.lit(vm.run.version).alias("version"), pl.lit(vm.run.stage).alias("stage"))
-        for vm in found
-    ]
-    table = pl.concat(frames).select(["version", "stage", *[c for c in frames[0].columns if c not in ("version", "stage")]])
-    if csv_path is not None:
-        if str(csv_path) == "-":
-            click.echo(table.write_csv(), nl=False)
-        else:
-            write_output(csv_path, table.write_csv().encode())  # atomic: a full disk leaves no half-written file
-    if parquet_path is not None:
-        write_output(parquet_path, parquet_bytes(table))
-
-
 # The terminal table's columns: BWT (= -F) and CL-S (= 1 - F) are redundant with F in every
 # formula set, so they stay in --json/--csv/--parquet only; the table must fit 100 columns.
 TABLE_METRICS: tuple[str, ...] = tuple(m for m in METRIC_NAMES if m not in ("BWT", "CL-S"))
-
-
-def _resolved(vm: VersionMetrics, sequence: str) -> tuple[int, int]:
-    """(initial-pass tasks resolved, tasks planned) of one sequence; a task not gradeable here is not resolved."""
-    vector = vm.outcomes.vector(sequence, "initial", vm.not_gradeable) or []
-    return sum(1 for v in vector if v == 1), len(vm.outcomes.sequences[sequence].plan)
 
 
 def _missing(vm: VersionMetrics, sequence: str) -> int:
@@ -222,7 +146,7 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
             table.add_row(f"[bold]{escape(version_label(vm))}[/bold]", *[""] * (len(TABLE_METRICS) + 2))
         solved = total = 0
         for name, item in vm.result.sequences.items():
-            x, n = _resolved(vm, name)
+            x, n = resolved_of(vm, name)
             solved, total = solved + x, total + n
             table.add_row(indent + escape(short[name]), *_cells(item.metrics, item.unmeasured), f"{x}/{n}",
                           str(_missing(vm, name)))
@@ -265,22 +189,6 @@ def _any_none(found: list[VersionMetrics]) -> bool:
     return any(row[m] is None for row in rows for m in TABLE_METRICS)
 
 
-def leakage_for(ledger: Any, found: list[VersionMetrics], as_of_order: int | None = None) -> dict[str, dict[str, Any] | None]:
-    # At a cut (--as-of-order) the counts are of the recalls made before it, as the outcomes are.
-    return {vm.run.version: leakage_of(ledger, vm.run.version, as_of_order) for vm in found}
-
-
-def integrity_for(ledger: Any, found: list[VersionMetrics], as_of_order: int | None = None) -> dict[str, dict[str, Any] | None]:
-    """Each run's integrity flags (`projections.audit.integrity_of`), of the attempts that
-    count: at a cut, those in force then, as the outcomes beside them."""
-    # lazy: the audit's folds (about 15 ms) load when a command shows them, not at `swecl --help`
-    from projections.audit import integrity_counts, integrity_of
-
-    return {vm.run.version: integrity_counts(integrity_of(
-        ledger, vm.run.version, cut=None if as_of_order is None else order_cut(ledger, vm.run.version, as_of_order)))
-        for vm in found}
-
-
 def leakage_line(vm: VersionMetrics, leak: dict[str, Any] | None) -> str | None:
     if not leak or not leak["flagged"]:
         return None
@@ -296,18 +204,15 @@ def leakage_line(vm: VersionMetrics, leak: dict[str, Any] | None) -> str | None:
 def runs_cmd(ctx: click.Context, as_json: bool) -> None:
     """One row per run version: stage, sequences, agent, status, resolved tasks per pass, and
     leaks: recalled items flagged as leakage (`swecl audit VERSION --summary` says which)."""
-    results = results_of(ctx)
-    with results.open_ledger(readonly=True) as ledger:
-        projector = results.projector(ledger)
-        rows = [run_row(results, ledger, run, outcomes(ledger, projector, run.version))
-                for run in runs(ledger, projector).values()]
+    listing = experiment_of(ctx).runs()
+    rows = listing.rows
     if as_json:
         echo_json(rows)
         return
     # lazy: rich costs about 45 ms, paid only by the commands that print a table
     from rich.table import Table
 
-    table = Table(title=f"runs in {results.ledger_path}")
+    table = Table(title=f"runs in {listing.ledger_path}")
     for col in ("version", "stage", "agent", "status", "sequences", "resolved", "leaks", "seeded from", "started"):
         table.add_column(col)
     for row in rows:

@@ -1,19 +1,15 @@
 """`swecl show [VERSION] TASK`: with a run version, one attempt of a task whole (grade
 and per-test results, recalled memory, the agent's final message and numbers, the full
 patch, the test log's tail), optionally written out as files; with a task alone, the
-benchmark task itself (`_inputs.show_cmd`, unchanged)."""
+benchmark task itself (`_inputs.show_cmd`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-import msgspec
 
-from ledger import SweclError
-
-from ._common import PassParam, echo_json, results_of, results_option, run_version
+from ._common import PassParam, echo_json, experiment_of, results_option, run_version
 from ._inputs import show_cmd as task_show_cmd
 
 if TYPE_CHECKING:  # imported when the command runs, not at `swecl --help`
@@ -63,38 +59,17 @@ def show_cmd(ctx: click.Context, first: str, second: str | None, pass_: str | No
         return
     if dataset is not None or rows is not None:
         raise click.UsageError("--dataset and --rows are for a benchmark task (swecl show TASK), not a run's attempt")
-    # lazy: the attempt view loads when the command runs, not at `swecl --help`
-    from projections import write_output
-    from projections.show import attempt_files, show_attempt
-
     version = run_version(ctx, None, first)  # type: ignore[arg-type]
-    results = results_of(ctx)
-    if not results.ledger_path.exists():
-        raise SweclError(f"no ledger at {results.ledger_path}: nothing to show (run `swecl run` first, or give --results DIR)")
-    with results.open_ledger(readonly=True) as ledger:
-        shown = show_attempt(ledger, version, second, pass_=pass_ or "initial")
-    written: list[Path] = []
-    if files_dir is not None:
-        folder = Path(files_dir)
-        if folder.exists() and not folder.is_dir():
-            raise SweclError(f"--files {files_dir}: not a folder")
-        for name, data in attempt_files(shown).items():
-            write_output(folder / name, data)
-            written.append(folder / name)
+    result = experiment_of(ctx).show(version, second, pass_=pass_ or "initial", files_dir=files_dir)
     if as_json:
-        doc = {**_json_of(shown), "files": [str(p) for p in written]}
-        echo_json(doc)
+        echo_json(result.document())
         return
-    _print(shown, tail, files_dir is not None)
-    if written:
+    _print(result.shown, tail, files_dir is not None)
+    if result.written:
         click.echo("")
         click.echo(f"written to {files_dir}:")
-        for path in written:
+        for path in result.written:
             click.echo(f"  {path}")
-
-
-def _json_of(shown: AttemptShow) -> dict:  # type: ignore[type-arg]
-    return msgspec.to_builtins(shown)
 
 
 def _section(title: str) -> None:

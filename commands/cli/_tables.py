@@ -3,10 +3,9 @@ a sequence are named in a row."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from projections import VersionMetrics
+from .._read_documents import version_label  # noqa: F401 (a run's name in every table, and in compare's document)
 
 
 def make_console(*, highlight: bool = True) -> Any:
@@ -16,13 +15,6 @@ def make_console(*, highlight: bool = True) -> Any:
     found = Console(highlight=highlight)
     # Piped into a file or a CI log there is no terminal width to respect: print whole rows.
     return found if found.is_terminal else Console(width=200, highlight=highlight)
-
-
-def version_label(vm: VersionMetrics) -> str:
-    """`v2 plugin-blank`: a numbered run as its folder names it, a slug once when it is the stage."""
-    version, stage = vm.run.version, vm.run.stage
-    shown = f"v{version}" if version.isdigit() else version
-    return shown if stage == version else f"{shown} {stage}"
 
 
 def short_sequence_names(names: list[str]) -> dict[str, str]:

@@ -1,0 +1,407 @@
+"""The read jobs of the application core: `runs`, `metrics`, `compare`, `show`, `audit`,
+and the ledger's own `init`, `log`, `verify`.
+
+Each opens the ledger (read-only but for `init`), folds what it needs through the
+projections, and returns a document: what the CLI prints, as a table or as `--json`
+(`document()`). Nothing here prints; a user's mistake is a `SweclError` with the line the
+CLI shows.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ledger import IntegrityError, LedgerDamaged, Recorded, StreamRange, SweclError, check_references, sqlite
+from ledger.events import BY_TYPE
+from projections import ChainCheckpoints, VersionMetrics, metrics_for, order_cut, outcomes, run_row, runs, write_output
+from projections.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, group_members, group_runs, grouped_metrics
+from projections.metrics import metrics_from_vectors_document
+
+from ._folder import ExperimentFolder
+from ._read_documents import compare_document, grouped_document, metrics_document, version_label
+
+if TYPE_CHECKING:  # the folds below load when a job runs, not at `swecl --help`
+    from ledger import Ledger
+    from projections import RunSummary
+    from projections.audit import RunAuditSummary, TaskAudit
+    from projections.compare import Comparison, GroupedMetrics
+    from projections.metrics import Lambdas
+    from projections.show import AttemptShow
+
+__all__ = [
+    "AttemptShown",
+    "AuditResult",
+    "CompareResult",
+    "InitResult",
+    "MetricsResult",
+    "ReadJobs",
+    "RunsListing",
+    "TaskShown",
+    "VerifyResult",
+    "expand_to_groups",
+    "grouped_of",
+    "integrity_for",
+    "leakage_for",
+]
+
+Audits = dict[str, dict[str, Any] | None]
+
+
+# -- the documents -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunsListing:
+    """`swecl runs`: one row per run version (`document()` is the --json list)."""
+
+    ledger_path: Path
+    rows: list[dict[str, Any]]
+
+    def document(self) -> list[dict[str, Any]]:
+        return self.rows
+
+
+@dataclass(frozen=True)
+class MetricsResult:
+    """`swecl metrics`: each run's scores, and (when asked for) its leakage and integrity
+    flags; `document()` is the --json document, `grouped_document()` that of --group."""
+
+    found: list[VersionMetrics]
+    leakage: Audits = field(default_factory=dict)
+    integrity: Audits = field(default_factory=dict)
+
+    def document(self) -> dict[str, Any]:
+        return metrics_document(self.found, self.leakage, self.integrity)
+
+    @cached_property
+    def groups(self) -> list[GroupedMetrics]:
+        return grouped_of(self.found)
+
+    def grouped_document(self) -> dict[str, Any]:
+        return grouped_document(self.groups)
+
+    @cached_property
+    def table(self) -> Any:
+        """One row per run and sequence (and macro), as --csv and --parquet write it (a polars frame)."""
+        # lazy: polars costs about 0.5 s, paid only by --csv and --parquet
+        import polars as pl
+
+        from projections.metrics import to_frame
+
+        frames = [
+            to_frame(vm.result).with_columns(pl.lit(vm.run.version).alias("version"), pl.lit(vm.run.stage).alias("stage"))
+            for vm in self.found
+        ]
+        return pl.concat(frames).select(
+            ["version", "stage", *[c for c in frames[0].columns if c not in ("version", "stage")]])
+
+    def csv(self) -> str:
+        return str(self.table.write_csv())
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """`swecl compare A B`: B minus A (`document()` is the --json document)."""
+
+    comparison: Comparison
+
+    def document(self) -> dict[str, Any]:
+        return compare_document(self.comparison)
+
+
+@dataclass(frozen=True)
+class AttemptShown:
+    """`swecl show VERSION TASK`: the attempt, and the files written of it (--files)."""
+
+    shown: AttemptShow
+    written: list[Path] = field(default_factory=list)
+
+    def document(self) -> dict[str, Any]:
+        return {**msgspec.to_builtins(self.shown), "files": [str(p) for p in self.written]}
+
+
+@dataclass(frozen=True)
+class TaskShown:
+    """`swecl show TASK`: one task of a benchmark (`document()` is the --json object)."""
+
+    sequence: Any  # commands.inputs' Sequence and Task: loaded with the benchmark, not at import
+    task: Any
+
+    def document(self) -> dict[str, Any]:
+        from commands.inputs import task_document  # lazy: the loaders (pydantic) load with a benchmark
+
+        return task_document(self.sequence, self.task)
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """`swecl audit`: one task's recalls, or the run's flagged tasks (--summary)."""
+
+    audit: TaskAudit | RunAuditSummary
+
+    def document(self) -> dict[str, Any]:
+        return msgspec.to_builtins(self.audit)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class InitResult:
+    """`swecl init`: the ledger, whether this call created it, and its length."""
+
+    path: Path
+    created: bool
+    events: int
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """`swecl verify`: the counts and head of an intact ledger, or the first problem."""
+
+    problem: str | None = None
+    events: int = 0
+    blobs: int = 0
+    head_hash: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+# -- the pieces the jobs share (and `swecl run`'s closing summary) ------------------------
+
+
+def leakage_for(ledger: Ledger, found: list[VersionMetrics], as_of_order: int | None = None) -> Audits:
+    """Each run's leakage counts. At a cut (--as-of-order) they are of the recalls made
+    before it, as the outcomes are."""
+    from projections.audit import leakage_of  # lazy: the audit's folds load when a job shows them
+
+    return {vm.run.version: leakage_of(ledger, vm.run.version, as_of_order) for vm in found}
+
+
+def integrity_for(ledger: Ledger, found: list[VersionMetrics], as_of_order: int | None = None) -> Audits:
+    """Each run's integrity flags (`projections.audit.integrity_of`), of the attempts that
+    count: at a cut, those in force then, as the outcomes beside them."""
+    # lazy: the audit's folds (about 15 ms) load when a command shows them, not at `swecl --help`
+    from projections.audit import integrity_counts, integrity_of
+
+    return {vm.run.version: integrity_counts(integrity_of(
+        ledger, vm.run.version, cut=None if as_of_order is None else order_cut(ledger, vm.run.version, as_of_order)))
+        for vm in found}
+
+
+def expand_to_groups(known: dict[str, RunSummary], versions: list[str], include_failed: bool) -> list[str]:
+    """Each given version with the rest of its group (ledger order, each version once)."""
+    for version in versions:
+        if version not in known:
+            raise SweclError(f"no run version {version!r} (versions: {', '.join(known) or 'none yet'})")
+    out: dict[str, None] = {}
+    for version in versions:
+        out.update(dict.fromkeys(group_members(known, version, include_failed=include_failed)))
+    return list(out)
+
+
+def grouped_of(found: list[VersionMetrics]) -> list[GroupedMetrics]:
+    """The runs as groups of repeats, each metric's mean and t-based interval over a group."""
+    known = {vm.run.version: vm.run for vm in found}
+    return [grouped_metrics(group, found) for group in group_runs(known, list(known))]
+
+
+def _did_you_mean(given: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(given, choices, n=3)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+# -- the jobs ----------------------------------------------------------------------------
+
+
+class ReadJobs(ExperimentFolder):
+    """The jobs that read the ledger (and `init`, which only makes one)."""
+
+    def runs(self) -> RunsListing:
+        """`swecl runs`: stage, sequences, agent, status, resolved tasks per pass, leaks."""
+        with self.reading() as r:
+            rows = [run_row(self.results, r.ledger, run, outcomes(r.ledger, r.projector, run.version))
+                    for run in runs(r.ledger, r.projector).values()]
+        return RunsListing(self.ledger_path, rows)
+
+    def metrics(self, *, versions: Sequence[str] = (), formula: str = "native", as_of_order: int | None = None,
+                lambdas: Lambdas | None = None, include_failed: bool = False, grouped: bool = False,
+                audit: bool = True) -> MetricsResult:
+        """`swecl metrics`: every run's (or `versions`') CL metrics, recomputed from the
+        ledger. `grouped` widens the given versions to their groups of repeats; `audit`
+        (leakage and integrity flags) costs a fold of the recalls and patches, so an
+        output with no place for them (CSV on stdout) skips it."""
+        versions = list(versions)
+        with self.reading() as r:
+            if grouped and versions:
+                versions = expand_to_groups(runs(r.ledger, r.projector), versions, include_failed)
+            found = metrics_for(r.ledger, r.projector, versions, formula=formula, lambdas=lambdas,
+                                as_of_order=as_of_order, include_failed=include_failed)
+            if not found and not versions and runs(r.ledger, r.projector):
+                raise SweclError(f"every run in {self.ledger_path} failed: `swecl metrics --all` includes failed runs")
+            leakage = leakage_for(r.ledger, found, as_of_order) if audit else {}
+            integrity = integrity_for(r.ledger, found, as_of_order) if audit else {}
+        if not found:
+            raise SweclError(f"no runs in {self.ledger_path} yet: start one with `swecl run`")
+        return MetricsResult(found, leakage, integrity)
+
+    def metrics_of_vectors(self, path: Path, *, formula: str = "native",
+                           lambdas: Lambdas | None = None) -> dict[str, Any]:
+        """`swecl metrics --vectors FILE`: score outcome vectors from a JSON file, no ledger."""
+        from graders import loads_limited, read_limited  # lazy: as the benchmark loaders
+
+        # Regular files within the input caps only: /dev/zero or a FIFO must not hang here.
+        vectors = loads_limited(read_limited(path, str(path)), str(path))
+        return metrics_from_vectors_document(vectors, formula, lambdas)  # type: ignore[no-any-return]
+
+    def write_metrics_tables(self, result: MetricsResult, *, csv: Path | None = None,
+                             parquet: Path | None = None) -> None:
+        """--csv FILE, --parquet FILE: the metrics table, each file written whole or not
+        at all (a full disk leaves no half-written file)."""
+        from projections import parquet_bytes
+
+        if csv is not None:
+            write_output(csv, result.csv().encode())
+        if parquet is not None:
+            write_output(parquet, parquet_bytes(result.table))
+
+    def compare(self, a: str, b: str, *, formula: str = "native", lambdas: Lambdas | None = None,
+                seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES, grouped: bool = False) -> CompareResult:
+        """`swecl compare A B`: B minus A over the same tasks, with paired bootstrap
+        intervals and an exact test; `grouped` compares the groups of repeats A and B are in."""
+        from projections.compare import compare_groups, side_of
+
+        with self.reading() as r:
+            members = [[a], [b]]
+            if grouped:
+                known = runs(r.ledger, r.projector)
+                for version in (a, b):
+                    if version not in known:
+                        raise SweclError(f"no run version {version!r} in {r.ledger.path} "
+                                         f"(versions: {', '.join(known) or 'none yet'})")
+                members = [group_members(known, a), group_members(known, b)]
+                if a != b and b in members[0]:
+                    raise SweclError(f"{a} and {b} are repeats of one group ({', '.join(members[0])}): "
+                                     "--group compares two groups")
+            # The runs exactly as `swecl metrics --version A --version B` loads and scores them.
+            found = metrics_for(r.ledger, r.projector, members[0] + members[1], formula=formula, lambdas=lambdas)
+        sides = [side_of(vm, version_label(vm)) for vm in found]
+        side_a, side_b = sides[:len(members[0])], sides[len(members[0]):]
+        labels = None
+        if grouped:
+            known_found = {vm.run.version: vm.run for vm in found}
+            labels = (group_runs(known_found, members[0])[0].label, group_runs(known_found, members[1])[0].label)
+        comparison = compare_groups(side_a, side_b, formula=formula, lambdas=lambdas, seed=seed, resamples=resamples,
+                                    labels=labels)
+        return CompareResult(comparison)
+
+    def show(self, version: str, task: str, *, pass_: str = "initial", files_dir: str | Path | None = None) -> AttemptShown:
+        """`swecl show VERSION TASK`: the attempt of TASK that counts in the pass, whole;
+        with `files_dir`, its patch, log, report, recalls and transcript written there."""
+        from projections.show import attempt_files, show_attempt  # lazy: loads when the job runs
+
+        if not self.has_ledger():
+            raise SweclError(f"no ledger at {self.ledger_path}: nothing to show "
+                             "(run `swecl run` first, or give --results DIR)")
+        with self.open_ledger(readonly=True) as ledger:
+            shown = show_attempt(ledger, version, task, pass_=pass_)
+        written: list[Path] = []
+        if files_dir is not None:
+            folder = Path(files_dir)
+            if folder.exists() and not folder.is_dir():
+                raise SweclError(f"--files {files_dir}: not a folder")
+            for name, data in attempt_files(shown).items():
+                write_output(folder / name, data)
+                written.append(folder / name)
+        return AttemptShown(shown, written)
+
+    def show_task(self, task_id: str, *, dataset: str | None = None, rows: str | None = None) -> TaskShown:
+        """`swecl show TASK`: one task of a benchmark (the built-in demo by default); no ledger."""
+        from commands.inputs import benchmark_to_list, find_task
+
+        return TaskShown(*find_task(benchmark_to_list(dataset, rows), task_id))
+
+    def audit(self, version: str, task_id: str | None = None, *, pass_: str | None = None, summary: bool = False,
+              dataset: str | None = None, rows: str | None = None, no_dataset: bool = False) -> AuditResult:
+        """`swecl audit VERSION TASK_ID` (or `summary`: every flagged task of the run): which
+        memories a task recalled, where they came from, whether any leaked. The test-content
+        check reads the benchmark the run recorded (or `dataset`), unless `no_dataset`."""
+        # lazy: the benchmark loaders (pydantic) and the audit's folds load when the job runs
+        from commands.inputs import load_task_secrets
+        from projections.audit import DatasetNote, audit_summary, audit_task
+
+        if summary == (task_id is not None):
+            raise SweclError("give a TASK_ID, or --summary for the whole run (not both)")
+        with self.open_ledger(readonly=True) as ledger:
+            if no_dataset:
+                secrets, note = None, DatasetNote(available=False, note="--no-dataset: the test-content check was not run")
+            else:
+                secrets, note = load_task_secrets(ledger, version, dataset=dataset, rows=rows)
+            if task_id is None:
+                return AuditResult(audit_summary(ledger, version, pass_=pass_, secrets=secrets, dataset=note))
+            return AuditResult(audit_task(ledger, version, task_id, pass_=pass_, secrets=secrets, dataset=note))
+
+    def init(self) -> InitResult:
+        """`swecl init`: the folder and its ledger (a no-op if they exist)."""
+        path = self.ledger_path
+        # An empty file is initialised (asked for by name, here only), and reported as created.
+        existed = path.exists() and (path.is_dir() or path.stat().st_size > 0)
+        with self.open_ledger(create=True, init_empty=True) as ledger:
+            return InitResult(Path(ledger.path), not existed, ledger.count())
+
+    def log(self, *, types: Sequence[str] = (), streams: Sequence[str] = (), after: int = 0,
+            upto: int | None = None) -> Iterator[Recorded]:
+        """`swecl log`: the ledger's events in order, of `types` and under `streams` when
+        given. A generator: the ledger stays open while it is read, and a bad type or
+        stream is refused at the first step, before any event."""
+        unknown = [t for t in types if t not in BY_TYPE]
+        if unknown:
+            raise SweclError(f"--type {unknown[0]!r}: no such event type{_did_you_mean(unknown[0], sorted(BY_TYPE))} "
+                             f"(types: {', '.join(sorted(BY_TYPE))})")
+        with self.open_ledger(readonly=True) as ledger:
+            for stream in streams:
+                if not ledger.streams(stream):
+                    found = ledger.streams()
+                    tops = sorted({s.split("/")[0] for s in found})
+                    raise SweclError(f"--stream {stream!r}: no such stream in {ledger.path}{_did_you_mean(stream, found)} "
+                                     f"(stream families: {', '.join(tops) or 'none yet'})")
+            yield from ledger.read(
+                after=after,
+                upto=upto,
+                types=list(types) if types else None,
+                ranges=[StreamRange(s) for s in streams] if streams else None,
+            )
+
+    def verify(self) -> VerifyResult:
+        """`swecl verify`: the hash chain, every blob's hash and reference, the seed
+        references, the schema and metadata rows, and that the file is whole. An intact
+        ledger moves the read commands' chain checkpoint to its head."""
+        try:
+            ledger = self.open_ledger(readonly=True, check=False)
+        except LedgerDamaged as exc:
+            return VerifyResult(_one_line(str(exc)))
+        with ledger:
+            try:
+                report = ledger.verify()
+                problem = check_references(ledger)
+            except (IntegrityError, LedgerDamaged) as exc:
+                return VerifyResult(_one_line(str(exc)))
+            except sqlite.CorruptError as exc:
+                return VerifyResult(_one_line(f"{ledger.path} is corrupt: SQLite reports {exc}"))
+            if problem is not None:
+                return VerifyResult(_one_line(str(problem)))
+            if report.events:
+                # The read commands check the chain from here on, not from the start.
+                ChainCheckpoints(self.results.projections_path).save(
+                    ledger.ledger_id, report.events, bytes.fromhex(report.head_hash))
+            return VerifyResult(None, report.events, report.blobs, report.head_hash)

@@ -1,0 +1,145 @@
+"""The `--json` documents of the read jobs (`swecl metrics`, `metrics --group`, `compare`):
+pure functions of what the projections computed, kept apart from the jobs that compute it
+so the CLI's tables and `swecl run`'s closing summary read the very same numbers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from projections.metrics import result_document
+
+if TYPE_CHECKING:
+    from projections import VersionMetrics
+    from projections.compare import Comparison, GroupedMetrics, GroupedValue, RunSide, SequenceComparison
+
+__all__ = [
+    "compare_document",
+    "grouped_document",
+    "metrics_document",
+    "resolved_of",
+    "version_label",
+]
+
+
+def version_label(vm: VersionMetrics) -> str:
+    """`v2 plugin-blank`: a numbered run as its folder names it, a slug once when it is the stage."""
+    version, stage = vm.run.version, vm.run.stage
+    shown = f"v{version}" if version.isdigit() else version
+    return shown if stage == version else f"{shown} {stage}"
+
+
+def resolved_of(vm: VersionMetrics, sequence: str) -> tuple[int, int]:
+    """(initial-pass tasks resolved, tasks planned) of one sequence; a task not gradeable here is not resolved."""
+    vector = vm.outcomes.vector(sequence, "initial", vm.not_gradeable) or []
+    return sum(1 for v in vector if v == 1), len(vm.outcomes.sequences[sequence].plan)
+
+
+def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] | None] | None = None,
+                     integrity: dict[str, dict[str, Any] | None] | None = None) -> dict[str, Any]:
+    """The `swecl metrics --json` document. A metric the run's passes did not measure is
+    null, and `unmeasured` (per version, of the macro values; per sequence in
+    `unmeasured_by_sequence`; per stratum in its extras) says why; `leakage` and `integrity`
+    (the patches' integrity flags) are None when not computed."""
+    leakage = leakage or {}
+    integrity = integrity or {}
+    first = found[0].result
+    return {
+        "formula": first.formula,
+        "formula_version": first.formula_version,
+        "lambdas": msgspec.to_builtins(first.lambdas),
+        "versions": [
+            {
+                "version": vm.run.version,
+                "stage": vm.run.stage,
+                "agent": vm.run.agent,
+                **result_document(vm.result, header=False),  # as a replay's metrics.json
+                "not_gradeable": dict(sorted(vm.not_gradeable.items())),
+                "passes": list(vm.run.passes),
+                "resolved": {name: dict(zip(("resolved", "tasks"), resolved_of(vm, name), strict=True))
+                             for name in vm.result.sequences},
+                "leakage": leakage.get(vm.run.version),
+                "integrity": integrity.get(vm.run.version),
+            }
+            for vm in found
+        ],
+    }
+
+
+def _value_document(value: GroupedValue) -> dict[str, Any]:
+    return {"n": value.n, "mean": value.mean, "sd": value.sd, "ci": list(value.ci) if value.ci else None,
+            "values": list(value.values), "na": value.na, "unmeasured": value.unmeasured}
+
+
+def grouped_document(grouped: list[GroupedMetrics]) -> dict[str, Any]:
+    """The `--group --json` document: per group, per sequence and macro, each metric's n,
+    mean, sd, t-based interval, the runs' own values, and why n/a."""
+    first = grouped[0]
+    return {
+        "formula": first.formula,
+        "confidence": first.confidence,
+        "interval": "Student t over the group's runs: mean -/+ t(1 - alpha/2, n - 1) * sd / sqrt(n); none with n = 1",
+        "groups": [
+            {
+                "label": g.label,
+                "stage": g.group.stage,
+                "versions": list(g.group.versions),
+                "recorded": g.group.recorded,
+                "n": len(g.group.versions),
+                "sequences": {name: {"tasks": s.tasks,
+                                     "metrics": {m: _value_document(v) for m, v in s.metrics.items()}}
+                              for name, s in g.sequences.items()},
+                "macro": {m: _value_document(v) for m, v in g.macro.items()},
+                "notes": list(g.notes),
+            }
+            for g in grouped
+        ],
+    }
+
+
+_METHOD = "paired percentile bootstrap over tasks; macro: each sequence resampled"
+_METHOD_GROUPS = ("paired percentile bootstrap over tasks, every run of both groups on the same draw and each group's "
+                  "runs averaged (a task's repeats stay together); macro: each sequence resampled")
+_TEST = "exact, two-sided; b = tasks only A resolved, c = tasks only B resolved; macro pools every task"
+_TEST_GROUPS = ("exact stratified permutation test (tasks as strata, each task's runs exchangeable under the null; "
+                "McNemar's exact test for one run per side), two-sided; b = tasks A's runs resolved more often, "
+                "c = tasks B's did; macro pools every task")
+
+
+def compare_document(comparison: Comparison) -> dict[str, Any]:
+    """The `swecl compare --json` document: every number at full precision, null where n/a
+    (`na` says why)."""
+
+    def side(run: RunSide, versions: tuple[str, ...]) -> dict[str, Any]:
+        return {"version": run.version, "label": run.label, "stage": run.stage, "passes": list(run.passes),
+                "status": run.status, "runs": list(versions) or [run.version]}
+
+    def row(r: SequenceComparison) -> dict[str, Any]:
+        return {
+            "tasks": r.tasks,
+            "sequences": r.sequences,
+            "resolved": {"a": r.resolved_a, "b": r.resolved_b},
+            "missing": {"a": r.missing_a, "b": r.missing_b},
+            "metrics": {name: {"a": m.a, "b": m.b, "diff": m.diff, "ci": list(m.ci) if m.ci else None, "na": m.na,
+                               "unmeasured": {"a": m.unmeasured_a, "b": m.unmeasured_b},
+                               "flags": list(m.flags), "undefined_resamples": m.undefined_resamples}
+                        for name, m in r.metrics.items()},
+            "mcnemar": {"b": r.mcnemar.b, "c": r.mcnemar.c, "discordant": r.mcnemar.discordant,
+                        "both": r.mcnemar.both, "neither": r.mcnemar.neither, "p_value": r.mcnemar.p_value,
+                        "test": r.mcnemar.test},
+        }
+
+    return {
+        "a": side(comparison.a, comparison.runs_a),
+        "b": side(comparison.b, comparison.runs_b),
+        "formula": comparison.formula,
+        "formula_version": comparison.formula_version,
+        "lambdas": msgspec.to_builtins(comparison.lambdas),
+        "bootstrap": {"method": _METHOD_GROUPS if comparison.grouped else _METHOD,
+                      "resamples": comparison.resamples, "seed": comparison.seed, "confidence": comparison.confidence},
+        "mcnemar": _TEST_GROUPS if comparison.grouped else _TEST,
+        "sequences": {name: row(r) for name, r in comparison.sequences.items()},
+        "macro": row(comparison.macro),
+        "notes": list(comparison.notes),
+    }
