@@ -16,7 +16,8 @@ from ledger import SweclError
 from ledger.events import GradeStatus
 from projections import grade_reasons, pass_statuses, runs
 
-from ._common import echo_json_line, parse_python_paths, parse_repo_sources, results_of, results_option, run_version
+from ._common import (echo_json_line, experiment_of, parse_python_paths, parse_repo_sources, results_of, results_option,
+                      run_version)
 from ._run import warn_if_unconfined
 
 if TYPE_CHECKING:  # the run package loads when a grade starts, not at `swecl --help`
@@ -101,7 +102,7 @@ def grade_cmd(ctx: click.Context, dataset: str | None, rows: str | None, predict
     warn_if_unconfined(opts.sandbox)
     reporter = _progress(as_json)
     try:
-        report = start_run(results, opts, reporter)
+        report = start_run(experiment_of(ctx), opts, reporter)
     finally:
         reporter.close()
     with results.open_ledger(readonly=True) as ledger:
@@ -253,7 +254,7 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
         )
         reporter = _progress(as_json)
         try:
-            return start_run(results, opts, reporter).version
+            return start_run(experiment_of(ctx), opts, reporter).version
         finally:
             reporter.close()
 
