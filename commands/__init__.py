@@ -21,6 +21,8 @@ _EXPORTS = {
     "Experiment": "_experiment",
     "ExperimentFolder": "_folder",
     "Reading": "_folder",
+    "Runs": "_jobs_run",
+    "RunsSummary": "_jobs_run",
     "regrade": "_regrade",
     "check_slug": "_validate",
     "validate": "_validate",
@@ -31,6 +33,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from ._experiment import Experiment
     from ._folder import ExperimentFolder, Reading
+    from ._jobs_run import Runs, RunsSummary
     from ._regrade import regrade
     from ._validate import check_slug, validate
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 from ._folder import ExperimentFolder
 from ._jobs_grade import GradeJobs
 from ._jobs_read import ReadJobs
+from ._jobs_run import RunJobs
 
 __all__ = ["Experiment"]
 
 
-class Experiment(GradeJobs, ReadJobs, ExperimentFolder):
+class Experiment(RunJobs, GradeJobs, ReadJobs, ExperimentFolder):
     """The jobs over one results folder (see the module doc)."""

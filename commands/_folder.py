@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ledger import Ledger, SweclError
+from ledger.events import RunFinished
 from ledger.locks import file_lock
 from projections import Projector, Results, resolve_results_dir
 
@@ -100,3 +101,9 @@ class ExperimentFolder:
                 pass
         except OSError as exc:
             raise SweclError(f"the results directory {self.root} is not writable: {exc.strerror}") from None
+
+    def finish_run(self, version: str, status: str, error: str | None = None) -> None:
+        """Record how run `version` ended (run.finished: finished, failed or interrupted).
+        Both executors end a run here, so a run reads the same whichever ran it."""
+        with self.open_ledger() as ledger:
+            ledger.append(f"run/{version}", [RunFinished(status=status, error=error)], durable=True)

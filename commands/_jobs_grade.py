@@ -264,7 +264,7 @@ class GradeJobs(ExperimentFolder):
 
         reporter = progress.run(opts.version, kind, len(opts.instances or ()))
         try:
-            return start_run(self.results, opts, reporter).version
+            return start_run(self, opts, reporter).version
         finally:
             reporter.close()
 

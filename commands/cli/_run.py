@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
@@ -13,11 +11,13 @@ import msgspec
 from commands.run import DEMO_SUITE, EXECUTORS, STAGES, RunOptions, make_reporter
 from graders import SANDBOX_MODES
 from ledger import SweclError
-from projections import metrics_for
 
-from ._common import parse_python_paths, parse_repo_sources, results_of, results_option, run_version
-from ._grouped import grouped_document, grouped_of, print_grouped_table
-from ._metrics import integrity_for, leakage_for, metrics_document, print_metrics_table, print_not_gradeable
+from ._common import experiment_of, parse_python_paths, parse_repo_sources, results_option, run_version
+from ._grouped import grouped_document, print_grouped_table
+from ._metrics import metrics_document, print_metrics_table, print_not_gradeable
+
+if TYPE_CHECKING:
+    from commands import RunsSummary
 
 
 @click.command("run")
@@ -119,21 +119,13 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
     with --resume VERSION: no task lost or repeated. A run of the demo suite or of
     --repeat K continues with the rest of its invocation: the runs that never began start.
     """
-    # lazy: the run machinery (agents, graders, multiprocessing) costs about 0.25 s at start-up
-    from commands.run import continue_invocation, run_demo_suite, run_repeats
-
-    results = results_of(ctx)
+    exp = experiment_of(ctx)
     placement = _executor_options(executor, ray_address, shard_dir, ray_cpus, max_retries, resuming=resume is not None)
     reporter = make_reporter(quiet=quiet, as_json=as_json)
     try:
         if resume is not None:
-            if repeat != 1:
-                raise SweclError("--resume continues one run; --repeat starts new ones: drop --repeat")
-            if memory_server is not None:
-                raise SweclError("--resume continues a run with its own options: drop --memory-server")
-            reports = continue_invocation(results, resume, reporter, jobs=jobs if jobs != 1 else None,
-                                          task_jobs=task_jobs, executor=placement)
-            repeat = 2 if len(reports) > len({r.stage for r in reports}) else 1  # a stage's repeats among them
+            done = exp.resume(resume, reporter, jobs=jobs if jobs != 1 else None, task_jobs=task_jobs,
+                              executor=placement, repeat=repeat, memory_server=memory_server)
         else:
             opts = RunOptions(
                 stage=stage or DEMO_SUITE[0], dataset=dataset, rows=rows, sequences=list(sequences),
@@ -150,23 +142,12 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 memory_write_args=memory_write_args, memory_call_timeout_s=memory_call_timeout,
             )
             opts = msgspec.structs.replace(opts, **placement)
-            if stage is None and memory_server is not None:
-                raise SweclError("--memory-server is for one memory stage: add --stage plugin-blank (or plugin-primed)")
-            if stage is None and version is not None:
-                raise SweclError("--version names one run; the demo suite makes four: add --stage")
-            if repeat != 1 and version is not None:
-                raise SweclError(f"--version names one run; --repeat {repeat} makes {repeat}: drop --version "
-                                 "(the repeats take the next numbers)")
-            opts.validate()
+            exp.check_run(opts, repeat=repeat, demo_suite=stage is None)  # refused before the warning
             warn_if_unconfined(opts.sandbox)
-            with _executor_session(opts):
-                if stage is None:
-                    reports = run_demo_suite(results, opts, reporter, repeat)
-                else:
-                    reports = run_repeats(results, opts, reporter, repeat)
+            done = exp.run(opts, reporter, repeat=repeat, demo_suite=stage is None)
     finally:
         reporter.close()
-    _summary(results, [r.version for r in reports], quiet=quiet, as_json=as_json, grouped=repeat > 1)
+    _print_summary(exp.run_summary(done.versions, grouped=done.grouped), quiet=quiet, as_json=as_json)
 
 
 def warn_if_unconfined(sandbox: str) -> None:
@@ -197,53 +178,20 @@ def _executor_options(executor: str | None, ray_address: str | None, shard_dir: 
     return given
 
 
-@contextmanager
-def _executor_session(opts: RunOptions) -> Iterator[None]:
-    """One Ray connection for every run this command makes (the demo suite makes four)."""
-    if opts.executor != "ray":
-        yield
-        return
-    from commands.run import ray_session  # lazy: the Ray session module loads only for --executor ray
-
-    with ray_session(opts):
-        yield
-
-
-def _summary(results, versions: list[str], *, quiet: bool, as_json: bool,  # type: ignore[no-untyped-def]
-             grouped: bool = False) -> None:
-    with results.open_ledger(readonly=True) as ledger:
-        found = metrics_for(ledger, results.projector(ledger), versions)
-        leakage = leakage_for(ledger, found)
-        integrity = integrity_for(ledger, found)
-    where = {"ledger": str(results.ledger_path), "results": str(results.root),
-             "version_dirs": {v: str(results.version_dir(v)) for v in versions}}
-    # --repeat K: the repeats of each stage also as one group, mean and interval over them.
-    groups = grouped_of(found) if grouped else []
+def _print_summary(summary: RunsSummary, *, quiet: bool, as_json: bool) -> None:
     if as_json:
-        extra = {"grouped": grouped_document(groups)} if groups else {}
-        click.echo(msgspec.json.encode({"event": "summary", **metrics_document(found, leakage, integrity), **extra,
-                                        **where}).decode())
+        extra = {"grouped": grouped_document(summary.groups)} if summary.groups else {}
+        click.echo(msgspec.json.encode({"event": "summary", **metrics_document(summary.found, summary.leakage,
+                                                                                 summary.integrity),
+                                        **extra, **summary.where()}).decode())
         return
-    print_metrics_table(found, leakage=leakage, integrity=integrity)
-    print_not_gradeable(found)
-    if groups:
-        print_grouped_table(groups)
+    print_metrics_table(summary.found, leakage=summary.leakage, integrity=summary.integrity)
+    print_not_gradeable(summary.found)
+    if summary.groups:
+        print_grouped_table(summary.groups)
     if not quiet:
-        click.echo(f"ledger:  {where['ledger']}")
-        stages = {vm.run.version: vm.run.stage for vm in found}
-        for v, path in where["version_dirs"].items():
-            click.echo(f"run {v} ({stages.get(v, '?')}): {_on_disk(Path(path))}")
+        click.echo(f"ledger:  {summary.ledger}")
+        stages = summary.stages
+        for v, said in summary.on_disk.items():
+            click.echo(f"run {v} ({stages.get(v, '?')}): {said}")
         click.echo("next:    swecl runs · swecl metrics --formula eval-v1 · swecl report --out report/")
-
-
-def _on_disk(folder: Path) -> str:
-    """What a run's folder holds for a reader: its memory, or that the ledger is all there is."""
-    shown = sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
-    if "_provider" in shown:
-        return (f"memory server data in {folder / '_provider'} (per sequence; a snapshot per task in the ledger: "
-                "memory.provider.snapshot)")
-    if "_memory" in shown:
-        return f"memory in {folder / '_memory'} (one Markdown file per item in _memory/.cookbook-memory/)"
-    if shown:
-        return f"{folder} ({', '.join(shown)})"
-    return "no memory, nothing on disk: its events are in the ledger (swecl audit, swecl log)"

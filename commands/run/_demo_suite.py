@@ -9,24 +9,26 @@ from typing import Any
 import msgspec
 
 from ledger import SweclError
-from projections import Results, RunsProjection, RunSummary
+from projections import RunsProjection, RunSummary
+
+from .._folder import ExperimentFolder
 from ._options import RunOptions
 from ._orchestrate import Invocation, Repeat, RunReport, resume_run, start_run, with_overrides
 from ._progress import Reporter
 from ._stages import DEMO_SUITE, get_stage
 
 
-def run_repeats(results: Results, opts: RunOptions, reporter: Reporter, count: int = 1) -> list[RunReport]:
+def run_repeats(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, count: int = 1) -> list[RunReport]:
     """Run `opts.stage` `count` times, each repeat its own run version. With count > 1 every
     run.started records the group (the first repeat's version), its index and the count, so
     the read side knows the versions are repeats of one setting (`--group`). count = 1 is a
     plain run, recorded without a group."""
     if count == 1:
-        return [start_run(results, opts, reporter)]
-    return _run_invocation(results, opts, (opts.stage,), count, reporter)
+        return [start_run(folder, opts, reporter)]
+    return _run_invocation(folder, opts, (opts.stage,), count, reporter)
 
 
-def run_demo_suite(results: Results, opts: RunOptions, reporter: Reporter, count: int = 1) -> list[RunReport]:
+def run_demo_suite(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, count: int = 1) -> list[RunReport]:
     """base, plugin-blank, then plugin-accum and plugin-dreamed seeded from plugin-blank;
     the whole suite `count` times (--repeat), each stage's repeats one group.
 
@@ -35,20 +37,20 @@ def run_demo_suite(results: Results, opts: RunOptions, reporter: Reporter, count
     against the same blank substrate. Repeat i seeds from repeat i's plugin-blank, so each
     repeat replicates the whole chain independently.
     """
-    return _run_invocation(results, opts, DEMO_SUITE, count, reporter)
+    return _run_invocation(folder, opts, DEMO_SUITE, count, reporter)
 
 
-def continue_invocation(results: Results, version: str, reporter: Reporter, *, jobs: int | None = None,
+def continue_invocation(folder: ExperimentFolder, version: str, reporter: Reporter, *, jobs: int | None = None,
                         task_jobs: int | None = None, executor: dict[str, Any] | None = None) -> list[RunReport]:
     """`swecl run --resume VERSION`: continue that run and, when it is part of an invocation
     that started several (the demo suite, --repeat K), the rest of it, in the order it
     would have run: unfinished runs resumed, runs that never began started, finished ones
     left alone. A run started alone is just resumed."""
-    with results.open_ledger() as ledger:
-        runs = results.projector(ledger).run(RunsProjection()).state.runs
+    with folder.open_ledger() as ledger:
+        runs = folder.results.projector(ledger).run(RunsProjection()).state.runs
     run = runs.get(version)
     if run is None or run.suite is None or not run.suite_stages or run.suite not in runs:
-        return [resume_run(results, version, reporter, jobs=jobs, task_jobs=task_jobs, executor=executor)]
+        return [resume_run(folder, version, reporter, jobs=jobs, task_jobs=task_jobs, executor=executor)]
     members = {(m.repeat_index or 1, m.stage): m for m in runs.values() if m.suite == run.suite}
     first = runs[run.suite]
     try:
@@ -58,11 +60,11 @@ def continue_invocation(results: Results, version: str, reporter: Reporter, *, j
     stages = tuple(run.suite_stages)
     for stage in stages:
         get_stage(stage)  # a stage this swecl no longer knows is refused before anything runs
-    return _run_invocation(results, opts, stages, run.repeat_count or 1, reporter, done=members,
+    return _run_invocation(folder, opts, stages, run.repeat_count or 1, reporter, done=members,
                            first=run.suite, overrides={"jobs": jobs, "task_jobs": task_jobs, "executor": executor})
 
 
-def _run_invocation(results: Results, opts: RunOptions, stages: tuple[str, ...], count: int, reporter: Reporter, *,
+def _run_invocation(folder: ExperimentFolder, opts: RunOptions, stages: tuple[str, ...], count: int, reporter: Reporter, *,
                     done: dict[tuple[int, str], RunSummary] | None = None, first: str | None = None,
                     overrides: dict[str, Any] | None = None) -> list[RunReport]:
     """Each of `stages` in order, `count` times. `done`: the runs this invocation already
@@ -79,11 +81,11 @@ def _run_invocation(results: Results, opts: RunOptions, stages: tuple[str, ...],
                 if len(stages) > 1 and get_stage(stage).seeds:
                     stage_opts.source_memory = blank
                 repeat = Repeat(index, count, groups.get(stage)) if count > 1 else None
-                report = start_run(results, stage_opts, reporter, repeat, Invocation(stages, first))
+                report = start_run(folder, stage_opts, reporter, repeat, Invocation(stages, first))
             elif member.status == "finished":
                 report = RunReport(member.version, stage, "finished")
             else:
-                report = resume_run(results, member.version, reporter, **(overrides or {}))
+                report = resume_run(folder, member.version, reporter, **(overrides or {}))
             first = first or report.version
             groups.setdefault(stage, report.version)
             if stage == "plugin-blank" and blank is None:

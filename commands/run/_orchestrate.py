@@ -10,9 +10,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
-from contextlib import AbstractContextManager, ExitStack
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -23,8 +22,8 @@ from commands.inputs import Benchmark, Sequence, find_sequence
 from commands.memory import dream, resolve_seed, seed_memory
 from graders import reap_orphans
 from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, Terminated, event_id_for
-from ledger.events import RunFinished, RunResumed, RunStarted, TaskRef
-from projections import Results, get_run
+from ledger.events import RunResumed, RunStarted, TaskRef
+from projections import get_run
 from projections.memory import materialise_version
 
 from .. import _stops
@@ -166,15 +165,7 @@ def prepare_memory(ledger: Ledger, version: str, stage: Stage, opts: RunOptions,
 # -- running -----------------------------------------------------------------------------
 
 
-def run_lock(results: Results, version: str) -> AbstractContextManager[None]:
-    return ExperimentFolder(results.root).run_lock(version)
-
-
-def require_writable(results: Results) -> None:
-    ExperimentFolder(results.root).require_writable()
-
-
-def start_run(results: Results, opts: RunOptions, reporter: Reporter, repeat: Repeat | None = None,
+def start_run(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, repeat: Repeat | None = None,
               invocation: Invocation | None = None) -> RunReport:
     opts.validate()
     stage = get_stage(opts.stage)
@@ -182,10 +173,10 @@ def start_run(results: Results, opts: RunOptions, reporter: Reporter, repeat: Re
     sequences = select_sequences(benchmark, opts)
     agent = build_agent(opts, benchmark, runs_here=opts.executor == "local")  # fail early, before claiming
     _require_executor(opts)
-    require_writable(results)
-    check_agent_starts(agent, opts, results)  # before claiming: a failed check leaves no run behind
+    folder.require_writable()
+    check_agent_starts(agent, opts, folder)  # before claiming: a failed check leaves no run behind
     del agent
-    with results.open_ledger(create=True) as ledger:
+    with folder.open_ledger(create=True) as ledger:
         taken = opts.version is not None and ledger.stream_version(f"run/{opts.version}") >= 0  # claim says so
         if stage.seeds and not taken and opts.memory_server is not None:
             resolve_provider_seed(ledger, opts.version or _next_version(ledger), opts.source_memory,
@@ -196,28 +187,28 @@ def start_run(results: Results, opts: RunOptions, reporter: Reporter, repeat: Re
         version = claim_version(ledger, opts, benchmark, sequences, repeat, invocation)
     with ExitStack() as held:
         try:
-            held.enter_context(run_lock(results, version))
+            held.enter_context(folder.run_lock(version))
             failpoint("run.claimed")
             reporter.run_started(version, stage.name, {s.id: len(s.tasks) for s in sequences}, opts.pass_list)
-            with results.open_ledger() as ledger:
+            with folder.open_ledger() as ledger:
                 prepare_memory(ledger, version, stage, opts, benchmark, sequences, reporter)
         except SweclError as exc:
-            _finish(results, version, "failed", str(exc))  # claimed: say how it ended
+            folder.finish_run(version, "failed", str(exc))  # claimed: say how it ended
             raise
         except KeyboardInterrupt as exc:  # claimed: a stop before the first task ends it too
-            _finish(results, version, "interrupted", _stopped_why(exc))
+            folder.finish_run(version, "interrupted", _stopped_why(exc))
             raise
-        return _execute_locked(results, version, opts, reporter)
+        return _execute_locked(folder, version, opts, reporter)
 
 
-def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int | None = None,
+def resume_run(folder: ExperimentFolder, version: str, reporter: Reporter, *, jobs: int | None = None,
                task_jobs: int | None = None, executor: dict[str, Any] | None = None) -> RunReport:
     """Continue run `version`. `jobs`, `task_jobs` and `executor` (RunOptions executor
     fields given on this command line) override what the run was started with: a run
     started on Ray can be finished locally, and the other way round; how many workers
     run tasks changes nothing that is recorded."""
-    with results.open_ledger() as ledger:
-        run = get_run(ledger, results.projector(ledger), version)
+    with folder.open_ledger() as ledger:
+        run = get_run(ledger, folder.results.projector(ledger), version)
         started = next(ledger.read_stream(f"run/{version}"))
         if started.event.config.get("memory_server"):
             # Its mapped variables' values are not recorded (a value may be a token).
@@ -232,11 +223,11 @@ def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int 
                 f"{opts.dataset or 'the demo'} now hashes to {benchmark.content_hash[:12]}: it changed, so the run cannot continue"
             )
     # Before run.resumed: an agent that cannot start leaves the run as it was.
-    check_agent_starts(build_agent(opts, benchmark, runs_here=opts.executor == "local"), opts, results)
+    check_agent_starts(build_agent(opts, benchmark, runs_here=opts.executor == "local"), opts, folder)
     # The lock first: a resume refused because the run is running must write nothing.
-    with run_lock(results, version):
-        with results.open_ledger() as ledger:
-            attempt = get_run(ledger, results.projector(ledger), version).resumed + 2
+    with folder.run_lock(version):
+        with folder.open_ledger() as ledger:
+            attempt = get_run(ledger, folder.results.projector(ledger), version).resumed + 2
             ledger.append(
                 f"run/{version}",
                 [NewEvent(RunResumed(attempt=attempt, provenance=provenance()), event_id_for(version, "resumed", attempt))],
@@ -246,9 +237,9 @@ def resume_run(results: Results, version: str, reporter: Reporter, *, jobs: int 
             reporter.run_started(version, opts.stage, {s: len(started.event.tasks.get(s, [])) for s in run.sequences},
                                  opts.pass_list)
         except KeyboardInterrupt as exc:  # resumed: a stop before the first task ends it too
-            _finish(results, version, "interrupted", _stopped_why(exc))
+            folder.finish_run(version, "interrupted", _stopped_why(exc))
             raise
-        return _execute_locked(results, version, opts, reporter, sequence_ids=run.sequences)
+        return _execute_locked(folder, version, opts, reporter, sequence_ids=run.sequences)
 
 
 def with_overrides(opts: RunOptions, *, jobs: int | None = None, task_jobs: int | None = None,
@@ -267,7 +258,7 @@ def with_overrides(opts: RunOptions, *, jobs: int | None = None, task_jobs: int 
     return opts
 
 
-def check_agent_starts(agent: Agent, opts: RunOptions, results: Results) -> None:
+def check_agent_starts(agent: Agent, opts: RunOptions, folder: ExperimentFolder) -> None:
     """An agent with a process of its own: its probe (`CLI --version`, an exec check of a
     command) run once, before the first task, as a task will run it (the same sandbox,
     hidden paths, mounts and environment). It refuses in one line when the process does
@@ -275,7 +266,7 @@ def check_agent_starts(agent: Agent, opts: RunOptions, results: Results) -> None
     each with its own installation: not checked here."""
     if opts.executor != "local" or not hasattr(agent, "probe"):
         return
-    agents.preflight(agent, agent_sandbox(opts, results.root))
+    agents.preflight(agent, agent_sandbox(opts, folder.root))
 
 
 def _require_executor(opts: RunOptions) -> None:
@@ -283,14 +274,14 @@ def _require_executor(opts: RunOptions) -> None:
         check_ray(opts)
 
 
-def execute(results: Results, version: str, opts: RunOptions, reporter: Reporter,
+def execute(folder: ExperimentFolder, version: str, opts: RunOptions, reporter: Reporter,
             sequence_ids: list[str] | None = None) -> RunReport:
     """Run (or continue) the sequences of a claimed run version, holding its lock."""
-    with run_lock(results, version):
-        return _execute_locked(results, version, opts, reporter, sequence_ids)
+    with folder.run_lock(version):
+        return _execute_locked(folder, version, opts, reporter, sequence_ids)
 
 
-def _execute_locked(results: Results, version: str, opts: RunOptions, reporter: Reporter,
+def _execute_locked(folder: ExperimentFolder, version: str, opts: RunOptions, reporter: Reporter,
                     sequence_ids: list[str] | None = None) -> RunReport:
     stage = get_stage(opts.stage)
     error: str | None = None
@@ -301,33 +292,33 @@ def _execute_locked(results: Results, version: str, opts: RunOptions, reporter: 
         if killed:
             reporter.note(f"ended {len(killed)} process(es) left running by a swecl that was killed")
         if sequence_ids is None:
-            with results.open_ledger() as ledger:
+            with folder.open_ledger() as ledger:
                 sequence_ids = list(next(ledger.read_stream(f"run/{version}")).event.sequences)
         if opts.executor == "ray":
-            run_on_ray(results, version, opts, sequence_ids, reporter)
+            run_on_ray(folder, version, opts, sequence_ids, reporter)
         elif opts.jobs > 1 and len(sequence_ids) > 1:
-            _run_parallel(results, version, opts, sequence_ids, reporter)
+            _run_parallel(folder, version, opts, sequence_ids, reporter)
         elif opts.task_jobs > 1 and len(sequence_ids) > 1:
-            run_sequences_together(str(results.root), version, opts, sequence_ids, reporter)
+            run_sequences_together(folder, version, opts, sequence_ids, reporter)
         else:
             for sequence_id in sequence_ids:
-                run_one_sequence(str(results.root), version, opts, sequence_id, reporter)
+                run_one_sequence(folder, version, opts, sequence_id, reporter)
         # Not recorded as finished after a stop whose KeyboardInterrupt a finalizer dropped.
         _stops.raise_if_requested()
     except AgentUnavailable as exc:
         status, error = "failed", str(exc)
     except KeyboardInterrupt as exc:
-        _finish(results, version, "interrupted", _stopped_why(exc))
+        folder.finish_run(version, "interrupted", _stopped_why(exc))
         raise
     except SweclError as exc:
         status, error = "failed", str(exc)
-    _finish(results, version, status, error)
+    folder.finish_run(version, status, error)
     try:
         failpoint("run.recorded")
         if stage.plugin and opts.memory_server is None:  # a provider's memory is its data directory
             try:
-                with results.open_ledger() as ledger:
-                    materialise_version(ledger, version, results.version_dir(version))
+                with folder.open_ledger() as ledger:
+                    materialise_version(ledger, version, folder.version_dir(version))
             except (SweclError, OSError) as exc:
                 # The files are a view; the ledger holds everything. Never hide the run's own error.
                 if error is None:
@@ -346,33 +337,28 @@ def _stopped_why(exc: KeyboardInterrupt) -> str:
     return "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted by the user"
 
 
-def _finish(results: Results, version: str, status: str, error: str | None) -> None:
-    with results.open_ledger() as ledger:
-        ledger.append(f"run/{version}", [RunFinished(status=status, error=error)], durable=True)
-
-
-def run_one_sequence(results_root: str, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter) -> None:
+def run_one_sequence(folder: ExperimentFolder, version: str, opts: RunOptions, sequence_id: str,
+                     reporter: Reporter) -> None:
     """One sequence's passes in this process, on the results dir's ledger (the unit of
     --jobs parallelism)."""
-    run_sequences_together(results_root, version, opts, [sequence_id], reporter)
+    run_sequences_together(folder, version, opts, [sequence_id], reporter)
 
 
-def run_sequences_together(results_root: str, version: str, opts: RunOptions, sequence_ids: list[str],
+def run_sequences_together(folder: ExperimentFolder, version: str, opts: RunOptions, sequence_ids: list[str],
                            reporter: Reporter) -> None:
     """These sequences' passes in this process, on the results dir's ledger: one after
     the other, or with --task-jobs N on N workers they all share."""
-    results = Results(Path(results_root))
     stage = get_stage(opts.stage)
     with ExitStack() as held:
         for sequence_id in sequence_ids:
-            held.enter_context(_sequence_lock(results, version, sequence_id))
-        ledger = held.enter_context(results.open_ledger())
+            held.enter_context(folder.sequence_lock(version, sequence_id))
+        ledger = held.enter_context(folder.open_ledger())
         benchmark = open_benchmark(opts)
 
         def context(sequence_id: str) -> SequenceContext:
-            builtin = results.builtin_dir(version, sequence_id) if stage.memory_mode == "builtin" else None
+            builtin = folder.results.builtin_dir(version, sequence_id) if stage.memory_mode == "builtin" else None
             return sequence_context(ledger, version, opts, sequence_id, reporter, benchmark=benchmark, builtin_dir=builtin,
-                                    provider_dir=results.provider_dir(version, sequence_id))
+                                    provider_dir=folder.results.provider_dir(version, sequence_id))
 
         if opts.task_jobs > 1:
             run_sequences_at_once([context(s) for s in sequence_ids], opts.pass_list, opts.retest_every, opts.task_jobs)
@@ -381,15 +367,13 @@ def run_sequences_together(results_root: str, version: str, opts: RunOptions, se
                 run_sequence(context(sequence_id), opts.pass_list, opts.retest_every)
 
 
-def _sequence_lock(results: Results, version: str, sequence_id: str) -> AbstractContextManager[None]:
-    return ExperimentFolder(results.root).sequence_lock(version, sequence_id)
-
-
 def _worker(results_root: str, version: str, opts_raw: dict, sequence_id: str, queue: object) -> None:
-    run_one_sequence(results_root, version, RunOptions.from_config(opts_raw), sequence_id, QueueReporter(queue))
+    # A process of its own: the folder travels as its root and is opened again here.
+    run_one_sequence(ExperimentFolder(results_root), version, RunOptions.from_config(opts_raw), sequence_id,
+                     QueueReporter(queue))
 
 
-def _run_parallel(results: Results, version: str, opts: RunOptions, sequence_ids: list[str], reporter: Reporter) -> None:
+def _run_parallel(folder: ExperimentFolder, version: str, opts: RunOptions, sequence_ids: list[str], reporter: Reporter) -> None:
     ctx = mp.get_context("spawn")
     manager = ctx.Manager()
     queue = manager.Queue()
@@ -398,7 +382,7 @@ def _run_parallel(results: Results, version: str, opts: RunOptions, sequence_ids
     raw = opts.to_config()
     try:
         with ProcessPoolExecutor(max_workers=min(opts.jobs, len(sequence_ids)), mp_context=ctx) as pool:
-            futures = [pool.submit(_worker, str(results.root), version, raw, sid, queue) for sid in sequence_ids]
+            futures = [pool.submit(_worker, str(folder.root), version, raw, sid, queue) for sid in sequence_ids]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             for fut in futures:
                 exc = fut.exception()

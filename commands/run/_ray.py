@@ -84,9 +84,8 @@ from typing import Any
 
 from ledger import Ledger, LedgerError, StreamRange, SweclError, merge_ledgers
 
-from projections import Results
-
 from .._failpoints import failpoint
+from .._folder import ExperimentFolder
 from ._options import RunOptions
 from ._progress import Reporter, TaskProgress
 from ._ray_job import sequence_job
@@ -142,18 +141,18 @@ class _Drained:
 class FanOut:
     """The driver's side of one run's fan-out."""
 
-    def __init__(self, ray: Any, results: Results, version: str, opts: RunOptions, reporter: Reporter) -> None:
+    def __init__(self, ray: Any, folder: ExperimentFolder, version: str, opts: RunOptions, reporter: Reporter) -> None:
         self.ray = ray
-        self.results = results
+        self.folder = folder
         self.version = version
         self.opts = opts
         self.reporter = reporter
         # Folders of this run's fan-out only (the run lock makes this driver their one
         # user): what a killed driver left there is swept when the next one starts.
-        self.tmp = results.version_dir(version) / ".fanout"
+        self.tmp = folder.version_dir(version) / ".fanout"
         self.shared: Path | None = None
         if opts.shard_dir:
-            with results.open_ledger(readonly=True) as ledger:
+            with folder.open_ledger(readonly=True) as ledger:
                 # Several experiments may share one folder, each with its own v1, v2, ...
                 self.shared = Path(opts.shard_dir) / f"ledger-{ledger.ledger_id}" / f"v{version}"
         self.raw = opts.to_config()
@@ -172,7 +171,7 @@ class FanOut:
         local = self.tmp / name
         # A consistent snapshot, taken while nothing of this run writes (merges happen on
         # this thread).
-        Ledger.snapshot_file(self.results.ledger_path, local)
+        Ledger.snapshot_file(self.folder.ledger_path, local)
         with Ledger.open(local) as snap:
             head = snap.head()
             head_hash = (snap.hash_at(head) or b"").hex()
@@ -252,7 +251,7 @@ class FanOut:
             local.append(path)
             self.merged_since_base.add(job.sequence_id)
         try:
-            merge_ledgers(local, self.results.ledger_path)
+            merge_ledgers(local, self.folder.ledger_path)
         except LedgerError as exc:
             raise SweclError(f"merging shards of run {self.version}: {exc}") from None
         finally:
@@ -285,7 +284,7 @@ class FanOut:
     # -- the loop --------------------------------------------------------------------
 
     def run(self, sequence_ids: list[str]) -> None:
-        with self.results.open_ledger() as ledger:
+        with self.folder.open_ledger() as ledger:
             done = finished_sequences(ledger, self.version, self.opts, sequence_ids)
         for sid in sequence_ids:
             if sid in done:
@@ -353,15 +352,16 @@ def _ray_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:300]}"
 
 
-def run_on_ray(results: Results, version: str, opts: RunOptions, sequence_ids: list[str], reporter: Reporter) -> None:
+def run_on_ray(folder: ExperimentFolder, version: str, opts: RunOptions, sequence_ids: list[str],
+               reporter: Reporter) -> None:
     """Run the sequences of run `version` as Ray jobs, merging their shards into the
     results dir's ledger as they arrive. Raises SweclError if a sequence failed all its
     attempts (the run then stops as failed and resumes with --resume)."""
     with ray_session(opts) as ray:
-        FanOut(ray, results, version, opts, reporter).run(sequence_ids)
+        FanOut(ray, folder, version, opts, reporter).run(sequence_ids)
     if get_stage(opts.stage).memory_mode == "builtin":
         # The local executor keeps these files in the results dir; so does the fan-out,
         # from the ledger, so that a later local resume finds them where it looks.
-        with results.open_ledger(readonly=True) as ledger:
+        with folder.open_ledger(readonly=True) as ledger:
             for sid in sequence_ids:
-                restore_builtin_files(ledger, version, sid, results.builtin_dir(version, sid))
+                restore_builtin_files(ledger, version, sid, folder.results.builtin_dir(version, sid))

@@ -142,8 +142,8 @@ def test_the_run_summary_says_what_each_run_left_on_disk(tmp_path: Path, cache: 
     assert len(initial) == total and initial[-1].endswith(", 0s left in this pass")
     assert "run 1 (base): no memory, nothing on disk: its events are in the ledger" in out, out
     assert str(tmp_path / "v1") not in out
-    from commands.cli._run import _on_disk  # the memory run's line, from the fixture's run
+    from commands import Experiment  # the memory run's line, from the fixture's run
 
-    said = _on_disk(blank / f"v{BLANK}")
+    said = Experiment(blank).run_summary([BLANK]).on_disk[BLANK]
     assert said.startswith(f"memory in {blank / f'v{BLANK}' / '_memory'}") and ".cookbook-memory" in said
     assert any((blank / f"v{BLANK}" / "_memory" / ".cookbook-memory").glob("*.md"))

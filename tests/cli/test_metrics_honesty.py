@@ -167,10 +167,11 @@ def test_leakage_in_metrics_and_runs(root: Path) -> None:
 
 
 def test_run_summary_uses_the_same_table(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from commands.cli._run import _summary
+    from commands import Experiment
+    from commands.cli._run import _print_summary
 
     os.environ.setdefault("COLUMNS", "100")
-    _summary(Results(root), ["base", ACCUM], quiet=True, as_json=False)
+    _print_summary(Experiment(root).run_summary(["base", ACCUM]), quiet=True, as_json=False)
     out = capsys.readouterr().out
     assert "n/a" in out and "recalled items flagged as leakage" in out
     assert all(len(line) <= 100 for line in out.splitlines()), out

@@ -1,0 +1,170 @@
+"""`RunJobs`: the run jobs of the core (`swecl run`): start runs, resume them, and the
+summary a run command ends with.
+
+A job here decides everything `swecl run` decides after parsing its options: the demo
+suite or one stage, `--repeat K`, one Ray connection for every run of the invocation, the
+option combinations it refuses. The runs themselves go through `commands.run`
+(`start_run`, `resume_run`), which take this folder: both executors, local and Ray, hold
+its run lock, open its ledger and record a run's end (`finish_run`) through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ledger import SweclError
+
+from ._folder import ExperimentFolder
+
+if TYPE_CHECKING:
+    from projections import VersionMetrics
+    from projections.compare import GroupedMetrics
+
+    from .run import Reporter, RunOptions, RunReport
+
+__all__ = ["RunJobs", "Runs", "RunsSummary"]
+
+
+@dataclass(frozen=True)
+class Runs:
+    """The runs one `swecl run` made or continued, in the order they ran."""
+
+    reports: tuple[RunReport, ...]
+    grouped: bool = False  # a stage's repeats among them: the summary shows them as groups too
+
+    @property
+    def versions(self) -> list[str]:
+        return [r.version for r in self.reports]
+
+
+@dataclass(frozen=True)
+class RunsSummary:
+    """What `swecl run` shows at the end: the runs' metrics (the table of `swecl metrics`,
+    its leakage and integrity notes), their groups with `--repeat`, and where each run is."""
+
+    versions: list[str]
+    found: list[VersionMetrics]
+    leakage: dict[str, dict[str, Any] | None]
+    integrity: dict[str, dict[str, Any] | None]
+    groups: list[GroupedMetrics]
+    ledger: str
+    results: str
+    version_dirs: dict[str, str]
+    on_disk: dict[str, str]  # version -> what its folder holds, in a line
+
+    @property
+    def stages(self) -> dict[str, str]:
+        return {vm.run.version: vm.run.stage for vm in self.found}
+
+    def where(self) -> dict[str, Any]:
+        """The places in the `--json` summary line."""
+        return {"ledger": self.ledger, "results": self.results, "version_dirs": dict(self.version_dirs)}
+
+
+class RunJobs(ExperimentFolder):
+    """`swecl run` over this folder (see the module doc)."""
+
+    def check_run(self, opts: RunOptions, *, repeat: int = 1, demo_suite: bool = False) -> RunOptions:
+        """The options of a new run (or invocation) as `run` takes them, or the one-line
+        refusal: what no single option says wrong but their combination does. The CLI
+        calls it before its `--sandbox none` warning; `run` calls it again."""
+        from .run import DEMO_SUITE  # lazy: the run package loads when a run is asked for
+
+        if repeat < 1:
+            raise SweclError(f"--repeat {repeat}: give at least 1")
+        if demo_suite:
+            # The suite's stages are its own; its options are validated as its first stage's.
+            opts = msgspec.structs.replace(opts, stage=DEMO_SUITE[0])
+            if opts.memory_server is not None:
+                raise SweclError("--memory-server is for one memory stage: add --stage plugin-blank (or plugin-primed)")
+            if opts.version is not None:
+                raise SweclError("--version names one run; the demo suite makes four: add --stage")
+        if repeat != 1 and opts.version is not None:
+            raise SweclError(f"--version names one run; --repeat {repeat} makes {repeat}: drop --version "
+                             "(the repeats take the next numbers)")
+        opts.validate()
+        return opts
+
+    def run(self, opts: RunOptions, reporter: Reporter, *, repeat: int = 1, demo_suite: bool = False) -> Runs:
+        """Start `opts.stage` (`demo_suite`: the four stages of the demo suite, in order)
+        `repeat` times, each run its own version; progress goes to `reporter`."""
+        # lazy: the run machinery (agents, graders, multiprocessing) costs about 0.25 s at start-up
+        from .run import run_demo_suite, run_repeats
+
+        opts = self.check_run(opts, repeat=repeat, demo_suite=demo_suite)
+        with _executor_session(opts):
+            if demo_suite:
+                reports = run_demo_suite(self, opts, reporter, repeat)
+            else:
+                reports = run_repeats(self, opts, reporter, repeat)
+        return Runs(tuple(reports), grouped=repeat > 1)
+
+    def resume(self, version: str, reporter: Reporter, *, jobs: int | None = None, task_jobs: int | None = None,
+               executor: dict[str, Any] | None = None, repeat: int = 1, memory_server: str | None = None) -> Runs:
+        """Continue run `version` where it stopped and, when it is part of an invocation that
+        started several (the demo suite, `--repeat K`), the rest of that invocation. `jobs`,
+        `task_jobs`, `executor` (RunOptions' executor fields) override what was recorded;
+        `repeat` and `memory_server`, options of a new run, are refused."""
+        from .run import continue_invocation  # lazy: as in `run`
+
+        if repeat != 1:
+            raise SweclError("--resume continues one run; --repeat starts new ones: drop --repeat")
+        if memory_server is not None:
+            raise SweclError("--resume continues a run with its own options: drop --memory-server")
+        reports = continue_invocation(self, version, reporter, jobs=jobs, task_jobs=task_jobs, executor=executor)
+        return Runs(tuple(reports), grouped=len(reports) > len({r.stage for r in reports}))
+
+    def run_summary(self, versions: list[str], *, grouped: bool = False) -> RunsSummary:
+        """The summary of runs `versions`: their metrics as `swecl metrics` computes them and,
+        with `grouped`, their groups (a stage's repeats: mean and interval)."""
+        # lazy: the metrics and the audit's folds load when a summary is shown, not at `swecl --help`
+        from projections import metrics_for
+        from projections.audit import integrity_counts, integrity_of, leakage_of
+        from projections.compare import group_runs, grouped_metrics
+
+        with self.reading() as reading:
+            found = metrics_for(reading.ledger, reading.projector, versions)
+            # As `swecl metrics` has them (its leakage_for, integrity_for), with no cut.
+            leakage: dict[str, dict[str, Any] | None] = {
+                vm.run.version: leakage_of(reading.ledger, vm.run.version) for vm in found}
+            integrity: dict[str, dict[str, Any] | None] = {
+                vm.run.version: integrity_counts(integrity_of(reading.ledger, vm.run.version)) for vm in found}
+        known = {vm.run.version: vm.run for vm in found}
+        groups = [grouped_metrics(group, found) for group in group_runs(known, list(known))] if grouped else []
+        dirs = {v: str(self.version_dir(v)) for v in versions}
+        return RunsSummary(
+            versions=list(versions), found=found, leakage=leakage, integrity=integrity, groups=groups,
+            ledger=str(self.ledger_path), results=str(self.root), version_dirs=dirs,
+            on_disk={v: _on_disk(Path(path)) for v, path in dirs.items()},
+        )
+
+
+@contextmanager
+def _executor_session(opts: RunOptions) -> Iterator[None]:
+    """One Ray connection for every run an invocation makes (the demo suite makes four)."""
+    if opts.executor != "ray":
+        yield
+        return
+    from .run import ray_session  # lazy: the Ray session module loads only for --executor ray
+
+    with ray_session(opts):
+        yield
+
+
+def _on_disk(folder: Path) -> str:
+    """What a run's folder holds for a reader: its memory, or that the ledger is all there is."""
+    shown = sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
+    if "_provider" in shown:
+        return (f"memory server data in {folder / '_provider'} (per sequence; a snapshot per task in the ledger: "
+                "memory.provider.snapshot)")
+    if "_memory" in shown:
+        return f"memory in {folder / '_memory'} (one Markdown file per item in _memory/.cookbook-memory/)"
+    if shown:
+        return f"{folder} ({', '.join(shown)})"
+    return "no memory, nothing on disk: its events are in the ledger (swecl audit, swecl log)"
