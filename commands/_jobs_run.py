@@ -21,6 +21,8 @@ import msgspec
 from ledger import SweclError
 
 from ._folder import ExperimentFolder
+from ._jobs_read import grouped_of, integrity_for, leakage_for
+from ._read_documents import grouped_document, metrics_document
 
 if TYPE_CHECKING:
     from projections import VersionMetrics
@@ -65,6 +67,13 @@ class RunsSummary:
     def where(self) -> dict[str, Any]:
         """The places in the `--json` summary line."""
         return {"ledger": self.ledger, "results": self.results, "version_dirs": dict(self.version_dirs)}
+
+    def document(self) -> dict[str, Any]:
+        """The `--json` summary line: `swecl metrics --json` of these runs, their groups
+        (with `--repeat`) and where they are."""
+        extra = {"grouped": grouped_document(self.groups)} if self.groups else {}
+        return {"event": "summary", **metrics_document(self.found, self.leakage, self.integrity), **extra,
+                **self.where()}
 
 
 class RunJobs(ExperimentFolder):
@@ -123,20 +132,14 @@ class RunJobs(ExperimentFolder):
     def run_summary(self, versions: list[str], *, grouped: bool = False) -> RunsSummary:
         """The summary of runs `versions`: their metrics as `swecl metrics` computes them and,
         with `grouped`, their groups (a stage's repeats: mean and interval)."""
-        # lazy: the metrics and the audit's folds load when a summary is shown, not at `swecl --help`
+        # lazy: the metrics load when a summary is shown, not at `swecl --help`
         from projections import metrics_for
-        from projections.audit import integrity_counts, integrity_of, leakage_of
-        from projections.compare import group_runs, grouped_metrics
 
         with self.reading() as reading:
             found = metrics_for(reading.ledger, reading.projector, versions)
-            # As `swecl metrics` has them (its leakage_for, integrity_for), with no cut.
-            leakage: dict[str, dict[str, Any] | None] = {
-                vm.run.version: leakage_of(reading.ledger, vm.run.version) for vm in found}
-            integrity: dict[str, dict[str, Any] | None] = {
-                vm.run.version: integrity_counts(integrity_of(reading.ledger, vm.run.version)) for vm in found}
-        known = {vm.run.version: vm.run for vm in found}
-        groups = [grouped_metrics(group, found) for group in group_runs(known, list(known))] if grouped else []
+            leakage = leakage_for(reading.ledger, found)  # as `swecl metrics` has them, with no cut
+            integrity = integrity_for(reading.ledger, found)
+        groups = grouped_of(found) if grouped else []
         dirs = {v: str(self.version_dir(v)) for v in versions}
         return RunsSummary(
             versions=list(versions), found=found, leakage=leakage, integrity=integrity, groups=groups,

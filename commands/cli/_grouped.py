@@ -7,8 +7,6 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from .._jobs_read import expand_to_groups, grouped_of  # noqa: F401 (re-exported: `swecl run`'s summary)
-from .._read_documents import grouped_document  # noqa: F401 (as above)
 from ._tables import make_console, short_sequence_names
 
 if TYPE_CHECKING:

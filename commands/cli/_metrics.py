@@ -13,8 +13,7 @@ from projections import VersionMetrics
 from projections.audit import integrity_line
 from projections.metrics import FORMULAS, METRIC_NAMES
 
-from .._jobs_read import integrity_for, leakage_for  # noqa: F401 (re-exported: `swecl run`'s summary)
-from .._read_documents import metrics_document, resolved_of  # noqa: F401 (as above)
+from .._read_documents import resolved_of
 from ._common import echo_json, experiment_of, parse_lambdas, results_option, run_version
 from ._grouped import print_grouped_table
 from ._tables import make_console, short_sequence_names, version_label

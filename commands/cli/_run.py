@@ -13,8 +13,8 @@ from graders import SANDBOX_MODES
 from ledger import SweclError
 
 from ._common import experiment_of, parse_python_paths, parse_repo_sources, results_option, run_version
-from ._grouped import grouped_document, print_grouped_table
-from ._metrics import metrics_document, print_metrics_table, print_not_gradeable
+from ._grouped import print_grouped_table
+from ._metrics import print_metrics_table, print_not_gradeable
 
 if TYPE_CHECKING:
     from commands import RunsSummary
@@ -180,10 +180,7 @@ def _executor_options(executor: str | None, ray_address: str | None, shard_dir: 
 
 def _print_summary(summary: RunsSummary, *, quiet: bool, as_json: bool) -> None:
     if as_json:
-        extra = {"grouped": grouped_document(summary.groups)} if summary.groups else {}
-        click.echo(msgspec.json.encode({"event": "summary", **metrics_document(summary.found, summary.leakage,
-                                                                                 summary.integrity),
-                                        **extra, **summary.where()}).decode())
+        click.echo(msgspec.json.encode(summary.document()).decode())
         return
     print_metrics_table(summary.found, leakage=summary.leakage, integrity=summary.integrity)
     print_not_gradeable(summary.found)

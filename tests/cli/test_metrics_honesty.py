@@ -14,7 +14,8 @@ from rich.console import Console
 
 from bench.ledgers import LedgerBuilder
 from bench.processes import REPO_ROOT, swecl_argv, swecl_env
-from commands.cli._metrics import leakage_for, print_metrics_table, short_sequence_names
+from commands._jobs_read import leakage_for
+from commands.cli._metrics import print_metrics_table, short_sequence_names
 from ledger import Ledger
 from projections import Results, metrics_for
 from projections.metrics import Lambdas, SequenceOutcomes, compute, unmeasured
