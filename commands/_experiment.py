@@ -13,9 +13,10 @@ user can fix; nothing here prints.
 from __future__ import annotations
 
 from ._folder import ExperimentFolder
+from ._jobs_output import OutputJobs
 
 __all__ = ["Experiment"]
 
 
-class Experiment(ExperimentFolder):
+class Experiment(OutputJobs, ExperimentFolder):
     """The jobs over one results folder (see the module doc)."""

@@ -11,7 +11,8 @@ import msgspec
 
 from graders import loads_limited, read_limited
 from ledger import SweclError
-from projections import VersionMetrics, metrics_for, order_cut, outcomes, parquet_bytes, run_row, runs, write_output
+from commands._files import write_output
+from projections import VersionMetrics, metrics_for, order_cut, outcomes, parquet_bytes, run_row, runs
 from projections.audit import integrity_line, leakage_of
 from projections.metrics import (
     FORMULAS,

@@ -64,7 +64,7 @@ def show_cmd(ctx: click.Context, first: str, second: str | None, pass_: str | No
     if dataset is not None or rows is not None:
         raise click.UsageError("--dataset and --rows are for a benchmark task (swecl show TASK), not a run's attempt")
     # lazy: the attempt view loads when the command runs, not at `swecl --help`
-    from projections import write_output
+    from commands._files import write_output
     from projections.show import attempt_files, show_attempt
 
     version = run_version(ctx, None, first)  # type: ignore[arg-type]
