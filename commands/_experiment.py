@@ -16,9 +16,10 @@ from ._folder import ExperimentFolder
 from ._jobs_grade import GradeJobs
 from ._jobs_read import ReadJobs
 from ._jobs_run import RunJobs
+from ._jobs_output import OutputJobs
 
 __all__ = ["Experiment"]
 
 
-class Experiment(RunJobs, GradeJobs, ReadJobs, ExperimentFolder):
+class Experiment(RunJobs, GradeJobs, ReadJobs, OutputJobs, ExperimentFolder):
     """The jobs over one results folder (see the module doc)."""

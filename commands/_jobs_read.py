@@ -20,10 +20,11 @@ import msgspec
 
 from ledger import IntegrityError, LedgerDamaged, Recorded, StreamRange, SweclError, check_references, sqlite
 from ledger.events import BY_TYPE
-from projections import ChainCheckpoints, VersionMetrics, metrics_for, order_cut, outcomes, run_row, runs, write_output
+from projections import ChainCheckpoints, VersionMetrics, metrics_for, order_cut, outcomes, run_row, runs
 from projections.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, group_members, group_runs, grouped_metrics
 from projections.metrics import metrics_from_vectors_document
 
+from ._files import write_output
 from ._folder import ExperimentFolder
 from ._read_documents import compare_document, grouped_document, metrics_document, version_label
 

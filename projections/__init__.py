@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from ledger.lazy import lazy_exports
 
 from ._checkpoints import ChainCheckpoints, CheckpointStore
-from ._files import WRITE_ERRNOS, atomic_file, output_file, undo_new_folder, write_atomic, write_error, write_if_changed, write_output
 from ._outcomes import INVALID_STATUSES, Cell, OutcomeProjection, RunOutcomes, SequenceCells
 from ._runner import Folded, Projection, Projector, Selection
 from ._rebuild import Rebuilt, rebuild
@@ -36,16 +35,8 @@ __all__ = [
     "RunsState",
     "Selection",
     "SequenceCells",
-    "WRITE_ERRNOS",
-    "atomic_file",
-    "output_file",
     "read_views",
     "rebuild",
-    "undo_new_folder",
-    "write_atomic",
-    "write_error",
-    "write_if_changed",
-    "write_output",
 ]
 
 # Loaded on first use: `swecl --help` need not import polars or the metrics.
@@ -92,8 +83,7 @@ _EXPORTS = {
     "outcomes_csv": "_replay",
     "metrics_document": "_replay",
     "manifest_document": "_replay",
-    "write_replay": "_replay",
-    "replay": "_replay",
+    "replay_files": "_replay",
     "FORMATS": "_export",
     "EVENT_COLUMNS": "_export",
     "ExportReport": "_export",
@@ -104,7 +94,7 @@ _EXPORTS = {
     "event_records": "_export",
     "events_frame": "_export",
     "parquet_bytes": "_export",
-    "export_run": "_export",
+    "export_lines": "_export",
 }
 __all__ += sorted(_EXPORTS)
 
@@ -153,8 +143,7 @@ if TYPE_CHECKING:
         outcomes_csv,
         metrics_document,
         manifest_document,
-        write_replay,
-        replay,
+        replay_files,
     )
     from ._export import (
         FORMATS,
@@ -167,7 +156,7 @@ if TYPE_CHECKING:
         event_records,
         events_frame,
         parquet_bytes,
-        export_run,
+        export_lines,
     )
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -25,17 +25,14 @@ from __future__ import annotations
 import base64
 import io
 import json
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from ledger import Ledger, Recorded, StreamRange, SweclError, blob_refs_of
 
-from ._files import output_file, write_error, write_output
 from ._outcomes import OutcomeProjection
 from ._runs import run_started_record
 from ._runner import Projector
@@ -210,53 +207,19 @@ def events_frame(ledger: Ledger, version: str, pass_: str | None = None):  # typ
     )
 
 
-# -- writing -------------------------------------------------------------------------------
-
-
-def _write_text(out: str, lines: Iterator[str]) -> int:
-    """Write `lines` to `out` ('-' = stdout) atomically; the number of lines."""
-    count = 0
-    if out == "-":
-        for line in lines:
-            sys.stdout.write(line)
-            count += 1
-        return count
-    path = Path(out)
-    try:
-        with output_file(path) as tmp:
-            with tmp.open("w", encoding="utf-8", newline="\n") as fh:
-                for line in lines:
-                    fh.write(line)
-                    count += 1
-    except OSError as exc:
-        raise write_error(exc, path) from None
-    return count
-
-
 def parquet_bytes(frame: Any) -> bytes:
-    """The frame as a parquet file, in memory (see `projections._files.write_output`)."""
+    """The frame as a parquet file, in memory (see `commands._files.write_output`)."""
     buffer = io.BytesIO()
     frame.write_parquet(buffer)
     return buffer.getvalue()
 
 
-def export_run(
-    ledger: Ledger, version: str, fmt: str, out: str, *, pass_: str | None = None, with_blobs: bool = False
-) -> ExportReport:
-    """Write `version` as `fmt` to `out` (a file; '-' is stdout for the JSON-lines formats)."""
-    if fmt not in FORMATS:
-        raise SweclError(f"--format {fmt!r}: one of {', '.join(FORMATS)}")
-    if with_blobs and fmt != "events":
-        raise SweclError("--with-blobs inlines blobs into the events format only")
+def export_lines(
+    ledger: Ledger, version: str, fmt: str, *, pass_: str | None = None, with_blobs: bool = False
+) -> tuple[Iterator[str], tuple[str, ...]]:
+    """The lines of `fmt` ("predictions" or "events"), lazily, and for predictions the
+    instance ids of the plan that have none (known before the first line)."""
     if fmt == "predictions":
         rows, missing = predictions(ledger, version, pass_ or "initial")
-        count = _write_text(out, (_dump_line(r) for r in rows))
-        return ExportReport(version, fmt, out, count, tuple(missing))
-    if fmt == "events":
-        count = _write_text(out, (_dump_line(r) for r in event_records(ledger, version, pass_, with_blobs=with_blobs)))
-        return ExportReport(version, fmt, out, count)
-    if out == "-":
-        raise SweclError("--format parquet writes a file: give --out FILE.parquet")
-    frame = events_frame(ledger, version, pass_)
-    write_output(Path(out), parquet_bytes(frame))
-    return ExportReport(version, fmt, out, frame.height)
+        return (_dump_line(r) for r in rows), tuple(missing)
+    return (_dump_line(r) for r in event_records(ledger, version, pass_, with_blobs=with_blobs)), ()

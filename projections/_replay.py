@@ -35,27 +35,22 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ledger import Ledger, StreamRange, SweclError
+from ledger import Ledger, StreamRange
 from projections.memory import (
     MemoryState,
     SeedRecord,
-    blob_patch_reader,
     load_memory,
     memory_projection,
-    write_if_changed,
-    write_memory_folder,
 )
 from projections.metrics import FORMULAS, MetricsResult, compute, result_document
 
 from ._cut import OrderCut, sequence_cutoffs
-from ._files import undo_new_folder, write_error
 from ._outcomes import OutcomeProjection, RunOutcomes
 from ._passes import pass_rank, retest_row
 from ._queries import check_order
@@ -330,31 +325,13 @@ def _json_bytes(doc: Any) -> bytes:
     return (json.dumps(doc, ensure_ascii=False, indent=2) + "\n").encode()
 
 
-def write_replay(ledger: Ledger, replay: Replay, out_dir: str | os.PathLike[str]) -> ReplayReport:
-    """Write `replay` into `out_dir` (files whose bytes would not change are left alone)."""
-    out = Path(out_dir)
-    manifest = out / MANIFEST_FILE
-    if out.is_dir() and any(out.iterdir()) and not manifest.exists():
-        raise SweclError(f"{out} holds files and is not a replay folder: give an empty or new --out DIR")
-    # A new (or empty) folder that cannot be completed (a full disk) is removed again;
-    # in an earlier replay's folder every file is replaced atomically, the manifest last.
-    with undo_new_folder(out):
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise write_error(exc, out) from None
-        write_memory_folder(replay.memory, out / MEMORY_SUBDIR, blob_patch_reader(ledger), ledger_id=None)
-        try:
-            write_if_changed(out / OUTCOMES_JSON, _json_bytes(outcomes_document(replay)))
-            write_if_changed(out / OUTCOMES_CSV, outcomes_csv(replay).encode())
-            write_if_changed(out / METRICS_JSON, _json_bytes(metrics_document(replay)))
-            write_if_changed(manifest, _json_bytes(manifest_document(replay)))
-        except OSError as exc:
-            raise write_error(exc, out, hint="the replay was not (fully) written") from None
-    return ReplayReport(out, replay, (MANIFEST_FILE, MEMORY_SUBDIR, OUTCOMES_JSON, OUTCOMES_CSV, METRICS_JSON))
-
-
-def replay(
-    ledger: Ledger, version: str, upto_order: int, out_dir: str | os.PathLike[str], *, projector: Projector | None = None
-) -> ReplayReport:
-    return write_replay(ledger, replay_state(ledger, version, upto_order, projector=projector), out_dir)
+def replay_files(replay: Replay) -> dict[str, bytes]:
+    """The replay folder's files besides `_memory/` (written from `replay.memory` with
+    `ledger_id` left out), by name, the manifest last: a folder whose manifest is there
+    is a complete replay."""
+    return {
+        OUTCOMES_JSON: _json_bytes(outcomes_document(replay)),
+        OUTCOMES_CSV: outcomes_csv(replay).encode(),
+        METRICS_JSON: _json_bytes(metrics_document(replay)),
+        MANIFEST_FILE: _json_bytes(manifest_document(replay)),
+    }

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
-from projections import export_run
-
-from ._common import PassParam, results_of, results_option, run_version
+from ._common import PassParam, experiment_of, results_option, run_version
 
 
 @click.command("export")
@@ -28,9 +28,8 @@ def export_cmd(ctx: click.Context, version: str, fmt: str, out: str, pass_: str 
     parquet: the same events as a table (envelope columns, sequence_id, instance_id,
     order, pass, attempt promoted, payload as JSON text).
     """
-    results = results_of(ctx)
-    with results.open_ledger(readonly=True) as ledger:
-        report = export_run(ledger, version, fmt, out, pass_=pass_, with_blobs=with_blobs)
+    report = experiment_of(ctx).export(version=version, fmt=fmt, out=out, pass_=pass_, with_blobs=with_blobs,
+                                       stdout=sys.stdout)
     if out != "-":
         for line in report.lines():
             click.echo(line)

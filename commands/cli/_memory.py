@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import click
 
-from ledger import SweclError
-from projections import rebuild
-from projections.memory import MEMORY_DIR, blob_patch_reader, materialise_version, write_memory_folder
-
-from ._common import echo_json, results_of, results_option, run_version
+from ._common import echo_json, experiment_of, results_option, run_version
 
 
 @click.command("dream")
@@ -25,25 +20,11 @@ def dream_cmd(ctx: click.Context, version: str, as_json: bool) -> None:
 
     Each decision is an event with its reason; a second dream with nothing new decides nothing.
     """
-    # lazy: the memory commands bring unidiff; `swecl --help` need not load them
-    from commands.memory import dream
-
-    results = results_of(ctx)
-    with results.open_ledger() as ledger:
-        report = dream(ledger, version, reason="manual")
-        materialise_version(ledger, version, results.version_dir(version))
+    dreamed = experiment_of(ctx).dream(version=version)
     if as_json:
-        echo_json(
-            {
-                "version": version,
-                "dream_id": report.dream_id,
-                "decisions": [dataclasses.asdict(d) for d in report.decisions],
-                "live_before": report.live_before,
-                "live_after": report.live_after,
-            }
-        )
+        echo_json(dreamed.document())
         return
-    for line in report.lines():
+    for line in dreamed.lines():
         click.echo(line)
 
 
@@ -61,12 +42,7 @@ def memory_group() -> None:
 def memory_export_cmd(ctx: click.Context, version: str, out_dir: Path) -> None:
     """Write VERSION's live memory as a portable `_memory/` folder (Markdown, memory.db,
     graph.db, items.json) that another machine can use as --source-memory or import."""
-    # lazy: the memory commands bring unidiff; `swecl --help` need not load them
-    from commands.memory import export_memory
-
-    results = results_of(ctx)
-    with results.open_ledger(readonly=True) as ledger:
-        report = export_memory(ledger, version, out_dir)
+    report = experiment_of(ctx).memory_export(version=version, out_dir=out_dir)
     for line in report.lines():
         click.echo(line)
 
@@ -80,12 +56,7 @@ def memory_export_cmd(ctx: click.Context, version: str, out_dir: Path) -> None:
 def memory_import_cmd(ctx: click.Context, path: Path, version: str) -> None:
     """Seed VERSION from an exported `_memory/` folder: one memory.seeded event plus the
     imported items, in one batch."""
-    # lazy: the memory commands bring unidiff; `swecl --help` need not load them
-    from commands.memory import import_seed
-
-    results = results_of(ctx)
-    with results.open_ledger() as ledger:
-        result = import_seed(ledger, version, path)
+    result = experiment_of(ctx).memory_import(path=path, version=version)
     for line in result.lines():
         click.echo(line)
 
@@ -101,25 +72,7 @@ def memory_materialise_cmd(ctx: click.Context, version: str | None, every: bool,
 
     With --all, every run's folder: the ledger is read once for all of them.
     """
-    if every == (version is not None):
-        raise SweclError("give a run VERSION or --all (not both)")
-    results = results_of(ctx)
-    with results.open_ledger(readonly=True) as ledger:
-        if version is not None:
-            if ledger.stream_version(f"run/{version}") < 0:
-                raise SweclError(f"no run version {version!r} in {ledger.path}: nothing to materialise")
-            reports = [materialise_version(ledger, version, results.version_dir(version), upto=upto)]
-        else:
-            rebuilt = rebuild(ledger, upto=upto)
-            if not rebuilt.runs.runs:
-                raise SweclError(f"no runs in {ledger.path} as of seq {rebuilt.seq}: nothing to materialise")
-            read_patch = blob_patch_reader(ledger)
-            reports = [
-                write_memory_folder(
-                    rebuilt.memory_of(v), results.version_dir(v) / MEMORY_DIR, read_patch, ledger_id=ledger.ledger_id
-                )
-                for v in rebuilt.runs.runs
-            ]
+    reports = experiment_of(ctx).materialise(version=version, every=every, upto=upto)
     for report in reports:
         for line in report.lines():
             click.echo(line)

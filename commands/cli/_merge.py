@@ -8,7 +8,7 @@ import click
 
 from ledger import IntegrityError
 
-from ._common import echo_json, results_of, results_option
+from ._common import echo_json, experiment_of, results_option
 
 
 @click.command("merge")
@@ -26,29 +26,13 @@ def merge_cmd(ctx: click.Context, shards: tuple[Path, ...], into: Path | None, a
     already in the target is skipped, so merging twice adds nothing. The target is
     verified again at the end.
     """
-    from ledger import merge_ledgers  # lazy: the merge machinery loads only for `swecl merge`
-
-    target = into if into is not None else results_of(ctx).ledger_path
     try:
-        report = merge_ledgers(list(shards), target)
+        merged = experiment_of(ctx).merge(shards=list(shards), into=into)
     except IntegrityError as exc:
         click.echo(f"swecl: merge refused: {' '.join(str(exc).split())}", err=True)
         raise click.exceptions.Exit(1) from None
     if as_json:
-        echo_json(
-            {
-                "target": str(report.target),
-                "created": report.created,
-                "shards": [
-                    {"path": str(s.path), "events": s.events, "added": s.added, "skipped": s.skipped,
-                     "blobs_added": s.blobs_added}
-                    for s in report.shards
-                ],
-                "events": report.events,
-                "blobs": report.blobs,
-                "head_hash": report.head_hash,
-            }
-        )
+        echo_json(merged.document())
         return
-    for line in report.lines():
+    for line in merged.lines():
         click.echo(line)

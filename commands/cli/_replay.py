@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ._common import echo_json, results_of, results_option, run_version
+from ._common import echo_json, experiment_of, results_option, run_version
 
 
 @click.command("replay")
@@ -27,11 +27,9 @@ def replay_cmd(ctx: click.Context, version: str, upto_order: int, out_dir: Path,
     repository are as of the cut of that repository's sequence. The same ledger and K
     always give byte-identical files.
     """
-    from projections import manifest_document, replay  # lazy: loads only for `swecl replay`
+    from projections import manifest_document  # lazy: loads only for `swecl replay`
 
-    results = results_of(ctx)
-    with results.open_ledger(readonly=True) as ledger:
-        report = replay(ledger, version, upto_order, out_dir, projector=results.projector(ledger))
+    report = experiment_of(ctx).replay(version=version, upto_order=upto_order, out_dir=out_dir)
     if as_json:
         echo_json({**manifest_document(report.replay), "out": str(report.out_dir)})
         return

@@ -7,9 +7,8 @@ from pathlib import Path
 import click
 
 from projections.metrics import FORMULAS
-from projections.report import build_report
 
-from ._common import results_of, results_option, run_version
+from ._common import experiment_of, results_option, run_version
 
 
 @click.command("report")
@@ -38,9 +37,8 @@ def report_cmd(ctx: click.Context, versions: tuple[str, ...], out_dir: Path, for
     No VERSION: every run in the ledger that did not fail (--all: failed ones too). Several
     versions are overlaid on the learning curves of each sequence they share.
     """
-    results = results_of(ctx)
-    summary = build_report(results, list(versions), out_dir, formula=formula, include_failed=include_failed,
-                           grouped=grouped)
+    summary = experiment_of(ctx).report(versions=list(versions), out_dir=out_dir, formula=formula,
+                                        include_failed=include_failed, grouped=grouped)
     click.echo(
         f"wrote {len(summary.files)} files for {len(summary.versions)} version(s) and "
         f"{len(summary.sequences)} sequence(s) as of ledger seq {summary.head_seq}: open {summary.index}"

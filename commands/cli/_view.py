@@ -12,7 +12,6 @@ import errno
 import ipaddress
 import socket
 import sys
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -21,7 +20,7 @@ import click
 
 from ledger import SweclError, Terminated
 
-from ._common import results_of, results_option
+from ._common import experiment_of, results_option
 
 DEFAULT_PORT = 8421
 
@@ -110,23 +109,6 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # quiet: a page without the push stream polls every 2 s
 
 
-def _secrets_loader() -> Any:
-    """`load_task_secrets` once per run version (a dataset can take seconds to load), shared by the threads."""
-    # lazy: the benchmark loaders bring pydantic (about 0.15 s), paid only by the commands that load one
-    from commands.inputs import load_task_secrets
-
-    loaded: dict[str, Any] = {}
-    lock = threading.Lock()
-
-    def secrets(ledger: Any, version: str) -> Any:
-        with lock:
-            if version not in loaded:
-                loaded[version] = load_task_secrets(ledger, version)
-            return loaded[version]
-
-    return secrets
-
-
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -160,15 +142,8 @@ def view_cmd(ctx: click.Context, port: int, host: str) -> None:
     patch, the test output, the recalled memories with leak flags, the transcript. Pages
     follow the ledger while a run appends to it. Ctrl-C stops the server.
     """
-    # lazy: the web view's modules load only for `swecl view`
-    from projections.view import View
-
-    results = results_of(ctx)
-    if not results.ledger_path.exists():
-        raise SweclError(f"no ledger at {results.ledger_path}: nothing to view (run `swecl run` first, or give --results DIR)")
-    with results.open_ledger(readonly=True):
-        pass  # opens as every read command does: a damaged ledger is refused, a chain that does not verify warned of
-    view = View(results, log_error=lambda text: sys.stderr.write(f"swecl view: {text}\n"), secrets=_secrets_loader())
+    experiment = experiment_of(ctx)
+    view = experiment.view(log_error=lambda text: sys.stderr.write(f"swecl view: {text}\n"))
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     handler = type("Handler", (_Handler,), {"view": view, "allowed_hosts": None})
     _Server.address_family = family
@@ -181,7 +156,7 @@ def view_cmd(ctx: click.Context, port: int, host: str) -> None:
     bound_port = server.server_address[1]
     handler.allowed_hosts = _allowed_hosts(host.strip("[]"), bound_port)
     shown_host = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
-    click.echo(f"swecl view: serving {results.ledger_path} at http://{shown_host}:{bound_port}/ (Ctrl-C to stop)")
+    click.echo(f"swecl view: serving {experiment.ledger_path} at http://{shown_host}:{bound_port}/ (Ctrl-C to stop)")
     sys.stdout.flush()
     try:
         server.serve_forever(poll_interval=0.5)

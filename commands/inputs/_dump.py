@@ -9,8 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from projections import write_output
-
+from .._files import write_output
 from ._model import Benchmark, Sequence, Task
 
 __all__ = ["dump_curriculum", "write_curriculum"]

@@ -23,10 +23,10 @@ from projections.memory import (
     GradingSecrets,
     MaterialiseReport,
     leak_lines,
-    materialise_version,
     test_name_forms,
 )
 
+from ._materialise import materialise_version, write_memory_folder
 from ._daydream import (
     DaydreamInput,
     Extractor,
@@ -98,6 +98,7 @@ __all__ = [
     "item_id_for",
     "jaccard",
     "materialise_version",
+    "write_memory_folder",
     "patch_facts",
     "plan_dream",
     "read_export",

@@ -28,8 +28,9 @@ from projections.memory import (
     decode_export,
     load_memory,
     resolve_seed_chain,
-    write_memory_folder,
 )
+
+from ._materialise import write_memory_folder
 
 # `VERSION@SEQ` of --source-memory (a run as of a seq).
 VERSION_AT = re.compile(r"^(?P<version>[^@/\\]+)@(?P<seq>\d+)$")

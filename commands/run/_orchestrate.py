@@ -19,12 +19,11 @@ import msgspec
 import agents
 from agents import Agent
 from commands.inputs import Benchmark, Sequence, find_sequence
-from commands.memory import dream, resolve_seed, seed_memory
+from commands.memory import dream, materialise_version, resolve_seed, seed_memory
 from graders import reap_orphans
 from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, Terminated, event_id_for
 from ledger.events import RunResumed, RunStarted, TaskRef
 from projections import get_run
-from projections.memory import materialise_version
 
 from .. import _stops
 from .._folder import ExperimentFolder

@@ -3,7 +3,7 @@
 - `load_memory(ledger, version, upto=)` folds a version's substrate (with its seed
   chain) as of any seq; `MemoryProjection` + `resolve_seed_chain` are the parts.
 - `visible_items` + `rank_items` are recall: what a task may see, best first.
-- `materialise_version` writes `results/v{V}/_memory/` from the ledger.
+- `memory_folder` is `results/v{V}/_memory/` as data (`commands.memory` writes it).
 """
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ from ._materialise import (
     ExportedItem,
     ExportFile,
     MaterialiseReport,
+    MemoryFolder,
     blob_patch_reader,
     decode_export,
-    materialise_version,
+    memory_folder,
     parse_front_matter,
     render_markdown,
-    write_if_changed,
-    write_memory_folder,
 )
 from ._projection import (
     MEMORY_TYPES,
@@ -110,6 +109,7 @@ __all__ = [
     "Hop",
     "LocalModelEmbedder",
     "MaterialiseReport",
+    "MemoryFolder",
     "MemoryItem",
     "MemoryProjection",
     "MemoryState",
@@ -127,7 +127,7 @@ __all__ = [
     "item_text",
     "load_embedder",
     "load_memory",
-    "materialise_version",
+    "memory_folder",
     "memory_projection",
     "parse_front_matter",
     "parse_time",
@@ -139,8 +139,6 @@ __all__ = [
     "run_of",
     "tokens",
     "visible_items",
-    "write_if_changed",
-    "write_memory_folder",
     "written_by",
     "written_later",
 ]

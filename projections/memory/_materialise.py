@@ -1,4 +1,5 @@
-"""Materialised memory: the substrate written out as files, rebuilt from the ledger.
+"""Materialised memory: the substrate as the files of a folder, rebuilt from the ledger
+(as data: `commands.memory.write_memory_folder` writes them).
 
 `results/v{V}/_memory/` holds `.cookbook-memory/` (one Markdown file per live item,
 front matter with its provenance), `memory.db` (every item with its status, and an
@@ -11,9 +12,7 @@ gives the same bytes, and a rebuild rewrites only files whose bytes would change
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,8 +24,6 @@ import msgspec
 from ledger import Ledger, LedgerError, SweclError
 from ledger import sqlite
 
-from .._files import WRITE_ERRNOS, atomic_file, undo_new_folder, write_error, write_if_changed
-from ._projection import load_memory
 from ._recall import FTS_DDL
 from ._state import Hop, MemoryItem, MemoryState, StatusChange
 
@@ -141,58 +138,42 @@ def blob_patch_reader(ledger: Ledger) -> PatchReader:
     return read
 
 
-def materialise_version(
-    ledger: Ledger, version: str, version_dir: str | os.PathLike[str], *, upto: int | None = None
-) -> MaterialiseReport:
-    """(Re)build `version_dir/_memory/` (e.g. results/v{V}/_memory) from the ledger."""
-    state = load_memory(ledger, version, upto=upto).state
-    return write_memory_folder(
-        state, Path(version_dir) / MEMORY_DIR, blob_patch_reader(ledger), ledger_id=ledger.ledger_id
-    )
+@dataclass(frozen=True)
+class MemoryFolder:
+    """The memory folder of one state, as data; `commands.memory.write_memory_folder`
+    writes it (this package writes no files).
+
+    The databases are given as the statements that fill a fresh one, not as bytes: the
+    writer builds each in a file database beside its target, whose header (change
+    counter, library version) an in-memory database would not give the same bytes."""
+
+    as_of_seq: int
+    live_items: int
+    total_items: int
+    files: dict[str, bytes]
+    """Path relative to the folder -> content: one `COOKBOOK_DIR/{item}.md` per live item, then `ITEMS_FILE`."""
+    databases: dict[str, Callable[[sqlite.Connection], None]]
+    """`MEMORY_DB`, `GRAPH_DB` -> what fills a fresh, empty database (one transaction)."""
 
 
-def write_memory_folder(
-    state: MemoryState, memory_dir: Path, read_patch: PatchReader, *, ledger_id: str | None = None
-) -> MaterialiseReport:
-    """Write the memory folder of `state` into `memory_dir` (also what export writes).
-
-    Each file is replaced atomically; when writing fails (a full disk) no temporary file
-    is left, and a folder that was missing or empty before is removed or emptied again.
-    """
-    with undo_new_folder(memory_dir):
-        try:
-            return _write_memory_folder(state, memory_dir, read_patch, ledger_id)
-        except OSError as exc:
-            raise write_error(exc, exc.filename or memory_dir, hint="the memory folder was not updated") from None
-
-
-def _write_memory_folder(
-    state: MemoryState, memory_dir: Path, read_patch: PatchReader, ledger_id: str | None
-) -> MaterialiseReport:
-    memory_dir.mkdir(parents=True, exist_ok=True)
-    cookbook = memory_dir / COOKBOOK_DIR
-    cookbook.mkdir(exist_ok=True)
+def memory_folder(state: MemoryState, read_patch: PatchReader, *, ledger_id: str | None = None) -> MemoryFolder:
+    """The files of `state`'s memory folder (see the module doc); the same state always
+    gives the same bytes."""
     items = sorted(state.items.values(), key=lambda i: i.item_id)
     live = [i for i in items if i.live]
     patches = {i.item_id: (read_patch(i.patch) if i.patch else None) for i in items}
-    changed: list[str] = []
-
-    wanted = {f"{i.item_id}.md": render_markdown(i, patches[i.item_id]) for i in live}
-    for name, text in wanted.items():
-        if write_if_changed(cookbook / name, text.encode()):
-            changed.append(f"{COOKBOOK_DIR}/{name}")
-    for stale in sorted(cookbook.glob("*.md")):
-        if stale.name not in wanted:
-            stale.unlink()
-            changed.append(f"{COOKBOOK_DIR}/{stale.name}")
-
-    if write_if_changed(memory_dir / ITEMS_FILE, export_bytes(state, live, patches, ledger_id)):
-        changed.append(ITEMS_FILE)
-    if _build_db(memory_dir / MEMORY_DB, lambda conn: _fill_memory_db(conn, state, items, patches)):
-        changed.append(MEMORY_DB)
-    if _build_db(memory_dir / GRAPH_DB, lambda conn: _fill_graph_db(conn, state, items)):
-        changed.append(GRAPH_DB)
-    return MaterialiseReport(memory_dir, state.last_seq, len(live), len(items), tuple(changed))
+    files = {f"{COOKBOOK_DIR}/{i.item_id}.md": render_markdown(i, patches[i.item_id]).encode() for i in live}
+    files[ITEMS_FILE] = export_bytes(state, live, patches, ledger_id)
+    return MemoryFolder(
+        as_of_seq=state.last_seq,
+        live_items=len(live),
+        total_items=len(items),
+        files=files,
+        databases={
+            MEMORY_DB: lambda conn: _fill_memory_db(conn, state, items, patches),
+            GRAPH_DB: lambda conn: _fill_graph_db(conn, state, items),
+        },
+    )
 
 
 def export_bytes(
@@ -428,26 +409,3 @@ def _fill_graph_db(conn: sqlite.Connection, state: MemoryState, items: list[Memo
                 nodes[end] = ("item", end[5:], _dumps({"status": "unknown"}))
     conn.executemany("INSERT INTO nodes VALUES (?, ?, ?, ?)", [(k, *v) for k, v in sorted(nodes.items())])
     conn.executemany("INSERT INTO edges VALUES (?, ?, ?)", sorted(edges))
-
-
-def _build_db(path: Path, fill: Callable[[sqlite.Connection], None]) -> bool:
-    """Build a fresh database next to `path`; replace `path` only if the bytes differ.
-
-    One transaction, rollback journal, no WAL: the same statements give the same file.
-    """
-    try:
-        with atomic_file(path) as tmp:
-            conn = sqlite.connect(tmp)
-            try:
-                with conn:
-                    fill(conn)
-            finally:
-                conn.close()
-            changed = not (path.exists() and path.read_bytes() == tmp.read_bytes())
-            if not changed:
-                tmp.unlink()  # atomic_file then leaves `path` (and its mtime) alone
-        return changed
-    except sqlite.FullError:
-        raise write_error(OSError(errno.ENOSPC, WRITE_ERRNOS[errno.ENOSPC]), path, hint="the memory folder was not updated") from None
-    except sqlite.SqliteError as exc:
-        raise SweclError(f"cannot write {path}: {exc}") from None

@@ -1,10 +1,11 @@
 """`swecl report`: a static, offline HTML page with a(i,j) heatmaps and learning curves.
 
-    from projections import Results
-    from projections.report import build_report
+    from commands import Experiment
 
-    summary = build_report(Results(Path("results")), ["base", "plugin-blank"], Path("report"))
+    summary = Experiment("results").report(versions=["base", "plugin-blank"], out_dir=Path("report"))
     summary.index  # report/index.html; summary.files lists every file written
+
+`render_report(collect(...))` gives the files as bytes (`ReportPages`); the core writes them.
 
 The page (`index.html`) and its figures (`plots/*.png`) are a projection of the ledger as
 of its head seq: rebuild them any time; the same ledger gives the same bytes.
@@ -16,7 +17,7 @@ draws its pages from the same collection, and with the same cells, metrics and s
 
 from __future__ import annotations
 
-from ._build import INDEX_FILE, PLOTS_DIR, ReportSummary, build_report, write_report
+from ._build import INDEX_FILE, PLOTS_DIR, ReportPages, ReportSummary, render_report
 from ._data import (
     CellState,
     Matrix,
@@ -42,18 +43,18 @@ __all__ = [
     "Matrix",
     "MatrixCell",
     "ReportData",
+    "ReportPages",
     "ReportSummary",
     "SequenceReport",
     "Tally",
     "TaskLeak",
     "TaskRow",
     "VersionReport",
-    "build_report",
     "collect",
     "memory_items",
     "memory_on",
     "planned_passes",
+    "render_report",
     "run_label",
     "tally",
-    "write_report",
 ]

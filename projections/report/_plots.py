@@ -1,4 +1,4 @@
-"""The report's figures: a(i,j) heatmaps and learning curves, as PNG files (matplotlib, Agg).
+"""The report's figures: a(i,j) heatmaps and learning curves, as PNG bytes (matplotlib, Agg).
 
 Figures are drawn through the object API on an Agg canvas, never pyplot: no global figure
 state, no GUI backend chosen behind a caller's back. Titles and labels carry ledger text
@@ -8,10 +8,10 @@ Same data, same matplotlib: same bytes (no timestamp is written into the PNG).
 
 from __future__ import annotations
 
+import io
 import math
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -21,8 +21,6 @@ from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
-
-from projections import atomic_file
 
 from ._curves import LINESTYLES, SequenceCurves
 from ._data import CellState, Matrix, MatrixRow
@@ -43,14 +41,14 @@ _PNG_METADATA = {"Software": None}
 _ANNOTATE_UP_TO = 30  # tasks; past that the 0/1 marks are too small to read
 
 
-def _save(fig: Figure, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _png(fig: Figure) -> bytes:
     FigureCanvasAgg(fig)
+    buffer = io.BytesIO()
     with warnings.catch_warnings():
         # A glyph the bundled font lacks (a CJK sequence name) is drawn as a box; say nothing.
         warnings.filterwarnings("ignore", message="Glyph .* missing from font")
-        with atomic_file(path) as tmp:  # a full disk leaves no half-drawn PNG
-            fig.savefig(tmp, format="png", dpi=100, metadata=_PNG_METADATA)
+        fig.savefig(buffer, format="png", dpi=100, metadata=_PNG_METADATA)
+    return buffer.getvalue()
 
 
 def _ticks(n: int) -> list[int]:
@@ -58,7 +56,7 @@ def _ticks(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if k == 1 or k % step == 0 or k == n]
 
 
-def matrix_png(matrix: Matrix, title: str, path: Path) -> None:
+def matrix_png(matrix: Matrix, title: str) -> bytes:
     """The a(i,j) grid (rows 1..N) and, below a gap, the baseline row b(j)."""
     n = len(matrix.orders)
     rows: list[tuple[float, MatrixRow]] = [(float(i), row) for i, row in enumerate(matrix.rows)]
@@ -119,17 +117,17 @@ def matrix_png(matrix: Matrix, title: str, path: Path) -> None:
             Patch(facecolor=COLOURS["n/a"], edgecolor="#bbbbbb", label="not evaluated"),
         ]
         fig.legend(handles=legend, loc="outside lower center", ncols=2, frameon=False, fontsize=8)
-        _save(fig, path)
+        return _png(fig)
 
 
 def _nan(values: Sequence[float | None], offset: float = 0.0) -> list[float]:
     return [math.nan if v is None else v + offset for v in values]
 
 
-def curves_png(curves: SequenceCurves, path: Path) -> None:
+def curves_png(curves: SequenceCurves) -> bytes:
     """The learning curves of one sequence as a PNG (see `curves_figure`)."""
     with matplotlib.rc_context(_RC):
-        _save(curves_figure(curves), path)
+        return _png(curves_figure(curves))
 
 
 def curves_figure(curves: SequenceCurves) -> Figure:

@@ -15,7 +15,7 @@ from commands.cli._audit import audit_cmd
 from commands.inputs import load_predictions, load_task_secrets
 from ledger import Ledger
 from tests.shared_runs import demo_run_copy
-from projections import export_run, replay
+from commands import Experiment
 from projections.audit import audit_summary, audit_task
 
 pytestmark = pytest.mark.slow
@@ -50,10 +50,11 @@ def test_audit_summary_flags_the_accum_runs_same_instance_recalls(demo: Path) ->
 
 
 def test_replay_and_export_on_the_demo(demo: Path, tmp_path: Path) -> None:
+    experiment = Experiment(demo)
+    experiment.replay(version="2", upto_order=3, out_dir=tmp_path / "a")
+    experiment.replay(version="2", upto_order=3, out_dir=tmp_path / "b")
+    experiment.export(version="2", fmt="predictions", out=str(tmp_path / "preds.jsonl"))
     with Ledger.open(demo / "ledger.db", readonly=True) as led:
-        replay(led, "2", 3, tmp_path / "a")
-        replay(led, "2", 3, tmp_path / "b")
-        export_run(led, "2", "predictions", str(tmp_path / "preds.jsonl"))
         plan = [t.instance_id for t in next(led.read_stream("run/2")).event.tasks[SPANS]]
     files_a = {p.relative_to(tmp_path / "a"): p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()}
     files_b = {p.relative_to(tmp_path / "b"): p.read_bytes() for p in (tmp_path / "b").rglob("*") if p.is_file()}
@@ -64,11 +65,9 @@ def test_replay_and_export_on_the_demo(demo: Path, tmp_path: Path) -> None:
 def test_the_reports_task_tables_mark_exactly_the_tasks_the_audit_flags(demo: Path, tmp_path: Path) -> None:
     """Per-task leak markers: every task row the audit summary flags (over the attempts that
     count, as the run's counts) carries its flags per pass, kinds and counts; no other row does."""
-    from projections import Results
-    from projections.report import build_report
     from tests.report.test_report import Page
 
-    report = build_report(Results(demo), [], tmp_path / "report")
+    report = Experiment(demo).report(out_dir=tmp_path / "report")
     page = Page(report.index.read_text(encoding="utf-8"))
     marked: dict[tuple[str, str, int], dict[str, tuple[int, str]]] = {}
     ids: dict[tuple[str, str, int], str] = {}

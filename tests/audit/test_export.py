@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from bench.ledgers import LedgerBuilder
+from commands import Experiment
 from commands.cli._export import export_cmd
 from commands.cli._ledger import log_cmd
 from commands.inputs import load_predictions
 from ledger import Ledger, SweclError
-from projections import EVENT_COLUMNS, export_run
+from projections import EVENT_COLUMNS, ExportReport
 
 from .crafted import P1, P2, P3, SEQ, TASKS, accum_run, blank_run
+
+
+def export_run(led: Ledger, version: str, fmt: str, out: str, **options: Any) -> ExportReport:
+    """The core's export job over the results folder holding `led`."""
+    return Experiment(led.path.parent).export(version=version, fmt=fmt, out=out, **options)
 
 
 @pytest.fixture(scope="module")

@@ -120,8 +120,7 @@ def test_show_metrics_and_report_display_the_flags(tmp_path) -> None:  # type: i
 
     from commands.cli._metrics import metrics_cmd
     from commands.cli._show import show_cmd
-    from projections import Results
-    from projections.report import build_report
+    from commands import Experiment
 
     root = tmp_path / "results"
     root.mkdir()
@@ -150,6 +149,6 @@ def test_show_metrics_and_report_display_the_flags(tmp_path) -> None:  # type: i
     found = doc["versions"][0]["integrity"]
     assert (found["patches_checked"], found["flagged"], found["by_kind"]["trace-hook"]) == (2, 1, 1)
 
-    page = build_report(Results(root), [], tmp_path / "report").index.read_text()
+    page = Experiment(root).report(out_dir=tmp_path / "report").index.read_text()
     assert '<tr data-integrity="1">' in page and 'data-integrity-task="acme__textkit-1"' in page
     assert "installs a trace hook" in page

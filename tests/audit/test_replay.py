@@ -13,10 +13,17 @@ from bench.ledgers import Item, LedgerBuilder
 from commands.cli._replay import replay_cmd
 from ledger import Ledger, SweclError
 from projections import _replay as replay_module
-from projections import replay, replay_state, sequence_cutoffs
-from projections.memory import load_memory, materialise_version
+from commands._jobs_output import write_replay
+from commands.memory import materialise_version
+from projections import ReplayReport, replay_state, sequence_cutoffs
+from projections.memory import load_memory
 
 from .crafted import OTHER_SEQ, OTHER_TASKS, P1, P2, P3, SEQ, TASKS, accum_run, blank_run, supersede
+
+
+def replay(led: Ledger, version: str, upto_order: int, out: Path) -> ReplayReport:
+    """The replay job's state and writer (`Experiment.replay`) on an open ledger."""
+    return write_replay(led, replay_state(led, version, upto_order), out)
 
 
 def tree(root: Path) -> dict[str, bytes]:

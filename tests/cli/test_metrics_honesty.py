@@ -16,10 +16,10 @@ from bench.ledgers import LedgerBuilder
 from bench.processes import REPO_ROOT, swecl_argv, swecl_env
 from commands._jobs_read import leakage_for
 from commands.cli._metrics import print_metrics_table, short_sequence_names
+from commands import Experiment
 from ledger import Ledger
 from projections import Results, metrics_for
 from projections.metrics import Lambdas, SequenceOutcomes, compute, unmeasured
-from projections.report import build_report
 from tests.report.realistic import DJANGO, PLAN, SYMPY, build_realistic
 
 ACCUM = "accum"
@@ -104,7 +104,7 @@ def test_table_prints_na_and_json_says_why(root: Path) -> None:
 
 
 def test_report_prints_na_for_unmeasured(root: Path, tmp_path: Path) -> None:
-    summary = build_report(Results(root), [], tmp_path / "report")
+    summary = Experiment(root).report(out_dir=tmp_path / "report")
     page = summary.index.read_text()
     assert 'data-metric="F" data-value="" data-unmeasured="no re-test pass" title="not measured: no re-test pass">n/a' in page
     assert "CL-Scores are not comparable across versions with different passes" in page

@@ -9,6 +9,7 @@ import apsw
 import msgspec
 import pytest
 
+from commands.memory import materialise_version
 from ledger import Ledger
 from ledger.events import MemoryMerged, MemoryPruned, MemorySuperseded
 from projections.memory import (
@@ -19,7 +20,6 @@ from projections.memory import (
     MEMORY_DIR,
     decode_export,
     load_memory,
-    materialise_version,
     parse_front_matter,
 )
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from projections import Results
-from projections.report import ReportSummary, build_report
+from commands import Experiment
+from projections.report import ReportSummary
 
 from .browser import ensure_chromium
 from .realistic import Realistic, build_realistic
@@ -18,7 +18,7 @@ def realistic(tmp_path_factory: pytest.TempPathFactory) -> Realistic:
 
 @pytest.fixture(scope="session")
 def report(realistic: Realistic, tmp_path_factory: pytest.TempPathFactory) -> ReportSummary:
-    return build_report(Results(realistic.root), [], tmp_path_factory.mktemp("report-out") / "report")
+    return Experiment(realistic.root).report(out_dir=tmp_path_factory.mktemp("report-out") / "report")
 
 
 @pytest.fixture(scope="session")

@@ -19,10 +19,11 @@ from click.testing import CliRunner
 
 from bench.ledgers import LedgerBuilder
 from commands.cli._metrics import metrics_cmd
+from commands import Experiment
 from ledger import Ledger
 from ledger.events import TaskRef
 from projections import Results
-from projections.report import ReportSummary, build_report
+from projections.report import ReportSummary
 from projections.report._curves import OFFSET_STEP, sequence_curves, version_colour
 from projections.report._data import ReportData, collect, run_label
 from projections.report._plots import curves_figure
@@ -66,7 +67,7 @@ def data(root: Path) -> ReportData:
 
 @pytest.fixture(scope="module")
 def summary(root: Path, tmp_path_factory: pytest.TempPathFactory) -> ReportSummary:
-    return build_report(Results(root), [], tmp_path_factory.mktemp("issue21-report") / "report")
+    return Experiment(root).report(out_dir=tmp_path_factory.mktemp("issue21-report") / "report")
 
 
 @pytest.fixture(scope="module")
@@ -239,7 +240,7 @@ def test_task_tables_fold_per_sequence_and_run(tmp_path: Path) -> None:
             b.run_pass(version, seq, "initial", [k % 3 % 2 for k in range(1, 61)])
         b.finish_run(version)
     b.close()
-    report = build_report(Results(root), [], tmp_path / "out")
+    report = Experiment(root).report(out_dir=tmp_path / "out")
     page = Page(read(report.index))
     rows = page.with_attr("tr", "data-order")
     assert len(rows) == 3 * 2 * 60

@@ -13,11 +13,12 @@ from matplotlib import image as mpimg
 
 from bench.ledgers import LedgerBuilder
 from commands.cli._report import report_cmd
+from commands import Experiment
 from ledger import SweclError
 from ledger.events import TaskRef
 from projections import Results, metrics_for
 from projections.metrics import METRIC_NAMES, SequenceOutcomes, compute
-from projections.report import ReportSummary, build_report
+from projections.report import ReportSummary
 from projections.report._data import collect, running_mean
 
 from .realistic import BASE, DJANGO, PLAN, PLUGIN, SYMPY, Realistic
@@ -236,7 +237,7 @@ def test_ledger_text_is_escaped_and_inert(report: ReportSummary, realistic: Real
 
 
 def test_same_ledger_same_bytes(report: ReportSummary, realistic: Realistic, tmp_path: Path) -> None:
-    again = build_report(Results(realistic.root), [], tmp_path / "again")
+    again = Experiment(realistic.root).report(out_dir=tmp_path / "again")
     assert again.index.read_bytes() == report.index.read_bytes()
     assert [f.name for f in again.files] == [f.name for f in report.files]
     for first, second in zip(report.files, again.files, strict=True):
@@ -245,20 +246,20 @@ def test_same_ledger_same_bytes(report: ReportSummary, realistic: Realistic, tmp
 
 
 def test_versions_chosen_and_bad_input_is_one_line(realistic: Realistic, tmp_path: Path) -> None:
-    one = build_report(Results(realistic.root), [PLUGIN], tmp_path / "one")
+    one = Experiment(realistic.root).report(versions=[PLUGIN], out_dir=tmp_path / "one")
     page = Page(read(one.index))
     assert {a["data-version"] for a, _ in page.with_attr("article", "data-version")} == {PLUGIN}
     assert one.versions == (PLUGIN,) and len(one.files) == 1 + 2 * 2
     with pytest.raises(SweclError, match="no run version 'nope'") as err:
-        build_report(Results(realistic.root), ["nope"], tmp_path / "x")
+        Experiment(realistic.root).report(versions=["nope"], out_dir=tmp_path / "x")
     assert "\n" not in str(err.value) and "plugin-blank" in str(err.value)
     with pytest.raises(SweclError, match="unknown metric formula set"):
-        build_report(Results(realistic.root), [], tmp_path / "y", formula="v0")
+        Experiment(realistic.root).report(out_dir=tmp_path / "y", formula="v0")
     with pytest.raises(SweclError, match="no ledger"):
-        build_report(Results(tmp_path / "empty"), [], tmp_path / "z")
+        Experiment(tmp_path / "empty").report(out_dir=tmp_path / "z")
     (tmp_path / "afile").write_text("")
     with pytest.raises(SweclError, match="is a file"):
-        build_report(Results(realistic.root), [], tmp_path / "afile")
+        Experiment(realistic.root).report(out_dir=tmp_path / "afile")
 
 
 def test_cli_writes_the_report_with_the_chosen_formula(realistic: Realistic, tmp_path: Path) -> None:
@@ -294,7 +295,7 @@ def test_hostile_names_and_a_long_sequence(tmp_path: Path) -> None:
     b.run_pass(version, sequence, "initial", [k % 3 % 2 if k % 7 else None for k in range(1, 51)],
                recalls={2: [("nope", 0.5)]})
     b.close()
-    summary = build_report(Results(root), [], tmp_path / "out")
+    summary = Experiment(root).report(out_dir=tmp_path / "out")
     for f in summary.files:
         assert f.resolve().is_relative_to((tmp_path / "out").resolve()), f
         assert "<" not in f.name and '"' not in f.name
