@@ -14,7 +14,7 @@ import msgspec
 
 from commands import Experiment
 from ledger import SweclError
-from projections import Results, canonical_version, resolve_results_dir
+from projections import canonical_version
 from projections.metrics import Lambdas
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -43,12 +43,6 @@ def experiment_of(ctx: click.Context) -> Experiment:
     """The application core over the results folder chosen on the group (`--results`),
     env or default: what every command calls."""
     return Experiment(ctx.find_root().obj)
-
-
-def results_of(ctx: click.Context) -> Results:
-    """The experiment root chosen on the group (`--results`), env or default."""
-    root = ctx.find_root().obj
-    return Results(resolve_results_dir(root))
 
 
 def _remember_results(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
@@ -87,11 +81,11 @@ def run_version(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
     given = (value,) if isinstance(value, str) else tuple(value)
     if not any(len(v) > 1 and v[0] in "vV" for v in given):
         return value
-    results = results_of(ctx)
-    if not results.ledger_path.exists():
+    experiment = experiment_of(ctx)
+    if not experiment.has_ledger():
         return value
-    with results.open_ledger(readonly=True) as ledger:
-        found = tuple(canonical_version(ledger, v) for v in given)
+    with experiment.reading() as reading:
+        found = tuple(canonical_version(reading.ledger, v) for v in given)
     return found[0] if isinstance(value, str) else found
 
 
