@@ -6,6 +6,10 @@ The read side builds every file as data (`projections.report.render_report`,
 `projections.replay_files`, `projections.export_lines`, `projections.memory.memory_folder`);
 the writing is here, through `commands._files`, so a failure (a full disk, a read-only
 folder) leaves nothing behind and is worded as one line, the same for every writer.
+
+Every command imports `Experiment`, and so this module: a job imports the projections
+and memory modules it needs inside itself (`# lazy`), so `swecl --help` and the other
+commands do not pay for them.
 """
 
 from __future__ import annotations
