@@ -204,7 +204,7 @@ class OutputJobs(ExperimentFolder):
     def view(self, *, log_error: Callable[[str], object]) -> View:
         """The web view over this folder's ledger, checked first (a missing ledger is
         refused, a damaged one too, a chain that does not verify warned of); the caller
-        serves it (`commands.cli._view`)."""
+        serves it (`commands._view_server`)."""
         from projections.view import View  # lazy: the web view's modules load only for `swecl view`
 
         if not self.ledger_path.exists():
