@@ -24,16 +24,9 @@ from ._decide import (
 )
 from ._env_info import EnvBuildError, EnvInfo
 from ._envs import EnvBuild, build_env, era_for, list_envs, prune_envs
-from ._graders import (
-    GRADE_STATUSES,
-    GRADER_NAMES,
-    OVERLAP_LINES_F1,
-    GradeOutcome,
-    Grader,
-    GradeRequest,
-    get_grader,
-    patch_similarity,
-)
+from ._by_name import get_grader
+from ._grade import GRADE_STATUSES, GRADER_NAMES, GradeOutcome, Grader, GradeRequest
+from ._overlap import OVERLAP_LINES_F1, patch_similarity
 from ._interpreters import Interpreter, PythonNotFound, find_python
 from ._limits import MAX_JSON_BYTES, MAX_PARQUET_BYTES, check_input_file, json_problem, loads_limited, read_limited
 from ._manifests import pre_install_plan

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from graders._graders import GradeRequest, SwebenchGrader
+from graders import GradeRequest
+from graders._executing import SwebenchGrader
 from graders._specs import EnvSpec
 from tests.graders.env_support import SETUP_PY, commit_at, make_calc_package
 from tests.graders.exec_support import F2P, GOLD_PATCH, P2P, TEST_PATCH, WRONG_PATCH, write

@@ -10,7 +10,8 @@ import pytest
 
 from graders._env_info import EnvInfo
 from graders._envs import build_env, check_env, env_lock, guard_env
-from graders._graders import GradeRequest, SwebenchGrader
+from graders import GradeRequest
+from graders._executing import SwebenchGrader
 from graders._specs import EnvSpec
 from tests.graders.exec_support import F2P, GOLD_PATCH, P2P, REPO, TEST_ENV, TEST_PATCH, WRONG_PATCH, make_calc_repo
 

@@ -12,7 +12,7 @@ from commands.inputs import load_benchmark
 from commands.inputs._load import dump_curriculum, write_curriculum
 from commands.inputs._rows import read_rows, row_fields
 from commands.run import _task
-from graders._graders import GradeRequest
+from graders import GradeRequest
 from tests.graders.exec_support import F2P, GOLD_PATCH, P2P, REPO, TEST_PATCH
 
 SETUP = "5" * 40

@@ -12,7 +12,7 @@ import pytest
 
 from bench.processes import live_processes
 from graders._envs import list_envs
-from graders._graders import GRADER_NAMES, GradeOutcome, GradeRequest, get_grader, patch_similarity
+from graders import GRADER_NAMES, GradeOutcome, GradeRequest, get_grader, patch_similarity
 from graders._specs import EnvSpec
 from ledger.errors import SweclError
 from tests.graders.exec_support import (

@@ -18,7 +18,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from graders._graders import GradeRequest, get_grader
+from graders import GradeRequest, get_grader
 from graders._specs import spec_for
 from tests.graders.exec_support import F2P, GOLD_PATCH, P2P, TEST_ENV, TEST_PATCH, make_calc_repo, run_git, write
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from graders._graders import GradeRequest, get_grader
+from graders import GradeRequest, get_grader
 from graders._repos import GitError, RepoCache
 from graders._submodules import parse_gitmodules, submodule_repo
 from ledger.errors import SweclError

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import graders._graders as graders_module
-from graders._graders import GradeRequest, SwebenchGrader
+import graders._executing as graders_module
+from graders import GradeRequest
+from graders._executing import SwebenchGrader
 from graders._specs import EnvSpec
 from graders._tox import current_env_names
 from tests.graders.env_support import commit_at, make_calc_package

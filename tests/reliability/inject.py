@@ -91,7 +91,7 @@ def install(plan: tuple[str, int] | None) -> None:
 
     import agents._diff
     import commands.run._sequence
-    import graders._graders
+    import graders._executing
     import ledger
 
     append_batches = ledger.Ledger.append_batches
@@ -111,7 +111,7 @@ def install(plan: tuple[str, int] | None) -> None:
 
     _wrap(commands.run._sequence, "abandon", "abandon", plan, before=False)
     _wrap(agents._diff, "worktree_patch", "agent", plan, before=True)
-    _wrap(graders._graders, "run_process", "grade", plan, before=True)
+    _wrap(graders._executing, "run_process", "grade", plan, before=True)
 
 
 def main() -> None:

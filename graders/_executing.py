@@ -1,42 +1,26 @@
-"""Graders by name: swebench (default), local, auto, overlap, none.
+"""The graders that run tests: `swebench` (the task's environment, built once per repo,
+version and spec), `local` (an interpreter the user names) and `auto` (swebench when an
+environment is known, else local).
 
-Statuses and what `resolved` is for each:
-
-| status        | resolved | meaning                                                        |
-|---------------|----------|----------------------------------------------------------------|
-| resolved      | True     | every FAIL_TO_PASS and PASS_TO_PASS test passes                |
-| unresolved    | False    | the tests ran and some listed test did not pass                |
-| empty_patch   | False    | the agent produced no patch                                    |
-| patch_failed  | False    | the patch is unsafe or no strategy of the chain applied it     |
-| timeout       | False    | the tests ran past the time limit (process group killed)       |
-| env_failed    | None     | no usable environment (no interpreter, failed build or install)|
-| infra_error   | None     | the harness failed (git, gold test patch, no results even without the patch) |
-| ungraded      | None     | the `none` grader: recorded, not graded                        |
-
-`None` means "no verdict": an infrastructure failure is never scored as the agent's.
-The overlap grader's verdict is a proxy (no test runs); it says so in `error`.
+A grade: a worktree of the base commit, the patch through the apply chain, the task's test
+files reverted, the test command run confined with the results channel beside it, and the
+verdict from the log and the channel (`graders._decide`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import sys
 import time
 import traceback
-from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
-
-import msgspec
 
 from graders._apply import (
     apply_patch,
     apply_test_patch,
-    is_test_path,
     normalize_patch,
     patch_paths,
     reset_to,
@@ -56,7 +40,7 @@ from graders._install import (
 )
 from graders._interpreters import PythonNotFound, find_python
 from graders._manifests import pre_install_plan
-from graders._parsers import frame_test_output, parse_log, parser_for_repo
+from graders._parsers import parse_log, parser_for_repo
 from graders._repos import GitError, RepoCache, Worktree
 from graders._results_plugin import ResultsChannel, channel_overrides, check_against_channel
 from graders._run import (
@@ -72,116 +56,10 @@ from graders._sandbox import Sandbox, sandbox_for
 from graders._specs import DEFAULT_TEST_CMD, EnvSpec, UnknownEnvSpec, has_spec, spec_for
 from graders._tox import put_current_env_launchers
 from ledger.errors import SweclError
-from ledger.events import GradeStatus
 
-__all__ = [
-    "GRADER_NAMES",
-    "GRADE_STATUSES",
-    "OVERLAP_LINES_F1",
-    "AutoGrader",
-    "GradeOutcome",
-    "GradeRequest",
-    "Grader",
-    "LocalGrader",
-    "NoneGrader",
-    "OverlapGrader",
-    "SwebenchGrader",
-    "get_grader",
-    "patch_similarity",
-]
+from graders._grade import GradeOutcome, GradeRequest, _finish, _Notes
 
-GRADER_NAMES = ("swebench", "local", "auto", "overlap", "none")
-# what a grader ends with (agent_error is the run's: the agent's process failed before a patch)
-GRADE_STATUSES = tuple(s.value for s in GradeStatus if s is not GradeStatus.AGENT_ERROR)
-# overlap: resolved iff every gold file is touched and the changed-line F1 reaches this.
-OVERLAP_LINES_F1 = 0.5
-
-
-class GradeRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """One patch to grade. gold_patch is read only by the overlap grader."""
-
-    instance_id: str
-    repo: str
-    version: str | None
-    base_commit: str
-    model_patch: str
-    test_patch: str = ""
-    fail_to_pass: list[str] = []
-    pass_to_pass: list[str] = []
-    p2p_excluded: list[str] = []  # PASS_TO_PASS tests to leave out of the decision (see graders._decide)
-    environment: EnvSpec | None = None
-    gold_patch: str | None = None
-    environment_setup_commit: str | None = None  # the era and manifests of the env (see graders._envs.Era)
-
-
-class GradeOutcome(msgspec.Struct, kw_only=True):
-    """The verdict and everything needed to audit it (see the module table)."""
-
-    status: str
-    resolved: bool | None
-    applied_with: str | None = None
-    test_files_reverted: list[str] = []
-    tests: dict[str, str] = {}
-    f2p: dict[str, str] = {}
-    p2p: dict[str, str] = {}
-    p2p_excluded: list[str] = []
-    channel_overrides: dict[str, str] = {}  # see GradeFinished.channel_overrides
-    log: bytes = b""
-    test_exit_code: int | None = None
-    test_cmd: list[str] = []
-    duration_s: float = 0.0
-    env_key: str | None = None
-    error: str | None = None
-    similarity: dict[str, float] | None = None
-    grader: str = ""
-    parser: str | None = None  # the log parser that read the test output (for regrades)
-    # where the grade's time went, in seconds: "env" (building or finding the environment)
-    # and "tests" (the test command, and the control run when there is one)
-    timings: dict[str, float] = {}
-    env_built: bool | None = None  # whether this grade built its environment (None: no environment)
-
-
-class Grader(Protocol):
-    name: str
-
-    def grade(self, req: GradeRequest) -> GradeOutcome: ...
-
-
-class _Notes:
-    """The grader's own account of a grade, put before the test output in the log."""
-
-    def __init__(self, grader: str, req: GradeRequest) -> None:
-        self.lines = [f"[swecl] grader={grader} instance={req.instance_id} repo={req.repo} version={req.version} base={req.base_commit}"]
-        self.timings: dict[str, float] = {}
-        self.env_built: bool | None = None
-
-    @contextlib.contextmanager
-    def timed(self, key: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings[key] = round(self.timings.get(key, 0.0) + time.perf_counter() - start, 3)
-
-    def add(self, text: str) -> None:
-        self.lines.append(text.rstrip("\n"))
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-
-def _finish(grader: str, notes: _Notes, start: float, status: str, *, test_output: str | None = None,
-            exit_code: int | None = None, **fields: object) -> GradeOutcome:
-    if "resolved" not in fields:
-        fields["resolved"] = GradeStatus(status).resolved
-    body = notes.text()
-    if test_output is not None:
-        body += frame_test_output(test_output, exit_code)
-    return GradeOutcome(
-        status=status, log=body.encode("utf-8", "replace"), test_exit_code=exit_code,
-        duration_s=round(time.monotonic() - start, 3), grader=grader, timings=dict(notes.timings),
-        env_built=notes.env_built, **fields,  # type: ignore[arg-type]
-    )
+__all__ = ["AutoGrader", "LocalGrader", "SwebenchGrader"]
 
 
 class _ExecutingGrader:
@@ -504,130 +382,3 @@ class AutoGrader:
     def grade(self, req: GradeRequest) -> GradeOutcome:
         chosen = self.swebench if (req.environment is not None or has_spec(req.repo, req.version)) else self.local
         return chosen.grade(req)
-
-
-def _changed_lines(patch: str) -> tuple[dict[str, list[tuple[int, int]]], Counter[tuple[str, str, str]]]:
-    """(file -> hunk source ranges, multiset of (file, +/-, stripped line)), test files left out."""
-    from unidiff import PatchSet  # a dependency of swecl; imported here to keep import time low
-
-    hunks: dict[str, list[tuple[int, int]]] = {}
-    lines: Counter[tuple[str, str, str]] = Counter()
-    for pf in PatchSet(normalize_patch(patch)):
-        path = pf.path
-        if is_test_path(path):
-            continue
-        hunks.setdefault(path, [])
-        for h in pf:
-            hunks[path].append((h.source_start, h.source_start + max(h.source_length, 1)))
-            for ln in h:
-                if (ln.is_added or ln.is_removed) and ln.value.strip():
-                    lines[(path, "+" if ln.is_added else "-", ln.value.strip())] += 1
-    return hunks, lines
-
-
-def patch_similarity(model_patch: str, gold_patch: str) -> dict[str, float]:
-    """How much a model patch looks like the gold patch (files, hunks, changed lines).
-
-    Test files are left out of both sides (a model's own new tests are not part of the
-    fix). files_*: over the sets of files; hunks_recall: gold hunks whose source range
-    overlaps a model hunk of the same file; lines_*: over the multisets of changed
-    (file, +/-, stripped text) lines.
-    """
-    mh, ml = _changed_lines(model_patch)
-    gh, gl = _changed_lines(gold_patch)
-    mf, gf = set(mh), set(gh)
-    both = mf & gf
-    hit = sum(
-        1 for f, ranges in gh.items() for (a, b) in ranges
-        if any(a < d and c < b for (c, d) in mh.get(f, []))
-    )
-    total_hunks = sum(len(r) for r in gh.values())
-    common = sum((ml & gl).values())
-    lp = common / sum(ml.values()) if ml else 0.0
-    lr = common / sum(gl.values()) if gl else 0.0
-    return {
-        "files_precision": len(both) / len(mf) if mf else 0.0,
-        "files_recall": len(both) / len(gf) if gf else 0.0,
-        "files_jaccard": len(both) / len(mf | gf) if mf | gf else 0.0,
-        "hunks_recall": hit / total_hunks if total_hunks else 0.0,
-        "lines_precision": lp,
-        "lines_recall": lr,
-        "lines_f1": 2 * lp * lr / (lp + lr) if lp + lr else 0.0,
-    }
-
-
-class OverlapGrader:
-    """No execution: similarity of the model patch to the gold patch (a proxy verdict)."""
-
-    name = "overlap"
-
-    def grade(self, req: GradeRequest) -> GradeOutcome:
-        start = time.monotonic()
-        notes = _Notes(self.name, req)
-        proxy = (f"proxy verdict, no tests were run: resolved iff the patch touches every gold file and its "
-                 f"changed lines reach F1 >= {OVERLAP_LINES_F1} against the gold patch")
-        if not req.model_patch or not req.model_patch.strip():
-            return _finish(self.name, notes, start, "empty_patch", error="the patch is empty")
-        if not req.gold_patch or not req.gold_patch.strip():
-            return _finish(self.name, notes, start, "infra_error", error="the overlap grader needs the task's gold patch")
-        try:
-            sim = patch_similarity(req.model_patch, req.gold_patch)
-        except Exception as exc:  # unidiff: a patch that does not parse
-            notes.add(f"[swecl] the model patch does not parse as a diff: {exc}")
-            return _finish(self.name, notes, start, "patch_failed", error=f"not a unified diff: {exc}",
-                           similarity={})
-        resolved = sim["files_recall"] == 1.0 and sim["lines_f1"] >= OVERLAP_LINES_F1
-        notes.add("[swecl] " + proxy)
-        notes.add("[swecl] similarity: " + ", ".join(f"{k}={v:.3f}" for k, v in sim.items()))
-        return _finish(self.name, notes, start, "resolved" if resolved else "unresolved", error=proxy, similarity=sim)
-
-
-class NoneGrader:
-    """Records the patch only: status `ungraded`, resolved None."""
-
-    name = "none"
-
-    def grade(self, req: GradeRequest) -> GradeOutcome:
-        notes = _Notes(self.name, req)
-        notes.add("[swecl] not graded (grader `none`): the patch is recorded only")
-        return _finish(self.name, notes, time.monotonic(), "ungraded")
-
-
-def get_grader(
-    name: str = "swebench",
-    *,
-    cache_dir: Path | str | None = None,
-    repo_sources: Mapping[str, str] | None = None,
-    timeout_s: float = 1800,
-    python: str | os.PathLike[str] | Mapping[str, str] | None = None,
-    sandbox: Sandbox | str | None = None,
-) -> Grader:
-    """A grader by name (`GRADER_NAMES`).
-
-    python: for `local` (and auto's local side) the interpreter to run in; a mapping
-    version -> interpreter path ("3.9": "/opt/py39/bin/python") pins the interpreters
-    `swebench` builds environments on. sandbox: where tests run (`_sandbox`; default
-    $SWECL_SANDBOX, else bwrap); the graders that run nothing ignore it.
-    """
-    if name in ("swebench", "local", "auto") and not isinstance(sandbox, Sandbox):
-        sandbox = sandbox_for(sandbox)  # refused once here, not once per grader
-    paths = dict(python) if isinstance(python, Mapping) else None
-    local_python = None if isinstance(python, Mapping) else python
-    if name == "swebench":
-        return SwebenchGrader(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s, python_paths=paths,
-                              sandbox=sandbox)
-    if name == "local":
-        return LocalGrader(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s, python=local_python,
-                           sandbox=sandbox)
-    if name == "auto":
-        return AutoGrader(
-            SwebenchGrader(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s, python_paths=paths,
-                           sandbox=sandbox),
-            LocalGrader(cache_dir=cache_dir, repo_sources=repo_sources, timeout_s=timeout_s, python=local_python,
-                        sandbox=sandbox),
-        )
-    if name == "overlap":
-        return OverlapGrader()
-    if name == "none":
-        return NoneGrader()
-    raise SweclError(f"unknown grader {name!r}: use one of {', '.join(GRADER_NAMES)}")
