@@ -27,7 +27,10 @@ graph.db, items.json; `ledger_id` left out of items.json, because the state, not
 file it was read from, is what is replayed), `outcomes.json` and `outcomes.csv` (the
 cells and the a(i,j) vectors), `metrics.json` (native and eval-v1) and `replay.json`
 (what was cut where, and the ledger's chain hash at the last cursor, which names the
-exact history replayed). The same ledger and K always give the same bytes.
+exact history replayed). The same ledger and K always give the same bytes. A
+`--memory-server` run's replay also holds `provider/{sequence}/data/`, the server's data
+directory as it stood before task K (`_provider_snapshots.provider_cut`, restored by the
+writer), and its manifest says so (`provider`).
 """
 
 from __future__ import annotations

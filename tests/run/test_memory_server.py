@@ -279,6 +279,17 @@ def test_plugin_accum_starts_its_server_on_the_source_runs_last_snapshot(
     lines = (tmp_path / "own" / "memory.jsonl").read_text().splitlines()
     assert [json.loads(line)["name"] for line in lines] == tasks
     assert swecl(results, "verify", cache=cache).returncode == 0
+    # Replayed before its first task, the server's data is the seed it started on; its own
+    # snapshot stored only the contents the source's snapshots did not hold already.
+    exp = Experiment(results)
+    report = exp.replay(version="2", upto_order=1, out_dir=tmp_path / "replay")
+    cut = json.loads((tmp_path / "replay" / "replay.json").read_text())["provider"]["sequences"][SPANS]
+    assert (cut["source"], cut["seq"]) == ("seed", last_source_snapshot[0])
+    assert _entities(tmp_path / "replay" / "provider" / SPANS / "data") == tasks
+    assert any("the snapshot it was seeded from" in line for line in report.lines())
+    (row,) = exp.memory_snapshots(version="2").document()["snapshots"]
+    source_blobs = {f["blob"]: f["size"] for f in last_source_snapshot[1]["files"]}
+    assert row["new_bytes"] == sum(f["size"] for f in own["files"] if f["blob"] not in source_blobs)
 
 
 def test_a_seed_that_is_no_memory_server_snapshot_is_refused_before_anything_is_written(
