@@ -6,7 +6,8 @@ client starts swecl's recording proxy (`Door.proxy_argv`), which forwards over t
 door's Unix socket to `ProviderHost`, which calls the server and records every call as
 `memory.provider.called` in a real ledger. Each side gets a fresh server on an empty
 data directory and the same calls (create_entities and search_nodes, alternating), after
-a few warm-up calls; each call is timed at the client. The overhead is the proxied
+a few warm-up calls; the two sides are interleaved call by call (which goes first
+alternating), each call timed at the client. The overhead is the proxied
 median (p95) minus the direct one, in ms; the ratio is proxied over direct. Target: at
 most 5 ms per call.
 
@@ -129,37 +130,38 @@ def _calls(n: int, tag: str) -> list[tuple[str, dict[str, Any]]]:
     return calls
 
 
-async def _timed_calls(argv: list[str], env: dict[str, str] | None, calls: list[tuple[str, dict[str, Any]]],
-                       warmup: int) -> list[float]:
-    """Start `argv` as an MCP stdio server with the SDK's client, handshake, then each
-    call timed at the client (the first `warmup` not kept); seconds."""
+async def _session(stack: AsyncExitStack, argv: list[str], env: dict[str, str] | None) -> Any:
+    """`argv` started as an MCP stdio server by the SDK's client, after the handshake."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    samples: list[float] = []
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
+    errlog = stack.enter_context(open(os.devnull, "w"))  # the server's banner on stderr
+    read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()
+    return session
+
+
+async def _interleaved(sides: dict[str, tuple[list[str], dict[str, str] | None]],
+                       calls: list[tuple[str, dict[str, Any]]], warmup: int) -> dict[str, list[float]]:
+    """Each call made on every side in turn (the order alternating), timed at the client;
+    the first `warmup` not kept. Interleaved, a burst of the machine's other work falls
+    on both sides alike. Seconds."""
+    samples: dict[str, list[float]] = {name: [] for name in sides}
     async with AsyncExitStack() as stack:
-        params = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
-        errlog = stack.enter_context(open(os.devnull, "w"))  # the server's banner on stderr
-        read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
-        session = await stack.enter_async_context(ClientSession(read, write))
-        await session.initialize()
-        for i, (name, args) in enumerate(calls):
-            start = time.perf_counter()
-            result = await session.call_tool(name, args)
-            took = time.perf_counter() - start
-            if result.is_error:
-                raise RuntimeError(f"{name} failed: {result.content}")
-            if i >= warmup:
-                samples.append(took)
+        sessions = {name: await _session(stack, argv, env) for name, (argv, env) in sides.items()}
+        order = list(sessions)
+        for i, (tool, args) in enumerate(calls):
+            for name in order if i % 2 == 0 else reversed(order):
+                start = time.perf_counter()
+                result = await sessions[name].call_tool(tool, args)
+                took = time.perf_counter() - start
+                if result.is_error:
+                    raise RuntimeError(f"{name}: {tool} failed: {result.content}")
+                if i >= warmup:
+                    samples[name].append(took)
     return samples
-
-
-def _run_calls(argv: list[str], env: dict[str, str] | None, calls: list[tuple[str, dict[str, Any]]],
-               warmup: int) -> list[float]:
-    try:
-        return asyncio.run(_timed_calls(argv, env, calls, warmup))
-    finally:
-        gc.collect()  # the SDK's transports, collected here rather than in a later import
 
 
 def _p95(xs: list[float]) -> float:
@@ -174,7 +176,6 @@ def measure_calls(ctx: Context, argv: list[str], n: int, warmup: int) -> dict[st
     env = {**{k: os.environ[k] for k in ("HOME", "PATH", "LANG") if k in os.environ},
            "MEMORY_FILE_PATH": str(direct_dir / "memory.jsonl")}
     calls = _calls(n + warmup, "bench")
-    direct = _run_calls(argv, env, calls, warmup)
 
     ledger_path = ctx.work / "provider-ledger.db"
     Ledger.open(ledger_path, create=True).close()
@@ -184,14 +185,18 @@ def measure_calls(ctx: Context, argv: list[str], n: int, warmup: int) -> dict[st
     with ProviderHost(spec, ctx.work / "provider-proxied" / "data", LedgerRecorder(ledger_path, "bench", "bench"),
                       sequence_id="bench", call_timeout_s=60) as host:
         with host.door(ctx.work / "provider-door", context) as door:
-            proxied = _run_calls(door.proxy_argv, None, calls, warmup)
+            sides = {"direct": (argv, env), "proxied": (door.proxy_argv, None)}
+            try:
+                timed = asyncio.run(_interleaved(sides, calls, warmup))
+            finally:
+                gc.collect()  # the SDK's transports, collected here rather than in a later import
         if host.failures:
             raise RuntimeError(f"the proxied calls failed: {list(host.failures)}")
     with Ledger.open(ledger_path, readonly=True) as led:
         recorded = sum(1 for _ in led.read(types=["memory.provider.called"]))
     if recorded != len(calls):
         raise RuntimeError(f"{recorded} calls recorded, {len(calls)} made")
-    return {"direct": direct, "proxied": proxied}
+    return timed
 
 
 def _data_dir(root: Path, total: int) -> dict[str, int]:
