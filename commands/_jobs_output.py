@@ -30,14 +30,14 @@ from ._folder import ExperimentFolder
 
 if TYPE_CHECKING:
     from ledger import MergeReport
-    from projections import ExportReport, Replay, ReplayReport
+    from projections import ExportReport, Replay, ReplayReport, SnapshotRow
     from projections.memory import MaterialiseReport
     from projections.report import ReportPages, ReportSummary
     from projections.view import View
 
     from .memory import DreamReport, ExportReport as MemoryExportReport, SeedResult
 
-__all__ = ["Dreamed", "Merged", "OutputJobs", "write_replay"]
+__all__ = ["Dreamed", "Merged", "OutputJobs", "ProviderSnapshots", "write_replay"]
 
 
 @dataclass(frozen=True)
@@ -86,8 +86,30 @@ class Merged:
         return self.report.lines()
 
 
+@dataclass(frozen=True)
+class ProviderSnapshots:
+    """A --memory-server run's snapshots of its server's data (`swecl memory snapshots`)."""
+
+    version: str
+    transport: str  # stdio | http
+    rows: list[SnapshotRow]
+
+    def document(self) -> dict[str, Any]:
+        return {"version": self.version, "transport": self.transport, "snapshots": [r.document() for r in self.rows]}
+
+    def lines(self) -> list[str]:
+        if not self.rows:
+            return [f"v{self.version}: no memory server snapshot recorded"]
+        lines = [f"v{self.version}: {len(self.rows)} memory server snapshot(s)"
+                 + (" (a server reached by URL: its data is not in them)" if self.transport == "http" else "")]
+        for r in self.rows:
+            lines.append(f"{r.sequence_id} {r.pass_} order {r.order} {r.instance_id or '-'}: {r.files} file(s), "
+                         f"{r.total_bytes} bytes, {r.new_bytes} new bytes stored (seq {r.seq})")
+        return lines
+
+
 class OutputJobs(ExperimentFolder):
-    """report, replay, export, memory export/import/materialise, dream, merge, view."""
+    """report, replay, export, memory export/import/materialise/snapshots, dream, merge, view."""
 
     # -- report ------------------------------------------------------------------------
 
@@ -164,6 +186,17 @@ class OutputJobs(ExperimentFolder):
 
         with self.open_ledger() as ledger:
             return import_seed(ledger, version, path)
+
+    def memory_snapshots(self, *, version: str, sequence: str | None = None) -> ProviderSnapshots:
+        """The `memory.provider.snapshot`s of the --memory-server run `version` (of
+        `sequence` only, when given), each with its new bytes stored."""
+        from projections import provider_snapshots, provider_transport
+
+        with self.open_ledger(readonly=True) as ledger:
+            transport = provider_transport(ledger, version)
+            if transport is None:
+                raise SweclError(f"run {version} is no --memory-server run: it has no memory server snapshots")
+            return ProviderSnapshots(version, transport, provider_snapshots(ledger, version, sequence))
 
     def materialise(self, *, version: str | None = None, every: bool = False,
                     upto: int | None = None) -> list[MaterialiseReport]:
@@ -245,7 +278,10 @@ def write_report(pages: ReportPages, out_dir: Path) -> ReportSummary:
 
 def write_replay(ledger: Ledger, replay: Replay, out_dir: str | os.PathLike[str]) -> ReplayReport:
     """Write `replay` into `out_dir` (files whose bytes would not change are left alone)."""
-    from projections import MANIFEST_FILE, MEMORY_SUBDIR, METRICS_JSON, OUTCOMES_CSV, OUTCOMES_JSON, ReplayReport, replay_files
+    from projections import (
+        MANIFEST_FILE, MEMORY_SUBDIR, METRICS_JSON, OUTCOMES_CSV, OUTCOMES_JSON, PROVIDER_SUBDIR, ReplayReport,
+        replay_files,
+    )
     from projections.memory import blob_patch_reader
 
     from .memory import write_memory_folder
@@ -262,11 +298,40 @@ def write_replay(ledger: Ledger, replay: Replay, out_dir: str | os.PathLike[str]
             raise write_error(exc, out) from None
         write_memory_folder(replay.memory, out / MEMORY_SUBDIR, blob_patch_reader(ledger), ledger_id=None)
         try:
+            _write_provider_data(ledger, replay, out / PROVIDER_SUBDIR)
             for name, data in replay_files(replay).items():
                 write_if_changed(out / name, data)
         except OSError as exc:
             raise write_error(exc, out, hint="the replay was not (fully) written") from None
-    return ReplayReport(out, replay, (MANIFEST_FILE, MEMORY_SUBDIR, OUTCOMES_JSON, OUTCOMES_CSV, METRICS_JSON))
+    files = (MANIFEST_FILE, MEMORY_SUBDIR, OUTCOMES_JSON, OUTCOMES_CSV, METRICS_JSON)
+    if replay.provider is not None and replay.provider.restorable:
+        files += (PROVIDER_SUBDIR,)
+    return ReplayReport(out, replay, files)
+
+
+def _write_provider_data(ledger: Ledger, replay: Replay, target: Path) -> None:
+    """A --memory-server run's server data as of the cut, one `<sequence>/data/` each,
+    restored byte for byte from the snapshot's blobs (hash-checked). Built beside and
+    renamed into place, so an earlier replay's folder is replaced whole, never mixed."""
+    import shutil
+
+    from agents import restore_provider_data  # lazy: only a --memory-server run's replay restores
+
+    provider = replay.provider
+    if provider is None or not provider.restorable:
+        shutil.rmtree(target, ignore_errors=True)  # an earlier replay's, of another run
+        return
+    staging = target.with_name(f".{target.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        for sequence_id, cut in provider.cuts.items():
+            if sequence_id in ("", ".", "..") or "/" in sequence_id:
+                raise SweclError(f"sequence {sequence_id!r} cannot name a folder: its server data is not restored")
+            restore_provider_data(ledger, cut.files, staging / sequence_id / "data")
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _write_lines(out: str, lines: Iterator[str], stdout: TextIO) -> int:

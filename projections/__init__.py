@@ -84,6 +84,13 @@ _EXPORTS = {
     "metrics_document": "_replay",
     "manifest_document": "_replay",
     "replay_files": "_replay",
+    "PROVIDER_SUBDIR": "_replay",
+    "ReplayProvider": "_replay",
+    "ProviderCut": "_provider_snapshots",
+    "SnapshotRow": "_provider_snapshots",
+    "provider_cut": "_provider_snapshots",
+    "provider_snapshots": "_provider_snapshots",
+    "provider_transport": "_provider_snapshots",
     "FORMATS": "_export",
     "EVENT_COLUMNS": "_export",
     "ExportReport": "_export",
@@ -144,6 +151,15 @@ if TYPE_CHECKING:
         metrics_document,
         manifest_document,
         replay_files,
+        PROVIDER_SUBDIR,
+        ReplayProvider,
+    )
+    from ._provider_snapshots import (
+        ProviderCut,
+        SnapshotRow,
+        provider_cut,
+        provider_snapshots,
+        provider_transport,
     )
     from ._export import (
         FORMATS,

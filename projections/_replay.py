@@ -27,7 +27,10 @@ graph.db, items.json; `ledger_id` left out of items.json, because the state, not
 file it was read from, is what is replayed), `outcomes.json` and `outcomes.csv` (the
 cells and the a(i,j) vectors), `metrics.json` (native and eval-v1) and `replay.json`
 (what was cut where, and the ledger's chain hash at the last cursor, which names the
-exact history replayed). The same ledger and K always give the same bytes.
+exact history replayed). The same ledger and K always give the same bytes. A
+`--memory-server` run's replay also holds `provider/{sequence}/data/`, the server's data
+directory as it stood before task K (`_provider_snapshots.provider_cut`, restored by the
+writer), and its manifest says so (`provider`).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from projections.metrics import FORMULAS, MetricsResult, compute, result_documen
 from ._cut import OrderCut, sequence_cutoffs
 from ._outcomes import OutcomeProjection, RunOutcomes
 from ._passes import pass_rank, retest_row
+from ._provider_snapshots import ProviderCut, provider_cut, provider_transport
 from ._queries import check_order
 from ._runner import Projector
 from ._runs import run_started_record
@@ -65,6 +69,7 @@ MANIFEST_FILE = "replay.json"
 OUTCOMES_JSON = "outcomes.json"
 OUTCOMES_CSV = "outcomes.csv"
 METRICS_JSON = "metrics.json"
+PROVIDER_SUBDIR = "provider"  # a --memory-server run's: provider/<sequence>/data/
 CSV_COLUMNS = ("sequence_id", "pass", "order", "instance_id", "attempt", "done", "status", "resolved", "outcome")
 
 
@@ -82,6 +87,50 @@ class Replay:
     outcomes: RunOutcomes
     metrics: dict[str, MetricsResult]  # formula set -> result
     ledger_hash: str | None  # chain hash at the last cursor
+    provider: ReplayProvider | None = None  # a --memory-server run's server data
+
+
+@dataclass(frozen=True)
+class ReplayProvider:
+    """A `--memory-server` run's server data before task K: per sequence, what to restore
+    into `provider/<sequence>/data/` (none for a server reached by URL: not restorable)."""
+
+    transport: str  # stdio | http
+    cuts: dict[str, ProviderCut]
+
+    @property
+    def restorable(self) -> bool:
+        return self.transport == "stdio"
+
+    def document(self) -> dict[str, Any]:
+        if not self.restorable:
+            return {"transport": self.transport, "restorable": False, "sequences": {}}
+        return {
+            "transport": self.transport,
+            "restorable": True,
+            "sequences": {
+                s: {"dir": f"{PROVIDER_SUBDIR}/{s}/data/", "source": c.source, "seq": c.seq, "order": c.order,
+                    "instance_id": c.instance_id, "files": len(c.files), "total_bytes": c.total_bytes}
+                for s, c in self.cuts.items()
+            },
+        }
+
+    def lines(self, out_dir: Path) -> list[str]:
+        if not self.restorable:
+            return ["memory server: reached by URL, its data lives with the server; nothing to restore "
+                    "(not restorable)"]
+        lines = []
+        for s, c in self.cuts.items():
+            where = out_dir / PROVIDER_SUBDIR / s / "data"
+            if c.source == "snapshot":
+                what = f"its snapshot after task {c.order} ({c.instance_id}, seq {c.seq})"
+            elif c.source == "seed":
+                what = f"the snapshot it was seeded from (seq {c.seq})"
+            else:
+                what = "no snapshot before this task: the server started on an empty folder"
+            lines.append(f"memory server data of {s}: {what}, {len(c.files)} file(s), {c.total_bytes} bytes, "
+                         f"restored to {where}")
+        return lines
 
 
 @dataclass(frozen=True)
@@ -97,7 +146,8 @@ class ReplayReport:
         done = sum(1 for s in r.outcomes.sequences.values() for c in s.passes.get("initial", {}).values() if c.done)
         return [
             f"v{r.version} before task {r.upto_order} (cursors {cuts}): {live} live memory item(s), "
-            f"{done} initial-pass task(s) finished; written to {self.out_dir}"
+            f"{done} initial-pass task(s) finished; written to {self.out_dir}",
+            *(r.provider.lines(self.out_dir) if r.provider is not None else []),
         ]
 
 
@@ -127,6 +177,11 @@ def replay_state(ledger: Ledger, version: str, upto_order: int, *, projector: Pr
         memory = _count_late_row_recalls(ledger, version, OrderCut(upto_order, cutoffs), memory)
     last = max(cursors.values(), default=head)
     digest = ledger.hash_at(last)
+    transport = provider_transport(ledger, version)
+    provider = None
+    if transport is not None:
+        cuts = provider_cut(ledger, version, list(started.sequences), upto_order) if transport == "stdio" else {}
+        provider = ReplayProvider(transport, cuts)
     return Replay(
         version=version,
         stage=started.stage,
@@ -138,6 +193,7 @@ def replay_state(ledger: Ledger, version: str, upto_order: int, *, projector: Pr
         outcomes=outcomes,
         metrics=metrics,
         ledger_hash=digest.hex() if digest is not None else None,
+        provider=provider,
     )
 
 
@@ -302,7 +358,7 @@ def metrics_document(replay: Replay) -> dict[str, Any]:
 
 
 def manifest_document(replay: Replay) -> dict[str, Any]:
-    return {
+    doc: dict[str, Any] = {
         "format": REPLAY_FORMAT,
         "format_version": REPLAY_FORMAT_VERSION,
         "version": replay.version,
@@ -319,6 +375,11 @@ def manifest_document(replay: Replay) -> dict[str, Any]:
         "ledger_hash": replay.ledger_hash,
         "files": [MEMORY_SUBDIR + "/", OUTCOMES_JSON, OUTCOMES_CSV, METRICS_JSON],
     }
+    if replay.provider is not None:  # only a --memory-server run's manifest says it
+        doc["provider"] = replay.provider.document()
+        if replay.provider.restorable:
+            doc["files"].append(PROVIDER_SUBDIR + "/")
+    return doc
 
 
 def _json_bytes(doc: Any) -> bytes:

@@ -1,4 +1,4 @@
-"""`swecl dream`, `swecl memory export|import|show`: the memory substrate by hand."""
+"""`swecl dream`, `swecl memory export|import|materialise|snapshots`: the memory substrate by hand."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def dream_cmd(ctx: click.Context, version: str, as_json: bool) -> None:
 
 @click.group("memory")
 def memory_group() -> None:
-    """Export a run's memory, import one as a seed, or materialise it to files."""
+    """Export a run's memory, import one as a seed, materialise it to files, or list a
+    --memory-server run's snapshots of its server's data."""
 
 
 @memory_group.command("export")
@@ -76,3 +77,21 @@ def memory_materialise_cmd(ctx: click.Context, version: str | None, every: bool,
     for report in reports:
         for line in report.lines():
             click.echo(line)
+
+
+@memory_group.command("snapshots")
+@results_option
+@click.argument("version", callback=run_version)
+@click.option("--sequence", default=None, metavar="SEQ", help="Only this sequence's snapshots.")
+@click.option("--json", "as_json", is_flag=True, help="The snapshots as JSON.")
+@click.pass_context
+def memory_snapshots_cmd(ctx: click.Context, version: str, sequence: str | None, as_json: bool) -> None:
+    """List a --memory-server run's snapshots of its server's data directory: one line
+    each (sequence, pass, order, instance, files, total bytes, and the new bytes it stored;
+    a file that did not change is stored once)."""
+    snapshots = experiment_of(ctx).memory_snapshots(version=version, sequence=sequence)
+    if as_json:
+        echo_json(snapshots.document())
+        return
+    for line in snapshots.lines():
+        click.echo(line)

@@ -17,7 +17,8 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 KEYS = {"name", "value", "unit", "ratio", "target", "ok"}
-GROUPS = ("append_", "rebuild_", "replay_", "catchup_", "peak_memory_", "grading_", "parallel_passes_", "matrix_")
+GROUPS = ("append_", "rebuild_", "replay_", "catchup_", "peak_memory_", "grading_", "parallel_passes_", "matrix_",
+          "provider_")
 
 
 @pytest.mark.slow

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from agents import restore_provider_data
-from ledger import Ledger
-from ledger.events import SnapshotFile
+from commands import Experiment
+from ledger import Ledger, SweclError
+from ledger.events import RunStarted, SnapshotFile
 from tests.agents.conftest import server_memory_bin  # noqa: F401  (the session fixture: npm-installed server)
 
 from .support import SPANS, events, first_of, first_tasks, swecl
@@ -118,6 +119,99 @@ def test_a_snapshot_per_task_restores_the_servers_file(provider_run: Path, tmp_p
     assert (tmp_path / str(TASKS) / "memory.jsonl").read_bytes() == data.read_bytes()
 
 
+def _entities(data: Path) -> list[str]:
+    return [json.loads(line)["name"] for line in (data / "memory.jsonl").read_text().splitlines()]
+
+
+def test_replay_restores_each_sequences_server_data_as_it_stood_before_task_k(
+    provider_run: Path, tmp_path: Path
+) -> None:
+    tasks = first_tasks(SPANS, TASKS)
+    exp = Experiment(provider_run)
+    (sequence,) = (p.name for p in (provider_run / "v1" / "_provider").iterdir())
+    for k in range(1, TASKS + 2):
+        out = tmp_path / f"k{k}"
+        report = exp.replay(version="1", upto_order=k, out_dir=out)
+        data = out / "provider" / sequence / "data"
+        manifest = json.loads((out / "replay.json").read_text())
+        cut = manifest["provider"]["sequences"][sequence]
+        assert manifest["provider"]["restorable"] and "provider/" in manifest["files"]
+        assert cut["dir"] == f"provider/{sequence}/data/"
+        said = [line for line in report.lines() if line.startswith(f"memory server data of {sequence}")]
+        assert len(said) == 1 and str(data) in said[0]
+        if k == 1:  # before the first task the server had nothing yet
+            assert data.is_dir() and not any(data.iterdir())
+            assert cut["source"] == "none" and "no snapshot before this task" in said[0]
+        else:  # the snapshot after task k-1: one entity per task before k
+            assert cut["source"] == "snapshot" and (cut["order"], cut["instance_id"]) == (k - 1, tasks[k - 2])
+            assert _entities(data) == tasks[: k - 1]
+            assert f"after task {k - 1}" in said[0]
+    # As the initial pass left it: the server's own file, byte for byte.
+    live = provider_run / "v1" / "_provider" / sequence / "initial" / "data" / "memory.jsonl"
+    assert (tmp_path / f"k{TASKS + 1}" / "provider" / sequence / "data" / "memory.jsonl").read_bytes() == live.read_bytes()
+    # An earlier replay's folder, replayed at another K: provider/ replaced whole, and the
+    # same K gives the same bytes again.
+    exp.replay(version="1", upto_order=1, out_dir=tmp_path / "k3")
+    assert not any((tmp_path / "k3" / "provider" / sequence / "data").iterdir())
+    exp.replay(version="1", upto_order=3, out_dir=tmp_path / "k3")
+    assert _entities(tmp_path / "k3" / "provider" / sequence / "data") == tasks[:2]
+
+
+def test_swecl_replay_as_of_order_prints_the_restored_server_data(provider_run: Path, tmp_path: Path, cache: Path) -> None:
+    out = tmp_path / "replay"
+    printed = swecl(provider_run, "replay", "1", "--as-of-order", "2", "--out", str(out), cache=cache).stdout
+    (line,) = [line for line in printed.splitlines() if line.startswith("memory server data of ")]
+    assert "after task 1" in line and "1 file(s)" in line and str(out / "provider") in line
+
+
+def test_memory_snapshots_lists_one_row_per_snapshot_with_the_new_bytes_it_stored(
+    provider_run: Path, cache: Path
+) -> None:
+    tasks = first_tasks(SPANS, TASKS)
+    exp = Experiment(provider_run)
+    doc = exp.memory_snapshots(version="1").document()
+    assert doc["transport"] == "stdio"
+    rows = doc["snapshots"]
+    assert [(r["pass"], r["order"], r["instance_id"]) for r in rows] == [
+        ("initial", k, iid) for k, iid in enumerate(tasks, start=1)]
+    with Ledger.open(provider_run / "ledger.db", readonly=True) as led:
+        for row, snap in zip(rows, _payloads(provider_run, "memory.provider.snapshot"), strict=True):
+            assert row["files"] == len(snap["files"]) == 1
+            assert row["total_bytes"] == sum(len(led.get_blob(f["blob"])) for f in snap["files"])
+    # memory.jsonl grows with every task: each snapshot's one file is new content
+    assert all(r["new_bytes"] == r["total_bytes"] > 0 for r in rows)
+    assert [r["total_bytes"] for r in rows] == sorted({r["total_bytes"] for r in rows})
+    sequence = rows[0]["sequence_id"]
+    assert exp.memory_snapshots(version="1", sequence=sequence).document()["snapshots"] == rows
+
+    printed = swecl(provider_run, "memory", "snapshots", "1", cache=cache).stdout.splitlines()
+    assert len(printed) == 1 + TASKS and "3 memory server snapshot(s)" in printed[0]
+    assert all(f"order {r['order']} {r['instance_id']}: 1 file(s), {r['total_bytes']} bytes, "
+               f"{r['new_bytes']} new bytes stored" in line for r, line in zip(rows, printed[1:], strict=True))
+    proc = swecl(provider_run, "memory", "snapshots", "1", "--sequence", "nope", cache=cache, check=False)
+    assert proc.returncode != 0 and "--sequence 'nope'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_url_server_run_is_not_restorable_and_a_run_without_a_server_has_no_snapshots(tmp_path: Path) -> None:
+    # Written by hand: a run whose server was reached by URL, and one with swecl's memory.
+    with Ledger.open(tmp_path / "ledger.db", create=True) as led:
+        for version, config in (("1", {"memory_server": "http://127.0.0.1:9/mcp"}), ("2", {})):
+            led.append(f"run/{version}", [RunStarted(
+                version=version, benchmark="b", dataset_hash="h", sequences=["s"], stage="plugin-blank",
+                memory_mode="plugin-real", agent="demo", config=config)], expected_version=-1)
+    exp = Experiment(tmp_path)
+    report = exp.replay(version="1", upto_order=1, out_dir=tmp_path / "replay")
+    manifest = json.loads((tmp_path / "replay" / "replay.json").read_text())
+    assert manifest["provider"] == {"transport": "http", "restorable": False, "sequences": {}}
+    assert not (tmp_path / "replay" / "provider").exists() and "provider/" not in manifest["files"]
+    assert any("not restorable" in line for line in report.lines())
+    assert exp.memory_snapshots(version="1").document() == {"version": "1", "transport": "http", "snapshots": []}
+    assert "provider" not in json.loads(
+        (exp.replay(version="2", upto_order=1, out_dir=tmp_path / "r2").out_dir / "replay.json").read_text())
+    with pytest.raises(SweclError, match="no --memory-server run"):
+        exp.memory_snapshots(version="2")
+
+
 # -- refused before anything is written ---------------------------------------------------------
 
 
@@ -185,6 +279,17 @@ def test_plugin_accum_starts_its_server_on_the_source_runs_last_snapshot(
     lines = (tmp_path / "own" / "memory.jsonl").read_text().splitlines()
     assert [json.loads(line)["name"] for line in lines] == tasks
     assert swecl(results, "verify", cache=cache).returncode == 0
+    # Replayed before its first task, the server's data is the seed it started on; its own
+    # snapshot stored only the contents the source's snapshots did not hold already.
+    exp = Experiment(results)
+    report = exp.replay(version="2", upto_order=1, out_dir=tmp_path / "replay")
+    cut = json.loads((tmp_path / "replay" / "replay.json").read_text())["provider"]["sequences"][SPANS]
+    assert (cut["source"], cut["seq"]) == ("seed", last_source_snapshot[0])
+    assert _entities(tmp_path / "replay" / "provider" / SPANS / "data") == tasks
+    assert any("the snapshot it was seeded from" in line for line in report.lines())
+    (row,) = exp.memory_snapshots(version="2").document()["snapshots"]
+    source_blobs = {f["blob"]: f["size"] for f in last_source_snapshot[1]["files"]}
+    assert row["new_bytes"] == sum(f["size"] for f in own["files"] if f["blob"] not in source_blobs)
 
 
 def test_a_seed_that_is_no_memory_server_snapshot_is_refused_before_anything_is_written(

@@ -1,0 +1,298 @@
+"""Benchmark 7: what `--memory-server` costs, per tool call and per snapshot.
+
+Per call: the same MCP memory server, called with the MCP SDK's client directly (the
+client starts the server over stdio) and then as an agent reaches it in a run: the
+client starts swecl's recording proxy (`Door.proxy_argv`), which forwards over the
+door's Unix socket to `ProviderHost`, which calls the server and records every call as
+`memory.provider.called` in a real ledger. Each side gets a fresh server on an empty
+data directory and the same calls (create_entities and search_nodes, alternating), after
+a few warm-up calls; the two sides are interleaved call by call (which goes first
+alternating), each call timed at the client. The overhead is the proxied
+median (p95) minus the direct one, in ms; the ratio is proxied over direct. Target: at
+most 5 ms per call.
+
+The server is the reference knowledge-graph server, npm `@modelcontextprotocol/server-memory`
+(`$SWECL_SERVER_MEMORY_BIN`, else the install the tests' `server_memory_bin` fixture keeps
+under `$SWECL_NPM_CACHE` or `.dev/npm`, installed there with npm when missing); without
+npm, a small stdio server written with the installed `mcp` SDK, with the same two tools.
+`details.provider.server` says which.
+
+Per snapshot: `snapshot_provider_data` of a data directory of 10 MB (2 MB quick) in files
+of a few sizes (one of 40%, four of 10%, the rest in 64 KiB files; random bytes) into a
+new ledger, once cold (every file a new blob) and once unchanged (every blob already
+stored), in ms; the ratio is to reading, hashing and compressing the same files (what
+the ledger does to store a new blob) measured in the same run. Random bytes are the worst
+case for the compression (all of it work, nothing saved). Target: at most 50 ms per
+snapshot of 10 MB (a quick run's 2 MB is scaled to 10 MB for the target).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import random
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import zlib
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from agents import CallContext, LedgerRecorder, ProviderHost, parse_memory_server, snapshot_provider_data
+from ledger import Ledger, blob_hash
+
+from ._core import Context, Result, median, value_at_most
+
+CALL_MS = 5.0
+SNAPSHOT_MS = 50.0
+SERVER_MEMORY = "@modelcontextprotocol/server-memory"
+SERVER_MEMORY_VERSION = "2026.8.31"  # the version the tests pin (tests/agents/conftest.py)
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# The fallback: the reference server's two tools used here, over a JSON-lines file.
+SDK_SERVER = '''
+import json, os
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("bench-memory", log_level="WARNING")
+PATH = os.environ["MEMORY_FILE_PATH"]
+
+def _load():
+    if not os.path.exists(PATH):
+        return []
+    with open(PATH) as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+async def create_entities(entities: list[dict]) -> str:
+    with open(PATH, "a") as fh:
+        for e in entities:
+            fh.write(json.dumps(e) + "\\n")
+    return json.dumps(entities)
+
+async def search_nodes(query: str) -> str:
+    return json.dumps([e for e in _load() if query in json.dumps(e)])
+
+server.add_tool(create_entities, name="create_entities", description="add entities", structured_output=False)
+server.add_tool(search_nodes, name="search_nodes", description="find entities", structured_output=False)
+server.run("stdio")
+'''
+
+
+def _npm_installed(binary: Path) -> bool:
+    package = binary.parent.parent / "@modelcontextprotocol" / "server-memory" / "package.json"
+    try:
+        return binary.exists() and json.loads(package.read_text())["version"] == SERVER_MEMORY_VERSION
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def find_server(ctx: Context) -> tuple[list[str], str]:
+    """(argv, what it is) of the server to measure (see the module doc)."""
+    explicit = os.environ.get("SWECL_SERVER_MEMORY_BIN")
+    if explicit:
+        return [explicit], f"{SERVER_MEMORY} ($SWECL_SERVER_MEMORY_BIN)"
+    prefix = Path(os.environ.get("SWECL_NPM_CACHE") or REPO_ROOT / ".dev" / "npm") / f"server-memory-{SERVER_MEMORY_VERSION}"
+    binary = prefix / "node_modules" / ".bin" / "mcp-server-memory"
+    npm = shutil.which("npm")
+    if not _npm_installed(binary) and npm is not None:
+        ctx.log(f"installing {SERVER_MEMORY}@{SERVER_MEMORY_VERSION} with npm into {prefix}")
+        staging = prefix.with_name(prefix.name + ".bench-partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        done = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--fetch-retries=1", "--prefix", str(staging),
+                               f"{SERVER_MEMORY}@{SERVER_MEMORY_VERSION}"],
+                              capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        if done.returncode == 0 and _npm_installed(staging / "node_modules" / ".bin" / "mcp-server-memory"):
+            if not _npm_installed(binary):  # another process may have installed it meanwhile
+                shutil.rmtree(prefix, ignore_errors=True)
+                staging.rename(prefix)
+        shutil.rmtree(staging, ignore_errors=True)
+    if _npm_installed(binary):
+        return [str(binary)], f"{SERVER_MEMORY} {SERVER_MEMORY_VERSION} (npm)"
+    script = ctx.work / "bench_memory_server.py"
+    script.write_text(SDK_SERVER)
+    return [sys.executable, str(script)], "a stdio server written with the mcp SDK (npm not available)"
+
+
+def _calls(n: int, tag: str) -> list[tuple[str, dict[str, Any]]]:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for i in range(n):
+        if i % 2 == 0:
+            calls.append(("create_entities", {"entities": [{
+                "name": f"{tag}-task-{i}", "entityType": "swecl-task",
+                "observations": ["repo demo/pkg", "outcome resolved", f"lesson {i}: " + "x" * 200]}]}))
+        else:
+            calls.append(("search_nodes", {"query": f"{tag}-task-{i - 1}"}))
+    return calls
+
+
+async def _session(stack: AsyncExitStack, argv: list[str], env: dict[str, str] | None) -> Any:
+    """`argv` started as an MCP stdio server by the SDK's client, after the handshake."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
+    errlog = stack.enter_context(open(os.devnull, "w"))  # the server's banner on stderr
+    read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()
+    return session
+
+
+async def _interleaved(sides: dict[str, tuple[list[str], dict[str, str] | None]],
+                       calls: list[tuple[str, dict[str, Any]]], warmup: int) -> dict[str, list[float]]:
+    """Each call made on every side in turn (the order alternating), timed at the client;
+    the first `warmup` not kept. Interleaved, a burst of the machine's other work falls
+    on both sides alike. Seconds."""
+    samples: dict[str, list[float]] = {name: [] for name in sides}
+    async with AsyncExitStack() as stack:
+        sessions = {name: await _session(stack, argv, env) for name, (argv, env) in sides.items()}
+        order = list(sessions)
+        for i, (tool, args) in enumerate(calls):
+            for name in order if i % 2 == 0 else reversed(order):
+                start = time.perf_counter()
+                result = await sessions[name].call_tool(tool, args)
+                took = time.perf_counter() - start
+                if result.is_error:
+                    raise RuntimeError(f"{name}: {tool} failed: {result.content}")
+                if i >= warmup:
+                    samples[name].append(took)
+    return samples
+
+
+def _p95(xs: list[float]) -> float:
+    ordered = sorted(xs)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def measure_calls(ctx: Context, argv: list[str], n: int, warmup: int) -> dict[str, list[float]]:
+    """Seconds per call, direct and through the recording proxy, the same calls each."""
+    direct_dir = ctx.work / "provider-direct"
+    direct_dir.mkdir(parents=True, exist_ok=True)
+    env = {**{k: os.environ[k] for k in ("HOME", "PATH", "LANG") if k in os.environ},
+           "MEMORY_FILE_PATH": str(direct_dir / "memory.jsonl")}
+    calls = _calls(n + warmup, "bench")
+
+    ledger_path = ctx.work / "provider-ledger.db"
+    Ledger.open(ledger_path, create=True).close()
+    spec = parse_memory_server(shlex.join(argv), ["MEMORY_FILE_PATH={data}/memory.jsonl"])
+    context = CallContext(sequence_id="bench", instance_id="bench__pkg-1", order=1)
+    # Unconfined (no sandbox): bubblewrap's start costs once per server, not per call.
+    with ProviderHost(spec, ctx.work / "provider-proxied" / "data", LedgerRecorder(ledger_path, "bench", "bench"),
+                      sequence_id="bench", call_timeout_s=60) as host:
+        with host.door(ctx.work / "provider-door", context) as door:
+            sides = {"direct": (argv, env), "proxied": (door.proxy_argv, None)}
+            try:
+                timed = asyncio.run(_interleaved(sides, calls, warmup))
+            finally:
+                gc.collect()  # the SDK's transports, collected here rather than in a later import
+        if host.failures:
+            raise RuntimeError(f"the proxied calls failed: {list(host.failures)}")
+    with Ledger.open(ledger_path, readonly=True) as led:
+        recorded = sum(1 for _ in led.read(types=["memory.provider.called"]))
+    if recorded != len(calls):
+        raise RuntimeError(f"{recorded} calls recorded, {len(calls)} made")
+    return timed
+
+
+def _data_dir(root: Path, total: int) -> dict[str, int]:
+    """Files of a few sizes adding up to `total` bytes (see the module doc); name -> size."""
+    rng = random.Random(7)
+    sizes = {"graph/big.bin": total * 4 // 10}
+    sizes.update({f"graph/mid-{i}.bin": total // 10 for i in range(4)})
+    rest, i = total - sum(sizes.values()), 0
+    while rest > 0:
+        size = min(64 * 1024, rest)
+        sizes[f"notes/{i // 32:02d}/small-{i}.bin"] = size
+        rest -= size
+        i += 1
+    for name, size in sizes.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(rng.randbytes(size))
+    return sizes
+
+
+def measure_snapshots(ctx: Context, total: int, reps: int) -> dict[str, list[float]]:
+    """Seconds per snapshot of a `total`-byte directory: cold (a new ledger each time),
+    then unchanged (into the same ledger again)."""
+    data = ctx.work / "snapshot-data"
+    sizes = _data_dir(data, total)
+    ctx.details.setdefault("provider", {})["snapshot_files"] = len(sizes)
+    cold: list[float] = []
+    unchanged: list[float] = []
+    floor: list[float] = []
+    hashing: list[float] = []
+    files = sorted(p for p in data.rglob("*") if p.is_file())
+    for rep in range(reps):
+        start = time.perf_counter()
+        for file in files:
+            blob_hash(file.read_bytes())
+        hashing.append(time.perf_counter() - start)
+        # What a cold snapshot cannot avoid as the ledger stores blobs: read, hash, compress.
+        start = time.perf_counter()
+        for file in files:
+            raw = file.read_bytes()
+            blob_hash(raw)
+            zlib.compress(raw, 6)
+        floor.append(time.perf_counter() - start)
+        path = ctx.work / f"snapshot-{rep}.db"
+        with Ledger.open(path, create=True) as led:
+            start = time.perf_counter()
+            manifest = snapshot_provider_data(led, data)
+            cold.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            again = snapshot_provider_data(led, data)
+            unchanged.append(time.perf_counter() - start)
+        if sum(f.size for f in manifest) != total or again != manifest:
+            raise RuntimeError("the snapshot does not hold the directory")
+        path.unlink()
+    return {"cold": cold, "unchanged": unchanged, "floor": floor, "hashing": hashing}
+
+
+def run(ctx: Context) -> list[Result]:
+    n, warmup = (20, 3) if ctx.quick else (400, 20)
+    total = (2 if ctx.quick else 10) * 1024 * 1024
+    reps = 2 if ctx.quick else 7
+    argv, what = find_server(ctx)
+    ctx.log(f"provider: {n} calls each way to {what}")
+    calls = measure_calls(ctx, argv, n, warmup)
+    ctx.log(f"provider: snapshots of {total // (1024 * 1024)} MB, {reps} times")
+    snaps = measure_snapshots(ctx, total, reps)
+
+    ms = {k: [s * 1000 for s in v] for k, v in {**calls, **snaps}.items()}
+    direct_med, proxied_med = median(ms["direct"]), median(ms["proxied"])
+    direct_p95, proxied_p95 = _p95(ms["direct"]), _p95(ms["proxied"])
+    ctx.details["provider"] = {
+        **ctx.details.get("provider", {}),
+        "server": what, "calls_each_way": n, "warmup_calls": warmup,
+        "direct_ms": {"median": direct_med, "p95": direct_p95},
+        "proxied_ms": {"median": proxied_med, "p95": proxied_p95},
+        "snapshot_bytes": total,
+        "snapshot_cold_ms": ms["cold"], "snapshot_unchanged_ms": ms["unchanged"],
+        "read_hash_compress_ms": ms["floor"], "read_hash_ms": ms["hashing"],
+    }
+    size = f"{total // (1024 * 1024)} MB"
+    results = []
+    for stat, direct_v, proxied_v in (("median", direct_med, proxied_med), ("p95", direct_p95, proxied_p95)):
+        overhead = proxied_v - direct_v
+        target, ok = value_at_most(overhead, CALL_MS, "ms")
+        results.append(Result(
+            f"provider_call_overhead_{stat}", overhead, "ms", proxied_v / direct_v if direct_v > 0 else None,
+            target, ok, reference=f"{stat} of {n} calls: proxied and recorded {proxied_v:.2f} ms, direct "
+                                  f"{direct_v:.2f} ms; ratio proxied/direct; {what}"))
+    floor = median(ms["floor"])
+    for kind in ("cold", "unchanged"):
+        value = median(ms[kind])
+        # The target is for 10 MB; a quick run's smaller directory is scaled up to it.
+        scaled = value * (10 * 1024 * 1024) / total
+        target, ok = value_at_most(scaled, SNAPSHOT_MS, "ms per 10 MB")
+        results.append(Result(
+            f"provider_snapshot_{kind}", value, "ms", value / floor if floor > 0 else None, target, ok,
+            reference=f"read + SHA-256 + zlib-6 of the same {size} ({floor:.1f} ms); median of {reps} snapshots, "
+                      f"{'every file a new blob' if kind == 'cold' else 'every blob already stored'}"))
+    return results
