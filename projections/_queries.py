@@ -6,6 +6,7 @@ cursor, so they can be asked again after a formula change without running anythi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,10 +96,15 @@ def run_row(results: Results, ledger: Ledger, run: RunSummary, state: RunOutcome
 def memory_server_of(ledger: Ledger, run: RunSummary) -> str | None:
     """A --memory-server run's provider as its handshake named it ("memory-server 0.6.3"),
     else its recorded spec until a server answered; None for every other run."""
-    spec = run.config.get("memory_server")
+    return memory_server_named(ledger, run.version, run.config, run.sequences)
+
+
+def memory_server_named(ledger: Ledger, version: str, config: dict[str, Any], sequences: Iterable[str]) -> str | None:
+    """`memory_server_of` from a run's recorded options (`run.started.config`) and sequences."""
+    spec = config.get("memory_server")
     if not spec:
         return None
-    ranges = [StreamRange(f"run/{run.version}/{s}") for s in run.sequences]
+    ranges = [StreamRange(f"run/{version}/{s}") for s in sequences]
     for rec in ledger.read(types=["memory.provider.started"], ranges=ranges):
         return f"{rec.event.server_name} {rec.event.server_version}".strip()
     return str(spec)
@@ -161,6 +167,8 @@ class VersionMetrics:
     result: MetricsResult
     # tasks of this run that `swecl validate` found not gradeable here -> reason: missing
     not_gradeable: dict[str, str] = field(default_factory=dict)
+    # a --memory-server run's provider, as `memory_server_of` names it; None for every other run
+    memory_server: str | None = None
 
 
 def not_gradeable(ledger: Ledger) -> dict[str, str]:
@@ -232,5 +240,5 @@ def metrics_for(
         state = outcomes(ledger, projector, version, as_of_order=as_of_order)
         excluded = run_not_gradeable(state, found)
         out.append(VersionMetrics(known[version], state, compute(state.to_metric_inputs(excluded), formula, lambdas),
-                                  excluded))
+                                  excluded, memory_server_of(ledger, known[version])))
     return out
