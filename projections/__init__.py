@@ -53,7 +53,7 @@ _EXPORTS = {
     "run_started_record": "_runs",
     "live_status": "_queries",
     "run_row": "_queries",
-    "memory_server_of": "_queries",
+    "memory_server_of": "_provider_calls",
     "sequence_cutoffs": "_cut",
     "order_cut": "_cut",
     "OrderCut": "_cut",
@@ -102,6 +102,7 @@ __all__ += sorted(_EXPORTS)
 if TYPE_CHECKING:
     from ._cut import OrderCut, order_cut, sequence_cutoffs
     from ._passes import pass_rank, retest_row
+    from ._provider_calls import memory_server_of
     from ._runs import run_started_record
     from ._results import (
         DEFAULT_RESULTS,
@@ -117,7 +118,6 @@ if TYPE_CHECKING:
         canonical_version,
         live_status,
         run_row,
-        memory_server_of,
         outcomes,
         grade_reasons,
         pass_statuses,

@@ -6,7 +6,6 @@ cursor, so they can be asked again after a formula change without running anythi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +17,7 @@ from projections.metrics import Lambdas, MetricsResult, compute
 
 from ._cut import sequence_cutoffs
 from ._outcomes import OutcomeProjection, RunOutcomes
+from ._provider_calls import memory_server_of
 from ._results import Results
 from ._runner import Projector
 from ._runs import RunSummary, RunsProjection
@@ -91,27 +91,6 @@ def run_row(results: Results, ledger: Ledger, run: RunSummary, state: RunOutcome
         "leakage": leakage_of(ledger, run.version),
         "memory_server": memory_server_of(ledger, run),
     }
-
-
-def memory_server_of(ledger: Ledger, run: RunSummary) -> str | None:
-    """A --memory-server run's provider as its handshake named it ("memory-server 0.6.3"),
-    else its recorded spec until a server answered; None for every other run."""
-    return memory_server_named(ledger, run.version, run.config, run.sequences)
-
-
-def memory_server_named(ledger: Ledger, version: str, config: dict[str, Any], sequences: Iterable[str]) -> str | None:
-    """`memory_server_of` from a run's recorded options (`run.started.config`) and sequences."""
-    spec = config.get("memory_server")
-    if not spec:
-        return None
-    ranges = [StreamRange(f"run/{version}/{s}") for s in sequences]
-    for rec in ledger.read(types=["memory.provider.started"], ranges=ranges):
-        return f"{rec.event.server_name} {rec.event.server_version}".strip()
-    return str(spec)
-
-
-
-
 
 
 def outcomes(

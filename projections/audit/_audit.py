@@ -19,7 +19,7 @@ from typing import Any
 from ledger import Ledger, Recorded, SweclError
 from ledger.events import RunStarted, TaskRef
 from projections._cut import OrderCut
-from projections._queries import memory_server_named
+from projections._provider_calls import memory_server_named
 from projections.memory import GradingSecrets, MemoryItem
 
 from ._flags import TestContent, _leak_flags

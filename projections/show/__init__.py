@@ -20,8 +20,7 @@ import msgspec
 from ledger import Ledger, LedgerError, StreamRange, SweclError
 from ledger.events import EgressConnection, f2p_passes, p2p_passes
 from projections import run_started_record
-from projections._provider_calls import blob_text, excerpt, provider_calls
-from projections._queries import memory_server_named
+from projections._provider_calls import blob_text, excerpt, memory_server_named, provider_calls
 from projections.audit import Flag, fold_with_snapshots, integrity_flags, pass_rank, resolve_task
 
 __all__ = [
