@@ -206,10 +206,11 @@ def _print_provider(console: Any, audit: TaskAudit) -> None:
         if not r.returned:
             console.print("  nothing returned")
             continue
-        sources = "; ".join(f"{w.instance_id} (task {w.order}, {w.pass_} attempt {w.attempt}, write #{w.call} "
-                            f"at seq {w.seq}: {w.lines} line(s))" for w in r.writes) or "none"
-        console.print(f"  {len(r.lines)} line(s) returned; written by {escape(sources)}; "
-                      f"unattributed: {r.unattributed}")
+        console.print(f"  {len(r.lines)} line(s) returned, {r.unattributed} unattributed; written by "
+                      + ("no earlier task" if not r.writes else "the write calls of:"))
+        for w in r.writes:
+            console.print(f"    {escape(w.instance_id)} (task {w.order}, {w.pass_} attempt {w.attempt}): "
+                          f"{escape(w.tool)} #{w.call} at seq {w.seq}, {w.lines} line(s)")
         for line in r.lines:
             origin = f"{line.instance_id} (seq {line.write_seq})" if line.write_seq is not None else "unattributed"
             text = line.text if len(line.text) <= 100 else line.text[:100] + "..."

@@ -175,7 +175,7 @@ def test_swecl_audit_attributes_what_the_server_returned_to_earlier_writes(provi
     assert [w["instance_id"] for w in doc["provider_recalls"][0]["writes"]] == [first, second]
     text = swecl(provider_run, "audit", "1", third, "--pass", "initial", "--no-dataset", cache=cache).stdout
     assert f"memory server {audit.memory_server}" in text and "recall call #5" in text
-    assert f"written by {first} (task 1, initial attempt 1, write #2" in text
+    assert f"    {first} (task 1, initial attempt 1): create_entities #2 at seq" in text
     assert "unattributed" in text
 
 
