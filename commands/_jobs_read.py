@@ -335,7 +335,9 @@ class ReadJobs(ExperimentFolder):
     def audit(self, version: str, task_id: str | None = None, *, pass_: str | None = None, summary: bool = False,
               dataset: str | None = None, rows: str | None = None, no_dataset: bool = False) -> AuditResult:
         """`swecl audit VERSION TASK_ID` (or `summary`: every flagged task of the run): which
-        memories a task recalled, where they came from, whether any leaked. The test-content
+        memories a task recalled, where they came from, whether any leaked; in a
+        --memory-server run also what the server returned to its recall calls and which
+        earlier tasks' writes stored it (`TaskAudit.provider_recalls`). The test-content
         check reads the benchmark the run recorded (or `dataset`), unless `no_dataset`."""
         # lazy: the benchmark loaders (pydantic) and the audit's folds load when the job runs
         from commands.inputs import load_task_secrets

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 __all__ = [
     "compare_document",
     "grouped_document",
+    "headed_label",
     "metrics_document",
     "resolved_of",
     "version_label",
@@ -28,6 +29,13 @@ def version_label(vm: VersionMetrics) -> str:
     version, stage = vm.run.version, vm.run.stage
     shown = f"v{version}" if version.isdigit() else version
     return shown if stage == version else f"{shown} {stage}"
+
+
+def headed_label(vm: VersionMetrics) -> str:
+    """`version_label` with a --memory-server run's provider: `v1 plugin-blank (memory-server 0.6.3)`,
+    as a table's title or a run's row names it (what was under test, beside the stage)."""
+    label = version_label(vm)
+    return f"{label} ({vm.memory_server})" if vm.memory_server else label
 
 
 def resolved_of(vm: VersionMetrics, sequence: str) -> tuple[int, int]:
@@ -54,6 +62,7 @@ def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, A
                 "version": vm.run.version,
                 "stage": vm.run.stage,
                 "agent": vm.run.agent,
+                "memory_server": vm.memory_server,  # the provider of a --memory-server run, else null
                 **result_document(vm.result, header=False),  # as a replay's metrics.json
                 "not_gradeable": dict(sorted(vm.not_gradeable.items())),
                 "passes": list(vm.run.passes),

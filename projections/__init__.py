@@ -53,6 +53,7 @@ _EXPORTS = {
     "run_started_record": "_runs",
     "live_status": "_queries",
     "run_row": "_queries",
+    "memory_server_of": "_provider_calls",
     "sequence_cutoffs": "_cut",
     "order_cut": "_cut",
     "OrderCut": "_cut",
@@ -108,6 +109,7 @@ __all__ += sorted(_EXPORTS)
 if TYPE_CHECKING:
     from ._cut import OrderCut, order_cut, sequence_cutoffs
     from ._passes import pass_rank, retest_row
+    from ._provider_calls import memory_server_of
     from ._runs import run_started_record
     from ._results import (
         DEFAULT_RESULTS,

@@ -17,6 +17,7 @@ from projections.metrics import Lambdas, MetricsResult, compute
 
 from ._cut import sequence_cutoffs
 from ._outcomes import OutcomeProjection, RunOutcomes
+from ._provider_calls import memory_server_of
 from ._results import Results
 from ._runner import Projector
 from ._runs import RunSummary, RunsProjection
@@ -92,22 +93,6 @@ def run_row(results: Results, ledger: Ledger, run: RunSummary, state: RunOutcome
     }
 
 
-def memory_server_of(ledger: Ledger, run: RunSummary) -> str | None:
-    """A --memory-server run's provider as its handshake named it ("memory-server 0.6.3"),
-    else its recorded spec until a server answered; None for every other run."""
-    spec = run.config.get("memory_server")
-    if not spec:
-        return None
-    ranges = [StreamRange(f"run/{run.version}/{s}") for s in run.sequences]
-    for rec in ledger.read(types=["memory.provider.started"], ranges=ranges):
-        return f"{rec.event.server_name} {rec.event.server_version}".strip()
-    return str(spec)
-
-
-
-
-
-
 def outcomes(
     ledger: Ledger, projector: Projector, version: str, *, as_of_order: int | None = None, upto: int | None = None
 ) -> RunOutcomes:
@@ -161,6 +146,8 @@ class VersionMetrics:
     result: MetricsResult
     # tasks of this run that `swecl validate` found not gradeable here -> reason: missing
     not_gradeable: dict[str, str] = field(default_factory=dict)
+    # a --memory-server run's provider, as `memory_server_of` names it; None for every other run
+    memory_server: str | None = None
 
 
 def not_gradeable(ledger: Ledger) -> dict[str, str]:
@@ -232,5 +219,5 @@ def metrics_for(
         state = outcomes(ledger, projector, version, as_of_order=as_of_order)
         excluded = run_not_gradeable(state, found)
         out.append(VersionMetrics(known[version], state, compute(state.to_metric_inputs(excluded), formula, lambdas),
-                                  excluded))
+                                  excluded, memory_server_of(ledger, known[version])))
     return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -34,7 +34,9 @@ def audit_cmd(ctx: click.Context, version: str, task_id: str | None, pass_: str 
     marked), each item's rank and score, its provenance (written by which task of which
     run, seeded or imported into this run, merged, superseded or pruned by which dream
     and why), whether the agent's patch reused it, and leakage flags: same-instance,
-    later-task, test-content. With --summary: every flagged task of the run.
+    later-task, test-content. In a --memory-server run: what the server returned to the
+    task's recall calls, each line attributed to the earlier task whose write call stored
+    it (or "unattributed"). With --summary: every flagged task of the run.
     """
     from projections.audit import RunAuditSummary  # lazy: the audit's folds load when the command runs
 
@@ -132,6 +134,10 @@ def _print_task(audit: TaskAudit) -> None:
                          (a.agent_patch or "")[:12])
     console.print(attempts)
 
+    if audit.memory_server is not None:
+        _print_provider(console, audit)
+        if not audit.recalls:
+            return
     if not audit.recalls:
         console.print("no recalls")
         return
@@ -181,6 +187,34 @@ def _print_task(audit: TaskAudit) -> None:
             console.print("  supersedes " + escape(", ".join(p.supersedes)))
         for f in h.flags:
             console.print(f"  [bold red]{escape(f.kind)}[/]: {escape(f.detail)}")
+
+
+def _print_provider(console: Any, audit: TaskAudit) -> None:
+    """A --memory-server run: each recall call's answer, line by line, with the earlier
+    task whose write stored that line (or "unattributed")."""
+    from rich.markup import escape
+
+    console.print(f"\n[bold]memory server {escape(audit.memory_server or '')}[/bold]: "
+                  "each returned line is attributed to the earliest earlier write call whose arguments hold it")
+    if not audit.provider_recalls:
+        console.print("no recall calls")
+    for r in audit.provider_recalls:
+        who = "swecl's recall" if r.via == "recall" else "the agent"
+        end = f"FAILED ({r.failure}: {r.error})" if r.failure else "the tool's error answer" if r.is_error else "ok"
+        console.print(f"\n[bold]recall call #{r.call}[/bold] at seq {r.seq} · {r.pass_} attempt {r.attempt} · "
+                      f"{escape(r.tool)} by {who}: {escape(end)} · asked {escape(r.arguments or '')}")
+        if not r.returned:
+            console.print("  nothing returned")
+            continue
+        console.print(f"  {len(r.lines)} line(s) returned, {r.unattributed} unattributed; written by "
+                      + ("no earlier task" if not r.writes else "the write calls of:"))
+        for w in r.writes:
+            console.print(f"    {escape(w.instance_id)} (task {w.order}, {w.pass_} attempt {w.attempt}): "
+                          f"{escape(w.tool)} #{w.call} at seq {w.seq}, {w.lines} line(s)")
+        for line in r.lines:
+            origin = f"{line.instance_id} (seq {line.write_seq})" if line.write_seq is not None else "unattributed"
+            text = line.text if len(line.text) <= 100 else line.text[:100] + "..."
+            console.print(f"  [dim]{escape(origin)}[/dim]  {escape(text)}")
 
 
 def _print_summary(summary: RunAuditSummary) -> None:

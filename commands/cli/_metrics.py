@@ -13,7 +13,7 @@ from projections import VersionMetrics
 from projections.audit import integrity_line
 from projections.metrics import FORMULAS, METRIC_NAMES
 
-from .._read_documents import resolved_of
+from .._read_documents import headed_label, resolved_of
 from ._common import echo_json, experiment_of, parse_lambdas, results_option, run_version
 from ._grouped import print_grouped_table
 from ._tables import make_console, short_sequence_names, version_label
@@ -129,7 +129,7 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
     console = console or make_console()
     formula = found[0].result.formula
     single = len(found) == 1
-    heading = title or (f"CL metrics of {version_label(found[0])} ({formula} formulas)" if single
+    heading = title or (f"CL metrics of {headed_label(found[0])} ({formula} formulas)" if single
                         else f"CL metrics ({formula} formulas)")
     table = Table(title=escape(heading), box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     # fold, never ellipsis: a long run or sequence name wraps rather than losing characters.
@@ -142,7 +142,7 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
     for vm in found:
         short = short_sequence_names(list(vm.result.sequences))
         if not single:
-            table.add_row(f"[bold]{escape(version_label(vm))}[/bold]", *[""] * (len(TABLE_METRICS) + 2))
+            table.add_row(f"[bold]{escape(headed_label(vm))}[/bold]", *[""] * (len(TABLE_METRICS) + 2))
         solved = total = 0
         for name, item in vm.result.sequences.items():
             x, n = resolved_of(vm, name)

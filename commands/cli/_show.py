@@ -44,7 +44,9 @@ def show_cmd(ctx: click.Context, first: str, second: str | None, pass_: str | No
     one-sequence run) that counts in the pass: its grade with every FAIL_TO_PASS and
     PASS_TO_PASS test and its result (failing ones first), the integrity flags of the patch
     (library code reaching into the test machinery: never a verdict, where to look), the
-    memory items it recalled, the agent's final message, turns, tokens and cost, the agent's
+    memory items it recalled (in a --memory-server run: each call to the memory server, by
+    the agent or swecl's recall and write, with what it asked and got), the agent's final
+    message, turns, tokens and cost, the agent's
     full patch, and the last lines of the test log. --files DIR writes them all out in full.
 
     `swecl show TASK`: one task of a benchmark, what is missing to run it, and its issue text.
@@ -78,11 +80,13 @@ def _section(title: str) -> None:
 
 
 def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
-    from projections.show import agent_numbers, egress_lines, tail_lines  # lazy: as above
+    from projections.show import agent_numbers, egress_lines, provider_call_line, tail_lines  # lazy: as above
 
     click.echo(f"{shown.instance_id}  task {shown.order} of {shown.sequence_id} ({shown.repo})")
     attempts = f"attempt {shown.attempt}" + (f" of {len(shown.attempts)}" if len(shown.attempts) > 1 else "")
-    click.echo(f"run v{shown.version} ({shown.stage}, agent {shown.agent}{', model ' + shown.model if shown.model else ''}), "
+    click.echo(f"run v{shown.version} ({shown.stage}"
+               + (f", memory server {shown.memory_server}" if shown.memory_server else "")
+               + f", agent {shown.agent}{', model ' + shown.model if shown.model else ''}), "
                f"pass {shown.pass_}, {attempts}: {shown.status}"
                + (f" ({shown.abandon_reason})" if shown.abandon_reason else ""))
 
@@ -119,6 +123,15 @@ def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
                    f"{r.title or ''}")
         if r.short:
             click.echo(f"      {r.short}")
+
+    if shown.memory_server is not None:
+        _section(f"memory server calls ({shown.memory_server})")
+        if not shown.provider_calls:
+            click.echo("none")
+        for c in shown.provider_calls:
+            click.echo(f"  {provider_call_line(c)}")
+            click.echo(f"      asked: {c.arguments if c.arguments is not None else '(not recorded)'}")
+            click.echo(f"      got:   {c.result if c.result is not None else '(not recorded)'}")
 
     _section("agent")
     click.echo(", ".join(agent_numbers(shown)))

@@ -35,6 +35,7 @@ _EXPORTS = {
     "FLAG_KINDS": "_model",
     "REUSE_THRESHOLD": "_model",
     "Attempt": "_model",
+    "AttributedLine": "_model",
     "AuditedHit": "_model",
     "AuditedRecall": "_model",
     "CopyHop": "_model",
@@ -43,6 +44,9 @@ _EXPORTS = {
     "Flag": "_model",
     "FlaggedTask": "_model",
     "Provenance": "_model",
+    "ProviderRecall": "_model",
+    "ProviderWrite": "_model",
+    "provider_recalls": "_provider",
     "Reuse": "_model",
     "RunAuditSummary": "_model",
     "TaskAudit": "_model",
@@ -72,6 +76,7 @@ if TYPE_CHECKING:
         FLAG_KINDS,
         REUSE_THRESHOLD,
         Attempt,
+        AttributedLine,
         AuditedHit,
         AuditedRecall,
         CopyHop,
@@ -80,11 +85,14 @@ if TYPE_CHECKING:
         Flag,
         FlaggedTask,
         Provenance,
+        ProviderRecall,
+        ProviderWrite,
         Reuse,
         RunAuditSummary,
         TaskAudit,
         WrittenBy,
     )
+    from ._provider import provider_recalls
     from ._reuse import changed_lines, patch_reuse
 
 

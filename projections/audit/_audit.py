@@ -19,6 +19,7 @@ from typing import Any
 from ledger import Ledger, Recorded, SweclError
 from ledger.events import RunStarted, TaskRef
 from projections._cut import OrderCut
+from projections._provider_calls import memory_server_named
 from projections.memory import GradingSecrets, MemoryItem
 
 from ._flags import TestContent, _leak_flags
@@ -35,6 +36,7 @@ from ._model import (
     RunAuditSummary,
     TaskAudit,
 )
+from ._provider import provider_recalls
 from ._reuse import patch_reuse
 
 
@@ -155,6 +157,7 @@ def audit_task(
             )
         )
     kinds = {f.kind for r in audited for h in r.hits for f in h.flags}
+    server = memory_server_named(ledger, version, started.config, started.sequences)
     return TaskAudit(
         version=version,
         stage=started.stage,
@@ -168,6 +171,9 @@ def audit_task(
         attempts=list(attempts.values()),
         recalls=audited,
         flags=[k for k in FLAG_KINDS if k in kinds],
+        memory_server=server,
+        provider_recalls=[] if server is None else provider_recalls(
+            ledger, version, sequence_id, task.order, pass_=pass_, recall_tool=started.config.get("memory_recall_tool")),
     )
 
 

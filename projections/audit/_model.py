@@ -142,6 +142,52 @@ class AuditedRecall(msgspec.Struct, kw_only=True):
     hits: list[AuditedHit]
 
 
+class ProviderWrite(msgspec.Struct, kw_only=True):
+    """An earlier task's write call to a --memory-server run's server (`memory.provider.called`,
+    `via` write) that stored text a recall returned; `lines`: how many returned lines it holds."""
+
+    seq: int
+    call: int
+    tool: str
+    instance_id: str
+    order: int
+    pass_: str = PASS
+    attempt: int = 1
+    lines: int = 0
+
+
+class AttributedLine(msgspec.Struct, kw_only=True):
+    """A line the server returned, and the earliest earlier write whose arguments hold it
+    (`write_seq` None: unattributed)."""
+
+    text: str
+    write_seq: int | None = None
+    instance_id: str | None = None
+    order: int | None = None
+
+
+class ProviderRecall(msgspec.Struct, kw_only=True):
+    """A recall call of the task to a --memory-server run's server (swecl's, or the agent's
+    call of the recall tool), what it returned, and where the returned text came from."""
+
+    seq: int
+    call: int
+    tool: str
+    via: str  # recall | agent
+    sequence_id: str
+    pass_: str = PASS
+    attempt: int = 1
+    is_error: bool = False
+    failure: str | None = None
+    error: str | None = None
+    arguments: str | None = None  # an excerpt, one line
+    result_blob: str | None = None
+    returned: bool = True  # False: no answer recorded (a failed call), or its blob is missing
+    lines: list[AttributedLine] = msgspec.field(default_factory=list)
+    writes: list[ProviderWrite] = msgspec.field(default_factory=list)  # attributed, in order of first line
+    unattributed: int = 0  # lines no earlier write holds
+
+
 class TaskAudit(msgspec.Struct, kw_only=True):
     version: str
     stage: str
@@ -155,6 +201,10 @@ class TaskAudit(msgspec.Struct, kw_only=True):
     attempts: list[Attempt]
     recalls: list[AuditedRecall]
     flags: list[str]  # the kinds raised by any hit, in FLAG_KINDS order
+    # A --memory-server run's provider and the task's recall calls to it (`_provider`);
+    # None and empty for every other run.
+    memory_server: str | None = None
+    provider_recalls: list[ProviderRecall] = msgspec.field(default_factory=list)
 
 
 class FlaggedTask(msgspec.Struct, kw_only=True):

@@ -33,6 +33,7 @@ from projections import (
     RunsProjection,
     RunSummary,
     VersionMetrics,
+    memory_server_of,
     not_gradeable,
     outcomes,
     read_views,
@@ -200,6 +201,11 @@ class VersionReport:
     @property
     def memory_on(self) -> bool:
         return memory_on(self.run)
+
+    @property
+    def memory_server(self) -> str | None:
+        """A --memory-server run's provider ("memory-server 0.6.3"); None for every other run."""
+        return self.scored.memory_server
 
 
 def run_label(run: RunSummary) -> str:
@@ -440,7 +446,8 @@ def _version_report(
     from projections.audit import integrity_counts, integrity_of
 
     return VersionReport(run=run, retest_every=retest_every, result=result, sequences=sequences,
-                         leakage=leakage, scored=VersionMetrics(run, state, result, excluded),
+                         leakage=leakage,
+                         scored=VersionMetrics(run, state, result, excluded, memory_server_of(ledger, run)),
                          integrity=integrity_counts(integrity_of(ledger, run.version)))
 
 

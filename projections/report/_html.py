@@ -171,6 +171,8 @@ def _runs_table(data: ReportData) -> str:
         )
         # Memory from the stage: base has none; the baseline pass of any run is memory off too.
         memory = f"on ({run.memory_mode})" if vr.memory_on else "off"
+        if vr.memory_server:  # the user's MCP server in place of swecl's memory (--memory-server)
+            memory += f", memory server {vr.memory_server}"
         cells = (
             run.version, run.stage, memory, run.agent, run.model or "", run.grader, sandbox_of(run.config),
             run.benchmark, passes, seeded, run.status, run.started_at[:19],
@@ -432,6 +434,8 @@ def _sequence_metric_row(vr: VersionReport, seq: SequenceReport) -> str:
 
 def _version_article(vr: VersionReport, seq: SequenceReport, anchor: str) -> str:
     memory = "memory on" if vr.memory_on else "memory off"
+    if vr.memory_server:
+        memory += f" (memory server {vr.memory_server})"
     return (
         f'<article class="version" id="{esc(anchor)}" data-version="{esc(vr.run.version)}">'
         f"<h3>{esc(vr.label)} · {memory} · {esc(seq.sequence_id)}</h3>"

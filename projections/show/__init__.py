@@ -4,8 +4,9 @@
 that counts in pass `pass_` (the latest, as the a(i,j) cell takes it), its grade with each
 FAIL_TO_PASS and PASS_TO_PASS test (failing ones first), the memory items it recalled,
 the agent's numbers and final message, the integrity flags of its patch
-(`projections.audit.integrity_flags`), and the full texts behind the blobs: the agent's
-patch, the test log, the transcript and the prompt. `attempt_files(shown)` renders the
+(`projections.audit.integrity_flags`), the calls it made to a `--memory-server` run's
+memory server (the agent's, and swecl's recall and write), and the full texts behind the
+blobs: the agent's patch, the test log, the transcript and the prompt. `attempt_files(shown)` renders the
 files `swecl show --files DIR` writes. Pure reads of the ledger; nothing is written.
 """
 
@@ -19,11 +20,12 @@ import msgspec
 from ledger import Ledger, LedgerError, StreamRange, SweclError
 from ledger.events import EgressConnection, f2p_passes, p2p_passes
 from projections import run_started_record
+from projections._provider_calls import blob_text, excerpt, memory_server_named, provider_calls
 from projections.audit import Flag, fold_with_snapshots, integrity_flags, pass_rank, resolve_task
 
 __all__ = [
-    "AttemptShow", "ShownRecall", "ShownTest", "agent_numbers", "attempt_files", "egress_lines", "final_message", "grade_report", "is_json_lines",
-    "show_attempt", "tail_lines",
+    "AttemptShow", "ShownProviderCall", "ShownRecall", "ShownTest", "agent_numbers", "attempt_files", "egress_lines", "final_message", "grade_report", "is_json_lines",
+    "provider_call_line", "show_attempt", "tail_lines",
 ]
 
 PASS = msgspec.field(name="pass")
@@ -52,6 +54,23 @@ class ShownRecall(msgspec.Struct, kw_only=True):
     source_run: str | None = None
     short: str | None = None  # the body's start, one line
     body: str | None = None
+
+
+class ShownProviderCall(msgspec.Struct, kw_only=True):
+    """One call of the attempt to the run's memory server (`memory.provider.called`)."""
+
+    seq: int
+    call: int  # 1, 2, ... per host (the sequence's pass)
+    tool: str
+    via: str  # agent | recall | write (swecl's own calls)
+    is_error: bool = False  # the tool's own error answer
+    failure: str | None = None  # crashed | timeout | garbage | unavailable: the infrastructure's
+    error: str | None = None
+    duration_s: float = 0.0
+    arguments_blob: str | None = None
+    result_blob: str | None = None
+    arguments: str | None = None  # an excerpt, one line
+    result: str | None = None  # an excerpt, one line
 
 
 class AttemptShow(msgspec.Struct, kw_only=True):
@@ -98,6 +117,10 @@ class AttemptShow(msgspec.Struct, kw_only=True):
     # recorded (an unconfined run, or a ledger from before egress was recorded).
     egress: list[EgressConnection] | None = None
     egress_allowed: list[str] = msgspec.field(default_factory=list)  # what its proxy allowed
+    # A --memory-server run's provider ("memory-server 0.6.3") and the attempt's calls to
+    # it, in order; None and empty for every other run.
+    memory_server: str | None = None
+    provider_calls: list[ShownProviderCall] = msgspec.field(default_factory=list)
 
 
 def _text(ledger: Ledger, digest: str | None) -> str | None:
@@ -302,7 +325,31 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
     if "agent.egress" in evs:
         shown.egress = list(evs["agent.egress"].connections)
         shown.egress_allowed = list(evs["agent.egress"].allowed_hosts)
+    shown.memory_server = memory_server_named(ledger, version, started.config, started.sequences)
+    if shown.memory_server is not None:
+        shown.provider_calls = _provider_calls(ledger, version, sequence_id, task.order, pass_, attempt)
     return shown
+
+
+def _provider_calls(ledger: Ledger, version: str, sequence_id: str, order: int, pass_: str,
+                    attempt: int) -> list[ShownProviderCall]:
+    return [
+        ShownProviderCall(
+            seq=seq, call=ev.call, tool=ev.tool, via=ev.via, is_error=ev.is_error, failure=ev.failure,
+            error=ev.error, duration_s=ev.duration_s, arguments_blob=ev.arguments, result_blob=ev.result,
+            arguments=excerpt(blob_text(ledger, ev.arguments)), result=excerpt(blob_text(ledger, ev.result)),
+        )
+        for seq, ev in provider_calls(ledger, version, sequence_id)
+        if ev.order == order and ev.pass_ == pass_ and ev.attempt == attempt
+    ]
+
+
+def provider_call_line(c: ShownProviderCall) -> str:
+    """One call as `swecl show` and `swecl view` head it: number, tool, who called, how it ended."""
+    who = {"agent": "the agent", "recall": "swecl's recall", "write": "swecl's write"}.get(c.via, c.via)
+    end = (f"FAILED ({c.failure}: {c.error})" if c.failure else "the tool's error answer" if c.is_error
+           else "ok")
+    return f"#{c.call} {c.tool} by {who}: {end}, {c.duration_s:.2f}s"
 
 
 def egress_lines(shown: AttemptShow) -> list[str]:

@@ -179,8 +179,10 @@ class View:
         state = self._outcomes(ledger, projector, run.version)
         found = self.cache.get(("not_gradeable",), _VALIDITY_DEPS, lambda: not_gradeable(ledger))
         excluded = run_not_gradeable(state, found)
-        metrics = VersionMetrics(run, state, compute(state.to_metric_inputs(excluded), "native"), excluded)
-        return metrics, run_row(self.results, ledger, run, state)
+        row = run_row(self.results, ledger, run, state)
+        metrics = VersionMetrics(run, state, compute(state.to_metric_inputs(excluded), "native"), excluded,
+                                 row["memory_server"])
+        return metrics, row
 
     def _runs_page(self, ledger: Ledger, head: int) -> str:
         return _pages.runs_page(self._listings(ledger), head, str(self.results.ledger_path))

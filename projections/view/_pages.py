@@ -246,6 +246,8 @@ def _run_facts(vr: VersionReport, status: str, progress: Progress) -> str:
     run = vr.run
     passes = ", ".join(run.passes) + (f" (+ retest every {vr.retest_every})" if vr.retest_every else "")
     facts = [f"stage <b>{esc(run.stage)}</b>", f"memory on ({esc(run.memory_mode)})" if vr.memory_on else "memory off",
+             *([f'memory server <b data-memory-server="{esc(vr.memory_server)}">{esc(vr.memory_server)}</b>']
+               if vr.memory_server else []),
              f"agent {esc(run.agent)}", *([f"model {esc(run.model)}"] if run.model else []), f"grader {esc(run.grader)}",
              f"sandbox {esc(sandbox_of(run.config))}", f"benchmark {esc(run.benchmark)}", f"passes {esc(passes)}",
              *([f"seeded from {esc(run.seeded_from)}"] if run.seeded_from is not None else [])]

@@ -212,6 +212,83 @@ def test_a_url_server_run_is_not_restorable_and_a_run_without_a_server_has_no_sn
         exp.memory_snapshots(version="2")
 
 
+# -- the read side: show, audit, metrics, report, view (of the same run) ------------------------
+
+
+def test_swecl_show_lists_the_attempts_calls_to_the_memory_server(provider_run: Path, cache: Path) -> None:
+    first, second, _third = first_tasks(SPANS, TASKS)
+    shown = Experiment(provider_run).show("1", second).shown
+    assert shown.memory_server is not None and shown.memory_server.startswith("memory-server ")
+    # The initial pass's host numbers its calls: the first task's recall and write were 1 and 2.
+    assert [(c.call, c.tool, c.via, c.failure) for c in shown.provider_calls] == [
+        (3, "search_nodes", "recall", None), (4, "create_entities", "write", None)]
+    recall, write = shown.provider_calls
+    assert recall.arguments == '{"query": "swecl-demo/spans"}'
+    assert recall.result is not None and first in recall.result and "\n" not in recall.result
+    assert write.arguments is not None and write.arguments.startswith('{"entities": [{"entityType": "swecl-task"')
+    assert _blob(provider_run, recall.result_blob or "").count(first) >= 1
+    text = swecl(provider_run, "show", "1", second, cache=cache).stdout
+    assert f"memory server {shown.memory_server}" in text.splitlines()[1]
+    assert f"== memory server calls ({shown.memory_server})" in text
+    assert "#3 search_nodes by swecl's recall: ok" in text and "#4 create_entities by swecl's write: ok" in text
+    assert 'asked: {"query": "swecl-demo/spans"}' in text
+    doc = json.loads(swecl(provider_run, "show", "1", second, "--pass", "retest", "--json", cache=cache).stdout)
+    assert doc["memory_server"] == shown.memory_server
+    # The re-test pass's own host: its second call, the recall of the second task.
+    assert [(c["call"], c["via"]) for c in doc["provider_calls"]] == [(2, "recall")]
+
+
+def test_swecl_audit_attributes_what_the_server_returned_to_earlier_writes(provider_run: Path, cache: Path) -> None:
+    first, second, third = first_tasks(SPANS, TASKS)
+    audit = Experiment(provider_run).audit("1", third, pass_="initial", no_dataset=True).audit
+    assert audit.memory_server is not None and audit.memory_server.startswith("memory-server ")
+    (recall,) = audit.provider_recalls
+    assert (recall.call, recall.via, recall.tool, recall.failure) == (5, "recall", "search_nodes", None)
+    # What the third task got was written by the first two tasks' write calls, in that order.
+    writes = [(w.instance_id, w.order, w.tool, w.call) for w in recall.writes]
+    assert writes == [(first, 1, "create_entities", 2), (second, 2, "create_entities", 4)]
+    by_line = {line.text: line for line in recall.lines}
+    for order, iid in ((1, first), (2, second)):
+        assert by_line[f'"name": "{iid}"'].instance_id == iid and by_line[f'"name": "{iid}"'].order == order
+        (lesson,) = [t for t in by_line if t.startswith('"swecl-lesson ') and iid in t]
+        assert by_line[lesson].instance_id == iid
+    # The server's own words (its graph's "relations") are no task's.
+    unattributed = [line.text for line in recall.lines if line.write_seq is None]
+    assert unattributed and not any(iid in t for t in unattributed for iid in (first, second, third))
+    assert recall.unattributed == len(unattributed)
+    assert sum(w.lines for w in recall.writes) + recall.unattributed == len(recall.lines)
+    # The first task recalled from an empty memory: nothing of any write.
+    (empty,) = Experiment(provider_run).audit("1", first, pass_="initial", no_dataset=True).audit.provider_recalls
+    assert empty.writes == [] and empty.unattributed == len(empty.lines)
+    # Re-tested, the first task gets what every task of the initial pass wrote (later ones included).
+    (retest,) = Experiment(provider_run).audit("1", first, pass_="retest", no_dataset=True).audit.provider_recalls
+    assert [w.instance_id for w in retest.writes] == [first, second, third]
+    doc = json.loads(swecl(provider_run, "audit", "1", third, "--pass", "initial", "--no-dataset", "--json",
+                           cache=cache).stdout)
+    assert [w["instance_id"] for w in doc["provider_recalls"][0]["writes"]] == [first, second]
+    text = swecl(provider_run, "audit", "1", third, "--pass", "initial", "--no-dataset", cache=cache).stdout
+    assert f"memory server {audit.memory_server}" in text and "recall call #5" in text
+    assert f"    {first} (task 1, initial attempt 1): create_entities #2 at seq" in text
+    assert "unattributed" in text
+
+
+def test_metrics_report_and_view_name_the_memory_server(provider_run: Path, cache: Path, tmp_path: Path) -> None:
+    from projections import Results
+    from projections.view import View
+
+    (row,) = json.loads(swecl(provider_run, "runs", "--json", cache=cache).stdout)
+    server = row["memory_server"]
+    (version,) = json.loads(swecl(provider_run, "metrics", "--json", cache=cache).stdout)["versions"]
+    assert version["memory_server"] == server
+    title = swecl(provider_run, "metrics", cache=cache).stdout.strip().splitlines()[0]
+    assert f"CL metrics of v1 plugin-blank ({server})" in title
+    Experiment(provider_run).report(out_dir=tmp_path / "report")
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert f", memory server {server}</td>" in html
+    page = View(Results(provider_run)).respond("/run/1")
+    assert page.status == 200 and f'data-memory-server="{server}"' in page.body.decode()
+
+
 # -- refused before anything is written ---------------------------------------------------------
 
 
@@ -368,3 +445,8 @@ def test_a_server_that_dies_mid_run_makes_the_tasks_infrastructure_and_the_run_e
     # The written lesson is the task's, test hunks dropped: it names the task and its outcome.
     lesson = json.loads(_blob(results, calls[1]["arguments"]))["text"]
     assert lesson.startswith("swecl-lesson ") and json.loads(lesson.split(" ", 1)[1])["instance_id"] == first
+    # `swecl show` says which call failed and how: never a silent gap in the attempt's calls.
+    (crashed,) = Experiment(results).show("1", second).shown.provider_calls
+    assert (crashed.call, crashed.via, crashed.failure) == (3, "recall", "crashed")
+    assert "#3 search by swecl's recall: FAILED (crashed: " in swecl(results, "show", "1", second, cache=cache).stdout
+    assert [c.failure for c in Experiment(results).show("1", third).shown.provider_calls] == ["unavailable"]
