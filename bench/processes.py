@@ -39,6 +39,12 @@ TEXTKIT = "swecl-demo_textkit_sequence"
 # -- running swecl -----------------------------------------------------------------------
 
 
+def pycache_prefix() -> str:
+    """Where the tests' own Python processes keep bytecode: outside the checkout, shared by
+    every process of the tests (the interpreter writes each file atomically)."""
+    return os.environ.get("PYTHONPYCACHEPREFIX") or str(Path(tempfile.gettempdir()) / "swecl-test-pycache")
+
+
 def swecl_env(cache: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a swecl subprocess: this checkout on PYTHONPATH, its own cache.
 
@@ -53,7 +59,7 @@ def swecl_env(cache: Path, extra: dict[str, str] | None = None) -> dict[str, str
     }
     return {
         **inherited,
-        "PYTHONPYCACHEPREFIX": inherited.get("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "swecl-test-pycache")),
+        "PYTHONPYCACHEPREFIX": pycache_prefix(),
         "SWECL_CACHE": str(cache),
         "PYTHONPATH": str(REPO_ROOT),
         **(extra or {}),

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.processes import pycache_prefix
 from commands.inputs import Benchmark, Task
 
 _SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)")
@@ -95,8 +96,11 @@ class DemoGrader:
                 if applied.returncode != 0:
                     return Outcome(applied=False, log=applied.stderr)
         test_files = _DIFF_FILE.findall(task.test_patch or "")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "GIT_"))}
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("PYTEST_", "GIT_")) and k != "PYTHONDONTWRITEBYTECODE"}
+        # Bytecode outside the worktree, shared: pytest compiled once, not at every one of
+        # these hundreds of runs (where PYTHONDONTWRITEBYTECODE is set, each run compiled it).
+        env["PYTHONPYCACHEPREFIX"] = pycache_prefix()
         # The demo suites need no plugins; skipping the venv's (anyio, ...) saves startup time.
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
         done = subprocess.run(

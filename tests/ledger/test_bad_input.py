@@ -14,6 +14,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from bench.processes import pycache_prefix
 from ledger import Ledger, LedgerError
 from ledger.events import RunFinished
 
@@ -23,7 +24,10 @@ def swecl(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
         [sys.executable, "-m", "commands", *args],
         capture_output=True,
         text=True,
-        env={**os.environ, **(env or {})},
+        # bytecode in the tests' shared cache: each of these processes would otherwise compile
+        # swecl's imports where PYTHONDONTWRITEBYTECODE is set
+        env={**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+             "PYTHONPYCACHEPREFIX": pycache_prefix(), **(env or {})},
         timeout=60,
     )
 
