@@ -49,8 +49,11 @@ class InstallResult:
 
 
 def install_environment(env: EnvInfo, extra: Mapping[str, str] = ()) -> dict[str, str]:
-    """Variables for setup commands run with the env: host env, env bin first, no PYTHONPATH."""
-    out = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX", "PYTHONSTARTUP")}
+    """Variables for setup commands run with the env: host env, env bin first, no PYTHONPATH,
+    and no PYTHONPYCACHEPREFIX: what an install compiles belongs beside the env's files,
+    where the env's bytecode cache takes it from (graders._bytecode.env_pycache)."""
+    out = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX", "PYTHONSTARTUP", "PYTHONPYCACHEPREFIX")}
     out["PATH"] = os.pathsep.join([os.fspath(env.bin_dir), os.environ.get("PATH", "")])
     out["VIRTUAL_ENV"] = os.fspath(env.venv)
     out.update(dict(extra))

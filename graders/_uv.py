@@ -57,7 +57,11 @@ def compile_flag(python: Path) -> list[str]:
 
 
 def _uv_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX")}
+    # No PYTHONPYCACHEPREFIX: `--compile-bytecode` must write beside the env's files, where
+    # the env's bytecode cache takes them from (graders._bytecode.env_pycache); a user's
+    # prefix would send them elsewhere and leave every test run compiling them again.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX", "PYTHONPYCACHEPREFIX")}
     env["UV_PYTHON_DOWNLOADS"] = "never"
     return env
 

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
+from bench.processes import pycache_prefix
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Every Python process the tests start (swecl, the demo grader's pytest, the MCP servers
+# and scripts the tests write) keeps its bytecode in one cache outside the checkout. Where
+# PYTHONDONTWRITEBYTECODE is set, each would compile its imports again at every start
+# (pytest, the MCP SDK, swecl: about 0.3 s each). The graders set their own test runs'
+# bytecode rules and pass neither variable through, so what is graded does not change.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ.setdefault("PYTHONPYCACHEPREFIX", pycache_prefix())
 
 # The test modules that take longest (the sum of their tests' durations, from
 # `pytest --durations=0` on 2 cores), slowest first. xdist's loadscope hands out whole

@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from graders._bytecode import PYCACHE_VAR, PrivatePycache, env_pycache, remove_stray_bytecode
+from graders._install import install_environment
+from graders._uv import _uv_env as uv_environment
 from graders._env_info import EnvInfo
 from graders._run import test_environment
 from tests.graders.exec_support import run_git, write
@@ -69,7 +73,7 @@ def test_the_environments_cache_is_warmed_once_and_holds_no_worktree_module(tmp_
     # a module the install compiled but start-up never imports, whose compile warns
     write(site, "lazy_mod.py", "def same(x):\n    return x is 1\n")
     subprocess.run([str(env_dir / "venv" / "bin" / "python"), "-W", "ignore", "-m", "compileall", "-q", str(site)],
-                   check=True)
+                   check=True, env=install_environment(env))  # as an install step runs: into site-packages
 
     made = env_pycache(env)
     assert made == env_dir / "pycache" and made.is_dir()
@@ -102,3 +106,16 @@ def test_an_interpreter_that_ignores_the_prefix_gets_no_environment_cache(tmp_pa
     env = EnvInfo(key="o__n/1/x", repo="o/n", version="1", spec_hash="x", python_version="3.7.17", path=tmp_path,
                   complete=True)
     assert env_pycache(env) is None and not (tmp_path / "pycache").exists()
+
+
+def test_an_install_compiles_into_the_environment_whatever_prefix_the_user_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A user's PYTHONPYCACHEPREFIX would send the install's bytecode out of the env, and the
+    # env's cache (which takes it from there) would miss it: every test run would compile
+    # those modules again, and their compile-time warnings would reach the tests.
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "users-prefix"))
+    env = EnvInfo(key="o__n/1/x", repo="o/n", version="1", spec_hash="x", python_version="3.11", path=tmp_path,
+                  complete=True)
+    assert "PYTHONPYCACHEPREFIX" not in install_environment(env)
+    assert "PYTHONPYCACHEPREFIX" not in uv_environment()
