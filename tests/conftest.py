@@ -37,12 +37,14 @@ SLOWEST_FIRST = (
     "tests/reliability/test_isolation.py",  # 76 s
     "tests/agents/test_cli_agents_shared.py",  # 63 s
     "tests/reliability/test_crash_task_jobs.py",  # 52 s
+    "tests/run/test_memory_server.py",  # about 50 s (estimated: its module-scoped run and readers)
     "tests/cli/test_repeat_cli.py",  # 47 s
     "tests/reliability/test_crash_parallel.py",  # 46 s
     "tests/run/test_gemini_run.py",  # 46 s
     "tests/reliability/test_crash_random.py",  # 39 s
     "tests/reliability/test_tamper.py",  # 38 s
     "tests/agents/test_claude_e2e.py",  # 38 s
+    "tests/agents/test_provider.py",  # about 35 s (estimated)
     "tests/inputs/test_demo.py",  # 35 s
     "tests/graders/test_env_era.py",  # 32 s
     "tests/run/test_resume_invocation.py",  # 30 s
