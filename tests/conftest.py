@@ -26,18 +26,44 @@ os.environ.setdefault("PYTHONPYCACHEPREFIX", pycache_prefix())
 # pyproject.toml turns that reordering off (`--no-loadscope-reorder`) and the hook below
 # puts these first, so the many short modules fill the end. Only the order changes.
 SLOWEST_FIRST = (
-    "tests/run/test_demo_suite.py",  # 198 s
-    "tests/scale/test_ray_executor.py",  # 168 s
-    "tests/graders/test_env_install.py",  # 149 s
-    "tests/reliability/test_crash_exact.py",  # 114 s
-    "tests/run/test_resume.py",  # 103 s
-    "tests/run/test_task_jobs.py",  # 88 s
-    "tests/bench/test_bench_quick.py",  # 85 s
-    "tests/reliability/test_resource_faults.py",  # 82 s
-    "tests/reliability/test_isolation.py",  # 76 s
-    "tests/agents/test_cli_agents_shared.py",  # 63 s
-    "tests/reliability/test_crash_task_jobs.py",  # 52 s
-    "tests/run/test_memory_server.py",  # about 50 s (estimated: its module-scoped run and readers)
+    "tests/run/test_demo_suite.py",  # 152 s
+    "tests/scale/test_ray_executor.py",  # 120 s
+    "tests/graders/test_env_install.py",  # 84 s
+    "tests/run/test_resume.py",  # 71 s
+    "tests/reliability/test_crash_exact.py",  # 67 s
+    "tests/agents/test_cli_agents_shared.py",  # 62 s
+    "tests/reliability/test_crash_parallel.py",  # 57 s
+    "tests/bench/test_bench_quick.py",  # 57 s
+    "tests/run/test_task_jobs.py",  # 56 s
+    "tests/reliability/test_isolation.py",  # 51 s
+    "tests/reliability/test_crash_random.py",  # 51 s
+    "tests/reliability/test_resource_faults.py",  # 50 s
+    "tests/reliability/test_crash_task_jobs.py",  # 44 s
+    "tests/agents/test_claude_e2e.py",  # 42 s
+    "tests/graders/test_env_era.py",  # 40 s
+    "tests/run/test_resume_invocation.py",  # 37 s
+    "tests/run/test_claude_run.py",  # 36 s
+    "tests/cli/test_view.py",  # 34 s
+    "tests/reliability/test_tamper.py",  # 33 s
+    "tests/run/test_grade_command.py",  # 32 s
+    "tests/run/test_gemini_run.py",  # 32 s
+    "tests/cli/test_repeat_cli.py",  # 30 s
+    "tests/reliability/test_leaks.py",  # 30 s
+    "tests/graders/test_grade_e2e.py",  # 27 s
+    "tests/cli/test_commands.py",  # 26 s
+    "tests/reliability/test_concurrency.py",  # 24 s
+    "tests/run/test_memory_server.py",  # 24 s
+    "tests/graders/test_env_integrity.py",  # 23 s
+    "tests/reliability/test_shell_injection.py",  # 23 s
+    "tests/inputs/test_demo.py",  # 21 s
+    "tests/reliability/test_bad_input.py",  # 19 s
+    "tests/agents/test_egress_clis.py",  # 18 s
+    "tests/agents/test_gemini_e2e.py",  # 17 s
+    "tests/audit/test_demo_e2e.py",  # 17 s
+    "tests/graders/test_tox_current_env.py",  # 16 s
+    "tests/reliability/test_forged_results.py",  # 16 s
+    "tests/agents/test_provider.py",  # 15 s
+)
     "tests/cli/test_repeat_cli.py",  # 47 s
     "tests/reliability/test_crash_parallel.py",  # 46 s
     "tests/run/test_gemini_run.py",  # 46 s
