@@ -64,31 +64,6 @@ SLOWEST_FIRST = (
     "tests/reliability/test_forged_results.py",  # 16 s
     "tests/agents/test_provider.py",  # 15 s
 )
-    "tests/cli/test_repeat_cli.py",  # 47 s
-    "tests/reliability/test_crash_parallel.py",  # 46 s
-    "tests/run/test_gemini_run.py",  # 46 s
-    "tests/reliability/test_crash_random.py",  # 39 s
-    "tests/reliability/test_tamper.py",  # 38 s
-    "tests/agents/test_claude_e2e.py",  # 38 s
-    "tests/agents/test_provider.py",  # about 35 s (estimated)
-    "tests/inputs/test_demo.py",  # 35 s
-    "tests/graders/test_env_era.py",  # 32 s
-    "tests/run/test_resume_invocation.py",  # 30 s
-    "tests/run/test_claude_run.py",  # 28 s
-    "tests/cli/test_view.py",  # 27 s
-    "tests/run/test_grade_command.py",  # 26 s
-    "tests/reliability/test_concurrency.py",  # 25 s
-    "tests/graders/test_grade_e2e.py",  # 25 s
-    "tests/cli/test_commands.py",  # 25 s
-    "tests/reliability/test_leaks.py",  # 24 s
-    "tests/reliability/test_shell_injection.py",  # 22 s
-    "tests/graders/test_env_integrity.py",  # 20 s
-    "tests/reliability/test_forged_results.py",  # 19 s
-    "tests/graders/test_tox_current_env.py",  # 18 s
-    "tests/reliability/test_forged_reports.py",  # 18 s
-    "tests/audit/test_demo_e2e.py",  # 17 s
-    "tests/agents/test_egress_clis.py",  # 17 s
-)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from ledger import Ledger, LedgerError, StreamRange, SweclError
+from ledger import Ledger, StreamRange, SweclError
 from ledger.events import EgressConnection, f2p_passes, p2p_passes
 from projections import run_started_record
 from projections._provider_calls import blob_text, excerpt, memory_server_named, provider_calls
@@ -121,15 +121,6 @@ class AttemptShow(msgspec.Struct, kw_only=True):
     # it, in order; None and empty for every other run.
     memory_server: str | None = None
     provider_calls: list[ShownProviderCall] = msgspec.field(default_factory=list)
-
-
-def _text(ledger: Ledger, digest: str | None) -> str | None:
-    if not digest:
-        return None
-    try:
-        return ledger.get_blob(digest).decode("utf-8", errors="replace")
-    except LedgerError:
-        return None
 
 
 def _tests(f2p: dict[str, str], p2p: dict[str, str], excluded: list[str]) -> list[ShownTest]:
@@ -275,7 +266,7 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
     finished = evs.get("task.finished")
     agent = evs.get("agent.finished")
     transcript_blob = agent.transcript if agent is not None else None
-    transcript = _text(ledger, transcript_blob)
+    transcript = blob_text(ledger, transcript_blob)
 
     shown = AttemptShow(
         version=version,
@@ -306,13 +297,13 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
         duration_s=agent.duration_s if agent is not None else None,
         final_message=final_message(transcript),
         patch_blob=agent.patch if agent is not None else None,
-        patch=_text(ledger, agent.patch if agent is not None else None),
+        patch=blob_text(ledger, agent.patch if agent is not None else None),
         log_blob=grade.log if grade is not None else None,
-        log=_text(ledger, grade.log if grade is not None else None),
+        log=blob_text(ledger, grade.log if grade is not None else None),
         transcript_blob=transcript_blob,
         transcript=transcript,
         prompt_blob=agent.prompt if agent is not None else None,
-        prompt=_text(ledger, agent.prompt if agent is not None else None),
+        prompt=blob_text(ledger, agent.prompt if agent is not None else None),
     )
     if decided is not None:
         shown.tests = _tests(dict(decided.f2p), dict(decided.p2p), list(decided.p2p_excluded))
