@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,17 +72,14 @@ class ExperimentFolder:
         """Held while this process works on run `version`: `swecl runs` tells running from
         interrupted (projections.live_status), and a second process cannot resume it."""
         path = self.results.run_lock_path(version)
-        try:
-            held = file_lock(path, blocking=False)
-            free = held.__enter__()
-        except OSError as exc:
-            raise SweclError(f"cannot write the run's folder {path.parent}: {exc.strerror}") from None
-        try:
+        with ExitStack() as held:
+            try:
+                free = held.enter_context(file_lock(path, blocking=False))
+            except OSError as exc:
+                raise SweclError(f"cannot write the run's folder {path.parent}: {exc.strerror}") from None
             if not free:
                 raise SweclError(f"run {version} is being run by another process right now")
             yield
-        finally:
-            held.__exit__(None, None, None)
 
     @contextmanager
     def sequence_lock(self, version: str, sequence_id: str) -> Iterator[None]:
