@@ -171,11 +171,11 @@ def gain_lines(found: list[VersionMetrics], gains: dict[str, Gain]) -> list[str]
             continue
         short = short_sequence_names(list(gain.sequences))
         bases = sorted({g.base_version for g in gain.sequences.values() if g.base_version})
-        cells = ", ".join(f"{short[name]} {'n/a' if g.gain is None else f'{g.gain:.3f}'}"
+        cells = ", ".join(f"{short[name]}={'n/a' if g.gain is None else f'{g.gain:.3f}'}"
                           for name, g in gain.sequences.items())
         macro = "n/a" if gain.macro is None else f"{gain.macro:.3f}"
         lines.append(f"normalized gain of {version_label(vm)} over base {', '.join(bases)} "
-                     f"((mem - base) / (1 - base), initial-pass resolve rates): {cells}; macro {macro}")
+                     f"((mem - base) / (1 - base), initial-pass resolve rates): {cells}, macro={macro}")
     return lines
 
 

@@ -18,7 +18,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from commands.inputs import Sequence
+from commands.inputs import Sequence, Task
 from ledger import Ledger, SweclError
 
 _PERMUTE = re.compile(r"permute:(\d{1,18})")
@@ -61,9 +61,9 @@ def _from_file(sequences: list[Sequence], path: str) -> list[Sequence]:
     label = f"--order {path}"
     raw = read_limited(path, label)
     text = raw.decode("utf-8", errors="replace")
-    if text.lstrip().startswith("["):
+    if text.lstrip()[:1] in ("[", "{"):
         ids = loads_limited(raw, label)
-        if not all(isinstance(i, str) for i in ids):
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise SweclError(f"{label}: a JSON list of instance ids (strings) is expected")
     else:
         ids = text.split()
@@ -86,7 +86,7 @@ def _from_file(sequences: list[Sequence], path: str) -> list[Sequence]:
     return out
 
 
-def _renumbered(sequence: Sequence, tasks: list) -> Sequence:
+def _renumbered(sequence: Sequence, tasks: list[Task]) -> Sequence:
     return replace(sequence, tasks=tuple(replace(t, order=i) for i, t in enumerate(tasks, start=1)))
 
 

@@ -50,7 +50,7 @@ def test_metrics_give_the_gain_over_the_base_run(root: Path) -> None:
     assert gain["macro"] == pytest.approx(GAIN_S1) and gain["na"] is None
     assert by_version["1"]["macro"] is None and by_version["1"]["na"].startswith("a base run")
     out = " ".join(swecl(root, "metrics", cache=root.parent / "cache").stdout.split())
-    assert "normalized gain of v2 plugin-blank over base 1" in out and "macro 0.333" in out
+    assert "normalized gain of v2 plugin-blank over base 1" in out and "macro=0.333" in out
 
 
 def test_compare_gives_the_gain_of_b_over_a(root: Path) -> None:
@@ -59,4 +59,4 @@ def test_compare_gives_the_gain_of_b_over_a(root: Path) -> None:
     assert doc["sequences"][S2]["normalized_gain"] is None
     assert doc["macro"]["normalized_gain"] == pytest.approx(GAIN_S1)
     out = " ".join(swecl(root, "compare", "1", "2", cache=root.parent / "cache").stdout.split())
-    assert "normalized gain of B over A" in out and "macro 0.333" in out
+    assert "normalized gain of B over A" in out and "macro=0.333" in out

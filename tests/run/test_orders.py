@@ -102,6 +102,7 @@ def test_reverse_and_a_file_give_their_order_renumbered(tmp_path: Path) -> None:
     (lambda ids: ids[:-1], "missing; the file must list every task run, each once"),
     (lambda ids: [*ids, ids[0]], "is listed twice; each task once"),
     (lambda ids: [*ids[:-1], "nobody__nothing-1"], "nobody__nothing-1 is not a task of the sequences run"),
+    (lambda ids: {SPANS: ids}, "a JSON list of instance ids (strings) is expected"),
 ])
 def test_a_bad_order_file_is_refused_in_one_line_before_a_run_is_claimed(
         tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch, listed, says: str) -> None:
