@@ -20,7 +20,17 @@ import msgspec
 
 from ledger import IntegrityError, LedgerDamaged, Recorded, StreamRange, SweclError, check_references, sqlite
 from ledger.events import BY_TYPE
-from projections import ChainCheckpoints, VersionMetrics, metrics_for, order_cut, outcomes, run_row, runs
+from projections import (
+    ChainCheckpoints,
+    VersionMetrics,
+    metrics_for,
+    not_gradeable,
+    order_cut,
+    outcomes,
+    run_not_gradeable,
+    run_row,
+    runs,
+)
 from projections.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, group_members, group_runs, grouped_metrics
 from projections.metrics import metrics_from_vectors_document
 
@@ -32,7 +42,7 @@ if TYPE_CHECKING:  # the folds below load when a job runs, not at `swecl --help`
     from ledger import Ledger
     from projections import RunSummary
     from projections.audit import RunAuditSummary, TaskAudit
-    from projections.compare import Comparison, GroupedMetrics
+    from projections.compare import Comparison, Gain, GroupedMetrics
     from projections.metrics import Lambdas
     from projections.show import AttemptShow
 
@@ -77,9 +87,10 @@ class MetricsResult:
     found: list[VersionMetrics]
     leakage: Audits = field(default_factory=dict)
     integrity: Audits = field(default_factory=dict)
+    gains: dict[str, Gain] = field(default_factory=dict)
 
     def document(self) -> dict[str, Any]:
-        return metrics_document(self.found, self.leakage, self.integrity)
+        return metrics_document(self.found, self.leakage, self.integrity, self.gains)
 
     @cached_property
     def groups(self) -> list[GroupedMetrics]:
@@ -196,6 +207,21 @@ def integrity_for(ledger: Ledger, found: list[VersionMetrics], as_of_order: int 
         for vm in found}
 
 
+def gains_for(ledger: Ledger, projector: Any, found: list[VersionMetrics],
+              as_of_order: int | None = None) -> dict[str, Gain]:
+    """Each run's normalized gain over its base runs (`projections.compare._gain`), the base
+    runs read at the same cut."""
+    from projections.compare import gain_of
+    from projections.compare._gain import base_candidates
+
+    known = runs(ledger, projector)
+    wanted = {v for vm in found for v in base_candidates(vm.run, known)}
+    gradeable = not_gradeable(ledger) if wanted else {}
+    bases = {v: outcomes(ledger, projector, v, as_of_order=as_of_order) for v in known if v in wanted}
+    excluded = {v: run_not_gradeable(state, gradeable) for v, state in bases.items()}
+    return {vm.run.version: gain_of(vm.run, vm.outcomes, vm.not_gradeable, known, bases, excluded) for vm in found}
+
+
 def expand_to_groups(known: dict[str, RunSummary], versions: list[str], include_failed: bool) -> list[str]:
     """Each given version with the rest of its group (ledger order, each version once)."""
     for version in versions:
@@ -252,9 +278,10 @@ class ReadJobs(ExperimentFolder):
                 raise SweclError(f"every run in {self.ledger_path} failed: `swecl metrics --all` includes failed runs")
             leakage = leakage_for(r.ledger, found, as_of_order) if audit else {}
             integrity = integrity_for(r.ledger, found, as_of_order) if audit else {}
+            gains = gains_for(r.ledger, r.projector, found, as_of_order) if found else {}
         if not found:
             raise SweclError(f"no runs in {self.ledger_path} yet: start one with `swecl run`")
-        return MetricsResult(found, leakage, integrity)
+        return MetricsResult(found, leakage, integrity, gains)
 
     def metrics_of_vectors(self, path: Path, *, formula: str = "native",
                            lambdas: Lambdas | None = None) -> dict[str, Any]:

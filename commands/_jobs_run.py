@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,12 +21,12 @@ import msgspec
 from ledger import SweclError
 
 from ._folder import ExperimentFolder
-from ._jobs_read import grouped_of, integrity_for, leakage_for
+from ._jobs_read import gains_for, grouped_of, integrity_for, leakage_for
 from ._read_documents import grouped_document, metrics_document
 
 if TYPE_CHECKING:
     from projections import VersionMetrics
-    from projections.compare import GroupedMetrics
+    from projections.compare import Gain, GroupedMetrics
 
     from .run import Reporter, RunOptions, RunReport
 
@@ -59,6 +59,7 @@ class RunsSummary:
     results: str
     version_dirs: dict[str, str]
     on_disk: dict[str, str]  # version -> what its folder holds, in a line
+    gains: dict[str, Gain] = field(default_factory=dict)  # version -> its normalized gain over its base
 
     @property
     def stages(self) -> dict[str, str]:
@@ -72,7 +73,7 @@ class RunsSummary:
         """The `--json` summary line: `swecl metrics --json` of these runs, their groups
         (with `--repeat`) and where they are."""
         extra = {"grouped": grouped_document(self.groups)} if self.groups else {}
-        return {"event": "summary", **metrics_document(self.found, self.leakage, self.integrity), **extra,
+        return {"event": "summary", **metrics_document(self.found, self.leakage, self.integrity, self.gains), **extra,
                 **self.where()}
 
 
@@ -94,6 +95,17 @@ class RunJobs(ExperimentFolder):
                 raise SweclError("--memory-server is for one memory stage: add --stage plugin-blank (or plugin-primed)")
             if opts.version is not None:
                 raise SweclError("--version names one run; the demo suite makes four: add --stage")
+        if opts.orders is not None:
+            if opts.orders < 1:
+                raise SweclError(f"--orders {opts.orders}: give at least 1")
+            if repeat != 1:
+                raise SweclError(f"--orders {opts.orders} runs each order once; --repeat {repeat} repeats one order: "
+                                 "give one of them")
+            if opts.order is not None:
+                raise SweclError("--orders N runs the permutations permute:1..N; --order gives one order: give one of them")
+            if opts.version is not None:
+                raise SweclError(f"--version names one run; --orders {opts.orders} makes a group: drop --version "
+                                 "(the orders take the next numbers)")
         if repeat != 1 and opts.version is not None:
             raise SweclError(f"--version names one run; --repeat {repeat} makes {repeat}: drop --version "
                              "(the repeats take the next numbers)")
@@ -107,6 +119,7 @@ class RunJobs(ExperimentFolder):
         from .run import run_demo_suite, run_repeats
 
         opts = self.check_run(opts, repeat=repeat, demo_suite=demo_suite)
+        repeat = opts.orders or repeat  # --orders N: N runs of one group, one per permutation
         with _executor_session(opts):
             if demo_suite:
                 reports = run_demo_suite(self, opts, reporter, repeat)
@@ -139,12 +152,13 @@ class RunJobs(ExperimentFolder):
             found = metrics_for(reading.ledger, reading.projector, versions)
             leakage = leakage_for(reading.ledger, found)  # as `swecl metrics` has them, with no cut
             integrity = integrity_for(reading.ledger, found)
+            gains = gains_for(reading.ledger, reading.projector, found)
         groups = grouped_of(found) if grouped else []
         dirs = {v: str(self.version_dir(v)) for v in versions}
         return RunsSummary(
             versions=list(versions), found=found, leakage=leakage, integrity=integrity, groups=groups,
             ledger=str(self.ledger_path), results=str(self.root), version_dirs=dirs,
-            on_disk={v: _on_disk(Path(path)) for v, path in dirs.items()},
+            on_disk={v: _on_disk(Path(path)) for v, path in dirs.items()}, gains=gains,
         )
 
 

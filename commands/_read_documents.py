@@ -12,7 +12,7 @@ from projections.metrics import result_document
 
 if TYPE_CHECKING:
     from projections import VersionMetrics
-    from projections.compare import Comparison, GroupedMetrics, GroupedValue, RunSide, SequenceComparison
+    from projections.compare import Comparison, Gain, GroupedMetrics, GroupedValue, RunSide, SequenceComparison
 
 __all__ = [
     "compare_document",
@@ -44,14 +44,25 @@ def resolved_of(vm: VersionMetrics, sequence: str) -> tuple[int, int]:
     return sum(1 for v in vector if v == 1), len(vm.outcomes.sequences[sequence].plan)
 
 
+def gain_document(gain: Gain | None) -> dict[str, Any] | None:
+    """A run's normalized gain over its base runs: per sequence the base version, both
+    initial-pass resolve rates and the gain (null where the base is 1 or there is no base)."""
+    if gain is None:
+        return None
+    return {"sequences": {name: msgspec.to_builtins(g) for name, g in gain.sequences.items()},
+            "macro": gain.macro, "na": gain.na}
+
+
 def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] | None] | None = None,
-                     integrity: dict[str, dict[str, Any] | None] | None = None) -> dict[str, Any]:
+                     integrity: dict[str, dict[str, Any] | None] | None = None,
+                     gains: dict[str, Gain] | None = None) -> dict[str, Any]:
     """The `swecl metrics --json` document. A metric the run's passes did not measure is
     null, and `unmeasured` (per version, of the macro values; per sequence in
     `unmeasured_by_sequence`; per stratum in its extras) says why; `leakage` and `integrity`
     (the patches' integrity flags) are None when not computed."""
     leakage = leakage or {}
     integrity = integrity or {}
+    gains = gains or {}
     first = found[0].result
     return {
         "formula": first.formula,
@@ -63,6 +74,9 @@ def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, A
                 "stage": vm.run.stage,
                 "agent": vm.run.agent,
                 "memory_server": vm.memory_server,  # the provider of a --memory-server run, else null
+                "order": vm.run.task_order,  # --order/--orders: how the plan was ordered; null: the dataset's
+                "plan": {name: [t.instance_id for t in cells.plan] for name, cells in vm.outcomes.sequences.items()
+                         if cells.plan},  # each sequence's tasks in the run's order (the metrics' t1..tN)
                 **result_document(vm.result, header=False),  # as a replay's metrics.json
                 "not_gradeable": dict(sorted(vm.not_gradeable.items())),
                 "passes": list(vm.run.passes),
@@ -70,6 +84,7 @@ def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, A
                              for name in vm.result.sequences},
                 "leakage": leakage.get(vm.run.version),
                 "integrity": integrity.get(vm.run.version),
+                "normalized_gain": gain_document(gains.get(vm.run.version)),
             }
             for vm in found
         ],
@@ -78,7 +93,8 @@ def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, A
 
 def _value_document(value: GroupedValue) -> dict[str, Any]:
     return {"n": value.n, "mean": value.mean, "sd": value.sd, "ci": list(value.ci) if value.ci else None,
-            "values": list(value.values), "na": value.na, "unmeasured": value.unmeasured}
+            "values": list(value.values), "na": value.na, "unmeasured": value.unmeasured,
+            "min": value.min, "max": value.max, "bootstrap_ci": list(value.boot_ci) if value.boot_ci else None}
 
 
 def grouped_document(grouped: list[GroupedMetrics]) -> dict[str, Any]:
@@ -89,6 +105,8 @@ def grouped_document(grouped: list[GroupedMetrics]) -> dict[str, Any]:
         "formula": first.formula,
         "confidence": first.confidence,
         "interval": "Student t over the group's runs: mean -/+ t(1 - alpha/2, n - 1) * sd / sqrt(n); none with n = 1",
+        "bootstrap_interval": "percentile bootstrap of the mean, the group's runs resampled with replacement "
+                              "(10000 draws, seed 0); none with n = 1",
         "groups": [
             {
                 "label": g.label,
@@ -96,6 +114,7 @@ def grouped_document(grouped: list[GroupedMetrics]) -> dict[str, Any]:
                 "versions": list(g.group.versions),
                 "recorded": g.group.recorded,
                 "n": len(g.group.versions),
+                "orders": g.orders,  # each run's task order (--orders: permute:1..N); null: the dataset's
                 "sequences": {name: {"tasks": s.tasks,
                                      "metrics": {m: _value_document(v) for m, v in s.metrics.items()}}
                               for name, s in g.sequences.items()},
@@ -129,6 +148,7 @@ def compare_document(comparison: Comparison) -> dict[str, Any]:
             "tasks": r.tasks,
             "sequences": r.sequences,
             "resolved": {"a": r.resolved_a, "b": r.resolved_b},
+            "normalized_gain": r.gain,  # (rate B - rate A) / (1 - rate A), A the base; null where A's rate is 1
             "missing": {"a": r.missing_a, "b": r.missing_b},
             "metrics": {name: {"a": m.a, "b": m.b, "diff": m.diff, "ci": list(m.ci) if m.ci else None, "na": m.na,
                                "unmeasured": {"a": m.unmeasured_a, "b": m.unmeasured_b},

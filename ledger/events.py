@@ -74,6 +74,10 @@ class RunStarted(Event, tag="run.started", kw_only=True):
     # began. None for a run started alone (and in every ledger older than these fields).
     suite: str | None = None
     suite_stages: list[str] | None = None
+    # `swecl run --order`: how the plan's order was made (`permute:SEED`, `reverse`,
+    # `file:NAME`); the plan in `tasks` is that order, numbered 1..N. None: the dataset's
+    # order (and every ledger older than this field).
+    task_order: str | None = None
 
 
 class RunResumed(Event, tag="run.resumed", kw_only=True):

@@ -43,6 +43,8 @@ class RunSummary(msgspec.Struct):
     suite: str | None = None
     """The first run of the `swecl run` that started several (demo suite, --repeat); None: alone."""
     suite_stages: list[str] | None = None
+    task_order: str | None = None
+    """`swecl run --order`/`--orders`: how the plan was ordered (`permute:SEED`, `reverse`, `file:NAME`); None: the dataset's."""
 
 
 class RunsState(msgspec.Struct):
@@ -51,7 +53,7 @@ class RunsState(msgspec.Struct):
 
 class RunsProjection(Projection[RunsState]):
     name: ClassVar[str] = "runs"
-    version: ClassVar[int] = 3  # 2: repeat_group, repeat_index, repeat_count, code_mode; 3: suite
+    version: ClassVar[int] = 4  # 2: repeat_group, repeat_index, repeat_count, code_mode; 3: suite; 4: task_order
     state_type: ClassVar[type] = RunsState
     # `apply` reads nothing of a run.resumed but its stream; the rest in full (see `_views`).
     reads: ClassVar[Mapping[str, tuple[str, ...]] | None] = {"run.resumed": ()}
@@ -91,6 +93,7 @@ class RunsProjection(Projection[RunsState]):
                 code_mode=ev.code_mode,
                 suite=ev.suite,
                 suite_stages=None if ev.suite_stages is None else list(ev.suite_stages),
+                task_order=ev.task_order,
             )
             return state
         run = state.runs.get(version)

@@ -127,7 +127,9 @@ def print_comparison(comparison: Comparison, console: Any = None) -> None:
     console.print(table)
     width = min(console.width, 100)
     every = len(blocks)
-    lines = []
+    gains = ", ".join(f"{label}={_num(r.gain)}" for label, r in blocks)
+    lines = [f"normalized gain of B over A, (B - A) / (1 - A) of the initial-pass resolve rates: {gains} "
+             "(n/a where A resolved every task)"]
     for (metric, reason), where in gaps.items():
         scope = "" if len(where) == every else f" in {', '.join(where)}"
         lines.append(f"{metric} n/a{scope}: {reason}")

@@ -26,6 +26,10 @@ def _cell(value: GroupedValue) -> str:
     return f"{value.mean:.3f} ±{(value.ci[1] - value.ci[0]) / 2:.3f}"
 
 
+def _span(value: GroupedValue) -> str:
+    return "n/a" if value.min is None or value.max is None else f"{value.min:.3f}-{value.max:.3f}"
+
+
 def print_grouped_table(grouped: list[GroupedMetrics], console: Any = None) -> None:
     """One block per group (fits 100 columns): per sequence and macro, n and mean ± the
     half-width of the t-based 95% interval; then what is n/a and why."""
@@ -60,9 +64,15 @@ def print_grouped_table(grouped: list[GroupedMetrics], console: Any = None) -> N
     lines = [f"{', '.join(sorted(metrics))} n/a in {label}: {why}" for (why, label), metrics in gaps.items()]
     for g in grouped:
         lines.extend(f"{g.label}: {note}" for note in g.notes)
+        if len(g.group.versions) > 1:
+            over = "orders " + ", ".join(o or "dataset" for o in g.orders) if any(g.orders) else "runs"
+            spread = ", ".join(f"{_HEADS.get(m, m)} {_span(g.macro[m])}" for m in _SHOWN)
+            lines.append(f"{g.label} macro min-max over its {over}: {spread} "
+                         "(--json: each metric's min, max and bootstrap interval)")
     lines.append("mean ± half-width of the Student-t 95% interval over the group's n runs (n=1: no interval). "
                  "Groups: the runs of one `swecl run --repeat K`, else runs sharing stage, agent, model, dataset, "
-                 "grader, passes and tasks. --json has every metric, sd and each run's value.")
+                 "grader, passes, tasks and order; `swecl run --orders N`: one run per order. --json has every "
+                 "metric, sd, min, max, a bootstrap interval and each run's value.")
     width = min(console.width, 100)
     for line in lines:
         console.print(textwrap.fill(line, width=width, subsequent_indent="  "), markup=False, highlight=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +17,9 @@ from .._read_documents import headed_label, resolved_of
 from ._common import echo_json, experiment_of, parse_lambdas, results_option, run_version
 from ._grouped import print_grouped_table
 from ._tables import make_console, short_sequence_names, version_label
+
+if TYPE_CHECKING:
+    from projections.compare import Gain
 
 
 def _fmt(value: float | None) -> str:
@@ -89,7 +92,7 @@ def metrics_cmd(
     if as_json:
         echo_json(result.document())
     elif not to_stdout:
-        print_metrics_table(result.found, leakage=result.leakage, integrity=result.integrity)
+        print_metrics_table(result.found, leakage=result.leakage, integrity=result.integrity, gains=result.gains)
         print_not_gradeable(result.found)
 
 
@@ -118,7 +121,8 @@ def _cells(metrics: dict[str, float | None], gaps: dict[str, str], bold: bool = 
 
 def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None, console: Any = None,
                         leakage: dict[str, dict[str, Any] | None] | None = None,
-                        integrity: dict[str, dict[str, Any] | None] | None = None) -> None:
+                        integrity: dict[str, dict[str, Any] | None] | None = None,
+                        gains: dict[str, Gain] | None = None) -> None:
     """The CL metrics table (fits 100 columns), then what a reader needs to read it right:
     which n/a are unmeasured, whether CL-Scores compare, leakage and integrity flags."""
     # lazy: rich costs about 45 ms, paid only by the commands that print a table
@@ -153,9 +157,26 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
                       f"[bold]{solved}/{total}[/bold]", "", end_section=True)
     console.print(table)
     # Wrapped to the table's own 100 columns even when piped (the console is then 200 wide).
-    for line in table_notes(found, leakage or {}, integrity or {}):
+    for line in [*table_notes(found, leakage or {}, integrity or {}), *gain_lines(found, gains or {})]:
         console.print(textwrap.fill(line, width=min(console.width, 100), subsequent_indent="  "),
                       markup=False, highlight=False)
+
+
+def gain_lines(found: list[VersionMetrics], gains: dict[str, Gain]) -> list[str]:
+    """A line per run with a base: its normalized gain per sequence and macro."""
+    lines = []
+    for vm in found:
+        gain = gains.get(vm.run.version)
+        if gain is None or gain.na is not None:
+            continue
+        short = short_sequence_names(list(gain.sequences))
+        bases = sorted({g.base_version for g in gain.sequences.values() if g.base_version})
+        cells = ", ".join(f"{short[name]}={'n/a' if g.gain is None else f'{g.gain:.3f}'}"
+                          for name, g in gain.sequences.items())
+        macro = "n/a" if gain.macro is None else f"{gain.macro:.3f}"
+        lines.append(f"normalized gain of {version_label(vm)} over base {', '.join(bases)} "
+                     f"((mem - base) / (1 - base), initial-pass resolve rates): {cells}, macro={macro}")
+    return lines
 
 
 def table_notes(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] | None],

@@ -95,6 +95,13 @@ if TYPE_CHECKING:
 @click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True, metavar="K",
               help="Run each requested stage K times, each repeat its own run version, recorded as one group "
                    "(`swecl metrics --group`, `swecl compare --group`, `swecl report --group` show mean and 95% CI).")
+@click.option("--order", "task_order", default=None, metavar="permute:SEED|reverse|FILE",
+              help="Run each sequence in another order than the dataset's: a seeded shuffle, reversed, or the "
+                   "order a FILE lists (a JSON list or whitespace-separated instance ids: every task run, each once). "
+                   "Recorded with the run; its metrics follow it.")
+@click.option("--orders", type=click.IntRange(1, 100), default=None, metavar="N",
+              help="Run each requested stage in N seeded orders (permute:1 .. permute:N), each its own run "
+                   "version, recorded as one group (`swecl metrics --group`: each metric's spread over the orders).")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 @click.option("--json", "as_json", is_flag=True, help="Progress and the summary as JSON lines.")
 @click.pass_context
@@ -108,7 +115,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             shard_dir: str | None, ray_cpus: float | None, max_retries: int | None, sandbox: str,
             allow_hosts: tuple[str, ...], allow_web: bool, memory_server: str | None, memory_env: tuple[str, ...],
             memory_recall_tool: str | None, memory_recall_args: str | None, memory_write_tool: str | None,
-            memory_write_args: str | None, memory_call_timeout: float, repeat: int, quiet: bool,
+            memory_write_args: str | None, memory_call_timeout: float, repeat: int, task_order: str | None, orders: int | None, quiet: bool,
             as_json: bool) -> None:
     """Run a stage of the stage matrix over sequences, task by task, in three passes.
 
@@ -124,6 +131,8 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
     reporter = make_reporter(quiet=quiet, as_json=as_json)
     try:
         if resume is not None:
+            if task_order is not None or orders is not None:
+                raise SweclError("--resume continues a run in its recorded order: drop --order/--orders")
             done = exp.resume(resume, reporter, jobs=jobs if jobs != 1 else None, task_jobs=task_jobs,
                               executor=placement, repeat=repeat, memory_server=memory_server)
         else:
@@ -140,6 +149,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 memory_server=memory_server, memory_env=list(memory_env), memory_recall_tool=memory_recall_tool,
                 memory_recall_args=memory_recall_args, memory_write_tool=memory_write_tool,
                 memory_write_args=memory_write_args, memory_call_timeout_s=memory_call_timeout,
+                order=task_order, orders=orders,
             )
             opts = msgspec.structs.replace(opts, **placement)
             exp.check_run(opts, repeat=repeat, demo_suite=stage is None)  # refused before the warning
@@ -182,7 +192,7 @@ def _print_summary(summary: RunsSummary, *, quiet: bool, as_json: bool) -> None:
     if as_json:
         click.echo(msgspec.json.encode(summary.document()).decode())
         return
-    print_metrics_table(summary.found, leakage=summary.leakage, integrity=summary.integrity)
+    print_metrics_table(summary.found, leakage=summary.leakage, integrity=summary.integrity, gains=summary.gains)
     print_not_gradeable(summary.found)
     if summary.groups:
         print_grouped_table(summary.groups)

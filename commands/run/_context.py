@@ -18,6 +18,7 @@ from ledger import Ledger, SweclError
 from projections import p2p_excluded
 
 from ._options import RunOptions
+from ._order import follow_plan, planned_order
 from ._progress import Reporter
 from ._provider_memory import SequenceProviders, policy_of
 from ._schedule import Elsewhere
@@ -97,6 +98,8 @@ def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id
     sequence = find_sequence(benchmark, sequence_id)
     if opts.instances:
         sequence = replace(sequence, tasks=tuple(t for t in sequence.tasks if t.instance_id in set(opts.instances)))
+    if (plan := planned_order(ledger, version, sequence.id)) is not None:
+        sequence = follow_plan(sequence, plan)  # an --order run: the recorded plan is its order
     cache = cache_dir_of(opts)
     sandbox = agent_sandbox(opts, ledger.path.parent)
     ctx = SequenceContext(

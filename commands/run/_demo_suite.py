@@ -1,5 +1,6 @@
 """`swecl run` invocations that start several runs: the demo suite of four stages, and
-`--repeat K` (each requested stage K times, the K runs recorded as one group); and
+`--repeat K` (each requested stage K times, the K runs recorded as one group), `--orders N`
+(the same, repeat i in the seeded permutation `permute:i`); and
 `swecl run --resume` of any of their runs, which carries on with the whole invocation."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def run_repeats(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, 
     run.started records the group (the first repeat's version), its index and the count, so
     the read side knows the versions are repeats of one setting (`--group`). count = 1 is a
     plain run, recorded without a group."""
-    if count == 1:
+    if count == 1 and opts.orders is None:
         return [start_run(folder, opts, reporter)]
     return _run_invocation(folder, opts, (opts.stage,), count, reporter)
 
@@ -78,6 +79,8 @@ def _run_invocation(folder: ExperimentFolder, opts: RunOptions, stages: tuple[st
             member = done.get((index, stage))
             if member is None:
                 stage_opts = msgspec.structs.replace(opts, stage=stage, version=None, passes=list(opts.passes))
+                if opts.orders is not None:  # --orders N: repeat i runs the seeded permutation i
+                    stage_opts.order = f"permute:{index}"
                 if len(stages) > 1 and get_stage(stage).seeds:
                     stage_opts.source_memory = blank
                 repeat = Repeat(index, count, groups.get(stage)) if count > 1 else None

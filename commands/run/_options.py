@@ -71,6 +71,10 @@ class RunOptions(msgspec.Struct, kw_only=True):
     memory_write_tool: str | None = None
     memory_write_args: str | None = None  # JSON template; None: the write tool's default, if it has one
     memory_call_timeout_s: float = 60.0
+    # Another task order than the dataset's (--order permute:SEED | reverse | FILE; see _order.py);
+    # None: the dataset's. `orders`: `--orders N`, the group of N seeded permutations this run is of.
+    order: str | None = None
+    orders: int | None = None
 
     def validate(self) -> None:
         stage = get_stage(self.stage)
@@ -100,6 +104,10 @@ class RunOptions(msgspec.Struct, kw_only=True):
         if stage.seeds is False and self.source_memory:
             raise SweclError(f"--source-memory is for the seeded stages (plugin-accum, plugin-dreamed), not {self.stage!r}")
         self._validate_memory_server(stage)
+        if self.order is not None:
+            from ._order import check_order_spec  # lazy: as the memory options
+
+            check_order_spec(self.order)
         if self.version is not None:
             _check_slug(self.version)
             if self.source_memory == self.version:
@@ -150,6 +158,8 @@ class RunOptions(msgspec.Struct, kw_only=True):
         """The options as recorded in run.started (paths made absolute, so a resume
         from another directory finds the same files)."""
         raw = msgspec.to_builtins(self)
+        if self.order is not None and not self.order.startswith("permute:") and self.order != "reverse":
+            raw["order"] = str(Path(self.order).resolve()) if Path(self.order).exists() else self.order
         for key in ("dataset", "rows", "cache_dir", "shard_dir"):
             value = raw.get(key)
             if value and not str(value).startswith("hf:") and Path(value).exists():

@@ -31,6 +31,7 @@ from .._failpoints import failpoint
 from .._provenance import provenance
 from ._context import agent_sandbox, build_agent, cache_dir_of, open_benchmark, sequence_context
 from ._options import RunOptions
+from ._order import ordered, recorded_spec
 from ._progress import QueueDrain, QueueReporter, Reporter
 from ._provider_seed import apply_provider_seed, resolve_provider_seed
 from ._ray import run_on_ray
@@ -128,6 +129,7 @@ def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequen
             repeat_count=None if repeat is None else repeat.count,
             suite=None if invocation is None else (invocation.first or version),
             suite_stages=None if invocation is None else list(invocation.stages),
+            task_order=None if opts.order is None else recorded_spec(opts.order),
         )
         try:
             ledger.append(f"run/{version}", [event], expected_version=-1, durable=True)
@@ -170,6 +172,8 @@ def start_run(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, re
     stage = get_stage(opts.stage)
     benchmark = open_benchmark(opts)
     sequences = select_sequences(benchmark, opts)
+    if opts.order is not None:
+        sequences = ordered(sequences, opts.order)
     agent = build_agent(opts, benchmark, runs_here=opts.executor == "local")  # fail early, before claiming
     _require_executor(opts)
     folder.require_writable()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ledger.errors import SweclError
+from projections.compare._gain import macro_gain, normalized_gain
 from projections.compare._resample import COMPARED, RESOLVED, resampled_metrics
 from projections.compare._stats import (
     CONFIDENCE,
@@ -94,6 +95,9 @@ class SequenceComparison(msgspec.Struct, frozen=True, kw_only=True):
     mcnemar: McNemar
     sequences: int = 1
     """Sequences the row covers (the macro row: all of them)."""
+    gain: float | None = None
+    """B's normalized gain over A, A as the base: (rate B - rate A) / (1 - rate A) of the initial-pass
+    resolve rates (group means); None where A's is 1. The macro row: the mean of the sequences' gains."""
 
 
 class Comparison(msgspec.Struct, frozen=True, kw_only=True):
@@ -303,6 +307,7 @@ def _sequence_row(
         missing_a=_count([sum(1 for v in s.initial if v is None) for s in seqs_a]),
         missing_b=_count([sum(1 for v in s.initial if v is None) for s in seqs_b]),
         metrics=metrics, mcnemar=_test(resolved_a, resolved_b),
+        gain=normalized_gain(metrics[RESOLVED].b, metrics[RESOLVED].a),
     )
 
 
@@ -381,6 +386,7 @@ def _macro_row(
         name=MACRO, tasks=sum(r.tasks for r in rows.values()), resolved_a=sum(r.resolved_a for r in rows.values()),
         resolved_b=sum(r.resolved_b for r in rows.values()), missing_a=sum(r.missing_a for r in rows.values()),
         missing_b=sum(r.missing_b for r in rows.values()), metrics=metrics, mcnemar=pooled, sequences=len(rows),
+        gain=macro_gain([r.gain for r in rows.values()]),
     )
 
 

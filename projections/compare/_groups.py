@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from projections.compare._resample import RESOLVED
-from projections.compare._stats import CONFIDENCE, t_interval
+from projections.compare._stats import CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_interval, t_interval
 from projections.metrics import METRIC_NAMES
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ def _key(run: RunSummary) -> str:
         return f"repeat:{run.repeat_group}"
     setting = [run.stage, run.agent, run.model, run.benchmark, run.dataset_hash, run.grader, run.code_mode,
                list(run.passes), list(run.sequences), sorted(run.config.get("instances") or [])]
+    if run.task_order is not None:  # another order is another setting (a CL score depends on it)
+        setting.append(run.task_order)
     return "setting:" + msgspec.json.encode(setting).decode()
 
 
@@ -92,6 +94,12 @@ class GroupedValue(msgspec.Struct, frozen=True, kw_only=True):
     """Why there is no value (not measured) or no interval (one run)."""
     unmeasured: str | None = None
     """Why a run of the group did not measure the metric (then `mean` and `values` are None)."""
+    min: float | None = None
+    max: float | None = None
+    """The spread of the runs' values (of a `--orders` group: across its task orders)."""
+    boot_ci: tuple[float, float] | None = None
+    """Percentile bootstrap interval of the mean over the runs (the runs resampled with
+    replacement, `DEFAULT_RESAMPLES` draws, fixed seed); None with fewer than two values."""
 
 
 class GroupedSequence(msgspec.Struct, frozen=True, kw_only=True):
@@ -108,6 +116,8 @@ class GroupedMetrics(msgspec.Struct, frozen=True, kw_only=True):
     sequences: dict[str, GroupedSequence]
     macro: dict[str, GroupedValue]
     notes: tuple[str, ...]
+    orders: tuple[str | None, ...] = ()
+    """Each run's task order (`run.started.task_order`), in the group's order; None: the dataset's."""
 
 
 def grouped_metrics(group: RunGroup, found: Sequence[VersionMetrics], confidence: float = CONFIDENCE) -> GroupedMetrics:
@@ -149,7 +159,8 @@ def grouped_metrics(group: RunGroup, found: Sequence[VersionMetrics], confidence
             notes.append(f"run {vm.run.version} is {vm.run.status}: tasks without a verdict count as missing")
     first = members[0].result
     return GroupedMetrics(group=group, label=group.label, formula=first.formula, confidence=confidence,
-                          sequences=sequences, macro=macro, notes=tuple(notes))
+                          sequences=sequences, macro=macro, notes=tuple(notes),
+                          orders=tuple(vm.run.task_order for vm in members))
 
 
 def _value(values: list[float | None], gap: str | None, confidence: float) -> GroupedValue:
@@ -164,7 +175,22 @@ def _value(values: list[float | None], gap: str | None, confidence: float) -> Gr
         na = "not computable in any run"
     elif stats.n == 1:
         na = ONE_RUN if len(values) == 1 else f"n=1: computable in one run of {len(values)}, no interval"
-    return GroupedValue(n=stats.n, mean=stats.mean, sd=stats.sd, ci=stats.ci, values=tuple(values), na=na)
+    return GroupedValue(n=stats.n, mean=stats.mean, sd=stats.sd, ci=stats.ci, values=tuple(values), na=na,
+                        min=min(defined) if defined else None, max=max(defined) if defined else None,
+                        boot_ci=_bootstrap_mean(defined, confidence))
+
+
+def _bootstrap_mean(values: list[float], confidence: float) -> tuple[float, float] | None:
+    """The percentile bootstrap interval of the mean of `values` (the runs as the resampled
+    unit: a run's order, or its repeat, is the draw); reproducible (fixed seed)."""
+    if len(values) < 2:
+        return None
+    import numpy as np
+
+    rng = np.random.default_rng(DEFAULT_SEED)
+    data = np.asarray(values, dtype=np.float64)
+    draws = data[rng.integers(0, len(data), size=(DEFAULT_RESAMPLES, len(data)))].mean(axis=1)
+    return percentile_interval(draws, confidence)
 
 
 def _resolved_rate(vm: VersionMetrics, sequence: str) -> float:
