@@ -49,6 +49,7 @@ from ._claude import build_prompt
 from ._cli_agent import CliAgent, CliInvocation, find_cli, last_line, recalled_notes
 from ._mini_trajectory import Trajectory, read_trajectory
 from ._protocol import AgentInput, AgentResult, ExitKind, RunSupplies
+from ._startup import Probe
 
 __all__ = ["MiniSweAgent", "MiniInvocation", "find_mini", "provider_endpoint"]
 
@@ -118,6 +119,16 @@ class MiniSweAgent(CliAgent[MiniInvocation]):
     def __init__(self, *, base_url: str | None = None, **options: Any) -> None:
         super().__init__(**options)
         self.base_url = base_url
+
+    def probe(self, inp: AgentInput) -> Probe:
+        """`mini` has no --version (any unknown option is an error): its script's Python
+        prints the package's version instead, else `mini --help` shows that it starts."""
+        probe = super().probe(replace(inp, model=inp.model or "openai/preflight"))
+        python = probe.executables[1] if len(probe.executables) == 2 else ""
+        if os.path.basename(python).startswith("python"):
+            code = "import minisweagent; print('mini-swe-agent', minisweagent.__version__)"
+            return replace(probe, argv=[python, "-c", code])
+        return replace(probe, argv=[probe.argv[0], "--help"], shows_version=False)
 
     def endpoints(self, inp: AgentInput, inv: MiniInvocation) -> list[str]:
         url = self.base_url or provider_endpoint(inp.model or "", inv.env)
