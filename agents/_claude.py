@@ -136,17 +136,21 @@ def _effective_style(inp: AgentInput) -> str:
     return inp.prompt_style if inp.recall is not None else "plain"
 
 
-def build_prompt(inp: AgentInput, notes: Sequence[str] = ()) -> str:
-    """The task prompt for `inp`'s code mode and prompt style (notes: primed recall)."""
+def build_prompt(inp: AgentInput, notes: Sequence[str] = (), *, recall_tool: bool = True) -> str:
+    """The task prompt for `inp`'s code mode and prompt style (notes: primed recall;
+    recall_tool False: an agent without the MCP recall tool, given only the notes)."""
     style = _effective_style(inp)
     parts: list[str] = []
     if style == "natural":
-        parts.append(
-            f"You have worked in the {inp.repo} repository before. "
-            + ("Notes you kept from that work:\n\n" + "\n".join(notes) + "\n\n" if notes else "")
-            + f"If more of that experience would help, the `recall` tool of your `{MCP_SERVER_NAME}` "
-            "server finds it."
-        )
+        paragraph = f"You have worked in the {inp.repo} repository before. "
+        if notes:
+            paragraph += "Notes you kept from that work:\n\n" + "\n".join(notes)
+        if recall_tool:
+            paragraph += ("\n\n" if notes else "") + (
+                f"If more of that experience would help, the `recall` tool of your `{MCP_SERVER_NAME}` server finds it.")
+        elif not notes:
+            paragraph += "None of that work seems to bear on this issue."
+        parts.append(paragraph)
     if inp.code_mode == "blind":
         parts.append(f"You are fixing an issue in the {inp.repo} repository.")
     else:

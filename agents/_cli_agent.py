@@ -37,7 +37,7 @@ from ._startup import Probe, exec_chain, not_started, reached_no_model
 
 __all__ = [
     "CliAgent", "CliInvocation", "Launched", "RecallServer", "carry_back", "carry_in", "find_cli", "last_line",
-    "primed_notes", "read_memory", "recall_server", "run_cli", "session_file",
+    "primed_notes", "read_memory", "recall_server", "recalled_notes", "run_cli", "session_file",
 ]
 
 MCP_SERVER_NAME = "memory"  # every CLI agent names the recall server so: its tool is memory's `recall`
@@ -45,11 +45,14 @@ MEMORY_FOLDER = "auto-memory"  # under memory_dir: the builtin stage's folder, a
 _NOTE_CHARS = 2000  # per recalled note in a primed prompt
 
 
-def find_cli(command: str, env_var: str, package: str, explicit: str | os.PathLike[str] | None = None) -> str:
-    """The `command` executable: `explicit`, else $`env_var`, else PATH (npm `package` installs it)."""
+def find_cli(command: str, env_var: str, package: str, explicit: str | os.PathLike[str] | None = None, *,
+             install: str | None = None) -> str:
+    """The `command` executable: `explicit`, else $`env_var`, else PATH (`install`, by
+    default `npm install -g PACKAGE`, installs it)."""
+    install = install or f"npm install -g {package}"
     candidate = explicit or os.environ.get(env_var) or shutil.which(command)
     if not candidate:
-        raise SweclError(f"the {command} CLI is not on PATH: npm install -g {package} (or set {env_var} to its path)")
+        raise SweclError(f"the {command} CLI is not on PATH: {install} (or set {env_var} to its path)")
     path = shutil.which(str(candidate)) or str(candidate)
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         raise SweclError(f"the {command} CLI {candidate!s} is not an executable file: reinstall it or fix {env_var}")
@@ -97,6 +100,7 @@ class CliAgent(Generic[I]):
     command: ClassVar[str]  # the executable's name on PATH
     env_var: ClassVar[str]  # the variable naming another executable (SWECL_..._BIN)
     package: ClassVar[str]  # the npm package that installs it
+    install: ClassVar[str | None] = None  # how to install it, when not `npm install -g PACKAGE`
     # Set by a parent session of the same CLI, or left over in a user's shell: each would
     # change what the child does, so the run decides them itself.
     dropped_env: ClassVar[tuple[str, ...]] = ()
@@ -119,20 +123,21 @@ class CliAgent(Generic[I]):
 
     @property
     def executable(self) -> str:
-        return find_cli(self.command, self.env_var, self.package, self._executable)
+        return find_cli(self.command, self.env_var, self.package, self._executable, install=self.install)
 
     def probe(self, inp: AgentInput) -> Probe:
         """`CLI --version` with what a task's process gets: the prepared invocation's
         executable, environment and writable dirs (`prepare` on an input with no recall)."""
         inv = self.prepare(inp)
         program = inv.argv[0]
+        install = self.install or f"npm install -g {self.package}"
         return Probe(
             argv=[program, "--version"],
             env=inv.env,
             what=f"the {self.command} CLI",
             executables=exec_chain(program, inv.env.get("PATH")) or [program],
-            remedy=f"set {self.env_var} to an install outside it (npm install -g {self.package})",
-            fix=f"reinstall it (npm install -g {self.package}) or set {self.env_var} to one that runs",
+            remedy=f"set {self.env_var} to an install outside it ({install})",
+            fix=f"reinstall it ({install}) or set {self.env_var} to one that runs",
             writable=self.writable(inp, inv),
             readable=checkout_object_stores(inp.worktree),
         )
@@ -231,6 +236,14 @@ def primed_notes(inp: AgentInput) -> list[str]:
     """The primed invocation (prompt style natural, memory on): the harness recalls once
     with the issue (an inproc memory.recalled event) and these notes open the prompt."""
     if inp.prompt_style != "natural" or inp.recall is None:
+        return []
+    return recalled_notes(inp)
+
+
+def recalled_notes(inp: AgentInput) -> list[str]:
+    """The harness's one recall with the issue (an inproc memory.recalled event), as the
+    notes of a primed prompt; the agents without an MCP client get their recall so."""
+    if inp.recall is None:
         return []
     notes: list[str] = []
     for item in inp.recall.recall(inp.issue, k=5, repo=inp.repo):

@@ -31,7 +31,8 @@ SLOWEST_FIRST = (
     "tests/graders/test_env_install.py",  # 84 s
     "tests/run/test_resume.py",  # 71 s
     "tests/reliability/test_crash_exact.py",  # 67 s
-    "tests/agents/test_cli_agents_shared.py",  # 62 s
+    "tests/agents/test_cli_agents_shared.py",  # 62 s (before mini-swe-agent joined it)
+    "tests/run/test_mini_run.py",  # about 60 s (estimated on a loaded machine; remeasure)
     "tests/reliability/test_crash_parallel.py",  # 57 s
     "tests/bench/test_bench_quick.py",  # 57 s
     "tests/run/test_task_jobs.py",  # 56 s

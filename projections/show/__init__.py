@@ -135,7 +135,8 @@ def _tests(f2p: dict[str, str], p2p: dict[str, str], excluded: list[str]) -> lis
 
 def final_message(transcript: str | None) -> str | None:
     """The agent's last word: a stream-json transcript's `result` (else its last assistant
-    text); a plain-text transcript's last non-empty line."""
+    text; a mini-swe-agent trajectory's last assistant text); a plain-text transcript's
+    last non-empty line."""
     if not transcript or not transcript.strip():
         return None
     result: str | None = None
@@ -153,7 +154,12 @@ def final_message(transcript: str | None) -> str | None:
         if not isinstance(obj, dict):
             continue
         parsed = True
-        if obj.get("type") == "result" and isinstance(obj.get("result"), str):
+        if str(obj.get("trajectory_format", "")).startswith("mini-swe-agent"):
+            # mini-swe-agent's trajectory, kept as one JSON line: its last assistant words
+            texts = [m.get("content") for m in obj.get("messages") or [] if isinstance(m, dict)
+                     and m.get("role") == "assistant" and isinstance(m.get("content"), str) and m["content"].strip()]
+            assistant = texts[-1] if texts else assistant
+        elif obj.get("type") == "result" and isinstance(obj.get("result"), str):
             result = obj["result"]
         elif obj.get("type") == "assistant" and not obj.get("parent_tool_use_id"):
             content = (obj.get("message") or {}).get("content")

@@ -19,12 +19,13 @@ import pytest
 from agents._cli_agent import CliAgent
 from agents._codex import CodexAgent
 from agents._gemini import GeminiAgent
+from agents._mini import MiniSweAgent
 from agents._protocol import AgentInput, AgentResult
 from agents._recall import RecallService
 from ledger import Ledger
 from ledger.events import MemoryRecalled, MemoryWritten
 
-from . import fake_gemini, fake_openai
+from . import fake_chat, fake_gemini, fake_openai
 from .fake_api import FakeAPI, Step
 from .mini_recall import Item
 
@@ -49,6 +50,8 @@ class Case:
     sent: Callable[[dict[str, Any]], str]  # what a request gives the model, as text
     returned: Callable[[dict[str, Any]], str]  # the tool results a request sends back, as text
     rejected: str  # what the CLI says of a key the API refuses
+    mcp: bool = True  # an MCP client: recall is its tool (else the notes come primed in the prompt)
+    sessions: bool = True  # the CLI names its session (an id in the result)
 
 
 CASES = [
@@ -71,7 +74,18 @@ CASES = [
          sent=lambda body: json.dumps(body["contents"]),
          returned=lambda body: json.dumps(fake_gemini.function_responses(body)),
          rejected="API key not valid"),
+    # No MCP client; through LiteLLM's `openai/` provider. It finishes by a command, never
+    # by words alone (a reply without a tool call is a format error to it).
+    Case("mini", MiniSweAgent, fake_chat.FakeChat, fake_chat.MODEL,
+         ("MSWEA_GLOBAL_CONFIG_DIR", "MSWEA_MODEL_NAME", "OPENAI_API_BASE", "LITELLM_MODEL_REGISTRY_PATH"),
+         "OPENAI_BASE_URL", "OPENAI_API_KEY",
+         say=lambda words: [fake_chat.text(words), fake_chat.bash(fake_chat.SUBMIT)],
+         recall=lambda query: [],
+         sent=lambda body: json.dumps(body["messages"]),
+         returned=lambda body: json.dumps(fake_chat.tool_results(body)),
+         rejected="Incorrect API key provided", mcp=False, sessions=False),
 ]
+MCP_CASES = [c for c in CASES if c.mcp]
 
 
 class Harness:

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -206,3 +207,61 @@ def server_memory_bin() -> str:
     """The real reference MCP memory server of SERVER_MEMORY_VERSION ($SWECL_SERVER_MEMORY_BIN: another install)."""
     return npm_cli("@modelcontextprotocol/server-memory", SERVER_MEMORY_VERSION, "mcp-server-memory",
                    "SWECL_SERVER_MEMORY_BIN", works=_server_memory_installed)
+
+
+# --- mini-swe-agent from PyPI -------------------------------------------------------------
+
+MINI_VERSION = "2.4.6"  # the version whose CLI and trajectory format the adapter and fake_chat.py follow
+
+
+def _mini_works(binary: Path, version: str) -> bool:
+    """Whether `binary`'s venv holds mini-swe-agent `version` (its `--version` would start an agent)."""
+    python = binary.parent / "python"
+    if not (binary.exists() and python.exists()):
+        return False
+    try:
+        done = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('mini-swe-agent'))"],
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == version
+
+
+@pytest.fixture(scope="session")
+def mini_bin() -> str:
+    """The real `mini` CLI of MINI_VERSION ($SWECL_MINI_BIN: another install), installed
+    once from PyPI with uv into a cached venv (`$SWECL_PYPI_CACHE`, else `.dev/pypi`) and
+    reused by every later session; its bytecode compiled at install (LiteLLM is large, and
+    every start would compile it again). No PyPI: the test is skipped, loudly."""
+    explicit = os.environ.get("SWECL_MINI_BIN")
+    if explicit:
+        return explicit
+    from graders._interpreters import uv_bin
+
+    root = Path(os.environ.get("SWECL_PYPI_CACHE") or REPO_ROOT / ".dev" / "pypi")
+    prefix = root / f"mini-swe-agent-{MINI_VERSION}"
+    binary = prefix / "bin" / "mini"
+    if _mini_works(binary, MINI_VERSION):
+        return str(binary)
+    root.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    with open(root / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers install once, the others wait
+        if not _mini_works(binary, MINI_VERSION):
+            # Built in place (a venv's scripts name its path, so it cannot be renamed): a
+            # half-built one of an interrupted session fails the check and is built again.
+            shutil.rmtree(prefix, ignore_errors=True)
+            python = prefix / "bin" / "python"
+            for argv in ([uv_bin(), "venv", "--quiet", "--python", sys.executable, str(prefix)],
+                         [uv_bin(), "pip", "install", "--quiet", "--compile-bytecode", "--python", str(python),
+                          f"mini-swe-agent=={MINI_VERSION}"]):
+                try:
+                    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env,
+                                          stdin=subprocess.DEVNULL)
+                except subprocess.TimeoutExpired:
+                    pytest.skip(f"SKIPPED LOUDLY: installing mini-swe-agent=={MINI_VERSION} timed out (is PyPI reachable?)")
+                if done.returncode != 0:
+                    tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+                    pytest.skip(f"SKIPPED LOUDLY: uv could not install mini-swe-agent=={MINI_VERSION} "
+                                f"(PyPI unreachable?): {' | '.join(tail)}")
+    return str(binary)

@@ -1,7 +1,8 @@
-"""What every MCP-speaking vendor CLI agent must do the same way, run for codex and gemini:
-the real CLI (npm, pinned version) against its loopback fake API. Each CLI's own behaviour
-(its tools, its config, its memory file, its limits) is in test_codex_e2e.py and
-test_gemini_e2e.py; claude's is in test_claude_e2e.py."""
+"""What every vendor CLI agent beside claude must do the same way, run for codex, gemini
+and mini-swe-agent: the real CLI (npm or PyPI, pinned version) against its loopback fake
+API; the MCP scenarios for the CLIs with an MCP client (codex, gemini). Each CLI's own
+behaviour (its tools, its config, its memory file, its limits) is in test_codex_e2e.py,
+test_gemini_e2e.py and test_mini_e2e.py; claude's is in test_claude_e2e.py."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ledger.events import ToolCall
 from .cli_scenarios import (
     CASES,
     LESSON,
+    MCP_CASES,
     BrokenRecall,
     Case,
     Harness,
@@ -44,6 +46,13 @@ def case(request: pytest.FixtureRequest) -> Case:
 def cli(case: Case, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
         api_key: str) -> Iterator[Harness]:
     yield from harness(case, request, monkeypatch, tmp_path, api_key)
+
+
+@pytest.fixture(params=MCP_CASES, ids=[c.name for c in MCP_CASES])
+def mcp_cli(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+            api_key: str) -> Iterator[Harness]:
+    """A CLI with an MCP client: recall is a tool it calls."""
+    yield from harness(request.param, request, monkeypatch, tmp_path, api_key)
 
 
 def test_a_missing_key_is_auth_failed(
@@ -79,7 +88,7 @@ def test_hanging_api_is_a_timeout_and_the_process_group_is_gone(
     assert time.monotonic() - started < 45
     assert result.exit == "timeout" and result.exit_code is None
     assert len(fake.api_requests) >= 1
-    assert result.session_id  # the CLI said its session's id before the hang
+    assert result.session_id or not cli.case.sessions  # the CLI said its session's id before the hang
     # neither the CLI (its home is in tmp_path) nor its MCP server (the recall dir) survives
     assert processes_mentioning(str(tmp_path)) == []
 
@@ -100,8 +109,9 @@ def test_primed_natural_prompt_holds_the_recalled_notes(
 
 
 def test_ledger_recall_through_the_project_recall_service(
-    cli: Harness, make_input: Callable[..., AgentInput], tmp_path: Path,
+    mcp_cli: Harness, make_input: Callable[..., AgentInput], tmp_path: Path,
 ) -> None:
+    cli = mcp_cli
     ledger_path = tmp_path / "ledger.db"
     service = ledger_with_a_lesson(ledger_path)
     issue = "greet() crashes on None"
@@ -116,8 +126,9 @@ def test_ledger_recall_through_the_project_recall_service(
 
 
 def test_a_memory_server_that_fails_to_start_makes_the_run_an_error(
-    cli: Harness, make_input: Callable[..., AgentInput],
+    mcp_cli: Harness, make_input: Callable[..., AgentInput],
 ) -> None:
+    cli = mcp_cli
     cli.fake([cli.case.say("done without memory")])
     result = cli.run(make_input(model=cli.case.model, recall=BrokenRecall(), memory_mode="plugin-real",
                                 budget=Budget(timeout_s=120)))
