@@ -13,7 +13,7 @@ from typing import Any
 
 from ledger import SweclError
 
-from . import _claude, _codex, _command, _demo, _gemini, _oracle, _predictions
+from . import _claude, _codex, _command, _demo, _gemini, _opencode, _oracle, _predictions
 from ._protocol import Agent, RunSupplies
 
 __all__ = ["AGENTS", "REGISTRY", "AgentEntry", "agent_entry", "build_agent", "get_agent"]
@@ -44,6 +44,10 @@ REGISTRY: dict[str, AgentEntry] = {e.name: e for e in (
     AgentEntry("gemini", "the Google Gemini CLI (gemini -p, stream-json): recall MCP server in plugin stages, GEMINI.md as "
                "its builtin memory; turns, tool calls, tokens (no cost); agentic only, turn and time limits (no cost cap)",
                _gemini.GeminiAgent, _gemini.from_run),
+    AgentEntry("opencode", "opencode (opencode run --format json, --model PROVIDER/MODEL: anthropic or openai): recall MCP "
+               "server in plugin stages, AGENTS.md as its builtin memory; turns, tool calls, tokens, cost; agentic only, "
+               "time limit only (no turn or cost cap)",
+               _opencode.OpencodeAgent, _opencode.from_run),
     AgentEntry("command", "any CLI agent through a command template with {workdir} {issue_file} {model} placeholders",
                _command.CommandAgent, _command.from_run),
 )}
