@@ -177,6 +177,9 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
 
         env = self.base_env(inp)
         env.update(_QUIET_ENV)
+        # opencode takes its working directory from $PWD when set (its shell runs there): the
+        # worktree, never the directory swecl was started in.
+        env["PWD"] = str(inp.worktree)
         env.update({"HOME": str(home), "XDG_CONFIG_HOME": str(xdg["config"]), "XDG_DATA_HOME": str(xdg["data"]),
                     "XDG_CACHE_HOME": str(xdg["cache"]), "XDG_STATE_HOME": str(xdg["state"])})
         var, default, suffix = PROVIDERS[provider]
