@@ -143,6 +143,8 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
         return {k: v for k, v in env.items() if not (k == "OPENCODE" or k.startswith("OPENCODE_"))}
 
     def endpoints(self, inp: AgentInput, inv: OpencodeInvocation) -> list[str]:
+        if inp.model is None:  # the start-up probe: no model call
+            return []
         provider, _ = split_model(inp.model)
         var, default, _suffix = PROVIDERS[provider]
         return [inv.env.get(var) or default]
@@ -153,7 +155,9 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
         if inp.code_mode == "blind":
             raise SweclError("the opencode agent has no blind mode (its file tools cannot all be switched off): "
                              "use --code-mode agentic")
-        provider, _ = split_model(inp.model)
+        # No model: the start-up probe (`--version`), which needs the environment only; a task
+        # without one is refused in `run`.
+        provider = split_model(inp.model)[0] if inp.model is not None else None
         scratch = inp.scratch_dir
         scratch.mkdir(parents=True, exist_ok=True)
         home = scratch / "opencode-home"
@@ -182,8 +186,6 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
         env["PWD"] = str(inp.worktree)
         env.update({"HOME": str(home), "XDG_CONFIG_HOME": str(xdg["config"]), "XDG_DATA_HOME": str(xdg["data"]),
                     "XDG_CACHE_HOME": str(xdg["cache"]), "XDG_STATE_HOME": str(xdg["state"])})
-        var, default, suffix = PROVIDERS[provider]
-        base_url = (self.extra_env.get(var) or env.get(var) or default).rstrip("/") + suffix
 
         permission: dict[str, str] = {"*": "allow"}
         if not inp.allow_web:
@@ -193,11 +195,14 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
             "autoupdate": False,
             "share": "disabled",
             "snapshot": False,  # no git copy of the worktree in its data dir: swecl takes the patch
-            "model": inp.model,
-            "small_model": inp.model,  # its helper calls (summaries) use the run's model, no other
-            "provider": {provider: {"options": {"baseURL": base_url}}},
             "permission": permission,
         }
+        if provider is not None:
+            var, default, suffix = PROVIDERS[provider]
+            base_url = (self.extra_env.get(var) or env.get(var) or default).rstrip("/") + suffix
+            config["model"] = inp.model
+            config["small_model"] = inp.model  # its helper calls (summaries) use the run's model, no other
+            config["provider"] = {provider: {"options": {"baseURL": base_url}}}
         server = recall_server(inp)
         if server is not None:
             entry: dict[str, Any] = {"type": "local", "command": server.argv, "enabled": True,
@@ -217,7 +222,7 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
         argv = [
             self.executable, "run",
             "--format", "json",
-            "--model", str(inp.model),
+            *(["--model", inp.model] if inp.model else []),
             "--title", inp.instance_id,  # a title of its own would cost a model call
             "--pure",  # no external plugins
             "--print-logs", "--log-level", "WARN",  # its warnings (an MCP server that failed) on stderr
@@ -231,6 +236,7 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
     # -- running ---------------------------------------------------------------------------
 
     def run(self, inp: AgentInput) -> AgentResult:
+        split_model(inp.model)  # a task names its provider and model, or is refused in one line
         inv, ran = self.launch(inp)  # its home is in the scratch dir, the one place it writes
         scrubber = ran.scrubber
         summary = parse_events(ran.stream.splitlines(), [MCP_SERVER_NAME] if inv.uses_mcp else [])
