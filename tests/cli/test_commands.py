@@ -22,7 +22,7 @@ MANIFEST_COUNTS = {
 
 def test_agents_json(tmp_path: Path, cache: Path) -> None:
     listed = swecl_json(tmp_path, "agents", cache=cache)
-    assert {a["name"] for a in listed} == {"demo", "oracle", "predictions", "claude", "codex", "gemini", "command"}
+    assert {a["name"] for a in listed} == {"demo", "oracle", "predictions", "claude", "codex", "gemini", "opencode", "command"}
     assert all(a["description"] for a in listed)
 
 
