@@ -152,9 +152,7 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
     # -- preparing -------------------------------------------------------------------------
 
     def prepare(self, inp: AgentInput) -> OpencodeInvocation:
-        if inp.code_mode == "blind":
-            raise SweclError("the opencode agent has no blind mode (its file tools cannot all be switched off): "
-                             "use --code-mode agentic")
+        _refuse_blind(inp)
         # No model: the start-up probe (`--version`), which needs the environment only; a task
         # without one is refused in `run`.
         provider = split_model(inp.model)[0] if inp.model is not None else None
@@ -236,6 +234,7 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
     # -- running ---------------------------------------------------------------------------
 
     def run(self, inp: AgentInput) -> AgentResult:
+        _refuse_blind(inp)
         split_model(inp.model)  # a task names its provider and model, or is refused in one line
         inv, ran = self.launch(inp)  # its home is in the scratch dir, the one place it writes
         scrubber = ran.scrubber
@@ -272,6 +271,12 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
             model=inp.model,
             memory_files=memory_files,
         ))
+
+
+def _refuse_blind(inp: AgentInput) -> None:
+    if inp.code_mode == "blind":
+        raise SweclError("the opencode agent has no blind mode (its file tools cannot all be switched off): "
+                         "use --code-mode agentic")
 
 
 def _session_id(db: Path) -> str | None:
