@@ -13,7 +13,7 @@ from typing import Any
 
 from ledger import SweclError
 
-from . import _claude, _codex, _command, _demo, _gemini, _mini, _oracle, _predictions
+from . import _claude, _codex, _command, _demo, _gemini, _mini, _opencode, _oracle, _predictions
 from ._protocol import Agent, RunSupplies
 
 __all__ = ["AGENTS", "REGISTRY", "AgentEntry", "agent_entry", "build_agent", "get_agent"]
@@ -47,6 +47,10 @@ REGISTRY: dict[str, AgentEntry] = {e.name: e for e in (
     AgentEntry("mini-swe-agent", "mini-swe-agent (mini, any LiteLLM model): recall primed into the prompt in plugin "
                "stages (no MCP client), no builtin memory; turns, tool calls, tokens, cost; agentic only, turn, cost "
                "and time limits", _mini.MiniSweAgent, _mini.from_run),
+    AgentEntry("opencode", "opencode (opencode run --format json, --model PROVIDER/MODEL: anthropic or openai): recall MCP "
+               "server in plugin stages, AGENTS.md as its builtin memory; turns, tool calls, tokens, cost; agentic only, "
+               "time limit only (no turn or cost cap)",
+               _opencode.OpencodeAgent, _opencode.from_run),
     AgentEntry("command", "any CLI agent through a command template with {workdir} {issue_file} {model} placeholders",
                _command.CommandAgent, _command.from_run),
 )}

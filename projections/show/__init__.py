@@ -179,6 +179,10 @@ def final_message(transcript: str | None) -> str | None:
             # its stream-json output: the answer in delta pieces, after the last tool call
             pieces.append(obj["content"])
             assistant = "".join(pieces)
+        elif obj.get("type") == "text" and isinstance(obj.get("part"), dict):
+            # opencode's `run --format json` output: each finished text part of the assistant
+            if isinstance(obj["part"].get("text"), str) and obj["part"]["text"].strip():
+                assistant = obj["part"]["text"]
         elif obj.get("type") == "tool_use":
             pieces = []
     if parsed:

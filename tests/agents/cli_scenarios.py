@@ -1,4 +1,4 @@
-"""What the end-to-end tests of the CLI agents (claude, codex, gemini) share: an isolated
+"""What the end-to-end tests of the CLI agents (claude, codex, gemini, opencode) share: an isolated
 environment pointed at a loopback fake, the fakes' lifetimes, a ledger with one lesson
 recalled through the project's own recall service, a memory server that fails to start,
 and the checks that no key is kept anywhere and no process outlives its run; and for the
@@ -20,12 +20,13 @@ from agents._cli_agent import CliAgent
 from agents._codex import CodexAgent
 from agents._gemini import GeminiAgent
 from agents._mini import MiniSweAgent
+from agents._opencode import OpencodeAgent
 from agents._protocol import AgentInput, AgentResult
 from agents._recall import RecallService
 from ledger import Ledger
 from ledger.events import MemoryRecalled, MemoryWritten
 
-from . import fake_chat, fake_gemini, fake_openai
+from . import fake_anthropic, fake_chat, fake_gemini, fake_openai
 from .fake_api import FakeAPI, Step
 from .mini_recall import Item
 
@@ -84,6 +85,16 @@ CASES = [
          sent=lambda body: json.dumps(body["messages"]),
          returned=lambda body: json.dumps(fake_chat.tool_results(body)),
          rejected="Incorrect API key provided", mcp=False, sessions=False),
+    # opencode's anthropic provider, at ANTHROPIC_BASE_URL as the claude CLI reads it
+    Case("opencode", OpencodeAgent, fake_anthropic.FakeAnthropic, fake_anthropic.OPENCODE_MODEL,
+         ("ANTHROPIC_AUTH_TOKEN", "OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTENT", "XDG_CONFIG_HOME",
+          "XDG_DATA_HOME"),
+         "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY",
+         say=lambda words: [fake_anthropic.text(words)],
+         recall=lambda query: [[fake_anthropic.tool_use("memory_recall", {"query": query, "repo": "demo/pkg", "k": 3})]],
+         sent=lambda body: json.dumps(body["messages"]),
+         returned=lambda body: json.dumps(fake_anthropic.tool_results(body)),
+         rejected="invalid x-api-key"),
 ]
 MCP_CASES = [c for c in CASES if c.mcp]
 

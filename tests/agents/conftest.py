@@ -110,6 +110,7 @@ diff --git a/pkg/util.py b/pkg/util.py
 CLAUDE_VERSION = "2.1.197"  # the version of the shared captures and of claude_help.txt
 CODEX_VERSION = "0.169.0"  # the version whose wire format fake_openai.py speaks (npm @openai/codex)
 GEMINI_VERSION = "0.61.0"  # the version whose wire format fake_gemini.py speaks (npm @google/gemini-cli)
+OPENCODE_VERSION = "1.18.33"  # the version of the captures in test_opencode_events.py (npm opencode-ai)
 
 
 def _npm_cache_root() -> Path:
@@ -188,6 +189,14 @@ def codex_bin() -> str:
 def gemini_bin() -> str:
     """The real `gemini` CLI of GEMINI_VERSION ($SWECL_GEMINI_BIN: another install)."""
     return npm_cli("@google/gemini-cli", GEMINI_VERSION, "gemini", "SWECL_GEMINI_BIN")
+
+
+@pytest.fixture(scope="session")
+def opencode_bin() -> str:
+    """The real `opencode` CLI of OPENCODE_VERSION ($SWECL_OPENCODE_BIN: another install). The
+    npm package pulls its platform's native binary (~180 MB, the provider SDKs bundled) as
+    an optional dependency."""
+    return npm_cli("opencode-ai", OPENCODE_VERSION, "opencode", "SWECL_OPENCODE_BIN", timeout_s=600)
 
 
 SERVER_MEMORY_VERSION = "2026.8.31"  # the reference MCP memory server (npm @modelcontextprotocol/server-memory)

@@ -21,7 +21,10 @@ from typing import Any
 from .fake_api import ApiHandler, FakeAPI, Logged, Step
 
 Block = dict[str, Any]
-__all__ = ["Block", "FakeAnthropic", "Logged", "Step", "text", "tool_use"]
+__all__ = ["OPENCODE_MODEL", "Block", "FakeAnthropic", "Logged", "Step", "text", "tool_results", "tool_use"]
+
+# A model of opencode's bundled catalog (so it prices the fake's tokens), as --model names it.
+OPENCODE_MODEL = "anthropic/claude-sonnet-4-5"
 
 
 def text(value: str) -> Block:
@@ -30,6 +33,12 @@ def text(value: str) -> Block:
 
 def tool_use(name: str, input: dict[str, Any]) -> Block:
     return {"type": "tool_use", "name": name, "input": input}
+
+
+def tool_results(body: dict[str, Any]) -> list[Any]:
+    """The `tool_result` blocks a request sends back, in order."""
+    return [b for m in body.get("messages", []) if isinstance(m, dict) and isinstance(m.get("content"), list)
+            for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
 
 
 def _assistant_turns(body: Any) -> int:

@@ -72,10 +72,12 @@ def test_claude_reaches_its_api_and_its_web_fetch_reaches_nothing(
 SHELL = {
     "codex": lambda cmd: [fake_openai.exec_command(cmd)],
     "gemini": lambda cmd: [fake_gemini.function_call("run_shell_command", {"command": cmd, "description": "fetch"})],
+    "opencode": lambda cmd: [tool_use("bash", {"command": cmd, "description": "fetch"})],
 }
 WEB_TOOL = {  # what each model may ask for that reaches the web; the CLI has no such tool
     "codex": lambda url: [fake_openai.function_call("web_search", {"query": f"{url} fix"})],
     "gemini": lambda url: [fake_gemini.function_call("web_fetch", {"prompt": f"Summarize {url}/fix.patch"})],
+    "opencode": lambda url: [tool_use("webfetch", {"url": f"{url}/fix.patch", "format": "text"})],
 }
 
 
@@ -110,8 +112,10 @@ def test_codex_and_gemini_reach_their_api_and_nothing_else(
 OFFERED = {
     "codex": lambda body: {str(t.get("name") or t.get("type")) for t in body.get("tools", [])},
     "gemini": lambda body: set(fake_gemini.declared_tools(body)),
+    "opencode": lambda body: {t["name"] for t in body.get("tools", [])},
 }
-WEB_TOOLS = {"codex": {"web_search"}, "gemini": {"google_web_search", "web_fetch"}}
+# opencode's websearch and codesearch are offered only with an Exa key: webfetch stands for them
+WEB_TOOLS = {"codex": {"web_search"}, "gemini": {"google_web_search", "web_fetch"}, "opencode": {"webfetch"}}
 
 
 @pytest.mark.parametrize("allow_web", [False, True], ids=["web-off", "allow-web"])

@@ -18,7 +18,7 @@ from .mini_recall import MiniRecall
 
 def test_registry_lists_and_builds_every_agent() -> None:
     names = [n for n, _ in AGENTS]
-    assert names == ["demo", "oracle", "predictions", "claude", "codex", "gemini", "mini-swe-agent", "command"]
+    assert names == ["demo", "oracle", "predictions", "claude", "codex", "gemini", "mini-swe-agent", "opencode", "command"]
     assert all(desc for _, desc in AGENTS)
     assert isinstance(get_agent("demo"), DemoAgent)
     assert isinstance(get_agent("oracle", gold={}), OracleAgent)

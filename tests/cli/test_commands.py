@@ -22,7 +22,8 @@ MANIFEST_COUNTS = {
 
 def test_agents_json(tmp_path: Path, cache: Path) -> None:
     listed = swecl_json(tmp_path, "agents", cache=cache)
-    assert {a["name"] for a in listed} == {"demo", "oracle", "predictions", "claude", "codex", "gemini", "mini-swe-agent", "command"}
+    assert {a["name"] for a in listed} == {"demo", "oracle", "predictions", "claude", "codex", "gemini", "mini-swe-agent",
+                                           "opencode", "command"}
     assert all(a["description"] for a in listed)
 
 
