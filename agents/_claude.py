@@ -60,6 +60,7 @@ __all__ = [
     "build_prompt",
     "find_claude",
     "hook_records",
+    "memory_tools",
     "resolve_model",
 ]
 
@@ -136,16 +137,31 @@ def _effective_style(inp: AgentInput) -> str:
     return inp.prompt_style if inp.recall is not None else "plain"
 
 
+def memory_tools(inp: AgentInput) -> list[str] | None:
+    """The tools of a user's memory server (`swecl run --memory-server`) as it announced
+    them; None for swecl's own recall server (its one tool is `recall`)."""
+    tools = getattr(inp.recall, "mcp_tools", None)
+    return [str(t) for t in tools()] if callable(tools) else None
+
+
+def _tool_list(tools: Sequence[str]) -> str:
+    return ", ".join(f"`{t}`" for t in tools) or "none announced"
+
+
 def build_prompt(inp: AgentInput, notes: Sequence[str] = ()) -> str:
-    """The task prompt for `inp`'s code mode and prompt style (notes: primed recall)."""
+    """The task prompt for `inp`'s code mode and prompt style (notes: primed recall).
+    With a user's memory server the memory sentences name its own tools, not `recall`."""
     style = _effective_style(inp)
+    provided = memory_tools(inp) if inp.recall is not None else None
     parts: list[str] = []
     if style == "natural":
         parts.append(
             f"You have worked in the {inp.repo} repository before. "
             + ("Notes you kept from that work:\n\n" + "\n".join(notes) + "\n\n" if notes else "")
-            + f"If more of that experience would help, the `recall` tool of your `{MCP_SERVER_NAME}` "
-            "server finds it."
+            + (f"If more of that experience would help, the `recall` tool of your `{MCP_SERVER_NAME}` "
+               "server finds it." if provided is None else
+               f"More of that experience is kept by your `{MCP_SERVER_NAME}` MCP server (its tools: "
+               f"{_tool_list(provided)}).")
         )
     if inp.code_mode == "blind":
         parts.append(f"You are fixing an issue in the {inp.repo} repository.")
@@ -154,7 +170,15 @@ def build_prompt(inp: AgentInput, notes: Sequence[str] = ()) -> str:
             f"You are fixing an issue in the {inp.repo} repository, checked out in your "
             f"current working directory ({inp.worktree})."
         )
-    if style == "recall":
+    if style == "recall" and provided is not None:
+        parts.append(
+            f"Your `{MCP_SERVER_NAME}` MCP server keeps notes across the tasks you do in this repository; "
+            f"its tools are {_tool_list(provided)} (each tool's description says what it does). Before "
+            "you do anything else, use them to look for notes from earlier tasks that bear on the issue "
+            "below, and use what applies. If they let you, record there what you learned that would "
+            "help with later issues in this repository before you finish."
+        )
+    elif style == "recall":
         parts.append(
             f"Before you do anything else, call the `recall` tool of the `{MCP_SERVER_NAME}` MCP server "
             f"({RECALL_TOOL}) with the full issue text below as `query` and \"{inp.repo}\" as `repo`. "
@@ -165,7 +189,12 @@ def build_prompt(inp: AgentInput, notes: Sequence[str] = ()) -> str:
     if inp.hints.strip():
         parts.append(f"<hints>\n{inp.hints.strip()}\n</hints>")
     if inp.code_mode == "blind":
-        tools = "The only tool you have is `recall`." if inp.recall is not None else "You have no tools."
+        if inp.recall is None:
+            tools = "You have no tools."
+        elif provided is not None:
+            tools = f"The only tools you have are your `{MCP_SERVER_NAME}` MCP server's: {_tool_list(provided)}."
+        else:
+            tools = "The only tool you have is `recall`."
         parts.append(
             f"You cannot read or edit files or run commands. {tools} Answer with the fix as one "
             "unified diff against the repository root (paths a/... and b/..., as `git diff` prints "

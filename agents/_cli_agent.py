@@ -220,7 +220,7 @@ def recall_server(inp: AgentInput) -> RecallServer | None:
     # Optional in the Recall protocol: what the server needs beyond the CLI's environment.
     extra_env = getattr(inp.recall, "mcp_server_env", None)
     server_env = dict(extra_env()) if callable(extra_env) else {}
-    if inp.sandbox is not None and inp.sandbox.confined:
+    if inp.sandbox is not None and inp.sandbox.confined and not getattr(inp.recall, "mcp_server_in_sandbox", False):
         # The server reads the ledger: it runs outside, behind a socket in the scratch dir.
         relay = RecallBridge(argv, {}, inp.scratch_dir / "recall-bridge").relay_argv
         return RecallServer(relay, {}, (argv, {**os.environ, **server_env}))

@@ -72,7 +72,10 @@ class Recall(Protocol):
 
     `recall` appends a `memory.recalled` event (via inproc); the MCP server that
     `mcp_server_argv` starts appends them with via mcp. A handle may also offer
-    `mcp_server_env() -> dict[str, str]` (extra environment for that server).
+    `mcp_server_env() -> dict[str, str]` (extra environment for that server),
+    `mcp_server_in_sandbox = True` (the server may run inside a confined agent's sandbox:
+    no relay) and `mcp_tools() -> list[str]` (the server's own tools, when they are not
+    swecl's `recall`: a user's memory server; the CLI agents' prompts name them).
     """
 
     def recall(self, query: str, k: int = 5, repo: str | None = None) -> Sequence[RecalledLike]: ...
