@@ -4,7 +4,9 @@ One task = one `claude -p --output-format stream-json --verbose` process in the 
 worktree, in a sandboxed `CLAUDE_CONFIG_DIR`:
 
 - memory: the recall MCP server (server name `memory`) through `--mcp-config` with
-  `--strict-mcp-config`, or an empty strict config when memory is off; the builtin stage
+  `--strict-mcp-config`, or an empty strict config when memory is off (with
+  `--memory-server`, the same name serves the user's server's own tools through swecl's
+  recording proxy, and the prompt names them: `build_prompt`); the builtin stage
   instead keeps one config dir and one auto-memory dir per run+sequence so Claude Code's
   native memory carries from task to task (everywhere else auto-memory is disabled);
 - hooks: `--settings` adds Stop and SessionEnd hooks that only record `session_id` and

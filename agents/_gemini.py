@@ -13,7 +13,9 @@ scratch space.
   commands' environment is on, so its shell tool does not hand the key on;
 - memory: the recall MCP server (server name `memory`; the model sees its tool as
   `mcp_memory_recall`, recorded as `mcp__memory__recall` like the other CLI agents') under
-  `mcpServers`, trusted (no confirmation); absent when memory is off. A server that fails
+  `mcpServers`, trusted (no confirmation); absent when memory is off. With
+  `--memory-server` the same entry is swecl's recording proxy of the user's server, every
+  tool of it offered (`mcp_memory_TOOL`). A server that fails
   to start leaves the CLI running without it (it says "MCP issues detected" on stderr),
   so the run is then an error: a memory stage without its memory is not the experiment
   asked for;
