@@ -59,6 +59,7 @@ from ._cli_agent import (
     carry_in,
     find_cli,
     last_line,
+    memory_tool_timeout_s,
     primed_notes,
     recall_server,
     session_file,
@@ -215,7 +216,7 @@ class CodexAgent(CliAgent[CodexInvocation]):
                 # is not the experiment asked for); 60 s: a Python server on a busy machine.
                 "required": True,
                 "startup_timeout_sec": 60,
-                "tool_timeout_sec": 300,
+                "tool_timeout_sec": int(memory_tool_timeout_s(inp, 300)),
             }
             if server.env:
                 # codex starts MCP servers with a minimal environment: what the server needs

@@ -57,6 +57,7 @@ from ._cli_agent import (
     carry_in,
     find_cli,
     last_line,
+    memory_tool_timeout_s,
     primed_notes,
     recall_server,
     session_file,
@@ -169,7 +170,7 @@ class GeminiAgent(CliAgent[GeminiInvocation]):
         server = recall_server(inp)
         if server is not None:
             entry: dict[str, Any] = {"command": server.argv[0], "args": server.argv[1:], "trust": True,
-                                     "timeout": 300_000}
+                                     "timeout": int(memory_tool_timeout_s(inp, 300) * 1000)}
             if server.env:
                 entry["env"] = server.env
             settings["mcpServers"] = {MCP_SERVER_NAME: entry}

@@ -18,7 +18,6 @@ import pytest
 
 from agents._claude import MODEL_ALIASES, ClaudeAgent, build_prompt, find_claude, resolve_model
 from agents._protocol import AgentInput, Budget
-from graders import Sandbox
 from ledger import SweclError
 
 from .mini_recall import Item, MiniRecall
@@ -143,48 +142,6 @@ def test_blind_mode_has_no_builtin_tools_and_asks_for_a_diff(
     with_memory = agent.prepare(make_input(code_mode="blind", recall=MiniRecall([], tmp_path / "r"),
                                            memory_mode="plugin-real"))
     assert "The only tool you have is `recall`." in with_memory.prompt
-
-
-class ProviderLike(MiniRecall):
-    """What `ProviderRecall` (a user's memory server, `swecl run --memory-server`) adds to
-    a recall handle: the server's own tools, and a proxy that may run in the sandbox."""
-
-    mcp_server_in_sandbox = True
-
-    def mcp_tools(self) -> list[str]:
-        return ["create_entities", "search_nodes"]
-
-
-def test_a_users_memory_server_is_named_by_its_own_tools_in_every_memory_prompt(
-    agent: ClaudeAgent, make_input: Callable[..., AgentInput], tmp_path: Path
-) -> None:
-    provider = ProviderLike([], tmp_path / "p")
-    for style, code_mode in (("recall", "agentic"), ("natural", "agentic"), ("recall", "blind")):
-        prompt = build_prompt(make_input(recall=provider, memory_mode="plugin-real", prompt_style=style,
-                                         code_mode=code_mode))
-        assert "`create_entities`, `search_nodes`" in prompt, (style, code_mode)
-        assert "recall" not in prompt  # no tool of that name exists
-    recall_style = build_prompt(make_input(recall=provider, memory_mode="plugin-real", prompt_style="recall"))
-    assert "Before you do anything else, use them to look for notes" in recall_style
-    blind = build_prompt(make_input(recall=provider, memory_mode="plugin-real", prompt_style="recall", code_mode="blind"))
-    assert "The only tools you have are your `memory` MCP server's: `create_entities`, `search_nodes`." in blind
-
-
-def test_a_confined_run_starts_a_providers_proxy_in_the_sandbox_and_relays_swecls_recall(
-    agent: ClaudeAgent, make_input: Callable[..., AgentInput], tmp_path: Path
-) -> None:
-    confined = Sandbox("bwrap", "bwrap")
-    provider = ProviderLike([], tmp_path / "p")
-    inv = agent.prepare(make_input(recall=provider, memory_mode="plugin-real", sandbox=confined))
-    config = json.loads(Path(_flag(inv.argv, "--mcp-config") or "").read_text())
-    argv = provider.mcp_server_argv()
-    assert (config["mcpServers"]["memory"]["command"], config["mcpServers"]["memory"]["args"]) == (argv[0], argv[1:])
-    assert inv.recall_server is None  # nothing served outside: the proxy reaches its door itself
-    # swecl's own recall server reads the ledger: relayed, served outside the sandbox.
-    own = MiniRecall([], tmp_path / "r")
-    relayed = agent.prepare(make_input(recall=own, memory_mode="plugin-real", sandbox=confined,
-                                       scratch_dir=tmp_path / "scratch2"))
-    assert relayed.recall_server is not None and relayed.recall_server[0] == own.mcp_server_argv()
 
 
 def test_natural_style_primes_a_stream_json_invocation(
