@@ -4,7 +4,9 @@ One task = one `claude -p --output-format stream-json --verbose` process in the 
 worktree, in a sandboxed `CLAUDE_CONFIG_DIR`:
 
 - memory: the recall MCP server (server name `memory`) through `--mcp-config` with
-  `--strict-mcp-config`, or an empty strict config when memory is off; the builtin stage
+  `--strict-mcp-config`, or an empty strict config when memory is off (with
+  `--memory-server`, the same name serves the user's server's own tools through swecl's
+  recording proxy, and the prompt names them: `build_prompt`); the builtin stage
   instead keeps one config dir and one auto-memory dir per run+sequence so Claude Code's
   native memory carries from task to task (everywhere else auto-memory is disabled);
 - hooks: `--settings` adds Stop and SessionEnd hooks that only record `session_id` and
@@ -60,6 +62,7 @@ __all__ = [
     "build_prompt",
     "find_claude",
     "hook_records",
+    "memory_tools",
     "resolve_model",
 ]
 
@@ -136,10 +139,23 @@ def _effective_style(inp: AgentInput) -> str:
     return inp.prompt_style if inp.recall is not None else "plain"
 
 
+def memory_tools(inp: AgentInput) -> list[str] | None:
+    """The tools of a user's memory server (`swecl run --memory-server`) as it announced
+    them; None for swecl's own recall server (its one tool is `recall`)."""
+    tools = getattr(inp.recall, "mcp_tools", None)
+    return [str(t) for t in tools()] if callable(tools) else None
+
+
+def _tool_list(tools: Sequence[str]) -> str:
+    return ", ".join(f"`{t}`" for t in tools) or "none announced"
+
+
 def build_prompt(inp: AgentInput, notes: Sequence[str] = (), *, recall_tool: bool = True) -> str:
     """The task prompt for `inp`'s code mode and prompt style (notes: primed recall;
-    recall_tool False: an agent without the MCP recall tool, given only the notes)."""
+    recall_tool False: an agent without an MCP client, given only the notes). With a
+    user's memory server the memory sentences name its own tools, not `recall`."""
     style = _effective_style(inp)
+    provided = memory_tools(inp) if inp.recall is not None else None
     parts: list[str] = []
     if style == "natural":
         paragraph = f"You have worked in the {inp.repo} repository before. "
@@ -147,7 +163,10 @@ def build_prompt(inp: AgentInput, notes: Sequence[str] = (), *, recall_tool: boo
             paragraph += "Notes you kept from that work:\n\n" + "\n".join(notes)
         if recall_tool:
             paragraph += ("\n\n" if notes else "") + (
-                f"If more of that experience would help, the `recall` tool of your `{MCP_SERVER_NAME}` server finds it.")
+                f"If more of that experience would help, the `recall` tool of your `{MCP_SERVER_NAME}` server finds it."
+                if provided is None else
+                f"More of that experience is kept by your `{MCP_SERVER_NAME}` MCP server (its tools: "
+                f"{_tool_list(provided)}).")
         elif not notes:
             paragraph += "None of that work seems to bear on this issue."
         parts.append(paragraph)
@@ -158,7 +177,15 @@ def build_prompt(inp: AgentInput, notes: Sequence[str] = (), *, recall_tool: boo
             f"You are fixing an issue in the {inp.repo} repository, checked out in your "
             f"current working directory ({inp.worktree})."
         )
-    if style == "recall":
+    if style == "recall" and provided is not None:
+        parts.append(
+            f"Your `{MCP_SERVER_NAME}` MCP server keeps notes across the tasks you do in this repository; "
+            f"its tools are {_tool_list(provided)} (each tool's description says what it does). Before "
+            "you do anything else, use them to look for notes from earlier tasks that bear on the issue "
+            "below, and use what applies. If they let you, record there what you learned that would "
+            "help with later issues in this repository before you finish."
+        )
+    elif style == "recall":
         parts.append(
             f"Before you do anything else, call the `recall` tool of the `{MCP_SERVER_NAME}` MCP server "
             f"({RECALL_TOOL}) with the full issue text below as `query` and \"{inp.repo}\" as `repo`. "
@@ -169,7 +196,12 @@ def build_prompt(inp: AgentInput, notes: Sequence[str] = (), *, recall_tool: boo
     if inp.hints.strip():
         parts.append(f"<hints>\n{inp.hints.strip()}\n</hints>")
     if inp.code_mode == "blind":
-        tools = "The only tool you have is `recall`." if inp.recall is not None else "You have no tools."
+        if inp.recall is None:
+            tools = "You have no tools."
+        elif provided is not None:
+            tools = f"The only tools you have are your `{MCP_SERVER_NAME}` MCP server's: {_tool_list(provided)}."
+        else:
+            tools = "The only tool you have is `recall`."
         parts.append(
             f"You cannot read or edit files or run commands. {tools} Answer with the fix as one "
             "unified diff against the repository root (paths a/... and b/..., as `git diff` prints "

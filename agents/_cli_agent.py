@@ -37,7 +37,8 @@ from ._startup import Probe, exec_chain, not_started, reached_no_model
 
 __all__ = [
     "CliAgent", "CliInvocation", "Launched", "RecallServer", "carry_back", "carry_in", "find_cli", "last_line",
-    "primed_notes", "read_memory", "recall_server", "recalled_notes", "run_cli", "session_file",
+    "memory_tool_timeout_s", "primed_notes", "read_memory", "recall_server", "recalled_notes", "run_cli",
+    "session_file",
 ]
 
 MCP_SERVER_NAME = "memory"  # every CLI agent names the recall server so: its tool is memory's `recall`
@@ -225,11 +226,19 @@ def recall_server(inp: AgentInput) -> RecallServer | None:
     # Optional in the Recall protocol: what the server needs beyond the CLI's environment.
     extra_env = getattr(inp.recall, "mcp_server_env", None)
     server_env = dict(extra_env()) if callable(extra_env) else {}
-    if inp.sandbox is not None and inp.sandbox.confined:
+    if inp.sandbox is not None and inp.sandbox.confined and not getattr(inp.recall, "mcp_server_in_sandbox", False):
         # The server reads the ledger: it runs outside, behind a socket in the scratch dir.
         relay = RecallBridge(argv, {}, inp.scratch_dir / "recall-bridge").relay_argv
         return RecallServer(relay, {}, (argv, {**os.environ, **server_env}))
     return RecallServer(argv, server_env)
+
+
+def memory_tool_timeout_s(inp: AgentInput, default: float) -> float:
+    """How long the CLI waits on one memory tool call: `default`, or longer than the
+    recall handle's own call limit (a user's memory server, `--memory-call-timeout`), so
+    the host's recorded verdict on a hung call reaches the agent before the CLI gives up."""
+    own = getattr(inp.recall, "mcp_call_timeout_s", None)
+    return max(default, float(own()) + 30) if callable(own) else default
 
 
 def primed_notes(inp: AgentInput) -> list[str]:

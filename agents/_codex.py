@@ -13,8 +13,10 @@ with the scratch space):
 - memory: the recall MCP server (server name `memory`, tool `recall`: the model sees it as
   `recall` in the namespace `mcp__memory`) under `[mcp_servers.memory]` with
   `required = true`, so a server that does not start fails the run instead of running it
-  without recall; absent when memory is off. codex may defer MCP tools behind its
-  `tool_search` tool (models that support tool search find them there);
+  without recall; absent when memory is off. With `--memory-server` the same entry is
+  swecl's recording proxy of the user's server, every tool of it offered. codex may
+  defer MCP tools behind its `tool_search` tool (models that support tool search find
+  them there);
 - builtin stage: codex's native memory file is `AGENTS.md` in `CODEX_HOME` (it loads it
   into every session as instructions). It is kept per run+sequence in
   `memory_dir/auto-memory/AGENTS.md` (the folder `_ray_job.restore_builtin_files` rebuilds
@@ -57,6 +59,7 @@ from ._cli_agent import (
     carry_in,
     find_cli,
     last_line,
+    memory_tool_timeout_s,
     primed_notes,
     recall_server,
     session_file,
@@ -213,7 +216,7 @@ class CodexAgent(CliAgent[CodexInvocation]):
                 # is not the experiment asked for); 60 s: a Python server on a busy machine.
                 "required": True,
                 "startup_timeout_sec": 60,
-                "tool_timeout_sec": 300,
+                "tool_timeout_sec": int(memory_tool_timeout_s(inp, 300)),
             }
             if server.env:
                 # codex starts MCP servers with a minimal environment: what the server needs

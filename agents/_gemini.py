@@ -13,7 +13,9 @@ scratch space.
   commands' environment is on, so its shell tool does not hand the key on;
 - memory: the recall MCP server (server name `memory`; the model sees its tool as
   `mcp_memory_recall`, recorded as `mcp__memory__recall` like the other CLI agents') under
-  `mcpServers`, trusted (no confirmation); absent when memory is off. A server that fails
+  `mcpServers`, trusted (no confirmation); absent when memory is off. With
+  `--memory-server` the same entry is swecl's recording proxy of the user's server, every
+  tool of it offered (`mcp_memory_TOOL`). A server that fails
   to start leaves the CLI running without it (it says "MCP issues detected" on stderr),
   so the run is then an error: a memory stage without its memory is not the experiment
   asked for;
@@ -55,6 +57,7 @@ from ._cli_agent import (
     carry_in,
     find_cli,
     last_line,
+    memory_tool_timeout_s,
     primed_notes,
     recall_server,
     session_file,
@@ -167,7 +170,7 @@ class GeminiAgent(CliAgent[GeminiInvocation]):
         server = recall_server(inp)
         if server is not None:
             entry: dict[str, Any] = {"command": server.argv[0], "args": server.argv[1:], "trust": True,
-                                     "timeout": 300_000}
+                                     "timeout": int(memory_tool_timeout_s(inp, 300) * 1000)}
             if server.env:
                 entry["env"] = server.env
             settings["mcpServers"] = {MCP_SERVER_NAME: entry}

@@ -72,7 +72,11 @@ class Recall(Protocol):
 
     `recall` appends a `memory.recalled` event (via inproc); the MCP server that
     `mcp_server_argv` starts appends them with via mcp. A handle may also offer
-    `mcp_server_env() -> dict[str, str]` (extra environment for that server).
+    `mcp_server_env() -> dict[str, str]` (extra environment for that server),
+    `mcp_server_in_sandbox = True` (the server may run inside a confined agent's sandbox:
+    no relay), `mcp_tools() -> list[str]` (the server's own tools, when they are not
+    swecl's `recall`: a user's memory server; the CLI agents' prompts name them) and
+    `mcp_call_timeout_s() -> float` (its own limit on a call: the CLIs wait longer).
     """
 
     def recall(self, query: str, k: int = 5, repo: str | None = None) -> Sequence[RecalledLike]: ...

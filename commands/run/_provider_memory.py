@@ -227,6 +227,19 @@ class ProviderRecall:
     def mcp_server_env(self) -> dict[str, str]:
         return {}
 
+    # The proxy is standard library only and reaches the host through the door's socket
+    # (in the scratch dir, which the sandbox shows): it runs inside the agent's sandbox,
+    # with no relay (swecl's own recall server reads the ledger, so it cannot).
+    mcp_server_in_sandbox = True
+
+    def mcp_call_timeout_s(self) -> float:
+        """The host's limit on one call (`--memory-call-timeout`): the CLIs wait longer."""
+        return self.policy.call_timeout_s
+
+    def mcp_tools(self) -> list[str]:
+        """The provider's tools as it announced them: what the prompt tells the agent to use."""
+        return list(self.host.info.tool_names) if self.host.info else []
+
 
 # -- hosts per sequence -----------------------------------------------------------------------
 
