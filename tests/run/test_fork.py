@@ -1,0 +1,63 @@
+"""`swecl run --fork V@K`, in-process through the core: the fork's initial pass takes V's
+tasks before K as they were (referenced by `run.forked`, not re-run), its memory starts as
+V's stood before K, and every read of it (metrics, compare, replay, show) sees the whole
+sequence; the refusals say so in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from commands import Experiment
+from commands.run import QuietReporter
+from ledger import SweclError
+from tests.run.support import SPANS, demo_tasks, events, swecl, swecl_json
+from tests.shared_runs import demo_run_copy
+
+K = 3
+
+
+def _fork(root: Path, spec: str, **given: Any) -> str:
+    done = Experiment(root).fork(spec, QuietReporter(), **given)
+    (report,) = done.reports
+    assert report.status == "finished", report.error
+    return report.version
+
+
+@pytest.fixture(scope="module")
+def forked(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
+    """The shared plugin-blank spans run (initial pass, version `ref`), forked at K with
+    its own options (version 1), and that fork forked again at K + 1 (version 2)."""
+    root = demo_run_copy(tmp_path_factory, cache, "ref-initial")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SWECL_CACHE", str(cache))
+        assert _fork(root, f"ref@{K}") == "1"
+        assert _fork(root, f"1@{K + 1}") == "2"
+    return root
+
+
+def _recalls(root: Path, version: str) -> dict[int, list[tuple[str, float, int]]]:
+    out = {}
+    for _, stream, _, ev in events(root, "memory.recalled"):
+        if stream.startswith(f"run/{version}/") and ev["pass"] == "initial":
+            out[ev["order"]] = [(h["item_id"], h["score"], h["rank"]) for h in ev["results"]]
+    return out
+
+
+def test_a_fork_references_the_tasks_before_k_and_runs_the_rest(forked: Path) -> None:
+    n = demo_tasks(SPANS)
+    (fork_ev,) = [e for e in events(forked, "run.forked") if e[1] == "run/1"]
+    assert (fork_ev[3]["source_run"], fork_ev[3]["order"]) == ("ref", K)
+    started = [e[3]["order"] for e in events(forked, "task.started") if e[1].startswith("run/1/")]
+    assert started == list(range(K, n + 1))  # nothing before K re-run
+    (seed,) = [e[3] for e in events(forked, "memory.seeded") if e[1] == "run/1"]
+    assert (seed["source_run"], seed["chosen"]) == ("ref", "fork")
+    # The memory task K recalled is what ref's held before K: the same recall, exactly.
+    assert _recalls(forked, "1")[K] == _recalls(forked, "ref")[K]
+
+
+def test_the_metrics_of_a_fork_with_the_same_options_are_its_sources(forked: Path, cache: Path) -> None:
+    metrics = {m["version"]: m for m in swecl_json(forked, "metrics", "ref", "1", "2", cache=cache)}
+    assert metrics["1"]["native"] == metrics["ref"]["native"] == metrics["2"]["native"]
