@@ -189,7 +189,9 @@ class OutcomeProjection(Projection[RunOutcomes]):
             state.started = True
             state.stage = ev.stage
             for sequence_id in ev.sequences:
-                state.sequences.setdefault(sequence_id, SequenceCells(plan=list(ev.tasks.get(sequence_id, []))))
+                seq = state.sequences.setdefault(sequence_id, SequenceCells())
+                # A fork's cells from its source come before its own run.started.
+                seq.plan = list(ev.tasks.get(sequence_id, []))
             return state
         if self._cut is not None and not self._cut.keeps(rec.seq, t, ev):
             return state

@@ -59,5 +59,22 @@ def test_a_fork_references_the_tasks_before_k_and_runs_the_rest(forked: Path) ->
 
 
 def test_the_metrics_of_a_fork_with_the_same_options_are_its_sources(forked: Path, cache: Path) -> None:
-    metrics = {m["version"]: m for m in swecl_json(forked, "metrics", "ref", "1", "2", cache=cache)}
-    assert metrics["1"]["native"] == metrics["ref"]["native"] == metrics["2"]["native"]
+    import msgspec
+
+    found = {vm.run.version: vm for vm in Experiment(forked).run_summary(["ref", "1", "2"]).found}
+    inputs = {v: vm.outcomes.to_metric_inputs() for v, vm in found.items()}
+    assert inputs["1"] == inputs["ref"] == inputs["2"]  # every task of the sequence, K..N the fork's own
+    results = {v: msgspec.to_builtins(vm.result) for v, vm in found.items()}
+    assert results["1"] == results["ref"] == results["2"]
+
+
+def test_comparing_a_fork_with_its_source_pairs_the_tasks_from_k(forked: Path, cache: Path) -> None:
+    n = demo_tasks(SPANS)
+    doc = swecl_json(forked, "compare", "ref", "1", cache=cache)
+    assert doc["paired_from"] == K
+    assert any(f"from order {K}" in note for note in doc["notes"])
+    (seq,) = doc["sequences"].values()
+    # Two forks of one run: paired from where they part (the smaller K).
+    assert swecl_json(forked, "compare", "1", "2", cache=cache)["paired_from"] == K + 1
+    assert swecl_json(forked, "compare", "ref", "2", cache=cache)["paired_from"] == K
+    assert n > K
