@@ -449,7 +449,7 @@ class MemorySeeded(Event, tag="memory.seeded", kw_only=True):
 
 class DreamStarted(Event, tag="dream.started", kw_only=True):
     dream_id: str
-    reason: str = "manual"  # manual | pre-eval
+    reason: str = "manual"  # manual | pre-eval | fork (--dream-at-fork)
     params: dict[str, Any] = msgspec.field(default_factory=dict)
 
 

@@ -5,6 +5,7 @@ sequence; the refusals say so in one line."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +79,62 @@ def test_comparing_a_fork_with_its_source_pairs_the_tasks_from_k(forked: Path, c
     assert swecl_json(forked, "compare", "1", "2", cache=cache)["paired_from"] == K + 1
     assert swecl_json(forked, "compare", "ref", "2", cache=cache)["paired_from"] == K
     assert n > K
+
+
+def test_replay_of_a_fork_before_k_is_its_sources(forked: Path, cache: Path, tmp_path: Path) -> None:
+    # Before K the fork is its source: the same cells, metrics and memory items.
+    for v in ("ref", "1"):
+        swecl(forked, "replay", v, "--as-of-order", str(K), "--out", str(tmp_path / v), cache=cache)
+    assert (tmp_path / "1" / "outcomes.csv").read_bytes() == (tmp_path / "ref" / "outcomes.csv").read_bytes()
+    metrics = {v: json.loads((tmp_path / v / "metrics.json").read_text()) for v in ("ref", "1")}
+    assert {k: x for k, x in metrics["1"].items() if k != "version"} == \
+        {k: x for k, x in metrics["ref"].items() if k != "version"}
+    items = {v: json.loads((tmp_path / v / "_memory" / "items.json").read_text()) for v in ("ref", "1")}
+    ids = {v: sorted(i["item_id"] for i in (doc["items"] if isinstance(doc, dict) else doc)) for v, doc in items.items()}
+    assert ids["1"] == ids["ref"] and ids["1"]
+
+
+def test_dream_at_fork_dreams_before_task_k(forked: Path, cache: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    root = tmp_path / "results"
+    shutil.copytree(forked, root)
+    monkeypatch.setenv("SWECL_CACHE", str(cache))
+    n = demo_tasks(SPANS)
+    version = _fork(root, f"ref@{n}", dream_at_fork=True)  # the last task: one task to run
+    mine = [e for e in events(root) if e[1] == f"run/{version}" or e[1].startswith(f"run/{version}/")]
+    kinds = [e[2] for e in mine]
+    assert kinds.index("dream.started") < kinds.index("dream.finished") < kinds.index("task.started")
+    assert [e[3]["reason"] for e in mine if e[2] == "dream.started"] == ["fork"]
+    assert [e[3]["order"] for e in mine if e[2] == "task.started"] == [n]
+
+
+@pytest.mark.parametrize(("spec", "given", "message"), [
+    ("nope@2", {}, "no run version 'nope'"),
+    ("ref@1", {}, "K must be within 2.."),
+    ("ref@99", {}, "K must be within 2.."),
+    ("ref", {}, "give VERSION@K"),
+    ("ref@2", {"orders": 2}, "drop --orders"),
+    ("ref@2", {"sequences": [SPANS]}, "drop --sequence"),
+    ("ref@2", {"repeat": 2}, "drop --repeat"),
+    ("ref@2", {"stage": "builtin"}, "builtin"),
+])
+def test_a_fork_is_refused_in_one_line(forked: Path, spec: str, given: dict, message: str) -> None:
+    with pytest.raises(SweclError, match=message.replace("(", r"\(")) as err:
+        Experiment(forked).fork(spec, QuietReporter(), **given)
+    assert "\n" not in str(err.value)
+
+
+def test_a_run_not_finished_up_to_k_is_not_forked(forked: Path, cache: Path, tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "results"
+    shutil.copytree(forked, root)
+    # Killed as its second task finishes: task 2 may be recorded, task 3 never is.
+    swecl(root, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--passes", "initial", "--version", "cut",
+          "--quiet", cache=cache, env={"SWECL_FAILPOINTS": "task.finished:2"}, check=False)
+    with pytest.raises(SweclError, match="has not finished initial task"):
+        Experiment(root).fork("cut@4", QuietReporter())
+    out = swecl(root, "run", "--fork", "cut@4", cache=cache, check=False)
+    assert out.returncode != 0 and out.stderr.strip().count("\n") == 0 and "has not finished" in out.stderr
