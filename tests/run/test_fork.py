@@ -138,3 +138,10 @@ def test_a_run_not_finished_up_to_k_is_not_forked(forked: Path, cache: Path, tmp
         Experiment(root).fork("cut@4", QuietReporter())
     out = swecl(root, "run", "--fork", "cut@4", cache=cache, check=False)
     assert out.returncode != 0 and out.stderr.strip().count("\n") == 0 and "has not finished" in out.stderr
+
+
+def test_show_and_audit_of_a_fork_see_its_tasks_before_k(forked: Path, cache: Path) -> None:
+    first = next(e[3]["instance_id"] for e in events(forked, "task.started") if e[1].startswith("run/ref/"))
+    shown = Experiment(forked).show("1", first)
+    assert shown is not None
+    assert first in swecl(forked, "audit", "1", first, cache=cache).stdout
