@@ -308,6 +308,7 @@ class ReadJobs(ExperimentFolder):
         """`swecl compare A B`: B minus A over the same tasks, with paired bootstrap
         intervals and an exact test; `grouped` compares the groups of repeats A and B are in."""
         from projections.compare import compare_groups, side_of
+        from projections.compare._fork_cut import from_order, shared_before
 
         with self.reading() as r:
             members = [[a], [b]]
@@ -323,7 +324,12 @@ class ReadJobs(ExperimentFolder):
                                      "--group compares two groups")
             # The runs exactly as `swecl metrics --version A --version B` loads and scores them.
             found = metrics_for(r.ledger, r.projector, members[0] + members[1], formula=formula, lambdas=lambdas)
+            # A fork and its source (or two forks of one run) share their tasks before K.
+            shared = shared_before(r.ledger, a, b) if not grouped else None
         sides = [side_of(vm, version_label(vm)) for vm in found]
+        if shared is not None:
+            sides = [from_order(s, {n: [t.order for t in c.plan] for n, c in vm.outcomes.sequences.items()}, shared)
+                     for s, vm in zip(sides, found, strict=True)]
         side_a, side_b = sides[:len(members[0])], sides[len(members[0]):]
         labels = None
         if grouped:
@@ -331,6 +337,10 @@ class ReadJobs(ExperimentFolder):
             labels = (group_runs(known_found, members[0])[0].label, group_runs(known_found, members[1])[0].label)
         comparison = compare_groups(side_a, side_b, formula=formula, lambdas=lambdas, seed=seed, resamples=resamples,
                                     labels=labels)
+        if shared is not None:
+            said = (f"paired over the tasks from order {shared} on: before it both runs hold the same task events "
+                    f"(a fork and its source, or two forks of one run), equal by construction")
+            comparison = msgspec.structs.replace(comparison, notes=(said, *comparison.notes), paired_from=shared)
         return CompareResult(comparison)
 
     def show(self, version: str, task: str, *, pass_: str = "initial", files_dir: str | Path | None = None) -> AttemptShown:

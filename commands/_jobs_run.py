@@ -127,6 +127,30 @@ class RunJobs(ExperimentFolder):
                 reports = run_repeats(self, opts, reporter, repeat)
         return Runs(tuple(reports), grouped=repeat > 1)
 
+    def check_fork(self, spec: str, given: dict[str, Any], *, repeat: int = 1) -> RunOptions:
+        """The options of `swecl run --fork V@K`: V's as recorded, with `given` (RunOptions
+        fields set on the command line) instead; or the one-line refusal."""
+        from .run import fork_options  # lazy: as in `run`
+
+        if repeat != 1:
+            raise SweclError(f"--fork makes one run; --repeat {repeat} makes {repeat}: drop --repeat")
+        if not self.ledger_path.exists():
+            raise SweclError(f"--fork {spec}: no ledger in {self.root}, so no run to fork")
+        with self.reading() as reading:
+            opts = fork_options(reading.ledger, spec, given)
+        opts.validate()
+        return opts
+
+    def fork(self, spec: str, reporter: Reporter, *, repeat: int = 1, **given: Any) -> Runs:
+        """`swecl run --fork V@K`: one new run whose initial pass takes V's tasks before K as
+        they were and runs from K on; `given` are RunOptions fields that differ from V's."""
+        from .run import start_run  # lazy: as in `run`
+
+        opts = self.check_fork(spec, given, repeat=repeat)
+        with _executor_session(opts):
+            report = start_run(self, opts, reporter)
+        return Runs((report,))
+
     def resume(self, version: str, reporter: Reporter, *, jobs: int | None = None, task_jobs: int | None = None,
                executor: dict[str, Any] | None = None, repeat: int = 1, memory_server: str | None = None) -> Runs:
         """Continue run `version` where it stopped and, when it is part of an invocation that

@@ -171,4 +171,5 @@ def compare_document(comparison: Comparison) -> dict[str, Any]:
         "sequences": {name: row(r) for name, r in comparison.sequences.items()},
         "macro": row(comparison.macro),
         "notes": list(comparison.notes),
+        "paired_from": comparison.paired_from,
     }

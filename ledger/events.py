@@ -90,6 +90,18 @@ class RunFinished(Event, tag="run.finished", kw_only=True):
     error: str | None = None
 
 
+class RunForked(Event, tag="run.forked", kw_only=True):
+    """`swecl run --fork V@K`: this run's initial pass takes `source_run`'s tasks before
+    order `order` as they were (and its `retest-{i}` rows with i < K), in every sequence.
+
+    Those events are referenced, never copied: the read side splices them into this run's
+    (`projections._fork`), as `source_run`'s ledger held them at this event's seq. Appended
+    on the header stream right after run.started; the memory seed is a memory.seeded."""
+
+    source_run: str
+    order: int
+
+
 class PassStarted(Event, tag="pass.started", kw_only=True):
     sequence_id: str
     pass_: str = PASS
@@ -424,16 +436,20 @@ class MemorySeeded(Event, tag="memory.seeded", kw_only=True):
     source_seq: int | None = None
     source_path: str | None = None
     items: str | None = None  # blob of exported items (path seeds)
-    chosen: str = "explicit"  # explicit | newest-prior
+    chosen: str = "explicit"  # explicit | newest-prior | fork
     # A --memory-server seed: sequence id -> the seq of the source run's
     # `memory.provider.snapshot` that sequence's server starts on (item_count is then 0:
     # the seed is the server's data, not swecl memory items).
     provider_snapshots: dict[str, int] = msgspec.field(default_factory=dict)
+    # A fork's seed (`chosen="fork"`): sequence id -> the seq its stream of the source is
+    # taken up to (just before the source's initial task K started there); the source's
+    # header is taken up to `source_seq`, the smallest of them.
+    sequence_seqs: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 class DreamStarted(Event, tag="dream.started", kw_only=True):
     dream_id: str
-    reason: str = "manual"  # manual | pre-eval
+    reason: str = "manual"  # manual | pre-eval | fork (--dream-at-fork)
     params: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
@@ -567,6 +583,7 @@ class UnknownEvent(msgspec.Struct, frozen=True):
 EVENT_TYPES: tuple[type[Event], ...] = (
     RunStarted,
     RunResumed,
+    RunForked,
     RunFinished,
     PassStarted,
     PassFinished,

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from ledger.lazy import lazy_exports
 
 from ._checkpoints import ChainCheckpoints, CheckpointStore
-from ._outcomes import INVALID_STATUSES, Cell, OutcomeProjection, RunOutcomes, SequenceCells
+from ._fork import ForkLink, fork_links, fork_of, read_run
+from ._outcomes import INVALID_STATUSES, Cell, OutcomeProjection, RunOutcomes, SequenceCells, outcome_projection
 from ._runner import Folded, Projection, Projector, Selection
 from ._rebuild import Rebuilt, rebuild
 from ._runs import RunsProjection, RunsState, RunSummary
@@ -24,6 +25,7 @@ __all__ = [
     "ChainCheckpoints",
     "CheckpointStore",
     "Folded",
+    "ForkLink",
     "INVALID_STATUSES",
     "OutcomeProjection",
     "Projection",
@@ -35,6 +37,10 @@ __all__ = [
     "RunsState",
     "Selection",
     "SequenceCells",
+    "fork_links",
+    "fork_of",
+    "outcome_projection",
+    "read_run",
     "read_views",
     "rebuild",
 ]

@@ -53,10 +53,23 @@ class OrderCut:
 
 
 def sequence_cutoffs(ledger: Ledger, version: str, order: int) -> dict[str, int]:
-    """For each sequence of `version`, the seq at which its initial task `order` first started."""
+    """For each sequence of `version`, the seq at which its initial task `order` first
+    started (a fork's task before its K: where the run it forked from started it)."""
+    from ._fork import fork_links  # lazy: _fork is the outcomes' neighbour, not the cut's
+
+    cutoffs = _first_starts(ledger, version, order, None)
+    for link in fork_links(ledger, version):
+        if order < link.before_order:
+            for sequence_id, seq in _first_starts(ledger, link.source, order, link.upto).items():
+                cutoffs[sequence_id] = min(seq, cutoffs.get(sequence_id, seq))
+    return cutoffs
+
+
+def _first_starts(ledger: Ledger, version: str, order: int, upto: int | None) -> dict[str, int]:
     cutoffs: dict[str, int] = {}
     # Three fields of each task.started, not the whole event (the projections' narrow views).
-    started = read_views(ledger, "task.started", ("sequence_id", "order", "pass_"), ranges=[StreamRange(f"run/{version}")])
+    started = read_views(ledger, "task.started", ("sequence_id", "order", "pass_"),
+                         ranges=[StreamRange(f"run/{version}", upto=upto)])
     for seq, ev in started:
         if ev.pass_ == "initial" and ev.order == order:
             cutoffs.setdefault(ev.sequence_id, seq)

@@ -33,7 +33,7 @@ import msgspec
 
 from ledger import Ledger, Recorded, StreamRange, SweclError, blob_refs_of
 
-from ._outcomes import OutcomeProjection
+from ._outcomes import outcome_projection
 from ._runs import run_started_record
 from ._runner import Projector
 
@@ -86,7 +86,7 @@ def model_name_or_path(agent: str, model: str | None, version: str) -> str:
 def predictions(ledger: Ledger, version: str, pass_: str = "initial") -> tuple[list[dict[str, str]], list[str]]:
     """(predictions in plan order, instance ids of the plan that have none)."""
     started = run_started_record(ledger, version, doing="export").event
-    state = Projector(ledger).run(OutcomeProjection(version)).state
+    state = Projector(ledger).run(outcome_projection(ledger, version)).state
     # The agent result of each (sequence, order, attempt) of the pass.
     patches: dict[tuple[str, int, int], str | None] = {}
     for rec in ledger.read(types=["agent.finished"], ranges=[StreamRange(f"run/{version}")]):

@@ -13,10 +13,11 @@ from typing import ClassVar
 
 import msgspec
 
-from ledger import Recorded, StreamRange
+from ledger import Ledger, Recorded, StreamRange
 from ledger.events import GradeStatus, TaskRef
 
 from ._cut import OrderCut
+from ._fork import ForkLink, Splice, fork_links
 from ._passes import retest_row
 from ._runner import Projection, Selection
 from .metrics import SequenceOutcomes
@@ -131,7 +132,8 @@ class RunOutcomes(msgspec.Struct):
 
 class OutcomeProjection(Projection[RunOutcomes]):
     name: ClassVar[str] = "outcomes"
-    version: ClassVar[int] = 3  # 2: SequenceCells.attempts; 3: the cut of `before_order` by position (`_cut`)
+    # 2: SequenceCells.attempts; 3: the cut of `before_order` by position (`_cut`); 4: forks
+    version: ClassVar[int] = 4
     state_type: ClassVar[type] = RunOutcomes
 
     _TYPES = frozenset(
@@ -148,24 +150,31 @@ class OutcomeProjection(Projection[RunOutcomes]):
         "task.finished": (*_KEY, "status", "resolved"),
     }
 
-    def __init__(self, run_version: str, *, before_order: int | None = None, cutoffs: dict[str, int] | None = None) -> None:
+    def __init__(self, run_version: str, *, before_order: int | None = None, cutoffs: dict[str, int] | None = None,
+                 forks: tuple[ForkLink, ...] = ()) -> None:
         """`before_order`/`cutoffs`: the state as it stood before task K started in each
         sequence (cutoffs maps a sequence to the seq of that start; a sequence absent from
         it had not reached K): the fold of a serial run's ledger cut there, whatever the
         schedule that made it (`_cut.OrderCut`). The plan stays whole, and the tasks not
-        yet run are reported missing, never hidden."""
+        yet run are reported missing, never hidden. `forks`: a fork's chain
+        (`_fork.fork_links`), whose forked-from tasks are this run's own."""
         self.run_version = run_version
+        self.forks = tuple(forks)
+        self._splice = Splice(run_version, self.forks) if self.forks else None
         self.before_order = before_order
         self.cutoffs = dict(cutoffs or {})
         self._cut = OrderCut(before_order, self.cutoffs) if before_order is not None and self.cutoffs else None
 
     def scope(self) -> str:
+        forks = "".join(f"|fork={l.source}<{l.before_order}@{l.upto}" for l in self.forks)
         if self.before_order is None:
-            return self.run_version
+            return self.run_version + forks
         cuts = ",".join(f"{k}={v}" for k, v in sorted(self.cutoffs.items()))
-        return f"{self.run_version}|before={self.before_order}|{cuts}"
+        return f"{self.run_version}|before={self.before_order}|{cuts}{forks}"
 
     def selection(self) -> Selection:
+        if self._splice is not None:
+            return Selection(types=self._TYPES, ranges=tuple(self._splice.ranges()))
         return Selection(types=self._TYPES, ranges=(StreamRange(f"run/{self.run_version}"),))
 
     def initial(self) -> RunOutcomes:
@@ -174,11 +183,15 @@ class OutcomeProjection(Projection[RunOutcomes]):
     def apply(self, state: RunOutcomes, rec: Recorded) -> RunOutcomes:
         ev = rec.event
         t = rec.type
+        if self._splice is not None and not self._splice.keeps(rec):
+            return state  # the forked-from run's own: its header, its tasks from K on
         if t == "run.started":
             state.started = True
             state.stage = ev.stage
             for sequence_id in ev.sequences:
-                state.sequences.setdefault(sequence_id, SequenceCells(plan=list(ev.tasks.get(sequence_id, []))))
+                seq = state.sequences.setdefault(sequence_id, SequenceCells())
+                # A fork's cells from its source come before its own run.started.
+                seq.plan = list(ev.tasks.get(sequence_id, []))
             return state
         if self._cut is not None and not self._cut.keeps(rec.seq, t, ev):
             return state
@@ -219,3 +232,15 @@ class OutcomeProjection(Projection[RunOutcomes]):
         if not cells:
             del seq.passes[ev.pass_]
         return state
+
+
+def outcome_projection(ledger: Ledger, version: str, *, before_order: int | None = None) -> OutcomeProjection:
+    """The a(i,j) projection of `version` with its fork chain resolved (and, with
+    `before_order`, cut before that initial task started in each sequence)."""
+    from ._cut import sequence_cutoffs  # the cut reads the fork chain too
+
+    forks = fork_links(ledger, version)
+    if before_order is None:
+        return OutcomeProjection(version, forks=forks)
+    return OutcomeProjection(version, before_order=before_order, cutoffs=sequence_cutoffs(ledger, version, before_order),
+                             forks=forks)

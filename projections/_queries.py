@@ -15,8 +15,7 @@ from ledger.events import GradeCorrected, GradeFinished, TaskValidity
 from projections.audit import leakage_of
 from projections.metrics import Lambdas, MetricsResult, compute
 
-from ._cut import sequence_cutoffs
-from ._outcomes import OutcomeProjection, RunOutcomes
+from ._outcomes import RunOutcomes, outcome_projection
 from ._provider_calls import memory_server_of
 from ._results import Results
 from ._runner import Projector
@@ -98,11 +97,7 @@ def outcomes(
 ) -> RunOutcomes:
     if as_of_order is not None:
         check_order("--as-of-order", as_of_order, version)
-    projection = (
-        OutcomeProjection(version)
-        if as_of_order is None
-        else OutcomeProjection(version, before_order=as_of_order, cutoffs=sequence_cutoffs(ledger, version, as_of_order))
-    )
+    projection = outcome_projection(ledger, version, before_order=as_of_order)
     state = projector.run(projection, upto=upto).state
     if not state.started:
         raise SweclError(f"no run version {version!r} in {ledger.path}")

@@ -54,6 +54,7 @@ from projections.memory import (
 from projections.metrics import FORMULAS, MetricsResult, compute, result_document
 
 from ._cut import OrderCut, sequence_cutoffs
+from ._fork import fork_links
 from ._outcomes import OutcomeProjection, RunOutcomes
 from ._passes import pass_rank, retest_row
 from ._provider_snapshots import ProviderCut, provider_cut, provider_transport
@@ -161,7 +162,8 @@ def replay_state(ledger: Ledger, version: str, upto_order: int, *, projector: Pr
     cutoffs = sequence_cutoffs(ledger, version, upto_order)
     cursors = {s: (cutoffs[s] - 1 if s in cutoffs else head) for s in started.sequences}
 
-    outcomes = runner.run(OutcomeProjection(version, before_order=upto_order, cutoffs=cutoffs), upto=head).state
+    outcomes = runner.run(OutcomeProjection(version, before_order=upto_order, cutoffs=cutoffs,
+                                            forks=fork_links(ledger, version)), upto=head).state
     inputs = outcomes.to_metric_inputs()
     metrics = {name: compute(inputs, name) for name in sorted(FORMULAS)}
 

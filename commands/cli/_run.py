@@ -102,6 +102,11 @@ if TYPE_CHECKING:
 @click.option("--orders", type=click.IntRange(1, 100), default=None, metavar="N",
               help="Run each requested stage in N seeded orders (permute:1 .. permute:N), each its own run "
                    "version, recorded as one group (`swecl metrics --group`: each metric's spread over the orders).")
+@click.option("--fork", "fork", default=None, metavar="V@K",
+              help="A new run whose initial pass takes run V's tasks before order K as they were (referenced, not "
+                   "re-run) and runs from K on, its memory as V's stood before K; the options given here replace "
+                   "V's, the others are V's. One K applies to each sequence.")
+@click.option("--dream-at-fork", is_flag=True, help="With --fork: a dream pass over the forked memory before task K.")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 @click.option("--json", "as_json", is_flag=True, help="Progress and the summary as JSON lines.")
 @click.pass_context
@@ -115,8 +120,8 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             shard_dir: str | None, ray_cpus: float | None, max_retries: int | None, sandbox: str,
             allow_hosts: tuple[str, ...], allow_web: bool, memory_server: str | None, memory_env: tuple[str, ...],
             memory_recall_tool: str | None, memory_recall_args: str | None, memory_write_tool: str | None,
-            memory_write_args: str | None, memory_call_timeout: float, repeat: int, task_order: str | None, orders: int | None, quiet: bool,
-            as_json: bool) -> None:
+            memory_write_args: str | None, memory_call_timeout: float, repeat: int, task_order: str | None, orders: int | None, fork: str | None,
+            dream_at_fork: bool, quiet: bool, as_json: bool) -> None:
     """Run a stage of the stage matrix over sequences, task by task, in three passes.
 
     With no arguments: the built-in demo benchmark end to end (stages base,
@@ -130,6 +135,10 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
     placement = _executor_options(executor, ray_address, shard_dir, ray_cpus, max_retries, resuming=resume is not None)
     reporter = make_reporter(quiet=quiet, as_json=as_json)
     try:
+        if fork is not None and resume is not None:
+            raise SweclError("--fork starts a new run; --resume continues one: give one of them")
+        if dream_at_fork and fork is None:
+            raise SweclError("--dream-at-fork dreams at the fork point: add --fork V@K")
         if resume is not None:
             if task_order is not None or orders is not None:
                 raise SweclError("--resume continues a run in its recorded order: drop --order/--orders")
@@ -152,12 +161,37 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 order=task_order, orders=orders,
             )
             opts = msgspec.structs.replace(opts, **placement)
-            exp.check_run(opts, repeat=repeat, demo_suite=stage is None)  # refused before the warning
-            warn_if_unconfined(opts.sandbox)
-            done = exp.run(opts, reporter, repeat=repeat, demo_suite=stage is None)
+            if fork is not None:
+                given = _given_options(ctx, opts)
+                forked = exp.check_fork(fork, {**given, "dream_at_fork": dream_at_fork}, repeat=repeat)
+                warn_if_unconfined(forked.sandbox)
+                done = exp.fork(fork, reporter, repeat=repeat, **given, dream_at_fork=dream_at_fork)
+            else:
+                exp.check_run(opts, repeat=repeat, demo_suite=stage is None)  # refused before the warning
+                warn_if_unconfined(opts.sandbox)
+                done = exp.run(opts, reporter, repeat=repeat, demo_suite=stage is None)
     finally:
         reporter.close()
     _print_summary(exp.run_summary(done.versions, grouped=done.grouped), quiet=quiet, as_json=as_json)
+
+
+# `swecl run` parameters whose RunOptions field has another name (a fork takes the given ones).
+_FIELD_OF = {"agent_timeout": "agent_timeout_s", "test_timeout": "test_timeout_s", "command_template": "command",
+             "pythons": "python_paths", "memory_call_timeout": "memory_call_timeout_s", "task_order": "order",
+             "ray_cpus": "ray_num_cpus"}
+
+
+def _given_options(ctx: click.Context, opts: RunOptions) -> dict[str, Any]:
+    """The RunOptions fields this command line sets (a fork takes these, and V's others)."""
+    given: dict[str, Any] = {}
+    for name in ctx.params:
+        field = _FIELD_OF.get(name, name)
+        source = ctx.get_parameter_source(name)
+        if field in ("fork", "dream_at_fork") or field not in RunOptions.__struct_fields__:
+            continue
+        if source is not None and source is not click.core.ParameterSource.DEFAULT:
+            given[field] = getattr(opts, field)
+    return given
 
 
 def warn_if_unconfined(sandbox: str) -> None:

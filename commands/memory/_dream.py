@@ -32,7 +32,7 @@ from projections.memory import MemoryItem, MemoryState, expired, load_memory, to
 
 from ._governance import DEFAULT_POLICY, Checker, GovernancePolicy
 
-REASONS = ("manual", "pre-eval")
+REASONS = ("manual", "pre-eval", "fork")  # fork: `swecl run --fork V@K --dream-at-fork`, before task K
 
 
 @dataclass(frozen=True)

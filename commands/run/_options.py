@@ -75,6 +75,10 @@ class RunOptions(msgspec.Struct, kw_only=True):
     # None: the dataset's. `orders`: `--orders N`, the group of N seeded permutations this run is of.
     order: str | None = None
     orders: int | None = None
+    # `--fork V@K`: the initial pass takes run V's tasks before order K as they were (see
+    # _fork.py); `dream_at_fork`: a dream pass over the forked memory before task K.
+    fork: str | None = None
+    dream_at_fork: bool = False
 
     def validate(self) -> None:
         stage = get_stage(self.stage)
@@ -104,6 +108,14 @@ class RunOptions(msgspec.Struct, kw_only=True):
         if stage.seeds is False and self.source_memory:
             raise SweclError(f"--source-memory is for the seeded stages (plugin-accum, plugin-dreamed), not {self.stage!r}")
         self._validate_memory_server(stage)
+        if self.dream_at_fork and self.fork is None:
+            raise SweclError("--dream-at-fork dreams at the fork point: add --fork V@K")
+        if self.dream_at_fork and not stage.plugin:
+            raise SweclError(f"--dream-at-fork dreams swecl's memory: stage {self.stage!r} has none")
+        if self.fork is not None:
+            from ._fork import parse_fork  # lazy: as the memory options
+
+            parse_fork(self.fork)
         if self.order is not None:
             from ._order import check_order_spec  # lazy: as the memory options
 

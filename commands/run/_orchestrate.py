@@ -29,6 +29,7 @@ from .. import _stops
 from .._folder import ExperimentFolder
 from .._failpoints import failpoint
 from .._provenance import provenance
+from ._fork import ForkPlan, apply_fork_seed, forked_event, resolve_fork
 from ._context import agent_sandbox, build_agent, cache_dir_of, open_benchmark, sequence_context
 from ._options import RunOptions
 from ._order import ordered, recorded_spec
@@ -98,7 +99,8 @@ def _next_version(ledger: Ledger) -> str:
 
 
 def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequences: list[Sequence],
-                  repeat: Repeat | None = None, invocation: Invocation | None = None) -> str:
+                  repeat: Repeat | None = None, invocation: Invocation | None = None,
+                  fork: ForkPlan | None = None) -> str:
     """Append run.started at version 0 of `run/{version}`: the claim. A taken explicit
     version is refused; an automatic one moves on to the next free number. A repeat records
     its group (the first repeat's version: its own, when it is the first)."""
@@ -132,7 +134,9 @@ def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequen
             task_order=None if opts.order is None else recorded_spec(opts.order),
         )
         try:
-            ledger.append(f"run/{version}", [event], expected_version=-1, durable=True)
+            # A fork's run.forked in the same batch: never a fork recorded without its source.
+            batch = [event] if fork is None else [event, forked_event(fork)]
+            ledger.append(f"run/{version}", batch, expected_version=-1, durable=True)
             return version
         except ConcurrencyConflict:
             if opts.version:
@@ -144,9 +148,17 @@ def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequen
 
 
 def prepare_memory(ledger: Ledger, version: str, stage: Stage, opts: RunOptions, benchmark: Benchmark,
-                   sequences: list[Sequence], reporter: Reporter) -> None:
-    """Copy-seeding and the pre-eval dream, as events on the run's header stream."""
-    if stage.seeds and opts.memory_server is not None:
+                   sequences: list[Sequence], reporter: Reporter, fork: ForkPlan | None = None) -> None:
+    """Copy-seeding (a fork's seed) and the pre-eval dream (or the fork's), as events on the
+    run's header stream."""
+    if fork is not None:
+        reporter.note(fork.describe())
+        if stage.memory_on:
+            reporter.note(apply_fork_seed(ledger, version, fork))
+        if opts.dream_at_fork and not stage.dreams_before_eval:
+            for line in dream(ledger, version, reason="fork").lines():
+                reporter.note(line)
+    elif stage.seeds and opts.memory_server is not None:
         plan = resolve_provider_seed(ledger, version, opts.source_memory, [s.id for s in sequences])
         apply_provider_seed(ledger, plan)
         reporter.note(plan.describe())
@@ -181,20 +193,23 @@ def start_run(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, re
     del agent
     with folder.open_ledger(create=True) as ledger:
         taken = opts.version is not None and ledger.stream_version(f"run/{opts.version}") >= 0  # claim says so
-        if stage.seeds and not taken and opts.memory_server is not None:
+        if opts.fork is not None:
+            pass  # the fork's seed is its source's memory (resolve_fork below)
+        elif stage.seeds and not taken and opts.memory_server is not None:
             resolve_provider_seed(ledger, opts.version or _next_version(ledger), opts.source_memory,
                                   [s.id for s in sequences])
         elif stage.seeds and not taken:  # a seed that cannot be found is refused before a version is claimed
             resolve_seed(ledger, opts.version or _next_version(ledger), opts.source_memory,
                          dataset_hash=benchmark.content_hash, sequences=[s.id for s in sequences])
-        version = claim_version(ledger, opts, benchmark, sequences, repeat, invocation)
+        fork = resolve_fork(ledger, opts, sequences, benchmark.content_hash) if opts.fork is not None else None
+        version = claim_version(ledger, opts, benchmark, sequences, repeat, invocation, fork)
     with ExitStack() as held:
         try:
             held.enter_context(folder.run_lock(version))
             failpoint("run.claimed")
             reporter.run_started(version, stage.name, {s.id: len(s.tasks) for s in sequences}, opts.pass_list)
             with folder.open_ledger() as ledger:
-                prepare_memory(ledger, version, stage, opts, benchmark, sequences, reporter)
+                prepare_memory(ledger, version, stage, opts, benchmark, sequences, reporter, fork)
         except SweclError as exc:
             folder.finish_run(version, "failed", str(exc))  # claimed: say how it ended
             raise

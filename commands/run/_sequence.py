@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from commands.inputs import Task
 from ledger import NewEvent, StreamRange, SweclError, event_id_for
 from ledger.events import PassFinished, PassStarted, TaskFinished
-from projections import INVALID_STATUSES, Cell, OutcomeProjection, Projector, RunOutcomes, SequenceCells
+from projections import INVALID_STATUSES, Cell, Projector, RunOutcomes, SequenceCells, outcome_projection
 
 from .. import _stops
 from ._schedule import Elsewhere, SequenceSchedule, run_scheduled
@@ -104,7 +104,7 @@ def run_free_tasks(ctx: SequenceContext, pass_: str, orders: list[int]) -> None:
 
 def _prepare(ctx: SequenceContext) -> RunOutcomes:
     """What the ledger says is done, and the sequence's progress and native memory files."""
-    state = Projector(ctx.ledger).run(OutcomeProjection(ctx.version)).state
+    state = Projector(ctx.ledger).run(outcome_projection(ctx.ledger, ctx.version)).state
     _restore_progress(ctx, state)
     if ctx.stage.memory_mode == "builtin":
         ctx.builtin_seen = _builtin_files(ctx)

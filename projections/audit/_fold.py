@@ -14,6 +14,7 @@ import msgspec
 from ledger import Ledger, LedgerError, Recorded, StreamRange, SweclError
 from ledger.events import MemoryRecalled, RunStarted
 from projections._cut import OrderCut
+from projections._fork import read_run
 from projections._passes import pass_rank
 from projections._runs import run_started_record
 from projections.memory import MemoryItem, MemoryState, SeedRecord, decode_export, memory_projection, run_of
@@ -52,7 +53,7 @@ def _attempt_events(
 ) -> dict[AttemptKey, _AttemptEvents]:
     types = ["task.started", "task.abandoned", "task.finished", "agent.finished", "grade.finished", "grade.corrected"]
     out: dict[AttemptKey, _AttemptEvents] = {}
-    for rec in ledger.read(types=types, ranges=[StreamRange(f"run/{version}")]):
+    for rec in read_run(ledger, version, types):  # a fork's tasks before K: its source's events
         ev = rec.event
         if not (keep(ev) and before_cut(cut, rec)):
             continue

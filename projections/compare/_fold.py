@@ -118,6 +118,8 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
     runs_a: tuple[str, ...] = ()
     """The run versions A stands for: one, or the repeats of a group (its values are their means)."""
     runs_b: tuple[str, ...] = ()
+    paired_from: int | None = None
+    """A fork and its source (or two forks of one run): compared over the tasks of this order on."""
 
     @property
     def grouped(self) -> bool:

@@ -56,6 +56,9 @@ class SeedLink(msgspec.Struct, frozen=True):
     source: str
     source_seq: int
     at: int
+    # A fork's seed: (sequence, seq) -- the source's stream of that sequence is read up to
+    # its own seq (before the source's task K started there); its header up to `source_seq`.
+    sequence_seqs: tuple[tuple[str, int], ...] = ()
 
 
 def header_stream(version: str) -> str:
@@ -107,7 +110,9 @@ def seed_chain(
             # A source position at or after the seed event itself would let the seed
             # see its own future; the seed is "as it stood when seeded".
             source_seq = min(source_seq, rec.seq - 1)
-            links.append(SeedLink(target=target, source=ev.source_run, source_seq=source_seq, at=rec.seq))
+            per_sequence = tuple(sorted((s, min(c, rec.seq - 1)) for s, c in ev.sequence_seqs.items()))
+            links.append(SeedLink(target=target, source=ev.source_run, source_seq=source_seq, at=rec.seq,
+                                  sequence_seqs=per_sequence))
             if ev.source_run not in seen:
                 seen.add(ev.source_run)
                 frontier.append((ev.source_run, source_seq))
@@ -132,12 +137,14 @@ class MemoryProjection(Projection[MemoryState]):
         self.chain = tuple(chain)
 
     def scope(self) -> str:
-        links = ";".join(f"{l.target}<{l.source}@{l.source_seq}#{l.at}" for l in self.chain)
+        links = ";".join(f"{l.target}<{l.source}@{l.source_seq}#{l.at}"
+                         + "".join(f",{s}@{c}" for s, c in l.sequence_seqs) for l in self.chain)
         return f"{self.run_version}|{links}"
 
     def selection(self) -> Selection:
         ranges = [StreamRange(header_stream(self.run_version))]
         ranges += [StreamRange(header_stream(l.source), upto=l.source_seq) for l in self.chain]
+        ranges += [StreamRange(f"{header_stream(l.source)}/{s}", upto=c) for l in self.chain for s, c in l.sequence_seqs]
         return Selection(types=MEMORY_TYPES, ranges=tuple(ranges))
 
     def initial(self) -> MemoryState:

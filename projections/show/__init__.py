@@ -19,7 +19,7 @@ import msgspec
 
 from ledger import Ledger, StreamRange, SweclError
 from ledger.events import EgressConnection, f2p_passes, p2p_passes
-from projections import run_started_record
+from projections import read_run, run_started_record
 from projections._provider_calls import blob_text, excerpt, memory_server_named, provider_calls
 from projections.audit import Flag, fold_with_snapshots, integrity_flags, pass_rank, resolve_task
 
@@ -253,7 +253,7 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
     types = ["task.started", "task.abandoned", "task.finished", "agent.finished", "agent.egress", "grade.finished",
              "grade.corrected"]
     per: dict[tuple[str, int], dict[str, Any]] = {}
-    for rec in ledger.read(types=types, ranges=[StreamRange(f"run/{version}")]):
+    for rec in read_run(ledger, version, types):  # a fork's tasks before K: its source's events
         ev = rec.event
         if mine(ev):
             per.setdefault((ev.pass_, ev.attempt), {})[rec.type] = ev
