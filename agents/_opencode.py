@@ -40,13 +40,13 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ledger import SweclError
+from ledger.sqlite import SqliteError, connect
 
 from . import _diff
 from ._claude import build_prompt
@@ -284,9 +284,10 @@ def _session_id(db: Path) -> str | None:
     if not db.is_file() or db.is_symlink():
         return None
     try:
-        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as conn:
-            rows = conn.execute("SELECT id FROM session WHERE parent_id IS NULL ORDER BY time_created").fetchall()
-    except sqlite3.Error:
+        with contextlib.closing(connect(db, readonly=True)) as conn:  # the ledger's one door to SQLite
+            conn.setbusytimeout(5000)
+            rows = list(conn.execute("SELECT id FROM session WHERE parent_id IS NULL ORDER BY time_created"))
+    except SqliteError:
         return None
     return str(rows[0][0]) if len(rows) == 1 else None
 

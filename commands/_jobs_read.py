@@ -209,10 +209,9 @@ def integrity_for(ledger: Ledger, found: list[VersionMetrics], as_of_order: int 
 
 def gains_for(ledger: Ledger, projector: Any, found: list[VersionMetrics],
               as_of_order: int | None = None) -> dict[str, Gain]:
-    """Each run's normalized gain over its base runs (`projections.compare._gain`), the base
-    runs read at the same cut."""
-    from projections.compare import gain_of
-    from projections.compare._gain import base_candidates
+    """Each run's normalized gain over its base runs (`projections.compare.gain_of`), the
+    base runs read at the same cut."""
+    from projections.compare import base_candidates, gain_of
 
     known = runs(ledger, projector)
     wanted = {v for vm in found for v in base_candidates(vm.run, known)}
@@ -307,8 +306,7 @@ class ReadJobs(ExperimentFolder):
                 seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES, grouped: bool = False) -> CompareResult:
         """`swecl compare A B`: B minus A over the same tasks, with paired bootstrap
         intervals and an exact test; `grouped` compares the groups of repeats A and B are in."""
-        from projections.compare import compare_groups, side_of
-        from projections.compare._fork_cut import from_order, shared_before
+        from projections.compare import compare_groups, from_order, shared_before, side_of
 
         with self.reading() as r:
             members = [[a], [b]]

@@ -23,7 +23,7 @@ _EXPORTS = {
     "resume_run": "_orchestrate",
     "start_run": "_orchestrate",
     "fork_options": "_fork",
-    "parse_fork": "_fork",
+    "parse_fork": "_options",
     "JsonReporter": "_progress",
     "LineReporter": "_progress",
     "QuietReporter": "_progress",
@@ -43,9 +43,9 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from ._demo_suite import continue_invocation, run_demo_suite, run_repeats
-    from ._options import EXECUTORS, RunOptions
+    from ._options import EXECUTORS, RunOptions, parse_fork
     from ._context import open_benchmark
-    from ._fork import fork_options, parse_fork
+    from ._fork import fork_options
     from ._orchestrate import Repeat, RunReport, execute, resume_run, start_run
     from ._ray_session import ray_session
     from ._progress import JsonReporter, LineReporter, QuietReporter, Reporter, RichReporter, make_reporter

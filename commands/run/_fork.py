@@ -11,7 +11,6 @@ so the run machinery finds them done and starts at K.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,10 +21,8 @@ from ledger import Ledger, NewEvent, SweclError, event_id_for
 from ledger.events import MemorySeeded, RunForked, RunStarted
 from projections import Projector, canonical_version, fork_of, outcome_projection, sequence_cutoffs
 
-from ._options import RunOptions
+from ._options import RunOptions, parse_fork
 from ._stages import get_stage
-
-_SPEC = re.compile(r"(?P<version>[^@\s]+)@(?P<order>\d+)")
 
 # What makes the plan: a fork runs V's tasks in V's order, so these come from V only.
 PLAN_OPTIONS = {"dataset": "--dataset", "rows": "--rows", "sequences": "--sequence", "instances": "--instance",
@@ -45,13 +42,6 @@ class ForkPlan:
 
     def describe(self) -> str:
         return f"forked from v{self.source} at task {self.order}: tasks 1..{self.order - 1} are v{self.source}'s"
-
-
-def parse_fork(text: str) -> tuple[str, int]:
-    m = _SPEC.fullmatch(text.strip())
-    if m is None:
-        raise SweclError(f"--fork {text!r}: give VERSION@K, the run and the task order to fork it at (e.g. 3@5)")
-    return m["version"], int(m["order"])
 
 
 def fork_options(ledger: Ledger, text: str, given: dict[str, Any]) -> RunOptions:

@@ -113,8 +113,6 @@ class RunOptions(msgspec.Struct, kw_only=True):
         if self.dream_at_fork and not stage.plugin:
             raise SweclError(f"--dream-at-fork dreams swecl's memory: stage {self.stage!r} has none")
         if self.fork is not None:
-            from ._fork import parse_fork  # lazy: as the memory options
-
             parse_fork(self.fork)
         if self.order is not None:
             from ._order import check_order_spec  # lazy: as the memory options
@@ -203,3 +201,14 @@ def _check_slug(slug: str) -> None:
         raise SweclError(
             f"--version {slug!r}: use letters, digits, '.', '_' or '-' (at most 64, not starting with a symbol)"
         )
+
+
+_FORK_SPEC = re.compile(r"(?P<version>[^@\s]+)@(?P<order>\d+)")
+
+
+def parse_fork(text: str) -> tuple[str, int]:
+    """`--fork V@K`: the run to fork and the task order to fork it at."""
+    m = _FORK_SPEC.fullmatch(text.strip())
+    if m is None:
+        raise SweclError(f"--fork {text!r}: give VERSION@K, the run and the task order to fork it at (e.g. 3@5)")
+    return m["version"], int(m["order"])

@@ -82,7 +82,8 @@ from projections.compare._fold import (
     compare_runs,
     side_of,
 )
-from projections.compare._gain import Gain, SequenceGain, gain_of, macro_gain, normalized_gain
+from projections.compare._fork_cut import from_order, shared_before
+from projections.compare._gain import Gain, SequenceGain, base_candidates, gain_of, macro_gain, normalized_gain
 from projections.compare._groups import (
     GroupedMetrics,
     GroupedSequence,
@@ -147,4 +148,7 @@ __all__ = [
     "stratified_exact_p",
     "t_interval",
     "t_quantile",
+    "base_candidates",
+    "from_order",
+    "shared_before",
 ]

@@ -14,7 +14,7 @@ from agents._egress import Egress
 from agents._protocol import AgentInput, Budget
 from graders import sandbox_for
 
-from . import fake_gemini, fake_openai
+from . import fake_chat, fake_gemini, fake_openai
 from .cli_scenarios import CASES, Harness, harness, isolate, start_fakes
 from .fake_anthropic import FakeAnthropic, text, tool_use
 from .test_egress import Recording, servers  # noqa: F401  (a fixture)
@@ -73,12 +73,13 @@ SHELL = {
     "codex": lambda cmd: [fake_openai.exec_command(cmd)],
     "gemini": lambda cmd: [fake_gemini.function_call("run_shell_command", {"command": cmd, "description": "fetch"})],
     "opencode": lambda cmd: [tool_use("bash", {"command": cmd, "description": "fetch"})],
+    "mini": lambda cmd: [fake_chat.bash(cmd)],
 }
 WEB_TOOL = {  # what each model may ask for that reaches the web; the CLI has no such tool
     "codex": lambda url: [fake_openai.function_call("web_search", {"query": f"{url} fix"})],
     "gemini": lambda url: [fake_gemini.function_call("web_fetch", {"prompt": f"Summarize {url}/fix.patch"})],
     "opencode": lambda url: [tool_use("webfetch", {"url": f"{url}/fix.patch", "format": "text"})],
-}
+}  # mini-swe-agent has no tool but its shell
 
 
 @pytest.fixture(params=CASES, ids=[c.name for c in CASES])
@@ -93,7 +94,8 @@ def test_codex_and_gemini_reach_their_api_and_nothing_else(
     code_host = servers(b"the gold patch")
     fetch = f"python3 -c \"import urllib.request as u; print(u.urlopen('{code_host.url}/fix.patch').read())\""
     name = cli.case.name
-    fake = cli.fake([WEB_TOOL[name](code_host.url), SHELL[name](fetch), cli.case.say("done")])
+    web = [WEB_TOOL[name](code_host.url)] if name in WEB_TOOL else []
+    fake = cli.fake([*web, SHELL[name](fetch), cli.case.say("done")])
     egress = Egress()
     result = cli.run(make_input(model=cli.case.model, sandbox=sandbox_for("bwrap"), egress=egress,
                                 budget=Budget(timeout_s=120)))
@@ -118,10 +120,21 @@ OFFERED = {
 WEB_TOOLS = {"codex": {"web_search"}, "gemini": {"google_web_search", "web_fetch"}, "opencode": {"webfetch"}}
 
 
+WEB_CASES = [c for c in CASES if c.name in WEB_TOOLS]
+
+
+@pytest.fixture(params=WEB_CASES, ids=[c.name for c in WEB_CASES])
+def web_cli(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+            api_key: str) -> Iterator[Harness]:
+    """A CLI with web tools of its own (mini-swe-agent has none: its shell is its one tool)."""
+    yield from harness(request.param, request, monkeypatch, tmp_path, api_key)
+
+
 @pytest.mark.parametrize("allow_web", [False, True], ids=["web-off", "allow-web"])
 def test_allow_web_turns_codex_and_gemini_web_tools_back_on(
-    cli: Harness, make_input: Callable[..., AgentInput], allow_web: bool,
+    web_cli: Harness, make_input: Callable[..., AgentInput], allow_web: bool,
 ) -> None:
+    cli = web_cli
     fake = cli.fake([cli.case.say("done")])
     result = cli.run(make_input(model=cli.case.model, sandbox=sandbox_for("bwrap"), egress=Egress(allow_web=allow_web),
                                 budget=Budget(timeout_s=120)))
