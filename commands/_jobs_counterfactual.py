@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ledger import Ledger, NewEvent, StreamRange, SweclError, event_id_for
+from ledger import Ledger, NewEvent, StreamRange, SweclError, blob_refs_of, event_id_for
 from ledger.events import CounterfactualFinished, CounterfactualStarted
 
 from ._folder import ExperimentFolder
@@ -130,9 +130,7 @@ class CounterfactualJobs(ExperimentFolder):
 
     def _rerun(self, version: str, opts: object, target: _Target, task_id: str, pass_: str, hidden: list[str],
                number: int) -> CounterfactualRun:
-        from commands.run._context import open_benchmark, sequence_context  # lazy: as in `counterfactual`
-        from commands.run._progress import QuietReporter
-        from commands.run._task import run_attempt
+        from commands.run import QuietReporter, open_benchmark, run_attempt, sequence_context  # lazy: as above
 
         cell = target.cell
         key = (version, target.sequence_id, target.order, pass_, cell.attempt, number, *hidden)
@@ -146,6 +144,7 @@ class CounterfactualJobs(ExperimentFolder):
             private_path = Path(scratch) / "ledger.db"
             with self.open_ledger(readonly=True) as source, Ledger.open(private_path, create=True) as private:
                 _copy_before(source, private, cell.started_seq)
+                copied = private.head()
                 benchmark = open_benchmark(opts)  # type: ignore[arg-type]
                 ctx = sequence_context(private, version, opts, target.sequence_id, QuietReporter(),  # type: ignore[arg-type]
                                        builtin_dir=None, benchmark=benchmark, also_hide=(self.root.resolve(),))
@@ -153,13 +152,13 @@ class CounterfactualJobs(ExperimentFolder):
                 task = next((t for t in ctx.sequence.tasks if t.order == target.order), None)
                 if task is None or task.instance_id != task_id:
                     raise SweclError(f"{task_id} is not task {target.order} of {target.sequence_id} in the benchmark "
-                                     "run {version} recorded: it changed, so the task cannot be re-run")
+                                     f"run {version} recorded: it changed, so the task cannot be re-run")
                 try:
                     run_attempt(ctx, task, pass_, cell.attempt)
                 finally:
                     if ctx.providers is not None:
                         ctx.providers.close()
-                ending = _ending(private, f"run/{version}/{target.sequence_id}", cell.started_seq)
+                ending = _ending(private, f"run/{version}/{target.sequence_id}", copied)
                 patch = ending.pop("patch_bytes")
         with self.open_ledger() as ledger:
             blobs = [patch] if patch is not None else []
@@ -203,19 +202,21 @@ def _repeats_so_far(ledger: Ledger, version: str, task_id: str, pass_: str) -> d
 
 
 def _copy_before(source: Ledger, private: Ledger, cut: int) -> None:
-    """Every event of `source` before seq `cut` into the empty `private`, same seqs, with the
-    blobs they may need (all of them: a recalled item's patch is read by digest)."""
-    blobs = [data for _digest, _size, data in source.iter_blobs()]
-    if blobs:
-        private.append_batches([], blobs=blobs)
-    private.import_recorded(source.read(upto=cut - 1), durable=False)
+    """Every event of `source` before seq `cut` into the empty `private` (same seqs), with
+    the blobs the memory needs (items' patches, an imported seed's items): a recall reads
+    them by digest; nothing of the re-run reads the run's other blobs."""
+    rows = list(source.read(upto=cut - 1))
+    digests = sorted({d for r in rows if r.type.startswith("memory.") for d in blob_refs_of(r.event)})
+    if digests:
+        private.append_batches([], blobs=[source.get_blob(d) for d in digests])
+    private.import_recorded(rows, durable=False)
 
 
-def _ending(private: Ledger, stream: str, cut: int) -> dict:
-    """How the re-run ended, from what it appended to the private copy after `cut`."""
+def _ending(private: Ledger, stream: str, copied: int) -> dict:
+    """How the re-run ended, from what it appended to the private copy after seq `copied`."""
     recalled: list[str] = []
     agent = grade = None
-    for rec in private.read(after=cut - 1, ranges=[StreamRange(stream)]):
+    for rec in private.read(after=copied, ranges=[StreamRange(stream)]):
         if rec.type == "memory.recalled":
             recalled += [h.item_id for h in rec.event.results if h.item_id not in recalled]
         elif rec.type == "agent.finished":

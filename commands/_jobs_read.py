@@ -442,8 +442,7 @@ class ReadJobs(ExperimentFolder):
 def _counterfactuals_of(ledger: Any, projector: Any, audit: Any) -> list[Any]:
     """The verdicts of `swecl counterfactual`'s re-runs of the audited task, against the
     run's outcome of it in force and the items its attempts in force recalled."""
-    from projections import OutcomeProjection
-    from projections._counterfactuals import counterfactual_verdicts
+    from projections import OutcomeProjection, counterfactual_verdicts
 
     state = projector.run(OutcomeProjection(audit.version)).state
     seq = state.sequences.get(audit.sequence_id)
