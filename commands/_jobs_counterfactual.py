@@ -134,7 +134,7 @@ class CounterfactualJobs(ExperimentFolder):
 
         cell = target.cell
         key = (version, target.sequence_id, target.order, pass_, cell.attempt, number, *hidden)
-        stream = f"counterfactual/{version}/{event_id_for('counterfactual', *key)[:16]}"
+        stream = f"counterfactual/{version}/{event_id_for('counterfactual', *key).replace('-', '')[:16]}"
         facts = dict(version=version, sequence_id=target.sequence_id, instance_id=task_id, order=target.order,
                      pass_=pass_, attempt=cell.attempt, hidden=list(hidden), repeat=number)
         with self.open_ledger() as ledger:

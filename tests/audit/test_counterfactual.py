@@ -14,7 +14,8 @@ import pytest
 
 from commands import Experiment
 from commands.cli import main
-from ledger import Ledger
+from ledger import Ledger, SweclError
+from ledger.events import RunStarted
 from tests.inprocess import swecl
 from tests.shared_runs import demo_run_copy
 
@@ -90,3 +91,16 @@ def test_refusals_are_one_line(demo: Path, capsys: pytest.CaptureFixture[str], a
     err = capsys.readouterr().err
     assert exited.value.code == 2 and says in err and len(err.strip().splitlines()) == 1, err
 
+
+
+@pytest.mark.parametrize(("stage", "config", "says"), [
+    ("plugin-blank", {"memory_server": "my-memory --stdio"}, "used --memory-server"),
+    ("base", {}, "it recalls nothing"),
+])
+def test_runs_whose_recall_cannot_be_filtered_are_refused(tmp_path: Path, stage: str, config: dict, says: str) -> None:
+    with Ledger.open(tmp_path / "ledger.db", create=True) as led:
+        led.append("run/1", [RunStarted(version="1", benchmark="demo", dataset_hash="0", sequences=[], stage=stage,
+                                        memory_mode="plugin-real" if stage != "base" else "off", agent="demo",
+                                        config=config)])
+    with pytest.raises(SweclError, match=says):
+        Experiment(tmp_path).counterfactual("1", STEP_IN, without_recalled=True)
