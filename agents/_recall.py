@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Self
@@ -89,6 +90,7 @@ class RecallService:
         ranker: str = "bm25",
         embedder: Embedder | None = None,
         embedder_spec: str | None = None,
+        hidden: Iterable[str] = (),
     ) -> None:
         if isinstance(ledger, Ledger):
             self._ledger: Ledger | None = ledger
@@ -108,6 +110,9 @@ class RecallService:
             attempt=attempt,
         )
         self.via = via
+        # `swecl counterfactual`: items this task must not see, as if never written (they
+        # are left out before ranking, so they shift no other item's score either).
+        self.hidden = frozenset(hidden)
         self.ranker = ranker
         self.embedder_spec = embedder_spec
         self.embedder = embedder if embedder is not None else load_embedder(embedder_spec)
@@ -197,6 +202,8 @@ class RecallService:
             ranked = []
         else:
             items = visible_items(self.state(), ctx, repo=target_repo, now=now)
+            if self.hidden:
+                items = [i for i in items if i.item_id not in self.hidden]
             ranked = rank_items(items, query, k, ranker=self.ranker, embedder=self.embedder)
         event = MemoryRecalled(
             sequence_id=ctx.sequence_id,
@@ -273,6 +280,8 @@ class RecallService:
             argv += ["--repo", ctx.repo]
         if self.embedder_spec:
             argv += ["--embedder", self.embedder_spec]
+        for item_id in sorted(self.hidden):
+            argv += ["--hide", item_id]
         return argv
 
     def mcp_server_env(self) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """The recall MCP server (stdio): one tool, `recall(query, repo, k)`, for one task.
 
     python -m agents.recall_server --ledger results/ledger.db --version V --sequence S \\
-        --pass initial --order 3 --instance I [--attempt 1] [--repo R] [--ranker bm25]
+        --pass initial --order 3 --instance I [--attempt 1] [--repo R] [--ranker bm25] [--hide ITEM]...
 
 Started by the agent's MCP client (see `RecallService.mcp_server_argv`). stdout is the
 protocol: nothing else may print there, so logging goes to stderr and errors become
@@ -37,6 +37,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--repo", default=None)
     p.add_argument("--ranker", default="bm25", choices=("bm25", "vector", "hybrid"))
     p.add_argument("--embedder", default=None, help="hashing[:DIM] or local:/path/to/model (never downloaded)")
+    p.add_argument("--hide", action="append", default=[], metavar="ITEM",
+                   help="an item id this task must not see (swecl counterfactual); repeatable")
     return p.parse_args(argv)
 
 
@@ -74,6 +76,7 @@ def build_server(args: argparse.Namespace) -> Any:
                 via="mcp",
                 ranker=args.ranker,
                 embedder_spec=args.embedder,
+                hidden=args.hide,
             )
         return service
 

@@ -387,7 +387,9 @@ class ReadJobs(ExperimentFolder):
                 secrets, note = load_task_secrets(ledger, version, dataset=dataset, rows=rows)
             if task_id is None:
                 return AuditResult(audit_summary(ledger, version, pass_=pass_, secrets=secrets, dataset=note))
-            return AuditResult(audit_task(ledger, version, task_id, pass_=pass_, secrets=secrets, dataset=note))
+            audit = audit_task(ledger, version, task_id, pass_=pass_, secrets=secrets, dataset=note)
+            audit.counterfactuals = _counterfactuals_of(ledger, self.results.projector(ledger), audit)
+            return AuditResult(audit)
 
     def init(self) -> InitResult:
         """`swecl init`: the folder and its ledger (a no-op if they exist)."""
@@ -443,3 +445,19 @@ class ReadJobs(ExperimentFolder):
                 ChainCheckpoints(self.results.projections_path).save(
                     ledger.ledger_id, report.events, bytes.fromhex(report.head_hash))
             return VerifyResult(None, report.events, report.blobs, report.head_hash)
+
+
+def _counterfactuals_of(ledger: Any, projector: Any, audit: Any) -> list[Any]:
+    """The verdicts of `swecl counterfactual`'s re-runs of the audited task, against the
+    run's outcome of it in force and the items its attempts in force recalled."""
+    from projections import OutcomeProjection, counterfactual_verdicts
+
+    state = projector.run(OutcomeProjection(audit.version)).state
+    seq = state.sequences.get(audit.sequence_id)
+    cells = {p: c[audit.order] for p, c in seq.passes.items() if audit.order in c} if seq is not None else {}
+    recalled: dict[str, list[str]] = {}
+    for r in audit.recalls:
+        if r.in_force:
+            items = recalled.setdefault(r.pass_, [])
+            items += [h.item_id for h in r.hits if h.item_id not in items]
+    return counterfactual_verdicts(ledger, audit.version, audit.instance_id, cells, recalled, audit.pass_filter)

@@ -32,6 +32,7 @@ _BLOB_FIELDS: dict[str, tuple[str, ...]] = {
     "memory.seeded": ("items",),
     "memory.provider.started": ("tools_listing",),
     "memory.provider.called": ("arguments", "result", "structured"),
+    "counterfactual.finished": ("patch",),
 }
 # Events whose blobs sit in a list of structs: type -> (list field, blob field).
 _BLOB_LISTS: dict[str, tuple[str, str]] = {

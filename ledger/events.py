@@ -573,6 +573,48 @@ class TasksValidated(Event, tag="tasks.validated", kw_only=True):
     tasks: list[TaskValidity]
 
 
+# --- counterfactuals (`swecl counterfactual`) ---------------------------------------------
+
+
+class CounterfactualStarted(Event, tag="counterfactual.started", kw_only=True):
+    """One re-run of a task of run `version` with memory items hidden from its recall,
+    on a private copy of the ledger cut before the original attempt started. Stream
+    `counterfactual/{version}/{id}`: never one of the run's own streams, so nothing of
+    the run (its outcomes, metrics, memory) changes."""
+
+    version: str
+    sequence_id: str
+    instance_id: str
+    order: int
+    pass_: str = PASS
+    attempt: int = 1  # the run's attempt this one stands beside
+    hidden: list[str] = msgspec.field(default_factory=list)  # item ids left out of every recall
+    repeat: int = 1  # 1-based, among the counterfactuals of this task, pass and hidden set
+    cut_seq: int = 0  # the original attempt's task.started: the copy holds every event before it
+
+
+class CounterfactualFinished(Event, tag="counterfactual.finished", kw_only=True):
+    """How that re-run ended: the grade and what it cost."""
+
+    version: str
+    sequence_id: str
+    instance_id: str
+    order: int
+    pass_: str = PASS
+    attempt: int = 1
+    hidden: list[str] = msgspec.field(default_factory=list)
+    repeat: int = 1
+    status: str = ""  # a GradeStatus value
+    resolved: bool | None = None  # None: no valid verdict
+    recalled: list[str] = msgspec.field(default_factory=list)  # item ids its recalls returned, first seen first
+    patch: str | None = None  # blob sha256 of the agent's patch
+    exit: str = "completed"
+    cost_usd: float | None = None
+    tokens: dict[str, int] = msgspec.field(default_factory=dict)
+    duration_s: float = 0.0  # the agent's
+    error: str | None = None
+
+
 class UnknownEvent(msgspec.Struct, frozen=True):
     """A row whose type this swecl does not know (written by a newer one); kept raw."""
 
@@ -607,6 +649,8 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     ProviderStarted,
     ProviderCalled,
     ProviderSnapshot,
+    CounterfactualStarted,
+    CounterfactualFinished,
 )
 
 AnyEvent = Union[EVENT_TYPES]  # type: ignore[valid-type]

@@ -57,6 +57,7 @@ _EXPORTS = {
     "get_run": "_queries",
     "canonical_version": "_queries",
     "run_started_record": "_runs",
+    "counterfactual_verdicts": "_counterfactuals",
     "live_status": "_queries",
     "run_row": "_queries",
     "memory_server_of": "_provider_calls",
@@ -117,6 +118,7 @@ if TYPE_CHECKING:
     from ._passes import pass_rank, retest_row
     from ._provider_calls import memory_server_of
     from ._runs import run_started_record
+    from ._counterfactuals import counterfactual_verdicts
     from ._results import (
         DEFAULT_RESULTS,
         LEDGER_FILE,

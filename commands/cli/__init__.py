@@ -30,6 +30,7 @@ from ._memory import dream_cmd, memory_group
 from ._merge import merge_cmd
 from ._replay import replay_cmd
 from ._audit import audit_cmd
+from ._counterfactual import counterfactual_cmd
 from ._report import report_cmd
 from ._view import view_cmd
 from ._run import run_cmd
@@ -85,6 +86,7 @@ for _command in (
     report_cmd,
     view_cmd,
     audit_cmd,
+    counterfactual_cmd,
     replay_cmd,
     export_cmd,
     merge_cmd,

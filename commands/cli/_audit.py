@@ -134,6 +134,8 @@ def _print_task(audit: TaskAudit) -> None:
                          (a.agent_patch or "")[:12])
     console.print(attempts)
 
+    if audit.counterfactuals:
+        _print_counterfactuals(console, audit)
     if audit.memory_server is not None:
         _print_provider(console, audit)
         if not audit.recalls:
@@ -187,6 +189,22 @@ def _print_task(audit: TaskAudit) -> None:
             console.print("  supersedes " + escape(", ".join(p.supersedes)))
         for f in h.flags:
             console.print(f"  [bold red]{escape(f.kind)}[/]: {escape(f.detail)}")
+
+
+def _print_counterfactuals(console: Any, audit: TaskAudit) -> None:
+    """`swecl counterfactual`'s re-runs: per hidden item (or set), the outcome without it and the verdict."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="counterfactuals (re-runs without the items)", title_justify="left")
+    for col in ("pass", "without", "run's outcome", "outcomes without", "verdict", "agent runs", "cost"):
+        table.add_column(col)
+    for v in audit.counterfactuals:
+        outcomes = ", ".join(r.status or "unfinished" for r in v.repeats)
+        cost = f"${v.cost_usd:.4f}" if v.cost_usd is not None else ""
+        table.add_row(v.pass_, escape(", ".join(v.hidden)), escape(v.original_status or "no verdict"), escape(outcomes),
+                      v.verdict, str(v.runs), cost)
+    console.print(table)
 
 
 def _print_provider(console: Any, audit: TaskAudit) -> None:

@@ -17,6 +17,7 @@ _EXPORTS = {
     "EXECUTORS": "_options",
     "RunOptions": "_options",
     "open_benchmark": "_context",
+    "sequence_context": "_context",
     "Repeat": "_orchestrate",
     "RunReport": "_orchestrate",
     "execute": "_orchestrate",
@@ -36,6 +37,7 @@ _EXPORTS = {
     "Stage": "_stages",
     "get_stage": "_stages",
     "environment_spec": "_task",
+    "run_attempt": "_task",
     "ray_session": "_ray_session",
 }
 
@@ -44,13 +46,13 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from ._demo_suite import continue_invocation, run_demo_suite, run_repeats
     from ._options import EXECUTORS, RunOptions, parse_fork
-    from ._context import open_benchmark
+    from ._context import open_benchmark, sequence_context
     from ._fork import fork_options
     from ._orchestrate import Repeat, RunReport, execute, resume_run, start_run
     from ._ray_session import ray_session
     from ._progress import JsonReporter, LineReporter, QuietReporter, Reporter, RichReporter, make_reporter
     from ._stages import DEMO_SUITE, PASSES, STAGES, Stage, get_stage
-    from ._task import environment_spec
+    from ._task import environment_spec, run_attempt
 
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -76,11 +76,12 @@ def _predictions(specs: list[str]) -> dict[str, dict[str, str]] | dict[str, str]
     return by_label
 
 
-def agent_sandbox(opts: RunOptions, ledger_dir: Path) -> Sandbox:
+def agent_sandbox(opts: RunOptions, ledger_dir: Path, also_hide: tuple[Path, ...] = ()) -> Sandbox:
     """The sandbox of a run's agents and tests. The agent must not see the mirror (later
     commits hold its fix), the ledger, or the files that hold the grading rows; tests
-    need none of them either."""
-    return sandbox_for(opts.sandbox, hide=[cache_dir_of(opts), ledger_dir, *_input_files(opts)])
+    need none of them either. `also_hide`: more of the same (a counterfactual's
+    results folder, whose private ledger copy lives elsewhere)."""
+    return sandbox_for(opts.sandbox, hide=[cache_dir_of(opts), ledger_dir, *also_hide, *_input_files(opts)])
 
 
 def _input_files(opts: RunOptions) -> list[Path]:
@@ -91,8 +92,9 @@ def _input_files(opts: RunOptions) -> list[Path]:
 
 def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter, *,
                      builtin_dir: Path | None, benchmark: Benchmark | None = None,
-                     provider_dir: Path | None = None) -> SequenceContext:
-    """`provider_dir`: where a --memory-server run keeps the sequence's provider data."""
+                     provider_dir: Path | None = None, also_hide: tuple[Path, ...] = ()) -> SequenceContext:
+    """`provider_dir`: where a --memory-server run keeps the sequence's provider data.
+    `also_hide`: more folders the agent's sandbox hides (see `agent_sandbox`)."""
     stage = get_stage(opts.stage)
     benchmark = benchmark if benchmark is not None else open_benchmark(opts)
     sequence = find_sequence(benchmark, sequence_id)
@@ -101,7 +103,7 @@ def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id
     if (plan := planned_order(ledger, version, sequence.id)) is not None:
         sequence = follow_plan(sequence, plan)  # an --order run: the recorded plan is its order
     cache = cache_dir_of(opts)
-    sandbox = agent_sandbox(opts, ledger.path.parent)
+    sandbox = agent_sandbox(opts, ledger.path.parent, also_hide)
     ctx = SequenceContext(
         ledger=ledger,
         version=version,

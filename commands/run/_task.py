@@ -108,6 +108,8 @@ class SequenceContext:
     # --memory-server: the sequence's provider hosts (a `SequenceProviders`), in place of
     # swecl's substrate; None otherwise.
     providers: Any = None
+    # `swecl counterfactual`: memory items the recall of this context's tasks leaves out.
+    hidden: frozenset[str] = frozenset()
 
     @property
     def stream(self) -> str:
@@ -386,7 +388,8 @@ def _run_agent(
                 provider = ProviderRecall(host, door, ctx.providers.policy, context, task.repo)
             elif memory_on:
                 recall = RecallService(
-                    ctx.ledger, ctx.version, ctx.sequence.id, pass_, task.order, task.instance_id, attempt, task.repo
+                    ctx.ledger, ctx.version, ctx.sequence.id, pass_, task.order, task.instance_id, attempt, task.repo,
+                    hidden=ctx.hidden,
                 )
             inp = AgentInput(
                 instance_id=task.instance_id,

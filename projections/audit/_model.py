@@ -205,6 +205,9 @@ class TaskAudit(msgspec.Struct, kw_only=True):
     # None and empty for every other run.
     memory_server: str | None = None
     provider_recalls: list[ProviderRecall] = msgspec.field(default_factory=list)
+    # `swecl counterfactual`'s re-runs of the task without some recalled items, with their
+    # verdicts (`projections._counterfactuals.CounterfactualVerdict`); empty when none ran.
+    counterfactuals: list[Any] = msgspec.field(default_factory=list)
 
 
 class FlaggedTask(msgspec.Struct, kw_only=True):

@@ -76,3 +76,19 @@ async def _raw_call(argv: list[str], env: dict[str, str]):
     async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
         await session.initialize()
         return await session.call_tool("recall", {"query": "x"})
+
+
+def test_hidden_items_are_left_out_of_the_mcp_recall(tmp_path: Path) -> None:
+    """`swecl counterfactual`'s filter reaches the server: a hidden item is as if never written."""
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path, create=True) as led:
+        start_run(led, "V")
+        write(led, "V", item("m-header", "V", 1, title="header values keep colons", body="split on the first colon"),
+              item("m-colon", "V", 1, title="colon in header", body="header colon"))
+    svc = RecallService(path, "V", "s", "initial", 2, "s-2", 1, REPO, hidden=["m-header"])
+    argv = svc.mcp_server_argv()
+    assert argv[-2:] == ["--hide", "m-header"]
+    _names, payload, _raw = asyncio.run(call_recall(argv, svc.mcp_server_env(), {"query": "header colon split"}))
+    assert [i["item_id"] for i in payload["items"]] == ["m-colon"]
+    assert [i.item_id for i in svc.recall("header colon split")] == ["m-colon"]  # in process too
+    svc.close()
