@@ -201,7 +201,7 @@ class OutputJobs(ExperimentFolder):
     def materialise(self, *, version: str | None = None, every: bool = False,
                     upto: int | None = None) -> list[MaterialiseReport]:
         """Rebuild `v{version}/_memory/` (or, `every`, each run's) as of `upto` (default: now)."""
-        from projections import rebuild
+        from projections import fork_of, rebuild
         from projections.memory import MEMORY_DIR, blob_patch_reader
 
         from .memory import materialise_version, write_memory_folder
@@ -217,9 +217,12 @@ class OutputJobs(ExperimentFolder):
             if not rebuilt.runs.runs:
                 raise SweclError(f"no runs in {ledger.path} as of seq {rebuilt.seq}: nothing to materialise")
             read_patch = blob_patch_reader(ledger)
+            # The one-pass rebuild does not follow a fork's per-sequence memory cut
+            # (`memory.seeded.sequence_seqs`): a fork's folder is rebuilt on its own.
             return [
-                write_memory_folder(rebuilt.memory_of(v), self.version_dir(v) / MEMORY_DIR, read_patch,
-                                    ledger_id=ledger.ledger_id)
+                materialise_version(ledger, v, self.version_dir(v), upto=upto) if fork_of(ledger, v) is not None
+                else write_memory_folder(rebuilt.memory_of(v), self.version_dir(v) / MEMORY_DIR, read_patch,
+                                         ledger_id=ledger.ledger_id)
                 for v in rebuilt.runs.runs
             ]
 

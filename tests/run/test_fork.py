@@ -145,3 +145,12 @@ def test_show_and_audit_of_a_fork_see_its_tasks_before_k(forked: Path, cache: Pa
     shown = Experiment(forked).show("1", first)
     assert shown is not None
     assert first in swecl(forked, "audit", "1", first, cache=cache).stdout
+
+
+def test_materialising_every_run_rebuilds_a_forks_memory_as_that_run_alone(forked: Path, tmp_path: Path) -> None:
+    # `--all` reads the ledger once for every run, but a fork's memory is cut per sequence:
+    # its folder must be what materialising that one version gives.
+    every = {r.memory_dir.parent.name: r for r in Experiment(forked).materialise(every=True)}
+    (alone,) = Experiment(forked).materialise(version="2")
+    assert (every["v2"].live_items, every["v2"].total_items) == (alone.live_items, alone.total_items)
+    assert alone.total_items > 0 and alone.changed == ()  # the same bytes: nothing left to rewrite
