@@ -3,7 +3,10 @@
 The template is split with shlex once; placeholders are substituted inside each argument
 (never through a shell, so an issue text or a path cannot become a command):
 `{workdir}` the worktree, `{issue_file}` a file holding the issue text, `{hints_file}`,
-`{model}`, `{instance_id}`, `{repo}`, `{scratch}`. `${NAME}` takes the value of the
+`{model}`, `{instance_id}`, `{repo}`, `{scratch}`, `{usage_file}` (where the command may
+write what it spent, as JSON `{"cost_usd": 0.12, "tokens": {"input": 900, "output": 80}}`:
+recorded on agent.finished, summed by --budget-usd, checked by --max-tokens-per-task;
+a file that is missing or not that shape records nothing). `${NAME}` takes the value of the
 environment variable NAME when the agent runs: that is how a token reaches a command
 without being written into the run's record. The process runs in the worktree in its
 own process group (a timeout ends all of it) and the patch is the worktree's diff.
@@ -11,6 +14,7 @@ own process group (a timeout ends all of it) and the patch is the worktree's dif
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -31,7 +35,8 @@ from ._startup import Probe, exec_chain, not_started
 
 __all__ = ["PLACEHOLDERS", "CommandAgent"]
 
-PLACEHOLDERS = ("{workdir}", "{issue_file}", "{hints_file}", "{model}", "{instance_id}", "{repo}", "{scratch}")
+PLACEHOLDERS = ("{workdir}", "{issue_file}", "{hints_file}", "{model}", "{instance_id}", "{repo}", "{scratch}",
+                "{usage_file}")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 # The preflight's probe: an arbitrary command has no harmless option to run (`--version`
@@ -73,6 +78,7 @@ class CommandAgent:
             "{instance_id}": inp.instance_id,
             "{repo}": inp.repo,
             "{scratch}": str(inp.scratch_dir),
+            "{usage_file}": str(inp.scratch_dir / USAGE_FILE),
         }
         out = []
         for arg in self.template:
@@ -152,6 +158,7 @@ class CommandAgent:
         else:
             why = None
 
+        cost_usd, tokens = read_usage(scratch / USAGE_FILE)
         transcript = b"".join(
             part for part in (b"--- stdout\n", stdout, b"\n--- stderr\n", stderr) if part
         )
@@ -162,10 +169,32 @@ class CommandAgent:
             duration_s=time.monotonic() - started,
             transcript=transcript,
             prompt=scrubber.text(inp.issue),
+            cost_usd=cost_usd,
+            tokens=tokens,
             error=scrubber.optional(error),
             model=inp.model,
             not_started=scrubber.optional(why),
         )
+
+
+USAGE_FILE = "usage.json"
+
+
+def read_usage(path: Path) -> tuple[float | None, dict[str, int]]:
+    """(cost in USD, tokens) a command wrote to its `{usage_file}`; (None, {}) for none.
+    The command is the user's: anything but that JSON shape is ignored, never a failure."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, {}
+    if not isinstance(raw, dict):
+        return None, {}
+    cost = raw.get("cost_usd")
+    cost = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost >= 0 else None
+    tokens = raw.get("tokens")
+    kept = {str(k): int(v) for k, v in tokens.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0} \
+        if isinstance(tokens, dict) else {}
+    return cost, kept
 
 
 # What the sandbox replaces by empty private trees.

@@ -89,6 +89,9 @@ class Budget:
     max_turns: int | None = 50
     max_cost_usd: float | None = None
     timeout_s: float | None = 1800.0
+    # Input + output tokens one attempt may report; checked by the run after the attempt
+    # (agent.finished.over_limit), as no adapter sees its agent's tokens live yet.
+    max_tokens: int | None = None
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from projections import (
     run_not_gradeable,
     run_row,
     runs,
+    spend_of,
 )
 from projections.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, group_members, group_runs, grouped_metrics
 from projections.metrics import metrics_from_vectors_document
@@ -40,7 +41,7 @@ from ._read_documents import compare_document, grouped_document, metrics_documen
 
 if TYPE_CHECKING:  # the folds below load when a job runs, not at `swecl --help`
     from ledger import Ledger
-    from projections import RunSummary
+    from projections import RunSpend, RunSummary
     from projections.audit import RunAuditSummary, TaskAudit
     from projections.compare import Comparison, Gain, GroupedMetrics
     from projections.metrics import Lambdas
@@ -88,9 +89,13 @@ class MetricsResult:
     leakage: Audits = field(default_factory=dict)
     integrity: Audits = field(default_factory=dict)
     gains: dict[str, Gain] = field(default_factory=dict)
+    spend: dict[str, RunSpend] = field(default_factory=dict)  # version -> what its agents spent
 
     def document(self) -> dict[str, Any]:
-        return metrics_document(self.found, self.leakage, self.integrity, self.gains)
+        doc = metrics_document(self.found, self.leakage, self.integrity, self.gains)
+        if self.spend:
+            doc["spend"] = {v: s.document() for v, s in self.spend.items()}
+        return doc
 
     @cached_property
     def groups(self) -> list[GroupedMetrics]:
@@ -278,9 +283,10 @@ class ReadJobs(ExperimentFolder):
             leakage = leakage_for(r.ledger, found, as_of_order) if audit else {}
             integrity = integrity_for(r.ledger, found, as_of_order) if audit else {}
             gains = gains_for(r.ledger, r.projector, found, as_of_order) if found else {}
+            spend = {vm.run.version: spend_of(r.ledger, vm.run.version) for vm in found}
         if not found:
             raise SweclError(f"no runs in {self.ledger_path} yet: start one with `swecl run`")
-        return MetricsResult(found, leakage, integrity, gains)
+        return MetricsResult(found, leakage, integrity, gains, spend)
 
     def metrics_of_vectors(self, path: Path, *, formula: str = "native",
                            lambdas: Lambdas | None = None) -> dict[str, Any]:

@@ -83,10 +83,19 @@ class RunStarted(Event, tag="run.started", kw_only=True):
 class RunResumed(Event, tag="run.resumed", kw_only=True):
     attempt: int
     provenance: dict[str, Any] = msgspec.field(default_factory=dict)
+    # `--resume V --budget-usd X`: the run's cost budget from here on; None: unchanged.
+    budget_usd: float | None = None
+
+
+class RunBudgetReached(Event, tag="run.budget_reached", kw_only=True):
+    """The run stopped before a task: its agents had spent `spent_usd` of `budget_usd`."""
+
+    spent_usd: float
+    budget_usd: float
 
 
 class RunFinished(Event, tag="run.finished", kw_only=True):
-    status: str  # finished | failed | interrupted
+    status: str  # finished | failed | interrupted | budget_reached
     error: str | None = None
 
 
@@ -173,6 +182,9 @@ class AgentFinished(Event, tag="agent.finished", kw_only=True):
     prompt: str | None = None  # blob
     session_id: str | None = None
     error: str | None = None
+    # The per-task limit the attempt passed, seen after it ended (`tokens`: its reported
+    # input + output tokens passed --max-tokens-per-task); its patch is graded as left.
+    over_limit: str | None = None
 
 
 class EgressConnection(msgspec.Struct, frozen=True, kw_only=True):
@@ -626,6 +638,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     RunStarted,
     RunResumed,
     RunForked,
+    RunBudgetReached,
     RunFinished,
     PassStarted,
     PassFinished,

@@ -60,6 +60,8 @@ _EXPORTS = {
     "counterfactual_verdicts": "_counterfactuals",
     "live_status": "_queries",
     "run_row": "_queries",
+    "RunSpend": "_spend",
+    "spend_of": "_spend",
     "memory_server_of": "_provider_calls",
     "sequence_cutoffs": "_cut",
     "order_cut": "_cut",
@@ -114,6 +116,7 @@ _EXPORTS = {
 __all__ += sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from ._spend import RunSpend, spend_of
     from ._cut import OrderCut, order_cut, sequence_cutoffs
     from ._passes import pass_rank, retest_row
     from ._provider_calls import memory_server_of

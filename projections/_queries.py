@@ -20,6 +20,7 @@ from ._provider_calls import memory_server_of
 from ._results import Results
 from ._runner import Projector
 from ._runs import RunSummary, RunsProjection
+from ._spend import spend_of
 from ._views import read_views
 
 
@@ -89,6 +90,8 @@ def run_row(results: Results, ledger: Ledger, run: RunSummary, state: RunOutcome
                    if run.repeat_group is not None else None),
         "leakage": leakage_of(ledger, run.version),
         "memory_server": memory_server_of(ledger, run),
+        # Its agents' reported tokens, dollars and seconds, and its --budget-usd (see _spend).
+        "spend": spend_of(ledger, run.version).document(),
     }
 
 

@@ -31,7 +31,7 @@ class RunSummary(msgspec.Struct):
     source_memory: str | None = None
     seeded_from: str | None = None
     seeded_seq: int | None = None
-    status: str = "incomplete"  # incomplete | finished | failed | interrupted
+    status: str = "incomplete"  # incomplete | finished | failed | interrupted | budget_reached
     finished_at: str | None = None
     resumed: int = 0
     config: dict[str, Any] = msgspec.field(default_factory=dict)

@@ -94,6 +94,19 @@ def metrics_cmd(
     elif not to_stdout:
         print_metrics_table(result.found, leakage=result.leakage, integrity=result.integrity, gains=result.gains)
         print_not_gradeable(result.found)
+        print_spend(result.spend)
+
+
+def _spend_cell(spend: dict[str, Any]) -> str:
+    """`$0.80/$1.30` (spent of budget), `$0.80`, or `-` when no agent reported a cost."""
+    cost = "-" if spend["cost_usd"] is None else f"${spend['cost_usd']:.2f}"
+    return cost if spend["budget_usd"] is None else f"{cost}/${spend['budget_usd']:.2f}"
+
+
+def print_spend(spend: dict[str, Any]) -> None:
+    """One line per run: what its agents spent (`swecl metrics`)."""
+    for version, run_spend in spend.items():
+        click.echo(f"spend of run {version}: {run_spend.line()}")
 
 
 def print_not_gradeable(found: list[VersionMetrics]) -> None:
@@ -233,7 +246,8 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
     from rich.table import Table
 
     table = Table(title=f"runs in {listing.ledger_path}")
-    for col in ("version", "stage", "agent", "status", "sequences", "resolved", "leaks", "seeded from", "started"):
+    for col in ("version", "stage", "agent", "status", "sequences", "resolved", "leaks", "spend", "seeded from",
+                "started"):
         table.add_column(col)
     for row in rows:
         # Short names (`django`): eight full sequence ids made every row four lines tall.
@@ -241,6 +255,6 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
         table.add_row(
             row["version"], row["stage"] + (f" ({row['memory_server']})" if row["memory_server"] else ""), row["agent"], row["status"], ", ".join(short[s] for s in row["sequences"]),
             " ".join(f"{p}={n}/{row['tasks']}" for p, n in row["resolved"].items()), str(row["leakage"]["flagged"]),
-            row["seeded_from"] or "", row["started_at"][:19],
+            _spend_cell(row["spend"]), row["seeded_from"] or "", row["started_at"][:19],
         )
     make_console().print(table)

@@ -40,8 +40,16 @@ if TYPE_CHECKING:
 @click.option("--task-jobs", type=int, default=None, metavar="N",
               help="Tasks of one sequence at once (default 1): the re-test and baseline passes and --retest-every "
                    "rows run on N workers beside the ordered initial pass, each task in its own worktree slot.")
-@click.option("--max-turns", type=int, default=50, show_default=True, help="Agent turn budget per task.")
-@click.option("--agent-timeout", type=float, default=1800.0, show_default=True, metavar="S", help="Seconds per agent attempt.")
+@click.option("--max-turns", type=int, default=50, show_default=True,
+              help="Agent turns (model calls) per task, where the agent takes a limit (claude, gemini, mini-swe-agent).")
+@click.option("--task-timeout", "--agent-timeout", "agent_timeout", type=float, default=1800.0, show_default=True,
+              metavar="S", help="Seconds per agent attempt: the agent is ended there, and its patch graded.")
+@click.option("--budget-usd", type=float, default=None, metavar="X",
+              help="Cost budget of the run in USD, over its agents' reported costs: the run stops after the task "
+                   "that reaches it (exit 3), resumable with --resume V --budget-usd LARGER.")
+@click.option("--max-tokens-per-task", type=int, default=None, metavar="N",
+              help="Input + output tokens per task: an attempt that reports more is recorded as over the limit "
+                   "(checked after it ends; its patch is graded).")
 @click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S", help="Seconds per test run.")
 @click.option("--code-mode", type=click.Choice(["agentic", "blind"]), default="agentic", show_default=True,
               help="agentic: the agent works in the repository with its tools; "
@@ -114,7 +122,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             dataset: str | None, rows: str | None, agent: str, model: str | None, grader: str, version: str | None,
             source_memory: str | None, passes: str | None, retest_every: int | None, jobs: int, task_jobs: int | None,
             max_turns: int,
-            agent_timeout: float, test_timeout: float, code_mode: str, predictions: tuple[str, ...],
+            agent_timeout: float, budget_usd: float | None, max_tokens_per_task: int | None, test_timeout: float, code_mode: str, predictions: tuple[str, ...],
             command_template: str | None, repo_sources: tuple[str, ...], pythons: tuple[str, ...],
             cache_dir: str | None, resume: str | None, executor: str | None, ray_address: str | None,
             shard_dir: str | None, ray_cpus: float | None, max_retries: int | None, sandbox: str,
@@ -142,15 +150,18 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
         if resume is not None:
             if task_order is not None or orders is not None:
                 raise SweclError("--resume continues a run in its recorded order: drop --order/--orders")
+            if max_tokens_per_task is not None:
+                raise SweclError("--resume continues a run with its own limits: drop --max-tokens-per-task")
             done = exp.resume(resume, reporter, jobs=jobs if jobs != 1 else None, task_jobs=task_jobs,
-                              executor=placement, repeat=repeat, memory_server=memory_server)
+                              executor=placement, repeat=repeat, memory_server=memory_server, budget_usd=budget_usd)
         else:
             opts = RunOptions(
                 stage=stage or DEMO_SUITE[0], dataset=dataset, rows=rows, sequences=list(sequences),
                 instances=list(instances), agent=agent, model=model, grader=grader, version=version,
                 source_memory=source_memory, passes=passes.split(",") if passes else [], retest_every=retest_every,
                 jobs=jobs, task_jobs=1 if task_jobs is None else task_jobs, max_turns=max_turns,
-                agent_timeout_s=agent_timeout, test_timeout_s=test_timeout,
+                agent_timeout_s=agent_timeout, test_timeout_s=test_timeout, budget_usd=budget_usd,
+                max_tokens_per_task=max_tokens_per_task,
                 code_mode=code_mode, predictions=list(predictions), command=command_template,
                 repo_sources=parse_repo_sources(repo_sources), cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
                 python_paths=parse_python_paths(pythons),

@@ -122,11 +122,12 @@ def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id
         reporter=reporter,
         model=opts.model,
         code_mode=opts.code_mode,
-        budget=Budget(max_turns=opts.max_turns, timeout_s=opts.agent_timeout_s),
+        budget=Budget(max_turns=opts.max_turns, timeout_s=opts.agent_timeout_s, max_tokens=opts.max_tokens_per_task),
         builtin_dir=builtin_dir if stage.memory_mode == "builtin" else None,
         task_jobs=opts.task_jobs,
         group_by_environment=not agents.agent_entry(opts.agent).briefed,
         p2p_excluded=p2p_excluded(ledger),
+        budget_usd=opts.budget_usd,
     )
     if opts.memory_server is not None and stage.plugin:
         if provider_dir is None:

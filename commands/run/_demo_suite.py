@@ -42,7 +42,8 @@ def run_demo_suite(folder: ExperimentFolder, opts: RunOptions, reporter: Reporte
 
 
 def continue_invocation(folder: ExperimentFolder, version: str, reporter: Reporter, *, jobs: int | None = None,
-                        task_jobs: int | None = None, executor: dict[str, Any] | None = None) -> list[RunReport]:
+                        task_jobs: int | None = None, executor: dict[str, Any] | None = None,
+                        budget_usd: float | None = None) -> list[RunReport]:
     """`swecl run --resume VERSION`: continue that run and, when it is part of an invocation
     that started several (the demo suite, --repeat K), the rest of it, in the order it
     would have run: unfinished runs resumed, runs that never began started, finished ones
@@ -51,18 +52,21 @@ def continue_invocation(folder: ExperimentFolder, version: str, reporter: Report
         runs = folder.results.projector(ledger).run(RunsProjection()).state.runs
     run = runs.get(version)
     if run is None or run.suite is None or not run.suite_stages or run.suite not in runs:
-        return [resume_run(folder, version, reporter, jobs=jobs, task_jobs=task_jobs, executor=executor)]
+        return [resume_run(folder, version, reporter, jobs=jobs, task_jobs=task_jobs, executor=executor,
+                           budget_usd=budget_usd)]
     members = {(m.repeat_index or 1, m.stage): m for m in runs.values() if m.suite == run.suite}
     first = runs[run.suite]
     try:
-        opts = with_overrides(RunOptions.from_config(first.config), jobs=jobs, task_jobs=task_jobs, executor=executor)
+        opts = with_overrides(RunOptions.from_config(first.config), jobs=jobs, task_jobs=task_jobs, executor=executor,
+                              budget_usd=budget_usd)
     except msgspec.ValidationError as exc:
         raise SweclError(f"run {first.version}'s recorded options cannot be read: {exc}") from None
     stages = tuple(run.suite_stages)
     for stage in stages:
         get_stage(stage)  # a stage this swecl no longer knows is refused before anything runs
     return _run_invocation(folder, opts, stages, run.repeat_count or 1, reporter, done=members,
-                           first=run.suite, overrides={"jobs": jobs, "task_jobs": task_jobs, "executor": executor})
+                           first=run.suite, overrides={"jobs": jobs, "task_jobs": task_jobs, "executor": executor,
+                                                                 "budget_usd": budget_usd})
 
 
 def _run_invocation(folder: ExperimentFolder, opts: RunOptions, stages: tuple[str, ...], count: int, reporter: Reporter, *,

@@ -39,7 +39,13 @@ class RunOptions(msgspec.Struct, kw_only=True):
     # stage's initial one): `swecl run --task-jobs`, `swecl grade --jobs`, `swecl validate --jobs`.
     task_jobs: int = 1
     max_turns: int | None = 50
-    agent_timeout_s: float = 1800.0
+    agent_timeout_s: float = 1800.0  # --task-timeout (alias --agent-timeout): seconds per agent attempt
+    # --budget-usd: the run's cost budget, over its agents' reported costs across resumes
+    # (see _budget.py); a resume may raise it (run.resumed.budget_usd). None: no budget.
+    budget_usd: float | None = None
+    # --max-tokens-per-task: an attempt whose reported input + output tokens pass it is
+    # recorded as over the limit (agent.finished.over_limit); None: no limit.
+    max_tokens_per_task: int | None = None
     test_timeout_s: float = 1800.0
     code_mode: str = "agentic"
     predictions: list[str] = msgspec.field(default_factory=list)  # [PASS=]FILE
@@ -91,6 +97,7 @@ class RunOptions(msgspec.Struct, kw_only=True):
             raise SweclError(f"--jobs {self.jobs}: give at least 1")
         if self.task_jobs < 1:
             raise SweclError(f"--task-jobs {self.task_jobs}: give at least 1")
+        self.validate_limits()
         self.validate_executor()
         if self.sandbox not in SANDBOX_MODES:
             raise SweclError(f"--sandbox {self.sandbox!r}: one of {', '.join(SANDBOX_MODES)}")
@@ -125,6 +132,16 @@ class RunOptions(msgspec.Struct, kw_only=True):
                     f"run version {self.version!r} cannot be seeded from itself: a run writes to a different "
                     "version than its source"
                 )
+
+    def validate_limits(self) -> None:
+        if self.budget_usd is not None and not self.budget_usd > 0:
+            raise SweclError(f"--budget-usd {self.budget_usd:g}: give a positive number of dollars")
+        if self.max_tokens_per_task is not None and self.max_tokens_per_task < 1:
+            raise SweclError(f"--max-tokens-per-task {self.max_tokens_per_task}: give a positive number of tokens")
+        if not self.agent_timeout_s > 0:
+            raise SweclError(f"--task-timeout {self.agent_timeout_s:g}: give a positive number of seconds")
+        if self.max_turns is not None and self.max_turns < 1:
+            raise SweclError(f"--max-turns {self.max_turns}: give at least 1")
 
     def _validate_memory_server(self, stage: Any) -> None:
         """--memory-server and its options: for the memory stages, parsed now (one line)."""

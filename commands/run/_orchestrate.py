@@ -22,15 +22,16 @@ from commands.inputs import Benchmark, Sequence, find_sequence
 from commands.memory import dream, materialise_version, resolve_seed, seed_memory
 from graders import reap_orphans
 from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, Terminated, event_id_for
-from ledger.events import RunResumed, RunStarted, TaskRef
+from ledger.events import RunBudgetReached, RunResumed, RunStarted, TaskRef
 from projections import get_run
 
 from .. import _stops
 from .._folder import ExperimentFolder
 from .._failpoints import failpoint
 from .._provenance import provenance
-from ._fork import ForkPlan, apply_fork_seed, forked_event, resolve_fork
+from ._budget import BudgetReached, budget_of, spent_usd
 from ._context import agent_sandbox, build_agent, cache_dir_of, open_benchmark, sequence_context
+from ._fork import ForkPlan, apply_fork_seed, forked_event, resolve_fork
 from ._options import RunOptions
 from ._order import ordered, recorded_spec
 from ._progress import QueueDrain, QueueReporter, Reporter
@@ -220,11 +221,14 @@ def start_run(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, re
 
 
 def resume_run(folder: ExperimentFolder, version: str, reporter: Reporter, *, jobs: int | None = None,
-               task_jobs: int | None = None, executor: dict[str, Any] | None = None) -> RunReport:
+               task_jobs: int | None = None, executor: dict[str, Any] | None = None,
+               budget_usd: float | None = None) -> RunReport:
     """Continue run `version`. `jobs`, `task_jobs` and `executor` (RunOptions executor
     fields given on this command line) override what the run was started with: a run
     started on Ray can be finished locally, and the other way round; how many workers
-    run tasks changes nothing that is recorded."""
+    run tasks changes nothing that is recorded. `budget_usd` (--budget-usd) is the run's
+    cost budget from here on, recorded in run.resumed; a run already past its budget is
+    refused, so a resume of a run stopped on its budget gives a larger one."""
     with folder.open_ledger() as ledger:
         run = get_run(ledger, folder.results.projector(ledger), version)
         started = next(ledger.read_stream(f"run/{version}"))
@@ -232,7 +236,13 @@ def resume_run(folder: ExperimentFolder, version: str, reporter: Reporter, *, jo
             # Its mapped variables' values are not recorded (a value may be a token).
             raise SweclError(f"run {version} used --memory-server: --resume of such a run is not supported yet")
         opts = with_overrides(RunOptions.from_config(started.event.config), jobs=jobs, task_jobs=task_jobs,
-                              executor=executor)
+                              executor=executor, budget_usd=budget_usd)
+        opts = msgspec.structs.replace(opts, budget_usd=budget_usd or budget_of(ledger, version, opts.budget_usd))
+        if opts.budget_usd is not None and (spent := spent_usd(ledger, version)) >= opts.budget_usd:
+            raise SweclError(
+                f"run {version} has spent ${spent:.2f} of its ${opts.budget_usd:.2f} budget: "
+                f"give a larger --budget-usd (over {spent:.2f}) to continue it"
+            )
         _require_executor(opts)  # before anything is appended
         benchmark = open_benchmark(opts)
         if benchmark.content_hash != started.event.dataset_hash:
@@ -248,7 +258,8 @@ def resume_run(folder: ExperimentFolder, version: str, reporter: Reporter, *, jo
             attempt = get_run(ledger, folder.results.projector(ledger), version).resumed + 2
             ledger.append(
                 f"run/{version}",
-                [NewEvent(RunResumed(attempt=attempt, provenance=provenance()), event_id_for(version, "resumed", attempt))],
+                [NewEvent(RunResumed(attempt=attempt, provenance=provenance(), budget_usd=budget_usd),
+                          event_id_for(version, "resumed", attempt))],
                 durable=True,
             )
         try:
@@ -261,8 +272,11 @@ def resume_run(folder: ExperimentFolder, version: str, reporter: Reporter, *, jo
 
 
 def with_overrides(opts: RunOptions, *, jobs: int | None = None, task_jobs: int | None = None,
-                   executor: dict[str, Any] | None = None) -> RunOptions:
+                   executor: dict[str, Any] | None = None, budget_usd: float | None = None) -> RunOptions:
     """`opts` as recorded, with what a resuming command line gives instead."""
+    if budget_usd is not None:
+        opts = msgspec.structs.replace(opts, budget_usd=budget_usd)
+        opts.validate_limits()
     if jobs is not None:
         opts = msgspec.structs.replace(opts, jobs=jobs)
     if task_jobs is not None:
@@ -304,6 +318,7 @@ def _execute_locked(folder: ExperimentFolder, version: str, opts: RunOptions, re
     stage = get_stage(opts.stage)
     error: str | None = None
     status = "finished"
+    reached: BudgetReached | None = None
     try:
         # What an earlier swecl that was SIGKILLed left running (unconfined test runs, agents).
         killed = reap_orphans(cache_dir_of(opts))
@@ -325,6 +340,11 @@ def _execute_locked(folder: ExperimentFolder, version: str, opts: RunOptions, re
         _stops.raise_if_requested()
     except AgentUnavailable as exc:
         status, error = "failed", str(exc)
+    except BudgetReached as exc:
+        reached = exc
+        status, error = "budget_reached", str(exc)
+        with folder.open_ledger() as ledger:
+            ledger.append(f"run/{version}", [RunBudgetReached(spent_usd=exc.spent, budget_usd=exc.budget)])
     except KeyboardInterrupt as exc:
         folder.finish_run(version, "interrupted", _stopped_why(exc))
         raise
@@ -346,6 +366,8 @@ def _execute_locked(folder: ExperimentFolder, version: str, opts: RunOptions, re
     except KeyboardInterrupt as exc:
         # The run's record is complete: the stop ends this process, not the run.
         raise _stops.StoppedAfterFinish(version, status, terminated=isinstance(exc, Terminated)) from exc
+    if reached is not None:
+        raise reached  # its own line: what was spent, and how to go on
     if error is not None:
         raise SweclError(f"run {version} stopped: {error}")
     return RunReport(version=version, stage=stage.name, status=status, error=error)

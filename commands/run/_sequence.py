@@ -15,6 +15,7 @@ from ledger.events import PassFinished, PassStarted, TaskFinished
 from projections import INVALID_STATUSES, Cell, Projector, RunOutcomes, SequenceCells, outcome_projection
 
 from .. import _stops
+from ._budget import check_budget
 from ._schedule import Elsewhere, SequenceSchedule, run_scheduled
 from ._stages import Stage
 from ._task import SequenceContext, abandon, run_attempt
@@ -152,7 +153,9 @@ def _run_task(ctx: SequenceContext, state: RunOutcomes, task: Task, pass_: str) 
     # After every attempt ever started, abandoned ones included (a crash right after an
     # abandon leaves no open cell, yet that attempt's ids are taken).
     attempt = max(seq.last_attempt(pass_, task.order), cell.attempt if cell else 0) + 1
-    finished = run_attempt(ctx, task, pass_, attempt)
+    # The budget is checked before a task, never during one: the task in flight finishes.
+    left = check_budget(ctx.ledger, ctx.version, ctx.budget_usd)
+    finished = run_attempt(ctx, task, pass_, attempt, cost_cap=left)
     record_finished(ctx, state, finished)
 
 

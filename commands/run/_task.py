@@ -8,6 +8,7 @@ never leaves a finished task whose lessons are lost, nor lessons of an abandoned
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shutil
 import tempfile
@@ -110,6 +111,7 @@ class SequenceContext:
     providers: Any = None
     # `swecl counterfactual`: memory items the recall of this context's tasks leaves out.
     hidden: frozenset[str] = frozenset()
+    budget_usd: float | None = None  # the run's --budget-usd (as a resume last raised it); see _budget
 
     @property
     def stream(self) -> str:
@@ -147,7 +149,10 @@ def abandon(ctx: SequenceContext, task: Task, pass_: str, attempt: int, reason: 
     )
 
 
-def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> TaskFinished:
+def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int,
+                cost_cap: float | None = None) -> TaskFinished:
+    """`cost_cap`: what is left of the run's --budget-usd, the most this attempt may
+    spend where its agent takes a cost limit (claude, mini-swe-agent)."""
     seq = ctx.sequence
     memory_on = ctx.stage.plugin and pass_ != "baseline"
     # Started before the task is: a server that cannot start fails the run, not a task.
@@ -183,13 +188,23 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> T
     )
 
     egress = Egress(allow_hosts=ctx.allow_hosts, allow_web=ctx.allow_web)
-    result, failure = _run_agent(ctx, task, pass_, attempt, memory_on, egress, host)
+    budget = ctx.budget
+    if cost_cap is not None:
+        cap = cost_cap if budget.max_cost_usd is None else min(budget.max_cost_usd, cost_cap)
+        budget = dataclasses.replace(budget, max_cost_usd=cap)
+    result, failure = _run_agent(ctx, task, pass_, attempt, memory_on, egress, host, budget)
     _unless_halted(ctx)
     collect = BlobCollector()
     agent_event = result.to_event(
         collect, agent=ctx.agent_name, sequence_id=seq.id, instance_id=task.instance_id, order=task.order,
         pass_=pass_, attempt=attempt,
     )
+    if over_token_limit(result, ctx.budget.max_tokens):
+        # Seen after the attempt (no adapter reads its agent's tokens live): recorded as the
+        # agent's attempt at the limit, and graded on the patch it left, like a timeout.
+        agent_event = msgspec.structs.replace(agent_event, over_limit="tokens")
+        ctx.reporter.note(f"{task.instance_id} ({pass_}): over --max-tokens-per-task {ctx.budget.max_tokens} "
+                          f"({token_total(result.tokens)} tokens)")
     agent_events = [NewEvent(agent_event, ctx.ids(task, pass_, attempt, "agent.finished"))]
     if egress.proxied:  # the agent ran in its own network namespace: what it reached, and what not
         agent_events.append(NewEvent(AgentEgress(
@@ -362,9 +377,19 @@ def provider_write(ctx: SequenceContext, host: Any, task: Task, attempt: int, pa
     host.call(context, policy.write_tool, args)
 
 
+def token_total(tokens: dict[str, int]) -> int:
+    """The tokens an attempt is limited by: its reported input and output (cache reads,
+    which a CLI may count by the million, are not)."""
+    return int(tokens.get("input", 0)) + int(tokens.get("output", 0))
+
+
+def over_token_limit(result: AgentResult, max_tokens: int | None) -> bool:
+    return max_tokens is not None and token_total(result.tokens) > max_tokens
+
+
 def _run_agent(
     ctx: SequenceContext, task: Task, pass_: str, attempt: int, memory_on: bool, egress: Egress | None = None,
-    host: Any = None,
+    host: Any = None, budget: Budget | None = None,
 ) -> tuple[AgentResult, str | None]:
     """The agent's result, and the status when the harness (not the agent) failed:
     `infra_error` when the task's checkout could not be made (a clone or fetch that
@@ -400,7 +425,7 @@ def _run_agent(
                 scratch_dir=Path(scratch),
                 base_commit=task.base_commit,
                 recall=recall if host is None else provider,
-                budget=ctx.budget,
+                budget=budget or ctx.budget,
                 model=ctx.model,
                 code_mode=ctx.code_mode,  # type: ignore[arg-type]
                 prompt_style=ctx.stage.prompt_style if memory_on else "plain",  # type: ignore[arg-type]

@@ -104,6 +104,7 @@ class AttemptShow(msgspec.Struct, kw_only=True):
     tokens: dict[str, int] = msgspec.field(default_factory=dict)
     cost_usd: float | None = None
     duration_s: float | None = None
+    over_limit: str | None = None  # agent.finished.over_limit: the per-task limit the attempt passed
     final_message: str | None = None
     patch_blob: str | None = None
     patch: str | None = None
@@ -237,6 +238,10 @@ def agent_numbers(shown: AttemptShow) -> list[str]:
         numbers.append(f"cost ${shown.cost_usd:.4f}")
     if shown.duration_s:
         numbers.append(f"{shown.duration_s:.1f}s")
+    if shown.over_limit == "tokens":
+        numbers.append("over --max-tokens-per-task")
+    elif shown.over_limit:
+        numbers.append(f"over its {shown.over_limit} limit")
     return numbers
 
 
@@ -305,6 +310,7 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
         tokens=dict(agent.tokens) if agent is not None else {},
         cost_usd=agent.cost_usd if agent is not None else None,
         duration_s=agent.duration_s if agent is not None else None,
+        over_limit=agent.over_limit if agent is not None else None,
         final_message=final_message(transcript),
         patch_blob=agent.patch if agent is not None else None,
         patch=blob_text(ledger, agent.patch if agent is not None else None),
