@@ -31,6 +31,7 @@ from projections import (
     Projector,
     RunOutcomes,
     RunsProjection,
+    RunSpend,
     RunSummary,
     VersionMetrics,
     memory_server_of,
@@ -39,6 +40,7 @@ from projections import (
     read_views,
     run_not_gradeable,
     shown_versions,
+    spend_of,
 )
 from projections.compare import Comparison, GroupedMetrics, compare_groups, group_members, group_runs, grouped_metrics, side_of
 from projections.metrics import MetricsResult, SequenceOutcomes, SequenceResult, compute
@@ -193,6 +195,8 @@ class VersionReport:
     integrity: dict[str, Any] | None = None
     """The integrity flags of the run's patches, as `swecl metrics --json` gives them
     (`projections.audit.integrity_counts`, over the attempts that count)."""
+    spend: RunSpend | None = None
+    """What the run's agents reported spending, and its budget (`swecl runs`' spend)."""
 
     @property
     def label(self) -> str:
@@ -448,7 +452,8 @@ def _version_report(
     return VersionReport(run=run, retest_every=retest_every, result=result, sequences=sequences,
                          leakage=leakage,
                          scored=VersionMetrics(run, state, result, excluded, memory_server_of(ledger, run)),
-                         integrity=integrity_counts(integrity_of(ledger, run.version)))
+                         integrity=integrity_counts(integrity_of(ledger, run.version)),
+                         spend=spend_of(ledger, run.version))
 
 
 def _leakage(ledger: Ledger, version: str) -> tuple[Leakage, dict[tuple[str, int], tuple[TaskLeak, ...]]]:

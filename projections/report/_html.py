@@ -160,7 +160,7 @@ def _runs_table(data: ReportData) -> str:
     head = "".join(
         f"<th>{h}</th>"
         for h in ("version", "stage", "memory", "agent", "model", "grader", "sandbox", "benchmark", "passes",
-                  "seeded from", "status", "started", "leaks")
+                  "seeded from", "status", "started", "spend", "leaks")
     )
     rows = []
     for vr in data.versions:
@@ -175,7 +175,7 @@ def _runs_table(data: ReportData) -> str:
             memory += f", memory server {vr.memory_server}"
         cells = (
             run.version, run.stage, memory, run.agent, run.model or "", run.grader, sandbox_of(run.config),
-            run.benchmark, passes, seeded, run.status, run.started_at[:19],
+            run.benchmark, passes, seeded, run.status, run.started_at[:19], _spend_text(vr),
         )
         flagged = vr.leakage.flagged
         leaks = f'<a class="flagged" href="#leakage">{flagged}</a>' if flagged else "0"
@@ -185,6 +185,15 @@ def _runs_table(data: ReportData) -> str:
         f'<section id="runs"><h2>Runs {_TOP}</h2><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
         "</table></section>"
     )
+
+
+def _spend_text(vr: VersionReport) -> str:
+    """The run's reported cost against its budget: "-" where no agent reported a cost."""
+    spend = vr.spend
+    if spend is None or (spend.cost_usd is None and spend.budget_usd is None):
+        return "-"
+    cost = "no cost reported" if spend.cost_usd is None else f"${spend.cost_usd:.2f}"
+    return cost + ("" if spend.budget_usd is None else f" of ${spend.budget_usd:.2f}")
 
 
 def _headline_notes(data: ReportData) -> str:

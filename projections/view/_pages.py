@@ -145,6 +145,16 @@ def _headline_cells(vm: VersionMetrics) -> str:
     return "".join(cells)
 
 
+def _spend_line(spend: Mapping[str, Any] | None) -> str:
+    """What the run's agents reported spending, against its budget (`swecl runs`' spend);
+    nothing for a run with no cost reported and no budget (demo, codex, gemini)."""
+    if not spend or (spend.get("cost_usd") is None and spend.get("budget_usd") is None):
+        return ""
+    cost = "no cost reported" if spend.get("cost_usd") is None else f"${spend['cost_usd']:.2f}"
+    budget = "" if spend.get("budget_usd") is None else f" of ${spend['budget_usd']:.2f}"
+    return f'<span class="sub" data-spend="{value_attr(spend.get("cost_usd"))}">spent {esc(cost + budget)}</span>'
+
+
 def _breakable(text: str) -> str:
     """`text` escaped, with a line-break opportunity after each `-`, `_`, `.` and `/`: a long
     id (`swecl-demo_spans_sequence`) wraps at its parts rather than mid-word."""
@@ -168,7 +178,7 @@ def _run_row(item: RunListing) -> str:
         + (f'<span class="sub">seeded from {_breakable(seeded)}</span>' if seeded else "") + "</td>"
         f'<td class="ids">{_breakable(r["stage"])}<span class="sub">{_breakable(r["agent"])}</span></td>'
         f'<td class="progress-cell"><b class="status">{esc(r["status"])}</b> '
-        f"{progress_html(item.progress, r['status'], say_status=False)}</td>"
+        f"{progress_html(item.progress, r['status'], say_status=False)}{_spend_line(r.get('spend'))}</td>"
         f"{_headline_cells(vm)}"
         f'<td class="ids seqs">{sequences}</td><td class="passes">{resolved}</td>'
         f'<td class="num{" flagged" if leaks else ""}">{leaks}</td>{contrast_html(vm)}'

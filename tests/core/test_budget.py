@@ -61,6 +61,10 @@ def test_a_run_stops_on_its_budget_and_a_larger_one_finishes_it(tmp_path: Path, 
     (row,) = swecl_json(root, "runs", cache=cache)
     assert row["status"] == "budget_reached"
     assert (row["spend"]["cost_usd"], row["spend"]["budget_usd"], row["spend"]["attempts"]) == (0.8, 0.5, 2)
+    page = exp.view(log_error=print).respond("/").body.decode()  # the view's runs page says it too
+    assert 'data-spend="0.8"' in page and "spent $0.80 of $0.50" in page
+    exp.report(out_dir=tmp_path / "report")  # and the report's runs table
+    assert "<td>$0.80 of $0.50</td>" in (tmp_path / "report" / "index.html").read_text()
 
     # The same budget again is refused before anything is appended; a larger one finishes it.
     with pytest.raises(SweclError, match=r"spent \$0.80 of its \$0.50 budget: give a larger --budget-usd"):
