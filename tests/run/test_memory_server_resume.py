@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from commands import Experiment
 from ledger import Ledger
 
 from .support import SPANS, events, first_of, first_tasks, swecl
@@ -209,6 +210,11 @@ def test_plugin_dreamed_calls_the_servers_consolidation_tool_once_before_the_ini
     snaps = _payloads(runs, "memory.provider.snapshot", f"run/{version}/")
     assert [(s["instance_id"], s["order"]) for s in snaps] == [(None, 0), (first, 1)]
     assert not _payloads(runs, "dream.finished", f"run/{version}")  # swecl's own dream does not run
+    # Replayed before its first task: the dreamed data, which a resume would start on too.
+    report = Experiment(runs).replay(version=version, upto_order=1, out_dir=tmp_path / "replay")
+    assert any("after the dream pass" in line for line in report.lines())
+    notes = (tmp_path / "replay" / "provider" / SPANS / "data" / "notes").read_text().splitlines()
+    assert len(notes) == 2 and all(line.endswith(f"dreamed-{SPANS}") for line in notes)
     assert swecl(runs, "verify", cache=cache).returncode == 0
 
 
