@@ -153,20 +153,20 @@ class RunJobs(ExperimentFolder):
 
     def resume(self, version: str, reporter: Reporter, *, jobs: int | None = None, task_jobs: int | None = None,
                executor: dict[str, Any] | None = None, repeat: int = 1, memory_server: str | None = None,
-               budget_usd: float | None = None) -> Runs:
+               budget_usd: float | None = None, memory_env: list[str] | None = None) -> Runs:
         """Continue run `version` where it stopped and, when it is part of an invocation that
         started several (the demo suite, `--repeat K`), the rest of that invocation. `jobs`,
         `task_jobs`, `executor` (RunOptions' executor fields) override what was recorded;
-        `repeat` and `memory_server`, options of a new run, are refused. `budget_usd`: the
-        run's cost budget from here on (`--resume V --budget-usd X` raises a spent one)."""
+        `repeat`, an option of a new run, is refused. `budget_usd`: the run's cost budget
+        from here on (`--resume V --budget-usd X` raises a spent one). A --memory-server
+        run's `memory_env` values (never recorded) are given again, and `memory_server`
+        when its URL is recorded without credentials (`run/_provider_resume.py`)."""
         from .run import continue_invocation  # lazy: as in `run`
 
         if repeat != 1:
             raise SweclError("--resume continues one run; --repeat starts new ones: drop --repeat")
-        if memory_server is not None:
-            raise SweclError("--resume continues a run with its own options: drop --memory-server")
         reports = continue_invocation(self, version, reporter, jobs=jobs, task_jobs=task_jobs, executor=executor,
-                                      budget_usd=budget_usd)
+                                      budget_usd=budget_usd, memory_server=memory_server, memory_env=memory_env)
         return Runs(tuple(reports), grouped=len(reports) > len({r.stage for r in reports}))
 
     def run_summary(self, versions: list[str], *, grouped: bool = False) -> RunsSummary:

@@ -123,7 +123,9 @@ class ReplayProvider:
         lines = []
         for s, c in self.cuts.items():
             where = out_dir / PROVIDER_SUBDIR / s / "data"
-            if c.source == "snapshot":
+            if c.source == "snapshot" and c.instance_id is None:  # plugin-dreamed's, before task 1
+                what = f"its snapshot after the dream pass (seq {c.seq})"
+            elif c.source == "snapshot":
                 what = f"its snapshot after task {c.order} ({c.instance_id}, seq {c.seq})"
             elif c.source == "seed":
                 what = f"the snapshot it was seeded from (seq {c.seq})"

@@ -86,7 +86,7 @@ if TYPE_CHECKING:
                    "or an http(s) URL. Started per sequence outside the agent's sandbox; every call recorded.")
 @click.option("--memory-env", multiple=True, metavar="NAME=VALUE",
               help="A variable for the --memory-server command ({data}: its data directory, snapshotted after "
-                   "each task); repeatable. Only the names are recorded.")
+                   "each task); repeatable. Only the names are recorded: --resume of such a run takes them again.")
 @click.option("--memory-recall-tool", default=None, metavar="NAME",
               help="The server's tool swecl calls before each task for the agent's recall (the demo agent, "
                    "plugin-primed's notes).")
@@ -98,6 +98,11 @@ if TYPE_CHECKING:
 @click.option("--memory-write-args", default=None, metavar="JSON",
               help="Its arguments: a JSON template with {instance_id}, {repo}, {order}, {outcome}, {files}, "
                    "{summary}, {patch}, {lesson} (default for create_entities: one entity per task).")
+@click.option("--memory-dream-tool", default=None, metavar="NAME",
+              help="plugin-dreamed: the server's consolidation tool, called once per sequence on the seed before "
+                   "the initial pass (its dream pass), then snapshotted.")
+@click.option("--memory-dream-args", default=None, metavar="JSON",
+              help="Its arguments: a JSON template with {sequence_id} (default {}).")
 @click.option("--memory-call-timeout", type=float, default=60.0, show_default=True, metavar="S",
               help="Seconds a memory server call may take; a call over it makes the task infra_error.")
 @click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True, metavar="K",
@@ -128,7 +133,8 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             shard_dir: str | None, ray_cpus: float | None, max_retries: int | None, sandbox: str,
             allow_hosts: tuple[str, ...], allow_web: bool, memory_server: str | None, memory_env: tuple[str, ...],
             memory_recall_tool: str | None, memory_recall_args: str | None, memory_write_tool: str | None,
-            memory_write_args: str | None, memory_call_timeout: float, repeat: int, task_order: str | None, orders: int | None, fork: str | None,
+            memory_write_args: str | None, memory_dream_tool: str | None, memory_dream_args: str | None,
+            memory_call_timeout: float, repeat: int, task_order: str | None, orders: int | None, fork: str | None,
             dream_at_fork: bool, quiet: bool, as_json: bool) -> None:
     """Run a stage of the stage matrix over sequences, task by task, in three passes.
 
@@ -153,7 +159,8 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             if max_tokens_per_task is not None:
                 raise SweclError("--resume continues a run with its own limits: drop --max-tokens-per-task")
             done = exp.resume(resume, reporter, jobs=jobs if jobs != 1 else None, task_jobs=task_jobs,
-                              executor=placement, repeat=repeat, memory_server=memory_server, budget_usd=budget_usd)
+                              executor=placement, repeat=repeat, memory_server=memory_server, budget_usd=budget_usd,
+                              memory_env=list(memory_env))
         else:
             opts = RunOptions(
                 stage=stage or DEMO_SUITE[0], dataset=dataset, rows=rows, sequences=list(sequences),
@@ -168,7 +175,8 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 sandbox=sandbox, allow_hosts=list(allow_hosts), allow_web=allow_web,
                 memory_server=memory_server, memory_env=list(memory_env), memory_recall_tool=memory_recall_tool,
                 memory_recall_args=memory_recall_args, memory_write_tool=memory_write_tool,
-                memory_write_args=memory_write_args, memory_call_timeout_s=memory_call_timeout,
+                memory_write_args=memory_write_args, memory_dream_tool=memory_dream_tool,
+                memory_dream_args=memory_dream_args, memory_call_timeout_s=memory_call_timeout,
                 order=task_order, orders=orders,
             )
             opts = msgspec.structs.replace(opts, **placement)

@@ -133,7 +133,8 @@ def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id
         if provider_dir is None:
             raise SweclError("--memory-server runs its sequences in the run's own process only (report this)")
         ctx.providers = SequenceProviders(policy_of(opts), provider_dir, ledger.path, version, sequence.id,
-                                          sandbox=sandbox, network=bool(opts.allow_hosts))
+                                          sandbox=sandbox, network=bool(opts.allow_hosts),
+                                          dream=stage.dreams_before_eval)
     return ctx
 
 

@@ -16,6 +16,7 @@ from .._folder import ExperimentFolder
 from ._options import RunOptions
 from ._orchestrate import Invocation, Repeat, RunReport, resume_run, start_run, with_overrides
 from ._progress import Reporter
+from ._provider_resume import provider_resume_options
 from ._stages import DEMO_SUITE, get_stage
 
 
@@ -43,7 +44,8 @@ def run_demo_suite(folder: ExperimentFolder, opts: RunOptions, reporter: Reporte
 
 def continue_invocation(folder: ExperimentFolder, version: str, reporter: Reporter, *, jobs: int | None = None,
                         task_jobs: int | None = None, executor: dict[str, Any] | None = None,
-                        budget_usd: float | None = None) -> list[RunReport]:
+                        budget_usd: float | None = None, memory_server: str | None = None,
+                        memory_env: list[str] | None = None) -> list[RunReport]:
     """`swecl run --resume VERSION`: continue that run and, when it is part of an invocation
     that started several (the demo suite, --repeat K), the rest of it, in the order it
     would have run: unfinished runs resumed, runs that never began started, finished ones
@@ -53,12 +55,15 @@ def continue_invocation(folder: ExperimentFolder, version: str, reporter: Report
     run = runs.get(version)
     if run is None or run.suite is None or not run.suite_stages or run.suite not in runs:
         return [resume_run(folder, version, reporter, jobs=jobs, task_jobs=task_jobs, executor=executor,
-                           budget_usd=budget_usd)]
+                           budget_usd=budget_usd, memory_server=memory_server, memory_env=memory_env)]
     members = {(m.repeat_index or 1, m.stage): m for m in runs.values() if m.suite == run.suite}
     first = runs[run.suite]
     try:
         opts = with_overrides(RunOptions.from_config(first.config), jobs=jobs, task_jobs=task_jobs, executor=executor,
                               budget_usd=budget_usd)
+        # --repeat K of a --memory-server run: the runs not begun yet start with the values given now.
+        opts = provider_resume_options(opts, first.config, first.version, memory_server=memory_server,
+                                       memory_env=list(memory_env or []))
     except msgspec.ValidationError as exc:
         raise SweclError(f"run {first.version}'s recorded options cannot be read: {exc}") from None
     stages = tuple(run.suite_stages)
@@ -66,7 +71,8 @@ def continue_invocation(folder: ExperimentFolder, version: str, reporter: Report
         get_stage(stage)  # a stage this swecl no longer knows is refused before anything runs
     return _run_invocation(folder, opts, stages, run.repeat_count or 1, reporter, done=members,
                            first=run.suite, overrides={"jobs": jobs, "task_jobs": task_jobs, "executor": executor,
-                                                                 "budget_usd": budget_usd})
+                                                                 "budget_usd": budget_usd, "memory_server": memory_server,
+                                                                 "memory_env": memory_env})
 
 
 def _run_invocation(folder: ExperimentFolder, opts: RunOptions, stages: tuple[str, ...], count: int, reporter: Reporter, *,

@@ -76,6 +76,9 @@ class RunOptions(msgspec.Struct, kw_only=True):
     memory_recall_args: str | None = None  # JSON template; None: {"query": "{query}"}
     memory_write_tool: str | None = None
     memory_write_args: str | None = None  # JSON template; None: the write tool's default, if it has one
+    # plugin-dreamed: the server's own consolidation tool, called once before the initial pass.
+    memory_dream_tool: str | None = None
+    memory_dream_args: str | None = None  # JSON template; None: {}
     memory_call_timeout_s: float = 60.0
     # Another task order than the dataset's (--order permute:SEED | reverse | FILE; see _order.py);
     # None: the dataset's. `orders`: `--orders N`, the group of N seeded permutations this run is of.
@@ -195,7 +198,10 @@ class RunOptions(msgspec.Struct, kw_only=True):
         if self.memory_server is not None:
             from agents import parse_memory_server  # lazy, as in validate
 
-            raw["memory_server"] = parse_memory_server(self.memory_server, self.memory_env).redacted()
+            spec = parse_memory_server(self.memory_server, self.memory_env)
+            raw["memory_server"] = spec.redacted()
+            # A URL that lost credentials or query values: a resume must be given it again.
+            raw["memory_server_redacted"] = spec.url is not None and spec.redacted() != spec.url
             raw["memory_env_names"] = [item.partition("=")[0] for item in self.memory_env]
         raw.pop("memory_env")
         return raw

@@ -35,6 +35,7 @@ from ._fork import ForkPlan, apply_fork_seed, forked_event, resolve_fork
 from ._options import RunOptions
 from ._order import ordered, recorded_spec
 from ._progress import QueueDrain, QueueReporter, Reporter
+from ._provider_resume import provider_resume_options
 from ._provider_seed import apply_provider_seed, resolve_provider_seed
 from ._ray import run_on_ray
 from ._ray_session import check_ray
@@ -170,7 +171,7 @@ def prepare_memory(ledger: Ledger, version: str, stage: Stage, opts: RunOptions,
         )
         for line in result.lines():
             reporter.note(line)
-    if stage.dreams_before_eval:
+    if stage.dreams_before_eval and opts.memory_server is None:  # a server's dream is its tool's, per sequence
         report = dream(ledger, version, reason="pre-eval")
         for line in report.lines():
             reporter.note(line)
@@ -222,21 +223,22 @@ def start_run(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, re
 
 def resume_run(folder: ExperimentFolder, version: str, reporter: Reporter, *, jobs: int | None = None,
                task_jobs: int | None = None, executor: dict[str, Any] | None = None,
-               budget_usd: float | None = None) -> RunReport:
+               budget_usd: float | None = None, memory_server: str | None = None,
+               memory_env: list[str] | None = None) -> RunReport:
     """Continue run `version`. `jobs`, `task_jobs` and `executor` (RunOptions executor
     fields given on this command line) override what the run was started with: a run
     started on Ray can be finished locally, and the other way round; how many workers
     run tasks changes nothing that is recorded. `budget_usd` (--budget-usd) is the run's
     cost budget from here on, recorded in run.resumed; a run already past its budget is
-    refused, so a resume of a run stopped on its budget gives a larger one."""
+    refused, so a resume of a run stopped on its budget gives a larger one. `memory_server`
+    and `memory_env`: a --memory-server run's values, given again (`_provider_resume`)."""
     with folder.open_ledger() as ledger:
         run = get_run(ledger, folder.results.projector(ledger), version)
         started = next(ledger.read_stream(f"run/{version}"))
-        if started.event.config.get("memory_server"):
-            # Its mapped variables' values are not recorded (a value may be a token).
-            raise SweclError(f"run {version} used --memory-server: --resume of such a run is not supported yet")
         opts = with_overrides(RunOptions.from_config(started.event.config), jobs=jobs, task_jobs=task_jobs,
                               executor=executor, budget_usd=budget_usd)
+        opts = provider_resume_options(opts, started.event.config, version, memory_server=memory_server,
+                                       memory_env=list(memory_env or []))
         opts = msgspec.structs.replace(opts, budget_usd=budget_usd or budget_of(ledger, version, opts.budget_usd))
         if opts.budget_usd is not None and (spent := spent_usd(ledger, version)) >= opts.budget_usd:
             raise SweclError(

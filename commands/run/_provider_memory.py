@@ -26,9 +26,9 @@ from typing import Any
 
 from agents import (
     CallContext, LedgerRecorder, ProviderError, ProviderHost, ProviderSpec, RecalledItem, parse_memory_server,
-    restore_provider_data,
+    provider_snapshot_event, restore_provider_data, snapshot_provider_data,
 )
-from ledger import Ledger, StreamRange, SweclError
+from ledger import Ledger, NewEvent, StreamRange, SweclError, event_id_for
 from ledger.events import SnapshotFile
 
 from ._provider_seed import provider_seed_files
@@ -51,7 +51,9 @@ DEFAULT_WRITE_ARGS = {
 # (a fix the demo agent can reuse) wherever the server's answer quotes it.
 LESSON_MARK = "swecl-lesson "
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_MEMORY_OPTIONS = ("memory_recall_tool", "memory_recall_args", "memory_write_tool", "memory_write_args", "memory_env")
+_MEMORY_OPTIONS = ("memory_recall_tool", "memory_recall_args", "memory_write_tool", "memory_write_args", "memory_env",
+                   "memory_dream_tool", "memory_dream_args")
+DREAM_FIELDS = ("sequence_id",)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class MemoryPolicy:
     write_tool: str | None
     write_args: Any
     call_timeout_s: float
+    dream_tool: str | None = None  # plugin-dreamed: called once per sequence before the initial pass
+    dream_args: Any = None
 
 
 def _flag(name: str) -> str:
@@ -116,12 +120,14 @@ def check_memory_options(opts: Any, stage: Any) -> None:
         raise SweclError(f"--memory-server is for the memory stages (plugin-blank, plugin-accum, plugin-dreamed, "
                          f"plugin-primed), not {stage.name!r}")
     policy_of(opts)  # parses the spec and the templates
-    if stage.seeds and not stage.dreams_before_eval and not opts.source_memory:
+    if stage.dreams_before_eval and not opts.memory_dream_tool:
+        raise SweclError(f"--memory-server with {stage.name}: swecl cannot dream a server it only calls; name the "
+                         "server's consolidation tool with --memory-dream-tool NAME (or use plugin-accum)")
+    if opts.memory_dream_tool and not stage.dreams_before_eval:
+        raise SweclError(f"--memory-dream-tool is for plugin-dreamed (its dream pass), not {stage.name!r}")
+    if stage.seeds and not opts.source_memory:
         raise SweclError(f"--memory-server with {stage.name}: give --source-memory VERSION, an earlier "
                          "--memory-server run of this ledger")
-    if stage.dreams_before_eval:
-        raise SweclError(f"--memory-server with {stage.name} is refused: a dream pass over a user's memory server is "
-                         "not defined yet (use plugin-accum to seed from an earlier --memory-server run)")
     for flag, given in (("--executor ray", opts.executor == "ray"), ("--jobs N > 1", opts.jobs > 1),
                         ("--task-jobs N > 1", opts.task_jobs > 1), ("--retest-every", opts.retest_every is not None)):
         if given:
@@ -142,9 +148,13 @@ def policy_of(opts: Any) -> MemoryPolicy:
         raise SweclError(f"--memory-write-tool {opts.memory_write_tool}: swecl knows no arguments for it; give "
                          "--memory-write-args TEMPLATE (JSON with {instance_id}, {summary}, {files}, {outcome} ...)")
     write_args = _template(write_text, "--memory-write-args", WRITE_FIELDS) if write_text else None
+    if opts.memory_dream_args and not opts.memory_dream_tool:
+        raise SweclError("--memory-dream-args is the template of --memory-dream-tool: name the tool too")
+    dream_args = _template(opts.memory_dream_args or "{}", "--memory-dream-args", DREAM_FIELDS)
     return MemoryPolicy(spec=spec, recall_tool=opts.memory_recall_tool, recall_args=recall_args,
                         write_tool=opts.memory_write_tool, write_args=write_args,
-                        call_timeout_s=opts.memory_call_timeout_s)
+                        call_timeout_s=opts.memory_call_timeout_s, dream_tool=opts.memory_dream_tool,
+                        dream_args=dream_args)
 
 
 # -- what a task taught, and reading it back ------------------------------------------------
@@ -251,10 +261,11 @@ class SequenceProviders:
     in the run's results (hidden from the agent's sandbox, like the ledger)."""
 
     def __init__(self, policy: MemoryPolicy, root: Path, ledger_path: Path, version: str, sequence_id: str, *,
-                 sandbox: Any, network: bool) -> None:
+                 sandbox: Any, network: bool, dream: bool = False) -> None:
         self.policy, self.root, self.ledger_path = policy, root, Path(ledger_path)
         self.version, self.sequence_id = version, sequence_id
         self.sandbox, self.network = sandbox, network
+        self.dream = dream and policy.dream_tool is not None  # plugin-dreamed: the dream pass before the first task
         self._host: ProviderHost | None = None
         self._phase: str | None = None
 
@@ -281,18 +292,53 @@ class SequenceProviders:
                             sandbox=self.sandbox, network=self.network)
         host.__enter__()
         offered = host.info.tool_names if host.info else []
-        for tool in (self.policy.recall_tool, self.policy.write_tool):
+        for tool in (self.policy.recall_tool, self.policy.write_tool, self.policy.dream_tool if self.dream else None):
             if tool is not None and tool not in offered:
                 host.close()
                 raise ProviderError(f"the memory server {self.policy.spec.redacted()!r} has no tool {tool!r} "
                                     f"(it offers: {', '.join(offered) or 'none'})")
         self._host, self._phase = host, phase
+        if phase == "initial" and self.dream and not dreamed(ledger, self.version, self.sequence_id):
+            self._dream(ledger, host)
         return host
+
+    def _dream(self, ledger: Ledger, host: ProviderHost) -> None:
+        """plugin-dreamed's dream pass over the server: its consolidation tool, once, on the
+        seed, then the data directory as it left it (a snapshot of no task, order 0, which
+        the first task starts on and a resume finds: the dream is not called again)."""
+        assert self.policy.dream_tool is not None
+        failures = len(host.failures)
+        context = CallContext(sequence_id=self.sequence_id, instance_id="", order=0, via="dream")
+        args = fill(self.policy.dream_args, {"sequence_id": self.sequence_id})
+        result = host.call(context, self.policy.dream_tool, args)
+        if len(host.failures) > failures or result.get("isError"):
+            why = host.failures[-1].message if len(host.failures) > failures else \
+                " ".join(str(c.get("text", "")) for c in result.get("content") or [] if isinstance(c, dict))[:300]
+            self.close()
+            raise ProviderError(f"the dream pass of sequence {self.sequence_id} failed: "
+                                f"{self.policy.dream_tool} of {self.policy.spec.redacted()!r}: {why}")
+        with host.idle():
+            manifest = snapshot_provider_data(ledger, host.data_dir)
+        ledger.append(f"run/{self.version}/{self.sequence_id}", [NewEvent(
+            provider_snapshot_event(manifest, sequence_id=self.sequence_id, instance_id=None, order=0),
+            event_id_for(self.version, self.sequence_id, "provider.dream.snapshot"))], durable=True)
+
+    def discard(self) -> None:
+        """The host failed in a task (crashed, hung, wrote garbage): closed, so the next task
+        starts a fresh server on the last snapshot, not on what a failing server left."""
+        self.close()
 
     def close(self) -> None:
         host, self._host, self._phase = self._host, None, None
         if host is not None:
             host.close()
+
+
+def dreamed(ledger: Ledger, version: str, sequence_id: str) -> bool:
+    """Whether the sequence's dream pass is recorded (its snapshot of no task)."""
+    return any(rec.event.instance_id is None and rec.event.pass_ == "initial"
+               for rec in ledger.read(types=["memory.provider.snapshot"],
+                                      ranges=[StreamRange(f"run/{version}/{sequence_id}")]))
 
 
 def last_snapshot(ledger: Ledger, version: str, sequence_id: str) -> list[SnapshotFile] | None:

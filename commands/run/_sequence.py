@@ -106,10 +106,51 @@ def run_free_tasks(ctx: SequenceContext, pass_: str, orders: list[int]) -> None:
 def _prepare(ctx: SequenceContext) -> RunOutcomes:
     """What the ledger says is done, and the sequence's progress and native memory files."""
     state = Projector(ctx.ledger).run(outcome_projection(ctx.ledger, ctx.version)).state
+    if ctx.providers is not None:
+        _reopen_server_failures(ctx, state)
     _restore_progress(ctx, state)
     if ctx.stage.memory_mode == "builtin":
         ctx.builtin_seen = _builtin_files(ctx)
     return state
+
+
+def _reopen_server_failures(ctx: SequenceContext, state: RunOutcomes) -> None:
+    """A --memory-server run, resumed: the tasks whose last attempt the memory server failed
+    (infra_error with a failed call recorded) run again as their next attempt, on a fresh
+    server restored from the last snapshot; the failed attempts stay recorded. In the
+    initial pass only the failures after its last task that finished with a working
+    server: a failed task followed by one that finished ran the memory on without it, so
+    redoing it out of order would show it a later memory. Once an initial-pass task is
+    redone, the re-test pass (which recalls the initial pass's end) is redone whole."""
+    seq = state.sequences.get(ctx.sequence.id)
+    if seq is None:
+        return
+    failed = {(rec.event.pass_, rec.event.order, rec.event.attempt)
+              for rec in ctx.ledger.read(types=["memory.provider.called"], ranges=[StreamRange(ctx.stream)])
+              if rec.event.failure is not None}
+
+    def server_failed(pass_: str, order: int) -> bool:
+        cell = seq.passes.get(pass_, {}).get(order)
+        return cell is not None and cell.done and cell.status == "infra_error" and (pass_, order, cell.attempt) in failed
+
+    reopen: list[tuple[str, int]] = []
+    initial = seq.passes.get("initial", {})
+    for task in reversed(ctx.sequence.tasks):
+        cell = initial.get(task.order)
+        if cell is None or not cell.done:
+            continue
+        if not server_failed("initial", task.order):
+            break
+        reopen.append(("initial", task.order))
+    retest = seq.passes.get("retest", {})
+    reopen += [("retest", order) for order in retest if (reopen and retest[order].done) or server_failed("retest", order)]
+    for pass_, order in reopen:
+        # Dropped from this process's view only: the attempt numbers (`attempts`) keep it,
+        # so the redo is the next attempt; nothing recorded changes.
+        del seq.passes[pass_][order]
+    if reopen:
+        ctx.reporter.note(f"{ctx.sequence.id}: {len(reopen)} task(s) the memory server failed run again "
+                          "on a fresh server, from its last snapshot")
 
 
 def _schedule_for(ctx: SequenceContext, passes: list[str], retest_every: int | None) -> SequenceSchedule:

@@ -249,10 +249,12 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int,
         grade_blobs: list[bytes] = []
     else:
         grade, grade_blobs = _grade(ctx, task, pass_, attempt, result.patch)
+    server_failed = False
     if host is not None:
         if pass_ == "initial" and failure is None and len(host.failures) == failures_before:
             provider_write(ctx, host, task, attempt, result.patch, grade.status)
-        if len(host.failures) > failures_before:
+        server_failed = len(host.failures) > failures_before
+        if server_failed:
             # The memory under test failed during the task (a crash, a hang, garbage): what
             # the agent did is no measure of it, and never its 0.
             why = host.failures[-1].message
@@ -273,7 +275,12 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int,
     )
     batch: list[Event | NewEvent] = [NewEvent(finished, ctx.ids(task, pass_, attempt, "task.finished"))]
     memory_blobs: list[bytes] = []
-    if host is not None and pass_ == "initial":
+    if server_failed:
+        # What a failing server left is no state of the memory: no snapshot, and the next
+        # task starts a fresh server on the last one (the memory as the last task that
+        # finished with a working server left it).
+        ctx.providers.discard()
+    elif host is not None and pass_ == "initial":
         # The provider is the memory: no lessons of swecl's own; its data directory as the
         # task left it (no call runs meanwhile), atomic with the task's finish.
         with host.idle():

@@ -93,7 +93,6 @@ def test_a_new_run_refuses_what_swecl_run_refuses(tmp_path: Path, kwargs: dict, 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"repeat": 2}, "--resume continues one run; --repeat starts new ones: drop --repeat"),
-    ({"memory_server": "true"}, "--resume continues a run with its own options: drop --memory-server"),
 ])
 def test_a_resume_refuses_the_options_of_a_new_run(tmp_path: Path, kwargs: dict, message: str) -> None:
     with pytest.raises(SweclError) as caught:

@@ -303,7 +303,7 @@ def test_metrics_report_and_view_name_the_memory_server(provider_run: Path, cach
       "--memory-recall-args", '{"q": "{nope}"}'], "unknown placeholder {nope}"),
     (["--stage", "plugin-accum", "--memory-server", "srv"], "give --source-memory VERSION"),
     (["--stage", "plugin-dreamed", "--memory-server", "srv", "--source-memory", "1"],
-     "a dream pass over a user's memory server is not defined yet"),
+     "name the server's consolidation tool with --memory-dream-tool NAME"),
 ])
 def test_bad_memory_server_options_are_one_line_errors_and_write_nothing(
     tmp_path: Path, cache: Path, args: list[str], says: str
@@ -390,7 +390,9 @@ def test_a_seed_that_is_no_memory_server_snapshot_is_refused_before_anything_is_
 
 # -- a server that dies mid-run ------------------------------------------------------------------
 
-# Dies on its third call: the second task's recall (the first task recalled and wrote).
+# Dies on its third call: the second task's recall (the first task recalled and wrote);
+# the count is in its data directory, so restarted on the first task's snapshot it dies
+# on the third task's recall again.
 # Given inline (-c): a confined server sees no file under /tmp, where the test's files are.
 DYING_SERVER = textwrap.dedent('''
     import os
@@ -439,9 +441,13 @@ def test_a_server_that_dies_mid_run_makes_the_tasks_infrastructure_and_the_run_e
     failed = {p["instance_id"]: p for p in _payloads(results, "grade.finished") if p["status"] == "infra_error"}
     assert all(p["resolved"] is None and "memory server" in p["error"] for p in failed.values())
     calls = _payloads(results, "memory.provider.called")
-    assert [(c["instance_id"], c["via"], c["failure"]) for c in calls] == [
-        (first, "recall", None), (first, "write", None), (second, "recall", "crashed"), (third, "recall", "unavailable"),
+    # The third task ran on a fresh server (the dead one is not called again), its calls numbered anew.
+    assert [(c["instance_id"], c["via"], c["call"], c["failure"]) for c in calls] == [
+        (first, "recall", 1, None), (first, "write", 2, None), (second, "recall", 3, "crashed"),
+        (third, "recall", 1, "crashed"),
     ]
+    assert len(_payloads(results, "memory.provider.started")) == 2
+    assert [s["instance_id"] for s in _payloads(results, "memory.provider.snapshot")] == [first]
     # The written lesson is the task's, test hunks dropped: it names the task and its outcome.
     lesson = json.loads(_blob(results, calls[1]["arguments"]))["text"]
     assert lesson.startswith("swecl-lesson ") and json.loads(lesson.split(" ", 1)[1])["instance_id"] == first
@@ -449,4 +455,4 @@ def test_a_server_that_dies_mid_run_makes_the_tasks_infrastructure_and_the_run_e
     (crashed,) = Experiment(results).show("1", second).shown.provider_calls
     assert (crashed.call, crashed.via, crashed.failure) == (3, "recall", "crashed")
     assert "#3 search by swecl's recall: FAILED (crashed: " in swecl(results, "show", "1", second, cache=cache).stdout
-    assert [c.failure for c in Experiment(results).show("1", third).shown.provider_calls] == ["unavailable"]
+    assert [c.failure for c in Experiment(results).show("1", third).shown.provider_calls] == ["crashed"]
