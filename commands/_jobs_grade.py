@@ -34,6 +34,7 @@ from projections import grade_reasons, pass_statuses, runs
 from ._folder import ExperimentFolder
 
 if TYPE_CHECKING:
+    from ._env_system import SystemDeps
     from ._regrade import RegradeReport
     from ._validate import RepoCounts, Validation
     from .inputs import Task
@@ -362,6 +363,13 @@ class GradeJobs(ExperimentFolder):
             build = build_env(repo, version, spec, cache_dir=cache, python_paths=paths, force=force,
                               exclude_newer=cutoff)
         return EnvBuilt(key=build.env.key, built=build.built, path=build.env.path, warnings=list(build.warnings))
+
+    def env_system_deps(self, *, dataset: str | None = None, rows: str | None = None,
+                        repo: str | None = None) -> SystemDeps:
+        """The Debian packages the specs' set-up lines install, and which are missing here."""
+        from ._env_system import system_deps
+
+        return system_deps(dataset=dataset, rows=rows, repo=repo)
 
     def env_prune(self, *, cache_dir: str | None = None, keep: tuple[str, ...] | list[str] = (), keep_recent: int = 0,
                   dry_run: bool = False) -> EnvPruned:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import click
 
+from ledger import SweclError
+
 from ._common import echo_json, experiment_of, parse_python_paths, parse_repo_sources
 
 cache_option = click.option(
@@ -75,3 +77,44 @@ def env_prune_cmd(ctx: click.Context, cache_dir: str | None, keep: tuple[str, ..
     for path in pruned.removed:
         click.echo(f"{verb} {path}")
     click.echo(f"{verb} {len(pruned.removed)} environment(s)")
+
+
+@env_group.command("system-deps")
+@click.option("--dataset", default=None, metavar="X",
+              help="Whose specs: this dataset's tasks (default: every repo@version of the spec table).")
+@click.option("--rows", default=None, metavar="FILE", help="SWE-bench rows that complete a manifest.")
+@click.option("--repo", default=None, metavar="OWNER/NAME", help="Only this repository's specs.")
+@click.option("--install", is_flag=True, help="As root: apt-get install -y the missing ones (said before it runs).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def env_system_deps_cmd(ctx: click.Context, dataset: str | None, rows: str | None, repo: str | None, install: bool,
+                        as_json: bool) -> None:
+    """The Debian packages the specs' set-up lines install with apt, and which this host lacks.
+
+    The set-up's system lines never run when an environment is built (they need root);
+    what they would install can decide whether a task is gradeable here (Graphviz for
+    sphinx 7.x, FreeType and pkg-config for matplotlib). With --install, as root, the
+    missing ones are installed with apt-get once.
+    """
+    from commands._env_system import install_system_deps
+
+    deps = experiment_of(ctx).env_system_deps(dataset=dataset, rows=rows, repo=repo)
+    if install and deps.missing:
+        still = install_system_deps(deps.missing, lambda text: click.echo(text, err=as_json))
+        if still:
+            raise SweclError(f"still missing after apt-get: {' '.join(still)}")
+        deps = experiment_of(ctx).env_system_deps(dataset=dataset, rows=rows, repo=repo)
+    if as_json:
+        echo_json(deps.document())
+        return
+    if not deps.checked:
+        click.echo("no dpkg-query on this host: which packages are installed is not known")
+    for spec in deps.specs:
+        lacking = f"  missing: {' '.join(spec.missing)}" if spec.missing else ""
+        click.echo(f"{spec.repo}@{spec.version}: {' '.join(spec.packages)}{lacking}")
+    if deps.missing:
+        click.echo(f"missing on this host: {' '.join(deps.missing)}")
+        click.echo(f"install them: apt-get install -y {' '.join(deps.missing)}  (or swecl env system-deps --install "
+                   "as root)")
+    elif deps.checked:
+        click.echo(f"all {len(deps.packages)} package(s) the set-up of {deps.source} names are installed")
