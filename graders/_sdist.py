@@ -116,8 +116,12 @@ def download_sdist(sdist: Sdist, directory: Path, *, timeout_s: float = 600) -> 
     target = directory / sdist.filename
     if not target.is_file() or (sdist.sha256 and hashlib.sha256(target.read_bytes()).hexdigest() != sdist.sha256):
         partial = target.with_name(target.name + ".part")
-        with urllib.request.urlopen(sdist.url, timeout=timeout_s) as response, partial.open("wb") as fh:  # noqa: S310
-            shutil.copyfileobj(response, fh)
+        try:
+            with urllib.request.urlopen(sdist.url, timeout=timeout_s) as response, partial.open("wb") as fh:  # noqa: S310
+                shutil.copyfileobj(response, fh)
+        except OSError as exc:
+            partial.unlink(missing_ok=True)
+            raise SweclError(f"cannot download {sdist.url}: {exc}") from None
         got = hashlib.sha256(partial.read_bytes()).hexdigest()
         if sdist.sha256 and got != sdist.sha256:
             partial.unlink()

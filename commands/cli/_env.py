@@ -163,7 +163,8 @@ def env_verify_cmd(ctx: click.Context, dataset: str, rows: str | None, repo: str
         echo_json(checks)
     else:
         for c in checks:
-            build = f"build {'ok' if c.build_ok else 'FAILED'} {c.build_s:.0f}s{'' if c.built else ' (cached)'}"
+            build = (f"build ok {c.build_s:.0f}s{'' if c.built else ' (cached)'}" if c.build_ok
+                     else f"build FAILED {c.build_s:.0f}s" if (c.error or "").startswith("build failed") else "build -")
             install = {True: "install ok", False: "install FAILED", None: "install -"}[c.install_ok]
             click.echo(f"{c.repo}@{c.version}  {c.source or '-'}  python {c.python or '-'}  {build}  {install}  "
                        f"tests {c.collected}: {c.passed} passed, {c.failed} failed, {c.errors} errors, "
