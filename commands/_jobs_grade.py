@@ -28,12 +28,13 @@ from graders import (
     verdict_lines,
 )
 from ledger import SweclError
-from ledger.events import GradeStatus
+from ledger.events import EnvVerified, GradeStatus
 from projections import grade_reasons, pass_statuses, runs
 
 from ._folder import ExperimentFolder
 
 if TYPE_CHECKING:
+    from ._env_system import SystemDeps
     from ._regrade import RegradeReport
     from ._validate import RepoCounts, Validation
     from .inputs import Task
@@ -362,6 +363,47 @@ class GradeJobs(ExperimentFolder):
             build = build_env(repo, version, spec, cache_dir=cache, python_paths=paths, force=force,
                               exclude_newer=cutoff)
         return EnvBuilt(key=build.env.key, built=build.built, path=build.env.path, warnings=list(build.warnings))
+
+    def env_system_deps(self, *, dataset: str | None = None, rows: str | None = None,
+                        repo: str | None = None) -> SystemDeps:
+        """The Debian packages the specs' set-up lines install, and which are missing here."""
+        from ._env_system import system_deps
+
+        return system_deps(dataset=dataset, rows=rows, repo=repo)
+
+    def env_verify(self, *, dataset: str, rows: str | None = None, repo: str, versions: tuple[str, ...] | list[str] = (),
+                   source: str = "sdist", cutoff: str | None = None, cache_dir: str | None = None,
+                   repo_sources: Mapping[str, str] | None = None, python_paths: Mapping[str, str] | None = None,
+                   sandbox: str = "bwrap", test_timeout: float = 1800.0, max_tests: int = 8,
+                   tests: tuple[str, ...] | list[str] = (),
+                   say: Callable[[str], None] | None = None) -> list[EnvVerified]:
+        """Each version's environment recipe run here as its tasks would get it (see
+        commands._env_verify), recorded as one env.verified event per version."""
+        from ._env_verify import check_cutoff, verify_version, versions_of
+        from .run import RunOptions, open_benchmark
+
+        when = check_cutoff(cutoff)
+        if source != "sdist" and not Path(source).is_dir():
+            raise SweclError(f"--source {source}: not a directory (give a checkout, or `sdist`)")
+        cache = _cache(cache_dir)
+        tasks = list(open_benchmark(RunOptions(stage="base", dataset=dataset, rows=rows, cache_dir=str(cache))).tasks())
+        known = versions_of(tasks, repo)
+        if not known:
+            raise SweclError(f"--repo {repo}: no task of {dataset} is of that repository")
+        if unknown := [v for v in versions if v not in known]:
+            raise SweclError(f"--version {unknown[0]}: {repo} has no task of that version in {dataset} "
+                             f"(versions: {', '.join(known)})")
+        out = []
+        for version in versions or known:
+            of_version = sorted((t for t in tasks if t.repo == repo and str(t.version) == version), key=lambda t: t.order)
+            event = verify_version(repo, version, of_version, source=source, cache_dir=cache,
+                                   repo_sources=dict(repo_sources or {}), python_paths=dict(python_paths or {}),
+                                   cutoff=when, sandbox=sandbox, test_timeout=test_timeout, max_tests=max_tests,
+                                   extra_tests=list(tests), say=say or (lambda _: None))
+            with self.open_ledger(create=True) as ledger:
+                ledger.append(f"env/{repo}@{version}", [event], durable=True)
+            out.append(event)
+        return out
 
     def env_prune(self, *, cache_dir: str | None = None, keep: tuple[str, ...] | list[str] = (), keep_recent: int = 0,
                   dry_run: bool = False) -> EnvPruned:

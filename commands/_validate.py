@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graders import MISSING, UnknownEnvSpec, f2p_passes, p2p_passes, pre_install_plan, spec_for
+from graders._system_deps import missing_packages, spec_system_packages
 from ledger import SweclError
 from ledger.events import GradeCorrected, GradeFinished, TasksValidated, TaskValidity
 from projections import Results, grade_reasons, pass_statuses, verdicts_in_force
@@ -90,6 +91,27 @@ def setup_not_run(task: Task) -> list[str]:
     except UnknownEnvSpec:
         return []
     return [line for line, _ in pre_install_plan(spec)[1]]
+
+
+def missing_system_packages(task: Task) -> list[str]:
+    """The Debian packages the task's set-up installs with apt that this host lacks
+    (`swecl env system-deps` lists and installs them); none on a host without dpkg."""
+    try:
+        spec = spec_for(task.repo, task.version, environment_spec(task))
+    except UnknownEnvSpec:
+        return []
+    return missing_packages(spec_system_packages(spec)) or []
+
+
+def not_gradeable_reason(task: Task, reason: str | None) -> str | None:
+    """A not-gradeable task's reason with what this host lacks for its set-up first: the
+    missing system packages by name, else the set-up lines that do not run here."""
+    if missing := missing_system_packages(task):
+        return (f"missing system package(s) {', '.join(missing)} (the set-up installs them with apt-get; "
+                f"`swecl env system-deps --install` as root): {reason}")
+    if lines := setup_not_run(task):
+        return f"{reason} (set-up this host does not run: {'; '.join(lines)})"
+    return reason
 
 
 def judge(gold: tuple[str, str | None], noop: tuple[str, str | None], *,
@@ -192,8 +214,8 @@ def validate(
             noop = noop_verdicts.get(task.instance_id)
             gradeable, reason = judge(got["gold"], got["noop"], noop_passes_f2p=bool(
                 noop and noop.f2p and all(f2p_passes(s) for s in noop.f2p.values())))
-            if not gradeable and got["gold"][0] != "resolved" and (lines := setup_not_run(task)):
-                reason = f"{reason} (set-up this host does not run: {'; '.join(lines)})"
+            if not gradeable and got["gold"][0] != "resolved":
+                reason = not_gradeable_reason(task, reason)
             validation.rows.append(TaskValidity(
                 instance_id=task.instance_id, gradeable=gradeable, gold=got["gold"][0], noop=got["noop"][0],
                 empty=got["empty"][0], reason=reason,

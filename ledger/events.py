@@ -585,6 +585,45 @@ class TasksValidated(Event, tag="tasks.validated", kw_only=True):
     tasks: list[TaskValidity]
 
 
+# --- environment recipes (`swecl env verify`) ----------------------------------------------
+
+
+class VerifiedFailure(msgspec.Struct, frozen=True, kw_only=True):
+    test: str
+    status: str  # FAILED or ERROR
+    cause: str = ""  # the log's own words (pytest's summary message, the traceback's last line)
+
+
+class EnvVerified(Event, tag="env.verified", kw_only=True):
+    """`swecl env verify`: one repo@version's environment recipe run on this host, as a
+    task of that version gets it (spec, era cut-off, install), on the repository's release
+    sdist or a checkout, with the version's test modules sampled. It checks the recipe, not
+    any task's gold patch; grades and validations never read it."""
+
+    repo: str
+    version: str
+    source: str = ""  # `sdist NAME-X.Y.Z.tar.gz`, `checkout at COMMIT`, `directory as it is`
+    cutoff: str | None = None  # the era cut-off the build resolved packages as of
+    cutoff_from: str = ""  # where it came from (the setup commit, or --cutoff)
+    env_key: str | None = None
+    python: str | None = None  # the interpreter's version
+    built: bool = False  # False: an environment of the cache was reused
+    build_ok: bool = False
+    build_s: float = 0.0
+    install_ok: bool | None = None  # None: not reached, or the spec installs nothing
+    tests: list[str] = msgspec.field(default_factory=list)  # the sample the test command was given
+    collected: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    failures: list[VerifiedFailure] = msgspec.field(default_factory=list)
+    exit_code: int | None = None
+    duration_s: float = 0.0  # the whole check of this version
+    error: str | None = None  # why it stopped short (no era, no sdist, build or install failed, no results)
+    warnings: list[str] = msgspec.field(default_factory=list)
+
+
 # --- counterfactuals (`swecl counterfactual`) ---------------------------------------------
 
 
@@ -664,6 +703,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     ProviderSnapshot,
     CounterfactualStarted,
     CounterfactualFinished,
+    EnvVerified,
 )
 
 AnyEvent = Union[EVENT_TYPES]  # type: ignore[valid-type]

@@ -261,3 +261,30 @@ def test_validate_leaves_out_pass_to_pass_tests_this_host_fails_either_way(tmp_p
     assert f"{online}  initial: unresolved -> resolved" in regraded
     (run,) = [r for r in swecl_json(early, "runs", cache=cache) if r["version"] == "before"]
     assert run["resolved"] == {"initial": 1}
+
+
+def test_validate_names_a_missing_system_package_as_the_reason(tmp_path: Path, cache: Path) -> None:
+    """A task whose set-up installs a Debian package this host lacks, and whose gold patch
+    does not resolve here: not gradeable, and the reason names the package first."""
+    import shutil
+
+    if shutil.which("dpkg-query") is None:
+        pytest.skip("not a Debian-based host")
+    good, broken = "swecl-demo__spans-8", "swecl-demo__spans-12"
+    gold_of_good = {t.instance_id: t for t in load_benchmark(str(write_demo_curriculum(tmp_path / "p.json"))).tasks()}[
+        good].patch
+
+    def needs_a_package(task: dict) -> None:
+        if task["metadata"]["instance_id"] == broken:
+            task["evaluation"]["patch"] = gold_of_good
+            task["environment"] = {**(task.get("environment") or {}), "python": None, "pip_packages": ["pytest"],
+                                   "test_cmd": "python -m pytest -rA -p no:cacheprovider", "log_parser": "pytest",
+                                   "pre_install": ["apt-get update && apt-get install -y swecl-no-such-package"]}
+
+    dataset = _curriculum(tmp_path, needs_a_package)
+    done = swecl(tmp_path / "results", "validate", "--dataset", str(dataset), "--instance", broken, "--json",
+                 cache=cache)
+    (row,) = json.loads(done.stdout)["tasks"]
+    assert not row["gradeable"]
+    assert row["reason"].startswith("missing system package(s) swecl-no-such-package (the set-up installs them")
+    assert "gold patch " in row["reason"]  # what the grade said, kept after it

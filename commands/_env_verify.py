@@ -1,0 +1,327 @@
+"""`swecl env verify`: a repository's environment recipe run on this host, per version,
+before any task of it is graded.
+
+For each version: the spec a task of that version gets (its own `environment`, else the
+table's), the era cut-off grading would use (the day of the version's
+environment_setup_commit, read from the mirror; `--cutoff` when no mirror can be had),
+the environment built by `build_env` as grading builds it, the repository installed into
+it by `ensure_repo_installed` (the same step), then the spec's test command run confined
+on a sample of the version's test modules (those its tasks' test patches touch, where the
+source has them). The source: a checkout (a worktree at the version's base commit when
+the checkout's history has it, else the directory as it is), or the version's release
+sdist from the package index (`graders._sdist`). One `env.verified` event per version,
+stream `env/{repo}@{version}`.
+
+It checks the recipe, not the tasks: no gold patch is applied, and nothing it finds
+changes a grade or a validation.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from graders import (
+    EnvBuildError,
+    GitError,
+    PythonNotFound,
+    RepoCache,
+    UnknownEnvSpec,
+    build_env,
+    era_for,
+    find_python,
+    git,
+    pre_install_plan,
+    sandbox_for,
+    spec_for,
+)
+from graders._bytecode import PrivatePycache, env_pycache
+from graders._envs import env_lock, touch_used
+from graders._install import ensure_repo_installed, install_environment, install_fingerprint, prepare_worktree
+from graders._parsers import TestStatus, parse_log, parser_for_repo
+from graders._repos import repo_slug
+from graders._results_plugin import ResultsChannel, check_against_channel
+from graders._run import (
+    build_test_command,
+    parse_eval_commands,
+    pytest_version,
+    run_line,
+    run_process,
+    test_directives,
+    test_environment,
+)
+from graders._sdist import download_sdist, pick_sdist, project_sdists, unpack_sdist
+from graders._specs import DEFAULT_TEST_CMD, EnvSpec
+from ledger import SweclError
+from ledger.events import EnvVerified, VerifiedFailure
+
+from .inputs import Task
+
+__all__ = ["failure_causes", "sample_tests", "verify_version"]
+
+_MAX_FAILURES = 50
+_CAUSE_CHARS = 300
+
+
+@dataclass(slots=True)
+class _Source:
+    path: Path
+    commit: str | None
+    label: str
+    worktree: object | None = None  # a RepoCache Worktree (cleaned around the install as grading does)
+
+
+def sample_tests(repo: str, tasks: list[Task], root: Path, limit: int) -> list[str]:
+    """The test modules the tasks' test patches touch, in task order, that exist under
+    `root` (a test patch may add a module the release does not have yet); at most `limit`."""
+    out: list[str] = []
+    for task in tasks:
+        for directive in test_directives(repo, task.test_patch or ""):
+            if directive in out or not _exists(repo, root, directive):
+                continue
+            out.append(directive)
+    return out[:limit]
+
+
+def _exists(repo: str, root: Path, directive: str) -> bool:
+    if repo == "django/django":  # module labels: `utils_tests.test_text` -> tests/utils_tests/test_text.py
+        rel = root / "tests" / Path(*directive.split("."))
+        return rel.with_name(rel.name + ".py").is_file() or rel.is_dir()
+    return (root / directive.split("::")[0]).exists()
+
+
+def failure_causes(output: str, statuses: Mapping[str, str]) -> list[VerifiedFailure]:
+    """Each FAILED / ERROR test with the log's own words for why: pytest's short summary
+    (`FAILED t.py::test - AssertionError: ...`), else the last line of its traceback
+    (unittest and django: `FAIL: test (mod.Class)` then the traceback), else nothing."""
+    summary: dict[str, str] = {}
+    for m in re.finditer(r"^(?:FAILED|ERROR) (\S+) - (.+)$", output, re.M):
+        summary.setdefault(m.group(1), m.group(2).strip())
+    blocks: dict[str, str] = {}
+    for m in re.finditer(r"^(?:FAIL|ERROR): (.+?)\n-{20,}\n(.*?)(?=\n={20,}|\n-{20,}\nRan |\Z)", output, re.M | re.S):
+        lines = [ln.strip() for ln in m.group(2).strip().splitlines() if ln.strip()]
+        if lines:
+            blocks.setdefault(m.group(1).strip(), lines[-1])
+    out = []
+    for test, status in statuses.items():
+        if status not in (TestStatus.FAILED, TestStatus.ERROR):
+            continue
+        cause = summary.get(test) or blocks.get(test) or next(
+            (text for name, text in blocks.items() if name.split()[0] == test.split()[0]), "")
+        if not cause:  # pytest without a message on its summary line: the traceback's `E   ` line
+            m = re.search(rf"^_+ .*{re.escape(test.split('::')[-1])}.* _+$(.*?)^E\s+(.+)$", output, re.M | re.S)
+            cause = m.group(2).strip() if m else ""
+        out.append(VerifiedFailure(test=test, status=str(status), cause=cause[:_CAUSE_CHARS]))
+    return out[:_MAX_FAILURES]
+
+
+def _count(statuses: Mapping[str, str]) -> dict[str, int]:
+    counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    for status in statuses.values():
+        key = {TestStatus.PASSED: "passed", TestStatus.XFAIL: "passed", TestStatus.FAILED: "failed",
+               TestStatus.ERROR: "errors", TestStatus.SKIPPED: "skipped"}.get(TestStatus(status))
+        if key:
+            counts[key] += 1
+    return counts
+
+
+@contextmanager
+def _source(repo: str, version: str, tasks: list[Task], source: str, repos: RepoCache, scratch: Path,
+            cutoff: str | None, spec: EnvSpec, say: Callable[[str], None]) -> Iterator[_Source]:
+    """The repository's files for this version (see the module doc)."""
+    if source != "sdist":
+        directory = Path(source)
+        base = tasks[0].base_commit
+        if (directory / ".git").exists() and repos.has_commit_in_source(repo, base):
+            with repos.worktree(repo, base, clean_ignored=not spec.install) as wt:
+                yield _Source(wt.path, base, f"checkout at {base}", wt)
+            return
+        target = scratch / "src"
+        shutil.copytree(directory, target, symlinks=True)
+        commit = None
+        if (target / ".git").exists():
+            commit = git(["rev-parse", "HEAD"], cwd=target, check=False).stdout.decode().strip() or None
+        yield _Source(target, commit, f"directory as it is{f' (HEAD {commit})' if commit else ''}")
+        return
+    name = repo.split("/")[1]
+    chosen = pick_sdist(project_sdists(name), version, cutoff)
+    if chosen is None:
+        raise SweclError(f"no sdist of {name} {version}.x uploaded before {cutoff or 'today'} on the index")
+    say(f"{repo}@{version}: sdist {chosen.filename} (uploaded {chosen.uploaded or 'at an unknown time'})")
+    archive = download_sdist(chosen, repos.cache_dir / "sdists" / repo_slug(repo))
+    yield _Source(unpack_sdist(archive, scratch / "src"), None, f"sdist {chosen.filename}")
+
+
+def verify_version(
+    repo: str, version: str, tasks: list[Task], *, source: str, cache_dir: Path, repo_sources: Mapping[str, str],
+    python_paths: Mapping[str, str], cutoff: str | None, sandbox: str, test_timeout: float, max_tests: int,
+    extra_tests: list[str], say: Callable[[str], None],
+) -> EnvVerified:
+    """One version checked (see the module doc); never raises for what the host cannot do:
+    the event says where it stopped and why."""
+    from .run import environment_spec  # lazy: the run machinery
+
+    start = time.monotonic()
+    fields: dict = {"repo": repo, "version": version, "cutoff": cutoff, "cutoff_from": "--cutoff" if cutoff else ""}
+
+    def stop(error: str) -> EnvVerified:
+        return EnvVerified(**fields, error=error, duration_s=round(time.monotonic() - start, 3))
+
+    try:
+        spec = spec_for(repo, version, environment_spec(tasks[0]))
+    except UnknownEnvSpec as exc:
+        return stop(str(exc))
+    sources = dict(repo_sources)
+    if source != "sdist" and (Path(source) / ".git").exists():
+        sources[repo] = source
+    repos = _VerifyRepos(cache_dir, sources)
+    era = None
+    if cutoff is None:
+        task = tasks[0]
+        if repo not in sources and not (repos.mirror_path(repo) / "HEAD").is_file():
+            return stop(f"no era cut-off: no mirror of {repo} here; give --repo-source {repo}=PATH, a checkout with "
+                        "the version's commits as --source, or --cutoff DATE")
+        try:
+            era = era_for(repos, repo, task.base_commit, task.environment_setup_commit)
+        except (GitError, SweclError) as exc:
+            return stop(f"no era cut-off ({exc}); give --cutoff DATE")
+        fields.update(cutoff=era.cutoff, cutoff_from=f"commit {era.commit}")
+    scratch = Path(tempfile.mkdtemp(prefix=f"verify-{repo_slug(repo)}-{version}-", dir=_mkdir(cache_dir / "verify")))
+    try:
+        with _source(repo, version, tasks, source, repos, scratch, fields["cutoff"], spec, say) as src:
+            fields["source"] = src.label
+            say(f"{repo}@{version}: building the environment (spec {spec.spec_hash()[:12]}, packages as of "
+                f"{fields['cutoff']})")
+            built_at = time.monotonic()
+            try:
+                interp = find_python(spec.python, explicit=python_paths)
+                read = era.read_file if era is not None else None
+                build = build_env(repo, version, spec, cache_dir=cache_dir, worktree=src.path, interpreter=interp,
+                                  exclude_newer=fields["cutoff"], read_file=read,
+                                  files_origin=f"commit {era.commit}" if read and era else None)
+            except (EnvBuildError, PythonNotFound) as exc:
+                fields["build_s"] = round(time.monotonic() - built_at, 3)
+                return stop(f"build failed: {exc}")
+            fields.update(build_s=round(time.monotonic() - built_at, 3), build_ok=True, built=build.built,
+                          env_key=build.env.key, python=interp.version, warnings=list(build.warnings))
+            with env_lock(build.env):
+                return _install_and_test(repo, spec, build.env, src, tasks, fields, sandbox=sandbox,
+                                         cache_dir=cache_dir, test_timeout=test_timeout, max_tests=max_tests,
+                                         extra_tests=extra_tests, say=say, start=start)
+    except SweclError as exc:
+        return stop(str(exc))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _install_and_test(repo: str, spec: EnvSpec, env, src: _Source, tasks: list[Task], fields: dict, *,  # noqa: ANN001
+                      sandbox: str, cache_dir: Path, test_timeout: float, max_tests: int, extra_tests: list[str],
+                      say: Callable[[str], None], start: float) -> EnvVerified:
+    def done(**more: object) -> EnvVerified:
+        return EnvVerified(**{**fields, **more}, duration_s=round(time.monotonic() - start, 3))
+
+    touch_used(env)
+    install_cache, pycache, channel = PrivatePycache(), PrivatePycache(), ResultsChannel()
+    try:
+        if src.worktree is not None and spec.install:
+            prepare_worktree(env, spec, src.worktree)  # type: ignore[arg-type]
+        runnable, _ = pre_install_plan(spec)
+        for line in runnable:
+            r = run_line(line, cwd=src.path, env=install_environment(env, install_cache.environment()),
+                         python=env.python, bin_dir=env.bin_dir, variables={})
+            if r.status != "ok":
+                fields["warnings"] = [*fields.get("warnings", []), f"pre_install failed: {line}"]
+        if spec.install:
+            say(f"{repo}@{fields['version']}: installing ({spec.install})")
+            inst = ensure_repo_installed(env, spec, src.path, src.commit or "", extra_env=install_cache.environment(),
+                                         fingerprint=install_fingerprint(src.path, src.commit) if src.commit else None)
+            fields["install_ok"] = inst.ok
+            if not inst.ok:
+                tail = [ln for ln in inst.log.splitlines() if ln.strip()][-3:]
+                return done(error=f"install failed: {' | '.join(tail)}"[:1000])
+        tests = [*sample_tests(repo, tasks, src.path, max_tests), *extra_tests]
+        fields["tests"] = tests
+        if not tests:
+            return done(error="no test sample: none of the version's tasks has a test patch naming a module this "
+                              "source has; name some with --test")
+        eval_env, _ = parse_eval_commands(spec.eval_commands, src.path)
+        cmd = build_test_command(spec.test_cmd or DEFAULT_TEST_CMD, tests, python=env.python, bin_dir=env.bin_dir,
+                                 worktree=src.path, channel=channel, pytest_version=pytest_version(env.venv))
+        confined = sandbox_for(sandbox).hiding(cache_dir)
+        run_env = test_environment(bin_dir=env.bin_dir, venv=env.venv, extra={**eval_env, **cmd.env},
+                                   channel=cmd.channel, pycache=(env_pycache(env) if confined.confined else None)
+                                   or pycache.path)
+        say(f"{repo}@{fields['version']}: running {len(tests)} test module(s)")
+        run = run_process(cmd.argv, cwd=src.path, env=run_env, timeout_s=test_timeout, sandbox=confined,
+                          writable=channel.paths(), readable=[env.path, *channel.paths(), *pycache.paths()])
+        if run.error:
+            return done(error=run.error)
+        parser = spec.log_parser
+        if parser is None:
+            try:
+                parser = parser_for_repo(repo)
+            except SweclError:
+                parser = "pytest"
+        output = run.output.decode("utf-8", "replace")
+        statuses, _ = check_against_channel(parse_log(output, parser), output, cmd.channel, parser)
+        counts = _count(statuses)
+        error = None
+        if run.timed_out:
+            error = f"the tests ran past {test_timeout}s"
+        elif not statuses:
+            tail = [ln for ln in output.splitlines() if ln.strip()][-3:]
+            error = f"no test results (exit {run.exit_code}): {' | '.join(tail)}"[:1000]
+        return done(collected=len(statuses), **counts, failures=failure_causes(output, statuses),
+                    exit_code=run.exit_code, error=error)
+    finally:
+        channel.close()
+        install_cache.close()
+        pycache.close()
+
+
+class _VerifyRepos(RepoCache):
+    def has_commit_in_source(self, repo: str, commit: str) -> bool:
+        """Whether the mirror (cloned from the source on first use) holds `commit`."""
+        try:
+            self.ensure_commit(repo, commit)
+        except (GitError, SweclError):
+            return False
+        return True
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def versions_of(tasks: list[Task], repo: str) -> list[str]:
+    """The versions of `repo` among the tasks, oldest first."""
+    from packaging.version import InvalidVersion, Version
+
+    found = sorted({str(t.version) for t in tasks if t.repo == repo and t.version is not None})
+
+    def key(v: str) -> tuple[int, object]:
+        try:
+            return 0, Version(v)
+        except InvalidVersion:
+            return 1, v
+
+    return sorted(found, key=key)
+
+
+def check_cutoff(text: str | None) -> str | None:
+    """`2019-12-01` or `2019-12-01T00:00:00Z` -> the latter; else a one-line error."""
+    if text is None:
+        return None
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        return f"{text}T00:00:00Z"
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", text):
+        return text
+    raise SweclError(f"--cutoff {text!r}: give a UTC date, 2019-12-01 or 2019-12-01T00:00:00Z")
+
