@@ -13,8 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from graders import UnknownEnvSpec, known_specs, spec_for
-from graders._system_deps import install_command, missing_packages, spec_system_packages
+from graders import UnknownEnvSpec, install_command, known_specs, missing_packages, spec_for, spec_system_packages
 from ledger import SweclError
 
 __all__ = ["SpecDeps", "SystemDeps", "install_system_deps", "system_deps"]

@@ -29,35 +29,27 @@ from pathlib import Path
 
 from graders import (
     EnvBuildError,
+    EnvInfo,
+    EnvSpec,
     GitError,
     PythonNotFound,
     RepoCache,
+    TestStatus,
     UnknownEnvSpec,
     build_env,
+    download_sdist,
+    env_lock,
     era_for,
     find_python,
     git,
-    pre_install_plan,
-    sandbox_for,
+    pick_sdist,
+    project_sdists,
+    repo_slug,
+    run_recipe,
     spec_for,
-)
-from graders._bytecode import PrivatePycache, env_pycache
-from graders._envs import env_lock, touch_used
-from graders._install import ensure_repo_installed, install_environment, install_fingerprint, prepare_worktree
-from graders._parsers import TestStatus, parse_log, parser_for_repo
-from graders._repos import repo_slug
-from graders._results_plugin import ResultsChannel, check_against_channel
-from graders._run import (
-    build_test_command,
-    parse_eval_commands,
-    pytest_version,
-    run_line,
-    run_process,
     test_directives,
-    test_environment,
+    unpack_sdist,
 )
-from graders._sdist import download_sdist, pick_sdist, project_sdists, unpack_sdist
-from graders._specs import DEFAULT_TEST_CMD, EnvSpec
 from ledger import SweclError
 from ledger.events import EnvVerified, VerifiedFailure
 
@@ -220,69 +212,34 @@ def verify_version(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _install_and_test(repo: str, spec: EnvSpec, env, src: _Source, tasks: list[Task], fields: dict, *,  # noqa: ANN001
+def _install_and_test(repo: str, spec: EnvSpec, env: EnvInfo, src: _Source, tasks: list[Task], fields: dict, *,
                       sandbox: str, cache_dir: Path, test_timeout: float, max_tests: int, extra_tests: list[str],
                       say: Callable[[str], None], start: float) -> EnvVerified:
     def done(**more: object) -> EnvVerified:
         return EnvVerified(**{**fields, **more}, duration_s=round(time.monotonic() - start, 3))
 
-    touch_used(env)
-    install_cache, pycache, channel = PrivatePycache(), PrivatePycache(), ResultsChannel()
-    try:
-        if src.worktree is not None and spec.install:
-            prepare_worktree(env, spec, src.worktree)  # type: ignore[arg-type]
-        runnable, _ = pre_install_plan(spec)
-        for line in runnable:
-            r = run_line(line, cwd=src.path, env=install_environment(env, install_cache.environment()),
-                         python=env.python, bin_dir=env.bin_dir, variables={})
-            if r.status != "ok":
-                fields["warnings"] = [*fields.get("warnings", []), f"pre_install failed: {line}"]
-        if spec.install:
-            say(f"{repo}@{fields['version']}: installing ({spec.install})")
-            inst = ensure_repo_installed(env, spec, src.path, src.commit or "", extra_env=install_cache.environment(),
-                                         fingerprint=install_fingerprint(src.path, src.commit) if src.commit else None)
-            fields["install_ok"] = inst.ok
-            if not inst.ok:
-                tail = [ln for ln in inst.log.splitlines() if ln.strip()][-3:]
-                return done(error=f"install failed: {' | '.join(tail)}"[:1000])
-        tests = [*sample_tests(repo, tasks, src.path, max_tests), *extra_tests]
-        fields["tests"] = tests
-        if not tests:
-            return done(error="no test sample: none of the version's tasks has a test patch naming a module this "
-                              "source has; name some with --test")
-        eval_env, _ = parse_eval_commands(spec.eval_commands, src.path)
-        cmd = build_test_command(spec.test_cmd or DEFAULT_TEST_CMD, tests, python=env.python, bin_dir=env.bin_dir,
-                                 worktree=src.path, channel=channel, pytest_version=pytest_version(env.venv))
-        confined = sandbox_for(sandbox).hiding(cache_dir)
-        run_env = test_environment(bin_dir=env.bin_dir, venv=env.venv, extra={**eval_env, **cmd.env},
-                                   channel=cmd.channel, pycache=(env_pycache(env) if confined.confined else None)
-                                   or pycache.path)
-        say(f"{repo}@{fields['version']}: running {len(tests)} test module(s)")
-        run = run_process(cmd.argv, cwd=src.path, env=run_env, timeout_s=test_timeout, sandbox=confined,
-                          writable=channel.paths(), readable=[env.path, *channel.paths(), *pycache.paths()])
-        if run.error:
-            return done(error=run.error)
-        parser = spec.log_parser
-        if parser is None:
-            try:
-                parser = parser_for_repo(repo)
-            except SweclError:
-                parser = "pytest"
-        output = run.output.decode("utf-8", "replace")
-        statuses, _ = check_against_channel(parse_log(output, parser), output, cmd.channel, parser)
-        counts = _count(statuses)
-        error = None
-        if run.timed_out:
-            error = f"the tests ran past {test_timeout}s"
-        elif not statuses:
-            tail = [ln for ln in output.splitlines() if ln.strip()][-3:]
-            error = f"no test results (exit {run.exit_code}): {' | '.join(tail)}"[:1000]
-        return done(collected=len(statuses), **counts, failures=failure_causes(output, statuses),
-                    exit_code=run.exit_code, error=error)
-    finally:
-        channel.close()
-        install_cache.close()
-        pycache.close()
+    tests = [*sample_tests(repo, tasks, src.path, max_tests), *extra_tests]
+    where = f"{repo}@{fields['version']}"
+    if not tests:
+        # Installed all the same: an install that fails is the first thing a recipe can get wrong.
+        ran = run_recipe(repo, spec, env, src.path, [], commit=src.commit, worktree=src.worktree, sandbox=sandbox,
+                         hide=cache_dir, test_timeout=test_timeout, say=lambda line: say(f"{where}: {line}"),
+                         install_only=True)
+        fields.update(warnings=[*fields.get("warnings", []), *ran.warnings], tests=[])
+        if ran.install_ok is not None:
+            fields["install_ok"] = ran.install_ok
+        return done(error=ran.error or "no test sample: none of the version's tasks has a test patch naming a module "
+                                       "this source has; name some with --test")
+    fields["tests"] = tests
+    ran = run_recipe(repo, spec, env, src.path, tests, commit=src.commit, worktree=src.worktree, sandbox=sandbox,
+                     hide=cache_dir, test_timeout=test_timeout, say=lambda line: say(f"{where}: {line}"))
+    fields["warnings"] = [*fields.get("warnings", []), *ran.warnings]
+    if ran.install_ok is not None:
+        fields["install_ok"] = ran.install_ok
+    if not ran.statuses and ran.error:
+        return done(error=ran.error)
+    return done(collected=len(ran.statuses), **_count(ran.statuses), failures=failure_causes(ran.output, ran.statuses),
+                exit_code=ran.exit_code, error=ran.error)
 
 
 class _VerifyRepos(RepoCache):

@@ -29,8 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graders import MISSING, UnknownEnvSpec, f2p_passes, p2p_passes, pre_install_plan, spec_for
-from graders._system_deps import missing_packages, spec_system_packages
+from graders import (
+    MISSING, UnknownEnvSpec, f2p_passes, missing_packages, p2p_passes, pre_install_plan, spec_for, spec_system_packages,
+)
 from ledger import SweclError
 from ledger.events import GradeCorrected, GradeFinished, TasksValidated, TaskValidity
 from projections import Results, grade_reasons, pass_statuses, verdicts_in_force

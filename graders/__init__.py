@@ -23,7 +23,7 @@ from ._decide import (
     p2p_passes,
 )
 from ._env_info import EnvBuildError, EnvInfo
-from ._envs import EnvBuild, build_env, era_for, list_envs, prune_envs
+from ._envs import EnvBuild, build_env, env_lock, era_for, list_envs, prune_envs
 from ._by_name import get_grader
 from ._grade import GRADE_STATUSES, GRADER_NAMES, GradeOutcome, Grader, GradeRequest
 from ._overlap import OVERLAP_LINES_F1, patch_similarity
@@ -41,7 +41,11 @@ from ._parsers import (
     parser_names,
 )
 from ._reaper import PROCESS_VARS, descendants, owned_processes, proc_pids, parallel_runs, reap_orphans, wait_for_exit
-from ._repos import GitError, RepoCache, Worktree, default_cache_dir, git, git_env, preferred_slot
+from ._repos import GitError, RepoCache, Worktree, default_cache_dir, git, git_env, preferred_slot, repo_slug
+from ._recipe import RecipeRun, run_recipe
+from ._run import test_directives
+from ._sdist import download_sdist, pick_sdist, project_sdists, unpack_sdist
+from ._system_deps import install_command, missing_packages, spec_system_packages
 from ._sandbox import SANDBOX_MODES, Sandbox, SandboxUnavailable, sandbox_for
 from ._session import ProcessOutcome, kill_group, run_in_session
 from ._specs import EnvSpec, UnknownEnvSpec, has_spec, known_specs, spec_for
@@ -69,6 +73,7 @@ __all__ = [
     "PROCESS_VARS",
     "ProcessOutcome",
     "PythonNotFound",
+    "RecipeRun",
     "RepoCache",
     "SANDBOX_MODES",
     "Sandbox",
@@ -85,6 +90,8 @@ __all__ = [
     "decide",
     "default_cache_dir",
     "descendants",
+    "download_sdist",
+    "env_lock",
     "era_for",
     "f2p_passes",
     "find_python",
@@ -95,6 +102,7 @@ __all__ = [
     "git_env",
     "grade_log",
     "has_spec",
+    "install_command",
     "is_test_path",
     "json_problem",
     "keep_blame",
@@ -104,6 +112,7 @@ __all__ = [
     "list_envs",
     "loads_limited",
     "match_test",
+    "missing_packages",
     "normalize_patch",
     "owned_processes",
     "p2p_passes",
@@ -113,15 +122,22 @@ __all__ = [
     "parser_for_repo",
     "parser_names",
     "patch_paths",
+    "pick_sdist",
     "pre_install_plan",
     "preferred_slot",
     "proc_pids",
+    "project_sdists",
     "prune_envs",
     "read_limited",
     "reap_orphans",
+    "repo_slug",
     "run_in_session",
+    "run_recipe",
     "sandbox_for",
     "spec_for",
+    "spec_system_packages",
+    "test_directives",
+    "unpack_sdist",
     "unsafe_reason",
     "verdict_lines",
     "wait_for_exit",
