@@ -227,10 +227,22 @@ def _print_provider(console: Any, audit: TaskAudit) -> None:
         console.print(f"  {len(r.lines)} line(s) returned, {r.unattributed} unattributed; written by "
                       + ("no earlier task" if not r.writes else "the write calls of:"))
         for w in r.writes:
-            console.print(f"    {escape(w.instance_id)} (task {w.order}, {w.pass_} attempt {w.attempt}): "
-                          f"{escape(w.tool)} #{w.call} at seq {w.seq}, {w.lines} line(s)")
+            run = f"v{w.run} " if w.run is not None and w.run != audit.version else ""
+            flags = f" [bold red]{escape(', '.join(sorted({f.kind for f in w.flags})))}[/]" if w.flags else ""
+            console.print(f"    {escape(run + w.instance_id)} (task {w.order}, {w.pass_} attempt {w.attempt}): "
+                          f"{escape(w.tool)} #{w.call} at seq {w.seq}, {w.lines} line(s){flags}")
+            for f in w.flags:
+                console.print(f"      [bold red]{escape(f.kind)}[/]: {escape(f.detail)}")
+        if r.unattributed:
+            # No recorded write of this ledger holds them: the server's own words, the
+            # agent's calls, or a seed from data this ledger never saw written.
+            console.print(f"    unattributed: {r.unattributed} line(s) no write recorded in this ledger holds")
+        for f in r.unattributed_flags:
+            console.print(f"      [bold red]{escape(f.kind)}[/]: {escape(f.detail)}")
         for line in r.lines:
-            origin = f"{line.instance_id} (seq {line.write_seq})" if line.write_seq is not None else "unattributed"
+            origin = ("unattributed" if line.write_seq is None else
+                      f"{'v' + line.run + ' ' if line.run not in (None, audit.version) else ''}"
+                      f"{line.instance_id} (seq {line.write_seq})")
             text = line.text if len(line.text) <= 100 else line.text[:100] + "..."
             console.print(f"  [dim]{escape(origin)}[/dim]  {escape(text)}")
 
@@ -244,8 +256,10 @@ def _print_summary(summary: RunAuditSummary) -> None:
     console.print(f"[bold]audit of v{escape(summary.version)}[/bold] ({escape(summary.stage)})")
     console.print(escape(_dataset_line(summary.dataset)))
     kinds = ", ".join(f"{k}={n}" for k, n in summary.by_kind.items())
+    server = (f" ({summary.provider_recalls} recall call(s) to the memory server returned {summary.provider_hits} "
+              "item(s): attributed writes, and unattributed lines as one per call)") if summary.provider_recalls else ""
     console.print(
-        f"{summary.recalls} recall(s), {summary.hits} item(s) returned, {summary.reused_hits} reused by the agent "
+        f"{summary.recalls} recall(s), {summary.hits} item(s) returned{server}, {summary.reused_hits} reused by the agent "
         f"(>= {summary.reuse_threshold:.0%} of their added lines), {summary.flagged_hits} flagged ({kinds})"
     )
     if not summary.flagged:

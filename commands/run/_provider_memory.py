@@ -185,7 +185,8 @@ def recalled_items(result: dict[str, Any], k: int) -> list[RecalledItem]:
     strings: list[str] = []
     for text in texts:
         try:
-            strings += _strings(json.loads(text))
+            # A note's content may hold the lesson among other lines (a markdown server's).
+            strings += [line for value in _strings(json.loads(text)) for line in value.splitlines()]
         except ValueError:
             strings += text.splitlines()
     items: list[RecalledItem] = []

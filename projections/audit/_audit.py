@@ -13,7 +13,7 @@ provenance (`_fold`); `audit_task` and `audit_summary`, here, put them together.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ledger import Ledger, Recorded, SweclError
@@ -31,12 +31,14 @@ from ._model import (
     AuditedHit,
     AuditedRecall,
     DatasetNote,
+    Flag,
     FlaggedTask,
+    ProviderRecall,
     Reuse,
     RunAuditSummary,
     TaskAudit,
 )
-from ._provider import provider_recalls
+from ._provider import iter_provider_recalls, provider_recalls, recall_sources
 from ._reuse import patch_reuse
 
 
@@ -156,8 +158,11 @@ def audit_task(
                 hits=_audit_hits(ctx, rec, snap, task, sequence_id, agent_patch, checker),
             )
         )
-    kinds = {f.kind for r in audited for h in r.hits for f in h.flags}
     server = memory_server_named(ledger, version, started.config, started.sequences)
+    provider = [] if server is None else provider_recalls(
+        ledger, version, sequence_id, task.order, pass_=pass_, recall_tool=started.config.get("memory_recall_tool"),
+        checker=checker)
+    kinds = {f.kind for r in audited for h in r.hits for f in h.flags} | {k for r in provider for k in r.flags}
     return TaskAudit(
         version=version,
         stage=started.stage,
@@ -172,8 +177,7 @@ def audit_task(
         recalls=audited,
         flags=[k for k in FLAG_KINDS if k in kinds],
         memory_server=server,
-        provider_recalls=[] if server is None else provider_recalls(
-            ledger, version, sequence_id, task.order, pass_=pass_, recall_tool=started.config.get("memory_recall_tool")),
+        provider_recalls=provider,
     )
 
 
@@ -223,25 +227,20 @@ def audit_summary(
             flagged_hits += 1
             for kind in {f.kind for f in hit.flags}:
                 by_kind[kind] += 1
-            key = (ev.sequence_id, ev.pass_, ev.order)
-            entry = flagged.get(key)
-            if entry is None:
-                entry = flagged[key] = FlaggedTask(
-                    sequence_id=ev.sequence_id, instance_id=task.instance_id, order=ev.order, pass_=ev.pass_,
-                    attempts=[], kinds=[], items=[], reused_items=[],
-                )
-            if ev.attempt not in entry.attempts:
-                entry.attempts.append(ev.attempt)
-            # The run's counts, per task: they sum to the summary's flagged_hits and by_kind.
-            entry.hits += 1
-            hit_kinds = {f.kind for f in hit.flags}
-            entry.by_kind = {k: entry.by_kind.get(k, 0) + (k in hit_kinds) for k in FLAG_KINDS
-                             if k in hit_kinds or k in entry.by_kind}
-            entry.kinds = [k for k in FLAG_KINDS if k in set(entry.kinds) | {f.kind for f in hit.flags}]
-            if hit.item_id not in entry.items:
-                entry.items.append(hit.item_id)
-            if hit.reuse.reused and hit.item_id not in entry.reused_items:
-                entry.reused_items.append(hit.item_id)
+            _count_flagged(flagged, ev.sequence_id, task.instance_id, ev.order, ev.pass_, ev.attempt, hit.item_id,
+                           hit.flags, reused=bool(hit.reuse.reused))
+    provider = _provider_counts(ledger, version, started, attempts, wanted, secrets, checkers, counted_only, cut)
+    for recall, sources in provider:
+        hits_total += len(sources)
+        for item, flags in sources:
+            if not flags:
+                continue
+            flagged_hits += 1
+            for kind in {f.kind for f in flags}:
+                by_kind[kind] += 1
+            task = plan.get((recall.sequence_id, recall.order))
+            _count_flagged(flagged, recall.sequence_id, task.instance_id if task else recall.instance_id, recall.order,
+                           recall.pass_, recall.attempt, item, flags, reused=False)
     ordered = sorted(flagged.values(), key=lambda f: (list(started.sequences).index(f.sequence_id)
                                                       if f.sequence_id in started.sequences else 0,
                                                       pass_rank(f.pass_), f.order))
@@ -250,13 +249,62 @@ def audit_summary(
         stage=started.stage,
         dataset=dataset if dataset is not None else _dataset_note(secrets),
         reuse_threshold=REUSE_THRESHOLD,
-        recalls=len(recalls),
+        recalls=len(recalls) + len(provider),
+        provider_recalls=len(provider),
+        provider_hits=sum(len(sources) for _, sources in provider),
         hits=hits_total,
         flagged_hits=flagged_hits,
         reused_hits=reused_hits,
         by_kind=by_kind,
         flagged=ordered,
     )
+
+
+def _count_flagged(flagged: dict[tuple[str, str, int], FlaggedTask], sequence_id: str, instance_id: str, order: int,
+                   pass_: str, attempt: int, item: str, flags: list[Flag], *, reused: bool) -> None:
+    key = (sequence_id, pass_, order)
+    entry = flagged.get(key)
+    if entry is None:
+        entry = flagged[key] = FlaggedTask(sequence_id=sequence_id, instance_id=instance_id, order=order, pass_=pass_,
+                                           attempts=[], kinds=[], items=[], reused_items=[])
+    if attempt not in entry.attempts:
+        entry.attempts.append(attempt)
+    # The run's counts, per task: they sum to the summary's flagged_hits and by_kind.
+    entry.hits += 1
+    hit_kinds = {f.kind for f in flags}
+    entry.by_kind = {k: entry.by_kind.get(k, 0) + (k in hit_kinds) for k in FLAG_KINDS
+                     if k in hit_kinds or k in entry.by_kind}
+    entry.kinds = [k for k in FLAG_KINDS if k in set(entry.kinds) | hit_kinds]
+    if item not in entry.items:
+        entry.items.append(item)
+    if reused and item not in entry.reused_items:
+        entry.reused_items.append(item)
+
+
+def _provider_counts(
+    ledger: Ledger, version: str, started: RunStarted, attempts: dict[Any, Attempt], wanted: Callable[[Any], bool],
+    secrets: Mapping[str, GradingSecrets] | None, checkers: dict[str, TestContent | None], counted_only: bool,
+    cut: OrderCut | None,
+) -> list[tuple[ProviderRecall, list[tuple[str, list[Flag]]]]]:
+    """A --memory-server run's recall calls with the items they count as (`recall_sources`):
+    the summary counts them beside swecl's own recalls, by the same rules."""
+    if not started.config.get("memory_server"):
+        return []
+
+    def checker_of(instance_id: str) -> TestContent | None:
+        if instance_id not in checkers:
+            checkers[instance_id] = _secrets_for(secrets, instance_id)
+        return checkers[instance_id]
+
+    out = []
+    for sequence_id in started.sequences:
+        for recall in iter_provider_recalls(ledger, version, sequence_id, wanted=wanted, cut=cut,
+                                            recall_tool=started.config.get("memory_recall_tool"), checker_of=checker_of):
+            attempt = attempts.get((recall.sequence_id, recall.pass_, recall.order, recall.attempt))
+            if counted_only and (attempt is None or not attempt.in_force):
+                continue
+            out.append((recall, recall_sources(recall)))
+    return out
 
 
 def _dataset_note(secrets: Mapping[str, GradingSecrets] | None) -> DatasetNote:

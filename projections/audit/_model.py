@@ -154,6 +154,8 @@ class ProviderWrite(msgspec.Struct, kw_only=True):
     pass_: str = PASS
     attempt: int = 1
     lines: int = 0
+    run: str | None = None  # the run that made the call: this one, or the run a seed came from
+    flags: list[Flag] = msgspec.field(default_factory=list)  # leakage flags, relative to the recalling task
 
 
 class AttributedLine(msgspec.Struct, kw_only=True):
@@ -164,6 +166,7 @@ class AttributedLine(msgspec.Struct, kw_only=True):
     write_seq: int | None = None
     instance_id: str | None = None
     order: int | None = None
+    run: str | None = None
 
 
 class ProviderRecall(msgspec.Struct, kw_only=True):
@@ -175,6 +178,8 @@ class ProviderRecall(msgspec.Struct, kw_only=True):
     tool: str
     via: str  # recall | agent
     sequence_id: str
+    instance_id: str = ""  # the recalling task
+    order: int = 0
     pass_: str = PASS
     attempt: int = 1
     is_error: bool = False
@@ -186,6 +191,9 @@ class ProviderRecall(msgspec.Struct, kw_only=True):
     lines: list[AttributedLine] = msgspec.field(default_factory=list)
     writes: list[ProviderWrite] = msgspec.field(default_factory=list)  # attributed, in order of first line
     unattributed: int = 0  # lines no earlier write holds
+    unattributed_flags: list[Flag] = msgspec.field(default_factory=list)  # test-content of those lines
+    test_content_checked: bool = False
+    flags: list[str] = msgspec.field(default_factory=list)  # the kinds raised, in FLAG_KINDS order
 
 
 class TaskAudit(msgspec.Struct, kw_only=True):
@@ -234,3 +242,7 @@ class RunAuditSummary(msgspec.Struct, kw_only=True):
     reused_hits: int
     by_kind: dict[str, int]  # flagged hits per kind
     flagged: list[FlaggedTask]
+    # Of `recalls` and `hits`: a --memory-server run's recall calls, and the items they
+    # returned (each attributed write, and a call's unattributed lines as one).
+    provider_recalls: int = 0
+    provider_hits: int = 0

@@ -223,54 +223,98 @@ def server_memory_bin() -> str:
 MINI_VERSION = "2.4.6"  # the version whose CLI and trajectory format the adapter and fake_chat.py follow
 
 
-def _mini_works(binary: Path, version: str) -> bool:
-    """Whether `binary`'s venv holds mini-swe-agent `version` (its `--version` would start an agent)."""
+def _pypi_installed(binary: Path, package: str, version: str) -> bool:
+    """Whether `binary`'s venv holds `package` `version` (a CLI's `--version` may start it)."""
     python = binary.parent / "python"
     if not (binary.exists() and python.exists()):
         return False
     try:
-        done = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('mini-swe-agent'))"],
+        done = subprocess.run([str(python), "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
                               capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0 and done.stdout.strip() == version
 
 
-@pytest.fixture(scope="session")
-def mini_bin() -> str:
-    """The real `mini` CLI of MINI_VERSION ($SWECL_MINI_BIN: another install), installed
-    once from PyPI with uv into a cached venv (`$SWECL_PYPI_CACHE`, else `.dev/pypi`) and
-    reused by every later session; its bytecode compiled at install (LiteLLM is large, and
-    every start would compile it again). No PyPI: the test is skipped, loudly."""
-    explicit = os.environ.get("SWECL_MINI_BIN")
+def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: str = sys.executable) -> str:
+    """The real `command` CLI of PyPI `package`@`version` ($`env_var`: another install),
+    installed once with uv into a cached venv of `python` (`$SWECL_PYPI_CACHE`, else
+    `.dev/pypi`) and reused by every later session, its bytecode compiled at install (a
+    large package would compile it again at every start). No PyPI: the test is skipped, loudly."""
+    explicit = os.environ.get(env_var)
     if explicit:
         return explicit
     from graders._interpreters import uv_bin
 
     root = Path(os.environ.get("SWECL_PYPI_CACHE") or REPO_ROOT / ".dev" / "pypi")
-    prefix = root / f"mini-swe-agent-{MINI_VERSION}"
-    binary = prefix / "bin" / "mini"
-    if _mini_works(binary, MINI_VERSION):
+    prefix = root / f"{package}-{version}"
+    binary = prefix / "bin" / command
+    if _pypi_installed(binary, package, version):
         return str(binary)
     root.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
     with open(root / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers install once, the others wait
-        if not _mini_works(binary, MINI_VERSION):
+        if not _pypi_installed(binary, package, version):
             # Built in place (a venv's scripts name its path, so it cannot be renamed): a
             # half-built one of an interrupted session fails the check and is built again.
             shutil.rmtree(prefix, ignore_errors=True)
-            python = prefix / "bin" / "python"
-            for argv in ([uv_bin(), "venv", "--quiet", "--python", sys.executable, str(prefix)],
-                         [uv_bin(), "pip", "install", "--quiet", "--compile-bytecode", "--python", str(python),
-                          f"mini-swe-agent=={MINI_VERSION}"]):
+            for argv in ([uv_bin(), "venv", "--quiet", "--no-python-downloads", "--python", python, str(prefix)],
+                         [uv_bin(), "pip", "install", "--quiet", "--compile-bytecode", "--python",
+                          str(prefix / "bin" / "python"), f"{package}=={version}"]):
                 try:
                     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env,
                                           stdin=subprocess.DEVNULL)
                 except subprocess.TimeoutExpired:
-                    pytest.skip(f"SKIPPED LOUDLY: installing mini-swe-agent=={MINI_VERSION} timed out (is PyPI reachable?)")
+                    pytest.skip(f"SKIPPED LOUDLY: installing {package}=={version} timed out (is PyPI reachable?)")
                 if done.returncode != 0:
                     tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-                    pytest.skip(f"SKIPPED LOUDLY: uv could not install mini-swe-agent=={MINI_VERSION} "
+                    pytest.skip(f"SKIPPED LOUDLY: uv could not install {package}=={version} "
                                 f"(PyPI unreachable?): {' | '.join(tail)}")
     return str(binary)
+
+
+@pytest.fixture(scope="session")
+def mini_bin() -> str:
+    """The real `mini` CLI of MINI_VERSION ($SWECL_MINI_BIN: another install), from PyPI
+    (`pypi_cli`; LiteLLM is large, hence the bytecode compiled at install)."""
+    return pypi_cli("mini-swe-agent", MINI_VERSION, "mini", "SWECL_MINI_BIN")
+
+
+# --- basic-memory from PyPI ---------------------------------------------------------------
+
+BASIC_MEMORY_VERSION = "0.24.1"  # the version whose tools (write_note, search_notes) the tests call
+
+
+def python_at_least(minor: int) -> str | None:
+    """An interpreter of Python 3.`minor` or newer on this machine: swecl's own, one on
+    PATH, or one pyenv keeps (its shims fail for a version not selected); None if none."""
+    if sys.version_info >= (3, minor):
+        return sys.executable
+    candidates = [shutil.which(f"python3.{m}") for m in range(minor, 20)]
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    if pyenv.is_dir():
+        candidates += [str(p / "bin" / "python3") for p in sorted(pyenv.iterdir(), reverse=True)]
+    for candidate in filter(None, candidates):
+        try:
+            done = subprocess.run([candidate, "-c", f"import sys; sys.exit(sys.version_info < (3, {minor}))"],
+                                  capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0:
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="session")
+def basic_memory_bin() -> str:
+    """The real `basic-memory` CLI of BASIC_MEMORY_VERSION ($SWECL_BASIC_MEMORY_BIN: another
+    install), an MCP memory server keeping markdown notes; it needs Python 3.12 or newer,
+    which swecl does not: the test is skipped, loudly, on a machine without one."""
+    if os.environ.get("SWECL_BASIC_MEMORY_BIN"):
+        return os.environ["SWECL_BASIC_MEMORY_BIN"]
+    python = python_at_least(12)
+    if python is None:
+        pytest.skip(f"SKIPPED LOUDLY: basic-memory {BASIC_MEMORY_VERSION} needs Python 3.12 or newer and this "
+                    "machine has none (set SWECL_BASIC_MEMORY_BIN to an install)")
+    return pypi_cli("basic-memory", BASIC_MEMORY_VERSION, "basic-memory", "SWECL_BASIC_MEMORY_BIN", python=python)

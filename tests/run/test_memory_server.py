@@ -325,14 +325,21 @@ def _stream_payloads(results: Path, type_: str, prefix: str) -> list[tuple[int, 
     return [(seq, stream, p) for seq, stream, _, p in events(results, type_) if stream.startswith(prefix)]
 
 
-def test_plugin_accum_starts_its_server_on_the_source_runs_last_snapshot(
-    provider_run: Path, tmp_path: Path, cache: Path, server_memory_bin: str
-) -> None:
-    results = tmp_path / "results"
+@pytest.fixture(scope="module")
+def accum_run(provider_run: Path, tmp_path_factory: pytest.TempPathFactory, cache: Path, server_memory_bin: str) -> Path:
+    """v2, plugin-accum over the first task, seeded from v1's last snapshot, both passes."""
+    results = tmp_path_factory.mktemp("accum-run") / "results"
     shutil.copytree(provider_run, results)
     swecl(results, "run", "--stage", "plugin-accum", "--source-memory", "1", "--sequence", SPANS, *first_of(1, SPANS),
-          "--passes", "initial", "--memory-server", server_memory_bin, *SERVER_OPTIONS, "--quiet", cache=cache,
+          "--passes", "initial,retest", "--memory-server", server_memory_bin, *SERVER_OPTIONS, "--quiet", cache=cache,
           timeout=600)
+    return results
+
+
+def test_plugin_accum_starts_its_server_on_the_source_runs_last_snapshot(
+    accum_run: Path, tmp_path: Path, cache: Path
+) -> None:
+    results = accum_run
     (finished,) = _stream_payloads(results, "run.finished", "run/2")
     assert finished[2]["status"] == "finished"
     # The seed is recorded: the source run, and which of its snapshots each sequence starts on.
@@ -386,6 +393,31 @@ def test_a_seed_that_is_no_memory_server_snapshot_is_refused_before_anything_is_
         assert proc.returncode != 0 and says in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
         assert len(events(results)) == head
+
+
+def test_audit_flags_what_the_seed_gave_a_plugin_accum_task(accum_run: Path) -> None:
+    first, second, third = first_tasks(SPANS, TASKS)
+    exp = Experiment(accum_run)
+    (recall,) = exp.audit("2", first, pass_="initial").audit.provider_recalls  # against the demo's gold tests
+    # Its first recall returned what v1's three tasks wrote, attributed across the seed.
+    assert [(w.run, w.instance_id) for w in recall.writes] == [("1", first), ("1", second), ("1", third)]
+    kinds = {w.instance_id: [f.kind for f in w.flags if f.kind != "test-content"] for w in recall.writes}
+    assert kinds == {first: ["same-instance"], second: ["later-task"], third: ["later-task"]}
+    assert recall.test_content_checked and recall.unattributed > 0  # the graph's "relations": the server's own
+    # Re-tested, the task gets its own v2 write (retention: unflagged) and still v1's (a seed: flagged).
+    (retest,) = exp.audit("2", first, pass_="retest", no_dataset=True).audit.provider_recalls
+    mine = [w for w in retest.writes if w.run == "2"]
+    assert all(not w.flags for w in mine)
+    assert [f.kind for w in retest.writes if w.run == "1" and w.instance_id == first for f in w.flags] == [
+        "same-instance"]
+    summary = exp.audit("2", summary=True, no_dataset=True).audit
+    assert summary.provider_recalls == 2 and summary.by_kind["same-instance"] == 2
+    assert summary.by_kind["later-task"] == 2 + 2  # v1's second and third tasks' writes, in both passes
+    assert [(f.pass_, f.instance_id) for f in summary.flagged] == [("initial", first), ("retest", first)]
+    # `swecl metrics`' leakage line counts them too.
+    leakage = exp.metrics(versions=["2"]).leakage["2"]
+    assert leakage is not None and leakage["by_kind"]["same-instance"] == 2
+    assert leakage["flagged"] == summary.flagged_hits and leakage["recalled_items"] == summary.hits
 
 
 # -- a server that dies mid-run ------------------------------------------------------------------
