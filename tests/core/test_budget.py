@@ -60,7 +60,7 @@ def test_a_run_stops_on_its_budget_and_a_larger_one_finishes_it(tmp_path: Path, 
     assert [(p["spent_usd"], p["budget_usd"]) for *_, p in events(root, "run.budget_reached")] == [(0.8, 0.5)]
     assert events(root, "run.finished")[-1][3]["status"] == "budget_reached"
     (row,) = swecl_json(root, "runs", cache=cache)
-    assert row["status"] == "budget_reached"
+    assert row["status"] == "budget_reached" and row["order"] is None  # the dataset's order
     assert (row["spend"]["cost_usd"], row["spend"]["budget_usd"], row["spend"]["attempts"]) == (0.8, 0.5, 2)
     page = exp.view(log_error=print).respond("/").body.decode()  # the view's runs page says it too
     assert 'data-spend="0.8"' in page and "spent $0.80 of $0.50" in page

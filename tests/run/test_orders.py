@@ -68,6 +68,15 @@ def test_the_metrics_follow_the_order_of_the_run(two_orders: Path, cache: Path) 
         assert inputs.initial == expected
 
 
+def test_runs_say_each_runs_order(two_orders: Path, cache: Path) -> None:
+    assert [(r["version"], r["order"]) for r in swecl_json(two_orders, "runs", cache=cache)] == [
+        ("1", "permute:1"), ("2", "permute:2")]
+    table = swecl(two_orders, "runs", cache=cache, env={"COLUMNS": "300"}).stdout
+    assert "spans (order permute:1)" in table and "spans (order permute:2)" in table
+    page = Experiment(two_orders).view(log_error=print).respond("/").body.decode()  # and the view's runs page
+    assert 'data-order="permute:1"' in page and 'data-order="permute:2"' in page
+
+
 def test_orders_are_one_group_with_each_metrics_spread(two_orders: Path, cache: Path) -> None:
     grouped = swecl_json(two_orders, "metrics", "--group", cache=cache)
     (group,) = grouped["groups"]
