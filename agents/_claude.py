@@ -36,7 +36,7 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,7 +53,7 @@ from ._cli_agent import (
     recall_server,
 )
 from ._protocol import AgentInput, AgentResult, RunSupplies
-from ._stream_json import StreamSummary, classify, parse_stream
+from ._stream_json import StreamSummary, classify, parse_stream, token_counter
 
 __all__ = [
     "MODEL_ALIASES",
@@ -333,6 +333,9 @@ class ClaudeAgent(CliAgent[ClaudeInvocation]):
                                hook_record=hook_record)
 
     # -- running ---------------------------------------------------------------------------
+
+    def token_counter(self) -> Callable[[bytes], int]:
+        return token_counter()  # its stream reports each model call's usage as it ends
 
     def writable(self, inp: AgentInput, inv: ClaudeInvocation) -> list[Path]:
         return [inp.scratch_dir, inv.config_dir, *([inv.auto_memory_dir] if inv.auto_memory_dir else [])]

@@ -11,7 +11,10 @@ sandboxed, since the server reads the ledger), the notes of a primed prompt
 
 An adapter subclasses `CliAgent` with `prepare(AgentInput) -> its CliInvocation` (argv,
 environment, config files) and `writable(inp, inv)` (what the sandbox lets it write
-beside the worktree), and reads its CLI's own output in `run`.
+beside the worktree), and reads its CLI's own output in `run`. One whose CLI reports its
+usage turn by turn while it runs gives `token_counter` (a stdout line -> the input +
+output tokens so far): the run then ends the CLI once they pass the budget's
+`max_tokens`, as a timeout ends it, and `judged` calls that exit `max_tokens`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import contextlib
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
@@ -143,10 +146,22 @@ class CliAgent(Generic[I]):
             readable=checkout_object_stores(inp.worktree),
         )
 
+    def token_counter(self) -> Callable[[bytes], int] | None:
+        """A fresh running count for one run: each line of the CLI's stdout in, the input +
+        output tokens its turns reported so far out; None when the CLI reports its usage
+        only at the end (the run then checks --max-tokens-per-task after the attempt)."""
+        return None
+
     def judged(self, ran: Launched, result: AgentResult) -> AgentResult:
         """`result`, marked `not_started` when the CLI never ran (the sandbox could not
-        exec it) or ended in failure before any model call: the run's, not the agent's."""
+        exec it) or ended in failure before any model call: the run's, not the agent's.
+        A CLI ended at its token limit is the agent's attempt ending there (`max_tokens`)."""
         outcome = ran.outcome
+        if outcome.halted:
+            used = result.tokens.get("input", 0) + result.tokens.get("output", 0)
+            result.exit = "max_tokens"
+            result.error = f"ended at its token limit: {used} input + output tokens reported"
+            return result
         why = not_started(outcome.returncode, outcome.timed_out, ran.stderr)
         if why is not None:  # its own words are about a process that never ran
             result.not_started = result.error = f"the {self.command} CLI did not run: {why}"
@@ -198,7 +213,7 @@ class CliAgent(Generic[I]):
         base = inp.base_commit or _diff.head_commit(inp.worktree)
         inv = self.prepare(inp)
         scrubber = Scrubber({**os.environ, **inv.env})
-        outcome = run_cli(inp, inv, self.writable(inp, inv), self.endpoints(inp, inv))
+        outcome = run_cli(inp, inv, self.writable(inp, inv), self.endpoints(inp, inv), self.token_counter())
         stream = inv.stream_path.read_bytes()
         inv.stream_path.write_bytes(scrubber.bytes(stream))
         stderr = scrubber.bytes(inv.stderr_path.read_bytes())
@@ -264,10 +279,14 @@ def recalled_notes(inp: AgentInput) -> list[str]:
     return notes
 
 
-def run_cli(inp: AgentInput, inv: CliInvocation, writable: Sequence[Path], api: Sequence[str] = ()) -> ProcessOutcome:
+def run_cli(inp: AgentInput, inv: CliInvocation, writable: Sequence[Path], api: Sequence[str] = (),
+            count: Callable[[bytes], int] | None = None) -> ProcessOutcome:
     """The CLI in the task's worktree, confined when the run is (`writable` beside the
     worktree; of the network, the `api` endpoints and --allow-host only), within the time
-    limit; the recall server served outside for as long as it runs."""
+    limit, and within the budget's `max_tokens` when `count` reads its running usage; the
+    recall server served outside for as long as it runs."""
+    limit = inp.budget.max_tokens
+    stop_on = (lambda line: count(line) > limit) if count is not None and limit is not None else None
     with contextlib.ExitStack() as stack:
         if inv.recall_server is not None:
             stack.enter_context(RecallBridge(*inv.recall_server, inp.scratch_dir / "recall-bridge"))
@@ -284,6 +303,7 @@ def run_cli(inp: AgentInput, inv: CliInvocation, writable: Sequence[Path], api: 
             readable=checkout_object_stores(inp.worktree),
             egress=inp.egress,
             endpoints=api,
+            stop_on=stop_on,
         )
 
 

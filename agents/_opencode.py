@@ -41,6 +41,7 @@ import contextlib
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,7 @@ from ._cli_agent import (
     primed_notes,
     recall_server,
 )
-from ._opencode_events import classify, parse_events
+from ._opencode_events import classify, parse_events, token_counter
 from ._protocol import AgentInput, AgentResult, RunSupplies
 
 __all__ = ["PROVIDERS", "OpencodeAgent", "OpencodeInvocation", "find_opencode"]
@@ -232,6 +233,9 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
                                config=config, memory_root=memory_root)
 
     # -- running ---------------------------------------------------------------------------
+
+    def token_counter(self) -> Callable[[bytes], int]:
+        return token_counter()  # its stream reports each model call's usage as it ends
 
     def run(self, inp: AgentInput) -> AgentResult:
         _refuse_blind(inp)

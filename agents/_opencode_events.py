@@ -23,7 +23,7 @@ otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ from ledger.events import ToolCall
 from ._protocol import ExitKind
 from ._stream_json import ended_early, json_objects, mentions_any
 
-__all__ = ["OpencodeSummary", "classify", "parse_events"]
+__all__ = ["OpencodeSummary", "classify", "parse_events", "token_counter"]
 
 # What opencode and the APIs say of a key that is missing or refused.
 _AUTH_ERRORS = ("ProviderAuthError",)
@@ -123,6 +123,22 @@ def parse_events(lines: Iterable[str | bytes], mcp_servers: Iterable[str] = ()) 
     s.cost_usd = round(cost, 10) if priced else None
     s.final_text = "\n".join(answer)
     return s
+
+
+def token_counter() -> Callable[[bytes], int]:
+    """A running count of the input + output tokens of a run's output, fed line by line
+    while opencode runs: each model call's `step_finish` adds its own (as `parse_events`
+    counts them)."""
+    total = 0
+
+    def count(line: bytes) -> int:
+        nonlocal total
+        if b"step_finish" in line:  # the only event with usage; most lines are not worth a parse
+            tokens = parse_events([line]).tokens
+            total += tokens.get("input", 0) + tokens.get("output", 0)
+        return total
+
+    return count
 
 
 def classify(s: OpencodeSummary, exit_code: int | None, *, timed_out: bool) -> tuple[ExitKind, str | None]:

@@ -4,15 +4,20 @@ Agent CLIs start children (MCP servers, shells, test runs) that outlive them if 
 alone; each run gets a new session so a timeout, and the clean-up after a normal exit,
 can end the whole group at once. The session, the kill and the reaping are the grader's
 (`graders.run_in_session`); what is the agents' own is the grace a CLI gets to flush its
-transcript, output to two files, stdin, the egress proxy, and errors as `SweclError`.
+transcript, output to two files, stdin, the egress proxy, errors as `SweclError`, and
+`stop_on`: a watch on the agent's stdout as it is written (a CLI's running token count),
+which ends the group as a timeout does.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from ledger import SweclError
 
@@ -24,6 +29,9 @@ __all__ = ["ProcessOutcome", "run_process"]
 
 # Time between SIGTERM and SIGKILL: long enough for a CLI to flush its transcript.
 _GRACE_S = 3.0
+# How long the stdout reader may take to drain once the group is gone (a descendant that
+# escaped the clean-up and still holds the pipe must not hang the run).
+_DRAIN_S = 10.0
 
 
 def run_process(
@@ -40,6 +48,7 @@ def run_process(
     readable: Sequence[Path] = (),
     egress: Egress | None = None,
     endpoints: Sequence[str] = (),
+    stop_on: Callable[[bytes], bool] | None = None,
 ) -> ProcessOutcome:
     """Run `argv` with stdout/stderr to files; end its process group on timeout (SIGTERM,
     `_GRACE_S`, SIGKILL) and whatever it left when it exits.
@@ -51,7 +60,9 @@ def run_process(
     their own, read-only inside: not in the scratch dir, where an agent copying its files
     would trip over a socket.
 
-    stdin goes through a pipe fed by a thread (`graders.run_in_session`).
+    stdin goes through a pipe fed by a thread (`graders.run_in_session`). With `stop_on`,
+    stdout goes through a pipe too, copied to its file by a thread that hands each line to
+    `stop_on`; the first True ends the group as a timeout would, the outcome `halted`.
     """
     if not cwd.is_dir():
         raise SweclError(f"agent worktree {cwd} does not exist: prepare the task's checkout first")
@@ -69,9 +80,60 @@ def run_process(
 
         with open(stdout, "wb") as out, open(stderr, "wb") as err:
             try:
-                return run_in_session(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=stdin,
-                                      timeout_s=timeout_s, grace_s=_GRACE_S, wrap=confine)
+                if stop_on is None:
+                    return run_in_session(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=stdin,
+                                          timeout_s=timeout_s, grace_s=_GRACE_S, wrap=confine)
+                with _Watched(out, stop_on) as watched:
+                    return run_in_session(argv, cwd=cwd, env=env, stdout=watched.sink, stderr=err, stdin=stdin,
+                                          timeout_s=timeout_s, grace_s=_GRACE_S, wrap=confine, halt=watched.halt)
             except FileNotFoundError:
                 raise SweclError(f"agent command {argv[0]!r} not found: install it or give its full path") from None
             except PermissionError:
                 raise SweclError(f"agent command {argv[0]!r} is not executable: check its permissions") from None
+
+
+class _Watched:
+    """The agent's stdout through a pipe: a thread copies it to `out` and hands `stop_on`
+    each complete line; once `stop_on` says stop, `halt` becomes readable (and the copying
+    goes on, so the CLI can flush through its grace). On exit, once the process group is
+    gone, what is left in the pipe is drained into `out`."""
+
+    def __init__(self, out: BinaryIO, stop_on: Callable[[bytes], bool]) -> None:
+        self._out = out
+        self._stop_on = stop_on
+        self._read, self.sink = os.pipe()
+        self.halt, self._halt_w = os.pipe()
+        self._thread = threading.Thread(target=self._copy, daemon=True)
+
+    def __enter__(self) -> _Watched:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.sink)  # the last writer but the process group's, which is gone now
+        self._thread.join(_DRAIN_S)
+        if not self._thread.is_alive():
+            for fd in (self._read, self.halt, self._halt_w):
+                os.close(fd)
+
+    def _copy(self) -> None:
+        pending = b""
+        watching = True
+        while chunk := os.read(self._read, 65536):
+            self._out.write(chunk)
+            self._out.flush()
+            if not watching:
+                continue
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                try:
+                    stop = self._stop_on(line)
+                except Exception:  # a watch that breaks ends the watching, never the copying
+                    stop, watching = False, False
+                if stop:
+                    watching = False
+                    os.write(self._halt_w, b"x")
+                if not watching:
+                    pending = b""
+                    break

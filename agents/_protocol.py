@@ -39,12 +39,14 @@ __all__ = [
 
 CodeMode = Literal["agentic", "blind"]
 PromptStyle = Literal["plain", "recall", "natural"]
-ExitKind = Literal["completed", "max_turns", "budget", "auth_failed", "crashed", "timeout", "error"]
+ExitKind = Literal["completed", "max_turns", "budget", "max_tokens", "auth_failed", "crashed", "timeout", "error"]
 
 CODE_MODES: tuple[str, ...] = ("agentic", "blind")
 PROMPT_STYLES: tuple[str, ...] = ("plain", "recall", "natural")
 MEMORY_MODES: tuple[str, ...] = ("off", "builtin", "plugin-real")
-EXIT_KINDS: tuple[str, ...] = ("completed", "max_turns", "budget", "auth_failed", "crashed", "timeout", "error")
+EXIT_KINDS: tuple[str, ...] = (
+    "completed", "max_turns", "budget", "max_tokens", "auth_failed", "crashed", "timeout", "error",
+)
 
 
 class RecalledLike(Protocol):
@@ -89,8 +91,9 @@ class Budget:
     max_turns: int | None = 50
     max_cost_usd: float | None = None
     timeout_s: float | None = 1800.0
-    # Input + output tokens one attempt may report; checked by the run after the attempt
-    # (agent.finished.over_limit), as no adapter sees its agent's tokens live yet.
+    # Input + output tokens one attempt may report. A CLI agent whose stream reports usage
+    # per turn (claude, opencode) is ended once they pass it (exit `max_tokens`); for every
+    # agent the run checks it after the attempt too (agent.finished.over_limit).
     max_tokens: int | None = None
 
 

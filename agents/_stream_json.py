@@ -12,7 +12,7 @@ not-logged-in run ends `subtype: success` with `is_error: true`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ from ledger.events import ToolCall
 from ._protocol import ExitKind
 
 __all__ = ["StreamSummary", "classify", "ended_early", "json_objects", "mentions_any", "parse_stream", "parse_stream_text",
-           "with_last_error"]
+           "token_counter", "with_last_error"]
 
 _AUTH_ERRORS = {"authentication_failed", "authentication_error", "oauth_org_not_allowed", "permission_error"}
 _AUTH_TEXT = ("not logged in", "invalid api key", "please run /login", "oauth token")
@@ -143,6 +143,24 @@ def parse_stream(lines: Iterable[str | bytes]) -> StreamSummary:
                 s.session_id = obj["session_id"]
     _totals(s, message_usage, top_level_ids)
     return s
+
+
+def token_counter() -> Callable[[bytes], int]:
+    """A running count of a stream's input + output tokens, fed line by line while the CLI
+    runs: what its assistant messages reported so far (one usage per message id, as
+    `parse_stream` counts a run with no result), subagents' messages included."""
+    s = StreamSummary()
+    tool_index: dict[str, int] = {}
+    message_usage: dict[str, dict[str, Any]] = {}
+    top_level_ids: list[str] = []
+
+    def count(line: bytes) -> int:
+        for obj in json_objects([line]):
+            if obj is not None and obj.get("type") == "assistant":
+                _assistant(s, obj, tool_index, message_usage, top_level_ids)
+        return sum(_int(u.get("input_tokens")) + _int(u.get("output_tokens")) for u in message_usage.values())
+
+    return count
 
 
 def _system(s: StreamSummary, obj: dict[str, Any]) -> None:

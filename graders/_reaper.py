@@ -260,33 +260,40 @@ class Reaper:
         return killed
 
 
-def wait_for_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> None:
+def wait_for_exit(proc: subprocess.Popen[bytes], timeout: float | None, wake: int | None = None) -> bool:
     """`proc.wait(timeout)`, woken by the exit itself rather than by polling.
 
     With a timeout, `Popen.wait` polls, sleeping up to 50 ms between looks: a test run or
     an agent step of a quarter second then waits about 25 ms past its end, which is a
     tenth of a task's grading. A pidfd (Linux 5.3+) becomes readable when the process
     exits; where there is none (another OS, an old kernel) this is `proc.wait`.
-    Raises `subprocess.TimeoutExpired` as `proc.wait` does.
+    Raises `subprocess.TimeoutExpired` as `proc.wait` does. With `wake`, a file
+    descriptor another thread makes readable, the wait also ends there, unreaped: returns
+    False (True when the process exited). Without a pidfd, `wake` is not heard.
     """
-    if timeout is None or not hasattr(os, "pidfd_open"):
+    if (timeout is None and wake is None) or not hasattr(os, "pidfd_open"):
         proc.wait(timeout)
-        return
+        return True
     try:
         # Not reaped yet (only `proc.wait` reaps it), so the pid cannot name another process.
         fd = os.pidfd_open(proc.pid)
     except OSError:
         proc.wait(timeout)
-        return
+        return True
     try:
         poller = select.poll()  # not select(): a busy process may hold fds past FD_SETSIZE
         poller.register(fd, select.POLLIN)
-        ready = poller.poll(max(0.0, timeout) * 1000)
+        if wake is not None:
+            poller.register(wake, select.POLLIN)
+        ready = poller.poll(None if timeout is None else max(0.0, timeout) * 1000)
     finally:
         os.close(fd)
     if not ready:
         raise subprocess.TimeoutExpired(proc.args, timeout)
+    if wake is not None and all(ready_fd == wake for ready_fd, _ in ready):
+        return False
     proc.wait()
+    return True
 
 
 REAPER = Reaper()

@@ -36,9 +36,10 @@ Sink = int | IO[bytes]
 
 @dataclass(frozen=True)
 class ProcessOutcome:
-    returncode: int | None  # None when it timed out and was killed
+    returncode: int | None  # None when it timed out (or was halted) and was killed
     timed_out: bool
     duration_s: float
+    halted: bool = False  # ended by the caller's `halt` (its own limit), as a timeout ends it
 
 
 def run_in_session(
@@ -52,12 +53,15 @@ def run_in_session(
     stdin: bytes | None = None,
     grace_s: float = 0.0,
     wrap: Wrap | None = None,
+    halt: int | None = None,
 ) -> ProcessOutcome:
     """Run `argv` (no shell) as the leader of a new session; end its group on timeout and
     everything it left on exit. `wrap` turns argv and the run's environment into what is
     started (inside `owned_processes`, so a sandbox sees the run's markers). `stdin` goes
     through a pipe fed by a thread: some CLIs treat a regular-file stdin differently from a
-    pipe, and a thread cannot deadlock on input larger than the pipe buffer. Raises
+    pipe, and a thread cannot deadlock on input larger than the pipe buffer. `halt`, a
+    file descriptor the caller makes readable (a limit of its own, watched in another
+    thread), ends the group as a timeout does (`ProcessOutcome.halted`). Raises
     `OSError` when the program cannot be started."""
     with owned_processes(env) as (run_env, clean_up):
         started = time.monotonic()
@@ -75,9 +79,11 @@ def run_in_session(
         if stdin is not None:
             feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
             feeder.start()
-        timed_out = False
+        timed_out = halted = False
         try:
-            wait_for_exit(proc, timeout_s)
+            if not wait_for_exit(proc, timeout_s, halt):
+                halted = True
+                kill_group(proc.pid, proc, grace_s)
         except subprocess.TimeoutExpired:
             timed_out = True
             kill_group(proc.pid, proc, grace_s)
@@ -90,7 +96,8 @@ def run_in_session(
             clean_up()  # children that left the group (setsid) too
             if feeder is not None:
                 feeder.join(timeout=1.0)
-        return ProcessOutcome(None if timed_out else proc.returncode, timed_out, time.monotonic() - started)
+        return ProcessOutcome(None if timed_out or halted else proc.returncode, timed_out,
+                              time.monotonic() - started, halted)
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:

@@ -171,7 +171,7 @@ class AgentFinished(Event, tag="agent.finished", kw_only=True):
     agent: str
     model: str | None = None
     patch: str | None = None  # blob sha256 of the worktree diff
-    exit: str = "completed"  # completed | max_turns | budget | auth_failed | crashed | timeout | error
+    exit: str = "completed"  # completed | max_turns | budget | max_tokens | auth_failed | crashed | timeout | error
     exit_code: int | None = None
     turns: int | None = None
     tool_calls: list[ToolCall] = msgspec.field(default_factory=list)

@@ -76,6 +76,8 @@ def run_row(results: Results, ledger: Ledger, run: RunSummary, state: RunOutcome
         "version": run.version,
         "stage": run.stage,
         "sequences": run.sequences,
+        # run.started.task_order: the order its tasks ran in (--order/--orders); null: the dataset's
+        "order": run.task_order,
         "agent": run.agent,
         "status": live_status(results, run),
         "resolved": {p: resolved.get(p, 0) for p in run.passes},

@@ -253,7 +253,8 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
         # Short names (`django`): eight full sequence ids made every row four lines tall.
         short = short_sequence_names(row["sequences"])
         table.add_row(
-            row["version"], row["stage"] + (f" ({row['memory_server']})" if row["memory_server"] else ""), row["agent"], row["status"], ", ".join(short[s] for s in row["sequences"]),
+            row["version"], row["stage"] + (f" ({row['memory_server']})" if row["memory_server"] else ""), row["agent"], row["status"],
+            ", ".join(short[s] for s in row["sequences"]) + (f" (order {row['order']})" if row["order"] else ""),
             " ".join(f"{p}={n}/{row['tasks']}" for p, n in row["resolved"].items()), str(row["leakage"]["flagged"]),
             _spend_cell(row["spend"]), row["seeded_from"] or "", row["started_at"][:19],
         )

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
               help="Cost budget of the run in USD, over its agents' reported costs: the run stops after the task "
                    "that reaches it (exit 3), resumable with --resume V --budget-usd LARGER.")
 @click.option("--max-tokens-per-task", type=int, default=None, metavar="N",
-              help="Input + output tokens per task: an attempt that reports more is recorded as over the limit "
-                   "(checked after it ends; its patch is graded).")
+              help="Input + output tokens per task: claude and opencode are ended once they report more "
+                   "(exit max_tokens); any attempt over it is recorded as over the limit. Its patch is graded.")
 @click.option("--test-timeout", type=float, default=1800.0, show_default=True, metavar="S", help="Seconds per test run.")
 @click.option("--code-mode", type=click.Choice(["agentic", "blind"]), default="agentic", show_default=True,
               help="agentic: the agent works in the repository with its tools; "

@@ -43,7 +43,8 @@ class RunOptions(msgspec.Struct, kw_only=True):
     # --budget-usd: the run's cost budget, over its agents' reported costs across resumes
     # (see _budget.py); a resume may raise it (run.resumed.budget_usd). None: no budget.
     budget_usd: float | None = None
-    # --max-tokens-per-task: an attempt whose reported input + output tokens pass it is
+    # --max-tokens-per-task: the CLI agents that stream their usage are ended past it
+    # (exit max_tokens); an attempt whose reported input + output tokens pass it is
     # recorded as over the limit (agent.finished.over_limit); None: no limit.
     max_tokens_per_task: int | None = None
     test_timeout_s: float = 1800.0

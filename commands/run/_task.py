@@ -200,8 +200,8 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int,
         pass_=pass_, attempt=attempt,
     )
     if over_token_limit(result, ctx.budget.max_tokens):
-        # Seen after the attempt (no adapter reads its agent's tokens live): recorded as the
-        # agent's attempt at the limit, and graded on the patch it left, like a timeout.
+        # Seen after the attempt (an agent ended at the limit, exit max_tokens, passed it too):
+        # recorded as the agent's attempt at the limit, graded on the patch it left, like a timeout.
         agent_event = msgspec.structs.replace(agent_event, over_limit="tokens")
         ctx.reporter.note(f"{task.instance_id} ({pass_}): over --max-tokens-per-task {ctx.budget.max_tokens} "
                           f"({token_total(result.tokens)} tokens)")

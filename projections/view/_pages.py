@@ -170,6 +170,8 @@ def _run_row(item: RunListing) -> str:
     started = str(r["started_at"])[:19].replace("T", " ")
     leaks = r["leakage"]["flagged"]
     sequences = "".join(f'<a href="{esc(sequence_href(version, s))}">{_breakable(s)}</a>' for s in r["sequences"])
+    if r.get("order"):  # not the dataset's order (--order, --orders)
+        sequences += f'<span class="sub" data-order="{esc(str(r["order"]))}">order {_breakable(str(r["order"]))}</span>'
     resolved = "".join(f"<span>{esc(p)}={n}</span>" for p, n in r["resolved"].items())
     return (
         f'<tr data-run="{esc(version)}" data-status="{esc(r["status"])}" data-done="{item.progress.done}" '

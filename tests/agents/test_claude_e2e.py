@@ -172,6 +172,29 @@ def test_budget(
     assert result.tokens["input"] > 0  # from modelUsage: the result's own usage is empty here
 
 
+def test_token_limit_ends_the_cli_and_keeps_its_patch(
+    claude_bin: str, make_input: Callable[..., AgentInput], repo: Path, fakes: Callable[..., FakeAnthropic],
+    claude_env: Callable[[FakeAnthropic], None], tmp_path: Path,
+) -> None:
+    # Each reply reports 100 input + 20 output tokens: a write, then reading forever.
+    fake = fakes([
+        [tool_use("Write", {"file_path": str(repo / "pkg" / "compat.py"), "content": "NONE_GREETING = 'Hello'\n"})],
+        [tool_use("Read", {"file_path": str(repo / "README.md")})],
+    ])
+    claude_env(fake)
+    result = ClaudeAgent(executable=claude_bin, max_retries=0).run(
+        make_input(model="claude-fake", budget=Budget(max_turns=30, timeout_s=120, max_tokens=300))
+    )
+    assert result.exit == "max_tokens", (result.exit, result.error)
+    assert result.exit_code is None and "token limit" in (result.error or "")
+    assert result.not_started is None  # the agent's own end, not the run's
+    # ended once the third reply's usage (360 > 300) was on its stream, far short of its turns
+    assert result.tokens["input"] + result.tokens["output"] >= 360
+    assert 3 <= len(fake.api_requests) < 30
+    assert "+++ b/pkg/compat.py" in result.patch and "+NONE_GREETING = 'Hello'" in result.patch
+    assert processes_mentioning(str(tmp_path)) == []
+
+
 def test_hanging_api_is_a_timeout_and_the_process_group_is_gone(
     claude_bin: str, make_input: Callable[..., AgentInput], tmp_path: Path, fakes: Callable[..., FakeAnthropic],
     claude_env: Callable[[FakeAnthropic], None],

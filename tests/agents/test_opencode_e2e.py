@@ -99,6 +99,22 @@ def test_a_crash_mid_session_is_crashed_and_leaves_nothing_running(
     assert processes_mentioning(str(tmp_path)) == []
 
 
+def test_token_limit_ends_the_cli_and_keeps_its_patch(
+    make_input: Callable[..., AgentInput], repo: Path, tmp_path: Path, cli: Harness,
+) -> None:
+    # Each model call reports 100 input + 20 output tokens: a note written, then a shell forever.
+    fake = cli.fake([[tool_use("bash", {"command": "echo note > notes.txt", "description": "note"})],
+                     [tool_use("bash", {"command": "true", "description": "again"})]])
+    inp = make_input(model=OPENCODE_MODEL, budget=Budget(timeout_s=120, max_tokens=300))
+    result = cli.run(inp)
+    assert result.exit == "max_tokens", (result.exit, result.error)
+    assert result.exit_code is None and result.not_started is None
+    assert result.tokens["input"] + result.tokens["output"] >= 360  # the third call's step passed 300
+    assert 3 <= len(fake.api_requests) < 20
+    assert "+++ b/notes.txt" in result.patch
+    assert processes_mentioning(str(tmp_path)) == []
+
+
 def test_builtin_agents_md_carries_across_tasks(
     make_input: Callable[..., AgentInput], tmp_path: Path, cli: Harness,
 ) -> None:

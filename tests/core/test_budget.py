@@ -16,7 +16,7 @@ from commands import Experiment
 from commands.run import QuietReporter, RunOptions
 from commands.run._budget import BUDGET_EXIT_CODE, BudgetReached
 from ledger import SweclError
-from tests.run.support import SPANS, events, first_tasks, swecl_json
+from tests.run.support import SPANS, TEXTKIT, events, first_tasks, swecl_json
 
 # Each attempt edits the checkout (a patch to grade) and reports $0.40 and 1200 tokens.
 AGENT = """#!/bin/sh
@@ -34,8 +34,9 @@ def _agent(tmp_path: Path, *mode: str) -> str:
     return " ".join([str(script), "{workdir}", "{usage_file}", *mode])
 
 
-def _opts(command: str, tasks: int, **limits: object) -> RunOptions:
-    return RunOptions(stage="base", sequences=[SPANS], instances=first_tasks(SPANS, tasks), passes=["initial"],
+def _opts(command: str, tasks: int, *, sequences: tuple[str, ...] = (SPANS,), **limits: object) -> RunOptions:
+    return RunOptions(stage="base", sequences=list(sequences), passes=["initial"],
+                      instances=[iid for seq in sequences for iid in first_tasks(seq, tasks)],
                       agent="command", command=command, **limits)  # type: ignore[arg-type]
 
 
@@ -59,7 +60,7 @@ def test_a_run_stops_on_its_budget_and_a_larger_one_finishes_it(tmp_path: Path, 
     assert [(p["spent_usd"], p["budget_usd"]) for *_, p in events(root, "run.budget_reached")] == [(0.8, 0.5)]
     assert events(root, "run.finished")[-1][3]["status"] == "budget_reached"
     (row,) = swecl_json(root, "runs", cache=cache)
-    assert row["status"] == "budget_reached"
+    assert row["status"] == "budget_reached" and row["order"] is None  # the dataset's order
     assert (row["spend"]["cost_usd"], row["spend"]["budget_usd"], row["spend"]["attempts"]) == (0.8, 0.5, 2)
     page = exp.view(log_error=print).respond("/").body.decode()  # the view's runs page says it too
     assert 'data-spend="0.8"' in page and "spent $0.80 of $0.50" in page
@@ -92,3 +93,31 @@ def test_an_attempt_cut_by_a_limit_is_the_agents_and_graded(tmp_path: Path, cach
     ((*_, grade),) = events(root, "grade.finished")
     assert grade["status"] not in ("infra_error", "agent_error") and grade["resolved"] is False
     assert len(events(root, "task.finished")) == 1
+
+
+def test_with_jobs_every_sequence_stops_after_its_task_in_flight(tmp_path: Path, cache: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two sequences in two processes, a budget one task crosses: each sequence finishes
+    the task it has in flight (one each, or none for a sequence that starts after the
+    other's task was recorded) and starts no other; the run records one stop, and a
+    resume with a larger budget finishes both."""
+    monkeypatch.setenv("SWECL_CACHE", str(cache))
+    root = tmp_path / "results"
+    exp = Experiment(root)
+    with pytest.raises(BudgetReached):
+        exp.run(_opts(_agent(tmp_path), 2, sequences=(SPANS, TEXTKIT), jobs=2, budget_usd=0.3, version="j"),
+                QuietReporter())
+    started = [(stream.split("/")[2], p["order"]) for _, stream, _, p in events(root, "task.started")]
+    finished = [(stream.split("/")[2], p["order"]) for _, stream, _, p in events(root, "task.finished")]
+    assert sorted(started) == sorted(finished) and 1 <= len(finished) <= 2  # no task cut, none after the stop
+    assert all(order == 1 for _, order in finished)
+    assert events(root, "task.abandoned") == []
+    (reached,) = [p for *_, p in events(root, "run.budget_reached")]
+    assert reached["budget_usd"] == 0.3 and reached["spent_usd"] == pytest.approx(0.4 * len(finished))
+    assert [p["status"] for *_, p in events(root, "run.finished")] == ["budget_reached"]
+
+    done = exp.resume("j", QuietReporter(), jobs=2, budget_usd=5.0)
+    assert [r.status for r in done.reports] == ["finished"]
+    cells = sorted((stream.split("/")[2], p["order"]) for _, stream, _, p in events(root, "task.finished"))
+    assert cells == sorted((seq, order) for seq in (SPANS, TEXTKIT) for order in (1, 2))  # each once
+    assert len(events(root, "run.budget_reached")) == 1

@@ -78,3 +78,21 @@ def test_the_two_callers_report_a_missing_program_each_their_way(tmp_path: Path)
     with pytest.raises(SweclError, match="not found"):
         agent_run_process(["/nonexistent/prog"], cwd=tmp_path, env=os.environ, stdout=tmp_path / "o",
                           stderr=tmp_path / "e", timeout_s=5)
+
+
+def test_an_agents_stdout_watch_ends_its_group_as_a_timeout_would(tmp_path: Path) -> None:
+    """`stop_on` sees each line as it is written; its first True ends the run (halted, no
+    return code) while all the output still reaches the file. Without the watch the
+    program would wait for a signal until its time limit."""
+    code = "import signal; print('one', flush=True); print('two', flush=True); signal.pause()"
+    seen: list[bytes] = []
+
+    def stop_on(line: bytes) -> bool:
+        seen.append(line)
+        return line == b"two"
+
+    out = tmp_path / "out"
+    outcome = agent_run_process([sys.executable, "-c", code], cwd=tmp_path, env=os.environ, stdout=out,
+                                stderr=tmp_path / "err", timeout_s=60, stop_on=stop_on)
+    assert outcome.halted and not outcome.timed_out and outcome.returncode is None
+    assert seen == [b"one", b"two"] and out.read_bytes() == b"one\ntwo\n"

@@ -68,6 +68,15 @@ def test_the_metrics_follow_the_order_of_the_run(two_orders: Path, cache: Path) 
         assert inputs.initial == expected
 
 
+def test_runs_say_each_runs_order(two_orders: Path, cache: Path) -> None:
+    assert [(r["version"], r["order"]) for r in swecl_json(two_orders, "runs", cache=cache)] == [
+        ("1", "permute:1"), ("2", "permute:2")]
+    table = swecl(two_orders, "runs", cache=cache, env={"COLUMNS": "300"}).stdout
+    assert "spans (order permute:1)" in table and "spans (order permute:2)" in table
+    page = Experiment(two_orders).view(log_error=print).respond("/").body.decode()  # and the view's runs page
+    assert 'data-order="permute:1"' in page and 'data-order="permute:2"' in page
+
+
 def test_orders_are_one_group_with_each_metrics_spread(two_orders: Path, cache: Path) -> None:
     grouped = swecl_json(two_orders, "metrics", "--group", cache=cache)
     (group,) = grouped["groups"]
@@ -123,3 +132,44 @@ def test_the_cli_refuses_a_bad_order_in_one_line(tmp_path: Path, cache: Path) ->
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines() == [
         "swecl: error: --order 'permute:x': give permute:SEED with SEED a non-negative integer"]
+
+
+def test_an_ordered_run_killed_midway_resumes_in_its_order(tmp_path: Path, cache: Path, two_orders: Path) -> None:
+    """Killed in the middle of its 2nd task (SIGKILL, the real CLI), an ordered plugin run
+    resumes in the order it recorded, not the dataset's nor a new shuffle, redoes that
+    task and ends with the outcomes (and the memory each task saw) of the same order run
+    uninterrupted (run 2 of `two_orders`, permute:2)."""
+    assert _shuffled(2) not in (list(TASKS), list(TASKS)[::-1])  # neither the dataset's order nor its reverse
+    root = tmp_path / "results"
+    killed = swecl(root, "run", "--stage", "plugin-blank", "--sequence", SPANS,
+                   *[a for iid in TASKS for a in ("--instance", iid)], "--passes", "initial",
+                   "--order", "permute:2", "--version", "o", "--quiet",
+                   cache=cache, env={"SWECL_FAILPOINTS": "agent.finished:2"}, check=False)
+    assert killed.returncode == -9, killed.stderr
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SWECL_CACHE", str(cache))
+        assert [r.status for r in Experiment(root).resume("o", QuietReporter()).reports] == ["finished"]
+    plan = [(iid, k) for k, iid in enumerate(_shuffled(2), start=1)]
+
+    def of(results: Path, version: str, kind: str) -> list[dict]:
+        return [p for _, stream, _, p in events(results, kind) if stream.startswith(f"run/{version}/")]
+
+    def cells(results: Path, version: str, kind: str) -> list[tuple[str, int]]:
+        return [(p["instance_id"], p["order"]) for p in of(results, version, kind)]
+
+    assert cells(root, "o", "task.started") == [plan[0], plan[1], plan[1], plan[2]]  # the 2nd again, then the 3rd
+    assert cells(root, "o", "task.abandoned") == [plan[1]]
+    assert cells(root, "o", "task.finished") == cells(two_orders, "2", "task.finished") == plan
+
+    def outcomes(results: Path, version: str) -> list[tuple]:
+        return [(p["instance_id"], p["order"], p["status"], p["resolved"]) for p in of(results, version, "task.finished")]
+
+    def recalled(results: Path, version: str) -> list[tuple]:
+        """What each finished attempt recalled: the lessons, by the task they came from."""
+        source = {p["item_id"]: p["source_instance"] for p in of(results, version, "memory.written")}
+        finished = {(p["order"], p["attempt"]) for p in of(results, version, "task.finished")}
+        return [(p["order"], tuple(source.get(h["item_id"]) for h in p["results"]))
+                for p in of(results, version, "memory.recalled") if (p["order"], p["attempt"]) in finished]
+
+    assert outcomes(root, "o") == outcomes(two_orders, "2")
+    assert recalled(root, "o") == recalled(two_orders, "2") and any(hits for _, hits in recalled(root, "o"))
