@@ -329,11 +329,13 @@ def run_invariants(results: Path, version: str) -> list[str]:
 
 
 def metrics_doc(results: Path, version: str, cache: Path) -> dict[str, Any]:
-    """`swecl metrics --json` for one version, without the fields that name the version."""
+    """`swecl metrics --json` for one version, without the fields that name the version and
+    without its spend: the agents' wall seconds differ between any two runs, and a resumed
+    run has paid for the attempts it abandoned (its scores are what must not differ)."""
     doc = json.loads(swecl(results, "metrics", "--version", version, "--json", cache=cache).stdout)
     (entry,) = doc["versions"]
     entry = {k: v for k, v in entry.items() if k != "version"}
-    return {**{k: v for k, v in doc.items() if k != "versions"}, "version": entry}
+    return {**{k: v for k, v in doc.items() if k not in ("versions", "spend")}, "version": entry}
 
 
 def live_memory(results: Path, version: str) -> list[tuple[str, str, str | None]]:

@@ -53,6 +53,10 @@ class Case:
     rejected: str  # what the CLI says of a key the API refuses
     mcp: bool = True  # an MCP client: recall is its tool (else the notes come primed in the prompt)
     sessions: bool = True  # the CLI names its session (an id in the result)
+    # How long the CLI may take, on a loaded 2-core machine, from its start to its first
+    # API request (the hanging-API test's time limit must come after it): opencode's
+    # native binary and mini-swe-agent's import of LiteLLM (seconds of CPU) start slowly.
+    start_s: float = 15
 
 
 CASES = [
@@ -84,7 +88,7 @@ CASES = [
          recall=lambda query: [],
          sent=lambda body: json.dumps(body["messages"]),
          returned=lambda body: json.dumps(fake_chat.tool_results(body)),
-         rejected="Incorrect API key provided", mcp=False, sessions=False),
+         rejected="Incorrect API key provided", mcp=False, sessions=False, start_s=45),
     # opencode's anthropic provider, at ANTHROPIC_BASE_URL as the claude CLI reads it
     Case("opencode", OpencodeAgent, fake_anthropic.FakeAnthropic, fake_anthropic.OPENCODE_MODEL,
          ("ANTHROPIC_AUTH_TOKEN", "OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTENT", "XDG_CONFIG_HOME",
@@ -94,7 +98,7 @@ CASES = [
          recall=lambda query: [[fake_anthropic.tool_use("memory_recall", {"query": query, "repo": "demo/pkg", "k": 3})]],
          sent=lambda body: json.dumps(body["messages"]),
          returned=lambda body: json.dumps(fake_anthropic.tool_results(body)),
-         rejected="invalid x-api-key"),
+         rejected="invalid x-api-key", start_s=45),
 ]
 MCP_CASES = [c for c in CASES if c.mcp]
 

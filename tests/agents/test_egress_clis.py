@@ -95,13 +95,14 @@ def test_codex_and_gemini_reach_their_api_and_nothing_else(
     fetch = f"python3 -c \"import urllib.request as u; print(u.urlopen('{code_host.url}/fix.patch').read())\""
     name = cli.case.name
     web = [WEB_TOOL[name](code_host.url)] if name in WEB_TOOL else []
-    fake = cli.fake([*web, SHELL[name](fetch), cli.case.say("done")])
+    script = [*web, SHELL[name](fetch), cli.case.say("done")]
+    fake = cli.fake(script)
     egress = Egress()
     result = cli.run(make_input(model=cli.case.model, sandbox=sandbox_for("bwrap"), egress=egress,
                                 budget=Budget(timeout_s=120)))
     assert result.exit == "completed", result.error
     assert code_host.paths == []  # the code host received nothing
-    assert len(fake.api_requests) == 3  # the API worked, turn after turn
+    assert len(fake.api_requests) == len(script)  # the API worked, turn after turn
     allowed = {(c.host, c.port) for c in egress.connections if c.allowed}
     refused = [c for c in egress.connections if not c.allowed]
     assert allowed == {("127.0.0.1", int(fake.url.split(":")[2].split("/")[0]))}
