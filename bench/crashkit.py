@@ -329,12 +329,13 @@ def run_invariants(results: Path, version: str) -> list[str]:
 
 
 def metrics_doc(results: Path, version: str, cache: Path) -> dict[str, Any]:
-    """`swecl metrics --json` for one version, without the fields that name the version and
-    without its spend: the agents' wall seconds differ between any two runs, and a resumed
-    run has paid for the attempts it abandoned (its scores are what must not differ)."""
+    """`swecl metrics --json` for one version: its own scores. Without the fields that name
+    the version, its spend (the agents' wall seconds differ between any two runs, and a
+    resumed run has paid for the attempts it abandoned) and its normalized gain (a ratio
+    to whichever base-stage run shares its folder, not a score of the run alone)."""
     doc = json.loads(swecl(results, "metrics", "--version", version, "--json", cache=cache).stdout)
     (entry,) = doc["versions"]
-    entry = {k: v for k, v in entry.items() if k != "version"}
+    entry = {k: v for k, v in entry.items() if k not in ("version", "normalized_gain")}
     return {**{k: v for k, v in doc.items() if k not in ("versions", "spend")}, "version": entry}
 
 
