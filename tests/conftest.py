@@ -26,12 +26,12 @@ os.environ.setdefault("PYTHONPYCACHEPREFIX", pycache_prefix())
 # pyproject.toml turns that reordering off (`--no-loadscope-reorder`) and the hook below
 # puts these first, so the many short modules fill the end. Only the order changes.
 SLOWEST_FIRST = (
+    "tests/agents/test_cli_agents_shared.py",  # about 150 s with five CLIs (estimated; remeasure)
     "tests/run/test_demo_suite.py",  # 152 s
     "tests/scale/test_ray_executor.py",  # 120 s
     "tests/graders/test_env_install.py",  # 84 s
     "tests/run/test_resume.py",  # 71 s
     "tests/reliability/test_crash_exact.py",  # 67 s
-    "tests/agents/test_cli_agents_shared.py",  # 62 s (before mini-swe-agent joined it)
     "tests/run/test_mini_run.py",  # about 60 s (estimated on a loaded machine; remeasure)
     "tests/reliability/test_crash_parallel.py",  # 57 s
     "tests/bench/test_bench_quick.py",  # 57 s
@@ -48,6 +48,11 @@ SLOWEST_FIRST = (
     "tests/reliability/test_tamper.py",  # 33 s
     "tests/run/test_grade_command.py",  # 32 s
     "tests/run/test_gemini_run.py",  # 32 s
+    "tests/run/test_memory_server_resume.py",  # about 65 s (estimated from a loaded run; remeasure)
+    "tests/audit/test_counterfactual.py",  # about 60 s (estimated from a loaded run; remeasure)
+    "tests/run/test_memory_server_basic_memory.py",  # about 50 s (estimated from a loaded run; remeasure)
+    "tests/run/test_orders.py",  # about 50 s (estimated from a loaded run; remeasure)
+    "tests/core/test_budget.py",  # about 50 s (estimated from a loaded run; remeasure)
     "tests/cli/test_repeat_cli.py",  # 30 s
     "tests/reliability/test_leaks.py",  # 30 s
     "tests/graders/test_grade_e2e.py",  # 27 s
@@ -59,12 +64,25 @@ SLOWEST_FIRST = (
     "tests/inputs/test_demo.py",  # 21 s
     "tests/reliability/test_bad_input.py",  # 19 s
     "tests/agents/test_egress_clis.py",  # 18 s
+    "tests/run/test_opencode_run.py",  # about 27 s (estimated from a loaded run; remeasure)
+    "tests/run/test_memory_server_clis.py",  # about 25 s (estimated from a loaded run; remeasure)
+    "tests/agents/test_opencode_e2e.py",  # about 20 s (estimated from a loaded run; remeasure)
+    "tests/run/test_fork.py",  # about 20 s (estimated from a loaded run; remeasure)
     "tests/agents/test_gemini_e2e.py",  # 17 s
     "tests/audit/test_demo_e2e.py",  # 17 s
     "tests/graders/test_tox_current_env.py",  # 16 s
     "tests/reliability/test_forged_results.py",  # 16 s
     "tests/agents/test_provider.py",  # 15 s
 )
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than the cores this process may use. Many tests spend
+    most of their time waiting (a hanging API until its time limit, a CLI or a server
+    starting, a killed run's resume), and a third worker on two cores fills those waits;
+    every test is written to hold on a loaded machine (the CPU-hog checks of the crash and
+    Ctrl-C tests)."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
