@@ -63,6 +63,7 @@ _EXPORTS = {
     "RunSpend": "_spend",
     "spend_of": "_spend",
     "memory_server_of": "_provider_calls",
+    "json_strings": "_provider_calls",
     "sequence_cutoffs": "_cut",
     "order_cut": "_cut",
     "OrderCut": "_cut",
@@ -119,7 +120,7 @@ if TYPE_CHECKING:
     from ._spend import RunSpend, spend_of
     from ._cut import OrderCut, order_cut, sequence_cutoffs
     from ._passes import pass_rank, retest_row
-    from ._provider_calls import memory_server_of
+    from ._provider_calls import json_strings, memory_server_of
     from ._runs import run_started_record
     from ._counterfactuals import counterfactual_verdicts
     from ._results import (

@@ -13,9 +13,21 @@ from ledger.events import ProviderCalled
 
 from ._runs import RunSummary
 
-__all__ = ["EXCERPT", "blob_text", "excerpt", "memory_server_named", "memory_server_of", "provider_calls"]
+__all__ = ["EXCERPT", "blob_text", "excerpt", "json_strings", "memory_server_named", "memory_server_of", "provider_calls"]
 
 EXCERPT = 160  # characters of an argument or a result shown on one line
+
+
+def json_strings(value: object) -> list[str]:
+    """Every string inside a decoded JSON value (a memory server's answer, a template), in
+    document order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in json_strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in json_strings(v)]
+    return []
 
 
 def memory_server_of(ledger: Ledger, run: RunSummary) -> str | None:

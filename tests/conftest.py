@@ -76,15 +76,6 @@ SLOWEST_FIRST = (
 )
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: one worker more than the cores this process may use. Many tests spend
-    most of their time waiting (a hanging API until its time limit, a CLI or a server
-    starting, a killed run's resume), and a third worker on two cores fills those waits;
-    every test is written to hold on a loaded machine (the CPU-hog checks of the crash and
-    Ctrl-C tests)."""
-    return len(os.sched_getaffinity(0)) + 1
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {module: i for i, module in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep their order

@@ -30,6 +30,7 @@ from agents import (
 )
 from ledger import Ledger, NewEvent, StreamRange, SweclError, event_id_for
 from ledger.events import SnapshotFile
+from projections import json_strings
 
 from ._provider_seed import provider_seed_files
 
@@ -81,21 +82,11 @@ def _template(text: str, option: str, fields: tuple[str, ...]) -> Any:
         raise SweclError(f"{option} {text!r} is not JSON: {exc}") from None
     if not isinstance(parsed, dict):
         raise SweclError(f"{option} {text!r}: give a JSON object (the tool's arguments)")
-    unknown = sorted({name for s in _strings(parsed) for name in _PLACEHOLDER.findall(s) if name not in fields})
+    unknown = sorted({name for s in json_strings(parsed) for name in _PLACEHOLDER.findall(s) if name not in fields})
     if unknown:
         raise SweclError(f"{option}: unknown placeholder {{{unknown[0]}}} (known: "
                          f"{', '.join('{' + f + '}' for f in fields)})")
     return parsed
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
 
 
 def fill(template: Any, values: dict[str, str]) -> Any:
@@ -186,7 +177,7 @@ def recalled_items(result: dict[str, Any], k: int) -> list[RecalledItem]:
     for text in texts:
         try:
             # A note's content may hold the lesson among other lines (a markdown server's).
-            strings += [line for value in _strings(json.loads(text)) for line in value.splitlines()]
+            strings += [line for value in json_strings(json.loads(text)) for line in value.splitlines()]
         except ValueError:
             strings += text.splitlines()
     items: list[RecalledItem] = []

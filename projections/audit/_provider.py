@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from ledger import Ledger, StreamRange
 from ledger.events import ProviderCalled
 from projections._cut import OrderCut
-from projections._provider_calls import blob_text, excerpt
+from projections._provider_calls import blob_text, excerpt, json_strings
 
 from ._flags import TestContent
 from ._model import FLAG_KINDS, AttributedLine, Flag, ProviderRecall, ProviderWrite
@@ -48,16 +48,6 @@ def _split(text: str) -> list[str]:
     return out
 
 
-def _strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
 def _lines(text: str) -> list[str]:
     lines = _split(text)
     if len(lines) == 1 and lines[0][:1] in "{[":
@@ -65,7 +55,7 @@ def _lines(text: str) -> list[str]:
             parsed = json.loads(lines[0])
         except ValueError:
             return lines
-        return [line for s in _strings(parsed) for line in _split(s)]
+        return [line for s in json_strings(parsed) for line in _split(s)]
     return lines
 
 
@@ -84,7 +74,7 @@ def _plain(text: str, depth: int = 0) -> list[str]:
             parsed = json.loads(text[start:])
         except ValueError:
             continue
-        out += [p for s in _strings(parsed) if s != text for p in _plain(s, depth + 1)]
+        out += [p for s in json_strings(parsed) if s != text for p in _plain(s, depth + 1)]
     return out
 
 
