@@ -188,8 +188,10 @@ def test_token_limit_ends_the_cli_and_keeps_its_patch(
     assert result.exit == "max_tokens", (result.exit, result.error)
     assert result.exit_code is None and "token limit" in (result.error or "")
     assert result.not_started is None  # the agent's own end, not the run's
-    # ended once the third reply's usage (360 > 300) was on its stream, far short of its turns
-    assert result.tokens["input"] + result.tokens["output"] >= 360
+    # Ended once the stream's usage passed 300, far short of its turns. Claude Code writes a
+    # message's output tokens as they grow, so how much of the third reply's 20 was on the
+    # stream when the group was ended depends on timing: past the limit is what is certain.
+    assert result.tokens["input"] + result.tokens["output"] > 300
     assert 3 <= len(fake.api_requests) < 30
     assert "+++ b/pkg/compat.py" in result.patch and "+NONE_GREETING = 'Hello'" in result.patch
     assert processes_mentioning(str(tmp_path)) == []
