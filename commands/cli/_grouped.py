@@ -71,7 +71,7 @@ def print_grouped_table(grouped: list[GroupedMetrics], console: Any = None) -> N
                          "(--json: each metric's min, max and bootstrap interval)")
     lines.append("mean ± half-width of the Student-t 95% interval over the group's n runs (n=1: no interval). "
                  "Groups: the runs of one `swecl run --repeat K`, else runs sharing stage, agent, model, dataset, "
-                 "grader, passes, tasks and order; `swecl run --orders N`: one run per order. --json has every "
+                 "grader, passes, tasks, order and fork point; `swecl run --orders N`: one run per order. --json has every "
                  "metric, sd, min, max, a bootstrap interval and each run's value.")
     width = min(console.width, 100)
     for line in lines:

@@ -4,7 +4,9 @@ Agents are not deterministic: one run of a stage is one draw. `swecl run --repea
 its K runs as one group (`run.started` `repeat_group`, the first repeat's version); runs
 started apart (or in a ledger older than those fields) are grouped when they share the
 setting: stage, agent, model, benchmark and dataset hash, grader, code mode, passes,
-sequences and requested tasks. A recorded group is never merged with other runs.
+sequences and requested tasks, task order, and for a fork (`--fork V@K`) its source, K and
+`--dream-at-fork`: a fork holds its source's tasks before K, so it is no draw of its own
+beside the source. A recorded group is never merged with other runs.
 
 `grouped_metrics` is `swecl metrics --group`: per sequence and macro, each metric's mean
 over the group's runs, the sample standard deviation and a Student-t 95% interval
@@ -60,6 +62,9 @@ def _key(run: RunSummary) -> str:
                list(run.passes), list(run.sequences), sorted(run.config.get("instances") or [])]
     if run.task_order is not None:  # another order is another setting (a CL score depends on it)
         setting.append(run.task_order)
+    fork = run.config.get("fork")
+    if fork:  # a fork shares its source's tasks before K: never an independent repeat of it
+        setting.append(["fork", fork, bool(run.config.get("dream_at_fork"))])
     return "setting:" + msgspec.json.encode(setting).decode()
 
 

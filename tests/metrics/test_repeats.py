@@ -206,11 +206,12 @@ def test_groups_sharing_a_run_or_over_other_tasks_are_refused() -> None:
 
 
 def summary(version: str, stage: str = "plugin-blank", group: str | None = None, status: str = "finished",
-            model: str | None = None) -> RunSummary:
+            model: str | None = None, config: dict | None = None) -> RunSummary:
     return RunSummary(version=version, stage=stage, sequences=["s"], agent="demo", model=model, grader="swebench",
                       benchmark="demo", dataset_hash="h", memory_mode="plugin-real", passes=["initial"],
                       started_seq=int(version), started_at="", status=status, repeat_group=group,
-                      repeat_index=None if group is None else 1, repeat_count=None if group is None else 2)
+                      repeat_index=None if group is None else 1, repeat_count=None if group is None else 2,
+                      config=config or {})
 
 
 def test_recorded_groups_and_groups_by_setting() -> None:
@@ -227,3 +228,13 @@ def test_recorded_groups_and_groups_by_setting() -> None:
     assert group_members(known, "2") == ["1", "2"]
     assert group_members(known, "3") == ["3", "4"]  # the failed run left out ...
     assert group_members(known, "7") == ["3", "4", "7"]  # ... unless it is the one asked for
+
+
+def test_a_fork_is_not_a_repeat_of_its_source() -> None:
+    # Tasks before K are the source's own events: grouping them as two draws would count them twice.
+    known = {v: s for v, s in (
+        ("1", summary("1")), ("2", summary("2", config={"fork": "1@4", "dream_at_fork": True})),
+        ("3", summary("3", config={"fork": "1@4", "dream_at_fork": True})),  # the same fork again
+        ("4", summary("4", config={"fork": "1@4"})), ("5", summary("5", config={"fork": "1@5", "dream_at_fork": True})),
+    )}
+    assert [g.versions for g in group_runs(known, list(known))] == [("1",), ("2", "3"), ("4",), ("5",)]
