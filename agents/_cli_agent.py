@@ -14,7 +14,9 @@ environment, config files) and `writable(inp, inv)` (what the sandbox lets it wr
 beside the worktree), and reads its CLI's own output in `run`. One whose CLI reports its
 usage turn by turn while it runs gives `token_counter` (a stdout line -> the input +
 output tokens so far): the run then ends the CLI once they pass the budget's
-`max_tokens`, as a timeout ends it, and `judged` calls that exit `max_tokens`.
+`max_tokens`, as a timeout ends it, and `judged` calls that exit `max_tokens`. One that
+can also be held to the budget's `max_turns` that way overrides `stop_watch`, and sets
+the exit `max_turns` itself when that was the limit it reached.
 """
 
 from __future__ import annotations
@@ -152,11 +154,23 @@ class CliAgent(Generic[I]):
         only at the end (the run then checks --max-tokens-per-task after the attempt)."""
         return None
 
+    def stop_watch(self, inp: AgentInput) -> Callable[[bytes], bool] | None:
+        """What ends the CLI while it runs, fed each line of its stdout: more input +
+        output tokens than the budget's `max_tokens`, when `token_counter` reads them."""
+        count, limit = self.token_counter(), inp.budget.max_tokens
+        if count is None or limit is None:
+            return None
+        return lambda line: count(line) > limit
+
     def judged(self, ran: Launched, result: AgentResult) -> AgentResult:
         """`result`, marked `not_started` when the CLI never ran (the sandbox could not
         exec it) or ended in failure before any model call: the run's, not the agent's.
-        A CLI ended at its token limit is the agent's attempt ending there (`max_tokens`)."""
+        A CLI ended at its token limit is the agent's attempt ending there (`max_tokens`),
+        as is one the adapter found ended at its turn limit (`max_turns`)."""
         outcome = ran.outcome
+        if outcome.halted and result.exit == "max_turns":
+            result.error = f"ended at its turn limit: {result.turns} model calls"
+            return result
         if outcome.halted:
             used = result.tokens.get("input", 0) + result.tokens.get("output", 0)
             result.exit = "max_tokens"
@@ -213,7 +227,7 @@ class CliAgent(Generic[I]):
         base = inp.base_commit or _diff.head_commit(inp.worktree)
         inv = self.prepare(inp)
         scrubber = Scrubber({**os.environ, **inv.env})
-        outcome = run_cli(inp, inv, self.writable(inp, inv), self.endpoints(inp, inv), self.token_counter())
+        outcome = run_cli(inp, inv, self.writable(inp, inv), self.endpoints(inp, inv), self.stop_watch(inp))
         stream = inv.stream_path.read_bytes()
         inv.stream_path.write_bytes(scrubber.bytes(stream))
         stderr = scrubber.bytes(inv.stderr_path.read_bytes())
@@ -280,13 +294,11 @@ def recalled_notes(inp: AgentInput) -> list[str]:
 
 
 def run_cli(inp: AgentInput, inv: CliInvocation, writable: Sequence[Path], api: Sequence[str] = (),
-            count: Callable[[bytes], int] | None = None) -> ProcessOutcome:
+            stop_on: Callable[[bytes], bool] | None = None) -> ProcessOutcome:
     """The CLI in the task's worktree, confined when the run is (`writable` beside the
     worktree; of the network, the `api` endpoints and --allow-host only), within the time
-    limit, and within the budget's `max_tokens` when `count` reads its running usage; the
-    recall server served outside for as long as it runs."""
-    limit = inp.budget.max_tokens
-    stop_on = (lambda line: count(line) > limit) if count is not None and limit is not None else None
+    limit, and ended as a timeout would be once `stop_on` says so of a line of its stdout
+    (`CliAgent.stop_watch`); the recall server served outside for as long as it runs."""
     with contextlib.ExitStack() as stack:
         if inv.recall_server is not None:
             stack.enter_context(RecallBridge(*inv.recall_server, inp.scratch_dir / "recall-bridge"))

@@ -4,8 +4,9 @@ The template is split with shlex once; placeholders are substituted inside each 
 (never through a shell, so an issue text or a path cannot become a command):
 `{workdir}` the worktree, `{issue_file}` a file holding the issue text, `{hints_file}`,
 `{model}`, `{instance_id}`, `{repo}`, `{scratch}`, `{usage_file}` (where the command may
-write what it spent, as JSON `{"cost_usd": 0.12, "tokens": {"input": 900, "output": 80}}`:
-recorded on agent.finished, summed by --budget-usd, checked by --max-tokens-per-task;
+write what it spent, as JSON `{"cost_usd": 0.12, "tokens": {"input": 900, "output": 80},
+"turns": 4}`: recorded on agent.finished, summed by --budget-usd, checked by
+--max-tokens-per-task and --max-turns after the attempt;
 a file that is missing or not that shape records nothing). `${NAME}` takes the value of the
 environment variable NAME when the agent runs: that is how a token reaches a command
 without being written into the run's record. The process runs in the worktree in its
@@ -158,7 +159,7 @@ class CommandAgent:
         else:
             why = None
 
-        cost_usd, tokens = read_usage(scratch / USAGE_FILE)
+        cost_usd, tokens, turns = read_usage(scratch / USAGE_FILE)
         transcript = b"".join(
             part for part in (b"--- stdout\n", stdout, b"\n--- stderr\n", stderr) if part
         )
@@ -171,6 +172,7 @@ class CommandAgent:
             prompt=scrubber.text(inp.issue),
             cost_usd=cost_usd,
             tokens=tokens,
+            turns=turns,
             error=scrubber.optional(error),
             model=inp.model,
             not_started=scrubber.optional(why),
@@ -180,21 +182,24 @@ class CommandAgent:
 USAGE_FILE = "usage.json"
 
 
-def read_usage(path: Path) -> tuple[float | None, dict[str, int]]:
-    """(cost in USD, tokens) a command wrote to its `{usage_file}`; (None, {}) for none.
-    The command is the user's: anything but that JSON shape is ignored, never a failure."""
+def read_usage(path: Path) -> tuple[float | None, dict[str, int], int | None]:
+    """(cost in USD, tokens, turns) a command wrote to its `{usage_file}`; (None, {}, None)
+    for none. The command is the user's: anything but that JSON shape is ignored, never a
+    failure."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None, {}
+        return None, {}, None
     if not isinstance(raw, dict):
-        return None, {}
+        return None, {}, None
     cost = raw.get("cost_usd")
     cost = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost >= 0 else None
     tokens = raw.get("tokens")
     kept = {str(k): int(v) for k, v in tokens.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0} \
         if isinstance(tokens, dict) else {}
-    return cost, kept
+    turns = raw.get("turns")
+    turns = turns if isinstance(turns, int) and not isinstance(turns, bool) and turns >= 0 else None
+    return cost, kept, turns
 
 
 # What the sandbox replaces by empty private trees.

@@ -31,8 +31,12 @@ the run decides how the agent is configured.
   egress proxy lets it reach the provider's host only;
 - reports turns (model calls), tool calls, tokens and cost (opencode's own pricing).
 
-Not supported: `code_mode` blind (refused in one line), `Budget.max_turns` and
-`max_cost_usd` (opencode has no such hard limit): only the wall-clock limit applies.
+Limits: opencode has none of its own but the wall clock; swecl ends it, as a timeout
+does, once its stream passes `Budget.max_tokens` (exit `max_tokens`) or once `max_turns`
+model calls ended wanting another (exit `max_turns`).
+
+Not supported: `code_mode` blind (refused in one line), `Budget.max_cost_usd` (the run's
+`--budget-usd` is checked between tasks).
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ from ._cli_agent import (
     primed_notes,
     recall_server,
 )
-from ._opencode_events import classify, parse_events, token_counter
+from ._opencode_events import OpencodeSummary, classify, parse_events, token_counter, turn_limit_watch
 from ._protocol import AgentInput, AgentResult, RunSupplies
 
 __all__ = ["PROVIDERS", "OpencodeAgent", "OpencodeInvocation", "find_opencode"]
@@ -237,6 +241,16 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
     def token_counter(self) -> Callable[[bytes], int]:
         return token_counter()  # its stream reports each model call's usage as it ends
 
+    def stop_watch(self, inp: AgentInput) -> Callable[[bytes], bool] | None:
+        # The token limit, and the turn limit opencode lacks: each model call's step_finish
+        # says whether it goes on, so the run is ended before a call past `max_turns`.
+        tokens = super().stop_watch(inp)
+        turns = turn_limit_watch(inp.budget.max_turns) if inp.budget.max_turns is not None else None
+        if tokens is None or turns is None:
+            return tokens or turns
+        # Both see every line: each keeps its own running count.
+        return lambda line: any([tokens(line), turns(line)])
+
     def run(self, inp: AgentInput) -> AgentResult:
         _refuse_blind(inp)
         split_model(inp.model)  # a task names its provider and model, or is refused in one line
@@ -244,7 +258,9 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
         scrubber = ran.scrubber
         summary = parse_events(ran.stream.splitlines(), [MCP_SERVER_NAME] if inv.uses_mcp else [])
         exit_kind, error = classify(summary, ran.outcome.returncode, timed_out=ran.outcome.timed_out)
-        if exit_kind == "crashed":
+        if ran.outcome.halted and _at_turn_limit(summary, inp):
+            exit_kind = "max_turns"  # ended by swecl before a model call past --max-turns
+        elif exit_kind == "crashed":
             error = f"{error}; stderr: {last_line(ran.stderr)}"
         if exit_kind == "completed" and inv.uses_mcp and _MCP_TROUBLE in ran.stderr:
             # The server did not start (opencode goes on without it): no recall was possible.
@@ -275,6 +291,13 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
             model=inp.model,
             memory_files=memory_files,
         ))
+
+
+def _at_turn_limit(summary: OpencodeSummary, inp: AgentInput) -> bool:
+    """The run was ended at its turn limit, not its token limit (which wins when both were reached)."""
+    limit, tokens = inp.budget.max_tokens, summary.tokens.get("input", 0) + summary.tokens.get("output", 0)
+    return (inp.budget.max_turns is not None and summary.turns >= inp.budget.max_turns
+            and (limit is None or tokens <= limit))
 
 
 def _refuse_blind(inp: AgentInput) -> None:

@@ -32,7 +32,7 @@ from ledger.events import ToolCall
 from ._protocol import ExitKind
 from ._stream_json import ended_early, json_objects, mentions_any
 
-__all__ = ["OpencodeSummary", "classify", "parse_events", "token_counter"]
+__all__ = ["OpencodeSummary", "classify", "parse_events", "token_counter", "turn_limit_watch"]
 
 # What opencode and the APIs say of a key that is missing or refused.
 _AUTH_ERRORS = ("ProviderAuthError",)
@@ -139,6 +139,24 @@ def token_counter() -> Callable[[bytes], int]:
         return total
 
     return count
+
+
+def turn_limit_watch(max_turns: int) -> Callable[[bytes], bool]:
+    """True once a run's output has `max_turns` model calls that ended wanting another
+    (`step_finish` with reason `tool-calls`): opencode has no turn limit of its own, so the
+    run is ended there, before its next model call. A call that answered (`stop`) is never
+    cut: the run is over anyway."""
+    turns = 0
+
+    def reached(line: bytes) -> bool:
+        nonlocal turns
+        if b"step_finish" not in line:
+            return False
+        s = parse_events([line])
+        turns += s.turns
+        return turns >= max_turns and s.last_reason == "tool-calls"
+
+    return reached
 
 
 def classify(s: OpencodeSummary, exit_code: int | None, *, timed_out: bool) -> tuple[ExitKind, str | None]:

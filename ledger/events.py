@@ -183,7 +183,8 @@ class AgentFinished(Event, tag="agent.finished", kw_only=True):
     session_id: str | None = None
     error: str | None = None
     # The per-task limit the attempt passed, seen after it ended (`tokens`: its reported
-    # input + output tokens passed --max-tokens-per-task); its patch is graded as left.
+    # input + output tokens passed --max-tokens-per-task; `turns`: its model calls passed
+    # --max-turns, for an agent held to no turn limit of its own); its patch is graded as left.
     over_limit: str | None = None
 
 

@@ -22,7 +22,7 @@ class RunSpend(msgspec.Struct, kw_only=True):
     tokens_in: int = 0
     tokens_out: int = 0
     agent_s: float = 0.0  # wall time of the agents' attempts
-    over_limit: int = 0  # attempts recorded over --max-tokens-per-task
+    over_limit: int = 0  # attempts recorded over --max-tokens-per-task or --max-turns
     budget_usd: float | None = None  # in force now: the last resume's, else the run's own
 
     def document(self) -> dict[str, Any]:
@@ -35,7 +35,7 @@ class RunSpend(msgspec.Struct, kw_only=True):
     def line(self) -> str:
         cost = "no cost reported" if self.cost_usd is None else f"${self.cost_usd:.2f}"
         budget = "" if self.budget_usd is None else f" of ${self.budget_usd:.2f} budget"
-        over = f", {self.over_limit} over the token limit" if self.over_limit else ""
+        over = f", {self.over_limit} over a per-task limit" if self.over_limit else ""
         return (f"{cost}{budget}, tokens in {self.tokens_in} out {self.tokens_out}, "
                 f"agents {self.agent_s:.0f}s over {self.attempts} attempts{over}")
 

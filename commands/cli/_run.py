@@ -41,7 +41,8 @@ if TYPE_CHECKING:
               help="Tasks of one sequence at once (default 1): the re-test and baseline passes and --retest-every "
                    "rows run on N workers beside the ordered initial pass, each task in its own worktree slot.")
 @click.option("--max-turns", type=int, default=50, show_default=True,
-              help="Agent turns (model calls) per task, where the agent takes a limit (claude, gemini, mini-swe-agent).")
+              help="Agent turns (model calls) per task: claude, gemini and mini-swe-agent take the limit, "
+                   "opencode is ended at it, codex and a command are checked after the attempt.")
 @click.option("--task-timeout", "--agent-timeout", "agent_timeout", type=float, default=1800.0, show_default=True,
               metavar="S", help="Seconds per agent attempt: the agent is ended there, and its patch graded.")
 @click.option("--budget-usd", type=float, default=None, metavar="X",

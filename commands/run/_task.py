@@ -205,6 +205,12 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int,
         agent_event = msgspec.structs.replace(agent_event, over_limit="tokens")
         ctx.reporter.note(f"{task.instance_id} ({pass_}): over --max-tokens-per-task {ctx.budget.max_tokens} "
                           f"({token_total(result.tokens)} tokens)")
+    elif over_turn_limit(result, ctx.budget.max_turns):
+        # An agent held to no turn limit of its own (codex, a command) that made more model
+        # calls than --max-turns: said and recorded, graded as it is.
+        agent_event = msgspec.structs.replace(agent_event, over_limit="turns")
+        ctx.reporter.note(f"{task.instance_id} ({pass_}): over --max-turns {ctx.budget.max_turns} "
+                          f"({result.turns} model calls)")
     agent_events = [NewEvent(agent_event, ctx.ids(task, pass_, attempt, "agent.finished"))]
     if egress.proxied:  # the agent ran in its own network namespace: what it reached, and what not
         agent_events.append(NewEvent(AgentEgress(
@@ -392,6 +398,12 @@ def token_total(tokens: dict[str, int]) -> int:
 
 def over_token_limit(result: AgentResult, max_tokens: int | None) -> bool:
     return max_tokens is not None and token_total(result.tokens) > max_tokens
+
+
+def over_turn_limit(result: AgentResult, max_turns: int | None) -> bool:
+    """More model calls than `max_turns`, by an attempt not already ended at that limit."""
+    return (max_turns is not None and result.exit != "max_turns" and result.turns is not None
+            and result.turns > max_turns)
 
 
 def _run_agent(

@@ -240,6 +240,8 @@ def agent_numbers(shown: AttemptShow) -> list[str]:
         numbers.append(f"{shown.duration_s:.1f}s")
     if shown.over_limit == "tokens":
         numbers.append("over --max-tokens-per-task")
+    elif shown.over_limit == "turns":
+        numbers.append("over --max-turns")
     elif shown.over_limit:
         numbers.append(f"over its {shown.over_limit} limit")
     return numbers

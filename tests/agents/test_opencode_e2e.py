@@ -115,6 +115,29 @@ def test_token_limit_ends_the_cli_and_keeps_its_patch(
     assert processes_mentioning(str(tmp_path)) == []
 
 
+def test_turn_limit_ends_the_cli_before_its_next_model_call(
+    make_input: Callable[..., AgentInput], repo: Path, tmp_path: Path, cli: Harness,
+) -> None:
+    # opencode has no turn limit of its own: swecl ends it once 3 model calls went on to a tool.
+    fake = cli.fake([[tool_use("bash", {"command": "echo note > notes.txt", "description": "note"})],
+                     [tool_use("bash", {"command": "true", "description": "again"})]])
+    result = cli.run(make_input(model=OPENCODE_MODEL, budget=Budget(timeout_s=120, max_turns=3)))
+    assert result.exit == "max_turns", (result.exit, result.error)
+    assert result.error == f"ended at its turn limit: {result.turns} model calls" and result.turns >= 3
+    assert result.exit_code is None and result.not_started is None
+    assert 3 <= len(fake.api_requests) < 20
+    assert "+++ b/notes.txt" in result.patch  # graded on what it left
+    assert processes_mentioning(str(tmp_path)) == []
+
+
+def test_an_answer_at_the_turn_limit_is_not_cut(
+    make_input: Callable[..., AgentInput], repo: Path, cli: Harness,
+) -> None:
+    cli.fake([[tool_use("bash", {"command": "echo note > notes.txt", "description": "note"})], [text("Done.")]])
+    result = cli.run(make_input(model=OPENCODE_MODEL, budget=Budget(timeout_s=120, max_turns=2)))
+    assert (result.exit, result.turns) == ("completed", 2), (result.exit, result.error)
+
+
 def test_builtin_agents_md_carries_across_tasks(
     make_input: Callable[..., AgentInput], tmp_path: Path, cli: Harness,
 ) -> None:

@@ -18,10 +18,10 @@ from commands.run._budget import BUDGET_EXIT_CODE, BudgetReached
 from ledger import SweclError
 from tests.run.support import SPANS, TEXTKIT, events, first_tasks, swecl_json
 
-# Each attempt edits the checkout (a patch to grade) and reports $0.40 and 1200 tokens.
+# Each attempt edits the checkout (a patch to grade) and reports $0.40, 1200 tokens and 7 turns.
 AGENT = """#!/bin/sh
 echo "# touched" >> "$1/README.md"
-printf '{"cost_usd": 0.4, "tokens": {"input": 1000, "output": 200}}' > "$2"
+printf '{"cost_usd": 0.4, "tokens": {"input": 1000, "output": 200}, "turns": 7}' > "$2"
 [ "$3" = slow ] && exec sleep 60
 exit 0
 """
@@ -93,6 +93,22 @@ def test_an_attempt_cut_by_a_limit_is_the_agents_and_graded(tmp_path: Path, cach
     ((*_, grade),) = events(root, "grade.finished")
     assert grade["status"] not in ("infra_error", "agent_error") and grade["resolved"] is False
     assert len(events(root, "task.finished")) == 1
+
+
+def test_an_attempt_over_the_turn_limit_is_said_and_graded(tmp_path: Path, cache: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # A command is held to no turn limit of its own: its reported turns are checked after it.
+    monkeypatch.setenv("SWECL_CACHE", str(cache))
+    root = tmp_path / "results"
+    Experiment(root).run(_opts(_agent(tmp_path), 1, max_turns=5), QuietReporter())
+    ((*_, agent),) = events(root, "agent.finished")
+    assert (agent["exit"], agent["turns"], agent["over_limit"]) == ("completed", 7, "turns") and agent["patch"]
+    ((*_, grade),) = events(root, "grade.finished")
+    assert grade["status"] not in ("infra_error", "agent_error")
+    (row,) = swecl_json(root, "runs", cache=cache)
+    assert row["spend"]["over_limit"] == 1
+    Experiment(root).run(_opts(_agent(tmp_path), 1, version="within"), QuietReporter())  # 7 of the default 50
+    assert [p["over_limit"] for _, stream, _, p in events(root, "agent.finished") if stream.startswith("run/within/")] == [None]
 
 
 def test_with_jobs_every_sequence_stops_after_its_task_in_flight(tmp_path: Path, cache: Path,
