@@ -6,8 +6,9 @@
   `model_name_or_path` is `swecl/{agent}/{model}/v{V}` (`default` when the run recorded
   no model). A task that never got as far as an agent result is left out and counted
   as missing; an agent that produced no patch gives `""`, the empty prediction.
-- `events`: the run's events (`run/{V}` and every `run/{V}/{sequence}` stream) as JSON
-  lines, each exactly what `swecl log --json` prints. Blobs are not inlined by default
+- `events`: the run's events (`run/{V}` and every `run/{V}/{sequence}` stream; a fork's
+  tasks before K from its source's streams, as `read_run` splices them) as JSON lines,
+  each exactly what `swecl log --json` prints. Blobs are not inlined by default
   (payloads carry their sha256); with `with_blobs` each line gains `"blobs": {sha256:
   {"size", "text"}}` (or `"base64"` for bytes that are not UTF-8) for the blobs it refers to.
 - `parquet`: the same events as one table, one row per event (see `EVENT_COLUMNS`):
@@ -31,8 +32,9 @@ from typing import Any
 
 import msgspec
 
-from ledger import Ledger, Recorded, StreamRange, SweclError, blob_refs_of
+from ledger import Ledger, Recorded, SweclError, blob_refs_of
 
+from ._fork import read_run
 from ._outcomes import outcome_projection
 from ._runs import run_started_record
 from ._runner import Projector
@@ -89,7 +91,7 @@ def predictions(ledger: Ledger, version: str, pass_: str = "initial") -> tuple[l
     state = Projector(ledger).run(outcome_projection(ledger, version)).state
     # The agent result of each (sequence, order, attempt) of the pass.
     patches: dict[tuple[str, int, int], str | None] = {}
-    for rec in ledger.read(types=["agent.finished"], ranges=[StreamRange(f"run/{version}")]):
+    for rec in read_run(ledger, version, ["agent.finished"]):  # a fork's tasks before K: its source's
         ev = rec.event
         if ev.pass_ == pass_:
             patches[(ev.sequence_id, ev.order, ev.attempt)] = ev.patch
@@ -145,9 +147,10 @@ def _blob_entry(data: bytes) -> dict[str, Any]:
 
 
 def run_events(ledger: Ledger, version: str, pass_: str | None = None) -> Iterator[Recorded]:
-    """The run's events in seq order (only those of `pass_` when given)."""
+    """The run's events in seq order (only those of `pass_` when given); a fork's tasks
+    before K are its source's events, in its source's streams (`read_run`)."""
     run_started_record(ledger, version, doing="export")
-    for rec in ledger.read(ranges=[StreamRange(f"run/{version}")]):
+    for rec in read_run(ledger, version):
         if pass_ is not None and getattr(rec.event, "pass_", None) != pass_:
             continue
         yield rec

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ledger import Ledger, StreamRange, SweclError
+from ledger import Ledger, SweclError
 from ledger.events import ProviderSnapshot, SnapshotFile
 
 from ._runs import run_started_record
@@ -92,15 +92,24 @@ def provider_snapshots(ledger: Ledger, version: str, sequence_id: str | None = N
 
 def provider_cut(ledger: Ledger, version: str, sequences: list[str], upto_order: int) -> dict[str, ProviderCut]:
     """Each sequence's server data as it stood before initial-pass task `upto_order` started."""
+    from ._fork import fork_links, read_run  # lazy: _fork is the outcomes' neighbour
+
+    links = fork_links(ledger, version)
     cuts: dict[str, ProviderCut] = {}
-    for rec in ledger.read(types=["memory.provider.snapshot"], ranges=[StreamRange(f"run/{version}")]):
+    # A fork's snapshots before K are its source's (spliced in, as its tasks are).
+    for rec in read_run(ledger, version, ["memory.provider.snapshot"], links=links):
         snap = rec.event
         if snap.pass_ == "initial" and snap.order < upto_order and snap.sequence_id in sequences:
             cuts[snap.sequence_id] = ProviderCut(snap.sequence_id, "snapshot", rec.seq, snap.order, snap.instance_id,
                                                  list(snap.files))
+    # What a server started on before any snapshot: the run's seed, or a fork's source's
+    # (a fork's own seed is a snapshot of its source before K, spliced in above).
     seeds: dict[str, int] = {}
-    for rec in ledger.read(types=["memory.seeded"], streams=[f"run/{version}"]):
-        seeds.update(rec.event.provider_snapshots)
+    for stream, upto in [(f"run/{version}", None), *((f"run/{l.source}", l.upto) for l in links)]:
+        for rec in ledger.read(types=["memory.seeded"], streams=[stream], upto=upto):
+            if rec.event.chosen != "fork":
+                for sequence_id, seq in rec.event.provider_snapshots.items():
+                    seeds.setdefault(sequence_id, seq)
     out: dict[str, ProviderCut] = {}
     for sequence_id in sequences:
         if sequence_id in cuts:

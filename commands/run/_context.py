@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import agents
 from agents import Agent, Budget, RunSupplies
@@ -17,7 +18,7 @@ from graders import RepoCache, Sandbox, default_cache_dir, get_grader, sandbox_f
 from ledger import Ledger, SweclError
 from projections import p2p_excluded
 
-from ._options import RunOptions
+from ._options import RunOptions, parse_fork
 from ._order import follow_plan, planned_order
 from ._progress import Reporter
 from ._provider_memory import SequenceProviders, policy_of
@@ -134,8 +135,17 @@ def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id
             raise SweclError("--memory-server runs its sequences in the run's own process only (report this)")
         ctx.providers = SequenceProviders(policy_of(opts), provider_dir, ledger.path, version, sequence.id,
                                           sandbox=sandbox, network=bool(opts.allow_hosts),
-                                          dream=stage.dreams_before_eval)
+                                          **provider_dream(opts, stage))
     return ctx
+
+
+def provider_dream(opts: RunOptions, stage: Any) -> dict[str, Any]:
+    """Whether the sequence's server is dreamed before the run's first task, and the order
+    its snapshot then stands before: plugin-dreamed's before task 1; a fork's only with
+    --dream-at-fork, before task K (V's dream, if any, is in V's snapshots before K)."""
+    if opts.fork is None:
+        return {"dream": stage.dreams_before_eval, "dream_order": 0}
+    return {"dream": opts.dream_at_fork and stage.dreams_before_eval, "dream_order": parse_fork(opts.fork)[1] - 1}
 
 
 def run_sequence_on(ledger: Ledger, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter, *,

@@ -123,6 +123,9 @@ class RunOptions(msgspec.Struct, kw_only=True):
             raise SweclError("--dream-at-fork dreams at the fork point: add --fork V@K")
         if self.dream_at_fork and not stage.plugin:
             raise SweclError(f"--dream-at-fork dreams swecl's memory: stage {self.stage!r} has none")
+        if self.dream_at_fork and self.memory_server is not None and not stage.dreams_before_eval:
+            raise SweclError("--dream-at-fork with --memory-server calls the server's --memory-dream-tool, which only "
+                             "plugin-dreamed has: fork into --stage plugin-dreamed or drop --dream-at-fork")
         if self.fork is not None:
             parse_fork(self.fork)
         if self.order is not None:

@@ -253,11 +253,12 @@ class SequenceProviders:
     in the run's results (hidden from the agent's sandbox, like the ledger)."""
 
     def __init__(self, policy: MemoryPolicy, root: Path, ledger_path: Path, version: str, sequence_id: str, *,
-                 sandbox: Any, network: bool, dream: bool = False) -> None:
+                 sandbox: Any, network: bool, dream: bool = False, dream_order: int = 0) -> None:
         self.policy, self.root, self.ledger_path = policy, root, Path(ledger_path)
         self.version, self.sequence_id = version, sequence_id
         self.sandbox, self.network = sandbox, network
         self.dream = dream and policy.dream_tool is not None  # plugin-dreamed: the dream pass before the first task
+        self.dream_order = dream_order  # the dream's snapshot stands before task dream_order + 1 (a fork's K)
         self._host: ProviderHost | None = None
         self._phase: str | None = None
 
@@ -296,11 +297,12 @@ class SequenceProviders:
 
     def _dream(self, ledger: Ledger, host: ProviderHost) -> None:
         """plugin-dreamed's dream pass over the server: its consolidation tool, once, on the
-        seed, then the data directory as it left it (a snapshot of no task, order 0, which
-        the first task starts on and a resume finds: the dream is not called again)."""
+        seed, then the data directory as it left it (a snapshot of no task, order 0, or K-1
+        in a fork dreamed at K, which the first task starts on and a resume finds: the
+        dream is not called again)."""
         assert self.policy.dream_tool is not None
         failures = len(host.failures)
-        context = CallContext(sequence_id=self.sequence_id, instance_id="", order=0, via="dream")
+        context = CallContext(sequence_id=self.sequence_id, instance_id="", order=self.dream_order, via="dream")
         args = fill(self.policy.dream_args, {"sequence_id": self.sequence_id})
         result = host.call(context, self.policy.dream_tool, args)
         if len(host.failures) > failures or result.get("isError"):
@@ -312,7 +314,7 @@ class SequenceProviders:
         with host.idle():
             manifest = snapshot_provider_data(ledger, host.data_dir)
         ledger.append(f"run/{self.version}/{self.sequence_id}", [NewEvent(
-            provider_snapshot_event(manifest, sequence_id=self.sequence_id, instance_id=None, order=0),
+            provider_snapshot_event(manifest, sequence_id=self.sequence_id, instance_id=None, order=self.dream_order),
             event_id_for(self.version, self.sequence_id, "provider.dream.snapshot"))], durable=True)
 
     def discard(self) -> None:

@@ -121,23 +121,28 @@ class MemoryState(msgspec.Struct):
         )
 
     def task_clock(self, sequence_id: str | None, *, current: tuple[str, str, int] | None = None) -> int:
-        """Initial-pass tasks started in `sequence_id` across the seed chain.
+        """Initial-pass tasks started in `sequence_id` across the seed chain (a seed
+        adds its source's tasks to the target's; a fork's seed does not: see below).
 
         `current` = (run, sequence, order) of a task in progress, counted even if its
         task.started is not folded (a recall may run against a partial view).
         """
         if sequence_id is None:
             return 0
-        total = 0
-        runs = set(self.clock)
-        if current is not None:
-            runs.add(current[0])
-        for run in sorted(runs):
-            n = self.clock.get(run, {}).get(sequence_id, 0)
-            if current is not None and run == current[0] and sequence_id == current[1]:
-                n = max(n, current[2])
-            total += n
-        return total
+        started = {run: orders.get(sequence_id, 0) for run, orders in self.clock.items()}
+        if current is not None and current[1] == sequence_id:
+            started[current[0]] = max(started.get(current[0], 0), current[2])
+        # A fork's tasks go on from its source's orders (tasks 1..K-1 are the source's, K..
+        # its own): one clock for a fork chain, its highest order, not a sum of the two.
+        forked_from = {s.target: s.source_run for s in self.seeds if s.chosen == "fork" and s.source_run}
+        clocks: dict[str, int] = {}
+        for run, n in started.items():
+            root, seen = run, {run}
+            while (up := forked_from.get(root)) is not None and up not in seen:
+                root = up
+                seen.add(up)
+            clocks[root] = max(clocks.get(root, 0), n)
+        return sum(clocks.values())
 
     def task_age(self, item: MemoryItem, *, current: tuple[str, str, int] | None = None) -> int:
         """Tasks of the item's sequence started since it was written (0 if it has none)."""

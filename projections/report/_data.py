@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ledger import Ledger, StreamRange, SweclError
+from ledger import Ledger, SweclError
 from ledger.events import MemoryRecalled, RunStarted, TaskRef
 from projections import (
     Cell,
@@ -37,6 +37,7 @@ from projections import (
     memory_server_of,
     not_gradeable,
     outcomes,
+    read_run,
     read_views,
     run_not_gradeable,
     shown_versions,
@@ -493,9 +494,10 @@ def planned_passes(run: RunSummary, retest_every: int | None, n: int) -> frozens
 def _recalls(
     ledger: Ledger, version: str, items: Mapping[str, WrittenItem], head: int
 ) -> dict[tuple[str, str, int, int], list[Recall]]:
-    """Recall events of the run, keyed by (sequence, pass, order, attempt)."""
+    """Recall events of the run, keyed by (sequence, pass, order, attempt); a fork's tasks
+    before K recalled in its source's streams (`read_run`)."""
     found: dict[tuple[str, str, int, int], list[Recall]] = {}
-    for rec in ledger.read(types=["memory.recalled"], ranges=[StreamRange(f"run/{version}")], upto=head):
+    for rec in read_run(ledger, version, ["memory.recalled"], upto=head):
         ev = rec.event
         if not isinstance(ev, MemoryRecalled):
             continue

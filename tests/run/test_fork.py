@@ -154,3 +154,62 @@ def test_materialising_every_run_rebuilds_a_forks_memory_as_that_run_alone(forke
     (alone,) = Experiment(forked).materialise(version="2")
     assert (every["v2"].live_items, every["v2"].total_items) == (alone.live_items, alone.total_items)
     assert alone.total_items > 0 and alone.changed == ()  # the same bytes: nothing left to rewrite
+
+
+def test_the_report_and_export_of_a_fork_cover_its_tasks_before_k(forked: Path, tmp_path: Path) -> None:
+    from projections.report import collect
+
+    n = demo_tasks(SPANS)
+    exp = Experiment(forked)
+    with exp.reading() as r:
+        data = collect(r.ledger, r.projector, ["ref", "1"])
+    rows = {vr.run.version: {row.order: row for row in vr.sequences[SPANS].tasks} for vr in data.versions}
+    for order in range(1, K):  # the very recall events of ref's tasks before K, referenced
+        assert rows["1"][order].recalls and rows["1"][order].recalls == rows["ref"][order].recalls
+    assert all(rows["1"][order].recalls for order in range(K, n + 1))
+    # The events dump: ref's task events before K (in ref's streams), the fork's own from K.
+    exp.export(version="1", fmt="events", out=str(tmp_path / "events.jsonl"))
+    dumped = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    started = {(d["stream"].split("/")[1], d["payload"]["order"]) for d in dumped if d["type"] == "task.started"}
+    assert started == {("ref", o) for o in range(1, K)} | {("1", o) for o in range(K, n + 1)}
+    assert [d["seq"] for d in dumped] == sorted(d["seq"] for d in dumped)
+    # Predictions: every task of the sequence, the same patches as ref's (the same options).
+    for v in ("ref", "1"):
+        report = exp.export(version=v, fmt="predictions", out=str(tmp_path / f"{v}.jsonl"))
+        assert report.missing == () and report.rows == n
+    patches = {v: [(p["instance_id"], p["model_patch"]) for p in map(json.loads, (tmp_path / f"{v}.jsonl").open())]
+               for v in ("ref", "1")}
+    assert patches["1"] == patches["ref"]
+
+
+def test_a_ttl_written_before_k_expires_in_the_fork_at_the_task_it_would_in_its_source(
+    forked: Path, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from commands.memory import export_memory
+    from ledger import Ledger
+    from projections import sequence_cutoffs
+    from tests.run.support import first_of
+
+    root = tmp_path / "results"
+    shutil.copytree(forked, root)
+    # ref's lessons of its first task, each to live three tasks of the sequence.
+    with Ledger.open(root / "ledger.db", readonly=True) as led:
+        export_memory(led, "ref", tmp_path / "seed", upto=sequence_cutoffs(led, "ref", 2)[SPANS] - 1)
+    doc = json.loads((tmp_path / "seed" / "items.json").read_text())
+    for item in doc["items"]:
+        item["ttl_tasks"] = 3
+    (tmp_path / "seed" / "items.json").write_text(json.dumps(doc))
+    lasting = {item["item_id"] for item in doc["items"]}
+    assert lasting
+    # v ttl: four tasks, the items imported before its first (ages 1..4: gone at task 4).
+    swecl(root, "run", "--stage", "plugin-accum", "--source-memory", str(tmp_path / "seed"), "--sequence", SPANS,
+          *first_of(4, SPANS), "--passes", "initial", "--version", "ttl", "--quiet", cache=cache)
+    monkeypatch.setenv("SWECL_CACHE", str(cache))
+    fork = _fork(root, f"ttl@{K}")
+    recalled = {v: {o: {i for i, _, _ in hits} & lasting for o, hits in _recalls(root, v).items()}
+                for v in ("ttl", fork)}
+    assert recalled["ttl"][K] and recalled["ttl"][K + 1] == set()  # the source: alive at K = 3, gone at 4
+    assert recalled[fork][K] == recalled["ttl"][K] and recalled[fork][K + 1] == set()
+    assert _recalls(root, fork)[K] == _recalls(root, "ttl")[K]  # task K recalled exactly what ttl's did

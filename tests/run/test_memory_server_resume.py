@@ -226,3 +226,60 @@ def test_plugin_dreamed_with_a_server_and_no_dream_tool_is_refused_in_one_line(t
     proc = _run(tmp_path / "r", cache, "--stage", "plugin-blank", "--memory-server", SPEC,
                 "--memory-dream-tool", "consolidate", check=False)
     assert proc.returncode != 0 and "--memory-dream-tool is for plugin-dreamed" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def dreamed_source(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
+    """v1: plugin-blank with the server over the first two tasks; v2: plugin-dreamed seeded
+    from it over the same two, its dream pass through `consolidate` (no grading: the
+    server's data is what is looked at)."""
+    results = tmp_path_factory.mktemp("dreamed-fork")
+    _run(results, cache, "--stage", "plugin-blank", *first_of(TASKS, SPANS), "--passes", "initial", "--grader",
+         "none", "--memory-server", SPEC, *POLICY, "--memory-env", "DIE=0")
+    _run(results, cache, "--stage", "plugin-dreamed", "--source-memory", "1", *first_of(TASKS, SPANS), "--passes",
+         "initial", "--grader", "none", "--memory-server", SPEC, *POLICY, "--memory-env", "DIE=0",
+         "--memory-dream-tool", "consolidate", "--memory-dream-args", '{"scope": "{sequence_id}"}')
+    return results
+
+
+@pytest.mark.parametrize("dream_at_fork", [False, True], ids=["as-it-stood", "dream-at-fork"])
+def test_a_fork_of_a_dreamed_server_run_starts_on_its_snapshot_before_k(
+    dreamed_source: Path, cache: Path, tmp_path: Path, dream_at_fork: bool
+) -> None:
+    import shutil
+
+    first, second = first_tasks(SPANS, TASKS)
+    results = tmp_path / "results"
+    shutil.copytree(dreamed_source, results)
+    source_calls = _payloads(results, "memory.provider.called", "run/2/")
+    (source_snapshot,) = [(seq, p) for seq, stream, _, p in events(results, "memory.provider.snapshot")
+                          if stream.startswith("run/2/") and p["instance_id"] == first]
+    proc = swecl(results, "run", "--fork", f"2@{TASKS}", "--memory-server", SPEC, "--memory-env", "DIE=0",
+                 *(["--dream-at-fork"] if dream_at_fork else []), "--quiet", cache=cache, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    (seeded,) = _payloads(results, "memory.seeded", "run/3")
+    assert (seeded["chosen"], seeded["provider_snapshots"]) == ("fork", {SPANS: source_snapshot[0]})
+    calls = _payloads(results, "memory.provider.called", "run/3/")
+    dream = [("dream", "consolidate", "")] if dream_at_fork else []
+    assert [(c["via"], c["tool"], c["instance_id"]) for c in calls] == [
+        *dream, ("recall", "search", second), ("write", "remember", second)]
+    with Ledger.open(results / "ledger.db", readonly=True) as led:
+        recalled = led.get_blob(calls[len(dream)]["result"]).decode()
+        source_recall = next(c for c in source_calls if c["via"] == "recall" and c["instance_id"] == second)
+        before = led.get_blob(source_recall["result"]).decode()
+    if dream_at_fork:
+        # The dream ran once more at K, over what v2's server held before its task K.
+        assert recalled == "".join(f"{line} dreamed-{SPANS}\n" for line in before.splitlines())
+    else:
+        assert recalled == before  # task K recalled exactly what v2's task K did
+    # Replay across the fork point: before K the source's data, at K what the fork's server started on.
+    exp = Experiment(results)
+    for order, expected in ((TASKS - 1, None), (TASKS, recalled)):
+        exp.replay(version="3", upto_order=order, out_dir=tmp_path / f"replay-{order}")
+        notes = (tmp_path / f"replay-{order}" / "provider" / SPANS / "data" / "notes").read_text()
+        exp.replay(version="2", upto_order=order, out_dir=tmp_path / f"source-{order}")
+        if expected is None:
+            assert notes == (tmp_path / f"source-{order}" / "provider" / SPANS / "data" / "notes").read_text()
+        else:
+            assert notes == expected
+    assert swecl(results, "verify", cache=cache).returncode == 0
