@@ -157,7 +157,10 @@ def prepare_memory(ledger: Ledger, version: str, stage: Stage, opts: RunOptions,
         reporter.note(fork.describe())
         if stage.memory_on:
             reporter.note(apply_fork_seed(ledger, version, fork))
-        if opts.dream_at_fork and not stage.dreams_before_eval:
+        # A fork runs on its source's memory as it stood before K: dreamed there only when
+        # asked (--dream-at-fork), whatever the stage, so that a fork with its source's
+        # options goes on as its source did (a server's dream is its tool's, per sequence).
+        if opts.dream_at_fork and opts.memory_server is None:
             for line in dream(ledger, version, reason="fork").lines():
                 reporter.note(line)
     elif stage.seeds and opts.memory_server is not None:
@@ -171,7 +174,7 @@ def prepare_memory(ledger: Ledger, version: str, stage: Stage, opts: RunOptions,
         )
         for line in result.lines():
             reporter.note(line)
-    if stage.dreams_before_eval and opts.memory_server is None:  # a server's dream is its tool's, per sequence
+    if fork is None and stage.dreams_before_eval and opts.memory_server is None:  # a server's: its tool's, per sequence
         report = dream(ledger, version, reason="pre-eval")
         for line in report.lines():
             reporter.note(line)

@@ -108,6 +108,10 @@ def test_dream_at_fork_dreams_before_task_k(forked: Path, cache: Path, tmp_path:
     assert kinds.index("dream.started") < kinds.index("dream.finished") < kinds.index("task.started")
     assert [e[3]["reason"] for e in mine if e[2] == "dream.started"] == ["fork"]
     assert [e[3]["order"] for e in mine if e[2] == "task.started"] == [n]
+    # Into plugin-dreamed, a fork is dreamed only when asked: its source's memory as it stood.
+    version = _fork(root, f"ref@{n}", stage="plugin-dreamed")
+    assert not [e for e in events(root, "dream.started") if e[1] == f"run/{version}"]
+    assert _recalls(root, version)[n] == _recalls(root, "ref")[n]
 
 
 @pytest.mark.parametrize(("spec", "given", "message"), [
