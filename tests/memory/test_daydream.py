@@ -352,6 +352,19 @@ def test_the_lesson_tells_how_it_was_found_from_the_trajectory(led: Ledger) -> N
     assert many is not None and many.commands == tuple(f"cat f{i}.py" for i in range(30, 50))
 
 
+def test_a_claude_transcript_gives_its_result_and_bash_commands() -> None:
+    lines = [
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Let me look."},
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "grep -n parse_header -r ."}},
+            {"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "widgets/parse.py"}}]}},
+        {"type": "result", "subtype": "success", "result": "Split once: values keep their colons."},
+    ]
+    view = trajectory_view("\n".join(json.dumps(line) for line in lines))
+    assert view is not None
+    assert (view.final_message, view.commands) == ("Split once: values keep their colons.", ("grep -n parse_header -r .",))
+
+
 def test_a_plain_text_or_missing_transcript_leaves_the_lesson_as_it_was(led: Ledger) -> None:
     # the demo agent's transcript: its steps, one a line (no words of an agent's own)
     demo = b"apply_check\napply\nsubmitted memory item mem-1\n"
