@@ -150,10 +150,13 @@ def _tool_list(tools: Sequence[str]) -> str:
     return ", ".join(f"`{t}`" for t in tools) or "none announced"
 
 
-def build_prompt(inp: AgentInput, notes: Sequence[str] = (), *, recall_tool: bool = True) -> str:
+def build_prompt(inp: AgentInput, notes: Sequence[str] = (), *, recall_tool: bool = True,
+                 blind_rules: str | None = None) -> str:
     """The task prompt for `inp`'s code mode and prompt style (notes: primed recall;
     recall_tool False: an agent without an MCP client, given only the notes). With a
-    user's memory server the memory sentences name its own tools, not `recall`."""
+    user's memory server the memory sentences name its own tools, not `recall`.
+    `blind_rules`: a blind prompt's last paragraph, for an agent that keeps a tool of its
+    own without the repository (mini-swe-agent's bash), in place of "no tools but recall"."""
     style = _effective_style(inp)
     provided = memory_tools(inp) if inp.recall is not None else None
     parts: list[str] = []
@@ -195,7 +198,9 @@ def build_prompt(inp: AgentInput, notes: Sequence[str] = (), *, recall_tool: boo
     parts.append(f"<issue>\n{inp.issue.strip()}\n</issue>")
     if inp.hints.strip():
         parts.append(f"<hints>\n{inp.hints.strip()}\n</hints>")
-    if inp.code_mode == "blind":
+    if inp.code_mode == "blind" and blind_rules is not None:
+        parts.append(blind_rules)
+    elif inp.code_mode == "blind":
         if inp.recall is None:
             tools = "You have no tools."
         elif provided is not None:
@@ -432,14 +437,7 @@ def hook_records(scratch_dir: Path) -> list[dict[str, object]]:
 
 
 def _apply_blind_answer(inp: AgentInput, base: str, summary: StreamSummary) -> tuple[str, str | None]:
-    answer = summary.result_text or summary.final_text
-    diff = _diff.extract_diff(answer)
-    if diff is None:
-        return "", "blind: the final message holds no unified diff"
-    if _diff.apply_patch(inp.worktree, diff) is None:
-        # Handed on as written: the grader's fuller apply chain may still manage.
-        return diff, "blind: the diff in the final message does not apply with git apply; kept as written"
-    return _diff.worktree_patch(inp.worktree, base), None
+    return _diff.apply_answer(inp.worktree, base, summary.result_text or summary.final_text)
 
 
 def from_run(run: RunSupplies) -> ClaudeAgent:

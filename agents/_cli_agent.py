@@ -81,6 +81,10 @@ class CliInvocation:
     # Sandboxed plugin stages: the real recall server (argv, env), served through a
     # `RecallBridge` socket in the scratch dir; the CLI's config names the relay.
     recall_server: tuple[list[str], dict[str, str]] | None = None
+    # Where the CLI runs when it must not see the task's repository (mini-swe-agent's blind
+    # mode: an empty dir in the scratch dir); None: in the worktree. Set, a confined run
+    # hides the worktree and binds none of its object stores.
+    workdir: Path | None = None
 
 
 I = TypeVar("I", bound=CliInvocation)
@@ -298,21 +302,27 @@ def run_cli(inp: AgentInput, inv: CliInvocation, writable: Sequence[Path], api: 
     """The CLI in the task's worktree, confined when the run is (`writable` beside the
     worktree; of the network, the `api` endpoints and --allow-host only), within the time
     limit, and ended as a timeout would be once `stop_on` says so of a line of its stdout
-    (`CliAgent.stop_watch`); the recall server served outside for as long as it runs."""
+    (`CliAgent.stop_watch`); the recall server served outside for as long as it runs. An
+    invocation with a `workdir` runs there instead, the worktree out of a confined CLI's
+    sight."""
+    cwd, sandbox, readable = inp.worktree, inp.sandbox, checkout_object_stores(inp.worktree)
+    if inv.workdir is not None:
+        cwd, readable = inv.workdir, []
+        sandbox = sandbox.hiding(inp.worktree) if sandbox is not None else None
     with contextlib.ExitStack() as stack:
         if inv.recall_server is not None:
             stack.enter_context(RecallBridge(*inv.recall_server, inp.scratch_dir / "recall-bridge"))
         return run_process(
             inv.argv,
-            cwd=inp.worktree,
+            cwd=cwd,
             env=inv.env,
             stdout=inv.stream_path,
             stderr=inv.stderr_path,
             stdin=inv.stdin,
             timeout_s=inp.budget.timeout_s,
-            sandbox=inp.sandbox,
+            sandbox=sandbox,
             writable=writable,
-            readable=checkout_object_stores(inp.worktree),
+            readable=readable,
             egress=inp.egress,
             endpoints=api,
             stop_on=stop_on,

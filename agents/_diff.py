@@ -27,6 +27,7 @@ from ledger import SweclError
 from graders import git_env
 
 __all__ = [
+    "apply_answer",
     "apply_patch",
     "check_patch",
     "extract_diff",
@@ -244,3 +245,17 @@ def extract_diff(text: str) -> str | None:
         return None
     body = text[start.start():]
     return body if body.endswith("\n") else body + "\n"
+
+
+def apply_answer(worktree: str | os.PathLike[str], base: str, answer: str,
+                 where: str = "the final message") -> tuple[str, str | None]:
+    """A blind answer applied to the worktree: (its patch against `base`, None), or, when
+    `answer` (`where` names it in the note) holds no diff, ("", note), or, when its diff
+    does not apply, (the diff as written, note): the grader's fuller apply chain may still
+    manage."""
+    diff = extract_diff(answer)
+    if diff is None:
+        return "", f"blind: {where} holds no unified diff"
+    if apply_patch(worktree, diff) is None:
+        return diff, f"blind: the diff in {where} does not apply with git apply; kept as written"
+    return worktree_patch(worktree, base), None

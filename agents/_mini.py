@@ -26,9 +26,17 @@ the XDG cache and config dirs; the trajectory (`trajectory.json`) is beside it.
   prices); the wall-clock limit applies as for every agent;
 - result: turns (billed completions), tool calls (`bash`, an error when its exit code is
   not 0), tokens and cost, all from the trajectory, which is also the transcript (one JSON
-  line).
-
-Not supported: `code_mode` blind (its bash tool is the agent: refused in one line).
+  line);
+- `code_mode` blind: the model never sees the repository. mini runs in an empty
+  `blind-workdir` of the scratch dir, where its commands run too; a confined run hides the
+  worktree (an empty tmpfs over it, none of its object stores bound), and the prompt never
+  names it (unconfined, nothing stops a command that guesses the path: `--sandbox none`
+  trusts the agent, as it does for every other file). Its config's instance template says
+  so and asks for the fix as one unified diff against the repository root, submitted as
+  its final output (`echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat fix.diff`: what
+  follows the marker is the trajectory's `info.submission`). swecl applies that diff to
+  the worktree as claude's blind answer (`_diff.apply_answer`: kept as written, with a
+  note, when git apply refuses it). Recall is primed into the prompt as in agentic mode.
 """
 
 from __future__ import annotations
@@ -72,6 +80,25 @@ _PROVIDERS: dict[str, tuple[tuple[str, ...], str]] = {
     "gemini": (("GEMINI_API_BASE",), "https://generativelanguage.googleapis.com"),
 }
 _CREDENTIAL = re.compile(r"KEY|SECRET|TOKEN|PASSWORD", re.IGNORECASE)
+# The blind mode's instance template (mini renders it with Jinja: `{{task}}` is our prompt).
+# In place of the package's, whose workflow reads and edits the repository's files.
+_BLIND_TEMPLATE = """{{task}}
+
+## Command Execution Rules
+
+Each response must hold your reasoning and at least one call of the bash tool. Every
+command runs in a new subshell, in an empty scratch directory: the repository is not
+there, and no file of it can be read anywhere. You may write and run files of your own
+there (to try out code, or to write the diff).
+
+When the diff is ready, write it to a file (say `fix.diff`) and submit it as your final
+output with this command, on its own: `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat fix.diff`.
+<important>After this command, you cannot continue working on this task.</important>
+"""
+_BLIND_RULES = ("The repository is not available to you: your commands run in an empty scratch directory, and no "
+                "file of the repository can be read or edited. Work out the fix from the issue. Submit it as one "
+                "unified diff against the repository root (paths a/... and b/..., as `git diff` prints them), "
+                "printed after the line COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT as your final output.")
 # What LiteLLM says of a key the API refused, or of none at all (it retries the latter).
 _AUTH_WORDS = ("AuthenticationError", "Missing credentials", "api_key client option must be set")
 
@@ -137,9 +164,6 @@ class MiniSweAgent(CliAgent[MiniInvocation]):
     # -- preparing -------------------------------------------------------------------------
 
     def prepare(self, inp: AgentInput) -> MiniInvocation:
-        if inp.code_mode == "blind":
-            raise SweclError("the mini-swe-agent agent has no blind mode (its bash tool is the agent): "
-                             "use --code-mode agentic")
         if inp.memory_mode == "builtin":
             raise SweclError("the mini-swe-agent agent has no memory of its own: the builtin stage does not apply to it")
         if not inp.model:
@@ -154,8 +178,14 @@ class MiniSweAgent(CliAgent[MiniInvocation]):
 
         # No MCP client: plugin stages get their recall in the prompt, every time.
         primed = inp.recall is not None
+        blind = inp.code_mode == "blind"
         prompt = build_prompt(replace(inp, prompt_style="natural") if primed else inp,
-                              recalled_notes(inp) if primed else (), recall_tool=False)
+                              recalled_notes(inp) if primed else (), recall_tool=False,
+                              blind_rules=_BLIND_RULES if blind else None)
+        workdir = scratch / "blind-workdir" if blind else None
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+            workdir.mkdir()
 
         env = self.base_env(inp)
         env.update(_QUIET_ENV)
@@ -168,12 +198,15 @@ class MiniSweAgent(CliAgent[MiniInvocation]):
         model_kwargs: dict[str, Any] = {"drop_params": True}
         if self.base_url:
             model_kwargs["api_base"] = self.base_url
+        agent: dict[str, Any] = {"step_limit": inp.budget.max_turns or 0, "cost_limit": inp.budget.max_cost_usd or 0}
+        if blind:
+            agent["instance_template"] = _BLIND_TEMPLATE
         config: dict[str, Any] = {
             "run": {"task": prompt},
-            "agent": {"step_limit": inp.budget.max_turns or 0, "cost_limit": inp.budget.max_cost_usd or 0},
+            "agent": agent,
             "model": {"model_kwargs": model_kwargs, "cost_tracking": "ignore_errors"},
             # The commands' environment is mini's own plus these: credentials emptied.
-            "environment": {"cwd": str(inp.worktree),
+            "environment": {"cwd": str(workdir or inp.worktree),
                             "env": {k: "" for k in {**env, **self.extra_env} if _CREDENTIAL.search(k)}},
         }
         config_path = mini_home / "swecl.yaml"
@@ -189,7 +222,7 @@ class MiniSweAgent(CliAgent[MiniInvocation]):
             *self.extra_args,
         ]
         return self.invocation(MiniInvocation, inp, argv=argv, env=env, prompt=prompt, server=None, stdin=b"",
-                               mini_home=mini_home, config=config, trajectory_path=trajectory)
+                               mini_home=mini_home, config=config, trajectory_path=trajectory, workdir=workdir)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -205,7 +238,12 @@ class MiniSweAgent(CliAgent[MiniInvocation]):
             inv.trajectory_path.write_bytes(raw)
         facts = read_trajectory(raw) if raw else None
         exit_kind, error = _classify(facts, inv, inp, ran.outcome.returncode, ran.outcome.timed_out, ran.stderr)
-        patch = _diff.worktree_patch(inp.worktree, ran.base)
+        patch = ""
+        if inp.code_mode == "blind" and facts is not None and facts.exit_status == "Submitted":
+            patch, patch_error = _diff.apply_answer(inp.worktree, ran.base, facts.submission, "the submission")
+            error = "; ".join(e for e in (error, patch_error) if e) or None
+        if not patch:
+            patch = _diff.worktree_patch(inp.worktree, ran.base)
         return self.judged(ran, AgentResult(
             # A key the agent wrote into the worktree must not travel on in the patch either.
             patch=scrubber.text(patch),

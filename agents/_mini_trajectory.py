@@ -3,7 +3,8 @@
 One JSON object, rewritten after every step: `info` (`exit_status`: `Submitted` when the
 model finished, `LimitsExceeded`, `RepeatedFormatError`, or the class name of the
 exception that ended the run, with `model_stats.instance_cost` and `.api_calls`) and
-`messages`, the conversation: `system`, `user` (the task, and a format error's reminder),
+`messages`, the conversation (`info.submission`: what the model's last command printed
+after `COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`, the blind mode's diff): `system`, `user` (the task, and a format error's reminder),
 `assistant` (the model's message, `tool_calls` in the OpenAI shape), `tool` (a command's
 result), and last `exit`. Every billed completion keeps LiteLLM's whole response in its
 message's `extra.response` (its `usage`, OpenAI-shaped whatever the provider) and LiteLLM's
@@ -35,6 +36,7 @@ class Trajectory:
     cost_usd: float | None = None  # None: LiteLLM priced no completion
     model: str | None = None
     final_text: str | None = None  # the model's last words beside its commands
+    submission: str = ""  # the output of its submitting command after the marker line
     compact: bytes = b""  # the whole trajectory as one JSON line (the transcript kept)
 
 
@@ -48,6 +50,7 @@ def read_trajectory(raw: bytes) -> Trajectory | None:
         return None
     info = data.get("info") if isinstance(data.get("info"), dict) else {}
     facts = Trajectory(exit_status=str(info.get("exit_status") or ""),
+                       submission=info["submission"] if isinstance(info.get("submission"), str) else "",
                        compact=json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
     usage_sum = {"prompt": 0, "cached": 0, "written": 0, "output": 0, "reasoning": 0}
     cost = 0.0

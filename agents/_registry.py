@@ -45,8 +45,8 @@ REGISTRY: dict[str, AgentEntry] = {e.name: e for e in (
                "its builtin memory; turns, tool calls, tokens (no cost); agentic only, turn and time limits (no cost cap)",
                _gemini.GeminiAgent, _gemini.from_run),
     AgentEntry("mini-swe-agent", "mini-swe-agent (mini, any LiteLLM model): recall primed into the prompt in plugin "
-               "stages (no MCP client), no builtin memory; turns, tool calls, tokens, cost; agentic only, turn, cost "
-               "and time limits", _mini.MiniSweAgent, _mini.from_run),
+               "stages (no MCP client), no builtin memory; turns, tool calls, tokens, cost; agentic and blind (its commands "
+               "run where the repository is not; it submits a diff), turn, cost and time limits", _mini.MiniSweAgent, _mini.from_run),
     AgentEntry("opencode", "opencode (opencode run --format json, --model PROVIDER/MODEL: anthropic or openai): recall MCP "
                "server in plugin stages, AGENTS.md as its builtin memory; turns, tool calls, tokens, cost; agentic only, "
                "time limit only (no turn or cost cap)",

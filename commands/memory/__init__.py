@@ -6,7 +6,7 @@ What the run orchestration and the CLI call:
   run's first task (after its run.started); `resolve_seed` + `apply_seed` are its parts.
 - `dream(ledger, version, reason="pre-eval")` for plugin-dreamed; `swecl dream VERSION`
   is `dream(ledger, version)`.
-- `daydream(ledger, version, TaskView(...), patch=, status=, resolved=, secrets=)` after
+- `daydream(ledger, version, TaskView(...), patch=, status=, resolved=, transcript=, secrets=)` after
   each initial-pass task of a memory-on stage.
 - `materialise_version(ledger, version, results.version_dir(version))` at the end.
 - `export_memory(ledger, version, out_dir)` / `import_seed(ledger, version, path)` for
@@ -33,12 +33,14 @@ from ._daydream import (
     MemoryDraft,
     PatchFacts,
     TaskView,
+    TrajectoryView,
     daydream,
     plan_daydream,
     deterministic_extractor,
     draft_from_builtins,
     item_id_for,
     patch_facts,
+    trajectory_view,
 )
 from ._dream import (
     DreamDecision,
@@ -82,11 +84,13 @@ __all__ = [
     "SeedPlan",
     "SeedResult",
     "TaskView",
+    "TrajectoryView",
     "VERSION_AT",
     "Violation",
     "apply_seed",
     "daydream",
     "plan_daydream",
+    "trajectory_view",
     "deterministic_extractor",
     "draft_from_builtins",
     "dream",

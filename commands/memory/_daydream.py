@@ -2,7 +2,9 @@
 
 The deterministic extractor remembers what the agent saw and did: the issue (title
 and a summary), the files and functions its patch touched (via unidiff), the patch
-itself (as a blob, without its test-file hunks) and the graded outcome. An optional
+itself (as a blob, without its test-file hunks), the graded outcome and, when the agent
+recorded a structured transcript (a CLI agent's session or trajectory), its final
+explanation, capped (`TrajectoryView`). An optional
 extractor callable (an LLM, say) may propose other items; it sees the same view and
 never the grading secrets. Every proposed item passes governance first: a refused one
 is a `memory.rejected` event with the rule and field, never the offending text.
@@ -22,13 +24,19 @@ import unidiff
 from ledger import Ledger, NewEvent, Recorded, SweclError, event_id_for
 from ledger.events import MemoryRejected, MemoryWritten
 from ledger.patches import is_test_path, patch_paths
+from projections.show import agent_commands, final_message, is_json_lines
 
 from ._governance import DEFAULT_POLICY, Checker, GovernancePolicy, GradingSecrets
 
 SUMMARY_CHARS = 800
 TITLE_CHARS = 120
+ACCOUNT_CHARS = 400  # the agent's final explanation, in the view and in a lesson's body
+COMMANDS_KEPT = 20  # the last commands the agent ran, in the view
+COMMAND_CHARS = 200
 
 _DEF = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
+# A fenced block in the agent's last words (a blind answer's diff): the patch is kept apart.
+_FENCED = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -55,14 +63,26 @@ class PatchFacts:
 
 
 @dataclass(frozen=True)
+class TrajectoryView:
+    """A bounded view of the agent's recorded transcript: its final explanation (fenced
+    code left out, whitespace collapsed, `ACCOUNT_CHARS` at most) and its last
+    `COMMANDS_KEPT` shell commands (each `COMMAND_CHARS` at most)."""
+
+    final_message: str | None = None
+    commands: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class DaydreamInput:
-    """An extractor's whole view: the task, the agent's patch (test hunks dropped), the outcome."""
+    """An extractor's whole view: the task, the agent's patch (test hunks dropped), the
+    outcome, and what its transcript says (None: it recorded none that can be read)."""
 
     version: str
     task: TaskView
     patch: PatchFacts
     status: str
     resolved: bool | None
+    trajectory: TrajectoryView | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +176,23 @@ def patch_facts(patch: str | None, *, drop: Sequence[str] = ()) -> PatchFacts:
     )
 
 
+def trajectory_view(transcript: bytes | str | None) -> TrajectoryView | None:
+    """What `transcript` (an `AgentResult.transcript`) says of the agent's work; None when it
+    is empty or plain text (the demo's list of steps, a command agent's output: no account
+    of the agent's own) or says nothing of the kind."""
+    if not transcript:
+        return None
+    text = transcript.decode("utf-8", "replace") if isinstance(transcript, bytes) else transcript
+    if not is_json_lines(text):
+        return None
+    said = final_message(text)
+    account = _clip(" ".join(_FENCED.sub(" ", said).split()), ACCOUNT_CHARS) if said else ""
+    commands = tuple(_clip(" ".join(c.split()), COMMAND_CHARS) for c in agent_commands(text) if c.strip())
+    if not account and not commands:
+        return None
+    return TrajectoryView(account or None, commands[-COMMANDS_KEPT:])
+
+
 # -- the deterministic extractor ----------------------------------------------------------
 
 
@@ -197,6 +234,8 @@ def deterministic_extractor(view: DaydreamInput) -> list[MemoryDraft]:
         lines.append(f"Patch: +{facts.added} -{facts.removed} lines in {len(facts.files)} file(s)")
     else:
         lines.append("Patch: none")
+    if view.trajectory is not None and view.trajectory.final_message:
+        lines.append(f"How it was found: {view.trajectory.final_message}")
     tags = [f"outcome:{outcome}", f"task:{task.instance_id}"]
     return [
         MemoryDraft(
@@ -244,6 +283,7 @@ def plan_daydream(
     patch: str | None,
     status: str,
     resolved: bool | None,
+    transcript: bytes | str | None = None,
     secrets: GradingSecrets | None = None,
     extractor: Extractor | None = None,
     extractor_name: str = "llm",
@@ -252,14 +292,16 @@ def plan_daydream(
     ttl_seconds: float | None = None,
 ) -> tuple[list[NewEvent], list[bytes]]:
     """What the daydream would write for `task` (events with deterministic ids, and the
-    patch blobs they refer to), without writing it."""
+    patch blobs they refer to), without writing it. `transcript`: the agent's, as recorded
+    (`trajectory_view` reads it)."""
     if task.pass_ != "initial":
         return [], []
     if not version or not task.sequence_id:
         raise SweclError("daydream needs a run version and a sequence id")
     test_files = patch_paths(secrets.test_patch) if secrets and secrets.test_patch else []
     facts = patch_facts(patch, drop=test_files)
-    view = DaydreamInput(version=version, task=task, patch=facts, status=status, resolved=resolved)
+    view = DaydreamInput(version=version, task=task, patch=facts, status=status, resolved=resolved,
+                         trajectory=trajectory_view(transcript))
 
     drafts: Sequence[MemoryDraft]
     extractor_label = "deterministic"

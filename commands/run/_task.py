@@ -304,6 +304,7 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int,
             patch=result.patch or None,
             status=grade.status,
             resolved=grade.resolved,
+            transcript=result.transcript,
             secrets=GradingSecrets(
                 test_patch=task.test_patch or "", fail_to_pass=tuple(task.fail_to_pass or ()),
                 pass_to_pass=tuple(task.pass_to_pass or ()),

@@ -24,7 +24,7 @@ from projections._provider_calls import blob_text, excerpt, memory_server_named,
 from projections.audit import Flag, fold_with_snapshots, integrity_flags, pass_rank, resolve_task
 
 __all__ = [
-    "AttemptShow", "ShownProviderCall", "ShownRecall", "ShownTest", "agent_numbers", "attempt_files", "egress_lines", "final_message", "grade_report", "is_json_lines",
+    "AttemptShow", "ShownProviderCall", "ShownRecall", "ShownTest", "agent_numbers", "attempt_files", "agent_commands", "egress_lines", "final_message", "grade_report", "is_json_lines",
     "provider_call_line", "show_attempt", "tail_lines",
 ]
 
@@ -190,6 +190,34 @@ def final_message(transcript: str | None) -> str | None:
         return result if result else assistant
     lines = [ln for ln in transcript.splitlines() if ln.strip()]
     return lines[-1].strip() if lines else None
+
+
+def agent_commands(transcript: str | None) -> list[str]:
+    """The shell commands the agent ran, in order, where its transcript says so plainly: a
+    mini-swe-agent trajectory's actions, a Claude Code transcript's `Bash` tool calls; none
+    for any other form."""
+    commands: list[str] = []
+    for line in (transcript or "").splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        if str(obj.get("trajectory_format", "")).startswith("mini-swe-agent"):
+            for m in obj.get("messages") or []:
+                extra = m.get("extra") if isinstance(m, dict) and m.get("role") == "assistant" else None
+                actions = extra.get("actions") if isinstance(extra, dict) else None
+                commands += [a["command"] for a in actions or [] if isinstance(a, dict) and isinstance(a.get("command"), str)]
+        elif obj.get("type") == "assistant" and isinstance(obj.get("message"), dict):
+            for block in obj["message"].get("content") or []:
+                if (isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == "Bash"
+                        and isinstance(block.get("input"), dict) and isinstance(block["input"].get("command"), str)):
+                    commands.append(block["input"]["command"])
+    return commands
 
 
 def _codex_message(obj: dict[str, Any]) -> tuple[bool, str] | None:

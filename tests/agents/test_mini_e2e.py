@@ -1,6 +1,7 @@
 """mini-swe-agent's own behaviour: the real `mini` CLI (PyPI, pinned version) against the
-loopback Chat Completions fake, on a real worktree. What it shares with the other CLI
-agents (auth, a hanging API, the primed prompt, blind mode) is in test_cli_agents_shared.py."""
+loopback Chat Completions fake, on a real worktree, and its blind mode (the repository out
+of sight, the fix submitted as a diff). What it shares with the other CLI agents (auth, a
+hanging API, the primed prompt) is in test_cli_agents_shared.py."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import pytest
 
 from agents._mini import MiniSweAgent
 from agents._protocol import AgentInput, Budget
+from graders import sandbox_for
 from ledger.events import ToolCall
 from projections.show import final_message
 
+from .conftest import GREET_FIX
 from .cli_scenarios import CASES, Harness, harness, no_secret_anywhere, processes_mentioning
 from .fake_chat import MODEL, SUBMIT, bash, text, tool_results
 from .mini_recall import Item, MiniRecall
@@ -92,3 +95,49 @@ def test_its_limits_the_builtin_stage_and_a_missing_model(make_input: Callable[.
         with pytest.raises(Exception, match=words) as info:
             agent.prepare(make_input(**bad))
         assert "\n" not in str(info.value)
+
+
+def blind_steps(repo: Path, diff: str) -> list[list[dict[str, object]]]:
+    """Look for the repository (here and at its real path), write `diff`, submit it."""
+    return [
+        [bash(f"pwd; ls -A; cat pkg/util.py; ls -A {repo}; cat {repo}/pkg/util.py; git -C {repo} log --oneline")],
+        [bash(f"cat > fix.diff <<'EOF'\n{diff}EOF")],
+        [text("greet() returns a bare greeting for None."), bash(f"{SUBMIT} && cat fix.diff")],
+    ]
+
+
+def test_blind_mode_hides_the_repository_and_applies_the_submitted_diff(
+    cli: Harness, make_input: Callable[..., AgentInput], repo: Path,
+) -> None:
+    fake = cli.fake(blind_steps(repo, GREET_FIX))
+    inp = make_input(model=MODEL, code_mode="blind", sandbox=sandbox_for("bwrap"), budget=Budget(timeout_s=120))
+    result = cli.run(inp)
+
+    assert result.exit == "completed" and result.error is None, result.error
+    # the model's commands ran in an empty directory and found the repository nowhere
+    seen = tool_results(fake.api_requests[1].body)[0]
+    assert str(inp.scratch_dir / "blind-workdir") in seen and "No such file or directory" in seen
+    assert "return \"Hello, \" + name.title()" not in seen and "base" not in seen.split("git")[-1]
+    # the prompt said so, and never named the checkout
+    sent = json.dumps(fake.api_requests[0].body["messages"])
+    assert "The repository is not available to you" in sent and "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat fix.diff" in sent
+    assert str(repo) not in json.dumps(fake.api_requests[0].body)
+    # the submission (the trajectory's info.submission) was applied to the worktree
+    trajectory = json.loads((inp.scratch_dir / "mini-trajectory.json").read_text())
+    assert trajectory["info"]["submission"] == GREET_FIX
+    assert '+    if name is None:\n+        return "Hello"\n' in result.patch
+    assert "if name is None" in (repo / "pkg" / "util.py").read_text()
+    assert final_message(result.transcript.decode()) == "greet() returns a bare greeting for None."
+
+
+def test_a_blind_diff_that_does_not_apply_is_kept_as_written_with_a_note(
+    cli: Harness, make_input: Callable[..., AgentInput], repo: Path,
+) -> None:
+    stale = GREET_FIX.replace(' def greet(name):', ' def greet(person):')
+    cli.fake(blind_steps(repo, stale))
+    result = cli.run(make_input(model=MODEL, code_mode="blind", sandbox=sandbox_for("bwrap"),
+                                budget=Budget(timeout_s=120)))
+    assert result.exit == "completed"
+    assert result.patch == stale and result.error == (
+        "blind: the diff in the submission does not apply with git apply; kept as written")
+    assert "if name is None" not in (repo / "pkg" / "util.py").read_text()

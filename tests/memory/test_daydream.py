@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 
+import json
+
+import msgspec
 import pytest
 
 from commands.memory import (
@@ -14,6 +17,7 @@ from commands.memory import (
     daydream,
     find_secret,
     patch_facts,
+    trajectory_view,
 )
 from ledger import Ledger
 from projections.memory import load_memory
@@ -311,3 +315,72 @@ def test_patch_facts_name_the_files_of_a_patch_unidiff_cannot_parse() -> None:
     assert facts.files == ("src/café.py", "src/my mod.py")
     assert facts.dropped_files == ("tests/test_new.py", "tests/test_old.py")
     assert facts.kept_patch is None  # a patch that cannot be split by file is not kept in part
+
+
+def mini_trajectory(last_words: str, commands: list[str]) -> bytes:
+    """A mini-swe-agent trajectory as the adapter keeps it (one JSON line), in its real shape."""
+    messages: list[dict[str, object]] = [{"role": "system", "content": "You are a helpful assistant."},
+                                         {"role": "user", "content": "Please solve this issue: ..."}]
+    for i, command in enumerate(commands):
+        words = last_words if i == len(commands) - 1 else "Looking."
+        messages.append({"role": "assistant", "content": words, "tool_calls": [],
+                         "extra": {"actions": [{"command": command, "tool_call_id": f"c{i}"}]}})
+        messages.append({"role": "tool", "content": "{}", "extra": {"returncode": 0}})
+    messages.append({"role": "exit", "content": "", "extra": {"exit_status": "Submitted", "submission": ""}})
+    return json.dumps({"info": {"exit_status": "Submitted", "submission": ""}, "messages": messages,
+                       "trajectory_format": "mini-swe-agent-1.1"}, separators=(",", ":")).encode()
+
+
+def test_the_lesson_tells_how_it_was_found_from_the_trajectory(led: Ledger) -> None:
+    words = "parse_header split on every colon; maxsplit=1 keeps the value whole.\n\n```diff\n-x\n+y\n```"
+    transcript = mini_trajectory(words, ["grep -rn parse_header widgets", "sed -i 's/x/y/' widgets/parse.py",
+                                         "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"])
+    view = trajectory_view(transcript)
+    assert view is not None and view.commands[0] == "grep -rn parse_header widgets" and len(view.commands) == 3
+    assert view.final_message == "parse_header split on every colon; maxsplit=1 keeps the value whole."
+    plain = daydream(led, "V", task(1), patch=AGENT_PATCH, status="resolved", resolved=True, secrets=SECRETS)
+    read = daydream(led, "V", task(2), patch=AGENT_PATCH, status="resolved", resolved=True, secrets=SECRETS,
+                    transcript=transcript)
+    body = read[0].event.body
+    assert body.endswith("\nHow it was found: " + view.final_message)
+    # the rest of the lesson is what it is without a transcript
+    assert body.split("\nHow it was found")[0] == plain[0].event.body.replace("acme__widgets-1", "acme__widgets-2")
+    # capped, however long the agent's last words
+    long = trajectory_view(mini_trajectory("word " * 1000, ["ls"]))
+    assert long is not None and long.final_message is not None and len(long.final_message) <= 400
+    many = trajectory_view(mini_trajectory("done", [f"cat f{i}.py" for i in range(50)]))
+    assert many is not None and many.commands == tuple(f"cat f{i}.py" for i in range(30, 50))
+
+
+def test_a_claude_transcript_gives_its_result_and_bash_commands() -> None:
+    lines = [
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Let me look."},
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "grep -n parse_header -r ."}},
+            {"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "widgets/parse.py"}}]}},
+        {"type": "result", "subtype": "success", "result": "Split once: values keep their colons."},
+    ]
+    view = trajectory_view("\n".join(json.dumps(line) for line in lines))
+    assert view is not None
+    assert (view.final_message, view.commands) == ("Split once: values keep their colons.", ("grep -n parse_header -r .",))
+
+
+def test_a_plain_text_or_missing_transcript_leaves_the_lesson_as_it_was(led: Ledger) -> None:
+    # the demo agent's transcript: its steps, one a line (no words of an agent's own)
+    demo = b"apply_check\napply\nsubmitted memory item mem-1\n"
+    assert trajectory_view(demo) is None and trajectory_view(b"") is None and trajectory_view(None) is None
+    bodies = [daydream(led, v, task(), patch=AGENT_PATCH, status="resolved", resolved=True, secrets=SECRETS,
+                       **kw)[0].event.body for v, kw in (("V1", {}), ("V2", {"transcript": demo}))]
+    assert bodies[0] == bodies[1] and "How it was found" not in bodies[0]
+
+
+def test_a_trajectory_naming_a_grading_secret_is_refused(led: Ledger) -> None:
+    for n, words in enumerate((
+        "Ran test_header_keeps_colons_in_values and it passes now.",  # a FAIL_TO_PASS test's name
+        "Checked: assert Parser().parse_header('key: a:b') == ['key', ' a:b']",  # a line of the gold test patch
+    )):
+        recs = daydream(led, "V", task(n + 1), patch=AGENT_PATCH, status="resolved", resolved=True, secrets=SECRETS,
+                        transcript=mini_trajectory(words, ["pytest -q"]))
+        assert [r.type for r in recs] == ["memory.rejected"]
+        assert recs[0].event.rule in ("test-name", "test-leak") and "body" in recs[0].event.reason
+        assert words not in json.dumps(msgspec.to_builtins(recs[0].event))  # never the offending text

@@ -1,6 +1,6 @@
 """The main job driving the real mini-swe-agent (offline, against the loopback fake Chat
 Completions API): `swecl run --agent mini-swe-agent` on the first two tasks of a demo
-sequence in a plugin stage, sandboxed as a run is."""
+sequence in a plugin stage, sandboxed as a run is; the daydream reads its trajectory."""
 
 from __future__ import annotations
 
@@ -46,6 +46,11 @@ def test_a_plugin_run_with_mini_swe_agent(tmp_path: Path, cache: Path, mini_bin:
     # and its prompt (what the model was sent) held it
     recalls = sorted((p for _, _, _, p in events(results, "memory.recalled")), key=lambda r: r["order"])
     assert [(r["via"], r["order"], len(r["results"]) > 0) for r in recalls] == [("inproc", 1, False), ("inproc", 2, True)]
+    # each lesson tells, from the agent's trajectory, its last words
+    written = sorted((p for _, _, _, p in events(results, "memory.written")), key=lambda w: w["source_order"])
+    assert [w["source_order"] for w in written] == [1, 2]
+    assert all(w["body"].endswith("\nHow it was found: Added a note to the package; the fix needs more work.")
+               for w in written), [w["body"] for w in written]
     firsts = [r.body for r in fake.api_requests if turns_so_far(r.body) == 0]
     assert "Notes you kept from that work" not in json.dumps(firsts[0])
     assert "Notes you kept from that work" in json.dumps(firsts[1])
