@@ -300,8 +300,13 @@ def plan_daydream(
         raise SweclError("daydream needs a run version and a sequence id")
     test_files = patch_paths(secrets.test_patch) if secrets and secrets.test_patch else []
     facts = patch_facts(patch, drop=test_files)
+    checker = Checker(secrets, policy)
+    trajectory = trajectory_view(transcript)
+    if trajectory is not None and trajectory.final_message and checker.check({"body": trajectory.final_message}):
+        # Agents often name the tests they ran: their account is left out, not the lesson with it.
+        trajectory = replace(trajectory, final_message=None)
     view = DaydreamInput(version=version, task=task, patch=facts, status=status, resolved=resolved,
-                         trajectory=trajectory_view(transcript))
+                         trajectory=trajectory)
 
     drafts: Sequence[MemoryDraft]
     extractor_label = "deterministic"
@@ -316,7 +321,6 @@ def plan_daydream(
     else:
         drafts = deterministic_extractor(view)
 
-    checker = Checker(secrets, policy)
     events: list[NewEvent] = []
     blobs: list[bytes] = []
     for index, draft in enumerate(drafts):

@@ -14,7 +14,9 @@ from commands.memory import (
     GradingSecrets,
     MemoryDraft,
     TaskView,
+    TrajectoryView,
     daydream,
+    deterministic_extractor,
     find_secret,
     patch_facts,
     trajectory_view,
@@ -374,13 +376,28 @@ def test_a_plain_text_or_missing_transcript_leaves_the_lesson_as_it_was(led: Led
     assert bodies[0] == bodies[1] and "How it was found" not in bodies[0]
 
 
-def test_a_trajectory_naming_a_grading_secret_is_refused(led: Ledger) -> None:
+def test_a_trajectory_naming_a_grading_secret_is_left_out_of_the_lesson(led: Ledger) -> None:
+    plain = daydream(led, "V0", task(1), patch=AGENT_PATCH, status="resolved", resolved=True, secrets=SECRETS)
     for n, words in enumerate((
         "Ran test_header_keeps_colons_in_values and it passes now.",  # a FAIL_TO_PASS test's name
         "Checked: assert Parser().parse_header('key: a:b') == ['key', ' a:b']",  # a line of the gold test patch
     )):
-        recs = daydream(led, "V", task(n + 1), patch=AGENT_PATCH, status="resolved", resolved=True, secrets=SECRETS,
-                        transcript=mini_trajectory(words, ["pytest -q"]))
-        assert [r.type for r in recs] == ["memory.rejected"]
-        assert recs[0].event.rule in ("test-name", "test-leak") and "body" in recs[0].event.reason
-        assert words not in json.dumps(msgspec.to_builtins(recs[0].event))  # never the offending text
+        recs = daydream(led, f"V{n + 1}", task(1), patch=AGENT_PATCH, status="resolved", resolved=True,
+                        secrets=SECRETS, transcript=mini_trajectory(words, ["pytest -q"]))
+        # The lesson is written as without a transcript; the agent's words are nowhere in it.
+        assert [r.type for r in recs] == ["memory.written"]
+        assert recs[0].event.body == plain[0].event.body
+        assert words not in json.dumps(msgspec.to_builtins(recs[0].event))
+
+
+def test_an_extractor_never_sees_an_account_governance_refuses(led: Ledger) -> None:
+    seen = []
+
+    def extractor(view: DaydreamInput) -> list[MemoryDraft]:
+        seen.append(view.trajectory)
+        return deterministic_extractor(view)
+
+    words = "Ran test_header_keeps_colons_in_values and it passes now."
+    daydream(led, "V", task(1), patch=AGENT_PATCH, status="resolved", resolved=True, secrets=SECRETS,
+             transcript=mini_trajectory(words, ["pytest -q"]), extractor=extractor)
+    assert seen == [TrajectoryView(final_message=None, commands=("pytest -q",))]
