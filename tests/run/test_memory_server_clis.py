@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from commands import Experiment
 from ledger import Ledger
 from tests.agents.conftest import claude_bin, codex_bin, gemini_bin, server_memory_bin  # noqa: F401  (session fixtures)
 from tests.agents import fake_anthropic, fake_gemini, fake_openai
@@ -111,16 +112,18 @@ def the_agent_used_the_provider(results: Path, cache: Path, agent: str, tool_nam
     assert host["confined"]  # sandboxed as a run is: the agent reached the server through its door only
     agents = sorted((p for *_, p in events(results, "agent.finished")), key=lambda a: a["order"])
     assert len(agents) == TASKS and {a["exit"] for a in agents} == {"completed"}, [a.get("error") for a in agents]
-    calls = [p for *_, p in events(results, "memory.provider.called")]
+    calls = [(seq, p) for seq, _, _, p in events(results, "memory.provider.called")]
     titles = []
+    writes = []  # (seq, call) of each task's create_entities
     for task in agents:
         prompt = _blob(results, task["prompt"])
         # The prompt names the server's own tools as it announced them, not swecl's `recall`.
         assert all(f"`{t}`" in prompt for t in host["tools"]) and "`recall`" not in prompt
         recorded = [c["name"] for c in task["tool_calls"]]
         assert [n for n in recorded if n.startswith("mcp__")] == [tool_names["search_nodes"], tool_names["create_entities"]]
-        mine = [c for c in calls if (c["instance_id"], c["order"], c["pass"], c["attempt"])
+        mine = [c for _, c in calls if (c["instance_id"], c["order"], c["pass"], c["attempt"])
                 == (task["instance_id"], task["order"], "initial", task["attempt"])]
+        writes += [(seq, c["call"]) for seq, c in calls if c is mine[-1]]
         title = _issue_title(json.dumps(prompt))
         titles.append(title)
         assert [(c["via"], c["tool"]) for c in mine] == [("agent", "search_nodes"), ("agent", "create_entities")]
@@ -132,6 +135,19 @@ def the_agent_used_the_provider(results: Path, cache: Path, agent: str, tool_nam
         # What the first task wrote, the second task's search found (and nothing before).
         assert all(f"lesson: {t}" in found for t in titles[:-1]) and f"lesson: {title}" not in found
     assert len(calls) == 2 * TASKS  # no recall or write tool named: only the agent's calls
+    # swecl audit: the server's tool list marks search_nodes read-only and create_entities
+    # not, so the second task's search is what it was told, and the lines it returned of
+    # the first task's entity are attributed to the first task's own create_entities call.
+    first, second = (a["instance_id"] for a in agents)
+    (search,) = Experiment(results).audit(run["version"], second, pass_="initial", no_dataset=True).audit.provider_recalls
+    assert (search.via, search.tool) == ("agent", "search_nodes")
+    (source,) = search.writes
+    assert (source.seq, source.call) == writes[0]
+    assert (source.via, source.tool, source.instance_id, source.order, source.flags) == (
+        "agent", "create_entities", first, 1, [])
+    by_line = {line.text: line.write_seq for line in search.lines}
+    assert by_line[f'"name": "lesson: {titles[0]}"'] == source.seq
+    assert [t for t, w in by_line.items() if f"read the failing test first ({titles[0]})" in t and w == source.seq]
     grades = [p for *_, p in events(results, "grade.finished")]
     assert len(grades) == TASKS and not {g["status"] for g in grades} & {"empty_patch", "agent_error", "infra_error"}
     shown = swecl_json(results, "show", run["version"], "1", cache=cache)
