@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -197,3 +199,67 @@ def test_gemini_uses_the_memory_servers_own_tools(tmp_path: Path, cache: Path, g
                                 "+# looked at by gemini")
     offered = {n for r in fake.api_requests for n in fake_gemini.declared_tools(r.body)}
     assert {"mcp_memory_search_nodes", "mcp_memory_create_entities"} <= offered
+
+
+# Tool names the Gemini CLI cannot offer the model as they are: a `/` and a space (made
+# `_`), and a name that with its `mcp_memory_` prefix passes 63 characters (cut in the
+# middle). A small server with the MCP SDK, as a user might write one.
+ODD = "notes/write note"
+LONG = "remember_the_lesson_of_this_task_for_the_later_tasks_of_the_sequence"
+ODD_SERVER = '''
+from pathlib import Path
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("odd-names", log_level="WARNING")
+
+async def write(text: str) -> str:
+    with open("notes", "a") as fh:
+        fh.write(text + "\\n")
+    return "stored: " + text
+
+async def read_all() -> str:
+    return Path("notes").read_text() if Path("notes").exists() else ""
+
+server.add_tool(write, name=%r, description="keep a note", structured_output=False)
+server.add_tool(read_all, name=%r, description="all the notes kept", structured_output=False)
+server.run("stdio")
+''' % (ODD, LONG)
+
+
+def test_gemini_calls_the_tools_it_had_to_rename(tmp_path: Path, cache: Path, gemini_bin: str) -> None:  # noqa: F811
+    """The CLI offers `ODD` and `LONG` under names of its own; its calls reach the server
+    under the server's names (the proxy forwards the CLI's MCP call), and the agent's
+    record names them as the server does, like the other CLIs' records."""
+    from agents._gemini_events import gemini_tool_name
+
+    odd, long = gemini_tool_name("memory", ODD), gemini_tool_name("memory", LONG)
+    assert odd == "mcp_memory_notes_write_note" and len(long) == 63 and "..." in long
+
+    def script(body: dict[str, Any]) -> list[dict[str, Any]]:
+        moves = [(odd, {"text": "spans: read the failing test first"}), (long, {})]
+        step = fake_gemini.model_turns(body)
+        if step < len(moves):
+            return [fake_gemini.function_call(*moves[step])]
+        if step == len(moves):
+            return [fake_gemini.function_call("run_shell_command", {"command": "echo '# odd' >> spans/__init__.py",
+                                                                    "description": "note"})]
+        return [fake_gemini.text(FINAL)]
+
+    results = tmp_path / "results"
+    secret = "AIzaSy-test-" + "7" * 28
+    with fake_gemini.FakeGemini(script=script, expected_key=secret) as fake:
+        env = {"GOOGLE_GEMINI_BASE_URL": fake.url, "GEMINI_API_KEY": secret, "SWECL_GEMINI_BIN": gemini_bin,
+               "HOME": str(_home(tmp_path))}
+        swecl(results, "run", "--stage", "plugin-blank", "--agent", "gemini", "--model", fake_gemini.MODEL,
+              "--sequence", SPANS, *first_of(1, SPANS), "--passes", "initial", "--memory-server",
+              f"{sys.executable} -c {shlex.quote(ODD_SERVER)}", "--quiet", cache=cache, env=env, timeout=900)
+    offered = {n for r in fake.api_requests for n in fake_gemini.declared_tools(r.body)}
+    assert {odd, long} <= offered
+    calls = [p for *_, p in events(results, "memory.provider.called")]
+    assert [(c["via"], c["tool"], c["failure"], c["is_error"]) for c in calls] == [
+        ("agent", ODD, None, False), ("agent", LONG, None, False)]
+    assert _blob(results, calls[1]["result"]).strip() == "spans: read the failing test first"
+    (agent,) = [p for *_, p in events(results, "agent.finished")]
+    assert agent["exit"] == "completed", agent.get("error")
+    assert [c["name"] for c in agent["tool_calls"] if c["name"].startswith("mcp__")] == [
+        f"mcp__memory__{ODD}", f"mcp__memory__{LONG}"]
