@@ -15,8 +15,9 @@ scratch space.
   `mcp_memory_recall`, recorded as `mcp__memory__recall` like the other CLI agents') under
   `mcpServers`, trusted (no confirmation); absent when memory is off. With
   `--memory-server` the same entry is swecl's recording proxy of the user's server, every
-  tool of it offered (`mcp_memory_TOOL`). A server that fails
-  to start leaves the CLI running without it (it says "MCP issues detected" on stderr),
+  tool of it offered (`mcp_memory_TOOL`, renamed by the CLI where the name has odd
+  characters or is long: `gemini_tool_name`; recorded under the server's name). A server
+  that fails to start leaves the CLI running without it (it says "MCP issues detected" on stderr),
   so the run is then an error: a memory stage without its memory is not the experiment
   asked for;
 - builtin stage: the CLI's native memory file is its global `GEMINI.md` (in
@@ -48,7 +49,7 @@ from typing import Any
 from ledger import SweclError
 
 from . import _diff
-from ._claude import build_prompt
+from ._claude import build_prompt, memory_tools
 from ._cli_agent import (
     MCP_SERVER_NAME,
     CliAgent,
@@ -204,7 +205,9 @@ class GeminiAgent(CliAgent[GeminiInvocation]):
     def run(self, inp: AgentInput) -> AgentResult:
         inv, ran = self.launch(inp)  # GEMINI_CLI_HOME is in the scratch dir, the one place it writes
         scrubber = ran.scrubber
-        summary = parse_events(ran.stream.splitlines(), [MCP_SERVER_NAME] if inv.uses_mcp else [])
+        provided = memory_tools(inp) if inv.uses_mcp else None
+        summary = parse_events(ran.stream.splitlines(), [MCP_SERVER_NAME] if inv.uses_mcp else [],
+                               {MCP_SERVER_NAME: provided} if provided else None)
         exit_kind, error = classify(summary, ran.outcome.returncode, timed_out=ran.outcome.timed_out, stderr=ran.stderr)
         if exit_kind == "crashed":
             error = f"{error}; stderr: {last_line(ran.stderr)}"

@@ -21,7 +21,8 @@ Classification never calls a run a success unless its result says so.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,12 +71,28 @@ class GeminiSummary:
         return str(error.get("message") or "") if isinstance(error, dict) else ""
 
 
-def parse_events(lines: Iterable[str | bytes], mcp_servers: Iterable[str] = ()) -> GeminiSummary:
+def gemini_tool_name(server: str, tool: str) -> str:
+    """The function name the CLI offers the model for MCP tool `tool` of `server`
+    (`generateValidName` of @google/gemini-cli-core 0.61): `mcp_SERVER_TOOL`, every
+    character outside letters, digits and `_-.:` made `_`, and a name over 63 characters
+    cut to its first and last 30 around `...`."""
+    name = re.sub(r"[^a-zA-Z0-9_\-.:]", "_", f"mcp_{server}_{tool}")
+    if not re.match(r"[a-zA-Z_]", name):
+        name = "_" + name
+    return name if len(name) <= 63 else name[:30] + "..." + name[-30:]
+
+
+def parse_events(lines: Iterable[str | bytes], mcp_servers: Iterable[str] = (),
+                 mcp_tools: Mapping[str, Iterable[str]] | None = None) -> GeminiSummary:
     """The summary of a stream; tools of the MCP servers named in `mcp_servers` are recorded
     as `mcp__SERVER__TOOL`, as the other CLI agents record them (the CLI names them
-    `mcp_SERVER_TOOL`, which cannot be split back when names hold `_`)."""
+    `mcp_SERVER_TOOL`, which cannot be split back when names hold `_`). `mcp_tools`
+    (server -> its tools, where known: a user's memory server) gives back the server's own
+    name of a tool the CLI renamed (`gemini_tool_name`: an odd character, a long name)."""
     s = GeminiSummary()
     prefixes = {f"mcp_{name}_": f"mcp__{name}__" for name in mcp_servers}
+    exact = {gemini_tool_name(server, tool): f"mcp__{server}__{tool}"
+             for server, tools in (mcp_tools or {}).items() for tool in tools}
     tool_index: dict[str, int] = {}  # tool_id -> position in s.tool_calls
     answer: list[str] = []
     for obj in json_objects(lines):
@@ -93,10 +110,13 @@ def parse_events(lines: Iterable[str | bytes], mcp_servers: Iterable[str] = ()) 
         elif kind == "tool_use":
             answer = []
             name = str(obj.get("tool_name") or "")
-            for prefix, ours in prefixes.items():
-                if name.startswith(prefix):
-                    name = ours + name[len(prefix):]
-                    break
+            if name in exact:
+                name = exact[name]
+            else:
+                for prefix, ours in prefixes.items():
+                    if name.startswith(prefix):
+                        name = ours + name[len(prefix):]
+                        break
             tool_index[str(obj.get("tool_id"))] = len(s.tool_calls)
             s.tool_calls.append(ToolCall(name=name))
         elif kind == "tool_result":

@@ -13,7 +13,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from ledger import Ledger, SweclError, blob_hash
+from ledger import Ledger, SweclError
 from ledger.events import ProviderSnapshot, SnapshotFile
 
 __all__ = ["provider_snapshot_event", "restore", "restore_provider_data", "snapshot", "snapshot_event",
@@ -33,16 +33,36 @@ def _files(data_dir: Path) -> list[tuple[str, Path, int]]:
     return sorted(found)
 
 
+# Files are read and stored in batches of about this many bytes: one transaction per
+# batch, and a large data directory is never all in memory at once.
+_BATCH_BYTES = 64 * 1024 * 1024
+
+
 def snapshot(ledger: Ledger, data_dir: Path) -> list[SnapshotFile]:
     """Store the files of `data_dir` as blobs (those already stored are not written
-    again) and return the manifest. Take it while the server is idle (`ProviderHost.idle`)."""
+    again) and return the manifest. Take it while the server is idle (`ProviderHost.idle`).
+
+    Each file is read and hashed once; the new blobs of a batch go in one transaction
+    (`Ledger.put_blobs`), a snapshot of unchanged files writes nothing."""
     manifest: list[SnapshotFile] = []
+    batch: list[tuple[str, int, bytes]] = []
+    size = 0
+
+    def flush() -> None:
+        digests = ledger.put_blobs([data for _, _, data in batch])
+        manifest.extend(SnapshotFile(path=rel, blob=digest, size=len(data), mode=mode)
+                        for (rel, mode, data), digest in zip(batch, digests))
+        batch.clear()
+
     for rel, path, mode in _files(data_dir):
         data = path.read_bytes()
-        digest = blob_hash(data)
-        if not ledger.has_blob(digest):
-            ledger.put_blob(data)
-        manifest.append(SnapshotFile(path=rel, blob=digest, size=len(data), mode=mode))
+        batch.append((rel, mode, data))
+        size += len(data)
+        if size >= _BATCH_BYTES:
+            flush()
+            size = 0
+    if batch:
+        flush()
     return manifest
 
 

@@ -21,13 +21,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from graders import proc_pids
+from ledger import decode_blob
 from ledger.sqlite import Connection, SqliteError, connect
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -235,7 +235,7 @@ def read_blobs(results: Path) -> dict[str, bytes]:
         rows = conn.execute("SELECT sha256, encoding, data FROM blobs").fetchall()
     finally:
         conn.close()
-    return {sha: (zlib.decompress(data) if enc == "zlib" else bytes(data)) for sha, enc, data in rows}
+    return {sha: decode_blob(enc, data) for sha, enc, data in rows}
 
 
 class LedgerWatch:

@@ -28,6 +28,7 @@ _EXPORTS = {
     "VerifyReport": "_verify",
     "blob_hash": "_blobs",
     "blob_refs_of": "_blobs",
+    "decode_blob": "_blobs",
     "chain_hash": "_codec",
     "decode_payload": "_codec",
     "encode_payload": "_codec",
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
     from .errors import ConcurrencyConflict, IntegrityError, LedgerDamaged, LedgerError, SweclError, Terminated
     from .events import BY_TYPE, EVENT_TYPES, AnyEvent, Event, UnknownEvent
     from ._schema import GENESIS_HASH, STORE_DDL, STORE_SCHEMA
-    from ._blobs import blob_hash, blob_refs_of
+    from ._blobs import blob_hash, blob_refs_of, decode_blob
     from ._codec import (
         PAYLOAD_ERRORS,
         NewEvent,

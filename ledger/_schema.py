@@ -9,7 +9,7 @@ to check it with.
 
 from __future__ import annotations
 
-STORE_SCHEMA = 2
+STORE_SCHEMA = 3
 """Bumped when the tables change; a ledger of a newer store schema is refused, not guessed at.
 
 A ledger keeps the store schema it was made with (there is no migration): swecl reads,
@@ -30,9 +30,10 @@ needs a new store schema, with the old DDL kept in `STORE_DDLS` for the ledgers 
 before it.
 """
 
-# The text both schemas share: swecl_meta, the events columns, and everything from the
-# events' UPDATE and DELETE triggers on (the blobs with theirs). Each schema's DDL is these
-# around its own constraints, indexes and append trigger, in the order schema 1 wrote them.
+# The text the schemas share: swecl_meta, the events columns, and everything from the
+# events' UPDATE and DELETE triggers on (the blobs with theirs; the blob encodings allowed
+# are each schema's own). Each schema's DDL is these around its own constraints, indexes
+# and append trigger, in the order schema 1 wrote them.
 _META = """
 CREATE TABLE swecl_meta (
     key   TEXT PRIMARY KEY,
@@ -53,7 +54,7 @@ _EVENTS_COLUMNS = """CREATE TABLE events (
     prev_hash      BLOB    NOT NULL CHECK (length(prev_hash) = 32),
     hash           BLOB    NOT NULL CHECK (length(hash) = 32)"""
 
-_IMMUTABLE = """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+_IMMUTABLE_TEMPLATE = """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
 BEGIN
     SELECT RAISE(ABORT, 'events are immutable: append a correction instead');
 END;
@@ -66,7 +67,7 @@ END;
 CREATE TABLE blobs (
     sha256   TEXT    PRIMARY KEY CHECK (length(sha256) = 64),
     size     INTEGER NOT NULL,
-    encoding TEXT    NOT NULL CHECK (encoding IN ('identity', 'zlib')),
+    encoding TEXT    NOT NULL CHECK (encoding IN ({encodings})),
     data     BLOB    NOT NULL
 ) STRICT;
 
@@ -81,6 +82,14 @@ BEGIN
 END;
 """
 
+
+def _immutable(encodings: tuple[str, ...]) -> str:
+    """The shared tail, with the blob encodings the schema's CHECK allows."""
+    return _IMMUTABLE_TEMPLATE.replace("{encodings}", ", ".join(f"'{e}'" for e in encodings))
+
+
+_IMMUTABLE = _immutable(("identity", "zlib"))
+
 # Schema 2 (the append benchmark of issue 23). Every B-tree an event is inserted into costs a
 # page written to the WAL per commit, and the pages written (and the checkpoints they bring)
 # are most of an append's time. Schema 1's two per-stream indexes, UNIQUE (stream,
@@ -92,7 +101,7 @@ END;
 # refuses an event id already recorded, so `INSERT OR REPLACE` cannot delete an event by
 # colliding with it (in schema 1, that deleted the older row), and it reads the ledger's
 # head once per row, not twice (the seq and the hash of the same last row).
-STORE_DDL = _META + _EVENTS_COLUMNS + """
+_DDL_2_HEAD = _META + _EVENTS_COLUMNS + """
 ) STRICT;
 
 CREATE INDEX events_by_type ON events (type, seq);
@@ -108,7 +117,17 @@ BEGIN
     SELECT RAISE(ABORT, 'events are appended at the next seq, linked to the previous hash, at a new stream version, with a new event_id');
 END;
 
-""" + _IMMUTABLE
+"""
+
+_DDL_2 = _DDL_2_HEAD + _IMMUTABLE
+"""Schema 2, as ledgers made before schema 3 hold it."""
+
+# Schema 3 (issue 46's snapshot overhead): schema 2 with one more blob encoding, `zstd`
+# (Zstandard frames), for large blobs: zlib at level 6 took about 500 ms for a 10 MB
+# snapshot of a memory server's data directory, zstd at level 1 a few tens (and compresses
+# text about as well). A ledger of schema 1 or 2 keeps storing zlib (its CHECK allows no
+# other) and reads the same.
+STORE_DDL = _DDL_2_HEAD + _immutable(("identity", "zlib", "zstd"))
 
 _DDL_1 = _META + _EVENTS_COLUMNS + """,
     UNIQUE (stream, stream_version)
@@ -132,5 +151,5 @@ END;
 """ + _IMMUTABLE
 """Schema 1, as ledgers made before schema 2 hold it (byte for byte: `verify` compares)."""
 
-STORE_DDLS = {1: _DDL_1, 2: STORE_DDL}
+STORE_DDLS = {1: _DDL_1, 2: _DDL_2, 3: STORE_DDL}
 """The DDL of each store schema swecl reads and writes."""

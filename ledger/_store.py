@@ -230,6 +230,13 @@ class Ledger(_Appending):
         raw = data.encode() if isinstance(data, str) else data
         return _blobs.put_blob(self._conn, self.path, raw)
 
+    def put_blobs(self, items: Sequence[bytes]) -> list[str]:
+        """Store each of `items` once under its SHA-256 and return the hashes, in order:
+        each hashed once, those not yet stored written in one transaction (none when all
+        are: a snapshot of unchanged files takes no write lock)."""
+        self._require_writable()
+        return _blobs.put_blobs(self._conn, self.path, list(items))
+
     def get_blob(self, digest: str) -> bytes:
         """The content stored under `digest`, checked against it: a blob altered in the file
         raises `IntegrityError` naming it instead of being used (a grade re-decided from a

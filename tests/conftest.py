@@ -29,6 +29,7 @@ SLOWEST_FIRST = (
     "tests/agents/test_cli_agents_shared.py",  # about 150 s with five CLIs (estimated; remeasure)
     "tests/run/test_demo_suite.py",  # 152 s
     "tests/scale/test_ray_executor.py",  # 120 s
+    "tests/run/test_memory_server_clis.py",  # about 110 s: four CLI runs of 30 to 45 s each (measured one by one, loaded)
     "tests/graders/test_env_install.py",  # 84 s
     "tests/run/test_resume.py",  # 71 s
     "tests/reliability/test_crash_exact.py",  # 67 s
@@ -65,7 +66,6 @@ SLOWEST_FIRST = (
     "tests/reliability/test_bad_input.py",  # 19 s
     "tests/agents/test_egress_clis.py",  # 18 s
     "tests/run/test_opencode_run.py",  # about 27 s (estimated from a loaded run; remeasure)
-    "tests/run/test_memory_server_clis.py",  # about 25 s (estimated from a loaded run; remeasure)
     "tests/agents/test_opencode_e2e.py",  # about 20 s (estimated from a loaded run; remeasure)
     "tests/run/test_fork.py",  # about 20 s (estimated from a loaded run; remeasure)
     "tests/agents/test_gemini_e2e.py",  # 17 s

@@ -229,8 +229,9 @@ def _print_provider(console: Any, audit: TaskAudit) -> None:
         for w in r.writes:
             run = f"v{w.run} " if w.run is not None and w.run != audit.version else ""
             flags = f" [bold red]{escape(', '.join(sorted({f.kind for f in w.flags})))}[/]" if w.flags else ""
+            by = "" if w.via == "write" else " by the agent"  # else swecl's write step
             console.print(f"    {escape(run + w.instance_id)} (task {w.order}, {w.pass_} attempt {w.attempt}): "
-                          f"{escape(w.tool)} #{w.call} at seq {w.seq}, {w.lines} line(s){flags}")
+                          f"{escape(w.tool)} #{w.call}{by} at seq {w.seq}, {w.lines} line(s){flags}")
             for f in w.flags:
                 console.print(f"      [bold red]{escape(f.kind)}[/]: {escape(f.detail)}")
         if r.unattributed:

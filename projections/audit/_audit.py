@@ -161,7 +161,7 @@ def audit_task(
     server = memory_server_named(ledger, version, started.config, started.sequences)
     provider = [] if server is None else provider_recalls(
         ledger, version, sequence_id, task.order, pass_=pass_, recall_tool=started.config.get("memory_recall_tool"),
-        checker=checker)
+        write_tool=started.config.get("memory_write_tool"), checker=checker)
     kinds = {f.kind for r in audited for h in r.hits for f in h.flags} | {k for r in provider for k in r.flags}
     return TaskAudit(
         version=version,
@@ -299,7 +299,8 @@ def _provider_counts(
     out = []
     for sequence_id in started.sequences:
         for recall in iter_provider_recalls(ledger, version, sequence_id, wanted=wanted, cut=cut,
-                                            recall_tool=started.config.get("memory_recall_tool"), checker_of=checker_of):
+                                            recall_tool=started.config.get("memory_recall_tool"),
+                                            write_tool=started.config.get("memory_write_tool"), checker_of=checker_of):
             attempt = attempts.get((recall.sequence_id, recall.pass_, recall.order, recall.attempt))
             if counted_only and (attempt is None or not attempt.in_force):
                 continue

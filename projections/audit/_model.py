@@ -143,12 +143,14 @@ class AuditedRecall(msgspec.Struct, kw_only=True):
 
 
 class ProviderWrite(msgspec.Struct, kw_only=True):
-    """An earlier task's write call to a --memory-server run's server (`memory.provider.called`,
-    `via` write) that stored text a recall returned; `lines`: how many returned lines it holds."""
+    """An earlier task's write call to a --memory-server run's server (`memory.provider.called`:
+    swecl's, `via` write, or the agent's own call of a writing tool, `via` agent) that stored
+    text a recall returned; `lines`: how many returned lines it holds."""
 
     seq: int
     call: int
     tool: str
+    via: str = "write"  # write (swecl's write step) | agent (the agent's own call)
     instance_id: str
     order: int
     pass_: str = PASS
@@ -171,7 +173,8 @@ class AttributedLine(msgspec.Struct, kw_only=True):
 
 class ProviderRecall(msgspec.Struct, kw_only=True):
     """A recall call of the task to a --memory-server run's server (swecl's, or the agent's
-    call of the recall tool), what it returned, and where the returned text came from."""
+    call of the recall tool or of a tool the server marks read-only), what it returned, and
+    where the returned text came from."""
 
     seq: int
     call: int

@@ -2,18 +2,26 @@
 to a task's recall calls, which earlier writes stored the text it returned, and the
 leakage flags of each.
 
+Which recorded calls (`memory.provider.called`) read and which write (`_Tools`): swecl's
+own are what their `via` says (recall, write). An agent's call is judged by its tool, as
+the server's tool list (`memory.provider.started`'s `tools_listing`) describes it: the
+configured write tool writes, the configured recall tool reads; any other tool the list
+marks read-only (the MCP annotation `readOnlyHint: true`) reads, and every other tool
+(`readOnlyHint` false, or no hint: a server that does not say is assumed to store what
+it is given) writes. An agent's write the server answered with an error (`is_error`) is
+no source: it stored nothing to rely on, and its retry would lose the attribution.
+
 Attribution is by text, as the server is a black box. The returned text is split into
 lines (each stripped of its indentation and a trailing comma; a line with no letter or
 digit, JSON's brackets say, is not content); an answer that is one line of JSON (an
 object or array: a server answering `output_format: json`) gives the lines of its string
-values instead. Each line goes to the earliest write (`memory.provider.called`, `via`
-write) that reached the server before the recall and whose arguments contain it, as
-written or JSON-escaped (a plain-text server returns a lesson raw, the arguments hold it
-as a JSON string). The writes that reached it: the run's own in the same sequence before
-the call, and, for a copy-seeded run (plugin-accum), the source run's initial-pass writes
-of that sequence before the snapshot the seed names (and so on up the source's own
-seed). No such write: unattributed (the server's own words, the agent's own calls, or a
-seed this ledger holds no write of).
+values instead. Each line goes to the earliest write that reached the server before the
+recall and whose arguments contain it, as written or JSON-escaped (a plain-text server
+returns a lesson raw, the arguments hold it as a JSON string). The writes that reached
+it: the run's own in the same sequence before the call (swecl's and the agents'), and,
+for a copy-seeded run (plugin-accum), the source run's initial-pass writes of that
+sequence before the snapshot the seed names (and so on up the source's own seed). No
+such write: unattributed (the server's own words, or a seed this ledger holds no write of).
 
 Leakage flags (`_flags` says why), per attributed write, relative to the recalling task:
 `same-instance` (written for this very task) and `later-task` (by a task later in the
@@ -26,10 +34,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ledger import Ledger, StreamRange
-from ledger.events import ProviderCalled
+from ledger.events import ProviderCalled, ProviderStarted
 from projections._cut import OrderCut
 from projections._provider_calls import blob_text, excerpt, json_strings
 
@@ -78,6 +86,55 @@ def _plain(text: str, depth: int = 0) -> list[str]:
     return out
 
 
+@dataclass
+class _Tools:
+    """Which calls of a run's sequence write to the server and which read from it (see
+    the module doc), from the configured tools and the tool lists recorded so far."""
+
+    recall_tool: str | None = None
+    write_tool: str | None = None
+    read_only: dict[str, bool] = field(default_factory=dict)  # tool -> its readOnlyHint, where given
+
+    def learn(self, ledger: Ledger, started: ProviderStarted) -> None:
+        """The hints of a server's tool list (a later start's list replaces a tool's hint)."""
+        try:
+            listing = json.loads(blob_text(ledger, started.tools_listing) or "[]")
+        except ValueError:
+            return
+        for tool in listing if isinstance(listing, list) else []:
+            hints = tool.get("annotations") if isinstance(tool, dict) else None
+            hint = hints.get("readOnlyHint") if isinstance(hints, dict) else None
+            if isinstance(tool.get("name"), str) and isinstance(hint, bool):
+                self.read_only[tool["name"]] = hint
+
+    def writes(self, ev: ProviderCalled) -> bool:
+        if ev.via == "write":
+            return True
+        if ev.via != "agent" or ev.is_error:
+            return False
+        if ev.tool == self.write_tool:
+            return True
+        return ev.tool != self.recall_tool and self.read_only.get(ev.tool) is not True
+
+    def reads(self, ev: ProviderCalled) -> bool:
+        if ev.via == "recall":
+            return True
+        if ev.via != "agent":
+            return False
+        return ev.tool == self.recall_tool or (ev.tool != self.write_tool and self.read_only.get(ev.tool) is True)
+
+
+def _calls(ledger: Ledger, stream: str, tools: _Tools, upto: int | None = None) -> Iterator[tuple[int, ProviderCalled]]:
+    """The calls recorded in `stream` (up to seq `upto`), `tools` learning each tool list
+    on the way (a server's list is recorded before its first call)."""
+    for rec in ledger.read(types=["memory.provider.started", "memory.provider.called"], ranges=[StreamRange(stream)],
+                           upto=upto):
+        if isinstance(rec.event, ProviderStarted):
+            tools.learn(ledger, rec.event)
+        elif isinstance(rec.event, ProviderCalled):
+            yield rec.seq, rec.event
+
+
 @dataclass(frozen=True)
 class _Write:
     seq: int
@@ -86,9 +143,11 @@ class _Write:
     arguments: str
 
 
-def _seeded_writes(ledger: Ledger, version: str, sequence_id: str, seen: frozenset[str]) -> list[_Write]:
+def _seeded_writes(ledger: Ledger, version: str, sequence_id: str, seen: frozenset[str],
+                   configs: Callable[[str], _Tools]) -> list[_Write]:
     """The writes the server of a copy-seeded run's sequence started with: the source
-    run's initial-pass writes before the snapshot the seed names, its own seed's first."""
+    run's initial-pass writes before the snapshot the seed names, its own seed's first
+    (`configs(run)`: that run's tools, as its own configuration names them)."""
     out: list[_Write] = []
     for rec in ledger.read(types=["memory.seeded"], streams=[f"run/{version}"]):
         snap_seq = rec.event.provider_snapshots.get(sequence_id)
@@ -98,13 +157,20 @@ def _seeded_writes(ledger: Ledger, version: str, sequence_id: str, seen: frozens
         source = snap.stream.split("/")[1]
         if source in seen:
             continue
-        out += _seeded_writes(ledger, source, sequence_id, seen | {source})
-        for call in ledger.read(types=["memory.provider.called"], ranges=[StreamRange(f"run/{source}/{sequence_id}")],
-                                upto=snap_seq):
-            ev = call.event
-            if ev.via == "write" and ev.pass_ == "initial":
-                out.append(_Write(call.seq, source, ev, blob_text(ledger, ev.arguments) or ""))
+        out += _seeded_writes(ledger, source, sequence_id, seen | {source}, configs)
+        tools = configs(source)
+        for seq, ev in _calls(ledger, f"run/{source}/{sequence_id}", tools, upto=snap_seq):
+            if ev.pass_ == "initial" and tools.writes(ev):
+                out.append(_Write(seq, source, ev, blob_text(ledger, ev.arguments) or ""))
     return out
+
+
+def _tools_of(ledger: Ledger, version: str) -> _Tools:
+    """A run's tools as its `run.started` configuration names them."""
+    for rec in ledger.read(types=["run.started"], streams=[f"run/{version}"]):
+        config = rec.event.config
+        return _Tools(recall_tool=config.get("memory_recall_tool"), write_tool=config.get("memory_write_tool"))
+    return _Tools()
 
 
 def _flags(version: str, recall: ProviderCalled, write: _Write, checker: TestContent | None,
@@ -130,24 +196,26 @@ def _test_content(checker: TestContent | None, lines: list[str], what: str) -> l
 
 def iter_provider_recalls(
     ledger: Ledger, version: str, sequence_id: str, *, wanted: Callable[[ProviderCalled], bool],
-    recall_tool: str | None = None, checker_of: Callable[[str], TestContent | None] = lambda _: None,
-    cut: OrderCut | None = None,
+    recall_tool: str | None = None, write_tool: str | None = None,
+    checker_of: Callable[[str], TestContent | None] = lambda _: None, cut: OrderCut | None = None,
 ) -> Iterator[ProviderRecall]:
     """The recall calls of run `version`'s sequence that `wanted` keeps (and the cut, when
-    given): swecl's (`via` recall) and the agent's calls of `recall_tool`, each answer's
-    lines attributed to the writes that reached the server before it, with the flags
-    relative to the recalling task (`checker_of(instance_id)`: its test content)."""
-    writes = _seeded_writes(ledger, version, sequence_id, frozenset({version}))
-    for rec in ledger.read(types=["memory.provider.called"], ranges=[StreamRange(f"run/{version}/{sequence_id}")]):
-        ev = rec.event
-        if ev.via == "write":
-            writes.append(_Write(rec.seq, version, ev, blob_text(ledger, ev.arguments) or ""))
+    given): swecl's (`via` recall) and the agent's reading calls (`recall_tool`, or a tool
+    its server marks read-only), each answer's lines attributed to the writes that reached
+    the server before it (swecl's `via` write, the agent's writing calls: `write_tool` or
+    any tool not marked read-only), with the flags relative to the recalling task
+    (`checker_of(instance_id)`: its test content)."""
+    writes = _seeded_writes(ledger, version, sequence_id, frozenset({version}), lambda run: _tools_of(ledger, run))
+    tools = _Tools(recall_tool=recall_tool, write_tool=write_tool)
+    for seq, ev in _calls(ledger, f"run/{version}/{sequence_id}", tools):
+        if tools.writes(ev):
+            writes.append(_Write(seq, version, ev, blob_text(ledger, ev.arguments) or ""))
             continue
-        if not (ev.via == "recall" or (recall_tool is not None and ev.tool == recall_tool)):
+        if not tools.reads(ev):
             continue
-        if not wanted(ev) or (cut is not None and not cut.keeps(rec.seq, rec.type, ev)):
+        if not wanted(ev) or (cut is not None and not cut.keeps(seq, "memory.provider.called", ev)):
             continue
-        yield _recall(ledger, version, rec.seq, ev, writes, checker_of(ev.instance_id))
+        yield _recall(ledger, version, seq, ev, writes, checker_of(ev.instance_id))
 
 
 def _recall(ledger: Ledger, version: str, seq: int, ev: ProviderCalled, writes: list[_Write],
@@ -170,7 +238,8 @@ def _recall(ledger: Ledger, version: str, seq: int, ev: ProviderCalled, writes: 
     for write_seq, returned in by_write.items():
         w = sources[write_seq]
         attributed.append(ProviderWrite(
-            seq=w.seq, call=w.event.call, tool=w.event.tool, instance_id=w.event.instance_id, order=w.event.order,
+            seq=w.seq, call=w.event.call, tool=w.event.tool, via=w.event.via, instance_id=w.event.instance_id,
+            order=w.event.order,
             pass_=w.event.pass_, attempt=w.event.attempt, lines=len(returned), run=w.run,
             flags=_flags(version, ev, w, checker, returned)))
     loose = [line.text for line in lines if line.write_seq is None]
@@ -188,11 +257,12 @@ def _recall(ledger: Ledger, version: str, seq: int, ev: ProviderCalled, writes: 
 
 
 def provider_recalls(ledger: Ledger, version: str, sequence_id: str, order: int, *, pass_: str | None = None,
-                     recall_tool: str | None = None, checker: TestContent | None = None) -> list[ProviderRecall]:
+                     recall_tool: str | None = None, write_tool: str | None = None,
+                     checker: TestContent | None = None) -> list[ProviderRecall]:
     """The recall calls of task `order` (of pass `pass_` when given) in run `version`'s
     sequence, attributed and flagged (`checker`: the task's test content, when known)."""
     return list(iter_provider_recalls(
-        ledger, version, sequence_id, recall_tool=recall_tool, checker_of=lambda _: checker,
+        ledger, version, sequence_id, recall_tool=recall_tool, write_tool=write_tool, checker_of=lambda _: checker,
         wanted=lambda ev: ev.order == order and (pass_ is None or ev.pass_ == pass_)))
 
 

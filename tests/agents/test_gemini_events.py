@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from agents._gemini_events import classify, parse_events, read_session
+from agents._gemini_events import classify, gemini_tool_name, parse_events, read_session
 from ledger.events import ToolCall
 from projections.show import final_message
 
@@ -106,3 +106,23 @@ def test_the_session_file_gives_model_calls_and_the_final_message() -> None:
     ]
     assert read_session(lines) == 2 and read_session([]) is None
     assert final_message("\n".join(lines)) == "Done."
+
+
+def test_a_memory_server_tool_the_cli_renamed_is_recorded_under_the_servers_name() -> None:
+    """The CLI offers an MCP tool as `mcp_SERVER_TOOL` with odd characters made `_` and a
+    name over 63 characters cut in the middle (generateValidName); given the server's
+    tools, the record names each as the server does."""
+    long = "remember_the_lesson_of_this_task_for_the_later_tasks_of_the_sequence"
+    assert gemini_tool_name("memory", "notes/write note") == "mcp_memory_notes_write_note"
+    assert gemini_tool_name("memory", long) == "mcp_memory_remember_the_lesson...he_later_tasks_of_the_sequence"
+    assert gemini_tool_name("memory", "search_nodes") == "mcp_memory_search_nodes"
+    stream = "\n".join(json.dumps({"type": "tool_use", "tool_name": name, "tool_id": str(i), "parameters": {}})
+                       for i, name in enumerate(["mcp_memory_notes_write_note",
+                                                 "mcp_memory_remember_the_lesson...he_later_tasks_of_the_sequence",
+                                                 "mcp_memory_search_nodes", "read_file"]))
+    tools = ["notes/write note", long, "search_nodes"]
+    named = [c.name for c in parse_events(stream.splitlines(), ["memory"], {"memory": tools}).tool_calls]
+    assert named == ["mcp__memory__notes/write note", f"mcp__memory__{long}", "mcp__memory__search_nodes", "read_file"]
+    # Without the server's tools (swecl's own recall server), the prefix alone is read.
+    assert [c.name for c in parse_events(stream.splitlines(), ["memory"]).tool_calls][0] == (
+        "mcp__memory__notes_write_note")

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from bench.ledgers import LedgerBuilder
 from commands.cli._audit import audit_cmd
 from ledger import Ledger
-from ledger.events import MemorySeeded, ProviderCalled, ProviderSnapshot
+from ledger.events import MemorySeeded, ProviderCalled, ProviderSnapshot, ProviderStarted
 from projections.audit import audit_summary, audit_task, leakage_of
 
 from .crafted import F2P, LEAK_LINE, SEQ, TASKS, secrets_for_task_1
@@ -159,3 +159,106 @@ def test_swecl_audit_prints_the_flags_of_the_servers_lines(ledger_path: Path) ->
     assert summary.exit_code == 0, summary.output
     assert "2 recall call(s) to the memory server returned 6 item(s)" in summary.output
     assert "4 flagged (same-instance=2, later-task=2, test-content=0)" in summary.output
+
+
+# -- the agent's own calls: sources and recalls by the server's tool list ------------------
+
+AGENT_CONFIG = {"memory_server": "mcp-server-memory"}  # no recall or write tool named: the agent's calls only
+LISTING = [
+    {"name": "search_nodes", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+    {"name": "open_nodes", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+    {"name": "create_entities", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": False}},
+    {"name": "remember_note", "inputSchema": {"type": "object"}},  # no hint: assumed to store what it is given
+]
+RETRIED = f"lesson of {FIRST}: the retried entity"
+
+
+def _agent_call(r: LedgerBuilder, version: str, order: int, call: int, tool: str, args: dict[str, object],
+                result: str = "", is_error: bool = False) -> int:
+    task = TASKS[order - 1]
+    blobs = [json.dumps(args).encode(), result.encode()]
+    digests = [hashlib.sha256(b).hexdigest() for b in blobs]
+    event = ProviderCalled(sequence_id=SEQ, instance_id=task.instance_id, order=order, call=call, tool=tool, pass_="initial",
+                           via="agent", arguments=digests[0], result=digests[1], is_error=is_error)
+    (rec,) = r.write(version, SEQ, event, blobs=blobs)
+    return rec.seq
+
+
+def _started(r: LedgerBuilder, version: str) -> None:
+    listing = json.dumps(LISTING, sort_keys=True).encode()
+    r.write(version, SEQ, ProviderStarted(sequence_id=SEQ, server_name="memory-server",
+                                          tools=[t["name"] for t in LISTING],
+                                          tools_listing=hashlib.sha256(listing).hexdigest()), blobs=[listing])
+
+
+def _entities(text: str) -> dict[str, object]:
+    return {"entities": [{"name": "lesson", "entityType": "lesson", "observations": [text]}]}
+
+
+@pytest.fixture(scope="module")
+def agent_ledger(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    """v3: the agents write the server themselves (create_entities, and a tool with no
+    hint), one write refused by the server and retried by the next task; v4 seeded from it."""
+    path = tmp_path_factory.mktemp("provider-agent-writes") / "results" / "ledger.db"
+    seqs: dict[str, int] = {}
+    with Ledger.open(path, create=True) as led:
+        r = LedgerBuilder(led)
+        r.start_run("3", stage="plugin-blank", plan={SEQ: TASKS}, passes=["initial"], config=AGENT_CONFIG)
+        _started(r, "3")
+        r.task("3", SEQ, 1)
+        _agent_call(r, "3", 1, 1, "search_nodes", {"query": "frobnicate"}, result='{"entities": []}')
+        seqs["write1"] = _agent_call(r, "3", 1, 2, "create_entities", _entities(LESSONS[1]))
+        _agent_call(r, "3", 1, 3, "create_entities", _entities(RETRIED), result="entity exists", is_error=True)
+        r.task("3", SEQ, 2)
+        seqs["write2"] = _agent_call(r, "3", 2, 4, "remember_note", {"note": LESSONS[2]})
+        seqs["retried"] = _agent_call(r, "3", 2, 5, "create_entities", _entities(RETRIED))
+        r.task("3", SEQ, 3)
+        answer = json.dumps({"entities": [{"name": "lesson", "observations": [LESSONS[1], LESSONS[2], RETRIED]}]})
+        seqs["read3"] = _agent_call(r, "3", 3, 6, "open_nodes", {"names": ["lesson"]}, result=answer)
+        (snap,) = r.write("3", SEQ, ProviderSnapshot(sequence_id=SEQ, instance_id=THIRD, order=3, pass_="initial"))
+        r.finish_run("3")
+        r.start_run("4", stage="plugin-accum", plan={SEQ: TASKS}, passes=["initial"], config=AGENT_CONFIG)
+        r.write("4", None, MemorySeeded(item_count=0, source_run="3", source_seq=snap.seq,
+                                        provider_snapshots={SEQ: snap.seq}))
+        _started(r, "4")
+        r.task("4", SEQ, 1)
+        _agent_call(r, "4", 1, 1, "search_nodes", {"query": "frobnicate"}, result=f"{LESSONS[1]}\n{LESSONS[2]}")
+        r.finish_run("4")
+    return path, seqs
+
+
+def test_the_agents_own_writes_are_the_sources_of_what_a_later_task_read(
+        agent_ledger: tuple[Path, dict[str, int]]) -> None:
+    path, seqs = agent_ledger
+    with Ledger.open(path, readonly=True) as led:
+        first = audit_task(led, "3", FIRST, pass_="initial")
+        (recall,) = audit_task(led, "3", THIRD, pass_="initial", secrets=secrets_for_task_1()).provider_recalls
+    # A read-only tool's call is what the task was told, not a source; task 1's search found nothing.
+    (search,) = first.provider_recalls
+    assert (search.tool, search.via, search.lines, search.writes) == ("search_nodes", "agent", [], [])
+    assert (recall.tool, recall.via) == ("open_nodes", "agent")
+    assert [(w.seq, w.tool, w.via, w.instance_id, w.order, w.lines) for w in recall.writes] == [
+        (seqs["write1"], "create_entities", "agent", FIRST, 1, 2),  # the entity's name, held first by it
+        (seqs["write2"], "remember_note", "agent", SECOND, 2, 1),  # no hint: a writing tool
+        (seqs["retried"], "create_entities", "agent", SECOND, 2, 1),  # not the refused call of task 1
+    ]
+    assert recall.unattributed == 0
+    # Earlier tasks' writes: no leak for task 3.
+    assert all(w.flags == [] for w in recall.writes)
+
+
+def test_the_agents_own_writes_carry_the_flags_across_a_seed(agent_ledger: tuple[Path, dict[str, int]]) -> None:
+    path, seqs = agent_ledger
+    with Ledger.open(path, readonly=True) as led:
+        (recall,) = audit_task(led, "4", FIRST, pass_="initial", secrets=secrets_for_task_1()).provider_recalls
+        summary = audit_summary(led, "4", secrets=secrets_for_task_1())
+    own, later = recall.writes
+    assert (own.run, own.seq, own.via, [f.kind for f in own.flags]) == ("3", seqs["write1"], "agent", ["same-instance"])
+    assert (later.run, later.seq, later.tool) == ("3", seqs["write2"], "remember_note")
+    assert sorted(f.kind for f in later.flags) == ["later-task", "test-content"]
+    assert recall.flags == ["same-instance", "later-task", "test-content"]
+    assert (summary.provider_recalls, summary.provider_hits, summary.flagged_hits) == (1, 2, 2)
+    out = CliRunner().invoke(audit_cmd, ["4", FIRST, "--pass", "initial", "--no-dataset", "--results",
+                                         str(path.parent)])
+    assert out.exit_code == 0, out.output
+    assert f"v3 {FIRST} (task 1, initial attempt 1): create_entities #2 by the agent at seq {seqs['write1']}" in out.output

@@ -8,6 +8,7 @@ retries, immutability, tamper evidence, upcasting) is checked the same way for e
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -132,6 +133,21 @@ class LedgerContract:
         assert open_ledger().get_blob(h1) == big
         assert led.put_blob("small") == led.put_blob(b"small")
         assert led.verify().blobs == 2
+
+    def test_put_blobs_stores_the_missing_ones_by_the_same_address(self, open_ledger: OpenLedger) -> None:
+        """The bulk path (a memory server's snapshot): the same content addresses as
+        `put_blob`, whatever codec stores them, and nothing written twice."""
+        led = open_ledger()
+        text = ("".join(f'{{"name": "task-{i}", "observation": "lesson {i}"}}\n' for i in range(20000))).encode()
+        noise = bytes(range(256)) * 4096  # compresses, but is no text
+        small = b"tiny"
+        stored = led.put_blob(small)
+        digests = led.put_blobs([text, noise, small, text])
+        assert digests == [hashlib.sha256(d).hexdigest() for d in (text, noise, small, text)]
+        assert digests[2] == stored
+        assert [open_ledger().get_blob(d) for d in digests[:3]] == [text, noise, small]
+        assert led.put_blobs([noise, small]) == digests[1:3]
+        assert led.verify().blobs == 3
 
     # -- immutability and tamper evidence -------------------------------------------------
 

@@ -41,15 +41,20 @@ class TestConnectionPerOperation(LedgerContract):
             led.close()
 
 
-def make_schema1_ledger(path: Path) -> None:
-    """An empty ledger as a swecl of store schema 1 made it: its DDL, its meta rows."""
+def make_old_ledger(path: Path, schema: int) -> None:
+    """An empty ledger as a swecl of an older store schema made it: its DDL, its meta rows."""
     conn = apsw.Connection(str(path))
-    conn.execute(STORE_DDLS[1])
+    conn.execute(STORE_DDLS[schema])
     conn.executemany(
         "INSERT INTO swecl_meta (key, value) VALUES (?, ?)",
-        [("store_schema", "1"), ("ledger_id", str(uuid.uuid4())), ("created_at", "2026-01-01T00:00:00.000000Z")],
+        [("store_schema", str(schema)), ("ledger_id", str(uuid.uuid4())),
+         ("created_at", "2026-01-01T00:00:00.000000Z")],
     )
     conn.close()
+
+
+def make_schema1_ledger(path: Path) -> None:
+    make_old_ledger(path, 1)
 
 
 class TestSchema1Ledger(LedgerContract):
@@ -60,6 +65,20 @@ class TestSchema1Ledger(LedgerContract):
     def open_ledger(self, tmp_path: Path) -> OpenLedger:
         path = tmp_path / "ledger.db"
         make_schema1_ledger(path)
+        led = Ledger.open(path)
+        assert led.structure_problem() is None
+        yield lambda: led
+        led.close()
+
+
+class TestSchema2Ledger(LedgerContract):
+    """A ledger made under store schema 2 (before zstd blobs) keeps every promise too: its
+    blobs table allows no `zstd`, so its bulk blobs are stored with zlib."""
+
+    @pytest.fixture
+    def open_ledger(self, tmp_path: Path) -> OpenLedger:
+        path = tmp_path / "ledger.db"
+        make_old_ledger(path, 2)
         led = Ledger.open(path)
         assert led.structure_problem() is None
         yield lambda: led

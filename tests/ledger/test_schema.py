@@ -92,7 +92,7 @@ def test_a_ledger_keeps_its_store_schema(tmp_path: Path) -> None:
     with Ledger.open(new, create=True) as led:
         assert led.verify().events == 0
     conn = apsw.Connection(str(new))
-    assert conn.execute("SELECT value FROM swecl_meta WHERE key = 'store_schema'").get == str(STORE_SCHEMA) == "2"
+    assert conn.execute("SELECT value FROM swecl_meta WHERE key = 'store_schema'").get == str(STORE_SCHEMA) == "3"
     conn.close()
     conn = apsw.Connection(str(old))
     conn.execute("DROP INDEX events_by_stream_type")
@@ -101,6 +101,13 @@ def test_a_ledger_keeps_its_store_schema(tmp_path: Path) -> None:
     with Ledger.open(old, readonly=True) as led:
         assert led.structure_problem() == "index events_by_stream_type of the ledger schema is missing (dropped)"
     assert STORE_DDLS[STORE_SCHEMA] != STORE_DDLS[1]
+
+
+def test_schema_2_is_the_text_ledgers_hold() -> None:
+    """Schema 2's DDL is what swecl wrote into every ledger before schema 3, to the byte."""
+    assert hashlib.sha256(STORE_DDLS[2].encode()).hexdigest() == (
+        "1ea22d6eced19d255b00c01d6f871b0233acdfe6894e15e60b2ca6c42c974e67"
+    )
 
 
 def test_schema_1_is_the_text_ledgers_hold() -> None:

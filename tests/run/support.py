@@ -7,7 +7,6 @@ every command that runs or grades, in-process for those that only read a ledger
 from __future__ import annotations
 
 import json
-import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import apsw
 from bench.processes import INICONF, REPO_ROOT, SPANS, TEXTKIT, read_events
 from tests.inprocess import swecl, swecl_json
 from commands.inputs import demo_benchmark, find_sequence
+from ledger import decode_blob
 
 __all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "a_missing_cli_is_said_before_the_run",
            "a_plugin_run_recalled_and_was_graded", "builtin_versions_recorded", "comparable", "decided_ids", "demo_tasks",
@@ -105,13 +105,8 @@ def no_secret_in_the_ledger(path: Path, secret: str) -> None:
     try:
         for (payload,) in conn.execute("SELECT payload FROM events"):
             assert secret.encode() not in bytes(payload)
-        for (data,) in conn.execute("SELECT data FROM blobs"):
-            raw = bytes(data)
-            try:
-                raw = zlib.decompress(raw)
-            except zlib.error:
-                pass
-            assert secret.encode() not in raw
+        for encoding, data in conn.execute("SELECT encoding, data FROM blobs"):
+            assert secret.encode() not in decode_blob(encoding, data)
     finally:
         conn.close()
 
