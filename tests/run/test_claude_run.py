@@ -49,15 +49,29 @@ def test_a_plugin_run_with_the_claude_cli(tmp_path: Path, cache: Path, claude_bi
     }
     try:
         results = tmp_path / "results"
-        swecl(results, "run", "--stage", "plugin-blank", "--agent", "claude", "--model", "claude-fake",
-              "--sequence", SPANS, "--passes", "initial", "--quiet", cache=cache, env=env, timeout=600)
+        # A budget the first task's reported cost crosses: the run stops after it (exit 3),
+        # and a resume with a larger one finishes the sequence.
+        stopped = swecl(results, "run", "--stage", "plugin-blank", "--agent", "claude", "--model", "claude-fake",
+                        "--sequence", SPANS, "--passes", "initial", "--budget-usd", "0.000001", "--quiet",
+                        cache=cache, env=env, timeout=600, check=False)
+        assert stopped.returncode == 3, stopped.stderr
+        assert "budget reached: $" in stopped.stderr + stopped.stdout
+        assert [p["order"] for _, _, _, p in events(results, "task.finished")] == [1]
+        (reached,) = [p for _, _, _, p in events(results, "run.budget_reached")]
+        assert reached["spent_usd"] > reached["budget_usd"] == 0.000001
+        swecl(results, "run", "--resume", "1", "--budget-usd", "100", "--quiet", cache=cache, env=env, timeout=600)
     finally:
         fake.stop()
     (run,) = swecl_json(results, "runs", cache=cache)
     assert (run["agent"], run["status"]) == ("claude", "finished")
+    assert run["spend"]["budget_usd"] == 100 and run["spend"]["cost_usd"] > 0
+    first, *agents = [p for _, _, _, p in events(results, "agent.finished")]
+    # The CLI held the first task to what was left of the budget (its --max-budget-usd): it
+    # stopped after its first model call, before the recall that call asked for.
+    assert first["exit"] == "budget" and first["cost_usd"] > 0 and first["transcript"]
     recalls = [p for _, _, _, p in events(results, "memory.recalled")]
-    assert len(recalls) == demo_tasks(SPANS) and {r["via"] for r in recalls} == {"mcp"}  # through the real MCP server
-    agents = [p for _, _, _, p in events(results, "agent.finished")]
+    assert [r["order"] for r in recalls] == list(range(2, demo_tasks(SPANS) + 1))
+    assert {r["via"] for r in recalls} == {"mcp"}  # through the real MCP server
     assert {a["exit"] for a in agents} == {"completed"}
     assert all(a["turns"] == 2 and a["cost_usd"] is not None and a["tokens"]["input"] > 0 for a in agents)
     assert all(any(c["name"] == "mcp__memory__recall" for c in a["tool_calls"]) for a in agents)
