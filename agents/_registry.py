@@ -39,7 +39,8 @@ REGISTRY: dict[str, AgentEntry] = {e.name: e for e in (
                "as its builtin memory; turns, tool calls, tokens, cost; agentic and blind, turn, cost and time limits",
                _claude.ClaudeAgent, _claude.from_run),
     AgentEntry("codex", "the OpenAI Codex CLI (codex exec --json): recall MCP server in plugin stages, AGENTS.md as its "
-               "builtin memory; turns, tool calls, tokens (no cost); agentic only, time limit only (no turn or cost cap)",
+               "builtin memory; turns, tool calls, tokens (no cost); agentic only, time limit (turns checked after the "
+               "attempt; no cost cap)",
                _codex.CodexAgent, _codex.from_run),
     AgentEntry("gemini", "the Google Gemini CLI (gemini -p, stream-json): recall MCP server in plugin stages, GEMINI.md as "
                "its builtin memory; turns, tool calls, tokens (no cost); agentic only, turn and time limits (no cost cap)",
@@ -49,7 +50,7 @@ REGISTRY: dict[str, AgentEntry] = {e.name: e for e in (
                "run where the repository is not; it submits a diff), turn, cost and time limits", _mini.MiniSweAgent, _mini.from_run),
     AgentEntry("opencode", "opencode (opencode run --format json, --model PROVIDER/MODEL: anthropic or openai): recall MCP "
                "server in plugin stages, AGENTS.md as its builtin memory; turns, tool calls, tokens, cost; agentic only, "
-               "time limit only (no turn or cost cap)",
+               "turn, token and time limits (ended by swecl; no cost cap)",
                _opencode.OpencodeAgent, _opencode.from_run),
     AgentEntry("command", "any CLI agent through a command template with {workdir} {issue_file} {model} placeholders",
                _command.CommandAgent, _command.from_run),

@@ -70,5 +70,6 @@ def agents_cmd(as_json: bool) -> None:
     if as_json:
         echo_json([{"name": name, "description": text} for name, text in AGENTS])
         return
+    width = max(len(name) for name, _ in AGENTS)
     for name, text in AGENTS:
-        click.echo(f"{name:<12} {text}")
+        click.echo(f"{name:<{width}}  {text}")
