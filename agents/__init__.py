@@ -53,6 +53,7 @@ _EXPORTS = {
     "restore_provider_data": "_provider_snapshot",
     "snapshot_provider_data": "_provider_snapshot",
     "provider_snapshot_event": "_provider_snapshot",
+    "SNAPSHOT_CHUNK_ABOVE": "_provider_snapshot",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -73,7 +74,12 @@ if TYPE_CHECKING:
         RunSupplies,
     )
     from ._provider import CallContext, LedgerRecorder, ProviderError, ProviderFailure, ProviderHost, ProviderInfo
-    from ._provider_snapshot import provider_snapshot_event, restore_provider_data, snapshot_provider_data
+    from ._provider_snapshot import (
+        SNAPSHOT_CHUNK_ABOVE,
+        provider_snapshot_event,
+        restore_provider_data,
+        snapshot_provider_data,
+    )
     from ._provider_spec import ProviderSpec, parse_memory_env, parse_memory_server
     from ._recall import RecalledItem, RecallService
     from ._registry import AGENTS, AgentEntry, agent_entry, build_agent, get_agent

@@ -27,6 +27,16 @@ ledger does for a new blob), measured in the same run; the reference also says w
 writing the compressed bytes into a bare SQLite table costs (one transaction, a new WAL
 file, synchronous=NORMAL): the rest of a cold snapshot's floor. Target: at most 50 ms
 per snapshot of 10 MB (a quick run's 2 MB is scaled to 10 MB for the target).
+
+Per changed snapshot (what a run does after most tasks): a data directory of one 10 MB
+file (2 MB quick) that changed a little since the last snapshot, into the ledger that
+holds the earlier ones: server-memory's JSONL with 3 entities inserted before the
+relations and 1 relation appended, and a database file of 4 KiB pages with page 1 and 4
+others changed. The file is above the chunking threshold, so only its new chunks are
+stored. The ratio is to reading and SHA-256 hashing the file (what any snapshot of a
+changed file does at least); the reference also gives the same file stored whole, as
+before chunking (one `put_blobs` of it, into a ledger of its own), measured in the same
+repetition, and the ledger bytes each adds (new blobs as stored, plus the event).
 """
 
 from __future__ import annotations
@@ -45,7 +55,17 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-from agents import CallContext, LedgerRecorder, ProviderHost, parse_memory_server, snapshot_provider_data
+from agents import (
+    SNAPSHOT_CHUNK_ABOVE,
+    CallContext,
+    LedgerRecorder,
+    ProviderHost,
+    parse_memory_server,
+    provider_snapshot_event,
+    restore_provider_data,
+    snapshot_provider_data,
+)
+import msgspec
 import zstandard
 
 from ledger import Ledger, blob_hash
@@ -297,6 +317,96 @@ def measure_snapshots(ctx: Context, total: int, reps: int) -> dict[str, list[flo
     return out
 
 
+def _stored_bytes(path: Path) -> int:
+    """Bytes the ledger's blobs take as stored (compressed), read beside the open ledger."""
+    conn = sqlite_connect(path, readonly=True)
+    try:
+        return int(conn.execute("SELECT COALESCE(SUM(length(data)), 0) FROM blobs").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _jsonl_lines(rng: random.Random, words: list[str], n: int, kind: str, start: int) -> list[bytes]:
+    return [json.dumps({"type": kind, "name": f"task-{start + i}", "entityType": "swecl-task",
+                        "observations": [" ".join(rng.choices(words, k=rng.randint(5, 40))) for _ in range(3)]}
+                       ).encode() + b"\n" for i in range(n)]
+
+
+def measure_changed(ctx: Context, total: int, reps: int) -> dict[str, list[float]]:
+    """A data directory of one `total`-byte file that changes a little between snapshots,
+    snapshotted after each change into a ledger holding the earlier ones: server-memory's
+    JSONL (entities, then relations: each save puts 3 new entities before the relations
+    and 1 relation at the end), and a database file of 4 KiB pages (page 1, whose header
+    SQLite rewrites at every commit, and 4 other pages changed). Per rep: seconds of the
+    snapshot, and ledger bytes added (the new blobs as stored, plus the snapshot event);
+    beside it, in the same rep, the same file stored whole as before chunking (one
+    `put_blobs` of its bytes, into a ledger of its own holding the earlier versions), and
+    reading and hashing it (what any snapshot of a changed file does at least)."""
+    out: dict[str, list[float]] = {}
+    rng = random.Random(11)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 10)))
+             for _ in range(5000)]
+    for shape in ("jsonl", "pages"):
+        data = ctx.work / f"changed-{shape}"
+        data.mkdir(parents=True, exist_ok=True)
+        file = data / ("memory.jsonl" if shape == "jsonl" else "memory.db")
+        if shape == "jsonl":
+            entities = _jsonl_lines(rng, words, total // 500, "entity", 0)
+            relations = _jsonl_lines(rng, words, total // 2000, "relation", 10**6)
+            while sum(map(len, entities)) + sum(map(len, relations)) > total:
+                entities.pop()
+            file.write_bytes(b"".join(entities + relations))
+        else:
+            pages = bytearray(rng.randbytes(total))
+            file.write_bytes(pages)
+        chunked, whole = ctx.work / f"changed-{shape}.db", ctx.work / f"changed-{shape}-whole.db"
+        with Ledger.open(chunked, create=True) as led, Ledger.open(whole, create=True) as flat:
+            snapshot_provider_data(led, data)
+            flat.put_blobs([file.read_bytes()])
+            for rep in range(reps):
+                if shape == "jsonl":
+                    entities[len(entities):] = _jsonl_lines(rng, words, 3, "entity", 10**5 + 3 * rep)
+                    relations += _jsonl_lines(rng, words, 1, "relation", 2 * 10**6 + rep)
+                    file.write_bytes(b"".join(entities + relations))
+                else:
+                    for page in [0, *rng.sample(range(1, total // 4096), 4)]:
+                        pages[page * 4096:(page + 1) * 4096] = rng.randbytes(4096)
+                    file.write_bytes(pages)
+                gc.collect()
+                sides = ["chunked", "whole"] if rep % 2 == 0 else ["whole", "chunked"]
+                for side in sides:
+                    if side == "chunked":
+                        stored = _stored_bytes(chunked)
+                        start = time.perf_counter()
+                        manifest = snapshot_provider_data(led, data)
+                        out.setdefault(shape, []).append(time.perf_counter() - start)
+                        event = provider_snapshot_event(manifest, sequence_id="bench", instance_id=None, order=rep)
+                        led.append("run/bench/bench", [event])
+                        out.setdefault(shape + "_bytes", []).append(
+                            _stored_bytes(chunked) - stored + len(msgspec.json.encode(event)))
+                        out.setdefault(shape + "_chunks", []).append(sum(len(f.chunks) for f in manifest))
+                    else:
+                        stored = _stored_bytes(whole)
+                        start = time.perf_counter()
+                        flat.put_blobs([file.read_bytes()])
+                        out.setdefault(shape + "_whole", []).append(time.perf_counter() - start)
+                        out.setdefault(shape + "_whole_bytes", []).append(_stored_bytes(whole) - stored)
+                start = time.perf_counter()
+                blob_hash(file.read_bytes())
+                out.setdefault(shape + "_hashing", []).append(time.perf_counter() - start)
+            if sum(f.size for f in manifest) != file.stat().st_size:
+                raise RuntimeError("the snapshot does not hold the directory")
+            restored = ctx.work / f"changed-{shape}-restored"
+            shutil.rmtree(restored, ignore_errors=True)
+            restore_provider_data(led, manifest, restored)
+            if (restored / file.name).read_bytes() != file.read_bytes():
+                raise RuntimeError("the chunked snapshot does not restore the file")
+        for leftover in (chunked, whole):
+            for path in (leftover, leftover.with_name(leftover.name + "-wal"), leftover.with_name(leftover.name + "-shm")):
+                path.unlink(missing_ok=True)
+    return out
+
+
 def run(ctx: Context) -> list[Result]:
     n, warmup = (20, 3) if ctx.quick else (400, 20)
     total = (2 if ctx.quick else 10) * 1024 * 1024
@@ -306,6 +416,9 @@ def run(ctx: Context) -> list[Result]:
     calls = measure_calls(ctx, argv, n, warmup)
     ctx.log(f"provider: snapshots of {total // (1024 * 1024)} MB, {reps} times")
     snaps = measure_snapshots(ctx, total, reps)
+    ctx.log(f"provider: snapshots of a {total // (1024 * 1024)} MB file changed a little, {reps * 2} times each")
+    changed = measure_changed(ctx, total, reps * 2)
+    snaps.update({k: v for k, v in changed.items() if not k.endswith(("_bytes", "_chunks"))})
 
     ms = {k: [s * 1000 for s in v] for k, v in {**calls, **snaps}.items()}
     direct_med, proxied_med = median(ms["direct"]), median(ms["proxied"])
@@ -321,6 +434,11 @@ def run(ctx: Context) -> list[Result]:
         "text": {"snapshot_cold_ms": ms["cold_text"], "snapshot_unchanged_ms": ms["unchanged_text"],
                  "read_hash_compress_ms": ms["floor_text"], "read_hash_ms": ms["hashing_text"],
                  "sqlite_alone_ms": ms["sqlite_alone_text"]},
+        "chunk_above_bytes": SNAPSHOT_CHUNK_ABOVE,
+        **{f"changed_{shape}": {
+            "snapshot_ms": ms[shape], "whole_file_ms": ms[shape + "_whole"], "read_hash_ms": ms[shape + "_hashing"],
+            "ledger_bytes_added": changed[shape + "_bytes"], "whole_file_bytes_added": changed[shape + "_whole_bytes"],
+            "chunks": changed[shape + "_chunks"]} for shape in ("jsonl", "pages")},
     }
     size = f"{total // (1024 * 1024)} MB"
     results = []
@@ -344,4 +462,15 @@ def run(ctx: Context) -> list[Result]:
             reference=f"read + SHA-256 + zstd-1 of the same {size} ({floor:.1f} ms; writing the stored bytes "
                       f"into a bare SQLite table, one transaction: {alone:.1f} ms more); median of {reps} "
                       f"snapshots, {what}"))
+    for shape, what in (("jsonl", "JSON lines, 3 entities inserted mid-file and 1 relation appended"),
+                        ("pages", "4 KiB pages, page 1 and 4 others changed")):
+        value, hashing, whole = median(ms[shape]), median(ms[shape + "_hashing"]), median(ms[shape + "_whole"])
+        added, whole_added = median(changed[shape + "_bytes"]), median(changed[shape + "_whole_bytes"])
+        target, ok = value_at_most(value * (10 * 1024 * 1024) / total, SNAPSHOT_MS, "ms per 10 MB")
+        results.append(Result(
+            f"provider_snapshot_changed_{shape}", value, "ms", value / hashing if hashing > 0 else None, target, ok,
+            reference=f"read + SHA-256 of the same {size} file ({hashing:.1f} ms); stored whole as before chunking: "
+                      f"{whole:.1f} ms and {whole_added / 1024:.0f} KiB; the ledger grew {added / 1024:.0f} KiB "
+                      f"(new chunks as stored + the event); median of {len(ms[shape])} snapshots, one {size} file, "
+                      f"{what}"))
     return results

@@ -47,9 +47,10 @@ _BLOB_FIELDS: dict[str, tuple[str, ...]] = {
     "memory.provider.called": ("arguments", "result", "structured"),
     "counterfactual.finished": ("patch",),
 }
-# Events whose blobs sit in a list of structs: type -> (list field, blob field).
-_BLOB_LISTS: dict[str, tuple[str, str]] = {
-    "memory.provider.snapshot": ("files", "blob"),
+# Events whose blobs sit in a list of structs: type -> (list field, blob field, and the
+# field of each struct's list of chunks, each a struct with a `blob`, or "").
+_BLOB_LISTS: dict[str, tuple[str, str, str]] = {
+    "memory.provider.snapshot": ("files", "blob", "chunks"),
 }
 
 
@@ -61,11 +62,16 @@ def blob_refs_of(event: Any) -> list[str]:
     refs = [ref for ref in (getattr(event, n) for n in names) if ref]
     listed = _BLOB_LISTS.get(event.type_name())
     if listed is not None:
-        refs += [ref for ref in (getattr(item, listed[1]) for item in getattr(event, listed[0])) if ref]
+        items, blob, chunks = listed
+        for item in getattr(event, items):
+            if ref := getattr(item, blob):
+                refs.append(ref)
+            if chunks:
+                refs += [chunk.blob for chunk in getattr(item, chunks)]
     return refs
 
 
-def blob_hash(data: bytes) -> str:
+def blob_hash(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
@@ -85,7 +91,8 @@ def put_blob(conn: apsw.Connection, path: Path, raw: bytes) -> str:
         raise _ledger_error(path, exc, "store a blob in") from None
 
 
-def put_blob_in_txn(conn: apsw.Connection, raw: bytes, digest: str | None = None, *, bulk: bool = False) -> str:
+def put_blob_in_txn(conn: apsw.Connection, raw: bytes | memoryview, digest: str | None = None, *,
+                    bulk: bool = False) -> str:
     """Store `raw` inside the caller's transaction; its hash (`digest`, when the caller has
     just computed it from `raw`: a large blob is not hashed twice). `bulk`: zstd where the
     schema allows it (see the module doc)."""
@@ -100,9 +107,10 @@ def put_blob_in_txn(conn: apsw.Connection, raw: bytes, digest: str | None = None
     return digest
 
 
-def put_blobs(conn: apsw.Connection, path: Path, items: list[bytes]) -> list[str]:
+def put_blobs(conn: apsw.Connection, path: Path, items: list[bytes | memoryview]) -> list[str]:
     """The work of `Ledger.put_blobs` (see there): each hashed once, the missing ones
-    stored in one transaction (none when all are present)."""
+    stored in one transaction (none when all are present). An item may be a memoryview
+    (a chunk of a file read once): only a stored one is copied."""
     digests = [blob_hash(raw) for raw in items]
     try:
         missing = [(d, raw) for d, raw in zip(digests, items) if not has_blob(conn, d)]
@@ -122,7 +130,7 @@ def put_blobs(conn: apsw.Connection, path: Path, items: list[bytes]) -> list[str
     return digests
 
 
-def _encoded(conn: apsw.Connection, raw: bytes, bulk: bool) -> tuple[str, bytes]:
+def _encoded(conn: apsw.Connection, raw: bytes | memoryview, bulk: bool) -> tuple[str, bytes | memoryview]:
     """(encoding, stored bytes) of a new blob (see the module doc)."""
     if len(raw) < _COMPRESS_MIN:
         return "identity", raw

@@ -230,10 +230,11 @@ class Ledger(_Appending):
         raw = data.encode() if isinstance(data, str) else data
         return _blobs.put_blob(self._conn, self.path, raw)
 
-    def put_blobs(self, items: Sequence[bytes]) -> list[str]:
+    def put_blobs(self, items: Sequence[bytes | memoryview]) -> list[str]:
         """Store each of `items` once under its SHA-256 and return the hashes, in order:
         each hashed once, those not yet stored written in one transaction (none when all
-        are: a snapshot of unchanged files takes no write lock)."""
+        are: a snapshot of unchanged files takes no write lock). Items may be memoryviews
+        (the chunks of a file, cut without copying)."""
         self._require_writable()
         return _blobs.put_blobs(self._conn, self.path, list(items))
 

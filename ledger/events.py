@@ -540,11 +540,24 @@ class ProviderCalled(Event, tag="memory.provider.called", kw_only=True):
     via: str = "agent"
 
 
-class SnapshotFile(msgspec.Struct, frozen=True, kw_only=True):
-    path: str  # relative to the data directory, '/'-separated
+class SnapshotChunk(msgspec.Struct, frozen=True, array_like=True):
+    """One content-defined chunk of a large snapshot file: its blob and its size (a
+    [blob, size] pair in the payload: a 10 MB file has a few hundred)."""
+
     blob: str
     size: int
+
+
+class SnapshotFile(msgspec.Struct, frozen=True, kw_only=True):
+    """A file of a provider snapshot: one blob (`blob`), or, above the chunking threshold,
+    its content-defined chunks in order (`chunks`, `blob` None: a whole-file hash would
+    cost a second pass over the file); `size` is the file's."""
+
+    path: str  # relative to the data directory, '/'-separated
+    blob: str | None = None
+    size: int
     mode: int = 0o644
+    chunks: list[SnapshotChunk] = msgspec.field(default_factory=list)
 
 
 class ProviderSnapshot(Event, tag="memory.provider.snapshot", kw_only=True):

@@ -3,7 +3,7 @@
 `provider_snapshots` lists them (`swecl memory snapshots`): per `memory.provider.snapshot`
 its files, total bytes and new bytes, the bytes of the contents no earlier snapshot of the
 ledger held (what the snapshot added to the blob store; a file that did not change is
-stored once). `provider_cut` is what `swecl replay --upto-order K` restores for each
+stored once, and of a large file that did, only its new chunks). `provider_cut` is what `swecl replay --upto-order K` restores for each
 sequence: the last initial-pass snapshot of a task with order < K, else the seed the
 sequence's server started on (plugin-accum from another such run), else nothing (the
 server started on an empty directory). A server reached by URL keeps its data where
@@ -80,7 +80,10 @@ def provider_snapshots(ledger: Ledger, version: str, sequence_id: str | None = N
     # shares its source's blobs.
     for rec in ledger.read(types=["memory.provider.snapshot"]):
         snap = rec.event
-        fresh = {f.blob: f.size for f in snap.files if f.blob not in seen}
+        fresh: dict[str, int] = {}
+        for blob, size in _blobs(snap.files):
+            if blob not in seen:
+                fresh[blob] = size
         seen.update(fresh)
         if not rec.stream.startswith(prefix) or (sequence_id is not None and snap.sequence_id != sequence_id):
             continue
@@ -88,6 +91,16 @@ def provider_snapshots(ledger: Ledger, version: str, sequence_id: str | None = N
                                 instance_id=snap.instance_id, attempt=snap.attempt, files=len(snap.files),
                                 total_bytes=sum(f.size for f in snap.files), new_bytes=sum(fresh.values())))
     return rows
+
+
+def _blobs(files: list[SnapshotFile]) -> list[tuple[str, int]]:
+    """(blob, size) of each blob a snapshot's files are stored in: a file's, or its chunks'."""
+    out: list[tuple[str, int]] = []
+    for f in files:
+        if f.blob is not None:
+            out.append((f.blob, f.size))
+        out.extend((c.blob, c.size) for c in f.chunks)
+    return out
 
 
 def provider_cut(ledger: Ledger, version: str, sequences: list[str], upto_order: int) -> dict[str, ProviderCut]:

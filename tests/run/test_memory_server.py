@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from agents import restore_provider_data
+from agents import SNAPSHOT_CHUNK_ABOVE, restore_provider_data
 from commands import Experiment
 from ledger import Ledger, SweclError
 from ledger.events import RunStarted, SnapshotFile
@@ -488,3 +488,69 @@ def test_a_server_that_dies_mid_run_makes_the_tasks_infrastructure_and_the_run_e
     assert (crashed.call, crashed.via, crashed.failure) == (3, "recall", "crashed")
     assert "#3 search by swecl's recall: FAILED (crashed: " in swecl(results, "show", "1", second, cache=cache).stdout
     assert [c.failure for c in Experiment(results).show("1", third).shown.provider_calls] == ["crashed"]
+
+
+# -- a server whose one data file is large: stored in chunks -----------------------------------
+
+# Keeps its graph in one file of some 700 KB (above the chunking threshold), seeded on its
+# first start, and inserts each note in the middle, as server-memory's rewrite puts a new
+# entity before the relations. Given inline (-c), as the dying server is.
+BIG_FILE_SERVER = textwrap.dedent('''
+    import json, random
+    from pathlib import Path
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("big-file", log_level="WARNING")
+    graph = Path("graph.jsonl")
+    if not graph.exists():
+        rng = random.Random(11)
+        words = ["".join(rng.choice("abcdefghijklmnop") for _ in range(rng.randint(2, 9))) for _ in range(500)]
+        graph.write_text("".join(json.dumps({"type": "relation", "from": f"n{i}", "to": f"n{i + 1}",
+                                             "note": " ".join(rng.choices(words, k=20))}) + "\\n"
+                                 for i in range(5000)))
+
+    async def search(query: str) -> str:
+        return "".join(line for line in graph.open() if "swecl-lesson" in line)
+
+    async def remember(text: str) -> str:
+        lines = graph.read_text().splitlines(keepends=True)
+        middle = len(lines) // 2
+        graph.write_text("".join(lines[:middle] + [json.dumps({"type": "entity", "note": text}) + "\\n"]
+                                 + lines[middle:]))
+        return "ok"
+
+    server.add_tool(search, name="search", description="find notes", structured_output=False)
+    server.add_tool(remember, name="remember", description="keep a note", structured_output=False)
+    server.run("stdio")
+''')
+
+
+def test_a_large_server_file_is_snapshotted_in_chunks_and_replayed_byte_for_byte(
+    tmp_path: Path, cache: Path
+) -> None:
+    results = tmp_path / "results"
+    first, second = first_tasks(SPANS, 2)
+    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, *first_of(2, SPANS), "--passes", "initial",
+          "--memory-server", f"{sys.executable} -c {shlex.quote(BIG_FILE_SERVER)}", "--memory-recall-tool", "search",
+          "--memory-write-tool", "remember", "--memory-write-args", '{"text": "{lesson}"}', "--quiet",
+          cache=cache, timeout=600)
+    snaps = _payloads(results, "memory.provider.snapshot")
+    assert [s["instance_id"] for s in snaps] == [first, second]
+    for snap in snaps:
+        (entry,) = snap["files"]
+        assert entry["path"] == "graph.jsonl" and entry["blob"] is None and len(entry["chunks"]) > 5
+        assert sum(size for _, size in entry["chunks"]) == entry["size"] > SNAPSHOT_CHUNK_ABOVE
+    # The second task's note went in mid-file: its snapshot stored a few chunks, not the file.
+    exp = Experiment(results)
+    rows = exp.memory_snapshots(version="1").document()["snapshots"]
+    assert rows[0]["new_bytes"] == rows[0]["total_bytes"]
+    assert 0 < rows[1]["new_bytes"] < rows[1]["total_bytes"] // 4
+    assert exp.verify().ok
+
+    (sequence,) = (p.name for p in (results / "v1" / "_provider").iterdir())
+    live = results / "v1" / "_provider" / sequence / "initial" / "data" / "graph.jsonl"
+    exp.replay(version="1", upto_order=3, out_dir=tmp_path / "k3")
+    assert (tmp_path / "k3" / "provider" / sequence / "data" / "graph.jsonl").read_bytes() == live.read_bytes()
+    exp.replay(version="1", upto_order=2, out_dir=tmp_path / "k2")
+    after_first = (tmp_path / "k2" / "provider" / sequence / "data" / "graph.jsonl").read_text()
+    assert first in after_first and second not in after_first and second in live.read_text()
