@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from graders._build_settings import build_settings_environment
 from graders._env_info import EnvInfo, record_env_files
 from graders._era_deps import project_requirements, self_install_extras
 from graders._integrity import products_manifest
@@ -56,6 +57,8 @@ def install_environment(env: EnvInfo, extra: Mapping[str, str] = ()) -> dict[str
            if k not in ("PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX", "PYTHONSTARTUP", "PYTHONPYCACHEPREFIX")}
     out["PATH"] = os.pathsep.join([os.fspath(env.bin_dir), os.environ.get("PATH", "")])
     out["VIRTUAL_ENV"] = os.fspath(env.venv)
+    # what the spec implies for a source build here (matplotlib: Debian's FreeType and Qhull)
+    out.update(build_settings_environment(env.repo, env.path))
     out.update(dict(extra))
     return out
 
@@ -193,8 +196,10 @@ def ensure_repo_installed(
 # 2: the repository's own requirements are installed under the era cut-off first;
 # 3: with the environment build's fallbacks (`graders._uv._uv_install`), never left to pip;
 # 4: install lines with pip options that change nothing about what is installed
-# (astropy's `-e .[test] --verbose`) get the era step too (`graders._era_deps.self_install_extras`)
-INSTALL_RECIPE = 4
+# (astropy's `-e .[test] --verbose`) get the era step too (`graders._era_deps.self_install_extras`);
+# 5: builds get the settings their spec implies here (`graders._build_settings`: matplotlib's
+# system FreeType and Qhull)
+INSTALL_RECIPE = 5
 
 
 def _frozen(python: Path) -> dict[str, str] | None:
