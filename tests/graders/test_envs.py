@@ -99,6 +99,11 @@ def test_a_build_gets_the_settings_its_spec_implies_here(tmp_path: Path) -> None
         build = build_env(repo, "3.5", EnvSpec(python=None), cache_dir=tmp_path / "cache")
         with env_lock(build.env):
             assert ensure_repo_installed(build.env, spec, src, "c1").ok
+            # an install recorded before the settings existed is redone, only where they apply
+            state = json.loads((build.env.path / "installed.json").read_text())
+            state.pop("settings")
+            (build.env.path / "installed.json").write_text(json.dumps(state))
+            assert ensure_repo_installed(build.env, spec, src, "c2").ran is (repo == "matplotlib/matplotlib")
         assert (src / "built-with.txt").read_text() == {
             "matplotlib/matplotlib": "system_freetype=True system_qhull=True",
             REPO: "system_freetype=False system_qhull=False"}[repo]
