@@ -80,7 +80,7 @@ def system_deps(*, dataset: str | None = None, rows: str | None = None, repo: st
         if repo not in {r for r, _ in specs}:
             raise SweclError(f"--repo {repo}: no spec of {dataset or 'the spec table'} is for that repository")
         specs = {k: s for k, s in specs.items() if k[0] == repo}
-    named = {key: spec_system_packages(spec) for key, spec in sorted(specs.items())}
+    named = {key: spec_system_packages(spec, key[0]) for key, spec in sorted(specs.items())}
     everything = sorted({p for names in named.values() for p in names})
     missing = missing_packages(everything)
     lacking = set(missing or ())

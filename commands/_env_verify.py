@@ -202,6 +202,13 @@ def verify_version(
                 return stop(f"build failed: {exc}")
             fields.update(build_s=round(time.monotonic() - built_at, 3), build_ok=True, built=build.built,
                           env_key=build.env.key, python=interp.version, warnings=list(build.warnings))
+            if source == "sdist" and (absent := [w for w in build.warnings if w.startswith("packages: none of ")]):
+                # matplotlib 3.0's spec reads requirements/testing/travis_all.txt, which only
+                # the repository has: without it no numpy, and setup.py's setup_requires
+                # fetched today's numpy through easy_install and failed (an install error
+                # that hid the cause)
+                return stop(f"the sdist lacks the spec's package list ({absent[0].removeprefix('packages: ')}): "
+                            "this version's recipe needs a checkout (--source DIR)")
             with env_lock(build.env):
                 return _install_and_test(repo, spec, build.env, src, tasks, fields, sandbox=sandbox,
                                          cache_dir=cache_dir, test_timeout=test_timeout, max_tests=max_tests,

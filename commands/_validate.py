@@ -101,7 +101,7 @@ def missing_system_packages(task: Task) -> list[str]:
         spec = spec_for(task.repo, task.version, environment_spec(task))
     except UnknownEnvSpec:
         return []
-    return missing_packages(spec_system_packages(spec)) or []
+    return missing_packages(spec_system_packages(spec, task.repo)) or []
 
 
 def not_gradeable_reason(task: Task, reason: str | None) -> str | None:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from graders._build_settings import build_settings, build_settings_environment
 from graders._env_info import EnvInfo, record_env_files
 from graders._era_deps import project_requirements, self_install_extras
 from graders._integrity import products_manifest
@@ -56,6 +57,8 @@ def install_environment(env: EnvInfo, extra: Mapping[str, str] = ()) -> dict[str
            if k not in ("PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX", "PYTHONSTARTUP", "PYTHONPYCACHEPREFIX")}
     out["PATH"] = os.pathsep.join([os.fspath(env.bin_dir), os.environ.get("PATH", "")])
     out["VIRTUAL_ENV"] = os.fspath(env.venv)
+    # what the spec implies for a source build here (matplotlib: Debian's FreeType and Qhull)
+    out.update(build_settings_environment(env.repo, env.path))
     out.update(dict(extra))
     return out
 
@@ -151,6 +154,7 @@ def ensure_repo_installed(
     same_place = (
         state.get("worktree") == os.fspath(worktree) and state.get("ok") is True and state.get("install") == spec.install
         and state.get("fingerprint") == fingerprint and state.get("recipe") == INSTALL_RECIPE
+        and state.get("settings", "") == _settings_text(env)
     )
     if same_place and (not spec.install_per_task or state.get("commit") == commit):
         return InstallResult(ran=False, ok=True, log=f"(repo already installed from {worktree} at {state.get('commit')})\n")
@@ -183,7 +187,7 @@ def ensure_repo_installed(
     record_env_files(env)
     state_file.write_text(
         json.dumps({"worktree": os.fspath(worktree), "commit": commit, "install": spec.install, "ok": ok,
-                    "recipe": INSTALL_RECIPE,
+                    "recipe": INSTALL_RECIPE, "settings": _settings_text(env),
                     "fingerprint": fingerprint, "products": products, "at": time.time()}) + "\n",
         encoding="utf-8",
     )
@@ -194,7 +198,14 @@ def ensure_repo_installed(
 # 3: with the environment build's fallbacks (`graders._uv._uv_install`), never left to pip;
 # 4: install lines with pip options that change nothing about what is installed
 # (astropy's `-e .[test] --verbose`) get the era step too (`graders._era_deps.self_install_extras`)
+# (an install made without the build settings its repository now gets, `graders._build_settings`,
+# is redone through the recorded `settings`: only that repository's)
 INSTALL_RECIPE = 4
+
+
+def _settings_text(env: EnvInfo) -> str:
+    found = build_settings(env.repo)
+    return found.text if found else ""
 
 
 def _frozen(python: Path) -> dict[str, str] | None:

@@ -188,8 +188,15 @@ def find_python(
         found = python_version_of(uv_path)
         if found and _matches(found, wanted):
             return Interpreter(uv_path, found, "uv")
+    # uv refuses versions before 3.6 ("Python <3.6 is not supported"): django 2.2's 3.5
+    by_uv = (f" or `uv python install {minor}`" if _version_tuple(minor) >= (3, 6)
+             else f" (uv provides no Python before 3.6)")
     raise PythonNotFound(
         f"Python {wanted} not found (looked at {env_var_name(minor)}, python{minor} on PATH, "
         f"pyenv versions, uv-managed interpreters): set {env_var_name(minor)}=/path/to/python{minor}, "
-        f"put python{minor} on PATH, run `pyenv install {minor}` or `uv python install {minor}`"
+        f"put python{minor} on PATH, run `pyenv install {minor}`{by_uv}"
     )
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".") if p.isdigit())

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 from collections.abc import Iterable
 
+from graders._build_settings import build_system_packages
 from graders._run import split_line
 from graders._specs import EnvSpec
 
@@ -56,17 +57,20 @@ def apt_packages(line: str) -> list[str]:
     return out
 
 
-def spec_system_packages(spec: EnvSpec) -> list[str]:
-    """Every package the spec's set-up lines install with apt, de-duplicated, in order."""
+def spec_system_packages(spec: EnvSpec, repo: str | None = None) -> list[str]:
+    """Every package the spec's set-up lines install with apt, then those the repository's
+    build settings need here (`graders._build_settings`), de-duplicated, in order."""
     out: list[str] = []
     for line in [*spec.pre_install, *spec.eval_commands]:
         out += [p for p in apt_packages(line) if p not in out]
-    return out
+    return out + [p for p in build_system_packages(repo or "") if p not in out]
 
 
 def missing_packages(names: Iterable[str]) -> list[str] | None:
-    """The packages of `names` that dpkg does not have installed (`dpkg-query -W`),
-    in the order given; None when this host has no dpkg (not Debian-based: nothing to say)."""
+    """The packages of `names` that dpkg does not have installed (`dpkg-query -W`), nor
+    any installed package provides (Debian 12's libfreetype-dev provides the specs'
+    libfreetype6-dev), in the order given; None when this host has no dpkg (not
+    Debian-based: nothing to say)."""
     wanted = list(dict.fromkeys(names))
     if not wanted:
         return []
@@ -81,7 +85,23 @@ def missing_packages(names: Iterable[str]) -> list[str] | None:
         name, _, status = row.partition("\t")
         if status.split()[-1:] == ["installed"]:
             installed.add(name.split(":")[0])
-    return [name for name in wanted if name.split(":")[0] not in installed]
+    lacking = [name for name in wanted if name.split(":")[0] not in installed]
+    return [name for name in lacking if name.split(":")[0] not in (_provided(query) if lacking else set())]
+
+
+def _provided(query: str) -> set[str]:
+    """The names installed packages provide (their `Provides:` fields)."""
+    done = subprocess.run([query, "-W", "-f=${Status}\t${Provides}\n"], capture_output=True,
+                          stdin=subprocess.DEVNULL, timeout=120, check=False)
+    out: set[str] = set()
+    for row in done.stdout.decode("utf-8", "replace").splitlines():
+        status, _, provides = row.partition("\t")
+        if status.split()[-1:] != ["installed"]:
+            continue
+        for item in provides.split(","):
+            if name := item.strip().split(" ")[0].split(":")[0]:
+                out.add(name)
+    return out
 
 
 def install_command(missing: list[str], euid: int | None = None) -> list[str]:

@@ -194,7 +194,26 @@ def _install_attempts(
         return True
     if _BUILD_FAILED not in text and _uv_with_cutoff([*base, "--offline", *args], cutoff, log, reqs, exempt):
         return True
-    return _uv_with_cutoff([*base, "--no-build-isolation", *args], cutoff, log, reqs, exempt)
+    ok, again = _uv_with_cutoff_text([*base, "--no-build-isolation", *args], cutoff, log, reqs, exempt)
+    if not ok:
+        _no_more_builds(base, text, again, log)
+    return ok
+
+
+_FAILED_BUILD = re.compile(r"Failed to build `([A-Za-z0-9][A-Za-z0-9._-]*)==[^`]+`")
+
+
+def _no_more_builds(base: list[str], isolated: str, unisolated: str, log: _Log) -> None:
+    """A package whose source failed to build with and without isolation is not built again
+    by this install (`base` gains `--only-binary NAME`: its wheels only). Why: an era
+    release with no wheel for a newer interpreter (pyzmq 22.3.0 on matplotlib 3.5's Python
+    3.11, which ipywidgets, ipykernel and notebook all need) compiled for minutes in every
+    later attempt and fallback, to fail the same way; its fallbacks then find a wheel."""
+    for name in dict.fromkeys(_FAILED_BUILD.findall(unisolated)):
+        if name in _FAILED_BUILD.findall(isolated) and name not in base:
+            log.write(f"# {name}: its source failed to build with and without isolation; "
+                      "from now on only its wheels (--only-binary)")
+            base += ["--only-binary", name]
 
 
 # uv builds a legacy sdist (setup.py, no pyproject.toml) with `setuptools>=40.8.0`, the

@@ -84,3 +84,28 @@ def test_an_old_sdist_builds_without_isolation(tmp_path: Path, monkeypatch: pyte
     assert installed_version(build.env.python, "oldsdist") == "1.0"
     assert "--no-build-isolation oldsdist==1.0" in log
     assert "installing one by one" not in log
+
+
+def test_a_source_that_failed_to_build_is_not_built_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """matplotlib 3.5 (Python 3.11, era 2022-02): pyzmq 22.3.0 has no wheel for 3.11 and its
+    source does not build there; ipywidgets, ipykernel and notebook each need it, and each
+    attempt and fallback compiled it again for minutes. Once it has failed with and without
+    isolation, later attempts take its wheels only."""
+    links = tmp_path / "links"
+    builds = tmp_path / "builds.txt"
+    make_sdist(links, "swecltest_zmq", "1.0",
+               f"open({str(builds)!r}, 'a').write('built\\n')\nraise SystemExit('no wheel for this Python')\n")
+    make_wheel(links, "swecltest_widgets", "1.0", requires=("swecltest_zmq",))
+    make_wheel(links, "swecltest_kernel", "1.0", requires=("swecltest_zmq",))
+    make_wheel(links, "swecltest_plain", "1.0")
+    monkeypatch.setenv("UV_FIND_LINKS", str(links))
+    spec = EnvSpec(python=None, pip_packages=["swecltest_widgets", "swecltest_kernel", "swecltest_plain"])
+    build = build_env(REPO, "unbuildable", spec, cache_dir=tmp_path / "cache")
+    log = build.log_path.read_text() if build.log_path else ""
+    assert sorted(build.warnings) == ["pip_packages: could not install swecltest_kernel",
+                                      "pip_packages: could not install swecltest_widgets"], log
+    # the later calls run (uv takes the option) and install what needs no build
+    assert installed_version(build.env.python, "swecltest_plain") == "1.0", log
+    assert "--only-binary swecltest-zmq " in log and "unexpected argument" not in log
+    # the batch's two attempts at most (isolated, then not); none for either package alone
+    assert 1 <= builds.read_text().count("built") <= 2, log

@@ -129,6 +129,24 @@ def test_the_release_sdist_before_the_era_is_verified(tmp_path: Path, monkeypatc
     assert (tmp_path / "cache" / "sdists" / "acme__calc" / "calc-0.1.1.tar.gz").is_file()  # kept for next time
 
 
+def test_an_sdist_without_the_specs_package_list_stops_with_its_reason(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """matplotlib 3.0's spec reads `requirements/testing/travis_all.txt`, which its sdist
+    does not ship: the check stops and says a checkout is needed, not `install failed`."""
+    src, base = _calc(tmp_path / "src")
+    dataset = _manifest(tmp_path / "calc.json", base)
+    doc = json.loads(dataset.read_text())
+    doc["sequences"][0]["environment"] = {**doc["sequences"][0]["environment"], "packages": "requirements.txt"}
+    dataset.write_text(json.dumps(doc))
+    releases = {"calc": [("0.1.0", "2024-01-10T00:00:00Z", _sdist(tmp_path / "files", "0.1.0", src))]}
+    with dated_index(tmp_path / "index", releases) as url:
+        monkeypatch.setenv("UV_INDEX", url)
+        code, (check,), _ = _verify(tmp_path, "--dataset", str(dataset), "--cutoff", "2024-06-15")
+    assert code == 1 and check["build_ok"] and check.get("install_ok") is None, check
+    assert check["error"] == ("the sdist lacks the spec's package list (none of requirements.txt exists in the "
+                              "checkout): this version's recipe needs a checkout (--source DIR)")
+
+
 def test_without_a_mirror_or_cutoff_the_version_stops_with_its_reason(tmp_path: Path) -> None:
     dataset = _manifest(tmp_path / "calc.json", "0" * 40)
     code, (check,), _ = _verify(tmp_path, "--dataset", str(dataset))

@@ -82,6 +82,33 @@ def test_repo_install_runs_once_per_worktree_and_per_commit_when_compiled(tmp_pa
     assert (wt_b / "runs.txt").read_text() == "xx"
 
 
+def test_a_build_gets_the_settings_its_spec_implies_here(tmp_path: Path) -> None:
+    """matplotlib's setupext.py reads `[libs]` from the file MPLSETUPCFG names: the install
+    gets Debian's FreeType and Qhull instead of tarballs from outside the registries. A
+    small package reading the file the same way sees them; another repository gets none."""
+    setup = ("import configparser, os, pathlib\n"
+             "config = configparser.ConfigParser()\n"
+             "config.read(os.environ.get('MPLSETUPCFG') or 'mplsetup.cfg')\n"
+             "libs = [f'{k}={config.getboolean(\"libs\", k, fallback=False)}' for k in ('system_freetype', 'system_qhull')]\n"
+             "pathlib.Path('built-with.txt').write_text(' '.join(libs))\n")
+    spec = EnvSpec(python=None, install="python setup.py")
+    for repo in ("matplotlib/matplotlib", REPO):
+        src = tmp_path / repo.replace("/", "__")
+        src.mkdir()
+        (src / "setup.py").write_text(setup)
+        build = build_env(repo, "3.5", EnvSpec(python=None), cache_dir=tmp_path / "cache")
+        with env_lock(build.env):
+            assert ensure_repo_installed(build.env, spec, src, "c1").ok
+            # an install recorded before the settings existed is redone, only where they apply
+            state = json.loads((build.env.path / "installed.json").read_text())
+            state.pop("settings")
+            (build.env.path / "installed.json").write_text(json.dumps(state))
+            assert ensure_repo_installed(build.env, spec, src, "c2").ran is (repo == "matplotlib/matplotlib")
+        assert (src / "built-with.txt").read_text() == {
+            "matplotlib/matplotlib": "system_freetype=True system_qhull=True",
+            REPO: "system_freetype=False system_qhull=False"}[repo]
+
+
 def test_prune_keeps_what_is_asked_and_skips_envs_in_use(tmp_path: Path) -> None:
     one = build_env(REPO, "1.0", EnvSpec(python=None), cache_dir=tmp_path).env
     two = build_env(REPO, "2.0", EnvSpec(python=None), cache_dir=tmp_path).env

@@ -62,8 +62,11 @@ def test_missing_python_names_every_way_to_provide_it(tmp_path: Path, monkeypatc
     with pytest.raises(PythonNotFound) as info:
         find_python("3.1")
     message = str(info.value)
-    for needle in ("Python 3.1 not found", "SWECL_PYTHON_3_1=", "PATH", "pyenv install 3.1", "uv python install 3.1"):
+    for needle in ("Python 3.1 not found", "SWECL_PYTHON_3_1=", "PATH", "pyenv install 3.1",
+                   "uv provides no Python before 3.6"):
         assert needle in message
+    with pytest.raises(PythonNotFound, match=r"pyenv install 3\.99` or `uv python install 3\.99`"):
+        find_python("3.99")  # uv is named where it can provide the version
 
 
 def test_malformed_version_is_rejected() -> None:

@@ -41,12 +41,36 @@ def test_packages_are_read_from_the_specs_own_set_up_lines() -> None:
     assert spec_system_packages(spec_for("matplotlib/matplotlib", "3.0")) == [
         "imagemagick", "ffmpeg", "libfreetype6-dev", "pkg-config"]
     assert spec_system_packages(spec_for("sympy/sympy", "1.1")) == []
+    # with the repository: what its build settings need here too (matplotlib's system
+    # FreeType and Qhull, graders._build_settings), after the spec's own
+    assert spec_system_packages(spec_for("matplotlib/matplotlib", "3.5"), "matplotlib/matplotlib")[-3:] == [
+        "libfreetype-dev", "libqhull-dev", "pkg-config"]
+    assert spec_system_packages(spec_for("matplotlib/matplotlib", "3.0"), "matplotlib/matplotlib") == [
+        "imagemagick", "ffmpeg", "libfreetype6-dev", "pkg-config", "libfreetype-dev", "libqhull-dev"]
+    assert spec_system_packages(spec_for("sympy/sympy", "1.1"), "sympy/sympy") == []
 
 
 @needs_dpkg
 def test_missing_packages_come_from_the_dpkg_database() -> None:
     assert missing_packages(["coreutils", NO_SUCH, "coreutils"]) == [NO_SUCH]
     assert missing_packages([]) == []
+
+
+@needs_dpkg
+def test_a_package_an_installed_one_provides_is_not_missing() -> None:
+    """Debian 12 has libfreetype-dev, which provides the specs' libfreetype6-dev; a virtual
+    name such as this host's `awk` (mawk's) counts as there, as apt would see it."""
+    import subprocess
+
+    rows = subprocess.run(["dpkg-query", "-W", "-f=${Package}\t${Status}\t${Provides}\n"], capture_output=True,
+                          text=True, check=True).stdout.splitlines()
+    names = {row.split("\t")[0] for row in rows}
+    virtual = next((item.strip().split(" ")[0] for row in rows for item in row.split("\t")[2].split(",")
+                    if row.split("\t")[1].endswith(" installed") and item.strip()
+                    and item.strip().split(" ")[0] not in names), None)
+    if virtual is None:
+        pytest.skip("no installed package provides a virtual name here")
+    assert missing_packages([virtual, NO_SUCH]) == [NO_SUCH]
 
 
 def test_installing_needs_root_and_says_what_to_run_by_hand() -> None:

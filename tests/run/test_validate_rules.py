@@ -54,3 +54,22 @@ def test_only_listed_tests_are_left_out_and_the_rest_decide_in_order() -> None:
 
     assert leave_out([F2P, NET, OTHER], [NET, "t.py::not_listed", NET]) == ([F2P, OTHER], [NET])
     assert leave_out([OTHER], []) == ([OTHER], [])
+
+
+def test_a_task_whose_python_this_host_lacks_is_not_gradeable_and_says_why() -> None:
+    """django 2.2's spec wants Python 3.5, which uv cannot provide: its grades are
+    env_failed with the interpreter's message, so validation records the task as not
+    gradeable here (the metrics then show it missing, never as an agent's 0)."""
+    import pytest
+
+    from graders import PythonNotFound, find_python
+
+    try:
+        find_python("3.4")
+    except PythonNotFound as exc:
+        message = str(exc)
+    else:
+        pytest.skip("this host has a Python 3.4")
+    ok, why = judge(("env_failed", message), ("env_failed", message))
+    assert not ok and why is not None
+    assert why.startswith("gold patch env_failed: Python 3.4 not found") and "uv provides no Python before 3.6" in why
