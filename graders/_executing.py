@@ -119,6 +119,7 @@ class _ExecutingGrader:
         # cache apart, so nothing compiled before the patch reaches the tests
         install_cache, pycache = PrivatePycache(), PrivatePycache()
         try:
+            notes.phase("install")
             if env is not None and spec.install:
                 notes.add("[swecl] " + prepare_worktree(env, spec, wt))  # keeps only the install's products
             setup_env = (install_environment(env, install_cache.environment()) if env
@@ -142,6 +143,7 @@ class _ExecutingGrader:
                 if not inst.ok:
                     notes.add(inst.log[-20000:])
                     env_warnings.append(f"install failed: {spec.install}")
+            notes.phase("apply")
             prepared = snapshot(wt.path)
 
             applied = apply_patch(wt.path, req.model_patch, reset=lambda: reset_to(wt.path, prepared, model_paths))
@@ -162,6 +164,7 @@ class _ExecutingGrader:
                     error=f"the gold test patch does not apply: {gold.error}",
                 )
 
+            notes.phase("prepare")
             eval_env, eval_skipped = parse_eval_commands(spec.eval_commands, wt.path)
             for line in eval_skipped:
                 notes.add(f"[swecl] eval command not run (only `export` lines are used): {line}")
@@ -190,9 +193,11 @@ class _ExecutingGrader:
             # the private cache read-only: nothing can be planted there either
             confined = dict(sandbox=self.sandbox, readable=[*([env.path] if env else []), *channel.paths(),
                                                             *pycache.paths()])
+            notes.phase(None)
             with notes.timed("tests"):
                 run = run_process(cmd.argv, cwd=wt.path, env=run_env, timeout_s=self.timeout_s, writable=channel.paths(),
                                   **confined)
+            notes.phase("parse")
             parser = spec.log_parser
             if parser is None:
                 try:
@@ -224,10 +229,12 @@ class _ExecutingGrader:
                 status = "env_failed"
                 error = f"{error}; environment problems: {'; '.join(env_warnings)}"
             elif status == "infra_error":
+                notes.phase(None)  # the control run's test command counts as tests
                 blamed = self._control_run(
                     req, wt.path, prepared, model_paths, cmd.argv, run_env, parser, notes, decision,
                     readable=confined["readable"], writable=channel.paths(), env=env,
                 )
+                notes.phase("parse")
                 status, error = blamed.status, blamed.error
             return _finish(self.name, notes, start, status, test_output=output, exit_code=run.exit_code,
                            error=error, **common, **verdict)
@@ -237,7 +244,8 @@ class _ExecutingGrader:
             pycache.close()
             # next task starts clean: tracked files back, untracked and patch-made ignored files gone
             try:
-                wt.reset(extra_paths=[*model_paths, *test_paths])
+                with notes.timed("reset"):
+                    wt.reset(extra_paths=[*model_paths, *test_paths])
             except GitError:
                 pass
 
@@ -306,11 +314,13 @@ class SwebenchGrader(_ExecutingGrader):
 
     def _grade(self, req: GradeRequest, notes: _Notes, start: float) -> GradeOutcome:
         spec = spec_for(req.repo, req.version, req.environment)
+        notes.phase("checkout")
         # with an install, ignored files stay until the env says which are its products
         with self.repos.worktree(req.repo, req.base_commit, clean_ignored=not spec.install) as wt:
             notes.add(f"[swecl] worktree {wt.path} (slot {wt.slot})")
             interp = find_python(spec.python, explicit=self.python_paths)
             era = era_for(self.repos, req.repo, req.base_commit, req.environment_setup_commit)
+            notes.phase(None)
             for note in era.notes:
                 notes.add(f"[swecl] {note}")
             make = functools.partial(
@@ -325,7 +335,9 @@ class SwebenchGrader(_ExecutingGrader):
                       f"{interp.source}; packages as of {era.cutoff}, commit {era.commit[:12]})")
             for w in build.warnings:
                 notes.add(f"[swecl] env warning: {w}")
+            notes.phase("lock")  # another grade using this environment holds it
             with env_lock(build.env):
+                notes.phase(None)
                 env = build.env
                 if self.check_env_integrity and not self.sandbox.confined:
                     def rebuild() -> EnvInfo:

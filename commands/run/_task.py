@@ -543,6 +543,7 @@ def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: st
         parser=outcome.parser,
         p2p_excluded=list(outcome.p2p_excluded),
         channel_overrides=dict(outcome.channel_overrides),
+        timings=dict(outcome.timings),
     )
     return event, collect.blobs
 
