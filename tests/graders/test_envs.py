@@ -78,6 +78,16 @@ def test_repo_install_runs_once_per_worktree_and_per_commit_when_compiled(tmp_pa
         result = ensure_repo_installed(build.env, failing, wt_b, "c3")
         assert result.ran and not result.ok
         assert ensure_repo_installed(build.env, failing, wt_b, "c3").ran  # a failed install is retried
+        # in a checkout: a failure that left no file there fails the same way again, and is
+        # taken as it was, with its log; one that left a file runs again
+        wt_c = tmp_path / "c"
+        subprocess.run(["git", "init", "-q", str(wt_c)], check=True)
+        first = ensure_repo_installed(build.env, failing, wt_c, "c3")
+        again = ensure_repo_installed(build.env, failing, wt_c, "c4")
+        assert first.ran and not first.ok and not again.ran and not again.ok and again.log == first.log
+        leaving = EnvSpec(python=None, install="python -c \"open('partial.txt', 'w'); raise SystemExit(1)\"")
+        assert ensure_repo_installed(build.env, leaving, wt_c, "c4").ran
+        assert ensure_repo_installed(build.env, leaving, wt_c, "c4").ran
     assert (wt_a / "runs.txt").read_text() == "x"
     assert (wt_b / "runs.txt").read_text() == "xx"
 
