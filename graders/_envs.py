@@ -8,6 +8,10 @@ Layout under `<cache>/envs/OWNER__NAME/<version>/`:
         build.log            every command of the build and its output
         files.json           the venv's files (size, mtime) as the harness left them
         installed.json       where the repo itself is installed (see `ensure_repo_installed`)
+        built.txt            the build's distributions at their exact versions (`uv pip freeze`)
+        lock.txt             the same with the sha256 of their files (`graders._install.record_lock`):
+                             `uv pip sync --require-hashes lock.txt` makes the same set elsewhere
+        pycache/             the bytecode of the venv and its interpreter for confined test runs
         .complete            written last: a dir without it is not an environment
     py3.9-<hash12>.lock      flock: held while building, and while a grade uses the env
     .py3.9-<hash12>.tmp-*    a build in progress (renamed into place when complete)
@@ -84,7 +88,7 @@ from pathlib import Path
 import msgspec
 
 from graders._env_info import FILES, EnvBuildError, EnvInfo, record_env_files
-from graders._install import BUILT, _record_built
+from graders._install import BUILT, LOCK, _record_built, record_lock
 from graders._integrity import diff_manifests, drop_added_caches, load_manifest, save_manifest, venv_manifest
 from graders._interpreters import Interpreter, find_python
 from graders._manifests import FileReader, _dir_reader, _packages, pre_install_plan
@@ -300,6 +304,8 @@ def build_env(
             }
             (tmp / "env.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
             _record_built(tmp / "venv" / "bin" / "python", tmp / BUILT, log)
+            if (tmp / BUILT).is_file():
+                record_lock(tmp / "venv" / "bin" / "python", tmp / BUILT, tmp / LOCK, log)
             log.write(f"# complete; {len(warnings)} warning(s)")
             log.close()
             save_manifest(tmp / FILES, venv_manifest(tmp / "venv"))

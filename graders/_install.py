@@ -30,6 +30,7 @@ from graders._uv import _Cutoff, _Log, _uv_env, _uv_install, installed_pins
 
 __all__ = [
     "BUILT",
+    "LOCK",
     "INSTALL_RECIPE",
     "InstallResult",
     "ensure_repo_installed",
@@ -37,6 +38,8 @@ __all__ = [
     "install_fingerprint",
     "install_products",
     "prepare_worktree",
+    "record_lock",
+    "sync_from_lock",
 ]
 
 
@@ -234,6 +237,39 @@ def _record_built(python: Path, path: Path, log: _Log) -> None:
     log.write((done.stdout + done.stderr).decode("utf-8", "replace").rstrip() + f"\n[exit {done.returncode}]")
     if done.returncode == 0:
         path.write_bytes(done.stdout)
+
+
+LOCK = "lock.txt"
+
+
+def record_lock(python: Path, built: Path, lock: Path, log: _Log) -> bool:
+    """The environment's lock: every distribution of the build (`BUILT`) at its exact version
+    with the sha256 of each file the index offers for it, as `uv pip compile
+    --generate-hashes` writes them; `sync_from_lock` makes an environment of the same
+    distributions from it. False (no lock, said in the build log) when the index gives no
+    hashes or cannot be reached."""
+    argv = [uv_bin(), "pip", "compile", "--no-deps", "--generate-hashes", "--no-header", "--no-annotate",
+            "--python", os.fspath(python), os.fspath(built), "--output-file", os.fspath(lock)]
+    log.write("$ " + shlex.join(argv))
+    try:
+        done = subprocess.run(argv, capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.write(f"failed to run: {exc}; no lock")
+        return False
+    log.write(done.stderr.decode("utf-8", "replace").rstrip() + f"\n[exit {done.returncode}]")
+    text = lock.read_text(encoding="utf-8", errors="replace") if lock.is_file() else ""
+    if done.returncode != 0 or "--hash=" not in text:
+        lock.unlink(missing_ok=True)
+        log.write("# no lock: the index gave no hashes for these files")
+        return False
+    return True
+
+
+def sync_from_lock(python: Path, lock: Path, *, timeout_s: float = 3600) -> subprocess.CompletedProcess[bytes]:
+    """Make the venv of `python` hold exactly the lock's distributions, each file checked
+    against its hashes (`uv pip sync --require-hashes`)."""
+    return subprocess.run([uv_bin(), "pip", "sync", "--require-hashes", "--python", os.fspath(python), os.fspath(lock)],
+                          capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL, timeout=timeout_s)
 
 
 def _back_to_built(env: EnvInfo, *, timeout_s: float) -> str:

@@ -129,3 +129,24 @@ def test_pre_install_lines_that_need_root_are_reported() -> None:
     assert runnable == ["sed -i 's/pytest/pytest -rA/' tox.ini"]
     assert [line for line, _ in skipped] == ["apt-get update && apt-get install -y graphviz"]
     assert "root" in skipped[0][1]
+
+
+@pytest.mark.slow
+def test_an_environment_writes_a_lock_that_makes_the_same_distributions_elsewhere(shared_env, tmp_path: Path) -> None:
+    """lock.txt: the build's distributions at exact versions with their files' hashes; a
+    fresh venv synced from it (hashes required) holds exactly the same set."""
+    from graders._install import BUILT, LOCK, sync_from_lock
+    from graders._interpreters import uv_bin
+
+    _, build = shared_env
+    lock = (build.env.path / LOCK).read_text()
+    built = (build.env.path / BUILT).read_text().split()
+    assert built and all(f"{pin} \\" in lock for pin in built) and "--hash=sha256:" in lock
+    assert str(build.env.path) not in lock  # nothing of this machine's paths
+    fresh = tmp_path / "fresh"
+    subprocess.run([uv_bin(), "venv", "--quiet", "--python", str(build.env.python), str(fresh)], check=True)
+    done = sync_from_lock(fresh / "bin" / "python", build.env.path / LOCK)
+    assert done.returncode == 0, done.stderr
+    frozen = subprocess.run([uv_bin(), "pip", "freeze", "--python", str(fresh / "bin" / "python")],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert frozen == built
