@@ -120,6 +120,7 @@ __all__ = [
     "era_for",
     "guard_env",
     "env_lock",
+    "env_path",
     "list_envs",
     "prune_envs",
     "touch_used",
@@ -168,6 +169,12 @@ def _env_dir(
 ) -> Path:
     name = f"py{interpreter.minor}-{env_identity(spec, exclude_newer)[:12]}"
     return cache_dir / "envs" / repo_slug(repo) / _safe(version) / name
+
+
+def env_path(cache_dir: Path, repo: str, version: str, spec: EnvSpec, interpreter: Interpreter,
+             exclude_newer: str | None = None) -> Path:
+    """Where the environment of these facts is (or will be) in the cache: nothing is built."""
+    return _env_dir(cache_dir, repo, version, spec, interpreter, exclude_newer)
 
 
 @dataclass(frozen=True, slots=True)

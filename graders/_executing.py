@@ -9,6 +9,7 @@ verdict from the log and the channel (`graders._decide`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -30,18 +31,19 @@ from graders._apply import (
 from graders._bytecode import PrivatePycache, env_pycache, remove_stray_bytecode
 from graders._decide import Decision, blame, decide
 from graders._env_info import EnvBuildError, EnvInfo
-from graders._envs import build_env, env_lock, era_for, guard_env, touch_used
+from graders._envs import build_env, env_lock, env_path, era_for, guard_env, touch_used
 from graders._install import (
     ensure_repo_installed,
     install_environment,
     install_fingerprint,
     install_products,
+    installed_slot,
     prepare_worktree,
 )
 from graders._interpreters import PythonNotFound, find_python
 from graders._manifests import pre_install_plan
 from graders._parsers import parse_log, parser_for_repo
-from graders._repos import GitError, RepoCache, Worktree
+from graders._repos import GitError, RepoCache, Worktree, preferred_slot
 from graders._results_plugin import ResultsChannel, channel_overrides, check_against_channel
 from graders._run import (
     build_test_command,
@@ -315,11 +317,17 @@ class SwebenchGrader(_ExecutingGrader):
     def _grade(self, req: GradeRequest, notes: _Notes, start: float) -> GradeOutcome:
         spec = spec_for(req.repo, req.version, req.environment)
         notes.phase("checkout")
+        interp = find_python(spec.python, explicit=self.python_paths)
+        era = era_for(self.repos, req.repo, req.base_commit, req.environment_setup_commit)
+        # The slot the environment's install was made in, tried first: another slot means
+        # installing the repository again (tens of seconds for pytest), and which worker
+        # grades a task, so which slot it would prefer, changes from task to task.
+        installed = installed_slot(env_path(self.cache_dir, req.repo, str(req.version), spec, interp, era.cutoff),
+                                   self.repos, req.repo) if spec.install else None
         # with an install, ignored files stay until the env says which are its products
-        with self.repos.worktree(req.repo, req.base_commit, clean_ignored=not spec.install) as wt:
+        with (preferred_slot(installed) if installed is not None else contextlib.nullcontext()), \
+                self.repos.worktree(req.repo, req.base_commit, clean_ignored=not spec.install) as wt:
             notes.add(f"[swecl] worktree {wt.path} (slot {wt.slot})")
-            interp = find_python(spec.python, explicit=self.python_paths)
-            era = era_for(self.repos, req.repo, req.base_commit, req.environment_setup_commit)
             notes.phase(None)
             for note in era.notes:
                 notes.add(f"[swecl] {note}")

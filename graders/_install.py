@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -23,7 +24,7 @@ from graders._env_info import EnvInfo, record_env_files
 from graders._era_deps import project_requirements, self_install_extras
 from graders._integrity import products_manifest
 from graders._interpreters import uv_bin
-from graders._repos import Worktree, git, untracked_files
+from graders._repos import RepoCache, Worktree, git, untracked_files
 from graders._run import LineResult, run_line
 from graders._specs import EnvSpec
 from graders._uv import _Cutoff, _Log, _uv_env, _uv_install, installed_pins
@@ -37,6 +38,7 @@ __all__ = [
     "install_environment",
     "install_fingerprint",
     "install_products",
+    "installed_slot",
     "prepare_worktree",
     "record_lock",
     "sync_from_lock",
@@ -96,6 +98,24 @@ def _install_state(env: EnvInfo) -> dict:
     except (OSError, ValueError):
         return {}
     return state if isinstance(state, dict) else {}
+
+
+def installed_slot(env_dir: Path, repos: RepoCache, repo: str) -> int | None:
+    """The worktree slot of `repos` where the environment at `env_dir` last installed the
+    repository (made there, whether it worked: a failure is taken as it was in that slot
+    too, see `ensure_repo_installed`), None when none."""
+    try:
+        state = json.loads((env_dir / "installed.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    where = state.get("worktree") if isinstance(state, dict) else None
+    if not isinstance(where, str):
+        return None
+    name = os.path.basename(where)
+    if not re.fullmatch(r"slot-\d+", name):
+        return None
+    number = int(name[len("slot-"):])
+    return number if os.fspath(repos.slot_path(repo, number)) == where else None
 
 
 def install_products(env: EnvInfo, worktree: Path) -> set[str]:
