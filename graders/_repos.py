@@ -402,7 +402,7 @@ class RepoCache:
         with self._take_slot(repo, candidates, blocking=slot is not None) as taken:
             path = self.slot_path(repo, taken)
             with file_lock(self._mirror_lock(repo)):
-                if not (path / ".git").is_file() or git(["rev-parse", "--git-dir"], cwd=path, check=False).returncode:
+                if not self._slot_of_mirror(path, mirror):
                     shutil.rmtree(path, ignore_errors=True)
                     git(["worktree", "prune"], cwd=mirror)
                     git(["worktree", "add", "--detach", "--force", "--", os.fspath(path), commit], cwd=mirror)
@@ -412,6 +412,19 @@ class RepoCache:
             if clean_ignored:
                 tree.clean()
             yield tree
+
+    @staticmethod
+    def _slot_of_mirror(path: Path, mirror: Path) -> bool:
+        """Is `path` a worktree of this cache's `mirror`? A slot of a cache folder copied from
+        elsewhere still names the first cache's mirror (its `.git` file is an absolute path):
+        used as it is, two caches would share one index and HEAD."""
+        if not (path / ".git").is_file():
+            return False
+        done = git(["rev-parse", "--absolute-git-dir"], cwd=path, check=False)
+        if done.returncode:
+            return False
+        admin = Path(done.stdout.decode("utf-8", "surrogateescape").strip())
+        return admin.parent.parent.resolve() == mirror.resolve() and admin.parent.name == "worktrees"
 
     # -- what an agent may see ------------------------------------------------------------
 
@@ -447,7 +460,9 @@ class RepoCache:
                 if borrowed is not None:
                     # The ancestor's objects and every store it borrows from, listed flat:
                     # git follows alternates only a few levels deep.
-                    chain = [os.fspath(borrowed / "objects")]
+                    # Relative to the objects directory (views of a repository are siblings, so
+                    # the same text holds in each): a cache folder copied elsewhere keeps them.
+                    chain = [os.path.join("..", "..", borrowed.name, "objects")]
                     inherited = borrowed / "objects" / "info" / "alternates"
                     if inherited.is_file():
                         chain += [line for line in inherited.read_text().splitlines() if line.strip()]

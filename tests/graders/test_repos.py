@@ -242,7 +242,22 @@ def test_an_agent_checkout_reaches_only_the_history_of_its_commit(tmp_path: Path
     # all that one borrows, listed flat (git follows alternates only a few levels deep):
     # 7 was made after 2, 5 and 3; 5 after 2.
     borrowed = (cache.view_path(REPO, shas[7]) / "objects" / "info" / "alternates").read_text().split()
-    assert borrowed == [str(cache.view_path(REPO, shas[k]) / "objects") for k in (5, 2)]
+    assert borrowed == [f"../../{cache.view_path(REPO, shas[k]).name}/objects" for k in (5, 2)]
+    # relative paths: the cache folder copied elsewhere, and the first one gone, still serves
+    # every view, and its slots are its own mirror's worktrees, not the first cache's
+    with cache.worktree(REPO, shas[7]) as wt:
+        first_slot = wt.path
+    shutil.copytree(tmp_path / "cache", tmp_path / "copy", symlinks=True)
+    copy = RepoCache(tmp_path / "copy", {REPO: str(src)})
+    with copy.worktree(REPO, shas[6]) as wt:
+        admin = git(["rev-parse", "--absolute-git-dir"], cwd=wt.path).stdout.decode().strip()
+        assert admin.startswith(str(tmp_path / "copy")) and (wt.path / "f.txt").read_text() == "v6\n"
+    with cache.worktree(REPO, shas[7]) as wt:  # the first cache's slot is left as it was
+        assert wt.path == first_slot and (wt.path / "f.txt").read_text() == "v7\n"
+    shutil.rmtree(tmp_path / "cache")
+    with copy.agent_checkout(REPO, shas[7]) as path:
+        assert (path / "f.txt").read_text() == "v7\n"
+        assert git(["fsck", "--connectivity-only"], cwd=path, check=False).returncode == 0
 
 
 def test_a_checkout_left_by_a_killed_process_is_removed_by_the_next(tmp_path: Path) -> None:
