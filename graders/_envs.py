@@ -285,12 +285,12 @@ def build_env(
         read_file, files_origin = _dir_reader(worktree), files_origin or "the checkout"
     if not force and (final / MARKER).is_file():
         info = _read_info(final)
-        if info is not None:
+        if info is not None and _runs(info):
             return EnvBuild(info, built=False, warnings=list(info.warnings), log_path=final / "build.log")
     with nullcontext() if locked else file_lock(lock):
         if (final / MARKER).is_file() and not force:
             info = _read_info(final)
-            if info is not None:
+            if info is not None and _runs(info):
                 return EnvBuild(info, built=False, warnings=list(info.warnings), log_path=final / "build.log")
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
         log = _Log(tmp / "build.log")
@@ -332,6 +332,13 @@ def build_env(
     info = _read_info(final)
     assert info is not None
     return EnvBuild(info, built=True, warnings=list(info.warnings), log_path=final / "build.log")
+
+
+def _runs(env: EnvInfo) -> bool:
+    """Is the venv's interpreter there? It is a link to the interpreter it was made with
+    (pyvenv.cfg's `home`): a cache folder copied to a machine without that interpreter at
+    that path holds environments that cannot start, which are built again."""
+    return env.python.exists()
 
 
 # The installer is not part of the environment under test: an era pip (19.x) cannot

@@ -150,3 +150,15 @@ def test_an_environment_writes_a_lock_that_makes_the_same_distributions_elsewher
     frozen = subprocess.run([uv_bin(), "pip", "freeze", "--python", str(fresh / "bin" / "python")],
                             capture_output=True, text=True, check=True).stdout.split()
     assert frozen == built
+
+
+def test_an_environment_whose_interpreter_is_gone_is_built_again(tmp_path: Path) -> None:
+    """A cache folder copied to a machine without the interpreter its venvs link to (at
+    that path): such an environment cannot start, and is built again rather than reused."""
+    first = build_env(REPO, "0.3", EnvSpec(python=None), cache_dir=tmp_path)
+    assert build_env(REPO, "0.3", EnvSpec(python=None), cache_dir=tmp_path).built is False
+    python = first.env.python
+    python.unlink()
+    python.symlink_to(tmp_path / "no-such-interpreter")
+    again = build_env(REPO, "0.3", EnvSpec(python=None), cache_dir=tmp_path)
+    assert again.built is True and again.env.path == first.env.path and again.env.python.exists()
