@@ -191,7 +191,7 @@ def ensure_repo_installed(
     results: list[LineResult] = []
     variables: dict[str, str] = {}
     era_note = _back_to_built(env, timeout_s=timeout_s)
-    era_text, era_ran = _era_dependencies(env, spec.install, worktree, timeout_s=timeout_s)
+    era_text, era_ran = _era_dependencies(env, spec.install, worktree, timeout_s=timeout_s, fingerprint=fingerprint)
     era_note += era_text
     before = _frozen(env.python) if era_ran else None
     for line in [spec.install]:  # `a; b` lines are split by run_line itself
@@ -260,6 +260,8 @@ def _record_built(python: Path, path: Path, log: _Log) -> None:
 
 
 LOCK = "lock.txt"
+# the repository's requirements read per dependency manifests (`_era_dependencies`)
+ERA_REQUIREMENTS = "era-requirements"
 
 
 def record_lock(python: Path, built: Path, lock: Path, log: _Log) -> bool:
@@ -316,17 +318,31 @@ def _uv_install_log(args: list[str], *, timeout_s: float, failed: str, cwd: Path
     return f"$ {shlex.join(argv)}\n{out}[{verdict}]\n"
 
 
-def _era_dependencies(env: EnvInfo, install: str, worktree: Path, *, timeout_s: float) -> tuple[str, bool]:
+def _era_dependencies(env: EnvInfo, install: str, worktree: Path, *, timeout_s: float,
+                      fingerprint: str | None = None) -> tuple[str, bool]:
     """Before `pip install -e .[extras]`: the checkout's requirements installed with uv as
     of the env's era (see `graders._era_deps`). Returns the lines for the install log and
     whether the step applied (an era, a line that pip-installs the checkout); when anything
-    fails, pip resolves as it would have, and the log says so."""
+    fails, pip resolves as it would have, and the log says so.
+
+    The requirements read for one `fingerprint` of the dependency manifests are kept in the
+    environment and read from there the next time: `setup.py egg_info` takes seconds (pytest
+    5.4's: 7 s, to fail the same way each time), and an install runs at every task whose
+    manifests differ from the last one's, so again in each pass of a validation."""
     extras = self_install_extras(install)
     if not env.exclude_newer:
         return "", False
     if extras is None:
         return f"[swecl] install line not read for requirements (not a pip install of the checkout alone): {install}\n", False
-    reqs, how = project_requirements(worktree, env.python, extras, timeout_s=min(timeout_s, 600))
+    kept = env.path / ERA_REQUIREMENTS / f"{fingerprint}-{hashlib.sha256(' '.join(extras).encode()).hexdigest()[:12]}.json"
+    try:
+        known = json.loads(kept.read_text(encoding="utf-8")) if fingerprint else None
+        reqs, how = known["requirements"], known["how"] + " (read before for these manifests)"
+    except (OSError, ValueError, TypeError, KeyError):
+        reqs, how = project_requirements(worktree, env.python, extras, timeout_s=min(timeout_s, 600))
+        if fingerprint and "failed to run" not in how:  # a run that could not start is not the manifests' answer
+            kept.parent.mkdir(exist_ok=True)
+            kept.write_text(json.dumps({"requirements": reqs, "how": how}) + "\n", encoding="utf-8")
     head = f"[swecl] the repository's requirements as of {env.exclude_newer}: {how}\n"
     if not reqs:
         return head, True

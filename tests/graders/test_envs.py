@@ -162,3 +162,27 @@ def test_an_environment_whose_interpreter_is_gone_is_built_again(tmp_path: Path)
     python.symlink_to(tmp_path / "no-such-interpreter")
     again = build_env(REPO, "0.3", EnvSpec(python=None), cache_dir=tmp_path)
     assert again.built is True and again.env.path == first.env.path and again.env.python.exists()
+
+
+def test_the_requirements_of_one_set_of_manifests_are_read_once(tmp_path: Path) -> None:
+    """`setup.py egg_info` runs once per environment and dependency manifests: the next
+    install with the same manifests (another task, the next pass) reads what it found."""
+    from graders._install import _era_dependencies
+
+    env = build_env(REPO, "0.4", EnvSpec(python=None), cache_dir=tmp_path / "cache",
+                    exclude_newer="2024-01-01T00:00:00Z").env
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    counter = tmp_path / "egg_info_runs.txt"
+    (checkout / "setup.py").write_text(
+        f"import pathlib\np = pathlib.Path({str(counter)!r})\np.write_text(p.read_text() + 'x' if p.exists() else 'x')\n"
+        "from setuptools import setup\nsetup(name='calc', version='0')\n"
+    )
+    line = "python -m pip install -e ."
+    first, ran = _era_dependencies(env, line, checkout, timeout_s=120, fingerprint="f1")
+    again, _ = _era_dependencies(env, line, checkout, timeout_s=120, fingerprint="f1")
+    assert ran and "setup.py declares no requirements" in first and "read before for these manifests" in again
+    assert counter.read_text() == "x"
+    _era_dependencies(env, line, checkout, timeout_s=120, fingerprint="f2")  # other manifests: read again
+    _era_dependencies(env, line, checkout, timeout_s=120)  # none known: read every time
+    assert counter.read_text() == "xxx"
