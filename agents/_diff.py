@@ -222,6 +222,12 @@ def apply_patch(worktree: str | os.PathLike[str], patch: str) -> str | None:
     for name, extra in (("git apply", ()), ("git apply --recount", ("--recount",))):
         if _git_apply(tree, text, extra):
             return name
+    if _git(tree, ["config", "--bool", "core.sparseCheckout"]).stdout.strip() == b"true":
+        # a sparse checkout made for the paths the patch names (`RepoCache.agent_checkout`):
+        # the patch needs more of the tree than they are; with all of it, it applies as it
+        # would have in a full checkout
+        _checked(_git(tree, ["sparse-checkout", "disable"]), "git sparse-checkout disable", tree)
+        return apply_patch(tree, patch)
     return None
 
 

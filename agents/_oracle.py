@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping
 
 from ledger.events import ToolCall
+from ledger.patches import patch_paths
 
 from . import _diff
 from ._protocol import AgentInput, AgentResult, RunSupplies
@@ -48,11 +49,21 @@ def replay_patch(inp: AgentInput, patch: str | None, *, source: str) -> AgentRes
     )
 
 
+def paths_of(patch: str | None) -> list[str]:
+    """The files a replayed patch touches: all its checkout needs (`RepoCache.agent_checkout`'s
+    `only`); a patch that names a file it leaves out fails to apply there, and the full
+    checkout is made then (`_diff.apply_patch`)."""
+    return patch_paths(patch) if patch and patch.strip() else []
+
+
 class OracleAgent:
     name = "oracle"
 
     def __init__(self, gold: Mapping[str, str]) -> None:
         self._gold = gold
+
+    def replayed_paths(self, instance_id: str, pass_: str, stage: str) -> list[str]:
+        return paths_of(self._gold.get(instance_id))
 
     def run(self, inp: AgentInput) -> AgentResult:
         return replay_patch(inp, self._gold.get(inp.instance_id), source="gold patch")

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from ledger import SweclError
 
-from ._oracle import replay_patch
+from ._oracle import paths_of, replay_patch
 from ._protocol import AgentInput, AgentResult, RunSupplies
 
 __all__ = ["PredictionsAgent"]
@@ -31,17 +31,21 @@ class PredictionsAgent:
         self._by_key: Mapping[str, Mapping[str, str | None]] | None = predictions if values and all(nested) else None  # type: ignore[assignment]
         self._flat: Mapping[str, str | None] | None = None if self._by_key is not None else predictions  # type: ignore[assignment]
 
-    def _table(self, inp: AgentInput) -> tuple[Mapping[str, str | None] | None, str]:
+    def _table(self, pass_: str, stage: str) -> tuple[Mapping[str, str | None] | None, str]:
         if self._flat is not None:
             return self._flat, "prediction"
         assert self._by_key is not None
-        for key in (inp.pass_, inp.stage):
+        for key in (pass_, stage):
             if key in self._by_key:
                 return self._by_key[key], f"prediction ({key})"
-        return None, f"prediction (no table for pass {inp.pass_!r} or stage {inp.stage!r})"
+        return None, f"prediction (no table for pass {pass_!r} or stage {stage!r})"
+
+    def replayed_paths(self, instance_id: str, pass_: str, stage: str) -> list[str]:
+        table, _ = self._table(pass_, stage)
+        return paths_of(table.get(instance_id) if table is not None else None)
 
     def run(self, inp: AgentInput) -> AgentResult:
-        table, source = self._table(inp)
+        table, source = self._table(inp.pass_, inp.stage)
         patch = table.get(inp.instance_id) if table is not None else None
         return replay_patch(inp, patch, source=source)
 

@@ -17,10 +17,17 @@ Target: at most 1 s per task (every task); the ratio is the mean overhead to the
 test-command time. `grading_env_builds` checks that builds == distinct (repo, version)
 pairs over the sequence. `grading_sandbox_cost` is the time bwrap adds to one test run
 (the same gold grade's test run, confined minus unconfined); target at most 0.3 s.
+`grading_warm_vs_bare`: a warm grade's wall time against the bare test command run by hand
+in the same environment (unconfined, no results plugin, a plain clone; the ledger's
+`grade.finished.timings` say where the rest goes, `phases_mean_s` in the details).
+`grading_replay_checkout`: what the oracle and predictions agents' checkout costs per task,
+sparse (the patched files) against whole; target at most half (full size only).
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -146,6 +153,50 @@ def make_repo(root: Path, files: int) -> tuple[Path, list[str]]:
     return root, commits
 
 
+def _bare_test_command(ctx: Context, repo: Path, base: str, argv: list[str]) -> float:
+    """The grade's own test command run by hand in a plain clone with the fix and the test
+    patch: no sandbox, no results plugin, no harness (fastest of 3)."""
+    plain = ctx.work / "grading-bare"
+    git(["clone", "--quiet", "--", str(repo), str(plain)])
+    git(["checkout", "--quiet", "--detach", base], cwd=plain)
+    for patch in (GOLD, TEST_PATCH):
+        git(["apply", "-"], cwd=plain, input=patch.encode())
+    # without swecl's results plugin (`-p swecl_...`): the command as a user types it
+    program = [a for i, a in enumerate(argv)
+               if not (a.startswith("swecl") and argv[i - 1] == "-p") and not (a == "-p" and argv[i + 1].startswith("swecl"))]
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        done = subprocess.run(program, cwd=plain, capture_output=True, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                                                                         "PYTHONDONTWRITEBYTECODE": "1"})
+        times.append(time.perf_counter() - t0)
+        if done.returncode != 0:
+            raise RuntimeError(f"grading benchmark: the bare test command failed: {done.stdout[-500:]!r}")
+    return min(times)
+
+
+def _replay_checkouts(ctx: Context, repo: Path, base: str) -> tuple[float, float]:
+    """An agent's checkout of the repository, whole and sparse (the files of the fix only),
+    with the fix applied and taken back as a patch: what the oracle and predictions agents
+    do per task (fastest of 3 each)."""
+    from agents import worktree_patch
+    from graders import RepoCache
+
+    cache = RepoCache(ctx.work / "grading-cache", {REPO: str(repo)})
+    best = {}
+    for only in (None, ["pkg/calc/ops.py"]):
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            with cache.agent_checkout(REPO, base, only=only) as path:
+                git(["apply", "-"], cwd=path, input=GOLD.encode())  # as the replay agents apply it
+                if "if x > hi" not in worktree_patch(path, base):
+                    raise RuntimeError("grading benchmark: the replayed patch was not taken back")
+            times.append(time.perf_counter() - t0)
+        best[only is None] = min(times)
+    return best[True], best[False]
+
+
 def run(ctx: Context) -> list[Result]:
     from graders import EnvSpec, GradeRequest, get_grader
 
@@ -178,10 +229,14 @@ def run(ctx: Context) -> list[Result]:
             "task": i, "version": version, "status": outcome.status, "applied_with": outcome.applied_with,
             "wall_s": round(wall, 3), "test_s": round(test_s, 3), "env_build_s": round(build_s, 3),
             "env_built": int(bool(outcome.env_built)), "overhead_s": round(overhead, 3),
+            "timings": dict(outcome.timings),
         })
         ctx.log(f"  task {i} ({version}, {outcome.status}): wall {wall:.2f}s, tests {test_s:.2f}s, "
                 f"env build {build_s:.2f}s, overhead {overhead:.2f}s")
     overheads = [r["overhead_s"] for r in rows]
+    bare = _bare_test_command(ctx, repo, commits[tasks[-1][1]], outcome.test_cmd)
+    warm = [r for r in rows if not r["env_built"]]
+    warm_wall = sum(r["wall_s"] for r in warm) / len(warm)
     tests = [r["test_s"] for r in rows]
     mean_overhead = sum(overheads) / len(overheads)
     mean_test = sum(tests) / len(tests)
@@ -196,7 +251,15 @@ def run(ctx: Context) -> list[Result]:
         "test_mean_s": round(mean_test, 3),
         "env_builds": builds,
         "distinct_repo_version_pairs": pairs,
+        "bare_test_command_s": round(bare, 3),
+        "warm_grade_wall_mean_s": round(warm_wall, 3),
+        "phases_mean_s": {k: round(sum(r["timings"].get(k, 0.0) for r in warm) / len(warm), 3)
+                          for k in sorted({k for r in warm for k in r["timings"]})},
     }
+    full, sparse = _replay_checkouts(ctx, repo, commits[0])
+    ctx.details["grading"]["replay_checkout_s"] = {"whole": round(full, 3), "sparse": round(sparse, 3)}
+    ctx.log(f"  bare test command {bare:.2f}s; a warm grade {warm_wall:.2f}s ({warm_wall / bare:.1f}x); "
+            f"a replay agent's checkout {sparse:.2f}s sparse, {full:.2f}s whole")
     # The sandbox's cost: the same gold grade, its test run timed unconfined and in bwrap
     # (fastest of three each, alternating, so a slow spell of the machine hits both).
     version, base, _ = tasks[-1]
@@ -222,6 +285,13 @@ def run(ctx: Context) -> list[Result]:
                                          "cost_s": round(cost, 3)}
     ctx.log(f"  sandbox: test run {unconfined:.3f}s unconfined, {confined:.3f}s in bwrap: +{cost:.3f}s")
     return [
+        Result("grading_warm_vs_bare", warm_wall, "s/task", warm_wall / bare, None, None,
+               reference=f"the bare test command in the same environment, unconfined, no plugin ({bare:.2f} s; fastest of 3)"),
+        # on the quick run's 300 files both checkouts are mostly git's fixed costs: no target there
+        Result("grading_replay_checkout", sparse, "s/task", sparse / full, None if ctx.quick else "ratio <= 0.5",
+               None if ctx.quick else sparse <= 0.5 * full,
+               reference=f"a whole checkout for an agent ({full:.2f} s; fastest of 3): the oracle and predictions agents' "
+                         "sparse one holds only the patched files"),
         Result("grading_sandbox_cost", cost, "s/test run", confined / unconfined, "value <= 0.3 s", cost <= 0.3,
                reference=f"the same test run unconfined ({unconfined:.2f} s; fastest of 3 each)"),
         Result("grading_overhead", mean_overhead, "s/task", mean_overhead / mean_test,

@@ -108,8 +108,15 @@ def env_pycache(env: EnvInfo) -> Path | None:
     had (Python < 3.8 ignores PYTHONPYCACHEPREFIX; the warm-up failed): the caller falls
     back to a private empty cache."""
     target = env.path / ENV_PYCACHE
-    if (target / _ENV_PYCACHE_DONE).is_file():
-        return target
+    try:
+        # The tree mirrors absolute source paths: made for the venv where it is now and the
+        # interpreter it runs, not for a venv at another path (a cache folder copied or moved)
+        # or another interpreter, where no module would be found and each would compile at
+        # every import, with its compile-time warnings.
+        if (target / _ENV_PYCACHE_DONE).read_text(encoding="utf-8") == _made_for(env):
+            return target
+    except OSError:
+        pass
     if target.is_dir():
         shutil.rmtree(target, ignore_errors=True)
     try:
@@ -133,7 +140,7 @@ def env_pycache(env: EnvInfo) -> Path | None:
             return None
         _keep_only(work, [env.venv, Path(base)])
         _link_compiled(env.venv, work)
-        (work / _ENV_PYCACHE_DONE).write_text("")
+        (work / _ENV_PYCACHE_DONE).write_text(_made_for(env), encoding="utf-8")
         try:
             os.rename(work, target)
         except OSError:  # made meanwhile by another process: use that one
@@ -143,6 +150,11 @@ def env_pycache(env: EnvInfo) -> Path | None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(empty, ignore_errors=True)
+
+
+def _made_for(env: EnvInfo) -> str:
+    """What an environment's bytecode cache holds paths of: its venv and its interpreter."""
+    return f"{os.fspath(env.venv)}\n{os.path.realpath(env.python)}\n"
 
 
 def _link_compiled(venv: Path, prefix: Path) -> None:

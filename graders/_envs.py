@@ -8,6 +8,10 @@ Layout under `<cache>/envs/OWNER__NAME/<version>/`:
         build.log            every command of the build and its output
         files.json           the venv's files (size, mtime) as the harness left them
         installed.json       where the repo itself is installed (see `ensure_repo_installed`)
+        built.txt            the build's distributions at their exact versions (`uv pip freeze`)
+        lock.txt             the same with the sha256 of their files (`graders._install.record_lock`):
+                             `uv pip sync --require-hashes lock.txt` makes the same set elsewhere
+        pycache/             the bytecode of the venv and its interpreter for confined test runs
         .complete            written last: a dir without it is not an environment
     py3.9-<hash12>.lock      flock: held while building, and while a grade uses the env
     .py3.9-<hash12>.tmp-*    a build in progress (renamed into place when complete)
@@ -84,7 +88,7 @@ from pathlib import Path
 import msgspec
 
 from graders._env_info import FILES, EnvBuildError, EnvInfo, record_env_files
-from graders._install import BUILT, _record_built
+from graders._install import BUILT, LOCK, _record_built, record_lock
 from graders._integrity import diff_manifests, drop_added_caches, load_manifest, save_manifest, venv_manifest
 from graders._interpreters import Interpreter, find_python
 from graders._manifests import FileReader, _dir_reader, _packages, pre_install_plan
@@ -116,6 +120,7 @@ __all__ = [
     "era_for",
     "guard_env",
     "env_lock",
+    "env_path",
     "list_envs",
     "prune_envs",
     "touch_used",
@@ -164,6 +169,12 @@ def _env_dir(
 ) -> Path:
     name = f"py{interpreter.minor}-{env_identity(spec, exclude_newer)[:12]}"
     return cache_dir / "envs" / repo_slug(repo) / _safe(version) / name
+
+
+def env_path(cache_dir: Path, repo: str, version: str, spec: EnvSpec, interpreter: Interpreter,
+             exclude_newer: str | None = None) -> Path:
+    """Where the environment of these facts is (or will be) in the cache: nothing is built."""
+    return _env_dir(cache_dir, repo, version, spec, interpreter, exclude_newer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,12 +285,12 @@ def build_env(
         read_file, files_origin = _dir_reader(worktree), files_origin or "the checkout"
     if not force and (final / MARKER).is_file():
         info = _read_info(final)
-        if info is not None:
+        if info is not None and _runs(info):
             return EnvBuild(info, built=False, warnings=list(info.warnings), log_path=final / "build.log")
     with nullcontext() if locked else file_lock(lock):
         if (final / MARKER).is_file() and not force:
             info = _read_info(final)
-            if info is not None:
+            if info is not None and _runs(info):
                 return EnvBuild(info, built=False, warnings=list(info.warnings), log_path=final / "build.log")
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
         log = _Log(tmp / "build.log")
@@ -300,6 +311,8 @@ def build_env(
             }
             (tmp / "env.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
             _record_built(tmp / "venv" / "bin" / "python", tmp / BUILT, log)
+            if (tmp / BUILT).is_file():
+                record_lock(tmp / "venv" / "bin" / "python", tmp / BUILT, tmp / LOCK, log)
             log.write(f"# complete; {len(warnings)} warning(s)")
             log.close()
             save_manifest(tmp / FILES, venv_manifest(tmp / "venv"))
@@ -319,6 +332,13 @@ def build_env(
     info = _read_info(final)
     assert info is not None
     return EnvBuild(info, built=True, warnings=list(info.warnings), log_path=final / "build.log")
+
+
+def _runs(env: EnvInfo) -> bool:
+    """Is the venv's interpreter there? It is a link to the interpreter it was made with
+    (pyvenv.cfg's `home`): a cache folder copied to a machine without that interpreter at
+    that path holds environments that cannot start, which are built again."""
+    return env.python.exists()
 
 
 # The installer is not part of the environment under test: an era pip (19.x) cannot

@@ -9,6 +9,7 @@ verdict from the log and the channel (`graders._decide`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -30,18 +31,19 @@ from graders._apply import (
 from graders._bytecode import PrivatePycache, env_pycache, remove_stray_bytecode
 from graders._decide import Decision, blame, decide
 from graders._env_info import EnvBuildError, EnvInfo
-from graders._envs import build_env, env_lock, era_for, guard_env, touch_used
+from graders._envs import build_env, env_lock, env_path, era_for, guard_env, touch_used
 from graders._install import (
     ensure_repo_installed,
     install_environment,
     install_fingerprint,
     install_products,
+    installed_slot,
     prepare_worktree,
 )
 from graders._interpreters import PythonNotFound, find_python
 from graders._manifests import pre_install_plan
 from graders._parsers import parse_log, parser_for_repo
-from graders._repos import GitError, RepoCache, Worktree
+from graders._repos import GitError, RepoCache, Worktree, preferred_slot
 from graders._results_plugin import ResultsChannel, channel_overrides, check_against_channel
 from graders._run import (
     build_test_command,
@@ -119,6 +121,7 @@ class _ExecutingGrader:
         # cache apart, so nothing compiled before the patch reaches the tests
         install_cache, pycache = PrivatePycache(), PrivatePycache()
         try:
+            notes.phase("install")
             if env is not None and spec.install:
                 notes.add("[swecl] " + prepare_worktree(env, spec, wt))  # keeps only the install's products
             setup_env = (install_environment(env, install_cache.environment()) if env
@@ -142,6 +145,7 @@ class _ExecutingGrader:
                 if not inst.ok:
                     notes.add(inst.log[-20000:])
                     env_warnings.append(f"install failed: {spec.install}")
+            notes.phase("apply")
             prepared = snapshot(wt.path)
 
             applied = apply_patch(wt.path, req.model_patch, reset=lambda: reset_to(wt.path, prepared, model_paths))
@@ -162,6 +166,7 @@ class _ExecutingGrader:
                     error=f"the gold test patch does not apply: {gold.error}",
                 )
 
+            notes.phase("prepare")
             eval_env, eval_skipped = parse_eval_commands(spec.eval_commands, wt.path)
             for line in eval_skipped:
                 notes.add(f"[swecl] eval command not run (only `export` lines are used): {line}")
@@ -190,9 +195,11 @@ class _ExecutingGrader:
             # the private cache read-only: nothing can be planted there either
             confined = dict(sandbox=self.sandbox, readable=[*([env.path] if env else []), *channel.paths(),
                                                             *pycache.paths()])
+            notes.phase(None)
             with notes.timed("tests"):
                 run = run_process(cmd.argv, cwd=wt.path, env=run_env, timeout_s=self.timeout_s, writable=channel.paths(),
                                   **confined)
+            notes.phase("parse")
             parser = spec.log_parser
             if parser is None:
                 try:
@@ -224,10 +231,12 @@ class _ExecutingGrader:
                 status = "env_failed"
                 error = f"{error}; environment problems: {'; '.join(env_warnings)}"
             elif status == "infra_error":
+                notes.phase(None)  # the control run's test command counts as tests
                 blamed = self._control_run(
                     req, wt.path, prepared, model_paths, cmd.argv, run_env, parser, notes, decision,
                     readable=confined["readable"], writable=channel.paths(), env=env,
                 )
+                notes.phase("parse")
                 status, error = blamed.status, blamed.error
             return _finish(self.name, notes, start, status, test_output=output, exit_code=run.exit_code,
                            error=error, **common, **verdict)
@@ -237,7 +246,8 @@ class _ExecutingGrader:
             pycache.close()
             # next task starts clean: tracked files back, untracked and patch-made ignored files gone
             try:
-                wt.reset(extra_paths=[*model_paths, *test_paths])
+                with notes.timed("reset"):
+                    wt.reset(extra_paths=[*model_paths, *test_paths])
             except GitError:
                 pass
 
@@ -306,11 +316,19 @@ class SwebenchGrader(_ExecutingGrader):
 
     def _grade(self, req: GradeRequest, notes: _Notes, start: float) -> GradeOutcome:
         spec = spec_for(req.repo, req.version, req.environment)
+        notes.phase("checkout")
+        interp = find_python(spec.python, explicit=self.python_paths)
+        era = era_for(self.repos, req.repo, req.base_commit, req.environment_setup_commit)
+        # The slot the environment's install was made in, tried first: another slot means
+        # installing the repository again (tens of seconds for pytest), and which worker
+        # grades a task, so which slot it would prefer, changes from task to task.
+        installed = installed_slot(env_path(self.cache_dir, req.repo, str(req.version), spec, interp, era.cutoff),
+                                   self.repos, req.repo) if spec.install else None
         # with an install, ignored files stay until the env says which are its products
-        with self.repos.worktree(req.repo, req.base_commit, clean_ignored=not spec.install) as wt:
+        with (preferred_slot(installed) if installed is not None else contextlib.nullcontext()), \
+                self.repos.worktree(req.repo, req.base_commit, clean_ignored=not spec.install) as wt:
             notes.add(f"[swecl] worktree {wt.path} (slot {wt.slot})")
-            interp = find_python(spec.python, explicit=self.python_paths)
-            era = era_for(self.repos, req.repo, req.base_commit, req.environment_setup_commit)
+            notes.phase(None)
             for note in era.notes:
                 notes.add(f"[swecl] {note}")
             make = functools.partial(
@@ -325,7 +343,9 @@ class SwebenchGrader(_ExecutingGrader):
                       f"{interp.source}; packages as of {era.cutoff}, commit {era.commit[:12]})")
             for w in build.warnings:
                 notes.add(f"[swecl] env warning: {w}")
+            notes.phase("lock")  # another grade using this environment holds it
             with env_lock(build.env):
+                notes.phase(None)
                 env = build.env
                 if self.check_env_integrity and not self.sandbox.confined:
                     def rebuild() -> EnvInfo:

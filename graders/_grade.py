@@ -80,8 +80,12 @@ class GradeOutcome(msgspec.Struct, kw_only=True):
     similarity: dict[str, float] | None = None
     grader: str = ""
     parser: str | None = None  # the log parser that read the test output (for regrades)
-    # where the grade's time went, in seconds: "env" (building or finding the environment)
-    # and "tests" (the test command, and the control run when there is one)
+    # where the grade's time went, in seconds: "checkout" (the worktree slot at the base
+    # commit, the era), "env" (building or finding the environment), "install" (the slot
+    # cleaned, set-up lines, the repository's own install), "apply" (model patch, test-file
+    # revert, test patch), "prepare" (the test command, stray bytecode), "tests" (the test
+    # command, and the control run when there is one), "parse" (log, channel, decision),
+    # "reset" (the slot put back; after the grade's duration_s)
     timings: dict[str, float] = {}
     env_built: bool | None = None  # whether this grade built its environment (None: no environment)
 
@@ -99,6 +103,15 @@ class _Notes:
         self.lines = [f"[swecl] grader={grader} instance={req.instance_id} repo={req.repo} version={req.version} base={req.base_commit}"]
         self.timings: dict[str, float] = {}
         self.env_built: bool | None = None
+        self._phase: str | None = None
+        self._since = 0.0
+
+    def phase(self, key: str | None) -> None:
+        """End the running phase (its time added to `timings`) and start `key` (None: none)."""
+        now = time.perf_counter()
+        if self._phase is not None:
+            self.timings[self._phase] = round(self.timings.get(self._phase, 0.0) + now - self._since, 3)
+        self._phase, self._since = key, now
 
     @contextlib.contextmanager
     def timed(self, key: str) -> Iterator[None]:
@@ -117,6 +130,7 @@ class _Notes:
 
 def _finish(grader: str, notes: _Notes, start: float, status: str, *, test_output: str | None = None,
             exit_code: int | None = None, **fields: object) -> GradeOutcome:
+    notes.phase(None)
     if "resolved" not in fields:
         fields["resolved"] = GradeStatus(status).resolved
     body = notes.text()
@@ -124,6 +138,8 @@ def _finish(grader: str, notes: _Notes, start: float, status: str, *, test_outpu
         body += frame_test_output(test_output, exit_code)
     return GradeOutcome(
         status=status, log=body.encode("utf-8", "replace"), test_exit_code=exit_code,
-        duration_s=round(time.monotonic() - start, 3), grader=grader, timings=dict(notes.timings),
+        duration_s=round(time.monotonic() - start, 3), grader=grader,
+        # the notes' own dict: what the grader times after the outcome is made (the reset) still lands
+        timings=notes.timings,
         env_built=notes.env_built, **fields,  # type: ignore[arg-type]
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -24,20 +25,24 @@ from graders._env_info import EnvInfo, record_env_files
 from graders._era_deps import project_requirements, self_install_extras
 from graders._integrity import products_manifest
 from graders._interpreters import uv_bin
-from graders._repos import Worktree, git, untracked_files
+from graders._repos import RepoCache, Worktree, git, untracked_files
 from graders._run import LineResult, run_line
 from graders._specs import EnvSpec
 from graders._uv import _Cutoff, _Log, _uv_env, _uv_install, installed_pins
 
 __all__ = [
     "BUILT",
+    "LOCK",
     "INSTALL_RECIPE",
     "InstallResult",
     "ensure_repo_installed",
     "install_environment",
     "install_fingerprint",
     "install_products",
+    "installed_slot",
     "prepare_worktree",
+    "record_lock",
+    "sync_from_lock",
 ]
 
 
@@ -98,6 +103,24 @@ def _install_state(env: EnvInfo) -> dict:
     return state if isinstance(state, dict) else {}
 
 
+def installed_slot(env_dir: Path, repos: RepoCache, repo: str) -> int | None:
+    """The worktree slot of `repos` where the environment at `env_dir` last installed the
+    repository (made there, whether it worked: a failure is taken as it was in that slot
+    too, see `ensure_repo_installed`), None when none."""
+    try:
+        state = json.loads((env_dir / "installed.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    where = state.get("worktree") if isinstance(state, dict) else None
+    if not isinstance(where, str):
+        return None
+    name = os.path.basename(where)
+    if not re.fullmatch(r"slot-\d+", name):
+        return None
+    number = int(name[len("slot-"):])
+    return number if os.fspath(repos.slot_path(repo, number)) == where else None
+
+
 def install_products(env: EnvInfo, worktree: Path) -> set[str]:
     """The files the env's recorded install made in `worktree` (none when it was made
     elsewhere or failed)."""
@@ -142,7 +165,8 @@ def ensure_repo_installed(
     """Run spec.install in `worktree` unless the env already has it installed from there.
 
     Call with the env's lock held (`env_lock`). Re-runs when the last install was made
-    from another worktree, failed, had other dependency manifests (`fingerprint`, see
+    from another worktree, failed leaving files in the worktree (a failure that left none is
+    taken as it was: it would fail the same way), had other dependency manifests (`fingerprint`, see
     `install_fingerprint`), or (install_per_task) at another commit. After an install
     its products in the worktree and the venv's files are recorded. `extra_env`: more
     variables for the install (a private bytecode cache, graders._bytecode).
@@ -152,17 +176,26 @@ def ensure_repo_installed(
     state_file = env.path / "installed.json"
     state = _install_state(env)
     same_place = (
-        state.get("worktree") == os.fspath(worktree) and state.get("ok") is True and state.get("install") == spec.install
+        state.get("worktree") == os.fspath(worktree) and state.get("install") == spec.install
         and state.get("fingerprint") == fingerprint and state.get("recipe") == INSTALL_RECIPE
         and state.get("settings", "") == _settings_text(env)
+        and (not spec.install_per_task or state.get("commit") == commit)
     )
-    if same_place and (not spec.install_per_task or state.get("commit") == commit):
+    if same_place and state.get("ok") is True:
         return InstallResult(ran=False, ok=True, log=f"(repo already installed from {worktree} at {state.get('commit')})\n")
+    if (same_place and state.get("ok") is False and state.get("products") == {} and isinstance(state.get("log"), str)
+            and (worktree / ".git").exists()):
+        # The same install in the same environment and slot, with the same manifests, fails
+        # the same way (sympy 1.1's era setuptools cannot run on Python 3.9): run again it
+        # costs a uv sync and a pip run per grade and changes nothing. Only a failure that
+        # left no file in the worktree is taken as it was: the slot is cleaned whole before
+        # each grade, so the tests see what they saw after the failed install.
+        return InstallResult(ran=False, ok=False, log=state["log"], notes=tuple(state.get("notes") or ()))
     state_file.unlink(missing_ok=True)
     results: list[LineResult] = []
     variables: dict[str, str] = {}
     era_note = _back_to_built(env, timeout_s=timeout_s)
-    era_text, era_ran = _era_dependencies(env, spec.install, worktree, timeout_s=timeout_s)
+    era_text, era_ran = _era_dependencies(env, spec.install, worktree, timeout_s=timeout_s, fingerprint=fingerprint)
     era_note += era_text
     before = _frozen(env.python) if era_ran else None
     for line in [spec.install]:  # `a; b` lines are split by run_line itself
@@ -188,7 +221,9 @@ def ensure_repo_installed(
     state_file.write_text(
         json.dumps({"worktree": os.fspath(worktree), "commit": commit, "install": spec.install, "ok": ok,
                     "recipe": INSTALL_RECIPE, "settings": _settings_text(env),
-                    "fingerprint": fingerprint, "products": products, "at": time.time()}) + "\n",
+                    "fingerprint": fingerprint, "products": products, "at": time.time(),
+                    # a failure's account, for the grades that take it as it was (above)
+                    **({} if ok else {"log": text[-20000:], "notes": list(notes)})}) + "\n",
         encoding="utf-8",
     )
     return InstallResult(ran=True, ok=ok, log=text, notes=notes)
@@ -235,6 +270,41 @@ def _record_built(python: Path, path: Path, log: _Log) -> None:
         path.write_bytes(done.stdout)
 
 
+LOCK = "lock.txt"
+# the repository's requirements read per dependency manifests (`_era_dependencies`)
+ERA_REQUIREMENTS = "era-requirements"
+
+
+def record_lock(python: Path, built: Path, lock: Path, log: _Log) -> bool:
+    """The environment's lock: every distribution of the build (`BUILT`) at its exact version
+    with the sha256 of each file the index offers for it, as `uv pip compile
+    --generate-hashes` writes them; `sync_from_lock` makes an environment of the same
+    distributions from it. False (no lock, said in the build log) when the index gives no
+    hashes or cannot be reached."""
+    argv = [uv_bin(), "pip", "compile", "--no-deps", "--generate-hashes", "--no-header", "--no-annotate",
+            "--python", os.fspath(python), os.fspath(built), "--output-file", os.fspath(lock)]
+    log.write("$ " + shlex.join(argv))
+    try:
+        done = subprocess.run(argv, capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.write(f"failed to run: {exc}; no lock")
+        return False
+    log.write(done.stderr.decode("utf-8", "replace").rstrip() + f"\n[exit {done.returncode}]")
+    text = lock.read_text(encoding="utf-8", errors="replace") if lock.is_file() else ""
+    if done.returncode != 0 or "--hash=" not in text:
+        lock.unlink(missing_ok=True)
+        log.write("# no lock: the index gave no hashes for these files")
+        return False
+    return True
+
+
+def sync_from_lock(python: Path, lock: Path, *, timeout_s: float = 3600) -> subprocess.CompletedProcess[bytes]:
+    """Make the venv of `python` hold exactly the lock's distributions, each file checked
+    against its hashes (`uv pip sync --require-hashes`)."""
+    return subprocess.run([uv_bin(), "pip", "sync", "--require-hashes", "--python", os.fspath(python), os.fspath(lock)],
+                          capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL, timeout=timeout_s)
+
+
 def _back_to_built(env: EnvInfo, *, timeout_s: float) -> str:
     """The venv's packages back to the build's (`uv pip sync`, from uv's cache); lines
     for the install log. An env built before builds were recorded is left as it is."""
@@ -259,17 +329,31 @@ def _uv_install_log(args: list[str], *, timeout_s: float, failed: str, cwd: Path
     return f"$ {shlex.join(argv)}\n{out}[{verdict}]\n"
 
 
-def _era_dependencies(env: EnvInfo, install: str, worktree: Path, *, timeout_s: float) -> tuple[str, bool]:
+def _era_dependencies(env: EnvInfo, install: str, worktree: Path, *, timeout_s: float,
+                      fingerprint: str | None = None) -> tuple[str, bool]:
     """Before `pip install -e .[extras]`: the checkout's requirements installed with uv as
     of the env's era (see `graders._era_deps`). Returns the lines for the install log and
     whether the step applied (an era, a line that pip-installs the checkout); when anything
-    fails, pip resolves as it would have, and the log says so."""
+    fails, pip resolves as it would have, and the log says so.
+
+    The requirements read for one `fingerprint` of the dependency manifests are kept in the
+    environment and read from there the next time: `setup.py egg_info` takes seconds (pytest
+    5.4's: 7 s, to fail the same way each time), and an install runs at every task whose
+    manifests differ from the last one's, so again in each pass of a validation."""
     extras = self_install_extras(install)
     if not env.exclude_newer:
         return "", False
     if extras is None:
         return f"[swecl] install line not read for requirements (not a pip install of the checkout alone): {install}\n", False
-    reqs, how = project_requirements(worktree, env.python, extras, timeout_s=min(timeout_s, 600))
+    kept = env.path / ERA_REQUIREMENTS / f"{fingerprint}-{hashlib.sha256(' '.join(extras).encode()).hexdigest()[:12]}.json"
+    try:
+        known = json.loads(kept.read_text(encoding="utf-8")) if fingerprint else None
+        reqs, how = known["requirements"], known["how"] + " (read before for these manifests)"
+    except (OSError, ValueError, TypeError, KeyError):
+        reqs, how = project_requirements(worktree, env.python, extras, timeout_s=min(timeout_s, 600))
+        if fingerprint and "failed to run" not in how:  # a run that could not start is not the manifests' answer
+            kept.parent.mkdir(exist_ok=True)
+            kept.write_text(json.dumps({"requirements": reqs, "how": how}) + "\n", encoding="utf-8")
     head = f"[swecl] the repository's requirements as of {env.exclude_newer}: {how}\n"
     if not reqs:
         return head, True

@@ -260,6 +260,26 @@ def file_at(git_dir: Path, commit: str, rel: str) -> str | None:
     return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None
 
 
+def _has_submodules(checkout: Path, rev: str) -> bool:
+    return git(["cat-file", "-e", f"{rev}:.gitmodules"], cwd=checkout, check=False).returncode == 0
+
+
+def _sparse_pattern(path: str) -> str:
+    """One repository path as an anchored, literal sparse-checkout (gitignore) pattern."""
+    escaped = re.sub(r"([\\*?\[\]!#])", r"\\\1", path)
+    if escaped.endswith(" "):
+        escaped = escaped[:-1] + "\\ "
+    return "/" + escaped
+
+
+def sparse_checkout(checkout: Path, paths: Sequence[str]) -> None:
+    """Before the first checkout of a clone: only `paths` and the ignore and attribute
+    files will be written (`git sparse-checkout disable` brings back the rest)."""
+    patterns = [".gitignore", ".gitattributes", *(_sparse_pattern(p) for p in paths if p and "\n" not in p)]
+    git(["sparse-checkout", "set", "--no-cone", "--stdin"], cwd=checkout,
+        input="".join(f"{p}\n" for p in patterns).encode("utf-8", "surrogateescape"))
+
+
 def _remove_abandoned_workspaces(base: Path) -> None:
     """Agent checkouts whose process died (their lock is free) are removed. A lock file
     younger than a minute is left alone: its owner may not have locked it yet."""
@@ -382,7 +402,7 @@ class RepoCache:
         with self._take_slot(repo, candidates, blocking=slot is not None) as taken:
             path = self.slot_path(repo, taken)
             with file_lock(self._mirror_lock(repo)):
-                if not (path / ".git").is_file() or git(["rev-parse", "--git-dir"], cwd=path, check=False).returncode:
+                if not self._slot_of_mirror(path, mirror):
                     shutil.rmtree(path, ignore_errors=True)
                     git(["worktree", "prune"], cwd=mirror)
                     git(["worktree", "add", "--detach", "--force", "--", os.fspath(path), commit], cwd=mirror)
@@ -392,6 +412,19 @@ class RepoCache:
             if clean_ignored:
                 tree.clean()
             yield tree
+
+    @staticmethod
+    def _slot_of_mirror(path: Path, mirror: Path) -> bool:
+        """Is `path` a worktree of this cache's `mirror`? A slot of a cache folder copied from
+        elsewhere still names the first cache's mirror (its `.git` file is an absolute path):
+        used as it is, two caches would share one index and HEAD."""
+        if not (path / ".git").is_file():
+            return False
+        done = git(["rev-parse", "--absolute-git-dir"], cwd=path, check=False)
+        if done.returncode:
+            return False
+        admin = Path(done.stdout.decode("utf-8", "surrogateescape").strip())
+        return admin.parent.parent.resolve() == mirror.resolve() and admin.parent.name == "worktrees"
 
     # -- what an agent may see ------------------------------------------------------------
 
@@ -427,7 +460,9 @@ class RepoCache:
                 if borrowed is not None:
                     # The ancestor's objects and every store it borrows from, listed flat:
                     # git follows alternates only a few levels deep.
-                    chain = [os.fspath(borrowed / "objects")]
+                    # Relative to the objects directory (views of a repository are siblings, so
+                    # the same text holds in each): a cache folder copied elsewhere keeps them.
+                    chain = [os.path.join("..", "..", borrowed.name, "objects")]
                     inherited = borrowed / "objects" / "info" / "alternates"
                     if inherited.is_file():
                         chain += [line for line in inherited.read_text().splitlines() if line.strip()]
@@ -462,12 +497,19 @@ class RepoCache:
         return None if best is None else best[1]
 
     @contextmanager
-    def agent_checkout(self, repo: str, commit: str, parent: Path | str | None = None) -> Iterator[Path]:
+    def agent_checkout(self, repo: str, commit: str, parent: Path | str | None = None, *,
+                       only: Sequence[str] | None = None) -> Iterator[Path]:
         """A fresh checkout of `commit` for an agent: its history ends at `commit`.
 
         A shared clone of the commit's view (objects borrowed, not copied; the agent's
         own commits stay in the checkout), with no remote, no tags and no reflog that
         names a later commit. Removed when the block ends.
+
+        `only`: the paths an agent that replays a known patch touches. The checkout is then
+        sparse: those files and every `.gitignore` and `.gitattributes` (what decides what
+        `git add` takes), not the thousands of other files of a large repository; git keeps
+        the rest in the index (skip-worktree), so the worktree's diff is the same. A repository
+        with submodules is checked out whole.
         """
         view = self.ensure_view(repo, commit)
         base = Path(parent) if parent is not None else self.cache_dir / "workspaces"
@@ -480,6 +522,8 @@ class RepoCache:
         with file_lock(holder.with_name(holder.name + ".lock")):
             try:
                 git(["clone", "--shared", "--no-checkout", "--quiet", "--", os.fspath(view), os.fspath(path)])
+                if only is not None and not _has_submodules(path, "refs/remotes/origin/base"):
+                    sparse_checkout(path, only)
                 git(["checkout", "--detach", "--quiet", "refs/remotes/origin/base"], cwd=path)
                 git(["remote", "remove", "origin"], cwd=path)
                 for ref in git(["for-each-ref", "--format=%(refname)"], cwd=path).stdout.decode().split():

@@ -315,6 +315,9 @@ class GradeFinished(Event, tag="grade.finished", kw_only=True):
     # code). The channel's file is gone once the grade is made: a regrade re-reads the log
     # and applies these, so it cannot bring back a pass the channel refused.
     channel_overrides: dict[str, str] = msgspec.field(default_factory=dict)
+    # Where the grade's time went, in seconds, by phase (graders.GradeOutcome.timings:
+    # checkout, lock, env, install, apply, prepare, tests, parse, reset); empty before it was recorded
+    timings: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 class GradeCorrected(Event, tag="grade.corrected", kw_only=True):

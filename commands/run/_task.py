@@ -422,7 +422,11 @@ def _run_agent(
             try:
                 # Not a worktree of the mirror: that holds every later commit, this task's fix
                 # and tests among them. The agent's checkout holds the base commit's history only.
-                workdir = stack.enter_context(ctx.repos.agent_checkout(task.repo, task.base_commit))
+                # An agent that replays a known patch (oracle, predictions) needs only the
+                # files it touches: a sparse checkout, not the whole tree of a large repository.
+                replayed = getattr(ctx.agent, "replayed_paths", None)
+                only = replayed(task.instance_id, pass_, ctx.stage.name) if replayed is not None else None
+                workdir = stack.enter_context(ctx.repos.agent_checkout(task.repo, task.base_commit, only=only))
             except (SweclError, OSError) as exc:
                 error = f"checkout of {task.repo}@{task.base_commit[:12]} failed: {exc}"
                 return AgentResult(exit="error", error=_scrubbed(error), duration_s=time.monotonic() - started), "infra_error"
@@ -543,6 +547,7 @@ def _grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, patch: st
         parser=outcome.parser,
         p2p_excluded=list(outcome.p2p_excluded),
         channel_overrides=dict(outcome.channel_overrides),
+        timings=dict(outcome.timings),
     )
     return event, collect.blobs
 

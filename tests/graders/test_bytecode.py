@@ -100,6 +100,15 @@ def test_the_environments_cache_is_warmed_once_and_holds_no_worktree_module(tmp_
     assert env_pycache(env) == made and (made / "marker").exists()  # made once
     (made / ".swecl-pycache-2").unlink()  # as an earlier swecl left it: without the install's bytecode
     assert env_pycache(env) == made and not (made / "marker").exists() and _pycache_file(made, site / "lazy_mod.py")
+    # the environment copied to another path (a cache folder shared): its cache, made for
+    # the paths of the first, is made again for the copy's own
+    moved_dir = tmp_path / "elsewhere" / "env"
+    shutil.copytree(env_dir, moved_dir, symlinks=True)
+    moved = EnvInfo(key=env.key, repo="o/n", version="1", spec_hash="x", python_version=version, path=moved_dir,
+                    complete=True)
+    moved_site = moved_dir / site.relative_to(env_dir)
+    assert not _pycache_file(moved_dir / "pycache", moved_site / "lazy_mod.py")
+    assert env_pycache(moved) == moved_dir / "pycache" and _pycache_file(moved_dir / "pycache", moved_site / "lazy_mod.py")
 
 
 def test_an_interpreter_that_ignores_the_prefix_gets_no_environment_cache(tmp_path: Path) -> None:

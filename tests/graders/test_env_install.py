@@ -123,6 +123,27 @@ def test_changed_dependency_manifests_reinstall_and_others_do_not(tmp_path: Path
     assert _state(cache)["commit"] == new_reqs
 
 
+def test_a_grade_takes_the_slot_its_environment_installed_into(tmp_path: Path) -> None:
+    """Which worker grades a task changes from task to task, and with it the slot it would
+    take first: the slot holding the environment's install comes first, so the install is
+    reused; a slot busy elsewhere is passed over, and the install runs in the next."""
+    from graders import preferred_slot
+    from graders._repos import RepoCache
+
+    src, setup = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
+    cache = tmp_path / "cache"
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
+    with preferred_slot(0):
+        status, log = _grade(grader, setup, GOLD_PATCH, setup)
+    assert status == "resolved" and "install: ran (ok)" in log and "(slot 0)" in log, log
+    with preferred_slot(1):  # another worker
+        status, log = _grade(grader, setup, WRONG_PATCH, setup)
+    assert status == "unresolved" and "install: reused (ok)" in log and "(slot 0)" in log, log
+    with RepoCache(cache).worktree(PKG, setup, slot=0), preferred_slot(1):  # slot 0 held by another grade
+        status, log = _grade(grader, setup, GOLD_PATCH, setup)
+    assert status == "resolved" and "install: ran (ok)" in log and "(slot 1)" in log, log
+
+
 def test_the_repositorys_own_requirements_resolve_as_of_the_era(tmp_path: Path) -> None:
     """pip knows no cut-off: sphinx 3.0's `docutils>=0.12` became docutils 0.21 (no
     `docutils.utils.roman`) and every sphinx 3.x run died on import. The requirements of

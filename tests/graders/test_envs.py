@@ -78,6 +78,16 @@ def test_repo_install_runs_once_per_worktree_and_per_commit_when_compiled(tmp_pa
         result = ensure_repo_installed(build.env, failing, wt_b, "c3")
         assert result.ran and not result.ok
         assert ensure_repo_installed(build.env, failing, wt_b, "c3").ran  # a failed install is retried
+        # in a checkout: a failure that left no file there fails the same way again, and is
+        # taken as it was, with its log; one that left a file runs again
+        wt_c = tmp_path / "c"
+        subprocess.run(["git", "init", "-q", str(wt_c)], check=True)
+        first = ensure_repo_installed(build.env, failing, wt_c, "c3")
+        again = ensure_repo_installed(build.env, failing, wt_c, "c4")
+        assert first.ran and not first.ok and not again.ran and not again.ok and again.log == first.log
+        leaving = EnvSpec(python=None, install="python -c \"open('partial.txt', 'w'); raise SystemExit(1)\"")
+        assert ensure_repo_installed(build.env, leaving, wt_c, "c4").ran
+        assert ensure_repo_installed(build.env, leaving, wt_c, "c4").ran
     assert (wt_a / "runs.txt").read_text() == "x"
     assert (wt_b / "runs.txt").read_text() == "xx"
 
@@ -146,3 +156,60 @@ def test_pre_install_lines_that_need_root_are_reported() -> None:
     assert runnable == ["sed -i 's/pytest/pytest -rA/' tox.ini"]
     assert [line for line, _ in skipped] == ["apt-get update && apt-get install -y graphviz"]
     assert "root" in skipped[0][1]
+
+
+@pytest.mark.slow
+def test_an_environment_writes_a_lock_that_makes_the_same_distributions_elsewhere(shared_env, tmp_path: Path) -> None:
+    """lock.txt: the build's distributions at exact versions with their files' hashes; a
+    fresh venv synced from it (hashes required) holds exactly the same set."""
+    from graders._install import BUILT, LOCK, sync_from_lock
+    from graders._interpreters import uv_bin
+
+    _, build = shared_env
+    lock = (build.env.path / LOCK).read_text()
+    built = (build.env.path / BUILT).read_text().split()
+    assert built and all(f"{pin} \\" in lock for pin in built) and "--hash=sha256:" in lock
+    assert str(build.env.path) not in lock  # nothing of this machine's paths
+    fresh = tmp_path / "fresh"
+    subprocess.run([uv_bin(), "venv", "--quiet", "--python", str(build.env.python), str(fresh)], check=True)
+    done = sync_from_lock(fresh / "bin" / "python", build.env.path / LOCK)
+    assert done.returncode == 0, done.stderr
+    frozen = subprocess.run([uv_bin(), "pip", "freeze", "--python", str(fresh / "bin" / "python")],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert frozen == built
+
+
+def test_an_environment_whose_interpreter_is_gone_is_built_again(tmp_path: Path) -> None:
+    """A cache folder copied to a machine without the interpreter its venvs link to (at
+    that path): such an environment cannot start, and is built again rather than reused."""
+    first = build_env(REPO, "0.3", EnvSpec(python=None), cache_dir=tmp_path)
+    assert build_env(REPO, "0.3", EnvSpec(python=None), cache_dir=tmp_path).built is False
+    python = first.env.python
+    python.unlink()
+    python.symlink_to(tmp_path / "no-such-interpreter")
+    again = build_env(REPO, "0.3", EnvSpec(python=None), cache_dir=tmp_path)
+    assert again.built is True and again.env.path == first.env.path and again.env.python.exists()
+
+
+def test_the_requirements_of_one_set_of_manifests_are_read_once(tmp_path: Path) -> None:
+    """`setup.py egg_info` runs once per environment and dependency manifests: the next
+    install with the same manifests (another task, the next pass) reads what it found."""
+    from graders._install import _era_dependencies
+
+    env = build_env(REPO, "0.4", EnvSpec(python=None), cache_dir=tmp_path / "cache",
+                    exclude_newer="2024-01-01T00:00:00Z").env
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    counter = tmp_path / "egg_info_runs.txt"
+    (checkout / "setup.py").write_text(
+        f"import pathlib\np = pathlib.Path({str(counter)!r})\np.write_text(p.read_text() + 'x' if p.exists() else 'x')\n"
+        "from setuptools import setup\nsetup(name='calc', version='0')\n"
+    )
+    line = "python -m pip install -e ."
+    first, ran = _era_dependencies(env, line, checkout, timeout_s=120, fingerprint="f1")
+    again, _ = _era_dependencies(env, line, checkout, timeout_s=120, fingerprint="f1")
+    assert ran and "setup.py declares no requirements" in first and "read before for these manifests" in again
+    assert counter.read_text() == "x"
+    _era_dependencies(env, line, checkout, timeout_s=120, fingerprint="f2")  # other manifests: read again
+    _era_dependencies(env, line, checkout, timeout_s=120)  # none known: read every time
+    assert counter.read_text() == "xxx"

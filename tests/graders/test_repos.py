@@ -12,7 +12,7 @@ import pytest
 
 from graders._repos import GitError, RepoCache, default_cache_dir, git, repo_slug
 from ledger.errors import SweclError
-from tests.graders.exec_support import REPO, make_calc_repo, run_git, write
+from tests.graders.exec_support import GOLD_PATCH, REPO, make_calc_repo, run_git, write
 
 
 @pytest.fixture
@@ -242,7 +242,22 @@ def test_an_agent_checkout_reaches_only_the_history_of_its_commit(tmp_path: Path
     # all that one borrows, listed flat (git follows alternates only a few levels deep):
     # 7 was made after 2, 5 and 3; 5 after 2.
     borrowed = (cache.view_path(REPO, shas[7]) / "objects" / "info" / "alternates").read_text().split()
-    assert borrowed == [str(cache.view_path(REPO, shas[k]) / "objects") for k in (5, 2)]
+    assert borrowed == [f"../../{cache.view_path(REPO, shas[k]).name}/objects" for k in (5, 2)]
+    # relative paths: the cache folder copied elsewhere, and the first one gone, still serves
+    # every view, and its slots are its own mirror's worktrees, not the first cache's
+    with cache.worktree(REPO, shas[7]) as wt:
+        first_slot = wt.path
+    shutil.copytree(tmp_path / "cache", tmp_path / "copy", symlinks=True)
+    copy = RepoCache(tmp_path / "copy", {REPO: str(src)})
+    with copy.worktree(REPO, shas[6]) as wt:
+        admin = git(["rev-parse", "--absolute-git-dir"], cwd=wt.path).stdout.decode().strip()
+        assert admin.startswith(str(tmp_path / "copy")) and (wt.path / "f.txt").read_text() == "v6\n"
+    with cache.worktree(REPO, shas[7]) as wt:  # the first cache's slot is left as it was
+        assert wt.path == first_slot and (wt.path / "f.txt").read_text() == "v7\n"
+    shutil.rmtree(tmp_path / "cache")
+    with copy.agent_checkout(REPO, shas[7]) as path:
+        assert (path / "f.txt").read_text() == "v7\n"
+        assert git(["fsck", "--connectivity-only"], cwd=path, check=False).returncode == 0
 
 
 def test_a_checkout_left_by_a_killed_process_is_removed_by_the_next(tmp_path: Path) -> None:
@@ -279,3 +294,34 @@ def test_a_new_source_for_a_cached_repo_is_fetched_from(tmp_path: Path) -> None:
     cache = RepoCache(tmp_path / "cache", {REPO: str(moved)})
     with cache.worktree(REPO, newer) as wt:
         assert (wt.path / "f.txt").read_text() == "new\n"
+
+
+def test_a_replay_checkout_holds_only_the_patched_files_and_gives_the_same_patch(
+    tmp_path: Path, source: tuple[Path, str]
+) -> None:
+    """An agent that replays a known patch gets a sparse checkout: the files the patch
+    names and every .gitignore, nothing else; its diff is the full checkout's, a file the
+    .gitignore ignores stays out of both, and a patch that needs more of the tree makes the
+    checkout whole and applies."""
+    from agents import _diff
+
+    src, base = source
+    cache = RepoCache(tmp_path / "cache", {REPO: str(src)})
+    new_and_ignored = GOLD_PATCH + (
+        "diff --git a/build/out.txt b/build/out.txt\nnew file mode 100644\n--- /dev/null\n+++ b/build/out.txt\n@@ -0,0 +1 @@\n+x\n"
+    )
+    patches = {}
+    for only in (None, ["calc/ops.py", "build/out.txt"]):
+        with cache.agent_checkout(REPO, base, only=only) as path:
+            present = sorted(str(p.relative_to(path)) for p in path.rglob("*") if ".git" not in p.parts and p.is_file())
+            assert _diff.apply_patch(path, new_and_ignored) == "git apply"
+            patches[only is None] = _diff.worktree_patch(path, base)
+            if only is not None:
+                assert present == [".gitignore", "calc/ops.py"]
+                assert git(["status", "--porcelain"], cwd=path).stdout.decode().split() == ["M", "calc/ops.py"]
+    assert patches[True] == patches[False] and "build/out.txt" not in patches[True] and "calc/ops.py" in patches[True]
+    # the patch names a file the sparse checkout left out: the whole tree comes back and it applies
+    with cache.agent_checkout(REPO, base, only=["tests/test_ops.py"]) as path:
+        assert not (path / "calc" / "ops.py").exists()
+        assert _diff.apply_patch(path, GOLD_PATCH) == "git apply"
+        assert (path / "conftest.py").is_file() and _diff.worktree_patch(path, base) == patches[True]
