@@ -272,10 +272,26 @@ def _sparse_pattern(path: str) -> str:
     return "/" + escaped
 
 
-def sparse_checkout(checkout: Path, paths: Sequence[str]) -> None:
-    """Before the first checkout of a clone: only `paths` and the ignore and attribute
-    files will be written (`git sparse-checkout disable` brings back the rest)."""
-    patterns = [".gitignore", ".gitattributes", *(_sparse_pattern(p) for p in paths if p and "\n" not in p)]
+def _symlinked_parents(checkout: Path, rev: str, paths: Sequence[str]) -> list[str]:
+    """The parent directories of `paths` that are symbolic links at `rev`. A patch through
+    one (`link/file` where `link` points elsewhere) must meet the link as a full checkout
+    has it: left out, the patch would create a real directory there and apply."""
+    parents = sorted({"/".join(parts[:i]) for p in paths for parts in [p.split("/")] for i in range(1, len(parts))})
+    if not parents:
+        return []
+    listed = git(["ls-tree", "-z", rev, "--", *parents], cwd=checkout, check=False).stdout
+    return [entry.split(b"\t", 1)[1].decode("utf-8", "surrogateescape")
+            for entry in listed.split(b"\0") if entry.startswith(b"120000 ")]
+
+
+def sparse_checkout(checkout: Path, paths: Sequence[str], rev: str | None = None) -> None:
+    """Before the first checkout of a clone: only `paths` (and, given the `rev` to be checked
+    out, the symbolic links among their parents) and the ignore and attribute files will be
+    written (`git sparse-checkout disable` brings back the rest)."""
+    wanted = [p for p in paths if p and "\n" not in p]
+    if rev is not None:
+        wanted += _symlinked_parents(checkout, rev, wanted)
+    patterns = [".gitignore", ".gitattributes", *(_sparse_pattern(p) for p in wanted)]
     git(["sparse-checkout", "set", "--no-cone", "--stdin"], cwd=checkout,
         input="".join(f"{p}\n" for p in patterns).encode("utf-8", "surrogateescape"))
 
@@ -523,7 +539,7 @@ class RepoCache:
             try:
                 git(["clone", "--shared", "--no-checkout", "--quiet", "--", os.fspath(view), os.fspath(path)])
                 if only is not None and not _has_submodules(path, "refs/remotes/origin/base"):
-                    sparse_checkout(path, only)
+                    sparse_checkout(path, only, "refs/remotes/origin/base")
                 git(["checkout", "--detach", "--quiet", "refs/remotes/origin/base"], cwd=path)
                 git(["remote", "remove", "origin"], cwd=path)
                 for ref in git(["for-each-ref", "--format=%(refname)"], cwd=path).stdout.decode().split():

@@ -27,7 +27,8 @@ def test_quick_provider_benchmark_reports_call_overhead_and_snapshot_times(
     doc = json.loads(done.stdout)
     rows = {row["name"]: row for row in doc["results"]}
     assert set(rows) == {"provider_call_overhead_median", "provider_call_overhead_p95",
-                         "provider_snapshot_cold", "provider_snapshot_unchanged"}
+                         "provider_snapshot_cold", "provider_snapshot_unchanged", "provider_snapshot_cold_text",
+                         "provider_snapshot_changed_jsonl", "provider_snapshot_changed_pages"}
     for row in rows.values():
         assert row["unit"] == "ms" and isinstance(row["value"], (int, float)) and row["ok"] in (True, False)
         assert isinstance(row["ratio"], (int, float)) and row["ratio"] > 0

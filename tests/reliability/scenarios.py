@@ -29,11 +29,13 @@ def fill(root: Path, leave: int) -> Path:
     """Fill the filesystem of `root`, then give back `leave` bytes."""
     filler = root / "filler"
     chunk = b"\0" * 65536
-    with open(filler, "wb") as fh:
+    # Unbuffered: a buffered file keeps what a short write left over and writes it again
+    # when it closes, which raises ENOSPC outside the loop once the free space is not a
+    # multiple of the chunk.
+    with open(filler, "wb", buffering=0) as fh:
         try:
             while True:
                 fh.write(chunk)
-                fh.flush()
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EFBIG):
                 raise

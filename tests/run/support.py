@@ -52,7 +52,8 @@ def events(results: Path, *types: str) -> list[tuple[int, str, str, dict[str, An
 
 def comparable(results: Path) -> Counter[tuple[str, str, str]]:
     """(stream, type, payload) of every event, without what differs between any two runs
-    (wall times, the log blob that names the worktree slot, the command line) and the
+    (wall times and a grade's phase timings, the log blob that names the worktree slot, the
+    command line) and the
     number of workers in the recorded options. (The same run with more workers, or on
     another executor, records this same multiset: only the order differs.)"""
     out: Counter[tuple[str, str, str]] = Counter()
@@ -61,7 +62,7 @@ def comparable(results: Path) -> Counter[tuple[str, str, str]]:
         if e["type"] == "run.started":
             payload.pop("provenance")
             payload["config"] = {k: v for k, v in payload["config"].items() if k != "task_jobs"}
-        for volatile in ("duration_s", "log"):
+        for volatile in ("duration_s", "timings", "log"):
             payload.pop(volatile, None)
         out[(e["stream"], e["type"], json.dumps(payload, sort_keys=True))] += 1
     return out
