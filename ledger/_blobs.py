@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 import zstandard
@@ -30,6 +30,8 @@ import zstandard
 from .errors import IntegrityError, LedgerError
 from .events import UnknownEvent
 from ._connection import _ledger_error
+
+T = TypeVar("T")
 
 # Blobs smaller than this are stored as they are: compressing them saves nothing.
 _COMPRESS_MIN = 1024
@@ -75,20 +77,26 @@ def blob_hash(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def put_blob(conn: apsw.Connection, path: Path, raw: bytes) -> str:
-    """The work of `Ledger.put_blob` (see there), in a transaction of its own."""
+def _in_transaction(conn: apsw.Connection, path: Path, what: str, work: Callable[[], T]) -> T:
+    """`work()` in a write transaction of its own, rolled back if it fails; an SQLite error
+    as the ledger's error saying it could not `what` the ledger."""
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            digest = put_blob_in_txn(conn, raw)
+            done = work()
             conn.execute("COMMIT")
-            return digest
+            return done
         except BaseException:
             if not conn.get_autocommit():
                 conn.execute("ROLLBACK")
             raise
     except apsw.Error as exc:
-        raise _ledger_error(path, exc, "store a blob in") from None
+        raise _ledger_error(path, exc, what) from None
+
+
+def put_blob(conn: apsw.Connection, path: Path, raw: bytes) -> str:
+    """The work of `Ledger.put_blob` (see there), in a transaction of its own."""
+    return _in_transaction(conn, path, "store a blob in", lambda: put_blob_in_txn(conn, raw))
 
 
 def put_blob_in_txn(conn: apsw.Connection, raw: bytes | memoryview, digest: str | None = None, *,
@@ -114,19 +122,11 @@ def put_blobs(conn: apsw.Connection, path: Path, items: list[bytes | memoryview]
     digests = [blob_hash(raw) for raw in items]
     try:
         missing = [(d, raw) for d, raw in zip(digests, items) if not has_blob(conn, d)]
-        if not missing:
-            return digests
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for digest, raw in missing:
-                put_blob_in_txn(conn, raw, digest, bulk=True)
-            conn.execute("COMMIT")
-        except BaseException:
-            if not conn.get_autocommit():
-                conn.execute("ROLLBACK")
-            raise
     except apsw.Error as exc:
         raise _ledger_error(path, exc, "store blobs in") from None
+    if missing:
+        _in_transaction(conn, path, "store blobs in",
+                        lambda: [put_blob_in_txn(conn, raw, digest, bulk=True) for digest, raw in missing])
     return digests
 
 

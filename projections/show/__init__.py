@@ -13,6 +13,7 @@ files `swecl show --files DIR` writes. Pure reads of the ledger; nothing is writ
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -144,16 +145,7 @@ def final_message(transcript: str | None) -> str | None:
     assistant: str | None = None
     pieces: list[str] = []
     parsed = False
-    for line in transcript.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(obj, dict):
-            continue
+    for obj in _json_objects(transcript):
         parsed = True
         if str(obj.get("trajectory_format", "")).startswith("mini-swe-agent"):
             # mini-swe-agent's trajectory, kept as one JSON line: its last assistant words
@@ -197,16 +189,7 @@ def agent_commands(transcript: str | None) -> list[str]:
     mini-swe-agent trajectory's actions, a Claude Code transcript's `Bash` tool calls; none
     for any other form."""
     commands: list[str] = []
-    for line in (transcript or "").splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(obj, dict):
-            continue
+    for obj in _json_objects(transcript or ""):
         if str(obj.get("trajectory_format", "")).startswith("mini-swe-agent"):
             for m in obj.get("messages") or []:
                 extra = m.get("extra") if isinstance(m, dict) and m.get("role") == "assistant" else None
@@ -236,6 +219,20 @@ def _codex_message(obj: dict[str, Any]) -> tuple[bool, str] | None:
     if obj.get("type") == "item.completed" and isinstance(item, dict) and item.get("type") == "agent_message":
         return (False, item["text"]) if isinstance(item.get("text"), str) and item["text"].strip() else None
     return None
+
+
+def _json_objects(transcript: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a transcript's lines, in order; other lines are skipped."""
+    for line in transcript.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            yield obj
 
 
 def is_json_lines(text: str) -> bool:
