@@ -67,10 +67,12 @@ def test_a_plugin_run_with_the_claude_cli(tmp_path: Path, cache: Path, claude_bi
     assert run["spend"]["budget_usd"] == 100 and run["spend"]["cost_usd"] > 0
     first, *agents = [p for _, _, _, p in events(results, "agent.finished")]
     # The CLI held the first task to what was left of the budget (its --max-budget-usd): it
-    # stopped after its first model call, before the recall that call asked for.
+    # stopped after its first model call (whether the recall that call asked for ran before
+    # the CLI checked its spend is the CLI's timing: task 1 recalled once or not at all).
     assert first["exit"] == "budget" and first["cost_usd"] > 0 and first["transcript"]
     recalls = [p for _, _, _, p in events(results, "memory.recalled")]
-    assert [r["order"] for r in recalls] == list(range(2, demo_tasks(SPANS) + 1))
+    orders = [r["order"] for r in recalls]
+    assert orders in (list(range(1, demo_tasks(SPANS) + 1)), list(range(2, demo_tasks(SPANS) + 1))), orders
     assert {r["via"] for r in recalls} == {"mcp"}  # through the real MCP server
     assert {a["exit"] for a in agents} == {"completed"}
     assert all(a["turns"] == 2 and a["cost_usd"] is not None and a["tokens"]["input"] > 0 for a in agents)
