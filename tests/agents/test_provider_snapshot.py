@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -94,12 +95,19 @@ def test_changed_pages_of_a_database_file_store_only_the_chunks_around_them(tmp_
     assert (tmp_path / "restored" / "memory.db").read_bytes() == bytes(pages)
 
 
-def test_verify_counts_each_chunk_a_snapshot_names(tmp_path: Path) -> None:
+def _one_big_file(led: Ledger, tmp_path: Path, *, seed: int, chunks_above: int) -> Any:
+    """The snapshot entry of a data directory holding one random file `chunks_above` times
+    the size above which files are chunked."""
     data = tmp_path / "data"
     data.mkdir()
-    (data / "big.bin").write_bytes(random.Random(6).randbytes(3 * SNAPSHOT_CHUNK_ABOVE))
+    (data / "big.bin").write_bytes(random.Random(seed).randbytes(chunks_above * SNAPSHOT_CHUNK_ABOVE))
+    (entry,) = snapshot(led, data)
+    return entry
+
+
+def test_verify_counts_each_chunk_a_snapshot_names(tmp_path: Path) -> None:
     with Ledger.open(tmp_path / "a.db", create=True) as led:
-        (entry,) = snapshot(led, data)
+        entry = _one_big_file(led, tmp_path, seed=6, chunks_above=3)
     event = snapshot_event([entry], sequence_id="seq", instance_id="t1", order=1)
     assert blob_refs_of(event) == [c.blob for c in entry.chunks]
     # The same event in a ledger that lacks the chunks: verify names the first missing one.
@@ -110,11 +118,8 @@ def test_verify_counts_each_chunk_a_snapshot_names(tmp_path: Path) -> None:
 
 
 def test_restore_checks_a_chunked_files_size(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "big.bin").write_bytes(random.Random(8).randbytes(2 * SNAPSHOT_CHUNK_ABOVE))
     with Ledger.open(tmp_path / "ledger.db", create=True) as led:
-        (entry,) = snapshot(led, data)
+        entry = _one_big_file(led, tmp_path, seed=8, chunks_above=2)
         short = msgspec.structs.replace(entry, chunks=entry.chunks[:-1])
         with pytest.raises(IntegrityError, match="'big.bin': .* bytes restored, its entry says"):
             restore(led, [short], tmp_path / "r1")
