@@ -18,7 +18,7 @@ from pathlib import Path
 from graders._interpreters import uv_bin
 from graders._py_compat import normalise_name, requirement_names
 
-__all__ = ["BUILD_BACKEND_FLOOR", "IMAGE_ERA", "exact_pins"]
+__all__ = ["BUILD_BACKEND_FLOOR", "HISTORY_LOST", "IMAGE_ERA", "exact_pins"]
 
 
 class _Log:
@@ -122,6 +122,15 @@ def exact_pins(requirements: Iterable[str]) -> dict[str, str]:
 IMAGE_ERA = "2024-12-31T00:00:00Z"
 
 
+# Packages whose release history was deleted from PyPI, one release uploaded again later:
+# under an earlier cut-off they have no release at all, and the resolver quietly steps
+# around them. atomicwrites' author removed every file on 2022-07-08 and uploaded 1.4.1
+# again; pytest 3.6 to 5.0 require it on every platform, so scikit-learn 0.21's era
+# (2019-08) resolved to pytest 3.5.1, too old to print `-rA` PASSED lines. Such a package
+# takes its re-upload as its cut-off: the nearest to the era the index can still give.
+HISTORY_LOST = {"atomicwrites": "2022-07-09T00:00:00Z"}
+
+
 @dataclass(slots=True)
 class _Cutoff:
     """The era cut-off of one build: applied to every uv call until an index shows it has
@@ -143,7 +152,7 @@ class _Cutoff:
         pinned = exact_pins(requirements)
         for name in pinned:
             out += ["--exclude-newer-package", f"{name}=false"]
-        for name, when in (exempt or {}).items():
+        for name, when in {**HISTORY_LOST, **(exempt or {})}.items():
             if normalise_name(name) not in pinned:  # a pin is already free of any cut-off
                 out += ["--exclude-newer-package", f"{name}={max(when, self.when)}"]
         return out

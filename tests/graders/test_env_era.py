@@ -294,3 +294,26 @@ def test_a_fallback_of_the_images_never_replaces_what_is_installed(tmp_path: Pat
     assert installed_version(build.env.python, "tinycart") == "1.5", log
     assert installed_version(build.env.python, "tinygeo") == "1.0"
     assert "packages: could not install tinycondaonly" in build.warnings
+
+
+def test_a_package_whose_history_pypi_lost_resolves_as_of_its_re_upload(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """atomicwrites' author deleted every release in 2022 and uploaded 1.4.1 again; pytest
+    3.6 to 5.0 require it, so under scikit-learn 0.21's cut-off (2019-08) the resolver
+    stepped around it to pytest 3.5.1, whose `-rA` prints no PASSED line. Here a tiny
+    index does the same: tinytest 2.0 (of the era) needs atomicwrites, whose only file is
+    uploaded after the era; the era's tinytest 2.0 is installed, not the older 1.0."""
+    releases = {
+        "tinytest": [("1.0", "2018-01-01T00:00:00Z", make_wheel(tmp_path / "a", "tinytest", "1.0")),
+                     ("2.0", "2019-06-01T00:00:00Z",
+                      make_wheel(tmp_path / "b", "tinytest", "2.0", requires=("atomicwrites>=1.0",)))],
+        "atomicwrites": [("1.4.1", "2022-07-08T18:31:40Z", make_wheel(tmp_path / "c", "atomicwrites", "1.4.1"))],
+    }
+    with dated_index(tmp_path / "index", releases) as url:
+        monkeypatch.setenv("UV_EXTRA_INDEX_URL", url)  # first: uv asks PyPI only for what it lacks (pip, setuptools)
+        build = build_env(REPO, "lost", EnvSpec(python=None, packages="tinytest"),
+                          cache_dir=tmp_path / "cache", exclude_newer="2019-08-01T00:00:00Z")
+    log = build.log_path.read_text() if build.log_path else ""
+    assert installed_version(build.env.python, "tinytest") == "2.0", log
+    assert installed_version(build.env.python, "atomicwrites") == "1.4.1"
+    assert "--exclude-newer-package atomicwrites=2022-07-09T00:00:00Z" in log
