@@ -325,3 +325,9 @@ def test_a_replay_checkout_holds_only_the_patched_files_and_gives_the_same_patch
         assert not (path / "calc" / "ops.py").exists()
         assert _diff.apply_patch(path, GOLD_PATCH) == "git apply"
         assert (path / "conftest.py").is_file() and _diff.worktree_patch(path, base) == patches[True]
+    # it reads no history: no view of the commit is made, and the checkout names no ref
+    fresh = RepoCache(tmp_path / "fresh", {REPO: str(src)})
+    with fresh.agent_checkout(REPO, base, only=["calc/ops.py"]) as path:
+        assert (path / "calc" / "ops.py").is_file()
+        assert git(["for-each-ref"], cwd=path).stdout == b"" and git(["remote"], cwd=path).stdout == b""
+    assert not fresh.view_path(REPO, base).exists() and not (tmp_path / "fresh" / "views").exists()
