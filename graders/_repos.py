@@ -527,7 +527,8 @@ class RepoCache:
         the rest in the index (skip-worktree), so the worktree's diff is the same. A repository
         with submodules is checked out whole. Such an agent reads no history, so its checkout
         borrows the mirror's objects directly and no view is made: a first view of a large
-        repository copies its whole history (sympy: some 15 s a task in a cold validation).
+        repository copies its whole history, and each later one the commits since (sympy: 26 s,
+        then 1 to 7 s a task).
         """
         if only is not None:
             source = self.ensure_commit(repo, commit)
