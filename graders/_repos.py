@@ -447,6 +447,11 @@ class RepoCache:
     def view_path(self, repo: str, commit: str) -> Path:
         return self.cache_dir / "views" / repo_slug(repo) / f"{commit}.git"
 
+    def _commit_in_mirror(self, repo: str, commit: str) -> tuple[Path, str]:
+        """The mirror, made to hold `commit`, and the commit's full hash."""
+        mirror = self.ensure_commit(repo, commit)
+        return mirror, git(["rev-parse", "--verify", f"{commit}^{{commit}}"], cwd=mirror).stdout.decode().strip()
+
     def ensure_view(self, repo: str, commit: str) -> Path:
         """A bare repository holding `commit` and its ancestors, and nothing else.
 
@@ -460,8 +465,7 @@ class RepoCache:
         """
         if not _SHA_RE.match(commit):
             raise SweclError(f"base_commit {commit!r} of {repo} is not a commit hash: fix the task")
-        mirror = self.ensure_commit(repo, commit)
-        full = git(["rev-parse", "--verify", f"{commit}^{{commit}}"], cwd=mirror).stdout.decode().strip()
+        mirror, full = self._commit_in_mirror(repo, commit)
         view = self.view_path(repo, full)
         if (view / "refs" / "heads" / "base").is_file():
             return view
@@ -531,8 +535,7 @@ class RepoCache:
         then 1 to 7 s a task).
         """
         if only is not None:
-            source = self.ensure_commit(repo, commit)
-            rev = git(["rev-parse", "--verify", f"{commit}^{{commit}}"], cwd=source).stdout.decode().strip()
+            source, rev = self._commit_in_mirror(repo, commit)
         else:
             source, rev = self.ensure_view(repo, commit), "refs/remotes/origin/base"
         base = Path(parent) if parent is not None else self.cache_dir / "workspaces"
