@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from graders import kill_group
+from graders import kill_group, session_leader_reaped, starting_session_leader
 from ledger import Ledger, SweclError, blob_hash
 from ledger.events import Event, ProviderCalled, ProviderStarted
 
@@ -315,6 +315,7 @@ class ProviderHost:
         kill_group(self.pid, None)
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(self.pid, os.WNOHANG)  # the loop's child watcher has usually reaped it
+        session_leader_reaped(self.pid)
 
     def _run(self, coro: Any) -> Any:
         """Run a coroutine on the host's loop from another thread and wait for it."""
@@ -440,8 +441,11 @@ class ProviderHost:
             raise ProviderError(f"memory server {self.spec.redacted()!r}: command {argv[0]!r} not found on PATH")
         log = open(self.log_path, "ab")  # noqa: SIM115 - closed below
         try:
-            process = await anyio.open_process([exe, *argv[1:]], env=env, cwd=str(self.data_dir), stderr=log,
-                                               start_new_session=True)
+            # its exit is the loop's child watcher's to read (graders.reap_zombies)
+            with starting_session_leader() as leader:
+                process = await anyio.open_process([exe, *argv[1:]], env=env, cwd=str(self.data_dir), stderr=log,
+                                                   start_new_session=True)
+                leader(process.pid)
         except OSError as exc:
             log.close()
             raise ProviderError(f"memory server {self.spec.redacted()!r} cannot be started: {exc}") from None

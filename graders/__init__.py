@@ -40,7 +40,18 @@ from ._parsers import (
     parser_for_repo,
     parser_names,
 )
-from ._reaper import PROCESS_VARS, descendants, owned_processes, proc_pids, parallel_runs, reap_orphans, wait_for_exit
+from ._reaper import (
+    PROCESS_VARS,
+    descendants,
+    owned_processes,
+    parallel_runs,
+    proc_pids,
+    reap_orphans,
+    reap_zombies,
+    session_leader_reaped,
+    starting_session_leader,
+    wait_for_exit,
+)
 from ._repos import GitError, RepoCache, Worktree, default_cache_dir, git, git_env, preferred_slot, repo_slug
 from ._recipe import RecipeRun, run_recipe
 from ._run import test_directives
@@ -130,11 +141,14 @@ __all__ = [
     "prune_envs",
     "read_limited",
     "reap_orphans",
+    "reap_zombies",
     "repo_slug",
     "run_in_session",
+    "session_leader_reaped",
     "run_recipe",
     "sandbox_for",
     "spec_for",
+    "starting_session_leader",
     "spec_system_packages",
     "test_directives",
     "unpack_sdist",

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from graders._reaper import owned_processes, wait_for_exit
+from graders._reaper import owned_processes, reap_zombies, session_leader_reaped, starting_session_leader, wait_for_exit
 
 __all__ = ["ProcessOutcome", "Wrap", "kill_group", "run_in_session"]
 
@@ -66,15 +66,17 @@ def run_in_session(
     with owned_processes(env) as (run_env, clean_up):
         started = time.monotonic()
         start_argv, start_env = wrap(argv, run_env) if wrap is not None else (argv, run_env)
-        proc = subprocess.Popen(
-            list(start_argv),
-            cwd=cwd,
-            env=dict(start_env),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-        )
+        with starting_session_leader() as leader:  # its exit is its Popen's to read (graders._reaper.reap_zombies)
+            proc = subprocess.Popen(
+                list(start_argv),
+                cwd=cwd,
+                env=dict(start_env),
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                start_new_session=True,
+            )
+            leader(proc.pid)
         feeder = None
         if stdin is not None:
             feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
@@ -93,7 +95,9 @@ def run_in_session(
                 proc.wait()
             # Whatever it left running (a test's server, an MCP server, a background shell) goes too.
             kill_group(proc.pid, None, grace_s)
+            session_leader_reaped(proc.pid)
             clean_up()  # children that left the group (setsid) too
+            reap_zombies()  # and the orphans that died by themselves (bwrap's inner process)
             if feeder is not None:
                 feeder.join(timeout=1.0)
         return ProcessOutcome(None if timed_out or halted else proc.returncode, timed_out,

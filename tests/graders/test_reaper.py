@@ -158,3 +158,43 @@ def test_a_daemon_that_reforks_to_dodge_a_scan_of_proc_is_always_met_and_reaped(
                 except ProcessLookupError:
                     pass
             time.sleep(0.05)
+
+
+def _zombie_children() -> set[int]:
+    me = os.getpid()
+    return {pid for pid in _reaper.proc_pids(1)
+            if (fields := _reaper._stat_fields(pid)) and len(fields) > 1 and fields[0] == b"Z" and int(fields[1]) == me}
+
+
+def _until(check, what: str, timeout_s: float = 20.0):
+    deadline = time.monotonic() + timeout_s
+    while not (found := check()):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+    return found
+
+
+def test_an_orphan_that_dies_after_its_run_is_reaped_and_no_popen_loses_its_exit(tmp_path: Path) -> None:
+    """bwrap's inner process outlives its run by a moment, leading a session of its own: as
+    the subreaper's child it stays a zombie until waited for (258 after one validation).
+    The next run's end reaps it; a session leader another thread started, exited but not
+    yet waited for by its Popen, keeps its exit code; a child of swecl's own group is
+    never touched."""
+    from graders import parallel_runs, run_in_session
+
+    quiet = dict(cwd=tmp_path, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout_s=60)
+    already = _zombie_children()
+    with parallel_runs():  # as `--jobs N`: a leftover without its run's marker is spared by the clean-up
+        first = run_in_session(["sh", "-c", "setsid env -i /bin/sh -c 'sleep 0.5' & sleep 0.2; exit 0"], **quiet)
+        assert first.returncode == 0
+        orphans = _until(lambda: _zombie_children() - already, "the orphan died and is this process's zombie")
+        with _reaper.starting_session_leader() as leader:
+            held = subprocess.Popen(["sh", "-c", "exit 7"], start_new_session=True)
+            leader(held.pid)
+        own_group = subprocess.Popen(["sh", "-c", "exit 5"])  # as `subprocess.run` of git or uv
+        _until(lambda: {held.pid, own_group.pid} <= _zombie_children(), "both exited")
+        second = run_in_session(["true"], **quiet)
+        assert second.returncode == 0
+    assert not orphans & _zombie_children()
+    assert held.wait() == 7 and own_group.wait() == 5
+    _reaper.session_leader_reaped(held.pid)
