@@ -139,7 +139,7 @@ class _ExecutingGrader:
             if env is not None and spec.install:
                 inst = ensure_repo_installed(env, spec, wt.path, wt.commit, fingerprint=install_fingerprint(wt.path, wt.commit),
                                              extra_env=install_cache.environment())
-                notes.add(f"[swecl] install: {'ran' if inst.ran else 'reused'} ({'ok' if inst.ok else 'FAILED'})")
+                notes.add(f"[swecl] install: {inst.how} ({'ok' if inst.ok else 'FAILED'})")
                 for line in inst.notes:
                     notes.add(line)
                 if not inst.ok:

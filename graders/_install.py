@@ -23,7 +23,8 @@ from pathlib import Path
 from graders._build_settings import build_settings, build_settings_environment
 from graders._env_info import EnvInfo, record_env_files
 from graders._era_deps import project_requirements, self_install_extras
-from graders._integrity import products_manifest
+from graders._install_record import install_key, record_install, restore_install
+from graders._integrity import products_manifest, venv_manifest
 from graders._interpreters import uv_bin
 from graders._repos import RepoCache, Worktree, git, untracked_files
 from graders._run import LineResult, run_line
@@ -52,6 +53,11 @@ class InstallResult:
     ok: bool
     log: str = ""
     notes: tuple[str, ...] = ()  # lines for the grade's log, whatever the outcome
+    restored: bool = False  # put back from the record of the same install (graders._install_record)
+
+    @property
+    def how(self) -> str:
+        return "ran" if self.ran else "restored" if self.restored else "reused"
 
 
 def install_environment(env: EnvInfo, extra: Mapping[str, str] = ()) -> dict[str, str]:
@@ -164,7 +170,8 @@ def ensure_repo_installed(
 ) -> InstallResult:
     """Run spec.install in `worktree` unless the env already has it installed from there.
 
-    Call with the env's lock held (`env_lock`). Re-runs when the last install was made
+    Call with the env's lock held (`env_lock`). Runs (or puts back the record of the same
+    install, `graders._install_record`) when the last install was made
     from another worktree, failed leaving files in the worktree (a failure that left none is
     taken as it was: it would fail the same way), had other dependency manifests (`fingerprint`, see
     `install_fingerprint`), or (install_per_task) at another commit. After an install
@@ -194,7 +201,38 @@ def ensure_repo_installed(
     state_file.unlink(missing_ok=True)
     results: list[LineResult] = []
     variables: dict[str, str] = {}
-    era_note = _back_to_built(env, timeout_s=timeout_s)
+    era_note, at_built = _back_to_built(env, timeout_s=timeout_s)
+    # the same install recorded before (graders._install_record): put back, not run again
+    key = before_install = None
+    why = ""
+    if at_built and (worktree / ".git").exists():
+        key = install_key(env, worktree, {"install": spec.install, "recipe": INSTALL_RECIPE,
+                                          "settings": _settings_text(env), "fingerprint": fingerprint,
+                                          "commit": commit if spec.install_per_task else None})
+        before_install = venv_manifest(env.venv)
+        try:
+            restored, why = restore_install(env, key, worktree, before_install)
+        except OSError as exc:  # half put back: both taken back below
+            restored, why = None, f"the install's record could not be put back ({exc})"
+            more, at_built = _back_to_built(env, timeout_s=timeout_s)  # while the worktree names what to remove
+            git(["clean", "-ffdx", "--quiet"], cwd=worktree)
+            era_note += more
+            before_install = venv_manifest(env.venv) if at_built else None
+        if restored is not None:
+            record_env_files(env)
+            state_file.write_text(
+                json.dumps({"worktree": os.fspath(worktree), "commit": commit, "install": spec.install, "ok": True,
+                            "recipe": INSTALL_RECIPE, "settings": _settings_text(env), "fingerprint": fingerprint,
+                            "products": restored.products, "at": time.time(), "restored": key}) + "\n",
+                encoding="utf-8",
+            )
+            made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(restored.made_at))
+            said = (f"[swecl] install put back from its record {key} of {made} (graders._install_record): "
+                    f"{len(restored.products)} product(s) in the worktree and the venv's files, each checked")
+            return InstallResult(ran=False, ok=True, restored=True, notes=(said, *restored.notes),
+                                 log=era_note + said + "; the recorded install's log:\n" + restored.log)
+        if why:
+            era_note += f"[swecl] {why}\n"
     era_text, era_ran = _era_dependencies(env, spec.install, worktree, timeout_s=timeout_s, fingerprint=fingerprint)
     era_note += era_text
     before = _frozen(env.python) if era_ran else None
@@ -218,6 +256,12 @@ def ensure_repo_installed(
         products = products_manifest(worktree, untracked_files(worktree))
     # installing writes into the venv too (the editable finder, scripts): the harness's own act
     record_env_files(env)
+    if ok and key and before_install is not None:
+        try:
+            text += "[swecl] " + record_install(env, key, worktree, before_install, venv_manifest(env.venv), products,
+                                                log=text, notes=notes) + "\n"
+        except OSError as exc:
+            text += f"[swecl] install not recorded: {exc}\n"
     state_file.write_text(
         json.dumps({"worktree": os.fspath(worktree), "commit": commit, "install": spec.install, "ok": ok,
                     "recipe": INSTALL_RECIPE, "settings": _settings_text(env),
@@ -226,6 +270,8 @@ def ensure_repo_installed(
                     **({} if ok else {"log": text[-20000:], "notes": list(notes)})}) + "\n",
         encoding="utf-8",
     )
+    if why:  # why a record of this install was not put back
+        notes = (f"[swecl] {why}", *notes)
     return InstallResult(ran=True, ok=ok, log=text, notes=notes)
 
 
@@ -305,14 +351,16 @@ def sync_from_lock(python: Path, lock: Path, *, timeout_s: float = 3600) -> subp
                           capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL, timeout=timeout_s)
 
 
-def _back_to_built(env: EnvInfo, *, timeout_s: float) -> str:
+def _back_to_built(env: EnvInfo, *, timeout_s: float) -> tuple[str, bool]:
     """The venv's packages back to the build's (`uv pip sync`, from uv's cache); lines
-    for the install log. An env built before builds were recorded is left as it is."""
+    for the install log, and whether they are the build's now. An env built before builds
+    were recorded is left as it is."""
     built = env.path / BUILT
     if not built.is_file():
-        return ""
-    return _uv_install_log(["pip", "sync", "--python", os.fspath(env.python), os.fspath(built)], timeout_s=timeout_s,
+        return "", False
+    text = _uv_install_log(["pip", "sync", "--python", os.fspath(env.python), os.fspath(built)], timeout_s=timeout_s,
                            failed="the env's packages could not be put back to its build's")
+    return text, text.rstrip().endswith("[ok]")
 
 
 def _uv_install_log(args: list[str], *, timeout_s: float, failed: str, cwd: Path | None = None) -> str:

@@ -95,11 +95,12 @@ def test_install_products_are_kept_and_the_rest_goes(tmp_path: Path) -> None:
     planted = slot / "calc" / "__pycache__" / "ops.cpython-311.pyc"
     assert not planted.exists() or planted.read_bytes() != b"planted bytecode"
 
-    # a product changed since the install: everything goes and the install runs again
+    # a product changed since the install: everything goes and the install is put back
+    # from its record (graders._install_record), as the install left it
     (slot / "calc.egg-info" / "PKG-INFO").write_text("Name: something-else\n")
     status, log = _grade(grader, base, GOLD_PATCH, base)
     assert status == "resolved", log
-    assert "install product(s) changed" in log and "install: ran (ok)" in log
+    assert "install product(s) changed" in log and "install: restored (ok)" in log
     assert "Name: calc" in (slot / "calc.egg-info" / "PKG-INFO").read_text()
 
 
@@ -121,6 +122,53 @@ def test_changed_dependency_manifests_reinstall_and_others_do_not(tmp_path: Path
         assert f"install: {install} (ok)" in log, (commit, log)
     assert len(list((cache / "envs").rglob("installed.json"))) == 1
     assert _state(cache)["commit"] == new_reqs
+
+
+def _sizes(cache: Path) -> dict:
+    """The venv's files as the harness last recorded them: name -> size (or link target)."""
+    [files] = list((cache / "envs").rglob("files.json"))
+    return {rel: value[1] if value[0] == "->" else value[0] for rel, value in json.loads(files.read_text()).items()
+            if "__pycache__" not in rel}
+
+
+def _calc_version(cache: Path) -> str:
+    [python] = list((cache / "envs").rglob("venv/bin/python"))
+    return subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('calc'))"],
+                          capture_output=True, text=True, check=True, cwd=cache).stdout.strip()
+
+
+def test_an_install_made_before_is_put_back_not_run_again(tmp_path: Path) -> None:
+    """Tasks alternate between two setup.py: each install runs once, then its record is put
+    back, the venv and the slot exactly as the install left them; a record changed on disk
+    is found while it is put back, removed, and the install runs."""
+    src, first = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
+    write(src, "setup.py", SETUP_PY.format(version="0.2"))
+    second = commit_at(src, "version 0.2", "2024-03-02T12:00:00Z")
+    cache = tmp_path / "cache"
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
+    seen: dict[str, dict] = {}
+    for commit, how, version in [(first, "ran", "0.1"), (second, "ran", "0.2"), (first, "restored", "0.1"),
+                                 (second, "restored", "0.2")]:
+        status, log = _grade(grader, commit, GOLD_PATCH, first)
+        assert status == "resolved", log
+        assert f"install: {how} (ok)" in log, (commit, log)
+        assert _calc_version(cache) == version
+        slot = Path(_state(cache)["worktree"])
+        assert f"Version: {version}" in (slot / "calc.egg-info" / "PKG-INFO").read_text()
+        assert seen.setdefault(commit, _sizes(cache)) == _sizes(cache)  # the venv as that install left it
+    assert "install put back from its record" in log and _state(cache)["restored"]
+
+    # a record changed on disk: found while put back, removed, and the install runs
+    [record] = [p for p in (cache / "envs").rglob("installs/*/worktree/calc.egg-info/PKG-INFO")
+                if "Version: 0.1" in p.read_text()]
+    record.write_text(record.read_text().replace("Version: 0.1", "Version: 6.6"))
+    status, log = _grade(grader, first, GOLD_PATCH, first)
+    assert status == "resolved" and "install: ran (ok)" in log, log
+    assert "the install's record of worktree/calc.egg-info/PKG-INFO was changed since it was made: removed" in log
+    assert _calc_version(cache) == "0.1" and _sizes(cache) == seen[first]
+    status, log = _grade(grader, second, GOLD_PATCH, first)
+    status, log = _grade(grader, first, GOLD_PATCH, first)  # recorded again by the install above
+    assert status == "resolved" and "install: restored (ok)" in log, log
 
 
 def test_a_grade_takes_the_slot_its_environment_installed_into(tmp_path: Path) -> None:

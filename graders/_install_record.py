@@ -1,0 +1,212 @@
+"""A record of each install of the repository, put back instead of running it again.
+
+The repository's install (`graders._install.ensure_repo_installed`) runs again whenever the
+slot's last one was for other dependency manifests or, for a compiled repository
+(`install_per_task`), at another base commit: astropy builds its C extensions in place at
+each task, 88 to 133 s here, and a validation does it again in each pass. What an install
+leaves is files: its products in the worktree (untracked; installed.json keeps their
+SHA-256) and its changes to the venv (the editable finder or egg-link, `.pth` files,
+dist-info, scripts, the era step's packages). After an install that worked, both are
+recorded under the environment (`installs/<key>/`), keyed by everything the install
+depends on: the venv and the slot (their paths are written into the finder and the
+scripts), the install line, the install recipe, the build settings, the build's packages
+(`built.txt`), and the manifests' fingerprint, or the commit for `install_per_task`: the
+same key as the one that lets an install stay in place (`ensure_repo_installed`). The next
+install of that key puts the files back instead: the venv goes back to the build's
+packages first, as before every install, then the recorded changes are written over it
+and the worktree's untracked files are replaced by the recorded products, every file
+checked against its recorded SHA-256 before any is put back.
+
+Taken only where it gives exactly what the install gave: the venv, back at the build's
+packages, must hold the same files at the same sizes as when the record was made (a file
+another install left behind makes a difference), but the files the install itself writes or
+removes, and an install that changed tracked files is not recorded. Anything else, or a record found damaged, and the install runs.
+
+SWE-bench's cached instance images hold the same: an environment with the repository
+installed at the instance's commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+import time
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from graders._env_info import EnvInfo
+from graders._integrity import Manifest, diff_manifests, file_sha256
+from graders._repos import git
+
+__all__ = ["INSTALLS", "Restored", "install_key", "record_install", "restore_install", "venv_listing"]
+
+INSTALLS = "installs"  # beside the environment's venv
+# records kept per environment, the least recently used dropped first (astropy's products
+# are up to 85 MB a commit)
+KEEP = 64
+_META = "record.json"
+_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    products: dict  # the worktree's products as installed.json keeps them
+    log: str  # the recorded install's log
+    notes: tuple[str, ...]
+    made_at: float
+
+
+def install_key(env: EnvInfo, worktree: Path, parts: Mapping[str, object]) -> str:
+    """The record's name: a hash of the venv, the slot, the build's packages and `parts`
+    (install line, recipe, settings, fingerprint or commit)."""
+    built = env.path / "built.txt"
+    text = json.dumps({"format": _FORMAT, "venv": os.fspath(env.venv), "worktree": os.fspath(worktree),
+                       "built": hashlib.sha256(built.read_bytes()).hexdigest() if built.is_file() else None,
+                       **{k: v for k, v in parts.items()}}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def venv_listing(venv_files: Manifest, written: Collection[str] = ()) -> str:
+    """A hash of the venv's file names with their sizes (symlinks: their targets), from a
+    `venv_manifest`, but the files the install wrote or removed (`written`): what must be
+    the same before a record is put back. (An uninstall leaves `easy-install.pth` behind,
+    empty, where the build had none: the install writes it, and so does its record.)"""
+    digest = hashlib.sha256()
+    skip = set(written)
+    for rel in sorted(venv_files.keys() - skip):
+        value = venv_files[rel]
+        digest.update(f"{rel}\0{value[1] if value[0] == '->' else value[0]}\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def _copy_hashed(source: str, target: str) -> str:
+    """Copy a file (or a symlink) and return the SHA-256 of what was copied (`-> target`
+    for a symlink)."""
+    if os.path.islink(source):
+        link = os.readlink(source)
+        os.symlink(link, target)
+        return "-> " + link
+    digest = hashlib.sha256()
+    with open(source, "rb") as src, open(target, "wb") as dst:
+        for block in iter(lambda: src.read(1 << 20), b""):
+            digest.update(block)
+            dst.write(block)
+    st = os.stat(source)
+    os.chmod(target, stat.S_IMODE(st.st_mode))
+    # the time too: bytecode compiled by the install names its source's
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return digest.hexdigest()
+
+
+def _place(target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.is_dir():
+        shutil.rmtree(target)
+
+
+def _tracked_changed(worktree: Path) -> bool:
+    done = git(["status", "--porcelain", "--untracked-files=no"], cwd=worktree, check=False)
+    return done.returncode != 0 or bool(done.stdout.strip())
+
+
+def record_install(env: EnvInfo, key: str, worktree: Path, before: Manifest, after: Manifest,
+                   products: Mapping[str, list], *, log: str, notes: tuple[str, ...]) -> str:
+    """Record an install that worked (`before`/`after`: the venv's manifests around it;
+    `products`: the worktree's, as installed.json keeps them). Returns a line for the log."""
+    if _tracked_changed(worktree):
+        return "install not recorded: it changed tracked files of the checkout"
+    root = env.path / INSTALLS
+    root.mkdir(exist_ok=True)
+    diff = diff_manifests(before, after)
+    work = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
+    try:
+        venv_files: dict[str, str] = {}
+        for rel in [*diff.added, *diff.changed]:
+            target = work / "venv" / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            venv_files[rel] = _copy_hashed(os.fspath(env.venv / rel), os.fspath(target))
+        kept: dict[str, str] = {}
+        for rel in products:
+            target = work / "worktree" / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            kept[rel] = _copy_hashed(os.fspath(worktree / rel), os.fspath(target))
+        # the products as installed.json has them ([size, sha256] or ["->", target]) must be
+        # what was copied: a file changed between the two reads is not recorded
+        for rel, value in products.items():
+            expected = "-> " + str(value[1]) if value[0] == "->" else str(value[1])
+            if kept.get(rel) != expected:
+                return f"install not recorded: {rel} changed while it was recorded"
+        meta = {"format": _FORMAT, "key": key, "made_at": time.time(), "before": venv_listing(before, [*venv_files, *diff.removed]),
+                "venv_files": venv_files, "venv_removed": diff.removed, "products": dict(products),
+                "log": log[-20000:], "notes": list(notes)}
+        (work / _META).write_text(json.dumps(meta) + "\n", encoding="utf-8")
+        final = root / key
+        if final.exists():
+            shutil.rmtree(final, ignore_errors=True)
+        os.rename(work, final)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    _drop_oldest(root)
+    size = len(venv_files) + len(kept)
+    return f"install recorded ({len(venv_files)} venv file(s), {len(kept)} product(s); {size} in all) as {key}"
+
+
+def _drop_oldest(root: Path) -> None:
+    records = sorted((p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")),
+                     key=lambda p: (p / _META).stat().st_mtime if (p / _META).exists() else 0)
+    for old in records[:-KEEP] if len(records) > KEEP else []:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _hash_of(path: Path) -> str:
+    if path.is_symlink():
+        return "-> " + os.readlink(path)
+    return file_sha256(path)
+
+
+def restore_install(env: EnvInfo, key: str, worktree: Path, before: Manifest) -> tuple[Restored | None, str]:
+    """Put back the record `key` (venv at the build's packages, manifest `before`). Returns
+    (the record, "") when put back, (None, why) when there is none, it does not fit, or it
+    was changed since it was made (then it is removed, with nothing touched). Every file
+    of the record is checked before any is put back; an OSError while they are put back
+    leaves the venv and the worktree half done (the caller takes both back)."""
+    folder = env.path / INSTALLS / key
+    try:
+        meta = json.loads((folder / _META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, ""
+    if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+        return None, "the install's record is of another format"
+    venv_files, products = meta.get("venv_files") or {}, meta.get("products") or {}
+    removed = meta.get("venv_removed") or []
+    if meta.get("before") != venv_listing(before, [*venv_files, *removed]):
+        return None, "the install's record does not fit: the venv, back at its build, differs from when it was made"
+    wanted = [(folder / "venv" / rel, env.venv / rel, expected) for rel, expected in venv_files.items()]
+    wanted += [(folder / "worktree" / rel, worktree / rel, "-> " + str(value[1]) if value[0] == "->" else str(value[1]))
+               for rel, value in products.items()]
+    for source, _target, expected in wanted:
+        try:
+            found = _hash_of(source)
+        except OSError:
+            found = None
+        if found != expected:
+            shutil.rmtree(folder, ignore_errors=True)
+            return None, f"the install's record of {source.relative_to(folder)} was changed since it was made: removed"
+    for rel in removed:
+        target = env.venv / rel
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+    git(["clean", "-ffdx", "--quiet"], cwd=worktree)
+    for source, target, _expected in wanted:
+        _place(target)
+        _copy_hashed(os.fspath(source), os.fspath(target))
+    os.utime(folder / _META)  # recently used: kept longest
+    return Restored(products=products, log=str(meta.get("log") or ""), notes=tuple(meta.get("notes") or ()),
+                    made_at=float(meta.get("made_at") or 0)), ""
