@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -117,14 +118,24 @@ def test_a_server_that_dies_makes_its_tasks_infrastructure_and_each_next_task_st
     assert [s["instance_id"] for s in _payloads(runs, "memory.provider.snapshot", "run/2/")] == [first]
 
 
+@pytest.fixture(scope="module")
+def resumed(runs: Path, tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
+    """A copy of `runs` with v2 resumed on the fixed server: the other tests read `runs` as
+    the failures left it, whatever order they run in."""
+    results = tmp_path_factory.mktemp("provider-resumed") / "results"
+    shutil.copytree(runs, results, symlinks=True)
+    failed_before = {k for k, (_, status) in _final(results, "2").items() if status == "infra_error"}
+    assert ("initial", first_tasks(SPANS, TASKS)[1]) in failed_before
+    proc = swecl(results, "run", "--resume", "2", "--memory-env", "DIE=0", "--quiet", cache=cache, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return results
+
+
 def test_resume_with_the_fixed_server_redoes_the_failed_tasks_and_matches_the_uninterrupted_run(
-    runs: Path, cache: Path
+    resumed: Path, cache: Path
 ) -> None:
     first, second = first_tasks(SPANS, TASKS)
-    failed_before = {k for k, (_, status) in _final(runs, "2").items() if status == "infra_error"}
-    assert ("initial", second) in failed_before
-    proc = swecl(runs, "run", "--resume", "2", "--memory-env", "DIE=0", "--quiet", cache=cache, timeout=600)
-    assert proc.returncode == 0, proc.stderr
+    runs = resumed
     after = _final(runs, "2")
     assert {k: s for k, (_, s) in after.items()} == {k: s for k, (_, s) in _final(runs, "1").items()}
     assert after[("initial", second)][0] == 2  # the next attempt; the failed one stays recorded
