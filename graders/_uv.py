@@ -128,6 +128,9 @@ IMAGE_ERA = "2024-12-31T00:00:00Z"
 # again; pytest 3.6 to 5.0 require it on every platform, so scikit-learn 0.21's era
 # (2019-08) resolved to pytest 3.5.1, too old to print `-rA` PASSED lines. Such a package
 # takes its re-upload as its cut-off: the nearest to the era the index can still give.
+# Applied whatever the index: a private mirror that kept the lost files (atomicwrites
+# 1.3.0 of 2019) still gives 1.4.1 under an earlier era, the same release PyPI gives,
+# so an environment resolves alike on both.
 HISTORY_LOST = {"atomicwrites": "2022-07-09T00:00:00Z"}
 
 
