@@ -20,6 +20,8 @@ pairs over the sequence. `grading_sandbox_cost` is the time bwrap adds to one te
 `grading_warm_vs_bare`: a warm grade's wall time against the bare test command run by hand
 in the same environment (unconfined, no results plugin, a plain clone; the ledger's
 `grade.finished.timings` say where the rest goes, `phases_mean_s` in the details).
+`grading_install_record`: the repository's install put back from its record against the
+same install run (`graders._install_record`), on a small package; target at most half.
 `grading_replay_checkout`: what the oracle and predictions agents' checkout costs per task,
 sparse (the patched files) against whole; target at most half (full size only).
 """
@@ -197,6 +199,49 @@ def _replay_checkouts(ctx: Context, repo: Path, base: str) -> tuple[float, float
     return best[True], best[False]
 
 
+INSTALLED = "acme/instcalc"
+SETUP_PY = 'from setuptools import setup\n\nsetup(name="instcalc", version="{version}", packages=["pkg", "pkg.calc"])\n'
+
+
+def _install_records(ctx: Context) -> tuple[float, float]:
+    """The repository's install run, against its record put back (`graders._install_record`):
+    a small package whose two commits differ in setup.py, graded at the first, the second,
+    the first again: the third grade's install is the record of the first's. Returns (the
+    install phase when it ran, when it was put back)."""
+    from graders import EnvSpec, GradeRequest, get_grader
+
+    root = ctx.work / "install-repo"
+    root.mkdir(parents=True, exist_ok=True)
+    _git(root, "init", "-q", "-b", "main")
+    for rel, text in (("pkg/__init__.py", ""), ("pkg/calc/__init__.py", ""), ("pkg/calc/ops.py", OPS),
+                      ("tests/test_ops.py", TESTS), (".gitignore", "__pycache__/\n*.egg-info/\nbuild/\n")):
+        _write(root, rel, text)
+    commits = []
+    for version in ("0.1", "0.2"):
+        _write(root, "setup.py", SETUP_PY.format(version=version))
+        _git(root, "add", "-A")
+        _git(root, "commit", "-q", "-m", f"version {version}")
+        commits.append(_git(root, "rev-parse", "HEAD"))
+    grader = get_grader("swebench", cache_dir=ctx.work / "install-cache", repo_sources={INSTALLED: str(root)},
+                        timeout_s=600)
+    env = EnvSpec(python=None, pip_packages=["pytest"], install="python -m pip install --no-build-isolation --no-deps -e .",
+                  test_cmd="pytest -rA")
+    installs = []
+    for i, base in enumerate([commits[0], commits[1], commits[0]], start=1):
+        outcome = grader.grade(GradeRequest(
+            instance_id=f"acme__instcalc-{i}", repo=INSTALLED, version="0.1", base_commit=base, model_patch=GOLD,
+            test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=env,
+            environment_setup_commit=commits[0],
+        ))
+        said = "install: restored (ok)" if i == 3 else "install: ran (ok)"
+        if outcome.status != "resolved" or said.encode() not in outcome.log:
+            raise RuntimeError(f"grading benchmark: install task {i} graded {outcome.status} ({outcome.error}), "
+                               f"expected resolved with {said!r}")
+        installs.append(outcome.timings.get("install", 0.0))
+    ctx.details["grading"]["install_s"] = {"ran": [round(x, 3) for x in installs[:2]], "restored": round(installs[2], 3)}
+    return installs[0], installs[2]
+
+
 def run(ctx: Context) -> list[Result]:
     from graders import EnvSpec, GradeRequest, get_grader
 
@@ -284,7 +329,13 @@ def run(ctx: Context) -> list[Result]:
     ctx.details["grading"]["sandbox"] = {"test_run_s": {m: [round(x, 3) for x in v] for m, v in by_mode.items()},
                                          "cost_s": round(cost, 3)}
     ctx.log(f"  sandbox: test run {unconfined:.3f}s unconfined, {confined:.3f}s in bwrap: +{cost:.3f}s")
+    ran, restored = _install_records(ctx)
+    ctx.log(f"  the repository's install: {ran:.2f}s run, {restored:.2f}s put back from its record")
     return [
+        Result("grading_install_record", restored, "s/install", restored / ran if ran else None, "ratio <= 0.5",
+               restored <= 0.5 * ran,
+               reference=f"the same install run ({ran:.2f} s): pip's editable install of a small package, "
+                         "with the venv taken back to its build first in both"),
         Result("grading_warm_vs_bare", warm_wall, "s/task", warm_wall / bare, None, None,
                reference=f"the bare test command in the same environment, unconfined, no plugin ({bare:.2f} s; fastest of 3)"),
         # on the quick run's 300 files both checkouts are mostly git's fixed costs: no target there
