@@ -159,6 +159,10 @@ def record_install(env: EnvInfo, key: str, worktree: Path, before: Manifest, aft
 
 
 def _drop_oldest(root: Path) -> None:
+    """Keep the `KEEP` most recently used records; remove what a crashed recording left
+    (`.tmp-*`: records are made under the environment's lock, so none is in progress)."""
+    for stale in root.glob(".tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
     records = sorted((p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")),
                      key=lambda p: (p / _META).stat().st_mtime if (p / _META).exists() else 0)
     for old in records[:-KEEP] if len(records) > KEEP else []:
