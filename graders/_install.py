@@ -23,7 +23,7 @@ from pathlib import Path
 from graders._build_settings import build_settings, build_settings_environment
 from graders._env_info import EnvInfo, record_env_files
 from graders._era_deps import project_requirements, self_install_extras
-from graders._install_record import install_key, record_install, restore_install
+from graders._install_record import install_key, record_install, restore_install, tracked_state
 from graders._integrity import products_manifest, venv_manifest
 from graders._interpreters import uv_bin
 from graders._repos import RepoCache, Worktree, git, untracked_files
@@ -203,12 +203,14 @@ def ensure_repo_installed(
     variables: dict[str, str] = {}
     era_note, at_built = _back_to_built(env, timeout_s=timeout_s)
     # the same install recorded before (graders._install_record): put back, not run again
-    key = before_install = None
+    key = before_install = tracked = None
     why = ""
     if at_built and (worktree / ".git").exists():
+        tracked = tracked_state(worktree)
         key = install_key(env, worktree, {"install": spec.install, "recipe": INSTALL_RECIPE,
                                           "settings": _settings_text(env), "fingerprint": fingerprint,
-                                          "commit": commit if spec.install_per_task else None})
+                                          "commit": commit if spec.install_per_task else None,
+                                          "pre_install": spec.pre_install, "tracked": tracked})
         before_install = venv_manifest(env.venv)
         try:
             restored, why = restore_install(env, key, worktree, before_install)
@@ -258,10 +260,12 @@ def ensure_repo_installed(
     record_env_files(env)
     if ok and key and before_install is not None:
         try:
-            text += "[swecl] " + record_install(env, key, worktree, before_install, venv_manifest(env.venv), products,
-                                                log=text, notes=notes) + "\n"
+            said = "[swecl] " + record_install(env, key, worktree, before_install, venv_manifest(env.venv), products,
+                                               tracked=tracked, log=text, notes=notes)
         except OSError as exc:
-            text += f"[swecl] install not recorded: {exc}\n"
+            said = f"[swecl] install not recorded: {exc}"
+        text += said + "\n"
+        notes = (*notes, said)
     state_file.write_text(
         json.dumps({"worktree": os.fspath(worktree), "commit": commit, "install": spec.install, "ok": ok,
                     "recipe": INSTALL_RECIPE, "settings": _settings_text(env),

@@ -10,8 +10,9 @@ dist-info, scripts, the era step's packages). After an install that worked, both
 recorded under the environment (`installs/<key>/`), keyed by everything the install
 depends on: the venv and the slot (their paths are written into the finder and the
 scripts), the install line, the install recipe, the build settings, the build's packages
-(`built.txt`), and the manifests' fingerprint, or the commit for `install_per_task`: the
-same key as the one that lets an install stay in place (`ensure_repo_installed`). The next
+(`built.txt`), the tracked files as the spec's `pre_install` lines left them, and the
+manifests' fingerprint, or the commit for `install_per_task`: the key that lets an
+install stay in place (`ensure_repo_installed`), and the rest. The next
 install of that key puts the files back instead: the venv goes back to the build's
 packages first, as before every install, then the recorded changes are written over it
 and the worktree's untracked files are replaced by the recorded products, every file
@@ -43,7 +44,7 @@ from graders._env_info import EnvInfo
 from graders._integrity import Manifest, diff_manifests, file_sha256
 from graders._repos import git
 
-__all__ = ["INSTALLS", "Restored", "install_key", "record_install", "restore_install", "venv_listing"]
+__all__ = ["INSTALLS", "Restored", "install_key", "record_install", "restore_install", "tracked_state", "venv_listing"]
 
 INSTALLS = "installs"  # beside the environment's venv
 # records kept per environment, the least recently used dropped first (astropy's products
@@ -111,16 +112,20 @@ def _place(target: Path) -> None:
         shutil.rmtree(target)
 
 
-def _tracked_changed(worktree: Path) -> bool:
-    done = git(["status", "--porcelain", "--untracked-files=no"], cwd=worktree, check=False)
-    return done.returncode != 0 or bool(done.stdout.strip())
+def tracked_state(worktree: Path) -> str | None:
+    """A hash of how the checkout's tracked files differ from its commit (the spec's
+    `pre_install` lines edit some: sphinx's pins in setup.py and tox.ini, astropy's in
+    pyproject.toml); None when git cannot say."""
+    done = git(["diff", "--binary", "HEAD"], cwd=worktree, check=False)
+    return hashlib.sha256(done.stdout).hexdigest() if done.returncode == 0 else None
 
 
 def record_install(env: EnvInfo, key: str, worktree: Path, before: Manifest, after: Manifest,
-                   products: Mapping[str, list], *, log: str, notes: tuple[str, ...]) -> str:
+                   products: Mapping[str, list], *, tracked: str | None, log: str, notes: tuple[str, ...]) -> str:
     """Record an install that worked (`before`/`after`: the venv's manifests around it;
-    `products`: the worktree's, as installed.json keeps them). Returns a line for the log."""
-    if _tracked_changed(worktree):
+    `products`: the worktree's, as installed.json keeps them; `tracked`: `tracked_state`
+    before it). Returns a line for the log."""
+    if tracked is None or tracked_state(worktree) != tracked:
         return "install not recorded: it changed tracked files of the checkout"
     root = env.path / INSTALLS
     root.mkdir(exist_ok=True)

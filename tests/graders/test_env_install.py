@@ -7,6 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from graders import GradeRequest
@@ -23,10 +24,10 @@ SPEC = EnvSpec(python=None, pip_packages=["pytest"], install="python -m pip inst
                test_cmd="pytest -rA")
 
 
-def _grade(grader: SwebenchGrader, base: str, patch: str, setup_commit: str) -> tuple[str, str]:
+def _grade(grader: SwebenchGrader, base: str, patch: str, setup_commit: str, spec: EnvSpec = SPEC) -> tuple[str, str]:
     out = grader.grade(GradeRequest(
         instance_id="acme__calcpkg-1", repo=PKG, version="0.1", base_commit=base, model_patch=patch,
-        test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=SPEC,
+        test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P, environment=spec,
         environment_setup_commit=setup_commit,
     ))
     return out.status, out.log.decode()
@@ -140,7 +141,9 @@ def _calc_version(cache: Path) -> str:
 def test_an_install_made_before_is_put_back_not_run_again(tmp_path: Path) -> None:
     """Tasks alternate between two setup.py: each install runs once, then its record is put
     back, the venv and the slot exactly as the install left them; a record changed on disk
-    is found while it is put back, removed, and the install runs."""
+    is found while it is put back, removed, and the install runs. The spec's pre_install
+    edits a tracked file first, as sphinx's and astropy's pin their build requirements."""
+    spec = msgspec.structs.replace(SPEC, pre_install=["sed -i '1i # pinned by the spec' setup.py"])
     src, first = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
     write(src, "setup.py", SETUP_PY.format(version="0.2"))
     second = commit_at(src, "version 0.2", "2024-03-02T12:00:00Z")
@@ -149,25 +152,28 @@ def test_an_install_made_before_is_put_back_not_run_again(tmp_path: Path) -> Non
     seen: dict[str, dict] = {}
     for commit, how, version in [(first, "ran", "0.1"), (second, "ran", "0.2"), (first, "restored", "0.1"),
                                  (second, "restored", "0.2")]:
-        status, log = _grade(grader, commit, GOLD_PATCH, first)
+        status, log = _grade(grader, commit, GOLD_PATCH, first, spec)
         assert status == "resolved", log
         assert f"install: {how} (ok)" in log, (commit, log)
         assert _calc_version(cache) == version
         slot = Path(_state(cache)["worktree"])
         assert f"Version: {version}" in (slot / "calc.egg-info" / "PKG-INFO").read_text()
         assert seen.setdefault(commit, _sizes(cache)) == _sizes(cache)  # the venv as that install left it
+        assert "pre_install [ok] sed -i '1i # pinned by the spec' setup.py" in log, log
+        if how == "ran":
+            assert "[swecl] install recorded" in log, log
     assert "install put back from its record" in log and _state(cache)["restored"]
 
     # a record changed on disk: found while put back, removed, and the install runs
     [record] = [p for p in (cache / "envs").rglob("installs/*/worktree/calc.egg-info/PKG-INFO")
                 if "Version: 0.1" in p.read_text()]
     record.write_text(record.read_text().replace("Version: 0.1", "Version: 6.6"))
-    status, log = _grade(grader, first, GOLD_PATCH, first)
+    status, log = _grade(grader, first, GOLD_PATCH, first, spec)
     assert status == "resolved" and "install: ran (ok)" in log, log
     assert "the install's record of worktree/calc.egg-info/PKG-INFO was changed since it was made: removed" in log
     assert _calc_version(cache) == "0.1" and _sizes(cache) == seen[first]
-    status, log = _grade(grader, second, GOLD_PATCH, first)
-    status, log = _grade(grader, first, GOLD_PATCH, first)  # recorded again by the install above
+    status, log = _grade(grader, second, GOLD_PATCH, first, spec)
+    status, log = _grade(grader, first, GOLD_PATCH, first, spec)  # recorded again by the install above
     assert status == "resolved" and "install: restored (ok)" in log, log
 
 
