@@ -85,9 +85,9 @@ def venv_listing(venv_files: Manifest, written: Collection[str] = ()) -> str:
     return digest.hexdigest()
 
 
-def _copy_hashed(source: str, target: str) -> str:
+def _copy_hashed(source: str, target: str, *, hashed: bool = True) -> str:
     """Copy a file (or a symlink) and return the SHA-256 of what was copied (`-> target`
-    for a symlink)."""
+    for a symlink); with `hashed` false, "" (a record put back was checked before)."""
     if os.path.islink(source):
         link = os.readlink(source)
         os.symlink(link, target)
@@ -95,13 +95,14 @@ def _copy_hashed(source: str, target: str) -> str:
     digest = hashlib.sha256()
     with open(source, "rb") as src, open(target, "wb") as dst:
         for block in iter(lambda: src.read(1 << 20), b""):
-            digest.update(block)
+            if hashed:
+                digest.update(block)
             dst.write(block)
     st = os.stat(source)
     os.chmod(target, stat.S_IMODE(st.st_mode))
     # the time too: bytecode compiled by the install names its source's
     os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
-    return digest.hexdigest()
+    return digest.hexdigest() if hashed else ""
 
 
 def _place(target: Path) -> None:
@@ -215,7 +216,7 @@ def restore_install(env: EnvInfo, key: str, worktree: Path, before: Manifest) ->
     git(["clean", "-ffdx", "--quiet"], cwd=worktree)
     for source, target, _expected in wanted:
         _place(target)
-        _copy_hashed(os.fspath(source), os.fspath(target))
+        _copy_hashed(os.fspath(source), os.fspath(target), hashed=False)  # checked above
     os.utime(folder / _META)  # recently used: kept longest
     return Restored(products=products, log=str(meta.get("log") or ""), notes=tuple(meta.get("notes") or ()),
                     made_at=float(meta.get("made_at") or 0)), ""
