@@ -101,6 +101,23 @@ def install_fingerprint(worktree: Path, commit: str) -> str | None:
     return hashlib.sha256("\n".join(sorted(lines)).encode("utf-8", "surrogateescape")).hexdigest()
 
 
+def manifest_edits(worktree: Path) -> str | None:
+    """A hash of how the checkout's dependency manifests differ from its commit (the spec's
+    `pre_install` lines pin build requirements in some: sphinx's setup.py, astropy's
+    pyproject.toml), leaving out every other tracked file (sphinx's `pre_install` edits
+    tox.ini too, whose diff changes from commit to commit and which no install reads).
+    None when git cannot say."""
+    names = git(["diff", "--name-only", "-z", "HEAD"], cwd=worktree, check=False)
+    if names.returncode != 0:
+        return None
+    paths = sorted(rel for rel in names.stdout.decode("utf-8", "surrogateescape").split("\0")
+                   if rel and _is_dependency_manifest(rel))
+    if not paths:
+        return hashlib.sha256(b"").hexdigest()
+    done = git(["diff", "--binary", "HEAD", "--", *(f":(literal){rel}" for rel in paths)], cwd=worktree, check=False)
+    return hashlib.sha256(done.stdout).hexdigest() if done.returncode == 0 else None
+
+
 def _install_state(env: EnvInfo) -> dict:
     try:
         state = json.loads((env.path / "installed.json").read_text(encoding="utf-8"))
@@ -210,7 +227,9 @@ def ensure_repo_installed(
         key = install_key(env, worktree, {"install": spec.install, "recipe": INSTALL_RECIPE,
                                           "settings": _settings_text(env), "fingerprint": fingerprint,
                                           "commit": commit if spec.install_per_task else None,
-                                          "pre_install": spec.pre_install, "tracked": tracked})
+                                          # the manifests as pre_install left them: what else
+                                          # it edits, no install reads
+                                          "pre_install": spec.pre_install, "manifests": manifest_edits(worktree)})
         before_install = venv_manifest(env.venv)
         try:
             restored, why = restore_install(env, key, worktree, before_install)

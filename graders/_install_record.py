@@ -10,7 +10,8 @@ dist-info, scripts, the era step's packages). After an install that worked, both
 recorded under the environment (`installs/<key>/`), keyed by everything the install
 depends on: the venv and the slot (their paths are written into the finder and the
 scripts), the install line, the install recipe, the build settings, the build's packages
-(`built.txt`), the tracked files as the spec's `pre_install` lines left them, and the
+(`built.txt`), the dependency manifests as the spec's `pre_install` lines left them
+(`manifest_edits`: sphinx's also edit tox.ini, which no install reads), and the
 manifests' fingerprint, or the commit for `install_per_task`: the key that lets an
 install stay in place (`ensure_repo_installed`), and the rest. The next
 install of that key puts the files back instead: the venv goes back to the build's
@@ -51,7 +52,7 @@ INSTALLS = "installs"  # beside the environment's venv
 # are up to 85 MB a commit)
 KEEP = 64
 _META = "record.json"
-_FORMAT = 1
+_FORMAT = 2  # 2: keyed by the edits to the manifests alone, not to every tracked file
 
 
 @dataclass(frozen=True, slots=True)

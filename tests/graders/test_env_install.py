@@ -177,6 +177,31 @@ def test_an_install_made_before_is_put_back_not_run_again(tmp_path: Path) -> Non
     assert status == "resolved" and "install: restored (ok)" in log, log
 
 
+def test_a_record_is_keyed_by_the_manifests_as_pre_install_left_them_not_every_tracked_file(tmp_path: Path) -> None:
+    """sphinx's pre_install edits tox.ini as well as setup.py, and tox.ini differs from
+    commit to commit: an install at another commit with the same manifests, edited the
+    same way, puts back the record (no install reads tox.ini); the whole diff is what
+    the install itself must leave unchanged."""
+    spec = msgspec.structs.replace(SPEC, pre_install=["sed -i '1i # pinned by the spec' setup.py",
+                                                      "sed -i 's/^envlist.*/envlist = py/' tox.ini"])
+    src, _ = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
+    write(src, "tox.ini", "[tox]\nenvlist = py37, py38\n")
+    first = commit_at(src, "tox", "2024-03-01T13:00:00Z")
+    write(src, "setup.py", SETUP_PY.format(version="0.2"))
+    second = commit_at(src, "version 0.2", "2024-03-02T12:00:00Z")
+    write(src, "setup.py", SETUP_PY.format(version="0.1"))
+    write(src, "tox.ini", "[tox]\nenvlist = py38, py39\n\n[testenv]\ncommands = pytest\n")
+    third = commit_at(src, "version 0.1 again, another tox.ini", "2024-03-03T12:00:00Z")
+    cache = tmp_path / "cache"
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
+    for commit, how in [(first, "ran"), (second, "ran"), (third, "restored")]:
+        status, log = _grade(grader, commit, GOLD_PATCH, first, spec)
+        assert status == "resolved" and f"install: {how} (ok)" in log, (how, log)
+        assert "pre_install [ok] sed -i 's/^envlist.*/envlist = py/' tox.ini" in log, log
+    assert _calc_version(cache) == "0.1"
+    assert len(list((cache / "envs").rglob("installs/*/record.json"))) == 2  # the third made none
+
+
 def test_a_grade_takes_the_slot_its_environment_installed_into(tmp_path: Path) -> None:
     """Which worker grades a task changes from task to task, and with it the slot it would
     take first: the slot holding the environment's install comes first, so the install is
