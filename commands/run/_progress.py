@@ -17,6 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
+def _shown(version: object) -> str:
+    """`v3` for a numbered run, a named one as it is (`validate-2-gold`, not `vvalidate-2-gold`)."""
+    text = str(version)
+    return f"v{text}" if text.isdigit() else text
+
+
 @dataclass
 class TaskProgress:
     version: str
@@ -178,7 +184,7 @@ class LineReporter:
     def task_finished(self, p: TaskProgress) -> None:
         outcome = "resolved" if p.resolved else (p.status or "unresolved")
         self._line(
-            f"v{p.version} {p.sequence_id} {p.pass_} {p.done_so_far}/{p.total}: {p.order}: {p.instance_id} {outcome}; "
+            f"{_shown(p.version)} {p.sequence_id} {p.pass_} {p.done_so_far}/{p.total}: {p.order}: {p.instance_id} {outcome}; "
             f"{p.resolved_text}, {format_duration(self.eta.left(p))} left in this pass"
         )
 
@@ -241,7 +247,7 @@ class RichReporter:
         bar = self.bars.get(key)
         if bar is None:
             tid = self.progress.add_task(
-                f"v{p.version} {p.sequence_id} [cyan]{p.pass_}[/cyan]", total=p.total, rate="", last=""
+                f"{_shown(p.version)} {p.sequence_id} [cyan]{p.pass_}[/cyan]", total=p.total, rate="", last=""
             )
             bar = self.bars[key] = _Bar(tid, p.total)
         return bar

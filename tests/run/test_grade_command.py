@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -256,7 +257,9 @@ def test_validate_leaves_out_pass_to_pass_tests_this_host_fails_either_way(tmp_p
     before = json.loads(swecl(early, "grade", "--dataset", str(dataset), "--predictions", str(predictions),
                               "--version", "before", "--json", cache=cache).stdout)
     assert before["statuses"] == {online: "unresolved"}
-    swecl(early, "validate", "--dataset", str(dataset), "--instance", online, cache=cache)
+    said = swecl(early, "validate", "--dataset", str(dataset), "--instance", online, cache=cache).stderr
+    # a named run's progress lines show its name as it is (once "vvalidate-1-gold")
+    assert re.search(r"^validate-\d+-gold \S+ initial 1/1: ", said, re.M) and "vvalidate" not in said, said
     regraded = swecl(early, "regrade", "before", cache=cache).stdout
     assert f"{online}  initial: unresolved -> resolved" in regraded
     (run,) = [r for r in swecl_json(early, "runs", cache=cache) if r["version"] == "before"]
