@@ -224,7 +224,7 @@ def ensure_repo_installed(
     why = ""
     if at_built and (worktree / ".git").exists():
         tracked = tracked_state(worktree)
-        key = install_key(env, worktree, {"install": spec.install, "recipe": INSTALL_RECIPE,
+        key = install_key(env, {"install": spec.install, "recipe": INSTALL_RECIPE,
                                           "settings": _settings_text(env), "fingerprint": fingerprint,
                                           "commit": commit if spec.install_per_task else None,
                                           # the manifests as pre_install left them: what else
@@ -249,7 +249,9 @@ def ensure_repo_installed(
             )
             made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(restored.made_at))
             said = (f"[swecl] install put back from its record {key} of {made} (graders._install_record): "
-                    f"{len(restored.products)} product(s) in the worktree and the venv's files, each checked")
+                    f"{len(restored.products)} product(s) in the worktree and the venv's files, each checked"
+                    + (f"; made in {restored.moved_from}, its path written over with this slot's"
+                       if restored.moved_from else ""))
             return InstallResult(ran=False, ok=True, restored=True, notes=(said, *restored.notes),
                                  log=era_note + said + "; the recorded install's log:\n" + restored.log)
         if why:

@@ -8,8 +8,7 @@ leaves is files: its products in the worktree (untracked; installed.json keeps t
 SHA-256) and its changes to the venv (the editable finder or egg-link, `.pth` files,
 dist-info, scripts, the era step's packages). After an install that worked, both are
 recorded under the environment (`installs/<key>/`), keyed by everything the install
-depends on: the venv and the slot (their paths are written into the finder and the
-scripts), the install line, the install recipe, the build settings, the build's packages
+depends on: the venv (its path is written into the scripts), the install line, the install recipe, the build settings, the build's packages
 (`built.txt`), the dependency manifests as the spec's `pre_install` lines left them
 (`manifest_edits`: sphinx's also edit tox.ini, which no install reads), and the
 manifests' fingerprint, or the commit for `install_per_task`: the key that lets an
@@ -17,7 +16,12 @@ install stay in place (`ensure_repo_installed`), and the rest. The next
 install of that key puts the files back instead: the venv goes back to the build's
 packages first, as before every install, then the recorded changes are written over it
 and the worktree's untracked files are replaced by the recorded products, every file
-checked against its recorded SHA-256 before any is put back.
+checked against its recorded SHA-256 before any is put back. A record made in another
+worktree slot is put back with that slot's path written over with this one's, wherever
+it appears (the editable finder, `direct_url.json`, bytecode, a compiled extension's
+build directory): slot paths differ by their number alone, so nothing else moves (a
+record made at a path of another length is not used). Which slot a grade gets depends on
+which other grade holds which, so without this a warm pass ran installs again.
 
 Taken only where it gives exactly what the install gave: the venv, back at the build's
 packages, must hold the same files at the same sizes as when the record was made (a file
@@ -52,7 +56,7 @@ INSTALLS = "installs"  # beside the environment's venv
 # are up to 85 MB a commit)
 KEEP = 64
 _META = "record.json"
-_FORMAT = 2  # 2: keyed by the edits to the manifests alone, not to every tracked file
+_FORMAT = 3  # 2: keyed by the edits to the manifests alone, not to every tracked file; 3: not by the slot
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,13 +65,15 @@ class Restored:
     log: str  # the recorded install's log
     notes: tuple[str, ...]
     made_at: float
+    moved_from: str | None = None  # the slot the record was made in, when another
 
 
-def install_key(env: EnvInfo, worktree: Path, parts: Mapping[str, object]) -> str:
-    """The record's name: a hash of the venv, the slot, the build's packages and `parts`
-    (install line, recipe, settings, fingerprint or commit)."""
+def install_key(env: EnvInfo, parts: Mapping[str, object]) -> str:
+    """The record's name: a hash of the venv, the build's packages and `parts` (install
+    line, recipe, settings, fingerprint or commit, manifests). Not the slot: a record made
+    in one is put back in another (`restore_install`)."""
     built = env.path / "built.txt"
-    text = json.dumps({"format": _FORMAT, "venv": os.fspath(env.venv), "worktree": os.fspath(worktree),
+    text = json.dumps({"format": _FORMAT, "venv": os.fspath(env.venv),
                        "built": hashlib.sha256(built.read_bytes()).hexdigest() if built.is_file() else None,
                        **{k: v for k, v in parts.items()}}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
@@ -150,7 +156,8 @@ def record_install(env: EnvInfo, key: str, worktree: Path, before: Manifest, aft
             expected = "-> " + str(value[1]) if value[0] == "->" else str(value[1])
             if kept.get(rel) != expected:
                 return f"install not recorded: {rel} changed while it was recorded"
-        meta = {"format": _FORMAT, "key": key, "made_at": time.time(), "before": venv_listing(before, [*venv_files, *diff.removed]),
+        meta = {"format": _FORMAT, "key": key, "made_at": time.time(), "worktree": os.fspath(worktree),
+                "before": venv_listing(before, [*venv_files, *diff.removed]),
                 "venv_files": venv_files, "venv_removed": diff.removed, "products": dict(products),
                 "log": log[-20000:], "notes": list(notes)}
         (work / _META).write_text(json.dumps(meta) + "\n", encoding="utf-8")
@@ -210,14 +217,49 @@ def restore_install(env: EnvInfo, key: str, worktree: Path, before: Manifest) ->
         if found != expected:
             shutil.rmtree(folder, ignore_errors=True)
             return None, f"the install's record of {source.relative_to(folder)} was changed since it was made: removed"
+    made_in = os.fsencode(str(meta.get("worktree") or ""))
+    here = os.fsencode(os.fspath(worktree))
+    moved = made_in != here
+    if moved and (not made_in or len(made_in) != len(here)):
+        # a compiled product names its build directory in place (astropy's extensions):
+        # only a path of the same length can be written over it
+        return None, "the install's record was made in a slot whose path is not of this slot's length"
     for rel in removed:
         target = env.venv / rel
         if target.is_symlink() or target.is_file():
             target.unlink()
     git(["clean", "-ffdx", "--quiet"], cwd=worktree)
+    relocated: dict[str, list] = {}
     for source, target, _expected in wanted:
         _place(target)
-        _copy_hashed(os.fspath(source), os.fspath(target), hashed=False)  # checked above
+        if not moved:
+            _copy_hashed(os.fspath(source), os.fspath(target), hashed=False)  # checked above
+        elif (digest := _copy_relocated(os.fspath(source), os.fspath(target), made_in, here)) is not None:
+            rel = os.path.relpath(target, worktree)
+            if rel in products:  # installed.json keeps what each product holds now
+                relocated[rel] = ["->", digest[3:]] if digest.startswith("-> ") else [os.path.getsize(target), digest]
     os.utime(folder / _META)  # recently used: kept longest
-    return Restored(products=products, log=str(meta.get("log") or ""), notes=tuple(meta.get("notes") or ()),
-                    made_at=float(meta.get("made_at") or 0)), ""
+    return Restored(products={**products, **relocated}, log=str(meta.get("log") or ""),
+                    notes=tuple(meta.get("notes") or ()), made_at=float(meta.get("made_at") or 0),
+                    moved_from=made_in.decode("utf-8", "surrogateescape") if moved else None), ""
+
+
+def _copy_relocated(source: str, target: str, old: bytes, new: bytes) -> str | None:
+    """Copy a record's file into another slot, its slot path written over with this one's
+    (same length: the editable finder, `direct_url.json`, `.pth` and egg-link files, and
+    the strings of bytecode and compiled extensions, which keep their layout); returns the
+    new SHA-256 (`-> target` for a symlink) when something was written over, else None."""
+    if os.path.islink(source):
+        link = os.readlink(source)
+        changed = os.fsencode(link).replace(old, new)
+        os.symlink(os.fsdecode(changed), target)
+        return "-> " + os.fsdecode(changed) if changed != os.fsencode(link) else None
+    with open(source, "rb") as src:
+        data = src.read()
+    changed = data.replace(old, new)
+    with open(target, "wb") as dst:
+        dst.write(changed)
+    st = os.stat(source)
+    os.chmod(target, stat.S_IMODE(st.st_mode))
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # bytecode names its source's time
+    return hashlib.sha256(changed).hexdigest() if changed != data else None

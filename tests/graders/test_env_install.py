@@ -205,7 +205,7 @@ def test_a_record_is_keyed_by_the_manifests_as_pre_install_left_them_not_every_t
 def test_a_grade_takes_the_slot_its_environment_installed_into(tmp_path: Path) -> None:
     """Which worker grades a task changes from task to task, and with it the slot it would
     take first: the slot holding the environment's install comes first, so the install is
-    reused; a slot busy elsewhere is passed over, and the install runs in the next."""
+    reused; a slot busy elsewhere is passed over, and the install is put back in the next."""
     from graders import preferred_slot
     from graders._repos import RepoCache
 
@@ -220,7 +220,46 @@ def test_a_grade_takes_the_slot_its_environment_installed_into(tmp_path: Path) -
     assert status == "unresolved" and "install: reused (ok)" in log and "(slot 0)" in log, log
     with RepoCache(cache).worktree(PKG, setup, slot=0), preferred_slot(1):  # slot 0 held by another grade
         status, log = _grade(grader, setup, GOLD_PATCH, setup)
-    assert status == "resolved" and "install: ran (ok)" in log and "(slot 1)" in log, log
+    # the next slot: the install is slot 0's record, put back there (see below)
+    assert status == "resolved" and "install: restored (ok)" in log and "(slot 1)" in log, log
+
+
+def test_a_record_made_in_one_slot_is_put_back_in_another_with_its_path(tmp_path: Path) -> None:
+    """Which slot a grade gets depends on which other grade holds which: an install
+    recorded in slot 0 is put back in slot 1 with slot 0's path written over (the
+    editable install then imports this slot's code), and the put-back product keeps the
+    grade after it in place."""
+    from graders import preferred_slot
+    from graders._repos import RepoCache
+
+    src, first = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
+    write(src, "setup.py", SETUP_PY.format(version="0.2"))
+    second = commit_at(src, "version 0.2", "2024-03-02T12:00:00Z")
+    cache = tmp_path / "cache"
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
+    for commit in (first, second):  # both recorded in slot 0
+        with preferred_slot(0):
+            status, log = _grade(grader, commit, GOLD_PATCH, first)
+        assert status == "resolved" and "install: ran (ok)" in log and "(slot 0)" in log, log
+    slot0, slot1 = (RepoCache(cache).slot_path(PKG, n) for n in (0, 1))
+    with RepoCache(cache).worktree(PKG, first, slot=0), preferred_slot(0):  # slot 0 held by another grade
+        status, log = _grade(grader, first, GOLD_PATCH, first)
+    assert status == "resolved" and "install: restored (ok)" in log and "(slot 1)" in log, log
+    assert f"made in {slot0}, its path written over with this slot's" in log, log
+    assert _state(cache)["worktree"] == str(slot1) and _calc_version(cache) == "0.1"
+    [python] = list((cache / "envs").rglob("venv/bin/python"))
+    where = subprocess.run([python, "-c", "import calc; print(calc.__file__)"], capture_output=True, text=True,
+                           check=True, cwd=tmp_path).stdout.strip()
+    assert where == str(slot1 / "calc" / "__init__.py")
+    venv_files = [p for p in python.parent.parent.rglob("*") if p.is_file() and not p.is_symlink()]
+    naming = {p.name for p in venv_files if str(slot1).encode() in p.read_bytes()}
+    assert {"calc.egg-link", "easy-install.pth"} <= naming, naming  # this setuptools' editable install
+    assert not [p for p in venv_files if str(slot0).encode() in p.read_bytes()]
+    assert "Version: 0.1" in (slot1 / "calc.egg-info" / "PKG-INFO").read_text()
+    # the products as put back are what installed.json keeps: the next grade keeps them in place
+    with preferred_slot(1):
+        status, log = _grade(grader, first, WRONG_PATCH, first)
+    assert status == "unresolved" and "install: reused (ok)" in log and "(slot 1)" in log, log
 
 
 def test_the_repositorys_own_requirements_resolve_as_of_the_era(tmp_path: Path) -> None:
