@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -249,14 +250,16 @@ def _copy_relocated(source: str, target: str, old: bytes, new: bytes) -> str | N
     (same length: the editable finder, `direct_url.json`, `.pth` and egg-link files, and
     the strings of bytecode and compiled extensions, which keep their layout); returns the
     new SHA-256 (`-> target` for a symlink) when something was written over, else None."""
+    # the slot's path whole: not slot-1 in slot-10
+    pattern = re.compile(re.escape(old) + rb"(?![0-9])")
     if os.path.islink(source):
-        link = os.readlink(source)
-        changed = os.fsencode(link).replace(old, new)
+        link = os.fsencode(os.readlink(source))
+        changed = pattern.sub(lambda _m: new, link)
         os.symlink(os.fsdecode(changed), target)
-        return "-> " + os.fsdecode(changed) if changed != os.fsencode(link) else None
+        return "-> " + os.fsdecode(changed) if changed != link else None
     with open(source, "rb") as src:
         data = src.read()
-    changed = data.replace(old, new)
+    changed = pattern.sub(lambda _m: new, data)  # a function: no escapes read in `new`
     with open(target, "wb") as dst:
         dst.write(changed)
     st = os.stat(source)

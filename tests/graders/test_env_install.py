@@ -232,8 +232,12 @@ def test_a_record_made_in_one_slot_is_put_back_in_another_with_its_path(tmp_path
     from graders import preferred_slot
     from graders._repos import RepoCache
 
-    src, first = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
-    write(src, "setup.py", SETUP_PY.format(version="0.2"))
+    # the install also leaves a product naming where it was built, as a compiled extension does
+    where = 'import os\nos.makedirs("build", exist_ok=True)\nopen("build/where.txt", "w").write(os.getcwd())\n'
+    src, _ = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
+    write(src, "setup.py", where + SETUP_PY.format(version="0.1"))
+    first = commit_at(src, "version 0.1, built where", "2024-03-01T13:00:00Z")
+    write(src, "setup.py", where + SETUP_PY.format(version="0.2"))
     second = commit_at(src, "version 0.2", "2024-03-02T12:00:00Z")
     cache = tmp_path / "cache"
     grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
@@ -256,6 +260,7 @@ def test_a_record_made_in_one_slot_is_put_back_in_another_with_its_path(tmp_path
     assert {"calc.egg-link", "easy-install.pth"} <= naming, naming  # this setuptools' editable install
     assert not [p for p in venv_files if str(slot0).encode() in p.read_bytes()]
     assert "Version: 0.1" in (slot1 / "calc.egg-info" / "PKG-INFO").read_text()
+    assert (slot1 / "build" / "where.txt").read_text() == str(slot1)
     # the products as put back are what installed.json keeps: the next grade keeps them in place
     with preferred_slot(1):
         status, log = _grade(grader, first, WRONG_PATCH, first)
