@@ -106,11 +106,15 @@ def _copy_hashed(source: str, target: str, *, hashed: bool = True) -> str:
             if hashed:
                 digest.update(block)
             dst.write(block)
+    _same_mode_and_time(source, target)
+    return digest.hexdigest() if hashed else ""
+
+
+def _same_mode_and_time(source: str, target: str) -> None:
     st = os.stat(source)
     os.chmod(target, stat.S_IMODE(st.st_mode))
     # the time too: bytecode compiled by the install names its source's
     os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
-    return digest.hexdigest() if hashed else ""
 
 
 def _place(target: Path) -> None:
@@ -262,7 +266,5 @@ def _copy_relocated(source: str, target: str, old: bytes, new: bytes) -> str | N
     changed = pattern.sub(lambda _m: new, data)  # a function: no escapes read in `new`
     with open(target, "wb") as dst:
         dst.write(changed)
-    st = os.stat(source)
-    os.chmod(target, stat.S_IMODE(st.st_mode))
-    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # bytecode names its source's time
+    _same_mode_and_time(source, target)
     return hashlib.sha256(changed).hexdigest() if changed != data else None
