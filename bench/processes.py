@@ -19,7 +19,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -40,9 +39,15 @@ TEXTKIT = "swecl-demo_textkit_sequence"
 
 
 def pycache_prefix() -> str:
-    """Where the tests' own Python processes keep bytecode: outside the checkout, shared by
-    every process of the tests (the interpreter writes each file atomically)."""
-    return os.environ.get("PYTHONPYCACHEPREFIX") or str(Path(tempfile.gettempdir()) / "swecl-test-pycache")
+    """Where the tests' own Python processes keep bytecode: `.dev/pycache` of this checkout
+    (ignored by git, beside the tools `./dev` installs), shared by every process of the
+    tests (the interpreter writes each file atomically).
+
+    Not under /tmp: the sandbox gives every agent a private, empty /tmp, and a Python
+    there (mini-swe-agent, an MCP server) looks for bytecode only in the prefix, so it
+    compiled every import at each start (LiteLLM alone: seconds of CPU). Here the sandbox
+    shows the prefix read-only, as it shows the rest of the file system."""
+    return os.environ.get("PYTHONPYCACHEPREFIX") or str(REPO_ROOT / ".dev" / "pycache")
 
 
 def swecl_env(cache: Path, extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,6 +179,30 @@ def _mentions(proc: Path, needle: str) -> bool:
     except OSError:
         return False
     return needle in cmdline or needle in environ
+
+
+def time_out_while_the_api_hangs(attempt: Callable[[float, Path], tuple[AgentResult, FakeAPI]], tmp_path: Path,
+                                 start_s: float) -> tuple[AgentResult, FakeAPI]:
+    """`attempt(limit, scratch)` (a run against a hanging fake API with a time limit of
+    `limit` seconds), first with a short limit, then with `start_s` only if the CLI had not
+    yet reached the API when the short one passed.
+
+    The hanging-API tests are about what happens once the CLI waits on the API: the limit
+    must pass after its first request. How long a CLI takes to get there ranges from a
+    second (codex) to tens of seconds (LiteLLM's import on a loaded machine); waiting
+    `start_s` every time cost the suite minutes. Each attempt must time out and leave no
+    process behind; only the premise (a request was made) decides whether the long one runs.
+    """
+    for i, limit in enumerate((start_s / 3, start_s)):
+        scratch = tmp_path / f"scratch-{i}"
+        started = time.monotonic()
+        result, fake = attempt(limit, scratch)
+        assert time.monotonic() - started < limit + 30
+        assert result.exit == "timeout" and result.exit_code is None, (result.exit, result.error)
+        assert processes_mentioning(str(tmp_path)) == []  # nor the CLI, nor its MCP server
+        if fake.api_requests:
+            return result, fake
+    raise AssertionError(f"the CLI made no API request in {start_s} s")
 
 
 class BrokenRecall:
