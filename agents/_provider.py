@@ -9,8 +9,8 @@ under that door's task context, which the host holds: nothing inside the sandbox
 what a call is recorded under.
 
 A stdio server runs in a session of its own with cwd its private data directory, an
-environment of only HOME, PATH, LANG, LOGNAME, USER, SHELL, TERM and the mapped
-variables (none of swecl's keys), inside bubblewrap when a confined `Sandbox` is given
+environment of only HOME, PATH, LANG, LOGNAME, USER, SHELL, TERM, PYTHONPYCACHEPREFIX
+and the mapped variables (none of swecl's keys), inside bubblewrap when a confined `Sandbox` is given
 (the data directory writable, no network unless `network`), and never outlives the
 `with` block: stdin closed, then the whole process group killed and reaped.
 
@@ -52,7 +52,9 @@ from ._scrub import Scrubber
 
 __all__ = ["CallContext", "Door", "LedgerRecorder", "ProviderError", "ProviderFailure", "ProviderHost", "ProviderInfo"]
 
-_ENV_KEPT = ("HOME", "PATH", "LANG", "LC_ALL", "LOGNAME", "USER", "SHELL", "TERM")
+# PYTHONPYCACHEPREFIX says only where bytecode is kept, not what runs: without it a
+# Python server in the sandbox (its files read-only) compiles every import at each start.
+_ENV_KEPT = ("HOME", "PATH", "LANG", "LC_ALL", "LOGNAME", "USER", "SHELL", "TERM", "PYTHONPYCACHEPREFIX")
 _STOP_GRACE_S = 2.0  # after stdin closes, before the group is killed
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,16 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One swecl cache (demo repositories, test environments) per test process: the demo
     is built once per process, whichever package's tests ask for it first."""
     return tmp_path_factory.mktemp("swecl-cache")
+
+
+@pytest.fixture
+def own_cache(tmp_path: Path, cache: Path) -> Path:
+    """A cache of this test's own, for runs it kills: what a killed run leaves in a cache
+    (a lock, a half-made worktree) must not reach other tests. It begins as a copy of this
+    process's `cache`, so the demo repositories and environments built there are not built
+    again (a cache folder copied elsewhere works on its own; only each environment's
+    bytecode cache, made for its path, is made again)."""
+    own = tmp_path / "cache"
+    if cache.is_dir():
+        shutil.copytree(cache, own, symlinks=True)
+    return own

@@ -33,8 +33,7 @@ BLANK_PAIR = (*BLANK_SPANS, "--sequence", INICONF, "--passes", "initial", "--job
 
 # Every shared run, by name: one name, one argument list (of `swecl run ... --quiet`).
 RUNS: dict[str, tuple[str, ...]] = {
-    "blank-spans": BLANK_SPANS,  # version 1
-    "ref-spans": (*BLANK_SPANS, "--version", "ref"),  # the references of tests/reliability
+    "blank-spans": (*BLANK_SPANS, "--version", "1"),  # also the reference of the crash and resume tests
     "ref-initial": (*BLANK_INITIAL, "--version", "ref"),
     "ref-pair": (*BLANK_PAIR, "--version", "ref"),
     "blank-textkit": ("--stage", "plugin-blank", "--sequence", TEXTKIT),  # what tests/cli show and view

@@ -25,8 +25,8 @@ def curriculum(tmp_path_factory: pytest.TempPathFactory) -> DemoCurriculum:
 
 @pytest.fixture(scope="session")
 def reference_spans(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
-    """An uninterrupted plugin-blank run of the spans sequence: version `ref`."""
-    return demo_run_copy(tmp_path_factory, cache, "ref-spans")
+    """An uninterrupted plugin-blank run of the spans sequence: version `1`."""
+    return demo_run_copy(tmp_path_factory, cache, "blank-spans")
 
 
 @pytest.fixture(scope="session")

@@ -110,7 +110,7 @@ def test_a_killed_run_is_reported_interrupted_and_a_finished_one_redoes_nothing(
 
 
 def test_ctrl_c_mid_run_records_interrupted_and_the_resume_matches(
-    tmp_path: Path, cache: Path, reference_initial: Path
+    tmp_path: Path, cache: Path, own_cache: Path, reference_initial: Path
 ) -> None:
     """SIGINT to the whole process group, as a terminal's Ctrl-C sends it."""
     import os
@@ -120,7 +120,7 @@ def test_ctrl_c_mid_run_records_interrupted_and_the_resume_matches(
     from bench.processes import LedgerWatch, spawn, swecl_argv
 
     results = tmp_path / "results"
-    own = tmp_path / "cache"  # SIGINT reaches git too: what it leaves must not reach other tests
+    own = own_cache  # SIGINT reaches git too: what it leaves must not reach other tests (conftest)
     proc = spawn(swecl_argv(results, "run", *INITIAL_ARGS, "--version", "crash", "--quiet"), cache=own,
                  log=tmp_path / "swecl.log")
     watch = LedgerWatch(results / "ledger.db", "crash")

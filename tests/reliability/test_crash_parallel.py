@@ -19,11 +19,12 @@ pytestmark = pytest.mark.slow
 SEED = 20240612
 
 
-def test_random_sigkills_of_a_two_sequence_run_with_jobs_2(tmp_path: Path, cache: Path, reference_pair: Path) -> None:
+def test_random_sigkills_of_a_two_sequence_run_with_jobs_2(
+    tmp_path: Path, cache: Path, own_cache: Path, reference_pair: Path,
+) -> None:
     results = tmp_path / "results"
-    # a cache of its own: what a killed run leaves there must not reach other tests
     report = crash_loop(
-        results, tmp_path / "cache", "crash", PAIR_ARGS, kill_plan(SEED, 400, max_time=4.0), kills=10, jobs=2, slack=0,
+        results, own_cache, "crash", PAIR_ARGS, kill_plan(SEED, 400, max_time=4.0), kills=10, jobs=2, slack=0,
         log=tmp_path / "swecl.log",
     )
     # the loop stops at 10 kills; each ended a launch that was still running (SIGKILL)

@@ -28,11 +28,10 @@ SEED = 20240611  # the kill schedule; the same seed replays the same plan
 
 
 def test_twenty_random_sigkills_then_resume_match_an_uninterrupted_run(
-    tmp_path: Path, cache: Path, reference_spans: Path
+    tmp_path: Path, cache: Path, own_cache: Path, reference_spans: Path
 ) -> None:
     results = tmp_path / "results"
-    # a cache of its own: what a killed run leaves there must not reach other tests
-    report = crash_loop(results, tmp_path / "cache", "crash", SPANS_ARGS, kill_plan(SEED, 400), kills=20,
+    report = crash_loop(results, own_cache, "crash", SPANS_ARGS, kill_plan(SEED, 400), kills=20,
                         log=tmp_path / "swecl.log")
     # the loop stops at 20 kills; each ended a launch that was still running (SIGKILL)
     fired = [landing for landing in report.landings if landing.fired]
@@ -43,4 +42,4 @@ def test_twenty_random_sigkills_then_resume_match_an_uninterrupted_run(
     events = read_events(results, prefix="run/crash")
     assert any(e["type"] == "task.abandoned" for e in events)
     assert sum(1 for e in events if e["type"] == "run.resumed") >= 10  # kills in start-up come before it
-    assert differences_from(results, "crash", reference_spans, "ref", cache) == []
+    assert differences_from(results, "crash", reference_spans, "1", cache) == []

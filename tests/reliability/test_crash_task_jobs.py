@@ -68,10 +68,9 @@ def of_pass(running: InFlight, pass_: str) -> int:
 
 
 def test_kills_during_parallel_passes_then_resume_match_a_serial_run(
-    tmp_path: Path, cache: Path, reference_spans: Path
+    tmp_path: Path, cache: Path, own_cache: Path, reference_spans: Path
 ) -> None:
     results, log = tmp_path / "results", tmp_path / "swecl.log"
-    own_cache = tmp_path / "cache"  # what a killed run leaves there must not reach other tests
     start = swecl_argv(results, "run", *SPANS_ARGS, "--task-jobs", "3", "--version", "crash", "--quiet")
     resume = swecl_argv(results, "run", "--resume", "crash", "--quiet")
 
@@ -88,17 +87,16 @@ def test_kills_during_parallel_passes_then_resume_match_a_serial_run(
     abandoned = {(e["payload"]["pass"], e["payload"]["order"])
                  for e in read_events(results, prefix="run/crash") if e["type"] == "task.abandoned"}
     assert set(second) <= abandoned and set(first) <= abandoned
-    assert differences_from(results, "crash", reference_spans, "ref", own_cache) == []
+    assert differences_from(results, "crash", reference_spans, "1", own_cache) == []
 
 
 def test_ctrl_c_during_a_parallel_pass_records_no_result_of_the_tasks_in_flight(
-    tmp_path: Path, cache: Path, reference_spans: Path
+    tmp_path: Path, cache: Path, own_cache: Path, reference_spans: Path
 ) -> None:
     """SIGINT to the whole process group, as a terminal's Ctrl-C sends it, reaches the
     agents and test runs of every worker too: what they return then is not a result. The
     run ends interrupted, the attempts in flight stay open, and the resume redoes them."""
     results, log = tmp_path / "results", tmp_path / "swecl.log"
-    own_cache = tmp_path / "cache"
     proc = spawn(swecl_argv(results, "run", *SPANS_ARGS, "--task-jobs", "3", "--version", "crash", "--quiet"),
                  cache=own_cache, log=log)
     deadline = time.monotonic() + 300
@@ -114,4 +112,4 @@ def test_ctrl_c_during_a_parallel_pass_records_no_result_of_the_tasks_in_flight(
     assert in_flight(results, "crash")  # left open, not finished with what a killed agent returned
     final = swecl(results, "run", "--resume", "crash", "--quiet", cache=own_cache, check=False)
     assert final.returncode == 0, final.stderr
-    assert differences_from(results, "crash", reference_spans, "ref", own_cache) == []
+    assert differences_from(results, "crash", reference_spans, "1", own_cache) == []

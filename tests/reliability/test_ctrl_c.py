@@ -43,7 +43,7 @@ def _block_stops() -> None:
 
 @pytest.mark.parametrize("inherited", [_ignore_sigint, _block_stops], ids=["ignored", "blocked"])
 def test_a_run_started_with_sigint_ignored_or_blocked_still_stops_on_ctrl_c(
-    tmp_path: Path, cache: Path, inherited: Callable[[], None]
+    tmp_path: Path, own_cache: Path, inherited: Callable[[], None]
 ) -> None:
     """Python keeps an inherited SIG_IGN for SIGINT (it installs its handler only over the
     default), and so does every child: before the fix, that run went on to exit 0. An
@@ -53,7 +53,7 @@ def test_a_run_started_with_sigint_ignored_or_blocked_still_stops_on_ctrl_c(
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             swecl_argv(results, "run", *SPANS_ARGS, "--task-jobs", "3", "--version", "ign", "--quiet"),
-            cwd=REPO_ROOT, env=swecl_env(tmp_path / "cache"), stdout=out, stderr=subprocess.STDOUT,
+            cwd=REPO_ROOT, env=swecl_env(own_cache), stdout=out, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=inherited,
         )
     deadline = time.monotonic() + 300

@@ -14,15 +14,15 @@ from .support import SPANS, demo_tasks, events, finished_cells, swecl, swecl_jso
 
 pytestmark = pytest.mark.slow
 
-# plugin-blank over spans as version `ref`: the session's shared "ref-spans" run, uninterrupted.
-R = "ref"
-ARGS = ("run", *RUNS["ref-spans"], "--quiet")
+# plugin-blank over spans as version `1`: the session's shared "blank-spans" run, uninterrupted.
+R = "1"
+ARGS = ("run", *RUNS["blank-spans"], "--quiet")
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> dict:
     """The same run, never interrupted."""
-    return metrics_doc(demo_run_copy(tmp_path_factory, cache, "ref-spans"), R, cache)
+    return metrics_doc(demo_run_copy(tmp_path_factory, cache, "blank-spans"), R, cache)
 
 
 def killed_then_resumed(results: Path, cache: Path, failpoint: str) -> None:
@@ -73,7 +73,7 @@ def test_resume_after_a_kill_in_the_retest_pass(tmp_path: Path, cache: Path, ref
 def test_a_finished_run_resumes_to_a_no_op(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, cache: Path, reference: dict,
 ) -> None:
-    results = copy_of(shared_run(tmp_path_factory, cache, "ref-spans"), tmp_path / "results")  # a finished run
+    results = copy_of(shared_run(tmp_path_factory, cache, "blank-spans"), tmp_path / "results")  # a finished run
     before = len(events(results, "task.started"))
     swecl(results, "run", "--resume", R, "--quiet", cache=cache)
     assert len(events(results, "task.started")) == before

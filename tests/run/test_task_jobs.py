@@ -10,7 +10,7 @@ import pytest
 
 from bench.processes import read_events
 
-from .support import INICONF, SPANS, as_of, comparable, decided_ids, demo_tasks, swecl, swecl_json
+from .support import INICONF, SPANS, as_of, comparable, decided_ids, demo_tasks, first_of, swecl, swecl_json
 
 pytestmark = pytest.mark.slow
 
@@ -76,8 +76,10 @@ def sequences_overlapped(results: Path) -> bool:
 def test_sequences_of_one_run_share_the_workers(tmp_path: Path, cache: Path) -> None:
     """Without --jobs, --task-jobs puts every sequence of the run on one set of workers:
     one sequence's initial pass runs beside the other's, in one process."""
-    run = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--sequence", INICONF, "--passes", "initial,baseline",
-           "--version", "1", "--quiet")
+    # The first three tasks of each: the scheduler starts both sequences' initial passes
+    # at once (each one's next task goes before free work), so three are enough to overlap.
+    run = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--sequence", INICONF, *first_of(3, SPANS, INICONF),
+           "--passes", "initial,baseline", "--version", "1", "--quiet")
     serial, parallel = tmp_path / "serial", tmp_path / "parallel"
     swecl(serial, *run, cache=cache)
     swecl(parallel, *run, "--task-jobs", "2", cache=cache)
