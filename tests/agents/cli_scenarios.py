@@ -190,17 +190,18 @@ def time_out_while_the_api_hangs(attempt: Callable[[float, Path], tuple[AgentRes
     The hanging-API tests are about what happens once the CLI waits on the API: the limit
     must pass after its first request. How long a CLI takes to get there ranges from a
     second (codex) to tens of seconds (LiteLLM's import on a loaded machine); waiting
-    `start_s` every time cost the suite minutes. Each attempt must time out and leave no
-    process behind; only the premise (a request was made) decides whether the long one runs.
+    `start_s` every time cost the suite minutes. Each attempt must end by its limit and
+    leave no process behind; the one that reached the API must end as a timeout. Only
+    that premise (a request was made) decides whether the long one runs.
     """
     for i, limit in enumerate((start_s / 3, start_s)):
         scratch = tmp_path / f"scratch-{i}"
         started = time.monotonic()
         result, fake = attempt(limit, scratch)
         assert time.monotonic() - started < limit + 30
-        assert result.exit == "timeout" and result.exit_code is None, (result.exit, result.error)
         assert processes_mentioning(str(tmp_path)) == []  # nor the CLI, nor its MCP server
         if fake.api_requests:
+            assert result.exit == "timeout" and result.exit_code is None, (result.exit, result.error)
             return result, fake
     raise AssertionError(f"the CLI made no API request in {start_s} s")
 
