@@ -12,9 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from .support import SPANS, demo_tasks, events, swecl, swecl_json
+from .support import SPANS, events, first_of, swecl, swecl_json
 
 pytestmark = pytest.mark.slow
+
+# The first four tasks of the spans sequence: every run of an invocation is one of these
+# (each task a graded pytest run), enough for a kill in the middle of the second run.
+FIRST = 4
+SUBSET = first_of(FIRST, SPANS)
 
 
 def _started(results: Path) -> dict[str, dict]:
@@ -27,8 +32,8 @@ def _finished_once(results: Path) -> Counter:
 
 
 def test_resuming_a_repeat_starts_the_repeats_that_never_began(tmp_path: Path, cache: Path) -> None:
-    n = demo_tasks(SPANS)
-    args = ("run", "--stage", "base", "--sequence", SPANS, "--repeat", "3", "--quiet")
+    n = FIRST
+    args = ("run", "--stage", "base", "--sequence", SPANS, *SUBSET, "--repeat", "3", "--quiet")
     # killed in repeat 2, at its 3rd task: repeat 3 never began
     killed = swecl(tmp_path, *args, cache=cache, check=False, env={"SWECL_FAILPOINTS": f"task.finished:{n + 3}"})
     assert killed.returncode != 0
@@ -46,8 +51,8 @@ def test_resuming_a_repeat_starts_the_repeats_that_never_began(tmp_path: Path, c
 
 
 def test_resuming_the_demo_suite_runs_the_stages_that_never_began(tmp_path: Path, cache: Path) -> None:
-    n = demo_tasks(SPANS)
-    args = ("run", "--sequence", SPANS, "--passes", "initial", "--quiet")
+    n = FIRST
+    args = ("run", "--sequence", SPANS, *SUBSET, "--passes", "initial", "--quiet")
     # killed in plugin-blank (run 2): plugin-accum and plugin-dreamed never began
     killed = swecl(tmp_path, *args, cache=cache, check=False, env={"SWECL_FAILPOINTS": f"task.finished:{n + 2}"})
     assert killed.returncode != 0 and sorted(_started(tmp_path)) == ["1", "2"]
@@ -65,7 +70,7 @@ def test_resuming_the_demo_suite_runs_the_stages_that_never_began(tmp_path: Path
 
 
 def test_a_run_started_alone_is_resumed_alone(tmp_path: Path, cache: Path) -> None:
-    args = ("run", "--stage", "base", "--sequence", SPANS, "--quiet")
+    args = ("run", "--stage", "base", "--sequence", SPANS, *SUBSET, "--quiet")
     killed = swecl(tmp_path, *args, cache=cache, check=False, env={"SWECL_FAILPOINTS": "task.finished:2"})
     assert killed.returncode != 0
     swecl(tmp_path, "run", "--resume", "1", "--quiet", cache=cache)
