@@ -26,54 +26,57 @@ os.environ.setdefault("PYTHONPYCACHEPREFIX", pycache_prefix())
 # they came last and the suite ended with one of them running alone for minutes.
 # pyproject.toml turns that reordering off (`--no-loadscope-reorder`) and the hook below
 # puts these first, so the many short modules fill the end. Only the order changes.
+# The demo suite goes first of all: its one fixture (the whole demo run) is the longest
+# piece of work that cannot be split between the workers.
 SLOWEST_FIRST = (
-    "tests/agents/test_cli_agents_shared.py",  # about 150 s with five CLIs (estimated; remeasure)
-    "tests/run/test_demo_suite.py",  # 152 s
-    "tests/scale/test_ray_executor.py",  # 120 s
-    "tests/run/test_memory_server_clis.py",  # about 110 s: four CLI runs of 30 to 45 s each (measured one by one, loaded)
-    "tests/graders/test_env_install.py",  # 84 s
-    "tests/run/test_resume.py",  # 71 s
-    "tests/reliability/test_crash_exact.py",  # 67 s
-    "tests/run/test_mini_run.py",  # about 60 s (estimated on a loaded machine; remeasure)
-    "tests/reliability/test_crash_parallel.py",  # 57 s
-    "tests/bench/test_bench_quick.py",  # 57 s
-    "tests/run/test_task_jobs.py",  # 56 s
-    "tests/reliability/test_isolation.py",  # 51 s
-    "tests/reliability/test_crash_random.py",  # 51 s
-    "tests/reliability/test_resource_faults.py",  # 50 s
-    "tests/reliability/test_crash_task_jobs.py",  # 44 s
-    "tests/agents/test_claude_e2e.py",  # 42 s
-    "tests/graders/test_env_era.py",  # 40 s
-    "tests/run/test_resume_invocation.py",  # 37 s
-    "tests/run/test_claude_run.py",  # 36 s
-    "tests/cli/test_view.py",  # 34 s
-    "tests/reliability/test_tamper.py",  # 33 s
-    "tests/run/test_grade_command.py",  # 32 s
-    "tests/run/test_gemini_run.py",  # 32 s
-    "tests/run/test_memory_server_resume.py",  # about 65 s (estimated from a loaded run; remeasure)
-    "tests/audit/test_counterfactual.py",  # about 60 s (estimated from a loaded run; remeasure)
-    "tests/run/test_memory_server_basic_memory.py",  # about 50 s (estimated from a loaded run; remeasure)
-    "tests/run/test_orders.py",  # about 50 s (estimated from a loaded run; remeasure)
-    "tests/core/test_budget.py",  # about 50 s (estimated from a loaded run; remeasure)
-    "tests/cli/test_repeat_cli.py",  # 30 s
-    "tests/reliability/test_leaks.py",  # 30 s
-    "tests/graders/test_grade_e2e.py",  # 27 s
+    "tests/run/test_demo_suite.py",  # 99 s
+    "tests/agents/test_cli_agents_shared.py",  # 121 s
+    "tests/graders/test_env_install.py",  # 100 s
+    "tests/scale/test_ray_executor.py",  # 86 s
+    "tests/reliability/test_resource_faults.py",  # 58 s
+    "tests/bench/test_bench_quick.py",  # 56 s
+    "tests/reliability/test_crash_exact.py",  # 51 s
+    "tests/run/test_resume.py",  # 49 s
+    "tests/agents/test_egress_clis.py",  # 47 s
+    "tests/run/test_memory_server_resume.py",  # 45 s
+    "tests/reliability/test_isolation.py",  # 44 s
+    "tests/run/test_memory_server_basic_memory.py",  # 43 s
+    "tests/agents/test_opencode_e2e.py",  # 41 s
+    "tests/reliability/test_crash_parallel.py",  # 40 s
+    "tests/run/test_task_jobs.py",  # 35 s
+    "tests/reliability/test_tamper.py",  # 35 s
+    "tests/reliability/test_crash_random.py",  # 34 s
+    "tests/run/test_grade_command.py",  # 31 s
+    "tests/run/test_memory_server_clis.py",  # 30 s
+    "tests/run/test_claude_run.py",  # 28 s
+    "tests/agents/test_claude_e2e.py",  # 28 s
+    "tests/run/test_opencode_run.py",  # 27 s
+    "tests/cli/test_view.py",  # 27 s
+    "tests/reliability/test_crash_task_jobs.py",  # 27 s
+    "tests/run/test_resume_invocation.py",  # 27 s
+    "tests/run/test_gemini_run.py",  # 27 s
     "tests/cli/test_commands.py",  # 26 s
-    "tests/reliability/test_concurrency.py",  # 24 s
-    "tests/run/test_memory_server.py",  # 24 s
-    "tests/graders/test_env_integrity.py",  # 23 s
-    "tests/reliability/test_shell_injection.py",  # 23 s
-    "tests/inputs/test_demo.py",  # 21 s
-    "tests/reliability/test_bad_input.py",  # 19 s
-    "tests/agents/test_egress_clis.py",  # 18 s
-    "tests/run/test_opencode_run.py",  # about 27 s (estimated from a loaded run; remeasure)
-    "tests/agents/test_opencode_e2e.py",  # about 20 s (estimated from a loaded run; remeasure)
-    "tests/run/test_fork.py",  # about 20 s (estimated from a loaded run; remeasure)
-    "tests/agents/test_gemini_e2e.py",  # 17 s
-    "tests/audit/test_demo_e2e.py",  # 17 s
-    "tests/graders/test_tox_current_env.py",  # 16 s
-    "tests/reliability/test_forged_results.py",  # 16 s
-    "tests/agents/test_provider.py",  # 15 s
+    "tests/reliability/test_ctrl_c.py",  # 26 s
+    "tests/run/test_memory_server.py",  # 25 s
+    "tests/graders/test_env_era.py",  # 24 s
+    "tests/agents/test_mini_e2e.py",  # 24 s
+    "tests/cli/test_repeat_cli.py",  # 23 s
+    "tests/reliability/test_concurrency.py",  # 22 s
+    "tests/reliability/test_bad_input.py",  # 21 s
+    "tests/graders/test_grade_e2e.py",  # 21 s
+    "tests/reliability/test_leaks.py",  # 19 s
+    "tests/inputs/test_demo.py",  # 19 s
+    "tests/reliability/test_shell_injection.py",  # 19 s
+    "tests/agents/test_provider.py",  # 17 s
+    "tests/run/test_codex_run.py",  # 15 s
+    "tests/graders/test_env_integrity.py",  # 15 s
+    "tests/graders/test_env_verify.py",  # 15 s
+    "tests/agents/test_gemini_e2e.py",  # 14 s
+    "tests/run/test_fork.py",  # 14 s
+    "tests/reliability/test_forged_results.py",  # 13 s
+    "tests/graders/test_tox_current_env.py",  # 12 s
+    "tests/run/test_jobs.py",  # 12 s
+    "tests/run/test_mini_run.py",  # 11 s
 )
 
 
