@@ -116,5 +116,8 @@ def own_cache(tmp_path: Path, cache: Path) -> Path:
     bytecode cache, made for its path, is made again)."""
     own = tmp_path / "cache"
     if cache.is_dir():
-        shutil.copytree(cache, own, symlinks=True)
+        try:
+            shutil.copytree(cache, own, symlinks=True)
+        except (shutil.Error, OSError):  # a file went while copied: begin empty, and build it all
+            shutil.rmtree(own, ignore_errors=True)
     return own
