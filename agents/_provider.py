@@ -10,9 +10,10 @@ what a call is recorded under.
 
 A stdio server runs in a session of its own with cwd its private data directory, an
 environment of only HOME, PATH, LANG, LOGNAME, USER, SHELL, TERM, PYTHONPYCACHEPREFIX
-and the mapped variables (none of swecl's keys), inside bubblewrap when a confined `Sandbox` is given
-(the data directory writable, no network unless `network`), and never outlives the
-`with` block: stdin closed, then the whole process group killed and reaped.
+and the mapped variables (none of swecl's keys), inside bubblewrap when a confined
+`Sandbox` is given (the data directory writable, no network unless `network`), and
+never outlives the `with` block: stdin closed, then the whole process group killed and
+reaped.
 
 A call the server does not answer in time, a server that exits or writes something that
 is not JSON-RPC on stdout: the caller gets a tool error, the call is recorded with
