@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agents._provider import CallContext, LedgerRecorder, ProviderError, ProviderHost
+from agents._provider import CallContext, LedgerRecorder, ProviderError, ProviderHost, provider_environment
 from agents._provider_snapshot import restore, snapshot, snapshot_event
 from agents._provider_spec import parse_memory_server
 from bench.processes import live_processes
@@ -88,6 +88,15 @@ def test_spec_parses_command_lines_urls_and_mapped_variables(tmp_path: Path) -> 
     assert spec.env_for(tmp_path) == {"MEMORY_FILE_PATH": f"{tmp_path}/memory.jsonl"}
     http = parse_memory_server("https://user:s3cret@mem.example:8443/mcp?token=abc&x")
     assert http.transport == "http" and http.redacted() == "https://mem.example:8443/mcp?token=REDACTED&x"
+
+
+def test_a_stdio_servers_environment_keeps_where_bytecode_goes_and_none_of_the_rest(tmp_path: Path) -> None:
+    spec = parse_memory_server("server", ["MEMORY_FILE_PATH={data}/memory.jsonl"])
+    host = {"HOME": "/home/u", "PATH": "/usr/bin", "PYTHONPYCACHEPREFIX": "/home/u/.cache/pyc",
+            "PYTHONPATH": "/elsewhere", "SWECL_CACHE": "/cache", "ANTHROPIC_API_KEY": "secret"}
+    env = provider_environment(spec, tmp_path / "data", host)
+    assert env == {"HOME": "/home/u", "PATH": "/usr/bin", "PYTHONPYCACHEPREFIX": "/home/u/.cache/pyc",
+                   "TMPDIR": str(tmp_path / "tmp"), "MEMORY_FILE_PATH": f"{tmp_path}/data/memory.jsonl"}
 
 
 @pytest.mark.parametrize(("spec", "env", "says"), [
