@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -236,11 +237,17 @@ def _pypi_installed(binary: Path, package: str, version: str) -> bool:
     return done.returncode == 0 and done.stdout.strip() == version
 
 
-def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: str = sys.executable) -> str:
+def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: str = sys.executable,
+             imports: tuple[str, ...] = ()) -> str:
     """The real `command` CLI of PyPI `package`@`version` ($`env_var`: another install),
     installed once with uv into a cached venv of `python` (`$SWECL_PYPI_CACHE`, else
-    `.dev/pypi`) and reused by every later session, its bytecode compiled at install (a
-    large package would compile it again at every start). No PyPI: the test is skipped, loudly."""
+    `.dev/pypi`) and reused by every later session. No PyPI: the test is skipped, loudly.
+
+    At install, `imports` (what the CLI imports when it runs) are imported once, which
+    leaves their bytecode in the tests' cache (PYTHONPYCACHEPREFIX, conftest): the sandbox
+    shows it read-only, and a large package would otherwise compile at every start. Not
+    uv's `--compile-bytecode`: compiling every module of the package and its dependencies
+    cost more CPU (basic-memory's: 24 s) than all the starts of the tests."""
     explicit = os.environ.get(env_var)
     if explicit:
         return explicit
@@ -260,7 +267,7 @@ def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: 
             # half-built one of an interrupted session fails the check and is built again.
             shutil.rmtree(prefix, ignore_errors=True)
             for argv in ([uv_bin(), "venv", "--quiet", "--no-python-downloads", "--python", python, str(prefix)],
-                         [uv_bin(), "pip", "install", "--quiet", "--compile-bytecode", "--python",
+                         [uv_bin(), "pip", "install", "--quiet", "--python",
                           str(prefix / "bin" / "python"), f"{package}=={version}"]):
                 try:
                     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env,
@@ -271,14 +278,21 @@ def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: 
                     tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
                     pytest.skip(f"SKIPPED LOUDLY: uv could not install {package}=={version} "
                                 f"(PyPI unreachable?): {' | '.join(tail)}")
+            if imports:  # in a home of its own: an import may write its config there
+                with tempfile.TemporaryDirectory() as home:
+                    # LiteLLM fetches its price list from GitHub at import unless told not to
+                    subprocess.run([str(prefix / "bin" / "python"), "-c", f"import {', '.join(imports)}"],
+                                   env={**env, "HOME": home, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+                                   capture_output=True, timeout=300, stdin=subprocess.DEVNULL)
     return str(binary)
 
 
 @pytest.fixture(scope="session")
 def mini_bin() -> str:
     """The real `mini` CLI of MINI_VERSION ($SWECL_MINI_BIN: another install), from PyPI
-    (`pypi_cli`; LiteLLM is large, hence the bytecode compiled at install)."""
-    return pypi_cli("mini-swe-agent", MINI_VERSION, "mini", "SWECL_MINI_BIN")
+    (`pypi_cli`; LiteLLM is large, hence its import at install)."""
+    return pypi_cli("mini-swe-agent", MINI_VERSION, "mini", "SWECL_MINI_BIN",
+                    imports=("minisweagent.run.mini", "minisweagent.models.litellm_model", "litellm"))
 
 
 # --- basic-memory from PyPI ---------------------------------------------------------------
@@ -317,4 +331,7 @@ def basic_memory_bin() -> str:
     if python is None:
         pytest.skip(f"SKIPPED LOUDLY: basic-memory {BASIC_MEMORY_VERSION} needs Python 3.12 or newer and this "
                     "machine has none (set SWECL_BASIC_MEMORY_BIN to an install)")
-    return pypi_cli("basic-memory", BASIC_MEMORY_VERSION, "basic-memory", "SWECL_BASIC_MEMORY_BIN", python=python)
+    return pypi_cli("basic-memory", BASIC_MEMORY_VERSION, "basic-memory", "SWECL_BASIC_MEMORY_BIN", python=python,
+                    imports=("basic_memory.cli.main", "basic_memory.cli.commands.mcp", "basic_memory.mcp.server",
+                             "basic_memory.mcp.tools", "basic_memory.mcp.prompts", "basic_memory.mcp.resources",
+                             "basic_memory.db"))
