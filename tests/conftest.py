@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,12 +14,24 @@ from bench.processes import pycache_prefix
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # Every Python process the tests start (swecl, the demo grader's pytest, the MCP servers
-# and scripts the tests write) keeps its bytecode in one cache outside the checkout. Where
-# PYTHONDONTWRITEBYTECODE is set, each would compile its imports again at every start
-# (pytest, the MCP SDK, swecl: about 0.3 s each). The graders set their own test runs'
-# bytecode rules and pass neither variable through, so what is graded does not change.
+# and scripts the tests write) keeps its bytecode in one cache, `.dev/pycache` (ignored by
+# git; see `pycache_prefix`). Where PYTHONDONTWRITEBYTECODE is set, each would compile its
+# imports again at every start (pytest, the MCP SDK, swecl: about 0.3 s each). The graders
+# set their own test runs' bytecode rules and pass neither variable through, so what is
+# graded does not change.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+_OWN_PYCACHE = "PYTHONPYCACHEPREFIX" not in os.environ
 os.environ.setdefault("PYTHONPYCACHEPREFIX", pycache_prefix())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Once per session (not in each xdist worker): the bytecode of the temp files of
+    # earlier sessions (the scripts and repositories tests write there) goes, as its
+    # sources went; else `.dev/pycache` grows by megabytes a run. Never in a cache the
+    # user chose with PYTHONPYCACHEPREFIX.
+    if _OWN_PYCACHE and not hasattr(config, "workerinput"):
+        shutil.rmtree(Path(pycache_prefix()) / Path(tempfile.gettempdir()).resolve().relative_to("/"),
+                      ignore_errors=True)
 
 # The test modules that take longest (the sum of their tests' durations, from
 # `pytest --durations=0` on 2 cores), slowest first. xdist's loadscope hands out whole
