@@ -281,9 +281,13 @@ def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: 
             if imports:  # in a home of its own: an import may write its config there
                 with tempfile.TemporaryDirectory() as home:
                     # LiteLLM fetches its price list from GitHub at import unless told not to
-                    subprocess.run([str(prefix / "bin" / "python"), "-c", f"import {', '.join(imports)}"],
-                                   env={**env, "HOME": home, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-                                   capture_output=True, timeout=300, stdin=subprocess.DEVNULL)
+                    warm = subprocess.run([str(prefix / "bin" / "python"), "-c", f"import {', '.join(imports)}"],
+                                          env={**env, "HOME": home, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+                                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+                if warm.returncode != 0:  # a module renamed by a new version: say so, not run slowly unseen
+                    shutil.rmtree(prefix, ignore_errors=True)
+                    pytest.fail(f"{package}=={version} installed, but `import {', '.join(imports)}` failed: "
+                                f"{(warm.stderr.strip().splitlines() or ['?'])[-1]}")
     return str(binary)
 
 
