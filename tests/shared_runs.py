@@ -24,16 +24,20 @@ from pathlib import Path
 import pytest
 
 from bench.processes import INICONF, SPANS, TEXTKIT, swecl
+from tests.run.support import first_of
 
-# plugin-blank over the spans sequence (every pass), its initial pass only, and spans +
-# iniconf (initial pass) with --jobs 2.
+# plugin-blank over the spans sequence (every pass), over its first four tasks (every
+# pass), its initial pass only, and spans + iniconf (initial pass) with --jobs 2.
 BLANK_SPANS = ("--stage", "plugin-blank", "--sequence", SPANS)
+PREFIX_TASKS = 4  # spans' first four: memory written by the first is recalled by the next
+BLANK_PREFIX = (*BLANK_SPANS, *first_of(PREFIX_TASKS, SPANS))
 BLANK_INITIAL = (*BLANK_SPANS, "--passes", "initial")
 BLANK_PAIR = (*BLANK_SPANS, "--sequence", INICONF, "--passes", "initial", "--jobs", "2")
 
 # Every shared run, by name: one name, one argument list (of `swecl run ... --quiet`).
 RUNS: dict[str, tuple[str, ...]] = {
-    "blank-spans": (*BLANK_SPANS, "--version", "1"),  # also the reference of the crash and resume tests
+    "blank-spans": (*BLANK_SPANS, "--version", "1"),  # also the reference of the random-crash test
+    "blank-prefix": (*BLANK_PREFIX, "--version", "1"),  # the reference of the resume and --task-jobs crash tests
     "ref-initial": (*BLANK_INITIAL, "--version", "ref"),
     "ref-pair": (*BLANK_PAIR, "--version", "ref"),
     "blank-textkit": ("--stage", "plugin-blank", "--sequence", TEXTKIT),  # what tests/cli show and view

@@ -4,11 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.shared_runs import BLANK_INITIAL, BLANK_PAIR, BLANK_SPANS, demo_run_copy
+from tests.shared_runs import BLANK_INITIAL, BLANK_PAIR, BLANK_PREFIX, BLANK_SPANS, demo_run_copy
 
 from .support import DemoCurriculum, demo_curriculum
 
 SPANS_ARGS = BLANK_SPANS
+PREFIX_ARGS = BLANK_PREFIX
 INITIAL_ARGS = BLANK_INITIAL
 PAIR_ARGS = BLANK_PAIR
 
@@ -27,6 +28,12 @@ def curriculum(tmp_path_factory: pytest.TempPathFactory) -> DemoCurriculum:
 def reference_spans(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
     """An uninterrupted plugin-blank run of the spans sequence: version `1`."""
     return demo_run_copy(tmp_path_factory, cache, "blank-spans")
+
+
+@pytest.fixture(scope="session")
+def reference_prefix(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
+    """The same over the spans sequence's first four tasks: version `1`."""
+    return demo_run_copy(tmp_path_factory, cache, "blank-prefix")
 
 
 @pytest.fixture(scope="session")

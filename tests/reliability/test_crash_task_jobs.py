@@ -1,7 +1,8 @@
 """Crash safety with `--task-jobs 3`: the whole process group SIGKILLed while several
 tasks of an order-free pass are in flight at once (the baseline beside the initial pass,
 then the re-test's tasks together), resumed each time; the run ends as the serial,
-uninterrupted run of the same sequence did."""
+uninterrupted run of the same tasks did (the spans sequence's first four: three passes
+of four tasks keep three workers busy at once)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from bench.crashkit import differences_from
 from bench.processes import kill_all, read_events, spawn, swecl_argv
 from tests.inprocess import swecl
 
-from .conftest import SPANS_ARGS
+from .conftest import PREFIX_ARGS
 
 pytestmark = pytest.mark.slow
 
@@ -68,10 +69,10 @@ def of_pass(running: InFlight, pass_: str) -> int:
 
 
 def test_kills_during_parallel_passes_then_resume_match_a_serial_run(
-    tmp_path: Path, cache: Path, own_cache: Path, reference_spans: Path
+    tmp_path: Path, cache: Path, own_cache: Path, reference_prefix: Path
 ) -> None:
     results, log = tmp_path / "results", tmp_path / "swecl.log"
-    start = swecl_argv(results, "run", *SPANS_ARGS, "--task-jobs", "3", "--version", "crash", "--quiet")
+    start = swecl_argv(results, "run", *PREFIX_ARGS, "--task-jobs", "3", "--version", "crash", "--quiet")
     resume = swecl_argv(results, "run", "--resume", "crash", "--quiet")
 
     # 1: the baseline's tasks running beside the initial pass
@@ -87,17 +88,17 @@ def test_kills_during_parallel_passes_then_resume_match_a_serial_run(
     abandoned = {(e["payload"]["pass"], e["payload"]["order"])
                  for e in read_events(results, prefix="run/crash") if e["type"] == "task.abandoned"}
     assert set(second) <= abandoned and set(first) <= abandoned
-    assert differences_from(results, "crash", reference_spans, "1", own_cache) == []
+    assert differences_from(results, "crash", reference_prefix, "1", own_cache) == []
 
 
 def test_ctrl_c_during_a_parallel_pass_records_no_result_of_the_tasks_in_flight(
-    tmp_path: Path, cache: Path, own_cache: Path, reference_spans: Path
+    tmp_path: Path, cache: Path, own_cache: Path, reference_prefix: Path
 ) -> None:
     """SIGINT to the whole process group, as a terminal's Ctrl-C sends it, reaches the
     agents and test runs of every worker too: what they return then is not a result. The
     run ends interrupted, the attempts in flight stay open, and the resume redoes them."""
     results, log = tmp_path / "results", tmp_path / "swecl.log"
-    proc = spawn(swecl_argv(results, "run", *SPANS_ARGS, "--task-jobs", "3", "--version", "crash", "--quiet"),
+    proc = spawn(swecl_argv(results, "run", *PREFIX_ARGS, "--task-jobs", "3", "--version", "crash", "--quiet"),
                  cache=own_cache, log=log)
     deadline = time.monotonic() + 300
     while len(in_flight(results, "crash")) < 2 and time.monotonic() < deadline:
@@ -112,4 +113,4 @@ def test_ctrl_c_during_a_parallel_pass_records_no_result_of_the_tasks_in_flight(
     assert in_flight(results, "crash")  # left open, not finished with what a killed agent returned
     final = swecl(results, "run", "--resume", "crash", "--quiet", cache=own_cache, check=False)
     assert final.returncode == 0, final.stderr
-    assert differences_from(results, "crash", reference_spans, "1", own_cache) == []
+    assert differences_from(results, "crash", reference_prefix, "1", own_cache) == []
