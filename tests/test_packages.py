@@ -291,6 +291,21 @@ def test_reading_an_error_class_or_starting_the_recall_server_loads_no_sqlite() 
     assert done.stdout.strip() == "[]"
 
 
+def test_a_run_of_the_demo_loads_no_pydantic_until_a_users_file_is_read() -> None:
+    """pydantic's models (commands/inputs/_schemas.py) cost ~90 ms of CPU at each start;
+    only reading a user's curriculum, rows or predictions needs them."""
+    import subprocess
+    import sys
+
+    code = ("import sys, commands.cli, commands.run._orchestrate, commands.run._demo_suite, agents._registry; "
+            "from commands.inputs import demo_benchmark, load_benchmark; demo_benchmark(materialise=False); "
+            "before = 'pydantic' in sys.modules; "
+            "from commands.inputs import SwebenchRow; "
+            "print(before, 'pydantic' in sys.modules, SwebenchRow.__module__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert done.stdout.split() == ["False", "True", "commands.inputs._schemas"]
+
+
 def test_a_lazy_name_resolves_once_to_what_its_module_defines() -> None:
     import ledger
     from ledger import _store, events

@@ -10,6 +10,10 @@ field.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ledger.lazy import lazy_exports
+
 from ._load import (
     benchmark_from_curriculum,
     benchmark_to_list,
@@ -23,7 +27,7 @@ from ._load import (
 )
 from ._model import DIFFICULTY_LABELS, RUNNABLE_FIELDS, Benchmark, Prediction, Sequence, Task, canonical_content
 from ._predictions import load_predictions
-from ._rows import SwebenchRow, read_rows
+from ._rows import read_rows
 from ._secrets import load_task_secrets
 from .demo import (
     DEMO_ATTEMPTS,
@@ -66,3 +70,10 @@ __all__ = [
     "write_curriculum",
     "write_demo_curriculum",
 ]
+
+if TYPE_CHECKING:
+    from ._schemas import SwebenchRow
+
+# pydantic's models load on first use (see `_schemas`): `swecl run` of the demo needs none.
+_EXPORTS = {"SwebenchRow": "_schemas"}
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())

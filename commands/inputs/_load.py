@@ -17,26 +17,18 @@ from __future__ import annotations
 import difflib
 import os
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import SweclError
 
 from ._dump import dump_curriculum, write_curriculum
 from ._model import DIFFICULTY_LABELS, Benchmark, Sequence, Task
-from ._rows import SwebenchRow, load_hf, modified_files_of, read_rows, row_fields, rows_from_records, sequences_from_rows
-from ._validate import (
-    EnvironmentIn,
-    TestIds,
-    Timestamp,
-    describe_validation_error,
-    environment_dict,
-    parse_json,
-    read_text,
-    short_repr,
-)
+from ._rows import load_hf, modified_files_of, read_rows, row_fields, rows_from_records, sequences_from_rows
+from ._validate import describe_validation_error, environment_dict, parse_json, read_text, short_repr
 from .demo import demo_benchmark
+
+if TYPE_CHECKING:
+    from ._schemas import SwebenchRow, TaskIn
 
 __all__ = [
     "benchmark_from_curriculum",
@@ -49,68 +41,10 @@ __all__ = [
 ]
 
 
-# --- the input schema (what users hand us) -------------------------------------------
-
-
-class _Open(BaseModel):
-    # Curricula carry fields we do not use (statistics, order_source...): keep quiet.
-    model_config = ConfigDict(extra="allow")
-
-
-class _MetadataIn(_Open):
-    instance_id: StrictStr = Field(min_length=1)
-    repo: StrictStr | None = None
-    base_commit: StrictStr = Field(min_length=1)
-    created_at: Timestamp | None = None
-    difficulty: StrictStr | None = None
-    version: StrictStr | None = None
-    environment_setup_commit: StrictStr | None = None
-
-
-class _TextIn(_Open):
-    problem_statement: StrictStr | None = None
-    hints_text: StrictStr | None = None
-
-
-class _EvaluationIn(_Open):
-    patch: StrictStr | None = None
-    test_patch: StrictStr | None = None
-    FAIL_TO_PASS: TestIds | None = None
-    PASS_TO_PASS: TestIds | None = None
-
-
-class _ContinualIn(_Open):
-    sequence_position: StrictInt = Field(ge=1)
-    difficulty_score: StrictInt | None = Field(default=None, ge=1, le=4)
-    dependencies: list[StrictStr] = []
-    modified_files: list[StrictStr] | None = None
-
-
-class _VerifiedExtraIn(_Open):
-    version: StrictStr | None = None
-
-
-class _TaskIn(_Open):
-    metadata: _MetadataIn
-    task: _TextIn | None = None
-    evaluation: _EvaluationIn | None = None
-    continual_learning: _ContinualIn
-    swebench_verified_extra: _VerifiedExtraIn | None = None
-    environment: EnvironmentIn | None = None
-
-
-class _SequenceIn(_Open):
-    id: StrictStr = Field(min_length=1)
-    repo: StrictStr = Field(min_length=1)
-    num_tasks: StrictInt | None = None
-    environment: EnvironmentIn | None = None
-    tasks: list[Any]
-
-
 # --- curriculum -> draft ---------------------------------------------------------------
 
 
-def _task_draft(raw: _TaskIn, sequence_repo: str, where: str) -> dict[str, Any]:
+def _task_draft(raw: TaskIn, sequence_repo: str, where: str) -> dict[str, Any]:
     meta, cl = raw.metadata, raw.continual_learning
     difficulty = cl.difficulty_score
     if difficulty is None:
@@ -120,8 +54,10 @@ def _task_draft(raw: _TaskIn, sequence_repo: str, where: str) -> dict[str, Any]:
         raise SweclError(f"{where}: continual_learning.difficulty_score: field required{detail}")
     if meta.repo is not None and meta.repo != sequence_repo:
         raise SweclError(f"{where}: metadata.repo: {meta.repo!r} differs from the sequence's repo {sequence_repo!r}")
-    text = raw.task or _TextIn()
-    evaluation = raw.evaluation or _EvaluationIn()
+    from ._schemas import EvaluationIn, TextIn  # pydantic off the start-up path (see _schemas)
+
+    text = raw.task or TextIn()
+    evaluation = raw.evaluation or EvaluationIn()
     version = meta.version
     if version is None and raw.swebench_verified_extra is not None:
         version = raw.swebench_verified_extra.version
@@ -148,12 +84,14 @@ def _task_draft(raw: _TaskIn, sequence_repo: str, where: str) -> dict[str, Any]:
 
 
 def _sequence_draft(raw: Any, number: int, label: str) -> dict[str, Any]:
+    from ._schemas import SequenceIn, TaskIn, ValidationError  # pydantic off the start-up path (see _schemas)
+
     if not isinstance(raw, dict):
         raise SweclError(f"{label}: sequence #{number}: expected an object, got {type(raw).__name__}")
     name = raw.get("id")
     where = f"{label}: sequence {name!r}" if isinstance(name, str) and name else f"{label}: sequence #{number}"
     try:
-        sequence = _SequenceIn.model_validate(raw)
+        sequence = SequenceIn.model_validate(raw)
     except ValidationError as exc:
         raise SweclError(f"{where}: {describe_validation_error(exc)}") from None
     if not sequence.tasks:
@@ -170,7 +108,7 @@ def _sequence_draft(raw: Any, number: int, label: str) -> dict[str, Any]:
         if isinstance(meta, dict) and isinstance(meta.get("instance_id"), str) and meta["instance_id"]:
             task_where = f"{where}, task {meta['instance_id']!r}"
         try:
-            parsed = _TaskIn.model_validate(raw_task)
+            parsed = TaskIn.model_validate(raw_task)
         except ValidationError as exc:
             raise SweclError(f"{task_where}: {describe_validation_error(exc)}") from None
         task = _task_draft(parsed, sequence.repo, task_where)

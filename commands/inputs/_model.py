@@ -1,6 +1,6 @@
 """What a benchmark *is* once loaded: frozen tasks in frozen sequences.
 
-Loaders validate what users hand us (pydantic, in `_load`/`_rows`) and then build these
+Loaders validate what users hand us (pydantic, the models in `_schemas`) and then build these
 plain frozen dataclasses, so the rest of swecl never sees half-validated dicts. Absent
 fields stay `None` (a manifest has no patches); `Task.missing()` says which of them a run
 needs, and `Task.require_runnable()` turns that into the one-line error users see.

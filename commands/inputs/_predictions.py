@@ -13,8 +13,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
-
 from ledger.errors import SweclError
 
 from ._model import Prediction
@@ -23,22 +21,16 @@ from ._validate import describe_validation_error, parse_json, read_text
 __all__ = ["load_predictions"]
 
 
-class _PredictionIn(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    instance_id: StrictStr = Field(min_length=1)
-    model_patch: StrictStr | None
-    model_name_or_path: StrictStr | None = None
-
-
 def _prediction(record: Any, place: str, number: int) -> Prediction:
     if not isinstance(record, dict):
         raise SweclError(f"{place}: expected an object with instance_id and model_patch, got {type(record).__name__}")
     instance = record.get("instance_id")
     if isinstance(instance, str) and instance:
         place += f" ({instance!r})"
+    from ._schemas import PredictionIn, ValidationError  # pydantic off the start-up path (see _schemas)
+
     try:
-        parsed = _PredictionIn.model_validate(record)
+        parsed = PredictionIn.model_validate(record)
     except ValidationError as exc:
         raise SweclError(f"{place}: {describe_validation_error(exc)}") from None
     return Prediction(

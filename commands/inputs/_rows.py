@@ -13,18 +13,18 @@ import datetime as dt
 import os
 import re
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from graders import MAX_PARQUET_BYTES, check_input_file
 from ledger.errors import SweclError
 
 from ._model import DIFFICULTY_LABELS
-from ._validate import TestIds, Timestamp, describe_validation_error, parse_json, read_text
+from ._validate import describe_validation_error, parse_json, read_text
+
+if TYPE_CHECKING:
+    from ._schemas import SwebenchRow
 
 __all__ = [
-    "SwebenchRow",
     "load_hf",
     "modified_files_of",
     "read_rows",
@@ -41,27 +41,6 @@ MAX_SEQUENCE_LENGTH = 50
 _DIFF_FILE = re.compile(r"^diff --git a/(.*?) b/", re.MULTILINE)
 
 
-class SwebenchRow(BaseModel):
-    """One SWE-bench row; columns beyond these are ignored."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    instance_id: StrictStr
-    repo: StrictStr
-    base_commit: StrictStr
-    patch: StrictStr | None = None
-    test_patch: StrictStr | None = None
-    problem_statement: StrictStr | None = None
-    hints_text: StrictStr | None = None
-    created_at: Timestamp | None = None
-    version: StrictStr | None = None
-    FAIL_TO_PASS: TestIds | None = None
-    PASS_TO_PASS: TestIds | None = None
-    difficulty: StrictStr | None = None
-    # the commit SWE-bench builds the environment at: the grader's era and manifests
-    environment_setup_commit: StrictStr | None = None
-
-
 def modified_files_of(patch: str | None) -> list[str]:
     """Files a patch touches, as SWE-Bench-CL derives `modified_files`."""
     return _DIFF_FILE.findall(patch) if patch else []
@@ -73,6 +52,8 @@ def _validate_row(record: Any, place: str) -> SwebenchRow:
     instance = record.get("instance_id")
     if isinstance(instance, str):
         place += f" ({instance!r})"
+    from ._schemas import SwebenchRow, ValidationError  # pydantic off the start-up path (see _schemas)
+
     try:
         return SwebenchRow.model_validate(record)
     except ValidationError as exc:

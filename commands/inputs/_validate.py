@@ -7,73 +7,25 @@ Every loader reports a bad input as ONE line that names the file and the place i
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import re
 from pathlib import Path
-from typing import Annotated, Any
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, StrictBool, StrictStr, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from graders import MAX_JSON_BYTES, json_problem, read_limited
 from ledger.errors import SweclError
 
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from ._schemas import EnvironmentIn
+
 __all__ = [
-    "EnvironmentIn",
-    "TestIds",
-    "Timestamp",
     "describe_validation_error",
     "environment_dict",
     "parse_json",
     "read_text",
     "short_repr",
 ]
-
-
-def _decode_test_ids(value: Any) -> Any:
-    # SWE-bench rows carry FAIL_TO_PASS/PASS_TO_PASS as JSON-encoded strings, curricula
-    # as lists; both mean the same list.
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):  # RecursionError: "[[[[..." a million deep
-            raise ValueError("not a JSON-encoded list of test ids") from None
-        if not isinstance(value, list):
-            raise ValueError("not a JSON-encoded list of test ids")
-    return value
-
-
-def _timestamp_text(value: Any) -> Any:
-    # Parquet readers may hand back datetimes where JSON has ISO strings.
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
-        return value.isoformat().replace("+00:00", "Z")
-    return value
-
-
-TestIds = Annotated[list[StrictStr], BeforeValidator(_decode_test_ids)]
-Timestamp = Annotated[StrictStr, BeforeValidator(_timestamp_text)]
-
-
-class EnvironmentIn(BaseModel):
-    """How to build and test a task's repository; mirrors the grader's `EnvSpec` fields.
-
-    Unknown keys are refused: a misspelt `test_command` silently ignored would run the
-    wrong tests.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    python: StrictStr | None = None
-    pip_packages: list[StrictStr] = []
-    packages: StrictStr | None = None
-    pre_install: list[StrictStr] = []
-    install: StrictStr | None = None
-    eval_commands: list[StrictStr] = []
-    test_cmd: StrictStr | None = None
-    log_parser: StrictStr | None = None
-    install_per_task: StrictBool = False
 
 
 def environment_dict(env: EnvironmentIn | None) -> dict[str, Any] | None:
