@@ -17,9 +17,7 @@ from urllib.parse import urlsplit
 
 from ledger import SweclError
 
-__all__ = ["DEFAULT_PORT", "listen"]
-
-DEFAULT_PORT = 8421
+__all__ = ["listen"]
 
 
 class _Server(ThreadingHTTPServer):

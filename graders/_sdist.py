@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import tarfile
-import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +63,8 @@ def _version_of(filename: str, name: str) -> str | None:
 
 def project_sdists(name: str, indexes: list[str] | None = None, *, timeout_s: float = 60) -> list[Sdist]:
     """The sdists of project `name` on the first index that has the project."""
+    import urllib.request  # http, ssl and email come with it: not on every swecl start-up, only a verify's download
+
     for base in indexes or index_urls():
         url = f"{base.rstrip('/')}/{_normalise(name)}/"
         request = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
@@ -112,6 +113,8 @@ def pick_sdist(sdists: list[Sdist], version: str, cutoff: str | None) -> Sdist |
 def download_sdist(sdist: Sdist, directory: Path, *, timeout_s: float = 600) -> Path:
     """The file in `directory` (kept there: a second verify downloads nothing), its SHA-256
     checked against the index's."""
+    import urllib.request  # not on every swecl start-up (see project_sdists)
+
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / sdist.filename
     if not target.is_file() or (sdist.sha256 and hashlib.sha256(target.read_bytes()).hexdigest() != sdist.sha256):

@@ -291,19 +291,27 @@ def test_reading_an_error_class_or_starting_the_recall_server_loads_no_sqlite() 
     assert done.stdout.strip() == "[]"
 
 
-def test_a_run_of_the_demo_loads_no_pydantic_until_a_users_file_is_read() -> None:
-    """pydantic's models (commands/inputs/_schemas.py) cost ~90 ms of CPU at each start;
-    only reading a user's curriculum, rows or predictions needs them."""
+def test_a_run_of_the_demo_loads_neither_pydantic_nor_the_cli_agents() -> None:
+    """What a `swecl run` of the demo imports before it starts: not pydantic's models
+    (commands/inputs/_schemas.py, ~90 ms of CPU), which only reading a user's curriculum,
+    rows or predictions needs, nor the CLI agents' adapters, which only their runs need."""
+    import json
     import subprocess
     import sys
 
-    code = ("import sys, commands.cli, commands.run._orchestrate, commands.run._demo_suite, agents._registry; "
-            "from commands.inputs import demo_benchmark, load_benchmark; demo_benchmark(materialise=False); "
-            "before = 'pydantic' in sys.modules; "
-            "from commands.inputs import SwebenchRow; "
-            "print(before, 'pydantic' in sys.modules, SwebenchRow.__module__)")
+    code = ("import sys, commands.cli, commands.run._orchestrate, commands.run._demo_suite, agents; "
+            "from commands.inputs import demo_benchmark; demo_benchmark(materialise=False); "
+            "agents.build_agent('demo', agents.RunSupplies(gold=None, predictions=None, command=None, "
+            "demo_attempts={}, runs_here=False)); "
+            "loaded = lambda: sorted(m for m in ('pydantic', 'agents._claude', 'agents._codex', 'agents._gemini', "
+            "'agents._mini', 'agents._opencode') if m in sys.modules); "
+            "before = loaded(); from commands.inputs import SwebenchRow; agents.build_agent('mini-swe-agent', "
+            "agents.RunSupplies(gold=None, predictions=None, command=None, demo_attempts=None, runs_here=False)); "
+            "import json; print(json.dumps([before, loaded(), SwebenchRow.__module__]))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
-    assert done.stdout.split() == ["False", "True", "commands.inputs._schemas"]
+    before, after, module = json.loads(done.stdout)
+    assert before == [] and module == "commands.inputs._schemas"
+    assert {"pydantic", "agents._mini"} <= set(after)  # each loads where it is needed
 
 
 def test_a_lazy_name_resolves_once_to_what_its_module_defines() -> None:

@@ -9,8 +9,9 @@ import click
 
 from ledger import Terminated
 
-from .._view_server import DEFAULT_PORT, listen
 from ._common import experiment_of, results_option
+
+DEFAULT_PORT = 8421
 
 
 @click.command("view")
@@ -29,6 +30,8 @@ def view_cmd(ctx: click.Context, port: int, host: str) -> None:
     patch, the test output, the recalled memories with leak flags, the transcript. Pages
     follow the ledger while a run appends to it. Ctrl-C stops the server.
     """
+    from .._view_server import listen  # http.server (and http.client, ssl): not on every swecl start-up
+
     experiment = experiment_of(ctx)
     view = experiment.view(log_error=lambda text: sys.stderr.write(f"swecl view: {text}\n"))
     server, url = listen(view, host, port)
