@@ -294,7 +294,8 @@ def test_reading_an_error_class_or_starting_the_recall_server_loads_no_sqlite() 
 def test_a_run_of_the_demo_loads_neither_pydantic_nor_the_cli_agents() -> None:
     """What a `swecl run` of the demo imports before it starts: not pydantic's models
     (commands/inputs/_schemas.py, ~90 ms of CPU), which only reading a user's curriculum,
-    rows or predictions needs, nor the CLI agents' adapters, which only their runs need."""
+    rows or predictions needs, nor the CLI agents' adapters, which only their runs need,
+    nor the memory-server client (asyncio, the MCP SDK), which only --memory-server needs."""
     import json
     import subprocess
     import sys
@@ -304,7 +305,7 @@ def test_a_run_of_the_demo_loads_neither_pydantic_nor_the_cli_agents() -> None:
             "agents.build_agent('demo', agents.RunSupplies(gold=None, predictions=None, command=None, "
             "demo_attempts={}, runs_here=False)); "
             "loaded = lambda: sorted(m for m in ('pydantic', 'agents._claude', 'agents._codex', 'agents._gemini', "
-            "'agents._mini', 'agents._opencode') if m in sys.modules); "
+            "'agents._mini', 'agents._opencode', 'agents._provider', 'asyncio') if m in sys.modules); "
             "before = loaded(); from commands.inputs import SwebenchRow; agents.build_agent('mini-swe-agent', "
             "agents.RunSupplies(gold=None, predictions=None, command=None, demo_attempts=None, runs_here=False)); "
             "import json; print(json.dumps([before, loaded(), SwebenchRow.__module__]))")

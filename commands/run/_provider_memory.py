@@ -22,17 +22,20 @@ import re
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agents import (
-    CallContext, LedgerRecorder, ProviderError, ProviderHost, ProviderSpec, RecalledItem, parse_memory_server,
-    provider_snapshot_event, restore_provider_data, snapshot_provider_data,
-)
+import agents
 from ledger import Ledger, NewEvent, StreamRange, SweclError, event_id_for
 from ledger.events import SnapshotFile
 from projections import json_strings
 
 from ._provider_seed import provider_seed_files
+
+# The memory-server client (`agents._provider`: asyncio, the MCP SDK) is reached through
+# `agents.X` at the call, so a run without --memory-server, which imports this module
+# with the task loop, never loads it (~20 ms of CPU at every start).
+if TYPE_CHECKING:
+    from agents import CallContext, ProviderHost, ProviderSpec, RecalledItem
 
 __all__ = ["MemoryPolicy", "ProviderRecall", "SequenceProviders", "check_memory_options", "lesson_text",
            "policy_of", "recalled_items", "write_arguments"]
@@ -128,7 +131,7 @@ def check_memory_options(opts: Any, stage: Any) -> None:
 
 
 def policy_of(opts: Any) -> MemoryPolicy:
-    spec = parse_memory_server(opts.memory_server, opts.memory_env)
+    spec = agents.parse_memory_server(opts.memory_server, opts.memory_env)
     recall_args = _template(opts.memory_recall_args or DEFAULT_RECALL_ARGS, "--memory-recall-args", RECALL_FIELDS)
     if opts.memory_recall_args and not opts.memory_recall_tool:
         raise SweclError("--memory-recall-args is the template of --memory-recall-tool: name the tool too")
@@ -194,7 +197,7 @@ def recalled_items(result: dict[str, Any], k: int) -> list[RecalledItem]:
             continue
         iid = str(record.get("instance_id"))
         seen.add(iid)
-        items.append(RecalledItem(
+        items.append(agents.RecalledItem(
             item_id=f"provider:{iid}", rank=len(items) + 1, score=0.0, title=f"{iid}: {record.get('outcome')}",
             body=s, repo=str(record.get("repo") or ""), files=[str(f) for f in record.get("files") or []], symbols=[],
             outcome=record.get("outcome"), patch=record.get("patch") or None, source_instance=iid, source_run="",
@@ -202,7 +205,7 @@ def recalled_items(result: dict[str, Any], k: int) -> list[RecalledItem]:
         ))
     joined = "\n".join(texts).strip()
     if not items and joined and not result.get("isError"):
-        items.append(RecalledItem(item_id="provider:answer", rank=1, score=0.0, title="memory server answer",
+        items.append(agents.RecalledItem(item_id="provider:answer", rank=1, score=0.0, title="memory server answer",
                                   body=joined, repo="", files=[], symbols=[], outcome=None, patch=None,
                                   source_instance=None, source_run="", kind="provider"))
     return items[:k]
@@ -279,8 +282,8 @@ class SequenceProviders:
         if seed is not None:
             # The initial pass after a stop, or the re-test pass: the memory as the last
             # initial-pass task left it (or as the seed gave it).
-            restore_provider_data(ledger, seed, data)
-        host = ProviderHost(self.policy.spec, data, LedgerRecorder(self.ledger_path, self.version, self.sequence_id),
+            agents.restore_provider_data(ledger, seed, data)
+        host = agents.ProviderHost(self.policy.spec, data, agents.LedgerRecorder(self.ledger_path, self.version, self.sequence_id),
                             sequence_id=self.sequence_id, call_timeout_s=self.policy.call_timeout_s,
                             sandbox=self.sandbox, network=self.network)
         host.__enter__()
@@ -288,7 +291,7 @@ class SequenceProviders:
         for tool in (self.policy.recall_tool, self.policy.write_tool, self.policy.dream_tool if self.dream else None):
             if tool is not None and tool not in offered:
                 host.close()
-                raise ProviderError(f"the memory server {self.policy.spec.redacted()!r} has no tool {tool!r} "
+                raise agents.ProviderError(f"the memory server {self.policy.spec.redacted()!r} has no tool {tool!r} "
                                     f"(it offers: {', '.join(offered) or 'none'})")
         self._host, self._phase = host, phase
         if phase == "initial" and self.dream and not dreamed(ledger, self.version, self.sequence_id):
@@ -302,19 +305,19 @@ class SequenceProviders:
         dream is not called again)."""
         assert self.policy.dream_tool is not None
         failures = len(host.failures)
-        context = CallContext(sequence_id=self.sequence_id, instance_id="", order=self.dream_order, via="dream")
+        context = agents.CallContext(sequence_id=self.sequence_id, instance_id="", order=self.dream_order, via="dream")
         args = fill(self.policy.dream_args, {"sequence_id": self.sequence_id})
         result = host.call(context, self.policy.dream_tool, args)
         if len(host.failures) > failures or result.get("isError"):
             why = host.failures[-1].message if len(host.failures) > failures else \
                 " ".join(str(c.get("text", "")) for c in result.get("content") or [] if isinstance(c, dict))[:300]
             self.close()
-            raise ProviderError(f"the dream pass of sequence {self.sequence_id} failed: "
+            raise agents.ProviderError(f"the dream pass of sequence {self.sequence_id} failed: "
                                 f"{self.policy.dream_tool} of {self.policy.spec.redacted()!r}: {why}")
         with host.idle():
-            manifest = snapshot_provider_data(ledger, host.data_dir)
+            manifest = agents.snapshot_provider_data(ledger, host.data_dir)
         ledger.append(f"run/{self.version}/{self.sequence_id}", [NewEvent(
-            provider_snapshot_event(manifest, sequence_id=self.sequence_id, instance_id=None, order=self.dream_order),
+            agents.provider_snapshot_event(manifest, sequence_id=self.sequence_id, instance_id=None, order=self.dream_order),
             event_id_for(self.version, self.sequence_id, "provider.dream.snapshot"))], durable=True)
 
     def discard(self) -> None:

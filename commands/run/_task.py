@@ -22,8 +22,8 @@ from typing import Any
 
 import msgspec
 
-from agents import Agent, AgentInput, AgentResult, Budget, CallContext, RecallService
-from agents import provider_snapshot_event, snapshot_provider_data
+import agents
+from agents import Agent, AgentInput, AgentResult, Budget, RecallService
 from agents import Egress, Scrubber
 from commands.inputs import Sequence, Task
 from commands.memory import GradingSecrets, TaskView, patch_facts, plan_daydream
@@ -290,8 +290,8 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int,
         # The provider is the memory: no lessons of swecl's own; its data directory as the
         # task left it (no call runs meanwhile), atomic with the task's finish.
         with host.idle():
-            manifest = snapshot_provider_data(ctx.ledger, host.data_dir)
-        batch.append(NewEvent(provider_snapshot_event(
+            manifest = agents.snapshot_provider_data(ctx.ledger, host.data_dir)
+        batch.append(NewEvent(agents.provider_snapshot_event(
             manifest, sequence_id=seq.id, instance_id=task.instance_id, order=task.order, pass_=pass_,
             attempt=attempt), ctx.ids(task, pass_, attempt, "provider.snapshot")))
     elif memory_on and pass_ == "initial":
@@ -386,7 +386,7 @@ def provider_write(ctx: SequenceContext, host: Any, task: Task, attempt: int, pa
     facts = patch_facts(patch or None, drop=test_files)
     args = write_arguments(policy, instance_id=task.instance_id, repo=task.repo, order=task.order, outcome=status,
                            files=list(facts.files), patch=facts.kept_patch or "")
-    context = CallContext(sequence_id=ctx.sequence.id, instance_id=task.instance_id, order=task.order,
+    context = agents.CallContext(sequence_id=ctx.sequence.id, instance_id=task.instance_id, order=task.order,
                           pass_="initial", attempt=attempt, via="write")
     host.call(context, policy.write_tool, args)
 
@@ -431,7 +431,7 @@ def _run_agent(
                 error = f"checkout of {task.repo}@{task.base_commit[:12]} failed: {exc}"
                 return AgentResult(exit="error", error=_scrubbed(error), duration_s=time.monotonic() - started), "infra_error"
             if host is not None:
-                context = CallContext(sequence_id=ctx.sequence.id, instance_id=task.instance_id, order=task.order,
+                context = agents.CallContext(sequence_id=ctx.sequence.id, instance_id=task.instance_id, order=task.order,
                                       pass_=pass_, attempt=attempt)
                 door = stack.enter_context(host.door(Path(scratch) / "provider", context))
                 provider = ProviderRecall(host, door, ctx.providers.policy, context, task.repo)
