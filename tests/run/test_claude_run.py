@@ -12,11 +12,12 @@ from tests.agents.conftest import claude_bin  # noqa: F401  (the session fixture
 from tests.agents.fake_anthropic import FakeAnthropic, text, tool_use
 
 from .support import (
+    AGENT_RUN_TASKS,
     SPANS,
     a_missing_cli_is_said_before_the_run,
     builtin_versions_recorded,
-    demo_tasks,
     events,
+    first_of,
     no_secret_in_the_ledger,
     swecl,
     swecl_json,
@@ -50,9 +51,10 @@ def test_a_plugin_run_with_the_claude_cli(tmp_path: Path, cache: Path, claude_bi
     try:
         results = tmp_path / "results"
         # A budget the first task's reported cost crosses: the run stops after it (exit 3),
-        # and a resume with a larger one finishes the sequence.
+        # and a resume with a larger one finishes the run (the sequence's first tasks).
         stopped = swecl(results, "run", "--stage", "plugin-blank", "--agent", "claude", "--model", "claude-fake",
-                        "--sequence", SPANS, "--passes", "initial", "--budget-usd", "0.000001", "--quiet",
+                        "--sequence", SPANS, *first_of(AGENT_RUN_TASKS, SPANS), "--passes", "initial",
+                        "--budget-usd", "0.000001", "--quiet",
                         cache=cache, env=env, timeout=600, check=False)
         assert stopped.returncode == 3, stopped.stderr
         assert "budget reached: $" in stopped.stderr + stopped.stdout
@@ -72,7 +74,7 @@ def test_a_plugin_run_with_the_claude_cli(tmp_path: Path, cache: Path, claude_bi
     assert first["exit"] == "budget" and first["cost_usd"] > 0 and first["transcript"]
     recalls = [p for _, _, _, p in events(results, "memory.recalled")]
     orders = [r["order"] for r in recalls]
-    assert orders in (list(range(1, demo_tasks(SPANS) + 1)), list(range(2, demo_tasks(SPANS) + 1))), orders
+    assert orders in (list(range(1, AGENT_RUN_TASKS + 1)), list(range(2, AGENT_RUN_TASKS + 1))), orders
     assert {r["via"] for r in recalls} == {"mcp"}  # through the real MCP server
     assert {a["exit"] for a in agents} == {"completed"}
     assert all(a["turns"] == 2 and a["cost_usd"] is not None and a["tokens"]["input"] > 0 for a in agents)
