@@ -115,7 +115,8 @@ def test_a_builtin_run_records_the_agents_own_memory_files(tmp_path: Path, cache
     env = {"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": SECRET, "SWECL_CLAUDE_BIN": claude_bin, "HOME": str(home)}
     try:
         swecl(results, "run", "--stage", "builtin", "--version", "b1", "--agent", "claude", "--model", "claude-fake",
-              "--sequence", SPANS, "--passes", "initial", "--quiet", cache=cache, env=env, timeout=600)
+              "--sequence", SPANS, *first_of(AGENT_RUN_TASKS, SPANS), "--passes", "initial", "--quiet", cache=cache,
+              env=env, timeout=600)
     finally:
         fake.stop()
     builtin_versions_recorded(results, cache, "MEMORY.md", ["".join(notes[: n + 1]) for n in range(len(notes))])
