@@ -3,10 +3,10 @@ and tasks, their `environment`), SWE-bench rows, predictions.
 
 Only reading such a file needs them. pydantic builds a model's validator when the class
 is made, and the first model made loads pydantic's whole schema machinery: about 90 ms
-of CPU that every `swecl run` of the built-in demo (built in code, validated by its
-tests), every `swecl grade` of a recorded run and every read-only command would pay at
-start-up for nothing. So this module is imported by the functions that read a user's
-file (`_load`, `_rows`, `_predictions`), on their first call, never at start-up.
+of CPU that every `swecl run` of the built-in demo (built in code, checked by its tests)
+and every command that reads no such file would pay at start-up for nothing. So this
+module is imported by the functions that read a user's file (`_load`, `_rows`,
+`_predictions`), on their first call, never at start-up.
 """
 
 from __future__ import annotations
