@@ -38,7 +38,7 @@ def reference_prefix(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> P
 
 @pytest.fixture(scope="session")
 def reference_initial(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
-    """The same, initial pass only (6 tasks): version `ref`."""
+    """The same, initial pass only: version `ref`."""
     return demo_run_copy(tmp_path_factory, cache, "ref-initial")
 
 

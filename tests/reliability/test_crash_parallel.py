@@ -1,4 +1,4 @@
-"""Crash safety with `--jobs 2`: two sequences (13 tasks, initial pass) in two worker
+"""Crash safety with `--jobs 2`: two sequences (their initial pass, 16 tasks) in two worker
 processes, the whole process group SIGKILLed at random points and resumed (with
 `--jobs 2` again) each time."""
 
