@@ -31,15 +31,18 @@ class AgentEntry:
     cls: str  # its agent class, built with explicit options (`get_agent`)
     briefed: bool = True  # reads the issue text; False: replays recorded patches, never briefed
 
+    def _adapter(self) -> Any:
+        return importlib.import_module(f"{__package__}.{self.module}")
+
     @property
     def factory(self) -> Callable[..., Agent]:
         """The agent class (`get_agent`)."""
-        return getattr(importlib.import_module(f"{__package__}.{self.module}"), self.cls)
+        return getattr(self._adapter(), self.cls)
 
     @property
     def from_run(self) -> Callable[[RunSupplies], Agent]:
         """The module's `from_run`: the agent built from what a run offers (`build_agent`)."""
-        return importlib.import_module(f"{__package__}.{self.module}").from_run
+        return self._adapter().from_run
 
 
 REGISTRY: dict[str, AgentEntry] = {e.name: e for e in (

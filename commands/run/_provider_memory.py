@@ -206,8 +206,8 @@ def recalled_items(result: dict[str, Any], k: int) -> list[RecalledItem]:
     joined = "\n".join(texts).strip()
     if not items and joined and not result.get("isError"):
         items.append(agents.RecalledItem(item_id="provider:answer", rank=1, score=0.0, title="memory server answer",
-                                  body=joined, repo="", files=[], symbols=[], outcome=None, patch=None,
-                                  source_instance=None, source_run="", kind="provider"))
+                                         body=joined, repo="", files=[], symbols=[], outcome=None, patch=None,
+                                         source_instance=None, source_run="", kind="provider"))
     return items[:k]
 
 
@@ -283,16 +283,17 @@ class SequenceProviders:
             # The initial pass after a stop, or the re-test pass: the memory as the last
             # initial-pass task left it (or as the seed gave it).
             agents.restore_provider_data(ledger, seed, data)
-        host = agents.ProviderHost(self.policy.spec, data, agents.LedgerRecorder(self.ledger_path, self.version, self.sequence_id),
-                            sequence_id=self.sequence_id, call_timeout_s=self.policy.call_timeout_s,
-                            sandbox=self.sandbox, network=self.network)
+        recorder = agents.LedgerRecorder(self.ledger_path, self.version, self.sequence_id)
+        host = agents.ProviderHost(self.policy.spec, data, recorder, sequence_id=self.sequence_id,
+                                   call_timeout_s=self.policy.call_timeout_s, sandbox=self.sandbox,
+                                   network=self.network)
         host.__enter__()
         offered = host.info.tool_names if host.info else []
         for tool in (self.policy.recall_tool, self.policy.write_tool, self.policy.dream_tool if self.dream else None):
             if tool is not None and tool not in offered:
                 host.close()
                 raise agents.ProviderError(f"the memory server {self.policy.spec.redacted()!r} has no tool {tool!r} "
-                                    f"(it offers: {', '.join(offered) or 'none'})")
+                                           f"(it offers: {', '.join(offered) or 'none'})")
         self._host, self._phase = host, phase
         if phase == "initial" and self.dream and not dreamed(ledger, self.version, self.sequence_id):
             self._dream(ledger, host)
@@ -313,11 +314,12 @@ class SequenceProviders:
                 " ".join(str(c.get("text", "")) for c in result.get("content") or [] if isinstance(c, dict))[:300]
             self.close()
             raise agents.ProviderError(f"the dream pass of sequence {self.sequence_id} failed: "
-                                f"{self.policy.dream_tool} of {self.policy.spec.redacted()!r}: {why}")
+                                       f"{self.policy.dream_tool} of {self.policy.spec.redacted()!r}: {why}")
         with host.idle():
             manifest = agents.snapshot_provider_data(ledger, host.data_dir)
         ledger.append(f"run/{self.version}/{self.sequence_id}", [NewEvent(
-            agents.provider_snapshot_event(manifest, sequence_id=self.sequence_id, instance_id=None, order=self.dream_order),
+            agents.provider_snapshot_event(manifest, sequence_id=self.sequence_id, instance_id=None,
+                                           order=self.dream_order),
             event_id_for(self.version, self.sequence_id, "provider.dream.snapshot"))], durable=True)
 
     def discard(self) -> None:

@@ -387,7 +387,7 @@ def provider_write(ctx: SequenceContext, host: Any, task: Task, attempt: int, pa
     args = write_arguments(policy, instance_id=task.instance_id, repo=task.repo, order=task.order, outcome=status,
                            files=list(facts.files), patch=facts.kept_patch or "")
     context = agents.CallContext(sequence_id=ctx.sequence.id, instance_id=task.instance_id, order=task.order,
-                          pass_="initial", attempt=attempt, via="write")
+                                 pass_="initial", attempt=attempt, via="write")
     host.call(context, policy.write_tool, args)
 
 
@@ -431,8 +431,8 @@ def _run_agent(
                 error = f"checkout of {task.repo}@{task.base_commit[:12]} failed: {exc}"
                 return AgentResult(exit="error", error=_scrubbed(error), duration_s=time.monotonic() - started), "infra_error"
             if host is not None:
-                context = agents.CallContext(sequence_id=ctx.sequence.id, instance_id=task.instance_id, order=task.order,
-                                      pass_=pass_, attempt=attempt)
+                context = agents.CallContext(sequence_id=ctx.sequence.id, instance_id=task.instance_id,
+                                             order=task.order, pass_=pass_, attempt=attempt)
                 door = stack.enter_context(host.door(Path(scratch) / "provider", context))
                 provider = ProviderRecall(host, door, ctx.providers.policy, context, task.repo)
             elif memory_on:
