@@ -184,17 +184,19 @@ def _mentions(proc: Path, needle: str) -> bool:
 def time_out_while_the_api_hangs(attempt: Callable[[float, Path], tuple[AgentResult, FakeAPI]], tmp_path: Path,
                                  start_s: float) -> tuple[AgentResult, FakeAPI]:
     """`attempt(limit, scratch)` (a run against a hanging fake API with a time limit of
-    `limit` seconds), first with a short limit, then with `start_s` only if the CLI had not
-    yet reached the API when the short one passed.
+    `limit` seconds), with limits growing to `start_s` (a sixth of it, a third, all of it),
+    each tried only if the CLI had not yet reached the API when the one before passed.
 
     The hanging-API tests are about what happens once the CLI waits on the API: the limit
     must pass after its first request. How long a CLI takes to get there ranges from a
     second (codex) to tens of seconds (LiteLLM's import on a loaded machine); waiting
-    `start_s` every time cost the suite minutes. Each attempt must end by its limit and
-    leave no process behind; the one that reached the API must end as a timeout. Only
-    that premise (a request was made) decides whether the long one runs.
+    `start_s` every time cost the suite minutes, and a third of it (the first limit
+    before) still left each test waiting on a hung CLI for most of its time. Each attempt
+    must end by its limit and leave no process behind; the one that reached the API must
+    end as a timeout. Only that premise (a request was made) decides whether a longer
+    one runs.
     """
-    for i, limit in enumerate((start_s / 3, start_s)):
+    for i, limit in enumerate((start_s / 6, start_s / 3, start_s)):
         scratch = tmp_path / f"scratch-{i}"
         started = time.monotonic()
         result, fake = attempt(limit, scratch)
