@@ -27,12 +27,16 @@ from bench.processes import INICONF, SPANS, TEXTKIT, swecl
 from tests.run.support import first_of
 
 # plugin-blank over the spans sequence (every pass), over its first four tasks (every
-# pass), its initial pass only, and spans + iniconf (initial pass) with --jobs 2.
+# pass), its initial pass only, spans + iniconf (initial pass) with --jobs 2, and spans
+# with a retest-4 row.
 BLANK_SPANS = ("--stage", "plugin-blank", "--sequence", SPANS)
 PREFIX_TASKS = 4  # spans' first four: memory written by the first is recalled by the next
 BLANK_PREFIX = (*BLANK_SPANS, *first_of(PREFIX_TASKS, SPANS))
 BLANK_INITIAL = (*BLANK_SPANS, "--passes", "initial")
 BLANK_PAIR = (*BLANK_SPANS, "--sequence", INICONF, "--passes", "initial", "--jobs", "2")
+# Every kind of order-free work with memory on: a re-test, a baseline and one retest-4 row
+# (--retest-every re-tests prefixes of the whole sequence: it does not combine with --instance).
+BLANK_FREE = (*BLANK_SPANS, "--retest-every", "4")
 
 # Every shared run, by name: one name, one argument list (of `swecl run ... --quiet`).
 RUNS: dict[str, tuple[str, ...]] = {
@@ -41,6 +45,7 @@ RUNS: dict[str, tuple[str, ...]] = {
     "ref-initial": (*BLANK_INITIAL, "--version", "ref"),
     "ref-pair": (*BLANK_PAIR, "--version", "ref"),
     "blank-textkit": ("--stage", "plugin-blank", "--sequence", TEXTKIT),  # what tests/cli show and view
+    "free-spans": (*BLANK_FREE, "--version", "1"),  # the serial reference of --task-jobs, local and on Ray
 }
 
 

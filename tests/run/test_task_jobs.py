@@ -9,15 +9,16 @@ from pathlib import Path
 import pytest
 
 from bench.processes import read_events
+from tests.shared_runs import BLANK_FREE, demo_run_copy
 
 from .support import INICONF, SPANS, as_of, comparable, decided_ids, demo_tasks, first_of, swecl, swecl_json
 
 pytestmark = pytest.mark.slow
 
 # The smallest run with every kind of order-free work and memory on: the spans sequence
-# with a re-test, a baseline and one retest-4 row (--retest-every re-tests prefixes of the
-# whole sequence: it does not combine with --instance).
-RUN = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--retest-every", "4", "--version", "1")
+# with a re-test, a baseline and one retest-4 row. Its serial run is the session's shared
+# `free-spans` (the Ray executor's tests compare with it too).
+RUN = ("run", *BLANK_FREE, "--version", "1")
 
 
 def started_during(results: Path, key_of: Callable[[dict], tuple], clash: Callable[[tuple, tuple], bool]) -> bool:
@@ -41,9 +42,10 @@ def overlapped(results: Path, pass_a: str, pass_b: str) -> bool:
                           lambda key, r: key[0] == pass_a and r[0] == pass_b and r != key)
 
 
-def test_a_parallel_run_records_what_a_serial_run_records(tmp_path: Path, cache: Path) -> None:
-    serial, parallel = tmp_path / "serial", tmp_path / "parallel"
-    swecl(serial, *RUN, "--quiet", cache=cache)
+def test_a_parallel_run_records_what_a_serial_run_records(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, cache: Path,
+) -> None:
+    serial, parallel = demo_run_copy(tmp_path_factory, cache, "free-spans"), tmp_path / "parallel"
     swecl(parallel, *RUN, "--task-jobs", "3", "--quiet", cache=cache)
 
     assert comparable(parallel) == comparable(serial)

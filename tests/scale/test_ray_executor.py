@@ -28,6 +28,8 @@ from tests.run.support import (
     swecl_json,
 )
 
+from tests.shared_runs import BLANK_FREE, demo_run_copy
+
 from .conftest import RAY_ENV, RayCluster
 
 pytestmark = pytest.mark.slow
@@ -43,10 +45,9 @@ BLANK = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--sequence", IN
          "initial,baseline")
 ACCUM = ("run", "--stage", "plugin-accum", "--sequence", SPANS, "--sequence", INICONF, *SUBSET, "--passes", "initial")
 SPANS_ONLY = ("run", "--stage", "plugin-blank", "--sequence", SPANS, *first_of(FIRST, SPANS), "--passes", "initial,baseline")
-# Every kind of order-free work with memory on: a re-test, a baseline and a retest-4 row
-# (of the whole sequence: --retest-every does not combine with --instance).
-FREE = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--passes", "initial,retest,baseline", "--retest-every", "4",
-        "--version", "1")
+# Every kind of order-free work with memory on: a re-test, a baseline and a retest-4 row;
+# its serial run on the local executor is the session's shared `free-spans`.
+FREE = ("run", *BLANK_FREE, "--version", "1")
 FREE_TASKS = demo_tasks(SPANS)
 TASKS = {SPANS: FIRST, INICONF: FIRST}  # in BLANK, ACCUM and SPANS_ONLY
 
@@ -197,13 +198,13 @@ def recorded(results: Path) -> Counter[tuple[str, str, str]]:
     return Counter({key: n for key, n in comparable(results).items() if key[1] != "run.started"})
 
 
-def test_free_tasks_fan_out_as_ray_tasks(tmp_path: Path, ray_cluster: RayCluster) -> None:
+def test_free_tasks_fan_out_as_ray_tasks(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+                                        ray_cluster: RayCluster) -> None:
     """--task-jobs 2 on Ray: the sequence job runs the initial pass itself and hands the
     re-test, baseline and retest-4 tasks to Ray tasks of their own (other processes);
     their events reach the driver through the job, and the ledger holds what a serial
     local run records, the same metrics and recalls."""
-    serial, fanned = tmp_path / "serial", tmp_path / "ray"
-    swecl(serial, *FREE, "--quiet", cache=ray_cluster.cache)
+    serial, fanned = demo_run_copy(tmp_path_factory, ray_cluster.cache, "free-spans"), tmp_path / "ray"
     proc = run(fanned, ray_cluster, *FREE, "--task-jobs", "2", *on_ray(ray_cluster), "--json")
     assert recorded(fanned) == recorded(serial)
     assert decided_ids(fanned) == decided_ids(serial)
