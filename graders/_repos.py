@@ -192,7 +192,7 @@ class Worktree:
         target = commit or self.commit
         # A grader killed mid-git leaves lock files behind (index.lock, HEAD.lock of this
         # worktree); the slot lock says nobody else is here.
-        git_dir = git(["rev-parse", "--absolute-git-dir"], cwd=self.path).stdout.decode().strip()
+        git_dir = linked_git_dir(self.path) or git(["rev-parse", "--absolute-git-dir"], cwd=self.path).stdout.decode().strip()
         for name in ("index.lock", "HEAD.lock", "ORIG_HEAD.lock"):
             Path(git_dir, name).unlink(missing_ok=True)
         git(["checkout", "--detach", "--force", target], cwd=self.path)
@@ -234,6 +234,21 @@ class Worktree:
             except OSError:
                 pass
         return removed
+
+
+def linked_git_dir(worktree: Path) -> Path | None:
+    """The admin dir a linked worktree's `.git` file names (`gitdir: PATH`, as `git worktree
+    add` writes it), read without starting git; None when `.git` is no such file. What
+    `git rev-parse --absolute-git-dir` answers there, without its process: a grade resets
+    its slot more than once, and each git command costs a process start."""
+    try:
+        text = (worktree / ".git").read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:  # a directory (a clone of its own), or none at all
+        return None
+    if not text.startswith("gitdir: "):
+        return None
+    named = Path(text[len("gitdir: "):].rstrip("\r\n"))
+    return named if named.is_absolute() else worktree / named
 
 
 def untracked_files(worktree: Path) -> list[str]:
@@ -320,6 +335,9 @@ class RepoCache:
         self.repo_sources = dict(repo_sources or {})
         # submodules named by an absolute URL that no --repo-source overrides
         self._submodule_urls: dict[str, str] = {}
+        # (repo, commit) found in its mirror: a mirror only ever gains commits, so a task's
+        # base is looked up once per process, not at each of its checkouts
+        self._present: set[tuple[str, str]] = set()
 
     def source_of(self, repo: str) -> str:
         source = self.repo_sources.get(repo)
@@ -365,8 +383,12 @@ class RepoCache:
         return commit_date(self.ensure_commit(repo, commit), commit)
 
     def has_commit(self, repo: str, commit: str) -> bool:
+        if (repo, commit) in self._present:
+            return True
         mirror = self.mirror_path(repo)
         done = git(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=mirror, check=False)
+        if done.returncode == 0:
+            self._present.add((repo, commit))
         return done.returncode == 0
 
     def ensure_commit(self, repo: str, commit: str) -> Path:
@@ -434,12 +456,9 @@ class RepoCache:
         """Is `path` a worktree of this cache's `mirror`? A slot of a cache folder copied from
         elsewhere still names the first cache's mirror (its `.git` file is an absolute path):
         used as it is, two caches would share one index and HEAD."""
-        if not (path / ".git").is_file():
+        admin = linked_git_dir(path)
+        if admin is None or not (admin / "HEAD").is_file():  # no worktree, or one whose admin dir is gone
             return False
-        done = git(["rev-parse", "--absolute-git-dir"], cwd=path, check=False)
-        if done.returncode:
-            return False
-        admin = Path(done.stdout.decode("utf-8", "surrogateescape").strip())
         return admin.parent.parent.resolve() == mirror.resolve() and admin.parent.name == "worktrees"
 
     # -- what an agent may see ------------------------------------------------------------

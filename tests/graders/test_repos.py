@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from graders._repos import GitError, RepoCache, default_cache_dir, git, repo_slug
+from graders._repos import GitError, RepoCache, default_cache_dir, git, linked_git_dir, repo_slug
 from ledger.errors import SweclError
 from tests.graders.exec_support import GOLD_PATCH, REPO, make_calc_repo, run_git, write
 
@@ -199,6 +199,31 @@ def test_a_stale_index_lock_from_a_killed_grader_is_cleared(tmp_path: Path, sour
     (git_dir / "index.lock").write_text("")
     with cache.worktree(REPO, base) as wt:
         assert wt.slot == 0 and not (git_dir / "index.lock").exists()
+
+
+def test_a_slot_names_its_git_dir_as_git_does_and_a_copied_cache_makes_slots_of_its_own(
+    tmp_path: Path, source: tuple[Path, str],
+) -> None:
+    src, base = source
+    first = RepoCache(tmp_path / "a", {REPO: str(src)})
+    with first.worktree(REPO, base) as wt:
+        said = git(["rev-parse", "--absolute-git-dir"], cwd=wt.path).stdout.decode().strip()
+        found = linked_git_dir(wt.path)
+        assert found is not None and found.resolve() == Path(said).resolve()
+    assert linked_git_dir(src) is None  # a clone of its own: its `.git` is a directory
+    # A copy's slots name the first cache's mirror: the copy makes its own from its mirror.
+    shutil.copytree(tmp_path / "a", tmp_path / "b", symlinks=True)
+    copy = RepoCache(tmp_path / "b", {REPO: str(src)})
+    with copy.worktree(REPO, base) as wt:
+        admin = linked_git_dir(wt.path)
+        assert admin is not None and admin.parent.parent.resolve() == copy.mirror_path(REPO).resolve()
+        write(wt.path, "calc/ops.py", "edited in the copy\n")
+        git(["add", "-A"], cwd=wt.path)
+    with first.worktree(REPO, base) as wt:  # the first cache's slot and index are its own still
+        admin = linked_git_dir(wt.path)
+        assert admin is not None and admin.parent.parent.resolve() == first.mirror_path(REPO).resolve()
+        assert (wt.path / "calc" / "ops.py").read_text() != "edited in the copy\n"
+        assert git(["status", "--porcelain"], cwd=wt.path).stdout == b""
 
 
 # -- what an agent may see -------------------------------------------------------------------
