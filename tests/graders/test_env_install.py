@@ -76,6 +76,8 @@ def _state(cache: Path) -> dict:
 def test_install_products_are_kept_and_the_rest_goes(tmp_path: Path) -> None:
     src, base = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
     cache = tmp_path / "cache"
+    # unconfined (--sandbox none), as a user without bubblewrap grades; the other tests of
+    # the install run in the sandbox, as grading does by default
     grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
     status, log = _grade(grader, base, GOLD_PATCH, base)
     assert status == "resolved", log
@@ -114,7 +116,7 @@ def test_changed_dependency_manifests_reinstall_and_others_do_not(tmp_path: Path
     write(src, "requirements-dev.txt", "pytest\n")
     new_reqs = commit_at(src, "a requirements file", "2024-03-04T12:00:00Z")
     cache = tmp_path / "cache"
-    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120)
     # one env for all (one setup commit); the install follows each task's manifests
     expected = [(setup, "ran"), (same_deps, "reused"), (new_deps, "ran"), (new_reqs, "ran"), (new_reqs, "reused")]
     for commit, install in expected:
@@ -148,7 +150,7 @@ def test_an_install_made_before_is_put_back_not_run_again(tmp_path: Path) -> Non
     write(src, "setup.py", SETUP_PY.format(version="0.2"))
     second = commit_at(src, "version 0.2", "2024-03-02T12:00:00Z")
     cache = tmp_path / "cache"
-    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120)
     seen: dict[str, dict] = {}
     for commit, how, version in [(first, "ran", "0.1"), (second, "ran", "0.2"), (first, "restored", "0.1"),
                                  (second, "restored", "0.2")]:
@@ -193,7 +195,7 @@ def test_a_record_is_keyed_by_the_manifests_as_pre_install_left_them_not_every_t
     write(src, "tox.ini", "[tox]\nenvlist = py38, py39\n\n[testenv]\ncommands = pytest\n")
     third = commit_at(src, "version 0.1 again, another tox.ini", "2024-03-03T12:00:00Z")
     cache = tmp_path / "cache"
-    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120)
     for commit, how in [(first, "ran"), (second, "ran"), (third, "restored")]:
         status, log = _grade(grader, commit, GOLD_PATCH, first, spec)
         assert status == "resolved" and f"install: {how} (ok)" in log, (how, log)
@@ -211,7 +213,7 @@ def test_a_grade_takes_the_slot_its_environment_installed_into(tmp_path: Path) -
 
     src, setup = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
     cache = tmp_path / "cache"
-    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120)
     with preferred_slot(0):
         status, log = _grade(grader, setup, GOLD_PATCH, setup)
     assert status == "resolved" and "install: ran (ok)" in log and "(slot 0)" in log, log
@@ -240,7 +242,7 @@ def test_a_record_made_in_one_slot_is_put_back_in_another_with_its_path(tmp_path
     write(src, "setup.py", where + SETUP_PY.format(version="0.2"))
     second = commit_at(src, "version 0.2", "2024-03-02T12:00:00Z")
     cache = tmp_path / "cache"
-    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120)
     for commit in (first, second):  # both recorded in slot 0
         with preferred_slot(0):
             status, log = _grade(grader, commit, GOLD_PATCH, first)
@@ -316,7 +318,7 @@ def test_every_install_starts_from_the_packages_the_env_was_built_with(tmp_path:
     spec = EnvSpec(python=None, pip_packages=["pytest"], test_cmd="pytest -rA",
                    install=f"python -m pip install --no-build-isolation --no-index --find-links {links} -e .")
     cache = tmp_path / "cache"
-    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120, sandbox="none")
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120)
 
     def grade(commit: str) -> str:
         out = grader.grade(GradeRequest(
