@@ -64,7 +64,7 @@ def test_tests_run_by_tox_current_env_see_the_venvs_packages(tmp_path: Path, mon
     write(src, "conftest.py", PREFIX_HEADER)
     write(src, ".gitignore", ".tox/\n*.egg-info/\n__pycache__/\n")
     base = commit_at(src, "tests run through tox", "2024-08-01T13:00:00Z")
-    grader = SwebenchGrader(cache_dir=tmp_path / "cache", repo_sources={PKG: str(src)}, timeout_s=300, sandbox="none")
+    grader = SwebenchGrader(cache_dir=tmp_path / "cache", repo_sources={PKG: str(src)}, timeout_s=300)
 
     def grade(patch: str = GOLD_PATCH) -> tuple[str, str]:
         out = grader.grade(GradeRequest(
