@@ -7,6 +7,7 @@ every command that runs or grades, in-process for those that only read a ledger
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -50,10 +51,15 @@ def events(results: Path, *types: str) -> list[tuple[int, str, str, dict[str, An
     ]
 
 
+# An absolute path into a cache's environments: `<cache>/envs/<repo>/<version>/...`.
+_IN_CACHE = re.compile(r"^/.*/envs/")
+
+
 def comparable(results: Path) -> Counter[tuple[str, str, str]]:
     """(stream, type, payload) of every event, without what differs between any two runs
     (wall times and a grade's phase timings, the log blob that names the worktree slot, the
-    command line) and the
+    command line, the cache folder in a test command's interpreter path: each test process
+    has its cache, and a shared run was graded from its builder's) and the
     number of workers in the recorded options. (The same run with more workers, or on
     another executor, records this same multiset: only the order differs.)"""
     out: Counter[tuple[str, str, str]] = Counter()
@@ -64,6 +70,9 @@ def comparable(results: Path) -> Counter[tuple[str, str, str]]:
             payload["config"] = {k: v for k, v in payload["config"].items() if k != "task_jobs"}
         for volatile in ("duration_s", "timings", "log"):
             payload.pop(volatile, None)
+        if isinstance(payload.get("test_cmd"), list):
+            payload["test_cmd"] = [_IN_CACHE.sub("<cache>/envs/", a) if isinstance(a, str) else a
+                                   for a in payload["test_cmd"]]
         out[(e["stream"], e["type"], json.dumps(payload, sort_keys=True))] += 1
     return out
 
