@@ -192,7 +192,8 @@ class Worktree:
         target = commit or self.commit
         # A grader killed mid-git leaves lock files behind (index.lock, HEAD.lock of this
         # worktree); the slot lock says nobody else is here.
-        git_dir = linked_git_dir(self.path) or git(["rev-parse", "--absolute-git-dir"], cwd=self.path).stdout.decode().strip()
+        git_dir = (linked_git_dir(self.path)
+                   or git(["rev-parse", "--absolute-git-dir"], cwd=self.path).stdout.decode().strip())
         for name in ("index.lock", "HEAD.lock", "ORIG_HEAD.lock"):
             Path(git_dir, name).unlink(missing_ok=True)
         git(["checkout", "--detach", "--force", target], cwd=self.path)

@@ -27,7 +27,6 @@ from tests.run.support import (
     swecl,
     swecl_json,
 )
-
 from tests.shared_runs import BLANK_FREE, demo_run_copy
 
 from .conftest import RAY_ENV, RayCluster
