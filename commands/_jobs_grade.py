@@ -2,9 +2,9 @@
 `regrade`, `validate`, `verdict` (recorded logs decided, no test run), and the cache of
 test environments (`env_list`, `env_build`, `env_prune`).
 
-Grading runs the run machinery (`commands.run`) and the benchmark loaders: both are
-imported inside the jobs that use them, since every CLI command imports `Experiment` and
-only these jobs need them. What a grading job says while it works (the unconfined-sandbox
+Grading runs the run machinery (`commands.run`), the graders and the benchmark loaders:
+all are imported inside the jobs that use them, since every CLI command imports
+`Experiment` and only these jobs need them. What a grading job says while it works (the unconfined-sandbox
 warning, one progress reporter per run) goes through a `GradeProgress` the caller passes.
 """
 
@@ -15,18 +15,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from graders import (
-    EnvInfo,
-    RepoCache,
-    build_env,
-    default_cache_dir,
-    era_for,
-    git,
-    list_envs,
-    prune_envs,
-    spec_for,
-    verdict_lines,
-)
 from ledger import SweclError
 from ledger.events import EnvVerified, GradeStatus
 from projections import grade_reasons, pass_statuses, runs
@@ -34,6 +22,8 @@ from projections import grade_reasons, pass_statuses, runs
 from ._folder import ExperimentFolder
 
 if TYPE_CHECKING:
+    from graders import EnvInfo
+
     from ._env_system import SystemDeps
     from ._regrade import RegradeReport
     from ._validate import RepoCounts, Validation
@@ -219,6 +209,8 @@ class EnvPruned:
 
 
 def _cache(cache_dir: str | None) -> Path:
+    from graders import default_cache_dir  # lazy: see the module doc
+
     return Path(cache_dir) if cache_dir else default_cache_dir()
 
 
@@ -328,11 +320,15 @@ class GradeJobs(ExperimentFolder):
     def verdict(self, *, input_path: str | Path) -> VerdictReport:
         """Verdicts from recorded test logs (one JSONL line per log), with swebench 5.x's
         rules and no test run; every line is checked before any verdict is returned."""
+        from graders import verdict_lines  # lazy: see the module doc
+
         return VerdictReport(list(verdict_lines(input_path)))
 
     def env_list(self, *, cache_dir: str | None = None, sizes: bool = False) -> EnvListing:
         """The test environments in the cache (`sizes`: each one's size on disk, measured)."""
         cache = _cache(cache_dir)
+        from graders import list_envs  # lazy: see the module doc
+
         return EnvListing(cache, list_envs(cache, sizes=sizes))
 
     def env_build(self, *, repo: str, version: str, cache_dir: str | None = None,
@@ -342,6 +338,8 @@ class GradeJobs(ExperimentFolder):
         """Build (or reuse) the environment of `repo` at `version` from the shipped spec
         table; `commit` is the environment_setup_commit it is built as of. `warn` hears
         what the build cannot do as grading would, before it starts."""
+        from graders import RepoCache, build_env, era_for, git, spec_for  # lazy: see the module doc
+
         cache = _cache(cache_dir)
         spec = spec_for(repo, version)
         paths = dict(python_paths or {})
@@ -409,5 +407,7 @@ class GradeJobs(ExperimentFolder):
                   dry_run: bool = False) -> EnvPruned:
         """Remove environments (and leftovers of interrupted builds), all but `keep` and the
         `keep_recent` most recently used; `dry_run` only says which."""
+        from graders import prune_envs  # lazy: see the module doc
+
         removed = prune_envs(_cache(cache_dir), keep=tuple(keep), keep_recent=keep_recent, dry_run=dry_run)
         return EnvPruned(removed=list(removed), dry_run=dry_run)

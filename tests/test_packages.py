@@ -291,6 +291,31 @@ def test_reading_an_error_class_or_starting_the_recall_server_loads_no_sqlite() 
     assert done.stdout.strip() == "[]"
 
 
+def test_a_read_command_loads_neither_the_graders_nor_the_run_machinery() -> None:
+    """`swecl runs` (and every command that only reads the ledger) imports its own command's
+    module, not every command's: the graders and `commands.run` are ~0.1 s of CPU at each
+    start. A command name mistyped is still answered with the names it is close to."""
+    import json
+    import subprocess
+    import sys
+
+    code = """
+import json, sys, click
+from commands.cli import cli
+ctx = click.Context(cli)
+runs = cli.get_command(ctx, "runs")
+loaded = sorted(m for m in ("graders", "commands.run", "commands.cli._run", "commands.cli._grade") if m in sys.modules)
+try:
+    cli.resolve_command(ctx, ["runz"])
+except click.exceptions.NoSuchCommand as exc:
+    close = exc.possibilities
+print(json.dumps([runs.name, loaded, sorted(close), "run" in cli.list_commands(ctx)]))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    name, loaded, close, listed = json.loads(done.stdout)
+    assert (name, loaded, close, listed) == ("runs", [], ["run", "runs"], True)
+
+
 def test_a_run_of_the_demo_loads_neither_pydantic_nor_the_cli_agents() -> None:
     """What a `swecl run` of the demo imports before it starts: not pydantic's models
     (commands/inputs/_schemas.py, ~90 ms of CPU), which only reading a user's curriculum,

@@ -8,6 +8,7 @@ stderr and a non-zero exit, never a traceback.
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import sys
 import traceback
@@ -20,23 +21,36 @@ from ledger import SweclError, Terminated, sqlite
 from .. import _stops
 
 from ._common import CONTEXT_SETTINGS, ResultsParam
-from ._ledger import init_cmd, log_cmd, verify_cmd
-from ._env import env_group
-from ._export import export_cmd
-from ._grade import grade_cmd, regrade_cmd, validate_cmd, verdict_cmd
-from ._inputs import agents_cmd, sequences_cmd
-from ._show import show_cmd  # `show VERSION TASK` (an attempt), or `show TASK` (_inputs' benchmark task)
-from ._memory import dream_cmd, memory_group
-from ._merge import merge_cmd
-from ._replay import replay_cmd
-from ._audit import audit_cmd
-from ._counterfactual import counterfactual_cmd
-from ._report import report_cmd
-from ._view import view_cmd
-from ._run import run_cmd
-from ._metrics import metrics_cmd, runs_cmd
-from ._compare import compare_cmd
 
+# Every command: (its module under commands.cli, its name there). A module is imported
+# when one of its commands is called or listed (`--help`), not at every start: `swecl
+# runs` need not load the graders and the run machinery, only what it reads with.
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("_run", "run_cmd"),
+    "runs": ("_metrics", "runs_cmd"),
+    "metrics": ("_metrics", "metrics_cmd"),
+    "compare": ("_compare", "compare_cmd"),
+    "report": ("_report", "report_cmd"),
+    "view": ("_view", "view_cmd"),
+    "audit": ("_audit", "audit_cmd"),
+    "counterfactual": ("_counterfactual", "counterfactual_cmd"),
+    "replay": ("_replay", "replay_cmd"),
+    "export": ("_export", "export_cmd"),
+    "merge": ("_merge", "merge_cmd"),
+    "sequences": ("_inputs", "sequences_cmd"),
+    "show": ("_show", "show_cmd"),  # `show VERSION TASK` (an attempt), or `show TASK` (_inputs' benchmark task)
+    "agents": ("_inputs", "agents_cmd"),
+    "grade": ("_grade", "grade_cmd"),
+    "regrade": ("_grade", "regrade_cmd"),
+    "verdict": ("_grade", "verdict_cmd"),
+    "validate": ("_grade", "validate_cmd"),
+    "dream": ("_memory", "dream_cmd"),
+    "memory": ("_memory", "memory_group"),
+    "env": ("_env", "env_group"),
+    "init": ("_ledger", "init_cmd"),
+    "log": ("_ledger", "log_cmd"),
+    "verify": ("_ledger", "verify_cmd"),
+}
 
 class _Swecl(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -54,6 +68,24 @@ class _Swecl(click.Group):
             elif not arg.startswith("-"):
                 break  # the command: what follows is its own
         return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)  # as click lists the commands of a group
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in _COMMANDS:
+            return None
+        module, name = _COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        return command
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            # click draws its "Did you mean" from the commands it holds: here, none until used.
+            raise click.exceptions.NoSuchCommand(exc.command_name, possibilities=self.list_commands(ctx),
+                                                 ctx=ctx) from None
 
 
 @click.group(cls=_Swecl, context_settings=CONTEXT_SETTINGS)
@@ -76,35 +108,6 @@ def cli(ctx: click.Context, results: Any) -> None:
     rebuilt from it.
     """
     ctx.obj = results
-
-
-for _command in (
-    run_cmd,
-    runs_cmd,
-    metrics_cmd,
-    compare_cmd,
-    report_cmd,
-    view_cmd,
-    audit_cmd,
-    counterfactual_cmd,
-    replay_cmd,
-    export_cmd,
-    merge_cmd,
-    sequences_cmd,
-    show_cmd,
-    agents_cmd,
-    grade_cmd,
-    regrade_cmd,
-    verdict_cmd,
-    validate_cmd,
-    dream_cmd,
-    memory_group,
-    env_group,
-    init_cmd,
-    log_cmd,
-    verify_cmd,
-):
-    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,9 +16,16 @@ README = (ROOT / "README.md").read_text()
 COMMANDS = (ROOT / "docs" / "commands.md").read_text()
 
 
+def subcommands(group: click.Group) -> dict[str, click.Command]:
+    """A group's commands by name, as click lists and finds them (the top group imports
+    each command's module on first use)."""
+    ctx = click.Context(group)
+    return {name: command for name in group.list_commands(ctx) if (command := group.get_command(ctx, name))}
+
+
 def all_commands(group: click.Group = cli, prefix: str = "swecl") -> list[str]:
     found = []
-    for name, command in sorted(group.commands.items()):
+    for name, command in sorted(subcommands(group).items()):
         path = f"{prefix} {name}"
         found.append(path)
         if isinstance(command, click.Group):
@@ -31,7 +38,7 @@ def command_of(path: str) -> click.Command:
     cmd: click.Command = cli
     for part in path.split()[1:]:
         assert isinstance(cmd, click.Group)
-        cmd = cmd.commands[part]
+        cmd = subcommands(cmd)[part]
     return cmd
 
 

@@ -188,9 +188,9 @@ def _section(command: str) -> str:
 
 @pytest.mark.parametrize(("command", "option"), NEW_OPTIONS)
 def test_every_new_option_has_help_and_is_in_its_reference_section(command: str, option: str) -> None:
-    from commands.cli import cli
+    from tests.cli.test_docs import command_of
 
-    cmd = cli.commands[command]
+    cmd = command_of(f"swecl {command}")
     param = next(p for p in cmd.params if option in getattr(p, "opts", ()))
     assert (getattr(param, "help", "") or "").strip(), f"swecl {command} {option} has no help text"
     assert f"`{option}" in _section(command), f"docs/commands.md's `swecl {command}` section does not document {option}"
