@@ -72,6 +72,9 @@ _QUIET_ENV = {
     "MSWEA_SILENT_STARTUP": "1",
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # LiteLLM's bundled prices: no fetch from GitHub at import
     "NO_COLOR": "1",
+    # mini's CLI (typer) prints an uncaught error (a refused key, say) as a plain traceback:
+    # rich's syntax-highlighted one costs seconds of CPU and draws boxes into the stderr file.
+    "_TYPER_STANDARD_TRACEBACK": "1",
 }
 # LiteLLM provider -> (its endpoint variables in the order LiteLLM reads them, its default).
 _PROVIDERS: dict[str, tuple[tuple[str, ...], str]] = {

@@ -73,6 +73,9 @@ def test_a_rejected_key_is_auth_failed(cli: Harness, make_input: Callable[..., A
     assert result.exit == "auth_failed" and cli.case.rejected in (result.error or ""), (result.exit, result.error)
     assert len(fake.api_requests) == 1
     no_secret_anywhere(result, inp.scratch_dir, api_key)
+    if cli.case.name == "mini":  # mini's CLI says the error as a plain traceback, not in rich's boxes
+        stderr = (inp.scratch_dir / f"{cli.case.agent.name}-stderr.txt").read_text()
+        assert "Traceback (most recent call last)" in stderr and "\u256d" not in stderr, stderr[-2000:]
 
 
 def test_hanging_api_is_a_timeout_and_the_process_group_is_gone(
