@@ -29,9 +29,14 @@ def pytest_configure(config: pytest.Config) -> None:
     # earlier sessions (the scripts and repositories tests write there) goes, as its
     # sources went; else `.dev/pycache` grows by megabytes a run. Never in a cache the
     # user chose with PYTHONPYCACHEPREFIX.
+    # A checkout that is itself under the temp dir keeps its own bytecode (its packages',
+    # the CLIs' and the tools' it installed under .dev), or each session compiles it again.
     if _OWN_PYCACHE and not hasattr(config, "workerinput"):
-        shutil.rmtree(Path(pycache_prefix()) / Path(tempfile.gettempdir()).resolve().relative_to("/"),
-                      ignore_errors=True)
+        stale = Path(pycache_prefix()) / Path(tempfile.gettempdir()).resolve().relative_to("/")
+        own = Path(pycache_prefix()) / REPO_ROOT.relative_to("/")
+        for entry in stale.iterdir() if stale.is_dir() else ():
+            if entry != own and entry not in own.parents:
+                shutil.rmtree(entry, ignore_errors=True)
 
 # The test modules that take longest (the sum of their tests' durations, from
 # `pytest --durations=0` on 2 cores), slowest first. xdist's loadscope hands out whole
