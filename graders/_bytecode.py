@@ -26,7 +26,9 @@ an empty directory, pruned to the files of the environment and of its interprete
 a worktree's, which an editable install of the repository would otherwise put there),
 with every module the environment's install compiled linked in (`_link_compiled`: else a
 module the warm-up did not import compiles at each import, and its compile-time warnings
-reach the tests), and read-only in the sandbox, so a test can plant nothing in it.
+reach the tests) and so the interpreter's standard library's own bytecode (hard links: a
+test's import of `decimal` or `xml` compiles nothing, and the warm-up only what is left),
+and read-only in the sandbox, so a test can plant nothing in it.
 Unconfined, a test run could write into it, so each grade gets a fresh empty one there
 (`PrivatePycache`).
 """
@@ -86,13 +88,28 @@ def remove_stray_bytecode(worktree: Path, keep: Collection[str] = ()) -> list[st
 ENV_PYCACHE = "pycache"  # beside the environment's venv
 # written last into a finished cache; one without it was made by an earlier swecl (before
 # the install's bytecode was linked in) and is made again
-_ENV_PYCACHE_DONE = ".swecl-pycache-2"
+_ENV_PYCACHE_DONE = ".swecl-pycache-3"
 _WARM_TIMEOUT_S = 300
-# Run by the environment's interpreter in an empty directory: prints where the interpreter
-# lives, then imports pytest and its plugins as a test run would (nothing to collect).
+# Run by the environment's interpreter (3.8+) in an empty directory: prints where the
+# interpreter lives, links its standard library's own bytecode into the cache (as
+# `_link_compiled` does for the environment's), then imports pytest and its plugins as a
+# test run would (nothing to collect), which compiles what is still missing.
 _WARM = """\
-import os, sys
+import os, sys, sysconfig
 print(sys.base_prefix, flush=True)
+stdlib = os.path.abspath(sysconfig.get_paths()["stdlib"])
+for dirpath, dirs, files in os.walk(stdlib):
+    dirs[:] = [d for d in dirs if d not in ("site-packages", "dist-packages", "test", "idlelib", "turtledemo")]
+    if os.path.basename(dirpath) != "__pycache__":
+        continue
+    into = os.path.join(sys.pycache_prefix, os.path.dirname(dirpath).lstrip(os.sep))
+    for name in files:
+        if name.endswith(".pyc") and name.count(".") == 2:  # NAME.TAG.pyc: not an optimised one
+            try:
+                os.makedirs(into, exist_ok=True)
+                os.link(os.path.join(dirpath, name), os.path.join(into, name))
+            except OSError:
+                pass  # compiled below if the warm-up imports it, else at the test's import
 try:
     import pytest
 except Exception:
@@ -130,6 +147,7 @@ def env_pycache(env: EnvInfo) -> Path | None:
     try:
         environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPYCACHEPREFIX": os.fspath(work),
                    "PYTHONNOUSERSITE": "1", "HOME": os.fspath(empty), "VIRTUAL_ENV": os.fspath(env.venv)}
+        _link_compiled(env.venv, work)  # first: the warm-up compiles only what neither holds
         try:
             done = subprocess.run([os.fspath(env.python), "-c", _WARM], cwd=empty, env=environ, capture_output=True,
                                   text=True, stdin=subprocess.DEVNULL, timeout=_WARM_TIMEOUT_S)
@@ -139,7 +157,6 @@ def env_pycache(env: EnvInfo) -> Path | None:
         if not base:
             return None
         _keep_only(work, [env.venv, Path(base)])
-        _link_compiled(env.venv, work)
         (work / _ENV_PYCACHE_DONE).write_text(_made_for(env), encoding="utf-8")
         try:
             os.rename(work, target)

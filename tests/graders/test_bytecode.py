@@ -98,7 +98,7 @@ def test_the_environments_cache_is_warmed_once_and_holds_no_worktree_module(tmp_
     assert not any(str(checkout).lstrip("/") in str(p) for p in made.rglob("*"))
     (made / "marker").write_text("")
     assert env_pycache(env) == made and (made / "marker").exists()  # made once
-    (made / ".swecl-pycache-2").unlink()  # as an earlier swecl left it: without the install's bytecode
+    (made / ".swecl-pycache-3").unlink()  # as an earlier swecl left it (without the install's bytecode, say)
     assert env_pycache(env) == made and not (made / "marker").exists() and _pycache_file(made, site / "lazy_mod.py")
     # the environment copied to another path (a cache folder shared): its cache, made for
     # the paths of the first, is made again for the copy's own
