@@ -1,16 +1,20 @@
-"""`swecl` called inside the test process for the commands that only read a ledger.
+"""`swecl` called inside the test process for the commands that read a ledger, and for
+`swecl run`.
 
-Starting the CLI costs about a second of CPU (the interpreter and every import), and
-the tests read ledgers through `swecl runs`, `metrics`, `show` ... hundreds of times.
-Where what a test checks is the command's output and exit code, not the behaviour of a
-process (signals, crashes, children), the same entry point runs in-process:
-`commands.cli.main`, which installs the stop handlers and restores them on the way
-out, under click's isolation of stdout, stderr and the environment. The environment
-is the one a subprocess of `bench.processes.swecl` would get (its own cache, no
-failpoints, no inherited results dir or debug flag), set only for the call.
+Starting the CLI costs CPU at each call (the interpreter and the imports: ~0.2 s for a
+read command, ~0.35 s for `run`), and the tests call it hundreds of times. Where what a
+test checks is the command's output, exit code and ledger, not the behaviour of a
+process (signals, crashes), the same entry point runs in-process: `commands.cli.main`,
+which installs the stop handlers and restores them on the way out, under click's
+isolation of stdout, stderr and the environment. The environment is the one a
+subprocess of `bench.processes.swecl` would get (its own cache, no failpoints, no
+inherited results dir or debug flag), set only for the call; a run's own children
+(agents, test runs, the recall server) are real processes either way.
 
-Every other command (`run`, `grade`, `view` ...: runs, children, servers, signals) is
-still a real `swecl` process.
+A real `swecl` process still runs: a `run` given a failpoint (it kills the process) or
+starting processes of swecl's own (--jobs, --task-jobs, Ray), every other command
+(`grade`, `view`, `env` ...), and whatever a test starts itself to signal or kill
+(`bench.processes.spawn`, the crash tests' loops).
 """
 
 from __future__ import annotations
@@ -27,6 +31,19 @@ from bench import processes
 
 # Read-only commands, whose whole behaviour is their output and exit code.
 IN_PROCESS = frozenset({"runs", "metrics", "show", "audit", "compare", "log", "verify", "sequences", "agents"})
+# `run` is called in-process too, but not where the process is part of what is tested: a
+# failpoint (it kills the process), and the runs that start swecl processes of their own
+# (--jobs, --task-jobs: multiprocessing's spawn, which re-imports the caller; Ray).
+_RUN_IN_A_PROCESS = frozenset({"--jobs", "--task-jobs", "--executor", "--ray-address", "--shard-dir"})
+
+
+def _in_process(args: tuple[str, ...], env: dict[str, str] | None) -> bool:
+    if not args:
+        return False
+    if args[0] in IN_PROCESS:
+        return True
+    return (args[0] == "run" and "SWECL_FAILPOINTS" not in (env or {})
+            and not any(a.split("=", 1)[0] in _RUN_IN_A_PROCESS for a in args))
 
 
 def swecl(
@@ -38,7 +55,7 @@ def swecl(
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     """`bench.processes.swecl`, in-process for the read-only commands."""
-    if not args or args[0] not in IN_PROCESS:
+    if not _in_process(args, env):
         return processes.swecl(results, *args, cache=cache, env=env, timeout=timeout, check=check)
     from commands.cli import main
 
