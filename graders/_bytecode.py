@@ -87,7 +87,7 @@ def remove_stray_bytecode(worktree: Path, keep: Collection[str] = ()) -> list[st
 
 ENV_PYCACHE = "pycache"  # beside the environment's venv
 # written last into a finished cache; one without it was made by an earlier swecl (before
-# the install's bytecode was linked in) and is made again
+# the install's bytecode, then the standard library's, was linked in) and is made again
 _ENV_PYCACHE_DONE = ".swecl-pycache-3"
 _WARM_TIMEOUT_S = 300
 # Run by the environment's interpreter (3.8+) in an empty directory: prints where the

@@ -52,6 +52,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("_ledger", "verify_cmd"),
 }
 
+
 class _Swecl(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # `swecl --version 2 metrics` meant a run version, but before the command
