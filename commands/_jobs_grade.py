@@ -4,8 +4,9 @@ test environments (`env_list`, `env_build`, `env_prune`).
 
 Grading runs the run machinery (`commands.run`), the graders and the benchmark loaders:
 all are imported inside the jobs that use them, since every CLI command imports
-`Experiment` and only these jobs need them. What a grading job says while it works (the unconfined-sandbox
-warning, one progress reporter per run) goes through a `GradeProgress` the caller passes.
+`Experiment` and only these jobs need them. What a grading job says while it works (the
+unconfined-sandbox warning, one progress reporter per run) goes through a `GradeProgress`
+the caller passes.
 """
 
 from __future__ import annotations
@@ -326,9 +327,9 @@ class GradeJobs(ExperimentFolder):
 
     def env_list(self, *, cache_dir: str | None = None, sizes: bool = False) -> EnvListing:
         """The test environments in the cache (`sizes`: each one's size on disk, measured)."""
-        cache = _cache(cache_dir)
         from graders import list_envs  # lazy: see the module doc
 
+        cache = _cache(cache_dir)
         return EnvListing(cache, list_envs(cache, sizes=sizes))
 
     def env_build(self, *, repo: str, version: str, cache_dir: str | None = None,

@@ -54,7 +54,8 @@ def swecl(
     timeout: float = 600,
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """`bench.processes.swecl`, in-process for the read-only commands."""
+    """`bench.processes.swecl`, in-process for the read-only commands and for the runs
+    `_in_process` allows (the module doc)."""
     if not _in_process(args, env):
         return processes.swecl(results, *args, cache=cache, env=env, timeout=timeout, check=check)
     from commands.cli import main
