@@ -90,31 +90,21 @@ ENV_PYCACHE = "pycache"  # beside the environment's venv
 # the install's bytecode, then the standard library's, was linked in) and is made again
 _ENV_PYCACHE_DONE = ".swecl-pycache-3"
 _WARM_TIMEOUT_S = 300
-# Run by the environment's interpreter (3.8+) in an empty directory: prints where the
-# interpreter lives, links its standard library's own bytecode into the cache (as
-# `_link_compiled` does for the environment's), then imports pytest and its plugins as a
-# test run would (nothing to collect), which compiles what is still missing.
+# Run by the environment's interpreter (3.8+): where it lives (the prefix its standard
+# library's bytecode is kept under, and that library), for `_link_compiled`.
+_WHERE = "import sys, sysconfig; print(sys.base_prefix); print(sysconfig.get_paths()['stdlib'])"
+# What of the standard library is not linked in: what no test run imports (Python's own
+# tests, its GUI tools) and third-party packages installed beside it.
+_STDLIB_SKIP = frozenset({"site-packages", "dist-packages", "test", "idlelib", "turtledemo"})
+# Then, in an empty directory: import pytest and its plugins as a test run would (nothing
+# to collect), which compiles what neither the install nor the standard library holds.
 _WARM = """\
-import os, sys, sysconfig
-print(sys.base_prefix, flush=True)
-stdlib = os.path.abspath(sysconfig.get_paths()["stdlib"])
-for dirpath, dirs, files in os.walk(stdlib):
-    dirs[:] = [d for d in dirs if d not in ("site-packages", "dist-packages", "test", "idlelib", "turtledemo")]
-    if os.path.basename(dirpath) != "__pycache__":
-        continue
-    into = os.path.join(sys.pycache_prefix, os.path.dirname(dirpath).lstrip(os.sep))
-    for name in files:
-        if name.endswith(".pyc") and name.count(".") == 2:  # NAME.TAG.pyc: not an optimised one
-            try:
-                os.makedirs(into, exist_ok=True)
-                os.link(os.path.join(dirpath, name), os.path.join(into, name))
-            except OSError:
-                pass  # compiled below if the warm-up imports it, else at the test's import
 try:
     import pytest
 except Exception:
     pass
 else:
+    import os
     pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", os.getcwd()])
 """
 
@@ -147,14 +137,19 @@ def env_pycache(env: EnvInfo) -> Path | None:
     try:
         environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPYCACHEPREFIX": os.fspath(work),
                    "PYTHONNOUSERSITE": "1", "HOME": os.fspath(empty), "VIRTUAL_ENV": os.fspath(env.venv)}
-        _link_compiled(env.venv, work)  # first: the warm-up compiles only what neither holds
         try:
-            done = subprocess.run([os.fspath(env.python), "-c", _WARM], cwd=empty, env=environ, capture_output=True,
-                                  text=True, stdin=subprocess.DEVNULL, timeout=_WARM_TIMEOUT_S)
+            where = subprocess.run([os.fspath(env.python), "-c", _WHERE], cwd=empty, env=environ, capture_output=True,
+                                   text=True, stdin=subprocess.DEVNULL, timeout=_WARM_TIMEOUT_S).stdout.splitlines()
+            base, stdlib = (line.strip() for line in where[:2]) if len(where) >= 2 else ("", "")
+            if not base or not stdlib:
+                return None
+            # first: the warm-up compiles only what neither holds; the standard library's
+            # files are never copied (a copy of it per environment where links are refused)
+            _link_compiled(env.venv, work)
+            _link_compiled(Path(stdlib), work, skip=_STDLIB_SKIP, copy=False)
+            subprocess.run([os.fspath(env.python), "-c", _WARM], cwd=empty, env=environ, capture_output=True,
+                           stdin=subprocess.DEVNULL, timeout=_WARM_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired):
-            return None
-        base = done.stdout.splitlines()[0].strip() if done.stdout.strip() else ""
-        if not base:
             return None
         _keep_only(work, [env.venv, Path(base)])
         (work / _ENV_PYCACHE_DONE).write_text(_made_for(env), encoding="utf-8")
@@ -174,10 +169,10 @@ def _made_for(env: EnvInfo) -> str:
     return f"{os.fspath(env.venv)}\n{os.path.realpath(env.python)}\n"
 
 
-def _link_compiled(venv: Path, prefix: Path) -> None:
-    """Every module the environment's install compiled (`X/__pycache__/NAME.TAG.pyc`, as
-    `uv pip install --compile-bytecode` leaves them) also at its place in the prefix tree
-    (`PREFIX/X/NAME.TAG.pyc`), hard-linked where it can be.
+def _link_compiled(root: Path, prefix: Path, *, skip: Collection[str] = (), copy: bool = True) -> None:
+    """Every compiled module under `root` (`X/__pycache__/NAME.TAG.pyc`, as an install or
+    Python's own leaves them; not in a folder named in `skip`) also at its place in the
+    prefix tree (`PREFIX/X/NAME.TAG.pyc`): hard-linked, else copied if `copy`.
 
     With PYTHONPYCACHEPREFIX set, the interpreter looks for bytecode only in the prefix, so
     a module the warm-up did not import would be compiled from source at every import:
@@ -185,12 +180,13 @@ def _link_compiled(venv: Path, prefix: Path) -> None:
     reach the tests, which see none with the environment's own bytecode. astropy 3.1's
     `test_rshift_warns` counts the warnings of one call: a lazy import of traitlets inside
     it added two SyntaxWarnings and failed the gold patch."""
-    for dirpath, _dirs, files in os.walk(venv):
+    for dirpath, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in skip]
         if os.path.basename(dirpath) != "__pycache__":
             continue
         into = prefix / os.path.dirname(os.path.abspath(dirpath)).lstrip(os.sep)
         for name in files:
-            if not name.endswith(".pyc"):
+            if not name.endswith(".pyc") or name.count(".") != 2:  # an optimised one (NAME.TAG.opt-1.pyc) is not read
                 continue
             target = into / name
             if target.exists():
@@ -200,7 +196,8 @@ def _link_compiled(venv: Path, prefix: Path) -> None:
                 try:
                     os.link(os.path.join(dirpath, name), target)
                 except OSError:
-                    shutil.copy2(os.path.join(dirpath, name), target)
+                    if copy:
+                        shutil.copy2(os.path.join(dirpath, name), target)
             except OSError:
                 pass  # a module left out compiles from its source, as before
 
