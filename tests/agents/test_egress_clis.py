@@ -82,6 +82,15 @@ WEB_TOOL = {  # what each model may ask for that reaches the web; the CLI has no
 }  # mini-swe-agent has no tool but its shell
 
 
+OFFERED = {
+    "codex": lambda body: {str(t.get("name") or t.get("type")) for t in body.get("tools", [])},
+    "gemini": lambda body: set(fake_gemini.declared_tools(body)),
+    "opencode": lambda body: {t["name"] for t in body.get("tools", [])},
+}
+# opencode's websearch and codesearch are offered only with an Exa key: webfetch stands for them
+WEB_TOOLS = {"codex": {"web_search"}, "gemini": {"google_web_search", "web_fetch"}, "opencode": {"webfetch"}}
+
+
 @pytest.fixture(params=CASES, ids=[c.name for c in CASES])
 def cli(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
         api_key: str) -> Iterator[Harness]:
@@ -110,15 +119,8 @@ def test_codex_and_gemini_reach_their_api_and_nothing_else(
     # chatgpt.com at start are refused too: they are not its configured API)
     assert ("127.0.0.1", code_host.port) in {(c.host, c.port) for c in refused}
     assert "403" in cli.case.returned(fake.api_requests[-1].body)  # what the model was told
-
-
-OFFERED = {
-    "codex": lambda body: {str(t.get("name") or t.get("type")) for t in body.get("tools", [])},
-    "gemini": lambda body: set(fake_gemini.declared_tools(body)),
-    "opencode": lambda body: {t["name"] for t in body.get("tools", [])},
-}
-# opencode's websearch and codesearch are offered only with an Exa key: webfetch stands for them
-WEB_TOOLS = {"codex": {"web_search"}, "gemini": {"google_web_search", "web_fetch"}, "opencode": {"webfetch"}}
+    if name in WEB_TOOLS:  # web off by default: the CLI's own web tools are not even offered
+        assert not WEB_TOOLS[name] & OFFERED[name](fake.api_requests[0].body)
 
 
 WEB_CASES = [c for c in CASES if c.name in WEB_TOOLS]
@@ -131,15 +133,13 @@ def web_cli(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp
     yield from harness(request.param, request, monkeypatch, tmp_path, api_key)
 
 
-@pytest.mark.parametrize("allow_web", [False, True], ids=["web-off", "allow-web"])
 def test_allow_web_turns_codex_and_gemini_web_tools_back_on(
-    web_cli: Harness, make_input: Callable[..., AgentInput], allow_web: bool,
+    web_cli: Harness, make_input: Callable[..., AgentInput],
 ) -> None:
+    """--allow-web offers the CLIs' own web tools again (off, the default, they are not: the test above)."""
     cli = web_cli
     fake = cli.fake([cli.case.say("done")])
-    result = cli.run(make_input(model=cli.case.model, sandbox=sandbox_for("bwrap"), egress=Egress(allow_web=allow_web),
+    result = cli.run(make_input(model=cli.case.model, sandbox=sandbox_for("bwrap"), egress=Egress(allow_web=True),
                                 budget=Budget(timeout_s=120)))
     assert result.exit == "completed", result.error
-    offered = OFFERED[cli.case.name](fake.api_requests[0].body)
-    web = WEB_TOOLS[cli.case.name]
-    assert (web <= offered) if allow_web else not (web & offered), offered
+    assert WEB_TOOLS[cli.case.name] <= OFFERED[cli.case.name](fake.api_requests[0].body)
