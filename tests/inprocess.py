@@ -1,19 +1,18 @@
-"""`swecl` called inside the test process for the commands that read a ledger, and for
-`swecl run`.
+"""`swecl` called inside the test process.
 
 Starting the CLI costs CPU at each call (the interpreter and the imports: ~0.2 s for a
-read command, ~0.35 s for `run`), and the tests call it hundreds of times. Where what a
-test checks is the command's output, exit code and ledger, not the behaviour of a
-process (signals, crashes), the same entry point runs in-process: `commands.cli.main`,
-which installs the stop handlers and restores them on the way out, under click's
-isolation of stdout, stderr and the environment. The environment is the one a
-subprocess of `bench.processes.swecl` would get (its own cache, no failpoints, no
-inherited results dir or debug flag), set only for the call; a run's own children
+read command, ~0.35 s for `run` or `grade`), and the tests call it hundreds of times.
+Where what a test checks is the command's output, exit code, ledger and files, not the
+behaviour of a process (signals, crashes), the same entry point runs in-process:
+`commands.cli.main`, which installs the stop handlers and restores them on the way out,
+under click's isolation of stdout, stderr and the environment. The environment is the one
+a subprocess of `bench.processes.swecl` would get (its own cache, no failpoints, no
+inherited results dir or debug flag), set only for the call; a command's own children
 (agents, test runs, the recall server) are real processes either way.
 
-A real `swecl` process still runs: a `run` given a failpoint (it kills the process) or
-starting processes of swecl's own (--jobs, --task-jobs, Ray), every other command
-(`grade`, `view`, `env` ...), and whatever a test starts itself to signal or kill
+A real `swecl` process still runs: `view` (it serves until stopped), a command given a
+failpoint (it kills the process) or starting processes of swecl's own (--jobs,
+--task-jobs, Ray), and whatever a test starts itself to signal or kill
 (`bench.processes.spawn`, the crash tests' loops).
 """
 
@@ -29,21 +28,17 @@ from click.testing import CliRunner
 
 from bench import processes
 
-# Read-only commands, whose whole behaviour is their output and exit code.
-IN_PROCESS = frozenset({"runs", "metrics", "show", "audit", "compare", "log", "verify", "sequences", "agents"})
-# `run` is called in-process too, but not where the process is part of what is tested: a
-# failpoint (it kills the process), and the runs that start swecl processes of their own
-# (--jobs, --task-jobs: multiprocessing's spawn, which re-imports the caller; Ray).
-_RUN_IN_A_PROCESS = frozenset({"--jobs", "--task-jobs", "--executor", "--ray-address", "--shard-dir"})
+# `view` serves until it is stopped: always a process of its own.
+_IN_A_PROCESS = frozenset({"view"})
+# A command given one of these starts swecl processes of its own (--jobs, --task-jobs:
+# multiprocessing's spawn, which re-imports the caller; Ray): the test runs it as a user would.
+_PROCESS_FLAGS = frozenset({"--jobs", "--task-jobs", "--executor", "--ray-address", "--shard-dir"})
 
 
 def _in_process(args: tuple[str, ...], env: dict[str, str] | None) -> bool:
-    if not args:
+    if not args or args[0] in _IN_A_PROCESS:
         return False
-    if args[0] in IN_PROCESS:
-        return True
-    return (args[0] == "run" and "SWECL_FAILPOINTS" not in (env or {})
-            and not any(a.split("=", 1)[0] in _RUN_IN_A_PROCESS for a in args))
+    return "SWECL_FAILPOINTS" not in (env or {}) and not any(a.split("=", 1)[0] in _PROCESS_FLAGS for a in args)
 
 
 def swecl(
@@ -54,8 +49,7 @@ def swecl(
     timeout: float = 600,
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """`bench.processes.swecl`, in-process for the read-only commands and for the runs
-    `_in_process` allows (the module doc)."""
+    """`bench.processes.swecl`, in-process where `_in_process` allows (the module doc)."""
     if not _in_process(args, env):
         return processes.swecl(results, *args, cache=cache, env=env, timeout=timeout, check=check)
     from commands.cli import main
