@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.processes import pycache_prefix
+from graders._bytecode import ENV_PYCACHE
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -127,17 +128,33 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("swecl-cache")
 
 
+# What `own_cache` leaves out of its copy: the environments of other repositories than
+# the demo's (the runs it is for never use them) and every environment's bytecode cache
+# (made for the venv's path, so made again at the copy's path anyway). The copy of a whole
+# cache cost seconds of CPU a test, most of it the kernel's (tens of thousands of files).
+_DEMO_ENVS = "swecl-demo__"
+
+
+def _not_for_a_demo_run(root: str, names: list[str]) -> set[str]:
+    here = Path(root)
+    if here.name == "envs":
+        return {n for n in names if not n.startswith(_DEMO_ENVS)}
+    if here.parent.parent.parent.name == "envs":  # envs/REPO/VERSION/ENV: the environment's own folder
+        return {n for n in names if n == ENV_PYCACHE or n.startswith(".pycache-")}
+    return set()
+
+
 @pytest.fixture
 def own_cache(tmp_path: Path, cache: Path) -> Path:
-    """A cache of this test's own, for runs it kills: what a killed run leaves in a cache
-    (a lock, a half-made worktree) must not reach other tests. It begins as a copy of this
-    process's `cache`, so the demo repositories and environments built there are not built
-    again (a cache folder copied elsewhere works on its own; only each environment's
-    bytecode cache, made for its path, is made again)."""
+    """A cache of this test's own, for the demo runs it kills: what a killed run leaves in
+    a cache (a lock, a half-made worktree) must not reach other tests. It begins as a copy
+    of this process's `cache`, so the demo repositories and environments built there are
+    not built again (a cache folder copied elsewhere works on its own; only each
+    environment's bytecode cache, made for its path, is made again, so it is not copied)."""
     own = tmp_path / "cache"
     if cache.is_dir():
         try:
-            shutil.copytree(cache, own, symlinks=True)
+            shutil.copytree(cache, own, symlinks=True, ignore=_not_for_a_demo_run)
         except (shutil.Error, OSError):  # a file went while copied: begin empty, and build it all
             shutil.rmtree(own, ignore_errors=True)
     return own
