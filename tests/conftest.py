@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -135,13 +136,19 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 _DEMO_ENVS = "swecl-demo__"
 
 
-def _not_for_a_demo_run(root: str, names: list[str]) -> set[str]:
-    here = Path(root)
-    if here.name == "envs":
-        return {n for n in names if not n.startswith(_DEMO_ENVS)}
-    if here.parent.parent.parent.name == "envs":  # envs/REPO/VERSION/ENV: the environment's own folder
-        return {n for n in names if n == ENV_PYCACHE or n.startswith(".pycache-")}
-    return set()
+def _not_for_a_demo_run(cache: Path) -> Callable[[str, list[str]], set[str]]:
+    """`shutil.copytree`'s `ignore` for a copy of `cache` (the comment above)."""
+    envs = cache / "envs"
+
+    def ignore(root: str, names: list[str]) -> set[str]:
+        here = Path(root)
+        if here == envs:
+            return {n for n in names if not n.startswith(_DEMO_ENVS)}
+        if here.parent.parent.parent == envs:  # envs/REPO/VERSION/ENV: an environment's own folder
+            return {n for n in names if n == ENV_PYCACHE or n.startswith(".pycache-")}
+        return set()
+
+    return ignore
 
 
 @pytest.fixture
@@ -154,7 +161,7 @@ def own_cache(tmp_path: Path, cache: Path) -> Path:
     own = tmp_path / "cache"
     if cache.is_dir():
         try:
-            shutil.copytree(cache, own, symlinks=True, ignore=_not_for_a_demo_run)
+            shutil.copytree(cache, own, symlinks=True, ignore=_not_for_a_demo_run(cache))
         except (shutil.Error, OSError):  # a file went while copied: begin empty, and build it all
             shutil.rmtree(own, ignore_errors=True)
     return own
