@@ -125,6 +125,7 @@ class Process:
     pid: int
     ppid: int
     state: str  # Z: a zombie, already dead
+    pgrp: int = 0  # its process group
 
     def cmdline(self) -> bytes:
         return _read_proc(self.pid, "cmdline")
@@ -151,7 +152,7 @@ def processes() -> Iterator[Process]:
             continue
         # the command name is in parentheses and may hold spaces: split after the last ')'
         fields = stat[stat.rfind(")") + 2 :].split()
-        yield Process(pid, int(fields[1]), fields[0])
+        yield Process(pid, int(fields[1]), fields[0], int(fields[2]))
 
 
 def live_processes(*, cmdline: str | None = None, environ: str | None = None) -> list[int]:
@@ -182,7 +183,8 @@ def descendants(root: int) -> list[int]:
 
 
 def kill_all(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the process, its group and every descendant (even ones in other sessions).
+    """SIGKILL the process, its group and every descendant (even ones in other sessions),
+    and return once they are all dead.
 
     Descendants are listed first and frozen with SIGSTOP so none can fork away while
     the group dies; then everything gets SIGKILL.
@@ -197,12 +199,22 @@ def kill_all(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    for pid in [*pids, *descendants(proc.pid)]:
+    pids += descendants(proc.pid)
+    for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     proc.wait()
+    # A killed process is torn down on the kernel's time, and holds what it had open until
+    # then: a child forked by one of the run's threads and not yet exec'd holds a copy of
+    # the run's lock, and the resume a test starts at once was refused as "being run by
+    # another process". So: until none of them, nor any of the group, is still alive.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(
+        p.state != "Z" and (p.pid in pids or p.pgrp == proc.pid) for p in processes()
+    ):
+        time.sleep(0.005)
 
 
 # -- the ledger, read from outside -------------------------------------------------------
