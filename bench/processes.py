@@ -182,25 +182,58 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def _stop(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except ProcessLookupError:
+        pass
+
+
+def _running(pid: int) -> bool:
+    """Whether any thread of `pid` is neither stopped nor dead (a multi-threaded process
+    stops thread by thread)."""
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            text = stat.read_text(errors="replace")
+        except OSError:
+            continue
+        if text[text.rfind(")") + 2 :][:1] not in "TtZX":
+            return True
+    return False
+
+
+def _until_stopped(pids: set[int]) -> None:
+    """Until every process of `pids` is stopped, dead or gone (at most 5 s)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_running(pid) for pid in pids):
+        time.sleep(0.001)
+
+
 def kill_all(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the process, its group and every descendant (even ones in other sessions),
     and return once they are all dead.
 
-    Descendants are listed first and frozen with SIGSTOP so none can fork away while
-    the group dies; then everything gets SIGKILL.
+    The whole tree is frozen first, top down, with SIGSTOP: the process, then what it has
+    started, listed again until no new one shows (a stopped process forks no more). A
+    child forked at the last moment (the graders start each test run in a session of
+    its own) is so found while it still hangs off the tree, not after its parent died and
+    left it to init. Then everything gets SIGKILL.
     """
-    pids = descendants(proc.pid)
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGSTOP)
-        except ProcessLookupError:
-            pass
+    pids: list[int] = []
+    frozen: set[int] = set()
+    new = [proc.pid]
+    while new:
+        for pid in new:
+            _stop(pid)
+        frozen.update(new)
+        _until_stopped(frozen)  # a SIGSTOP lands when its process next runs: it may fork once more
+        new = [pid for pid in descendants(proc.pid) if pid not in frozen]
+        pids += new
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    pids += descendants(proc.pid)
-    for pid in pids:
+    for pid in (proc.pid, *pids):
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
