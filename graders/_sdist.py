@@ -141,6 +141,43 @@ def unpack_sdist(archive: Path, into: Path) -> Path:
             zf.extractall(into)
     else:
         with tarfile.open(archive) as tf:
-            tf.extractall(into, filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
+                try:
+                    tf.extractall(into, filter="data")
+                except tarfile.FilterError as exc:
+                    raise SweclError(f"{archive.name}: {exc}") from None
+            else:
+                tf.extractall(into, members=data_members(tf, archive.name))
     tops = [p for p in into.iterdir() if p.is_dir()]
     return tops[0] if len(tops) == 1 else into
+
+
+def data_members(tf: tarfile.TarFile, name: str) -> list[tarfile.TarInfo]:
+    """The members of an archive, checked as tarfile's "data" filter checks them, for a
+    Python without it (3.11.0 to 3.11.3: Debian 12's is 3.11.2): regular files,
+    directories and links, none landing or pointing outside the folder unpacked into
+    (leading slashes stripped), no special mode bits. Anything else stops the unpacking with the member named."""
+
+    def inside(path: str) -> bool:
+        norm = os.path.normpath(path)
+        return not os.path.isabs(path) and norm != ".." and not norm.startswith(".." + os.sep)
+
+    members = []
+    for member in tf.getmembers():
+        member.name = member.name.lstrip("/")  # as the filter does: `/a/b` lands at `a/b`
+        if not inside(member.name):
+            raise SweclError(f"{name}: {member.name!r} would be unpacked outside its folder")
+        if member.issym():
+            target = os.path.join(os.path.dirname(member.name), member.linkname)
+            if os.path.isabs(member.linkname) or not inside(target):
+                raise SweclError(f"{name}: the link {member.name!r} points outside its folder ({member.linkname!r})")
+        elif member.islnk():
+            if not inside(member.linkname):
+                raise SweclError(f"{name}: the hard link {member.name!r} points outside its folder ({member.linkname!r})")
+        elif not (member.isfile() or member.isdir()):
+            raise SweclError(f"{name}: {member.name!r} is a special file (a device or a pipe), not data")
+        member.mode &= 0o755  # no setuid, setgid or sticky bit, nothing writable by others
+        member.uid = member.gid = 0
+        member.uname = member.gname = ""
+        members.append(member)
+    return members

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from commands._env_verify import failure_causes
 from commands.cli import cli
-from graders._sdist import Sdist, pick_sdist, project_sdists
+from graders._sdist import Sdist, data_members, pick_sdist, project_sdists, unpack_sdist
+from ledger.errors import SweclError
 from tests.graders.env_support import SETUP_PY, commit_at, dated_index
 from tests.graders.exec_support import REPO, TEST_PATCH, make_calc_repo, run_git, write
 from tests.run.support import events
@@ -145,6 +146,55 @@ def test_an_sdist_without_the_specs_package_list_stops_with_its_reason(tmp_path:
     assert code == 1 and check["build_ok"] and check.get("install_ok") is None, check
     assert check["error"] == ("the sdist lacks the spec's package list (none of requirements.txt exists in the "
                               "checkout): this version's recipe needs a checkout (--source DIR)")
+
+
+def _tar(path: Path, *members: tuple[tarfile.TarInfo, bytes]) -> Path:
+    with tarfile.open(path, "w:gz") as archive:
+        for info, data in members:
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data) if data else None)
+    return path
+
+
+def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "", mode: int = 0o644) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname, info.mode = kind, link, mode
+    return info
+
+
+@pytest.mark.parametrize("hostile", [
+    _member("../evil.py"), _member("pkg-1.0/../../evil.py"),
+    _member("pkg-1.0/link", tarfile.SYMTYPE, "/etc/passwd"), _member("pkg-1.0/link", tarfile.SYMTYPE, "../../up"),
+    _member("pkg-1.0/hard", tarfile.LNKTYPE, "../outside"), _member("pkg-1.0/dev", tarfile.CHRTYPE),
+], ids=["up", "up-inside", "abs-link", "up-link", "up-hardlink", "device"])
+def test_an_sdist_is_unpacked_as_data_on_every_python_3_11(tmp_path: Path, hostile: tarfile.TarInfo) -> None:
+    # tarfile's "data" filter came with Python 3.11.4; before it (Debian 12's 3.11.2) the
+    # same checks are swecl's own (`data_members`). Both unpack a plain sdist alike and
+    # stop at the same members, with a one-line error naming the archive.
+    plain = [(_member("pkg-1.0/", tarfile.DIRTYPE, mode=0o755), b""), (_member("pkg-1.0/setup.py", mode=0o4755), b"x = 1\n"),
+             (_member("pkg-1.0/alias.py", tarfile.SYMTYPE, "setup.py"), b"")]
+    archive = _tar(tmp_path / "pkg-1.0.tar.gz", *plain)
+    top = unpack_sdist(archive, tmp_path / "a")
+    assert top.name == "pkg-1.0" and (top / "alias.py").read_text() == "x = 1\n"
+    with tarfile.open(archive) as tf:
+        tf.extractall(tmp_path / "b", members=data_members(tf, archive.name))
+    got = tmp_path / "b" / "pkg-1.0"
+    assert (got / "alias.py").is_symlink() and (got / "setup.py").read_text() == "x = 1\n"
+    assert (got / "setup.py").stat().st_mode & 0o7777 == (top / "setup.py").stat().st_mode & 0o7777 == 0o755
+
+    bad = _tar(tmp_path / "bad-1.0.tar.gz", *plain, (hostile, b"" if hostile.type != tarfile.REGTYPE else b"boom"))
+    with pytest.raises(SweclError, match="bad-1.0.tar.gz"):
+        unpack_sdist(bad, tmp_path / "c")
+    with tarfile.open(bad) as tf, pytest.raises(SweclError, match=r"bad-1\.0\.tar\.gz: .*(outside|special)"):
+        data_members(tf, bad.name)
+    assert not (tmp_path / "evil.py").exists()
+
+    # an absolute name lands inside, its leading slash stripped, either way
+    rooted = _tar(tmp_path / "rooted-1.0.tar.gz", *plain, (_member("/pkg-1.0/rooted.py"), b"y = 2\n"))
+    assert (unpack_sdist(rooted, tmp_path / "d") / "rooted.py").read_text() == "y = 2\n"
+    with tarfile.open(rooted) as tf:
+        tf.extractall(tmp_path / "e", members=data_members(tf, rooted.name))
+    assert (tmp_path / "e" / "pkg-1.0" / "rooted.py").read_text() == "y = 2\n"
 
 
 def test_without_a_mirror_or_cutoff_the_version_stops_with_its_reason(tmp_path: Path) -> None:
