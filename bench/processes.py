@@ -216,8 +216,8 @@ def kill_all(proc: subprocess.Popen[bytes]) -> None:
     The whole tree is frozen first, top down, with SIGSTOP: the process, then what it has
     started, listed again until no new one shows (a stopped process forks no more). A
     child forked at the last moment (the graders start each test run in a session of
-    its own) is so found while it still hangs off the tree, not after its parent died and
-    left it to init. Then everything gets SIGKILL.
+    its own) is found this way while it still hangs off the tree, not after its parent
+    died and left it to init. Then everything gets SIGKILL.
     """
     pids: list[int] = []
     frozen: set[int] = set()

@@ -156,7 +156,8 @@ def data_members(tf: tarfile.TarFile, name: str) -> list[tarfile.TarInfo]:
     """The members of an archive, checked as tarfile's "data" filter checks them, for a
     Python without it (3.11.0 to 3.11.3: Debian 12's is 3.11.2): regular files,
     directories and links, none landing or pointing outside the folder unpacked into
-    (leading slashes stripped), no special mode bits. Anything else stops the unpacking with the member named."""
+    (leading slashes stripped), no special mode bits. Anything else stops the unpacking,
+    the member named."""
 
     def inside(path: str) -> bool:
         norm = os.path.normpath(path)
