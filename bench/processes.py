@@ -20,7 +20,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,13 +146,20 @@ def processes() -> Iterator[Process]:
     # proc_pids lists /proc again until nothing is new: a daemon that re-forks to dodge
     # a scan is met in its successor (one listing misses it about one look in fifty)
     for pid in proc_pids():
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_bytes().decode("utf-8", "replace")
-        except OSError:
-            continue
-        # the command name is in parentheses and may hold spaces: split after the last ')'
-        fields = stat[stat.rfind(")") + 2 :].split()
-        yield Process(pid, int(fields[1]), fields[0], int(fields[2]))
+        fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+        if fields:
+            yield Process(pid, int(fields[1]), fields[0], int(fields[2]))
+
+
+def _stat_fields(stat: Path) -> list[str]:
+    """The fields of a /proc `stat` file after the command name, from the state on (none
+    once the process or thread is gone)."""
+    try:
+        text = stat.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return []
+    # the command name is in parentheses and may hold spaces: split after the last ')'
+    return text[text.rfind(")") + 2 :].split()
 
 
 def live_processes(*, cmdline: str | None = None, environ: str | None = None) -> list[int]:
@@ -192,21 +199,14 @@ def _stop(pid: int) -> None:
 def _running(pid: int) -> bool:
     """Whether any thread of `pid` is neither stopped nor dead (a multi-threaded process
     stops thread by thread)."""
-    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
-        try:
-            text = stat.read_text(errors="replace")
-        except OSError:
-            continue
-        if text[text.rfind(")") + 2 :][:1] not in "TtZX":
-            return True
-    return False
+    return any(fields[0] not in "TtZX" for stat in Path(f"/proc/{pid}/task").glob("*/stat")
+               if (fields := _stat_fields(stat)))
 
 
-def _until_stopped(pids: set[int]) -> None:
-    """Until every process of `pids` is stopped, dead or gone (at most 5 s)."""
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(_running(pid) for pid in pids):
-        time.sleep(0.001)
+def _wait_while(busy: Callable[[], bool], seconds: float, every: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and busy():
+        time.sleep(every)
 
 
 def kill_all(proc: subprocess.Popen[bytes]) -> None:
@@ -226,7 +226,8 @@ def kill_all(proc: subprocess.Popen[bytes]) -> None:
         for pid in new:
             _stop(pid)
         frozen.update(new)
-        _until_stopped(frozen)  # a SIGSTOP lands when its process next runs: it may fork once more
+        # a SIGSTOP lands when its process next runs: it may fork once more before
+        _wait_while(lambda: any(_running(pid) for pid in frozen), 5, 0.001)
         new = [pid for pid in descendants(proc.pid) if pid not in frozen]
         pids += new
     try:
@@ -243,11 +244,7 @@ def kill_all(proc: subprocess.Popen[bytes]) -> None:
     # then: a child forked by one of the run's threads and not yet exec'd holds a copy of
     # the run's lock, and the resume a test starts at once was refused as "being run by
     # another process". So: until none of them, nor any of the group, is still alive.
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and any(
-        p.state != "Z" and (p.pid in pids or p.pgrp == proc.pid) for p in processes()
-    ):
-        time.sleep(0.005)
+    _wait_while(lambda: any(p.state != "Z" and (p.pid in pids or p.pgrp == proc.pid) for p in processes()), 30, 0.005)
 
 
 # -- the ledger, read from outside -------------------------------------------------------
