@@ -41,6 +41,7 @@ _EXPORTS = {
     "parse_allow_host": "_egress",
     "find_claude": "_claude",
     "preflight": "_startup",
+    "sandbox_view": "_startup",
     "CallContext": "_provider",
     "LedgerRecorder": "_provider",
     "ProviderError": "_provider",
@@ -84,7 +85,7 @@ if TYPE_CHECKING:
     from ._recall import RecalledItem, RecallService
     from ._registry import AGENTS, AgentEntry, agent_entry, build_agent, get_agent
     from ._scrub import Scrubber
-    from ._startup import preflight
+    from ._startup import preflight, sandbox_view
 
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -49,6 +49,7 @@ def run_process(
     egress: Egress | None = None,
     endpoints: Sequence[str] = (),
     stop_on: Callable[[bytes], bool] | None = None,
+    programs: Sequence[str] = (),
 ) -> ProcessOutcome:
     """Run `argv` with stdout/stderr to files; end its process group on timeout (SIGTERM,
     `_GRACE_S`, SIGKILL) and whatever it left when it exits.
@@ -63,6 +64,8 @@ def run_process(
     stdin goes through a pipe fed by a thread (`graders.run_in_session`). With `stop_on`,
     stdout goes through a pipe too, copied to its file by a thread that hands each line to
     `stop_on`; the first True ends the group as a timeout would, the outcome `halted`.
+    The sandbox shows the install of `argv[0]` and of each of `programs` (a program the
+    first one starts: the command a probe's shell checks).
     """
     if not cwd.is_dir():
         raise SweclError(f"agent worktree {cwd} does not exist: prepare the task's checkout first")
@@ -75,8 +78,10 @@ def run_process(
             rules = Rules(endpoints, policy.allow_hosts)
             door = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="swecl-egress-")))
             proxy = stack.enter_context(EgressProxy(rules, policy, door))
+            # the launcher is swecl's interpreter; the agent's own program is shown too
             return sandbox.wrap(proxy.launcher_argv(argv), cwd=cwd, env=env, writable=writable,
-                                readable=[*readable, door], network=False)
+                                readable=[*readable, door], network=False, programs=[*argv[:1], *programs],
+                                exposed=True)
 
         with open(stdout, "wb") as out, open(stderr, "wb") as err:
             try:

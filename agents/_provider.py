@@ -438,7 +438,7 @@ class ProviderHost:
         env = provider_environment(self.spec, self.data_dir, self.environ)
         if self.confined:
             argv, env = self.sandbox.wrap(argv, cwd=self.data_dir, env=env, writable=[self.data_dir.parent],
-                                          network=self.network)
+                                          network=self.network, exposed=True)
         exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
         if exe is None:
             raise ProviderError(f"memory server {self.spec.redacted()!r}: command {argv[0]!r} not found on PATH")

@@ -21,23 +21,23 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from graders import Sandbox
+from graders import Sandbox, shown_by, tests_view
 from ledger import SweclError
 
 from ._process import run_process
 from ._protocol import AgentInput, AgentResult
 
 __all__ = ["PREFLIGHT_TIMEOUT_S", "Probe", "Probed", "exec_chain", "not_started", "preflight", "reached_no_model",
-           "where_it_is"]
+           "sandbox_view", "where_it_is"]
 
 PREFLIGHT_TIMEOUT_S = 60.0
-_PRIVATE_TREES = ("/tmp", "/var/tmp", "/dev/shm")  # the sandbox mounts empty ones
 _SHELL_CANNOT_EXEC = (126, 127)  # found but not executable; not found
 LAUNCHER_CANNOT_EXEC = "swecl-launcher: cannot execute "  # agents/_egress.py's launcher
 
@@ -83,7 +83,7 @@ def preflight(agent: object, sandbox: Sandbox | None) -> str | None:
         try:
             outcome = run_process(probe.argv, cwd=worktree, env=probe.env, stdout=out, stderr=err,
                                   timeout_s=PREFLIGHT_TIMEOUT_S, sandbox=sandbox, writable=probe.writable,
-                                  readable=probe.readable)
+                                  readable=probe.readable, programs=probe.executables[:1])
         except SweclError as exc:  # unconfined: the exec itself failed here
             raise SweclError(_refusal(probe, sandbox, str(exc))) from None
         said = err.read_text(encoding="utf-8", errors="replace")
@@ -95,9 +95,46 @@ def preflight(agent: object, sandbox: Sandbox | None) -> str | None:
         return lines[0].strip()[:200] if probe.shows_version and lines else ""
 
 
+def sandbox_view(agent: object, sandbox: Sandbox | None) -> dict[str, list[dict[str, str]]] | None:
+    """What a run's agent and tests can see, as `run.started` records it (`visible`):
+    every path the sandbox shows them, read-only or writable, and why. A task's own paths
+    go by what they are (`{checkout}`, `{scratch}`...): the agent's from its probe, made
+    as a task's process is; an in-process agent runs no process of its own (`agent`
+    empty). None unconfined: then everything of the host is visible."""
+    if sandbox is None or not sandbox.confined:
+        return None
+    view: dict[str, list[dict[str, str]]] = {"agent": [], "tests": tests_view()}
+    probe_of = getattr(agent, "probe", None)
+    if probe_of is None:
+        return view
+    with tempfile.TemporaryDirectory(prefix="swecl-task-") as scratch:
+        root = Path(scratch)
+        worktree = root / "worktree"
+        worktree.mkdir()
+        inp = AgentInput(instance_id="preflight", repo="preflight", issue="", worktree=worktree,
+                         scratch_dir=root / "scratch", sandbox=sandbox)
+        inp.scratch_dir.mkdir()
+        probe: Probe = probe_of(inp)
+        door = root / "egress"
+        door.mkdir()
+        # as `run_process` starts it: the egress launcher (swecl's interpreter) runs the program
+        plan = sandbox.plan([os.path.realpath(sys.executable)], cwd=worktree, env=probe.env,
+                            writable=probe.writable, readable=[*probe.readable, door], programs=[*probe.argv[:1], *probe.executables[:1]], exposed=True)
+        names = [(str(worktree), "{checkout}"), (str(inp.scratch_dir), "{scratch}"), (str(door), "{egress door}"),
+                 (str(root), "{task folder}")]
+        for m in plan:
+            record = m.record()
+            for real, name in names:
+                if record["path"] == real or record["path"].startswith(real + "/"):
+                    record["path"] = name + record["path"][len(real):]
+                    break
+            view["agent"].append(record)
+    return view
+
+
 def _refusal(probe: Probe, sandbox: Sandbox | None, detail: str) -> str:
     confined = sandbox is not None and sandbox.confined
-    where = where_it_is(probe.executables, sandbox, [*probe.readable, *probe.writable])
+    where = where_it_is(probe.executables, sandbox, [*probe.readable, *probe.writable], probe.env.get("PATH"))
     inside = " inside the sandbox" if confined else ""
     if where is not None:
         path, place = where
@@ -109,26 +146,25 @@ def _refusal(probe: Probe, sandbox: Sandbox | None, detail: str) -> str:
 
 
 def where_it_is(executables: list[str], sandbox: Sandbox | None,
-                mounted: Sequence[str | os.PathLike[str]] = ()) -> tuple[str, str] | None:
+                mounted: Sequence[str | os.PathLike[str]] = (), path_env: str | None = None) -> tuple[str, str] | None:
     """(path, what the sandbox makes of it) for the first of `executables` (their real
     paths: a link resolves where it points) the sandbox does not show; None when all
     lie in places it shows. `mounted`: what the task's process gets back on top."""
-    if sandbox is None or not sandbox.confined:
+    if sandbox is None or not sandbox.confined or not executables:
         return None
-    shown = [os.path.realpath(m) for m in mounted]
+    plan = sandbox.plan(executables[:1], cwd="/", env={"PATH": path_env or ""}, readable=mounted, exposed=True)
     for exe in executables:
         if not os.path.exists(exe):  # not there at all: nothing the sandbox did
             return None
         real = os.path.realpath(exe)
-        if any(_under(real, m) for m in shown):
+        if shown_by(real, plan):
             continue
-        # A hidden path may lie inside a private tree: the narrower says more.
+        # A hidden path may lie inside another: the narrower says more.
         for hidden in sorted(sandbox.hidden, key=len, reverse=True):
             if _under(real, hidden):
                 return real, f"the sandbox hides {hidden} (it hides swecl's cache, results and dataset files)"
-        for tree in _PRIVATE_TREES:
-            if _under(real, tree):
-                return real, f"the sandbox gives the agent an empty private {tree}"
+        return real, ("the sandbox shows only the system, the agent's own install and its checkout "
+                      "(--expose PATH shows more)")
     return None
 
 

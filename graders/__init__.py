@@ -58,6 +58,7 @@ from ._run import test_directives
 from ._sdist import download_sdist, pick_sdist, project_sdists, unpack_sdist
 from ._system_deps import install_command, missing_packages, spec_system_packages
 from ._sandbox import SANDBOX_MODES, Sandbox, SandboxUnavailable, sandbox_for
+from ._visible import Mount, as_records, plan_lines, shown_by, tests_view
 from ._session import ProcessOutcome, kill_group, run_in_session
 from ._specs import EnvSpec, UnknownEnvSpec, has_spec, known_specs, spec_for
 from ._verdict import verdict_lines
@@ -79,6 +80,7 @@ __all__ = [
     "MAX_JSON_BYTES",
     "MAX_PARQUET_BYTES",
     "MISSING",
+    "Mount",
     "OVERLAP_LINES_F1",
     "PATCH_BROKE_RUN",
     "PROCESS_VARS",
@@ -94,6 +96,7 @@ __all__ = [
     "Worktree",
     "apply_check",
     "apply_patch",
+    "as_records",
     "blame",
     "build_env",
     "canonical_parser",
@@ -134,6 +137,7 @@ __all__ = [
     "parser_names",
     "patch_paths",
     "pick_sdist",
+    "plan_lines",
     "pre_install_plan",
     "preferred_slot",
     "proc_pids",
@@ -144,13 +148,15 @@ __all__ = [
     "reap_zombies",
     "repo_slug",
     "run_in_session",
-    "session_leader_reaped",
     "run_recipe",
     "sandbox_for",
+    "session_leader_reaped",
+    "shown_by",
     "spec_for",
-    "starting_session_leader",
     "spec_system_packages",
+    "starting_session_leader",
     "test_directives",
+    "tests_view",
     "unpack_sdist",
     "unsafe_reason",
     "verdict_lines",

@@ -3,18 +3,17 @@
 A Docker-based harness gets isolation from a fresh container per task; a host grader
 has to make it itself. Inside the sandbox (`bwrap`):
 
-- the whole file system is read-only (`--ro-bind / /`), so code under test cannot plant
-  a `.pth` in the shared environment, delete one of its packages, or write to `$HOME`;
-- what the harness keeps to itself is hidden behind an empty tmpfs: the repository and
-  environment cache (the mirror holds every later commit, the fix among them), the
-  results, the dataset files (grading rows hold the answers);
-- only the paths a run needs come back on top: the worktree read-write, the environment
-  (tests) or the agent's checkout, scratch and config dirs read-write;
+- the root is empty and read-only: only the system's read-only directories, the
+  program's own install and the paths the caller names come back (`graders._visible`
+  says which and why; deny by default, so no clone, mirror, dataset or results file of
+  the host is there to find, wherever it lies);
+- what the harness keeps to itself (the repository and environment cache, the results,
+  the dataset files) stays hidden even where a shown folder holds it (`hidden`);
+- only the paths a run needs are writable: the worktree, the environment's channels
+  (tests) or the agent's checkout, scratch and config dirs;
 - `/tmp` and `$HOME` are private and empty (tmpfs; `$HOME` points into the private
   `/tmp`); `$TMPDIR` is a private tree apart from the worktree's top directory, as in
-  SWE-bench's images (`temp_dir_apart_from`). The real home directory stays readable,
-  read-only: interpreters, the agent's CLI and the checkout of swecl itself often live
-  there;
+  SWE-bench's images (`temp_dir_apart_from`);
 - its own PID namespace (`/proc` shows only its own processes, not the parent's command
   line) that dies with the process that started it (`--die-with-parent`): no daemon
   outlives a grade or a SIGKILLed swecl;
@@ -28,17 +27,16 @@ environment's integrity before each grade instead.
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
 from ledger.errors import SweclError
+
+from graders._visible import SANDBOX_HOME, Mount, runtime_mounts, system_mounts, under
 
 __all__ = [
     "SANDBOX_MODES",
@@ -51,8 +49,6 @@ __all__ = [
 
 SandboxMode = Literal["bwrap", "none"]
 SANDBOX_MODES: tuple[str, ...] = ("bwrap", "none")
-# Where a sandboxed process finds its private home (inside its private /tmp).
-SANDBOX_HOME = "/tmp/home"
 
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`; "
@@ -105,11 +101,14 @@ def _norm(paths: Iterable[str | os.PathLike[str] | None]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Sandbox:
-    """How a process of this swecl invocation is confined. `hidden`: what it must not see."""
+    """How a process of this swecl invocation is confined. `hidden`: what it must not see
+    even inside a folder it is shown; `exposed`: what the user asked an agent to see
+    besides (`--expose`), read-only."""
 
     mode: SandboxMode = "bwrap"
     bwrap: str | None = None
     hidden: tuple[str, ...] = field(default_factory=tuple)
+    exposed: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def confined(self) -> bool:
@@ -117,7 +116,62 @@ class Sandbox:
 
     def hiding(self, *paths: str | os.PathLike[str] | None) -> Sandbox:
         """The same sandbox, hiding these paths too."""
-        return Sandbox(self.mode, self.bwrap, _norm([*self.hidden, *paths]))
+        return Sandbox(self.mode, self.bwrap, _norm([*self.hidden, *paths]), self.exposed)
+
+    def exposing(self, *paths: str | os.PathLike[str] | None) -> Sandbox:
+        """The same sandbox, showing an agent these paths too (read-only)."""
+        return Sandbox(self.mode, self.bwrap, self.hidden, _norm([*self.exposed, *paths]))
+
+    def plan(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str],
+        env: Mapping[str, str],
+        writable: Iterable[str | os.PathLike[str]] = (),
+        readable: Iterable[str | os.PathLike[str]] = (),
+        programs: Iterable[str] = (),
+        exposed: bool = False,
+    ) -> list[Mount]:
+        """Every path the process sees, in the order the sandbox makes them: the system,
+        the install of `argv[0]` and of each of `programs` (found on `env`'s PATH), the
+        `exposed` paths when asked for, `readable` read-only, `cwd` and `writable`
+        read-write, and what is hidden inside any of them."""
+        hidden = self.hidden
+        mounts = system_mounts()
+        path_env = env.get("PATH")
+        runtime: list[Mount] = []
+        for program in [argv[0], *programs] if argv else programs:
+            for m in runtime_mounts(program, path_env):
+                # an install inside a hidden place stays hidden (the preflight says so)
+                if not any(under(m.path, h) or (m.source and under(m.source, h)) for h in hidden):
+                    runtime.append(m)
+        shown_ro = [*(m for m in runtime if m.mode == "ro"),
+                    *(Mount(p, "ro", "exposed (--expose)") for p in (self.exposed if exposed else ())),
+                    *(Mount(p, "ro", "named by the run") for p in sorted(_norm(readable), key=len))]
+        shown_rw = [Mount(p, "rw", "named by the run") for p in sorted(_norm([cwd, *writable]), key=len)]
+        seen = {m.path for m in mounts}
+        ro_first = [m for m in shown_ro if not any(under(m.path, h) for h in hidden)]
+        ro_after = [m for m in shown_ro if any(under(m.path, h) for h in hidden)]
+        for m in ro_first:
+            if m.path not in seen and os.path.exists(m.path):
+                seen.add(m.path)
+                mounts.append(m)
+        # Hidden where a shown folder would bring it along; shortest first (one inside another).
+        shown = [m.path for m in mounts if m.mode in ("ro", "rw")]
+        for path in sorted(hidden, key=len):
+            if os.path.lexists(path) and any(under(path, s) and path != s for s in shown):
+                mounts.append(Mount(path, "empty", "hidden"))
+        for m in [*ro_after, *shown_rw]:
+            if os.path.exists(m.path) and (m.path not in seen or m.mode == "rw"):
+                seen.add(m.path)
+                mounts.append(m)
+        bound = [m.path for m in mounts if m.mode in ("ro", "rw")]
+        for m in runtime:
+            if m.mode == "link" and m.path not in seen and not any(under(m.path, b) for b in bound):
+                seen.add(m.path)
+                mounts.append(m)
+        return mounts
 
     def wrap(
         self,
@@ -128,51 +182,43 @@ class Sandbox:
         writable: Iterable[str | os.PathLike[str]] = (),
         readable: Iterable[str | os.PathLike[str]] = (),
         network: bool = False,
+        programs: Iterable[str] = (),
+        exposed: bool = False,
     ) -> tuple[list[str], dict[str, str]]:
-        """The command line and environment that run `argv` inside the sandbox.
-
-        `readable` paths come back read-only and `cwd` and `writable` ones read-write on top
-        of what is hidden (a worktree inside the hidden cache, say). Unconfined: `argv` as is.
-        """
+        """The command line and environment that run `argv` inside the sandbox (`plan`
+        says what it sees). Unconfined: `argv` as is."""
         env_out = dict(env)
         if not self.confined:
             return list(argv), env_out
         assert self.bwrap is not None
-        hidden = self.hidden
-        out = [
-            self.bwrap,
-            "--ro-bind", "/", "/",
-            "--dev", "/dev",
-            "--proc", "/proc",
-            "--tmpfs", "/tmp",
-            "--tmpfs", "/var/tmp",
-            "--tmpfs", "/dev/shm",
-            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session",
-        ]
+        out = [self.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+               "--die-with-parent", "--new-session"]
         if not network:
             out.append("--unshare-net")
-        # swecl's own files (its checkout, its venv, the interpreter) come back first when
-        # they live in a private tree (a clone in /tmp): the sandboxed process may be one of
-        # them. Before the hidden paths, so results kept inside such a checkout stay hidden.
-        for path in _own_paths():
-            out += ["--ro-bind", path, path]
-        # Shortest first: a hidden path inside another hidden one needs its parent mounted.
-        for path in sorted(hidden, key=len):
-            if os.path.isdir(path):
-                out += ["--tmpfs", path]
-            elif os.path.exists(path):
-                out += ["--ro-bind", "/dev/null", path]
-        for path in sorted(_norm(readable), key=len):
-            if os.path.exists(path):
-                out += ["--ro-bind", path, path]
-        for path in sorted(_norm([cwd, *writable]), key=len):
-            if os.path.exists(path):
-                out += ["--bind", path, path]
-        out += ["--dir", SANDBOX_HOME, "--chdir", os.path.abspath(os.fspath(cwd)), "--"]
+        for m in self.plan(argv, cwd=cwd, env=env, writable=writable, readable=readable, programs=programs,
+                           exposed=exposed):
+            out += _bwrap_args(m)
+        out += ["--dir", SANDBOX_HOME, "--remount-ro", "/", "--chdir", os.path.abspath(os.fspath(cwd)), "--"]
         env_out["HOME"] = SANDBOX_HOME
         env_out["TMPDIR"] = temp_dir_apart_from(cwd)
         return out + list(argv), env_out
+
+
+def _bwrap_args(m: Mount) -> list[str]:
+    if m.mode == "ro":
+        return ["--ro-bind", m.source or m.path, m.path]
+    if m.mode == "rw":
+        return ["--bind", m.path, m.path]
+    if m.mode == "link":
+        assert m.source is not None
+        return ["--symlink", m.source, m.path]
+    if m.mode == "devices":
+        return ["--dev", m.path]
+    if m.mode == "procfs":
+        return ["--proc", m.path]
+    if os.path.isdir(m.path):  # empty
+        return ["--tmpfs", m.path]
+    return ["--ro-bind", "/dev/null", m.path]
 
 
 def temp_dir_apart_from(cwd: str | os.PathLike[str]) -> str:
@@ -187,27 +233,15 @@ def temp_dir_apart_from(cwd: str | os.PathLike[str]) -> str:
     return "/var/tmp" if top == "/tmp".split(os.sep) else "/tmp"
 
 
-_PRIVATE_TREES = ("/tmp", "/var/tmp", "/dev/shm")
-
-
-@functools.cache
-def _own_paths() -> tuple[str, ...]:
-    """The roots swecl runs from that the sandbox's private trees would otherwise hide."""
-    roots = [Path(__file__).resolve().parents[1], sys.prefix, sys.base_prefix, Path(os.path.realpath(sys.executable)).parent]
-    private = [t + "/" for t in _PRIVATE_TREES]
-    found = [p for p in _norm(os.path.realpath(r) for r in roots) if (p + "/").startswith(tuple(private))]
-    # a root inside another is covered by it
-    return tuple(p for p in sorted(found, key=len) if not any(p != q and (p + "/").startswith(q + "/") for q in found))
-
-
-def sandbox_for(mode: str | None = None, *, hide: Iterable[str | os.PathLike[str] | None] = ()) -> Sandbox:
+def sandbox_for(mode: str | None = None, *, hide: Iterable[str | os.PathLike[str] | None] = (),
+                expose: Iterable[str | os.PathLike[str] | None] = ()) -> Sandbox:
     """The sandbox for `mode` (default: $SWECL_SANDBOX, else bwrap); refuses, in one line,
-    a confined mode this machine cannot provide."""
+    a confined mode this machine cannot provide. `expose`: what agents see besides."""
     chosen = (mode or os.environ.get("SWECL_SANDBOX") or "bwrap").strip().lower()
     if chosen not in SANDBOX_MODES:
         raise SweclError(f"--sandbox {chosen!r} is not one of {', '.join(SANDBOX_MODES)}")
     if chosen == "none":
-        return Sandbox("none", None, _norm(hide))
+        return Sandbox("none", None, _norm(hide), _norm(expose))
     bwrap = find_bwrap()
     if bwrap is None:
         raise SandboxUnavailable(f"the sandbox needs bubblewrap (`bwrap`), which is not on PATH: {INSTALL_HINT}")
@@ -217,4 +251,4 @@ def sandbox_for(mode: str | None = None, *, hide: Iterable[str | os.PathLike[str
             f"bubblewrap cannot create its namespaces here ({problem}): allow unprivileged user namespaces, "
             "or run unconfined with --sandbox none"
         )
-    return Sandbox("bwrap", bwrap, _norm(hide))
+    return Sandbox("bwrap", bwrap, _norm(hide), _norm(expose))

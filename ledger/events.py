@@ -78,6 +78,11 @@ class RunStarted(Event, tag="run.started", kw_only=True):
     # `file:NAME`); the plan in `tasks` is that order, numbered 1..N. None: the dataset's
     # order (and every ledger older than this field).
     task_order: str | None = None
+    # What the sandbox showed the run's processes: "agent" and "tests", each a list of
+    # {path, mode (ro | rw | link | empty | devices | procfs), what[, target]} in the order
+    # the sandbox made them; a task's own paths by what they are ({checkout}, {worktree}).
+    # None: unconfined (everything visible), and every ledger older than this field.
+    visible: dict[str, list[dict[str, str]]] | None = None
 
 
 class RunResumed(Event, tag="run.resumed", kw_only=True):

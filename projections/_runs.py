@@ -45,6 +45,8 @@ class RunSummary(msgspec.Struct):
     suite_stages: list[str] | None = None
     task_order: str | None = None
     """`swecl run --order`/`--orders`: how the plan was ordered (`permute:SEED`, `reverse`, `file:NAME`); None: the dataset's."""
+    visible: dict[str, list[dict[str, str]]] | None = None
+    """What the sandbox showed the agent and the tests (`run.started.visible`); None: unconfined, or not recorded."""
 
 
 class RunsState(msgspec.Struct):
@@ -53,7 +55,7 @@ class RunsState(msgspec.Struct):
 
 class RunsProjection(Projection[RunsState]):
     name: ClassVar[str] = "runs"
-    version: ClassVar[int] = 4  # 2: repeat_group, repeat_index, repeat_count, code_mode; 3: suite; 4: task_order
+    version: ClassVar[int] = 5  # 2: repeat_group, repeat_index, repeat_count, code_mode; 3: suite; 4: task_order; 5: visible
     state_type: ClassVar[type] = RunsState
     # `apply` reads nothing of a run.resumed but its stream; the rest in full (see `_views`).
     reads: ClassVar[Mapping[str, tuple[str, ...]] | None] = {"run.resumed": ()}
@@ -94,6 +96,7 @@ class RunsProjection(Projection[RunsState]):
                 suite=ev.suite,
                 suite_stages=None if ev.suite_stages is None else list(ev.suite_stages),
                 task_order=ev.task_order,
+                visible=ev.visible,
             )
             return state
         run = state.runs.get(version)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +80,9 @@ if TYPE_CHECKING:
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST[:PORT]",
               help="Let sandboxed agents reach HOST (any port, or just PORT) beside their model API; repeatable. "
                    "Everything else is refused and recorded.")
+@click.option("--expose", "expose", multiple=True, metavar="PATH",
+              help="Let sandboxed agents see PATH too, read-only (a tool they call); repeatable and recorded. "
+                   "They see the system, their own install and their checkout, nothing else of the host.")
 @click.option("--allow-web", is_flag=True,
               help="Leave the agents' own web tools on (claude's WebFetch and WebSearch, codex's web search, "
                    "gemini's google_web_search and web_fetch): off by default, a search finds a task's fix upstream.")
@@ -132,7 +136,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             command_template: str | None, repo_sources: tuple[str, ...], pythons: tuple[str, ...],
             cache_dir: str | None, resume: str | None, executor: str | None, ray_address: str | None,
             shard_dir: str | None, ray_cpus: float | None, max_retries: int | None, sandbox: str,
-            allow_hosts: tuple[str, ...], allow_web: bool, memory_server: str | None, memory_env: tuple[str, ...],
+            allow_hosts: tuple[str, ...], expose: tuple[str, ...], allow_web: bool, memory_server: str | None, memory_env: tuple[str, ...],
             memory_recall_tool: str | None, memory_recall_args: str | None, memory_write_tool: str | None,
             memory_write_args: str | None, memory_dream_tool: str | None, memory_dream_args: str | None,
             memory_call_timeout: float, repeat: int, task_order: str | None, orders: int | None, fork: str | None,
@@ -174,6 +178,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 repo_sources=parse_repo_sources(repo_sources), cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
                 python_paths=parse_python_paths(pythons),
                 sandbox=sandbox, allow_hosts=list(allow_hosts), allow_web=allow_web,
+                expose=[os.path.abspath(p) for p in expose],
                 memory_server=memory_server, memory_env=list(memory_env), memory_recall_tool=memory_recall_tool,
                 memory_recall_args=memory_recall_args, memory_write_tool=memory_write_tool,
                 memory_write_args=memory_write_args, memory_dream_tool=memory_dream_tool,

@@ -80,7 +80,13 @@ def _section(title: str) -> None:
 
 
 def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
-    from projections.show import agent_numbers, egress_lines, provider_call_line, tail_lines  # lazy: as above
+    from projections.show import (  # lazy: as above
+        agent_numbers,
+        egress_lines,
+        provider_call_line,
+        tail_lines,
+        visible_lines,
+    )
 
     click.echo(f"{shown.instance_id}  task {shown.order} of {shown.sequence_id} ({shown.repo})")
     attempts = f"attempt {shown.attempt}" + (f" of {len(shown.attempts)}" if len(shown.attempts) > 1 else "")
@@ -132,6 +138,12 @@ def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
             click.echo(f"  {provider_call_line(c)}")
             click.echo(f"      asked: {c.arguments if c.arguments is not None else '(not recorded)'}")
             click.echo(f"      got:   {c.result if c.result is not None else '(not recorded)'}")
+
+    _section("what the sandbox showed")
+    for who, title in (("agent", "the agent"), ("tests", "the tests")):
+        click.echo(f"{title}:")
+        for line in visible_lines(shown.visible, who):
+            click.echo(f"  {line}")
 
     _section("agent")
     click.echo(", ".join(agent_numbers(shown)))

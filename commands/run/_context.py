@@ -78,11 +78,15 @@ def _predictions(specs: list[str]) -> dict[str, dict[str, str]] | dict[str, str]
 
 
 def agent_sandbox(opts: RunOptions, ledger_dir: Path, also_hide: tuple[Path, ...] = ()) -> Sandbox:
-    """The sandbox of a run's agents and tests. The agent must not see the mirror (later
-    commits hold its fix), the ledger, or the files that hold the grading rows; tests
-    need none of them either. `also_hide`: more of the same (a counterfactual's
-    results folder, whose private ledger copy lives elsewhere)."""
-    return sandbox_for(opts.sandbox, hide=[cache_dir_of(opts), ledger_dir, *also_hide, *_input_files(opts)])
+    """The sandbox of a run's agents and tests. It shows only the system, the program's
+    own install and the paths a task names (`graders._visible`); the mirror (later commits
+    hold its fix), the ledger, the files that hold the grading rows and the user's own
+    clones given with --repo-source stay hidden even inside a folder the user exposes
+    (--expose). `also_hide`: more of the same (a counterfactual's results folder, whose
+    private ledger copy lives elsewhere)."""
+    hide = [cache_dir_of(opts), ledger_dir, *also_hide, *_input_files(opts),
+            *(Path(p) for p in opts.repo_sources.values() if Path(p).exists())]
+    return sandbox_for(opts.sandbox, hide=hide, expose=opts.expose)
 
 
 def _input_files(opts: RunOptions) -> list[Path]:

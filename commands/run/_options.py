@@ -61,6 +61,9 @@ class RunOptions(msgspec.Struct, kw_only=True):
     # whether its own web tools stay on (--allow-web); recorded so each report can say so.
     allow_hosts: list[str] = msgspec.field(default_factory=list)
     allow_web: bool = False
+    # What a sandboxed agent sees besides the system, its own install and its checkout
+    # (--expose PATH, read-only; absolute): a tool it calls. Recorded like the rest.
+    expose: list[str] = msgspec.field(default_factory=list)
     # Where sequences run (see _ray.py). Recorded like the rest; a resume may override them.
     executor: str = "local"  # local | ray
     ray_address: str | None = None  # None: RAY_ADDRESS, else the cluster on this node, else a new local one
@@ -111,6 +114,9 @@ class RunOptions(msgspec.Struct, kw_only=True):
                 parse_allow_host(host)
             except ValueError as exc:
                 raise SweclError(str(exc)) from None
+        for path in self.expose:
+            if not Path(path).exists():
+                raise SweclError(f"--expose {path}: no such file or folder")
         if self.code_mode not in ("agentic", "blind"):
             raise SweclError(f"--code-mode {self.code_mode!r}: agentic or blind")
         self._refuse_secrets()

@@ -102,7 +102,7 @@ def _next_version(ledger: Ledger) -> str:
 
 def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequences: list[Sequence],
                   repeat: Repeat | None = None, invocation: Invocation | None = None,
-                  fork: ForkPlan | None = None) -> str:
+                  fork: ForkPlan | None = None, visible: dict[str, list[dict[str, str]]] | None = None) -> str:
     """Append run.started at version 0 of `run/{version}`: the claim. A taken explicit
     version is refused; an automatic one moves on to the next free number. A repeat records
     its group (the first repeat's version: its own, when it is the first)."""
@@ -134,6 +134,7 @@ def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequen
             suite=None if invocation is None else (invocation.first or version),
             suite_stages=None if invocation is None else list(invocation.stages),
             task_order=None if opts.order is None else recorded_spec(opts.order),
+            visible=visible,
         )
         try:
             # A fork's run.forked in the same batch: never a fork recorded without its source.
@@ -195,6 +196,8 @@ def start_run(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, re
     _require_executor(opts)
     folder.require_writable()
     check_agent_starts(agent, opts, folder)  # before claiming: a failed check leaves no run behind
+    # what the agent and the tests will see; on Ray each node has its own installs
+    visible = agents.sandbox_view(agent, agent_sandbox(opts, folder.root)) if opts.executor == "local" else None
     del agent
     with folder.open_ledger(create=True) as ledger:
         taken = opts.version is not None and ledger.stream_version(f"run/{opts.version}") >= 0  # claim says so
@@ -207,7 +210,7 @@ def start_run(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, re
             resolve_seed(ledger, opts.version or _next_version(ledger), opts.source_memory,
                          dataset_hash=benchmark.content_hash, sequences=[s.id for s in sequences])
         fork = resolve_fork(ledger, opts, sequences, benchmark.content_hash) if opts.fork is not None else None
-        version = claim_version(ledger, opts, benchmark, sequences, repeat, invocation, fork)
+        version = claim_version(ledger, opts, benchmark, sequences, repeat, invocation, fork, visible)
     with ExitStack() as held:
         try:
             held.enter_context(folder.run_lock(version))

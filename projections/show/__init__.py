@@ -26,7 +26,7 @@ from projections.audit import Flag, fold_with_snapshots, integrity_flags, pass_r
 
 __all__ = [
     "AttemptShow", "ShownProviderCall", "ShownRecall", "ShownTest", "agent_numbers", "attempt_files", "agent_commands", "egress_lines", "final_message", "grade_report", "is_json_lines",
-    "provider_call_line", "show_attempt", "tail_lines",
+    "provider_call_line", "show_attempt", "tail_lines", "visible_lines",
 ]
 
 PASS = msgspec.field(name="pass")
@@ -123,6 +123,29 @@ class AttemptShow(msgspec.Struct, kw_only=True):
     # it, in order; None and empty for every other run.
     memory_server: str | None = None
     provider_calls: list[ShownProviderCall] = msgspec.field(default_factory=list)
+    # What the run's sandbox showed its agent and tests (run.started.visible); None:
+    # unconfined, or a ledger from before it was recorded.
+    visible: dict[str, list[dict[str, str]]] | None = None
+
+
+def visible_lines(visible: dict[str, list[dict[str, str]]] | None, who: str) -> list[str]:
+    """What the sandbox showed `who` ("agent" or "tests"), a line a path: the system's
+    directories on one line, then each other path with how and why."""
+    if visible is None:
+        return ["not recorded: an unconfined run sees the whole host (or the ledger is older than this record)"]
+    entries = visible.get(who) or []
+    if not entries:
+        return ["no process of its own (the agent runs inside swecl)"]
+    system = [e["path"] for e in entries if e.get("what") == "system"]
+    out = [f"system, read-only: {' '.join(system)}"] if system else []
+    for e in entries:
+        if e.get("what") == "system":
+            continue
+        how = {"ro": "read-only", "rw": "writable", "empty": "empty", "link": "link", "devices": "devices",
+               "procfs": "proc"}.get(e.get("mode", ""), e.get("mode", ""))
+        target = f" -> {e['target']}" if e.get("mode") == "link" and e.get("target") else ""
+        out.append(f"{e['path']}{target}  {how}, {e.get('what', '')}")
+    return out
 
 
 def _tests(f2p: dict[str, str], p2p: dict[str, str], excluded: list[str]) -> list[ShownTest]:
@@ -314,6 +337,7 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
         version=version,
         stage=started.stage,
         agent=started.agent,
+        visible=started.visible,
         model=(agent.model if agent is not None and agent.model else started.model),
         sequence_id=sequence_id,
         instance_id=task.instance_id,

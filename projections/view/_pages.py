@@ -284,10 +284,23 @@ def _integrity_line(vr: VersionReport) -> str:
             f'{found["patches_checked"]} patches with integrity flags</span> ({esc(kinds)}): {esc(tasks)}</p>')
 
 
+def _visible_html(vr: VersionReport) -> str:
+    """What the run's sandbox showed its agent and tests (run.started.visible), folded."""
+    from projections.show import visible_lines  # the same lines `swecl show` prints
+
+    visible = vr.run.visible
+    parts = []
+    for who, title in (("agent", "the agent"), ("tests", "the tests")):
+        lines = "".join(f"<li><code>{esc(line)}</code></li>" for line in visible_lines(visible, who))
+        parts.append(f"<p>{title}:</p><ul>{lines}</ul>")
+    summary = "What the sandbox showed" + ("" if visible is not None else " (not recorded)")
+    return f'<details class="visible" data-visible><summary>{summary}</summary>{"".join(parts)}</details>'
+
+
 def run_page(vr: VersionReport, status: str, progress: Progress, head: int) -> str:
     version = vr.run.version
-    parts = [f"<h1>{esc(vr.label)}</h1>", _run_facts(vr, status, progress), "<h2>Metrics (native)</h2>",
-             _metrics_table(vr, vr.sequences), _LEGEND]
+    parts = [f"<h1>{esc(vr.label)}</h1>", _run_facts(vr, status, progress), _visible_html(vr),
+             "<h2>Metrics (native)</h2>", _metrics_table(vr, vr.sequences), _LEGEND]
     for sequence_id, seq in vr.sequences.items():
         parts.append(f"<h2>{_a(sequence_href(version, sequence_id), sequence_id)} "
                      f'<span class="meta">{len(seq.plan)} tasks</span></h2>{matrix_html(version, seq.matrix)}')

@@ -4,6 +4,7 @@ the mounts that hide the cache, the results and the dataset (real bwrap, real pr
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -135,20 +136,25 @@ def test_a_sandboxed_claude_is_given_the_relay_not_the_server(
     assert inv.recall_server is not None and inv.recall_server[0] == recall.mcp_server_argv()
 
 
-def test_swecl_run_from_a_private_tree_stays_visible_and_its_results_stay_hidden(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_program_in_a_private_tree_comes_back_with_its_venv_and_hidden_paths_inside_stay_hidden(
+    tmp_path: Path,
 ) -> None:
-    """A clone in /tmp: its venv must come back (the sandboxed process may be its python),
-    and results kept inside it must still be hidden (bound before the hidden paths)."""
-    from graders import _sandbox
-
-    venv = tmp_path / "checkout" / ".venv"
-    results = tmp_path / "checkout" / "results"
-    for d in (venv, results):
-        d.mkdir(parents=True)
-    monkeypatch.setattr(sys, "prefix", str(venv))
-    monkeypatch.setattr(_sandbox, "_own_paths", _sandbox._own_paths.__wrapped__)
-    assert str(venv) in _sandbox._own_paths()
-    argv, _ = sandbox_for("bwrap", hide=[results]).wrap(["true"], cwd=tmp_path, env={})
-    shown, hidden = argv.index(str(venv)), argv.index(str(results))
-    assert argv[shown - 1] == "--ro-bind" and argv[hidden - 1] == "--tmpfs" and shown < hidden
+    """A clone in /tmp: the program's venv comes back (read-only, over the private /tmp)
+    with its base interpreter's install, and results kept inside a shown folder stay
+    hidden (mounted after it)."""
+    checkout = tmp_path / "checkout"
+    venv = checkout / ".venv"
+    results = venv / "results"
+    results.mkdir(parents=True)
+    (venv / "bin").mkdir()
+    base = Path(os.path.realpath(sys.executable))
+    (venv / "pyvenv.cfg").write_text(f"home = {base.parent}\n")
+    (venv / "bin" / "python").symlink_to(base)
+    plan = sandbox_for("bwrap", hide=[results]).plan([str(venv / "bin" / "python")], cwd=tmp_path / "cwd", env={})
+    modes = {m.path: m.mode for m in plan}
+    assert modes[str(venv)] == "ro" and modes[str(results)] == "empty"
+    order = [m.path for m in plan]
+    assert order.index(str(venv)) < order.index(str(results))
+    assert str(checkout) not in modes and str(tmp_path) not in modes  # the venv, not its parents
+    if not base.is_relative_to("/usr"):
+        assert modes[str(base.parent.parent)] == "ro"  # the interpreter's install

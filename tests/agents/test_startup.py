@@ -47,17 +47,23 @@ def test_a_command_named_by_its_path_is_mounted_and_passes(tmp_path: Path, sandb
     assert preflight(CommandAgent(f"{sys.executable} -c pass"), sandbox) == ""
 
 
-def test_a_command_found_on_path_in_the_temp_dir_is_refused(tmp_path: Path, sandbox: Sandbox,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_command_found_on_path_in_the_temp_dir_is_shown_and_one_in_a_hidden_place_refused(
+        tmp_path: Path, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sandbox shows a program's own install wherever it is (the private temp dir
+    too), except where swecl hides its cache, results and dataset files."""
     bin_dir = _in_temp(tmp_path) / "bin"
     _script(bin_dir / "my-agent", "#!/bin/sh\nexit 0\n")
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    assert preflight(CommandAgent("my-agent {workdir}"), sandbox) == ""
+    hidden_bin = tmp_path / "cache" / "bin"
+    _script(hidden_bin / "my-agent", "#!/bin/sh\nexit 0\n")
+    monkeypatch.setenv("PATH", f"{hidden_bin}:/usr/bin:/bin")
     with pytest.raises(SweclError) as info:
         preflight(CommandAgent("my-agent {workdir}"), sandbox)
     said = str(info.value)
     assert "\n" not in said
     assert said.startswith("the agent command my-agent cannot start inside the sandbox (exit 127: ")
-    assert f"it is at {bin_dir / 'my-agent'}, and the sandbox gives the agent an empty private {tempfile.gettempdir()}" in said
+    assert f"it is at {hidden_bin / 'my-agent'}, and the sandbox hides {tmp_path / 'cache'}" in said
     assert said.endswith("or run unconfined with --sandbox none")
     # unconfined, the same command starts
     assert preflight(CommandAgent("my-agent {workdir}"), sandbox_for("none")) == ""
@@ -79,8 +85,9 @@ def test_a_command_not_on_path_is_refused_before_any_sandbox(sandbox: Sandbox, m
 
 
 def test_a_cli_agent_runs_its_version_in_the_sandbox(tmp_path: Path, sandbox: Sandbox) -> None:
-    """`CLI --version` with a task's environment (HOME is the sandbox's private one); the
-    same CLI in the temp dir is refused, naming the variable that points elsewhere."""
+    """`CLI --version` with a task's environment (HOME is the sandbox's private one),
+    wherever the CLI is installed (the temp dir too); the same CLI inside the hidden cache
+    is refused, naming the variable that points elsewhere."""
     from agents._claude import ClaudeAgent
 
     body = '#!/bin/sh\necho "1.0 (fake) HOME=$HOME"\n'
@@ -90,8 +97,10 @@ def test_a_cli_agent_runs_its_version_in_the_sandbox(tmp_path: Path, sandbox: Sa
         assert preflight(ClaudeAgent(executable=reachable), sandbox) == "1.0 (fake) HOME=/tmp/home"
     finally:
         shutil.rmtree(outside)
+    in_temp = _script(_in_temp(tmp_path) / "cli" / "claude", body)
+    assert preflight(ClaudeAgent(executable=in_temp), sandbox) == "1.0 (fake) HOME=/tmp/home"
     with pytest.raises(SweclError) as info:
-        preflight(ClaudeAgent(executable=_script(_in_temp(tmp_path) / "cli" / "claude", body)), sandbox)
+        preflight(ClaudeAgent(executable=_script(tmp_path / "cache" / "cli" / "claude", body)), sandbox)
     said = str(info.value)
     assert said.startswith("the claude CLI cannot start inside the sandbox (exit 127: swecl-launcher: cannot execute ")
     assert "set SWECL_CLAUDE_BIN to an install outside it (npm install -g @anthropic-ai/claude-code)" in said

@@ -4,7 +4,6 @@ scored as the agent's 0: the real `swecl run`, the real sandbox, the real `claud
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,13 @@ from tests.run.support import SPANS, demo_tasks, events, swecl, swecl_json
 pytestmark = pytest.mark.slow
 
 
-def test_a_claude_cli_in_the_temp_dir_is_refused_before_the_first_task(tmp_path: Path, cache: Path,
-                                                                       claude_bin: str) -> None:  # noqa: F811
-    """The sandbox gives the agent an empty private temp dir: a CLI installed there cannot
-    start in it. The run says so in one line, before any task, and leaves no run behind."""
-    installed = Path(tempfile.mkdtemp(prefix="swecl-test-cli-", dir=tmp_path))
-    assert str(installed).startswith(tempfile.gettempdir() + "/")
+def test_a_claude_cli_in_a_hidden_place_is_refused_before_the_first_task(tmp_path: Path, cache: Path,
+                                                                         claude_bin: str) -> None:  # noqa: F811
+    """The sandbox hides swecl's results (and cache and dataset files) from the agent: a
+    CLI installed in there cannot start in it. The run says so in one line, before any
+    task, and leaves no run behind."""
+    installed = tmp_path / "r" / "tools"
+    installed.mkdir(parents=True)
     copy = installed / "claude"
     shutil.copy2(Path(claude_bin).resolve(), copy)  # the real CLI (one native file), only its place differs
     fake = FakeAnthropic().start()
@@ -37,7 +37,7 @@ def test_a_claude_cli_in_the_temp_dir_is_refused_before_the_first_task(tmp_path:
     assert proc.returncode != 0 and proc.stderr.count("\n") == 1, proc.stderr
     line = proc.stderr
     assert "the claude CLI cannot start inside the sandbox" in line and "swecl-launcher: cannot execute" in line
-    assert f"it is at {copy}" in line and f"empty private {tempfile.gettempdir()}" in line
+    assert f"it is at {copy}" in line and f"the sandbox hides {tmp_path / 'r'}" in line
     assert "SWECL_CLAUDE_BIN" in line and "--sandbox none" in line
     assert fake.api_requests == []
     assert not (tmp_path / "r" / "ledger.db").exists() or events(tmp_path / "r") == []

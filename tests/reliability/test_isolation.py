@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -414,3 +416,167 @@ def test_positive_control_the_same_agent_unconfined_fetches_the_fix(calc: dict, 
     status, asked, results = _fetch_fix(calc, tmp_path, cache, "none")
     assert asked == ["/calc.py"] and status == "resolved"
     assert not [e for e in read_events(results) if e["type"] == "agent.egress"]
+
+
+# -- 5. deny by default: nothing of the host but the system, the program and the checkout ----
+
+# The agent of issue 65: searches every file it can read and every git directory it can
+# find for a string only the fix holds, in the places given (SEARCH_ROOTS, else the whole
+# file system less the system's own directories, which hold nothing of the user's), and
+# copies the fix from the first history that holds it. Its findings travel in its patch.
+SEARCH = r'''
+import os, subprocess, sys
+MARK = "FUTURE" + "-FIX"  # spelled apart: not in this code's own argv
+roots = [r for r in os.environ.get("SEARCH_ROOTS", "").split(os.pathsep) if r] or ["/"]
+system = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sys", "/dev")
+binary = (".so", ".pyc", ".a", ".o", ".node", ".whl", ".gz", ".zip")
+found, gits, scanned = [], [], 0
+here = os.getcwd()
+for root in roots:
+    for top, dirs, files in os.walk(root):
+        if top in system or top.startswith(here):
+            dirs[:] = []
+            continue
+        if os.path.isfile(os.path.join(top, "HEAD")) and os.path.isdir(os.path.join(top, "objects")):
+            gits.append(top)
+        for name in files:
+            path = os.path.join(top, name)
+            if name.endswith(binary) or os.path.islink(path):
+                continue
+            try:
+                if os.path.getsize(path) > 65536:
+                    continue
+                with open(path, "rb") as fh:
+                    scanned += 1
+                    if MARK.encode() in fh.read():
+                        found.append("file " + path)
+            except OSError:
+                pass
+fix = None
+for git_dir in gits:
+    log = subprocess.run(["git", "--git-dir", git_dir, "log", "--all", "-p"], capture_output=True, text=True)
+    if MARK in log.stdout:
+        found.append("history " + git_dir)
+        for sha in subprocess.run(["git", "--git-dir", git_dir, "log", "--all", "--format=%H"],
+                                  capture_output=True, text=True).stdout.split():
+            text = subprocess.run(["git", "--git-dir", git_dir, "show", sha + ":calc.py"],
+                                  capture_output=True, text=True).stdout
+            if MARK in text:
+                fix = text
+if fix:
+    open("calc.py", "w").write(fix)
+open("agent-findings.txt", "w").write("\n".join(found or ["nothing"]) + "\nscanned %d\n" % scanned)
+'''
+
+
+@pytest.fixture
+def clones_on_the_host(calc: dict, tmp_path: Path) -> Iterator[dict[str, Path]]:
+    """What a careful user's machine holds beside a run: a clone of the project (its
+    history holds the fix) in the home directory and in a work folder outside the temp
+    dir, and another run's predictions file holding the fix beside the latter."""
+    from tests.conftest import REPO_ROOT
+
+    tag = f"swecl-isolation-{os.getpid()}-{time.monotonic_ns()}"
+    home, work = Path.home() / tag, REPO_ROOT / ".dev" / tag
+    try:
+        for clone in (home / "calc", work / "calc"):
+            git(["clone", "-q", str(calc["repo_dir"]), str(clone)], tmp_path)
+        (work / "predictions.jsonl").write_text(json.dumps({"instance_id": "acme__calc-1", "model_patch":
+                                                            "+    return a + b  # FUTURE-FIX\n"}) + "\n")
+        yield {"home": home, "work": work}
+    finally:
+        for place in (home, work):
+            shutil.rmtree(place, ignore_errors=True)
+
+
+def _search(calc: dict, tmp: Path, cache: Path, sandbox: str, roots: list[Path]) -> tuple[str, list[str], int]:
+    dataset = calc_curriculum(tmp / "dataset", base=calc["base"], repo_dir=calc["repo_dir"], repo="acme/calc-search")
+    text = dataset.read_text().replace("+    return a + b\\n", "+    return a + b  # FUTURE-FIX\\n")
+    assert "FUTURE-FIX" in text  # the dataset holds the fix, as SWE-bench rows do
+    dataset.write_text(text)
+    results = tmp / "results"
+    program = os.path.realpath(sys.executable)  # an interpreter of the host's, named by its path
+    done = swecl(results, "run", "--stage", "base", "--dataset", str(dataset), "--agent", "command",
+                 "--command", f"{program} -c ${{ISOLATION_SEARCH}}", "--sandbox", sandbox, "--quiet",
+                 "--repo-source", f"acme/calc-search={calc['repo_dir']}",
+                 cache=cache, check=False, timeout=600,
+                 env={"ISOLATION_SEARCH": SEARCH, "SEARCH_ROOTS": os.pathsep.join(map(str, roots))})
+    assert done.returncode == 0, done.stderr
+    blobs = read_blobs(results)
+    [agent] = [e["payload"] for e in read_events(results) if e["type"] == "agent.finished"]
+    added = [line[1:] for line in blobs[agent["patch"]].decode().splitlines()
+             if line.startswith("+") and not line.startswith("+++")]
+    scanned = int(next(a for a in added if a.startswith("scanned ")).split()[1])
+    findings = [a for a in added if a.startswith(("file ", "history ", "nothing"))]
+    [grade] = [e["payload"] for e in read_events(results) if e["type"] == "grade.finished"]
+    return grade["status"], findings, scanned
+
+
+def test_an_agent_searching_the_whole_host_finds_no_clone_dataset_or_predictions(
+        calc: dict, tmp_path: Path, cache: Path, clones_on_the_host: dict[str, Path]) -> None:
+    status, findings, scanned = _search(calc, tmp_path, cache, "bwrap", [])
+    assert findings == ["nothing"], findings
+    assert scanned > 100  # it read what it was shown (its interpreter's own files among them)
+    assert status == "unresolved"
+    # what it was shown is recorded with the run
+    [started] = [e["payload"] for e in read_events(tmp_path / "results") if e["type"] == "run.started"]
+    paths = [m["path"] for m in started["visible"]["agent"]]
+    assert "{checkout}" in paths and "/usr" in paths and not any(str(Path.home()) == p for p in paths)
+    assert not any(p.startswith(str(clones_on_the_host["work"])) or p.startswith(str(calc["repo_dir"])) for p in paths)
+
+
+def test_positive_control_the_same_search_unconfined_finds_the_clones_and_copies_the_fix(
+        calc: dict, tmp_path: Path, cache: Path, clones_on_the_host: dict[str, Path]) -> None:
+    status, findings, _ = _search(calc, tmp_path, cache, "none", list(clones_on_the_host.values()))
+    assert f"history {clones_on_the_host['home'] / 'calc' / '.git'}" in findings, findings
+    assert f"history {clones_on_the_host['work'] / 'calc' / '.git'}" in findings
+    assert f"file {clones_on_the_host['work'] / 'predictions.jsonl'}" in findings
+    assert status == "resolved"
+
+
+# Code under test that, on import, looks for a git directory holding the fix in the given
+# places (and everywhere outside the system's directories) and runs that commit's module.
+HUNT_ATTACK = '''
+import os, subprocess
+_MARK = "FUTURE" + "-FIX"
+_SYSTEM = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sys", "/dev")
+def _hunt(roots):
+    for root in roots:
+        for top, dirs, files in os.walk(root):
+            if top in _SYSTEM:
+                dirs[:] = []
+                continue
+            if not (os.path.isfile(os.path.join(top, "HEAD")) and os.path.isdir(os.path.join(top, "objects"))):
+                continue
+            shas = subprocess.run(["git", "--git-dir", top, "log", "--all", "--format=%H"], capture_output=True,
+                                  text=True).stdout.split()
+            for sha in shas:
+                text = subprocess.run(["git", "--git-dir", top, "show", sha + ":calc.py"], capture_output=True,
+                                      text=True).stdout
+                if _MARK in text:
+                    return text
+_fix = _hunt(ROOTS)
+'''
+
+
+def _hunting_patch(roots: list[str]) -> str:
+    """calc.py: the hunt, its own (wrong) add(), and the fix's add() over it when found."""
+    body = (HUNT_ATTACK.replace("ROOTS", repr(roots)) + "\n\ndef add(a, b):\n    return a - b\n\n\n"
+            "if _fix:\n    exec(_fix)\n").splitlines()
+    return ("diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n"
+            f"@@ -1,2 +1,{len(body)} @@\n-def add(a, b):\n-    return a - b\n" + "".join(f"+{line}\n" for line in body))
+
+
+def test_code_under_test_that_hunts_the_host_for_the_fix_does_not_resolve(
+        calc: dict, tmp_path: Path, cache: Path, clones_on_the_host: dict[str, Path]) -> None:
+    roots = [str(p) for p in clones_on_the_host.values()] + [str(calc["repo_dir"]), "/"]
+    [status], _ = _grade(calc, tmp_path, cache, [_hunting_patch(roots)], repo="acme/calc-hunt")
+    assert status == "unresolved"
+
+
+def test_positive_control_the_hunting_code_unconfined_resolves(
+        calc: dict, tmp_path: Path, cache: Path, clones_on_the_host: dict[str, Path]) -> None:
+    roots = [str(clones_on_the_host["home"])]
+    [status], _ = _grade(calc, tmp_path, cache, [_hunting_patch(roots)], repo="acme/calc-hunt-control",
+                         sandbox="none")
+    assert status == "resolved"
