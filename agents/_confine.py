@@ -1,9 +1,11 @@
 """What an agent's process may see: its environment, its mounts, and the recall bridge.
 
 An agent is untrusted code with a shell. Inside the sandbox (`graders.Sandbox`) it sees
-its checkout and scratch space read-write and the rest of the machine read-only, minus
-what swecl hides: the repository cache (the mirror holds the task's own fix), the
-results (the ledger) and the dataset files (grading rows hold the answers).
+its checkout and scratch space read-write, and read-only only the system's directories
+and its own program's install (`graders._visible`): nothing else of the machine, and
+never what swecl hides even inside a shown folder: the repository cache (the mirror
+holds the task's own fix), the results (the ledger), the dataset files (grading rows
+hold the answers) and the user's `--repo-source` clones.
 
 The recall MCP server reads the ledger and appends `memory.recalled` events, so it cannot
 run in there. It runs outside, as swecl's own child: the agent's MCP client starts a

@@ -55,6 +55,7 @@ from graders._run import (
     test_environment,
 )
 from graders._sandbox import Sandbox, sandbox_for
+from graders._visible import plan_lines
 from graders._specs import DEFAULT_TEST_CMD, EnvSpec, UnknownEnvSpec, has_spec, spec_for
 from graders._tox import put_current_env_launchers
 from ledger.errors import SweclError
@@ -77,7 +78,7 @@ class _ExecutingGrader:
         # Tests run confined by default; the cache (mirrors, other slots, other envs) is
         # hidden and only this grade's worktree and environment come back.
         chosen = sandbox if isinstance(sandbox, Sandbox) else sandbox_for(sandbox)
-        self.sandbox = chosen.hiding(self.cache_dir)
+        self.sandbox = chosen.hiding(self.cache_dir, *(p for p in self.repos.repo_sources.values() if os.path.exists(p)))
 
     def grade(self, req: GradeRequest) -> GradeOutcome:
         start = time.monotonic()
@@ -195,6 +196,9 @@ class _ExecutingGrader:
             # the private cache read-only: nothing can be planted there either
             confined = dict(sandbox=self.sandbox, readable=[*([env.path] if env else []), *channel.paths(),
                                                             *pycache.paths()])
+            if self.sandbox.confined:  # exactly what this grade's test process could see
+                notes.add("[swecl] the test sandbox shows: " + plan_lines(self.sandbox.plan(
+                    cmd.argv, cwd=wt.path, env=run_env, writable=channel.paths(), readable=confined["readable"])))
             notes.phase(None)
             with notes.timed("tests"):
                 run = run_process(cmd.argv, cwd=wt.path, env=run_env, timeout_s=self.timeout_s, writable=channel.paths(),

@@ -147,7 +147,9 @@ class Sandbox:
                 if not any(under(m.path, h) or (m.source and under(m.source, h)) for h in hidden):
                     runtime.append(m)
         shown_ro = [*(m for m in runtime if m.mode == "ro"),
-                    *(Mount(p, "ro", "exposed (--expose)") for p in (self.exposed if exposed else ())),
+                    # an exposed path inside a hidden one is never shown (`--expose` of the cache's mirrors)
+                    *(Mount(p, "ro", "exposed (--expose)") for p in (self.exposed if exposed else ())
+                      if not any(under(p, h) for h in hidden)),
                     *(Mount(p, "ro", "named by the run") for p in sorted(_norm(readable), key=len))]
         shown_rw = [Mount(p, "rw", "named by the run") for p in sorted(_norm([cwd, *writable]), key=len)]
         seen = {m.path for m in mounts}

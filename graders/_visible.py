@@ -97,7 +97,7 @@ def system_mounts() -> list[Mount]:
             out.append(Mount(path, "link", "system", os.readlink(path)))
         elif os.path.isdir(path):
             out.append(Mount(path, "ro", "system"))
-    out += [Mount("/dev", "devices", "system"), Mount("/proc", "procfs", "own processes")]
+    out += [Mount("/dev", "devices", "devices (a minimal /dev)"), Mount("/proc", "procfs", "own processes")]
     out += [Mount(t, "empty", "private") for t in _PRIVATE_TREES]
     for path in _SOURCE_TREES:
         if os.path.isdir(path) and not os.path.islink(path):

@@ -61,15 +61,58 @@ def show_cmd(ctx: click.Context, task_id: str, dataset: str | None, rows: str | 
 
 
 @click.command("agents")
-@click.option("--json", "as_json", is_flag=True, help="A JSON list of {name, description}.")
-def agents_cmd(as_json: bool) -> None:
-    """The agents swecl can drive."""
+@click.option("--json", "as_json", is_flag=True, help="A JSON list of {name, description}; with --check, what it sees.")
+@click.option("--check", "check", default=None, metavar="AGENT",
+              help="Start AGENT's process once in the sandbox a task runs it in (its --version, or an exec "
+                   "check of a command) and print every path it would see there.")
+@click.option("--command", "command", default=None, metavar="TEMPLATE", help="With --check command: its template.")
+@click.option("--sandbox", type=click.Choice(["bwrap", "none"]), default="bwrap", envvar="SWECL_SANDBOX",
+              show_default=True, help="With --check: the sandbox to check in.")
+@click.option("--expose", "expose", multiple=True, metavar="PATH",
+              help="With --check: a path to show the agent besides, read-only, as `swecl run --expose`.")
+def agents_cmd(as_json: bool, check: str | None, command: str | None, sandbox: str, expose: tuple[str, ...]) -> None:
+    """The agents swecl can drive; with --check AGENT, whether it starts and what it sees."""
     # lazy: the agent registry costs about 45 ms, paid only by `swecl agents`
     from agents import AGENTS
 
+    if check is not None:
+        _check_agent(check, command, sandbox, expose, as_json)
+        return
+    if command is not None or expose:
+        raise click.UsageError("--command and --expose go with --check AGENT")
     if as_json:
         echo_json([{"name": name, "description": text} for name, text in AGENTS])
         return
     width = max(len(name) for name, _ in AGENTS)
     for name, text in AGENTS:
         click.echo(f"{name:<{width}}  {text}")
+
+
+def _check_agent(name: str, command: str | None, mode: str, expose: tuple[str, ...], as_json: bool) -> None:
+    """`swecl agents --check AGENT`: the run's preflight, then the agent's view as
+    `run.started` would record it (the default cache hidden, as a run hides it)."""
+    import os
+
+    from agents import RunSupplies, build_agent, preflight, sandbox_view
+    from graders import default_cache_dir, sandbox_for
+    from ledger import SweclError
+    from projections.show import visible_lines
+
+    for path in expose:
+        if not os.path.exists(path):
+            raise SweclError(f"--expose {path}: no such file or folder")
+    agent = build_agent(name, RunSupplies(gold=dict, command=command, demo_attempts={}))
+    sandbox = sandbox_for(mode, hide=[default_cache_dir()], expose=[os.path.abspath(p) for p in expose])
+    version = preflight(agent, sandbox)
+    view = sandbox_view(agent, sandbox)
+    if as_json:
+        echo_json({"agent": name, "starts": True, "version": version, "sandbox": mode,
+                   "visible": None if view is None else view["agent"]})
+        return
+    said = "runs inside swecl (no process of its own)" if version is None else (
+        f"starts{' inside the sandbox' if sandbox.confined else ' (unconfined)'}" + (f": {version}" if version else ""))
+    click.echo(f"{name} {said}")
+    click.echo("it sees:" if sandbox.confined else "it sees the whole host (--sandbox none)")
+    if sandbox.confined:
+        for line in visible_lines(view, "agent"):
+            click.echo(f"  {line}")

@@ -74,8 +74,9 @@ if TYPE_CHECKING:
 @click.option("--max-retries", type=int, default=None, metavar="N",
               help="With --executor ray: times a failed sequence job is retried from what it delivered (default 2).")
 @click.option("--sandbox", type=click.Choice(SANDBOX_MODES), default="bwrap", envvar="SWECL_SANDBOX", show_default=True,
-              help="Where agents and tests run: bwrap (bubblewrap: read-only system, hidden cache and results, "
-                   "private /tmp and HOME, own PID namespace) or none (unconfined, recorded on the run). "
+              help="Where agents and tests run: bwrap (bubblewrap: only the system's directories, the program's "
+                   "own install and the task's checkout, read-only but for the checkout; private /tmp and HOME; "
+                   "own PID namespace) or none (unconfined, recorded on the run). "
                    "Default from $SWECL_SANDBOX.")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST[:PORT]",
               help="Let sandboxed agents reach HOST (any port, or just PORT) beside their model API; repeatable. "
