@@ -19,11 +19,12 @@ agent's 0. So:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -63,6 +64,18 @@ class Probed(Protocol):
     def probe(self, inp: AgentInput) -> Probe: ...
 
 
+@contextlib.contextmanager
+def _task_folder(sandbox: Sandbox | None) -> Iterator[AgentInput]:
+    """A task's input in a scratch folder where a task's is (`worktree`, `scratch` inside)."""
+    with tempfile.TemporaryDirectory(prefix="swecl-task-") as scratch:
+        root = Path(scratch)
+        inp = AgentInput(instance_id="preflight", repo="preflight", issue="", worktree=root / "worktree",
+                         scratch_dir=root / "scratch", sandbox=sandbox)
+        inp.worktree.mkdir()
+        inp.scratch_dir.mkdir()
+        yield inp
+
+
 def preflight(agent: object, sandbox: Sandbox | None) -> str | None:
     """Run `agent`'s probe as a task would (same sandbox, hidden paths, mounts,
     environment), in a scratch dir where a task's is. Returns its version line ("" when
@@ -71,13 +84,8 @@ def preflight(agent: object, sandbox: Sandbox | None) -> str | None:
     probe_of = getattr(agent, "probe", None)
     if probe_of is None:
         return None
-    with tempfile.TemporaryDirectory(prefix="swecl-task-") as scratch:
-        root = Path(scratch)
-        worktree = root / "worktree"
-        worktree.mkdir()
-        inp = AgentInput(instance_id="preflight", repo="preflight", issue="", worktree=worktree,
-                         scratch_dir=root / "scratch", sandbox=sandbox)
-        inp.scratch_dir.mkdir()
+    with _task_folder(sandbox) as inp:
+        root, worktree = inp.worktree.parent, inp.worktree
         probe: Probe = probe_of(inp)
         out, err = root / "probe-stdout.txt", root / "probe-stderr.txt"
         try:
@@ -107,19 +115,15 @@ def sandbox_view(agent: object, sandbox: Sandbox | None) -> dict[str, list[dict[
     probe_of = getattr(agent, "probe", None)
     if probe_of is None:
         return view
-    with tempfile.TemporaryDirectory(prefix="swecl-task-") as scratch:
-        root = Path(scratch)
-        worktree = root / "worktree"
-        worktree.mkdir()
-        inp = AgentInput(instance_id="preflight", repo="preflight", issue="", worktree=worktree,
-                         scratch_dir=root / "scratch", sandbox=sandbox)
-        inp.scratch_dir.mkdir()
+    with _task_folder(sandbox) as inp:
+        root, worktree = inp.worktree.parent, inp.worktree
         probe: Probe = probe_of(inp)
         door = root / "egress"
         door.mkdir()
         # as `run_process` starts it: the egress launcher (swecl's interpreter) runs the program
         plan = sandbox.plan([os.path.realpath(sys.executable)], cwd=worktree, env=probe.env,
-                            writable=probe.writable, readable=[*probe.readable, door], programs=[*probe.argv[:1], *probe.executables[:1]], exposed=True)
+                            writable=probe.writable, readable=[*probe.readable, door],
+                            programs=[*probe.argv[:1], *probe.executables[:1]], exposed=True)
         names = [(str(worktree), "{checkout}"), (str(inp.scratch_dir), "{scratch}"), (str(door), "{egress door}"),
                  (str(root), "{task folder}")]
         for m in plan:

@@ -74,8 +74,10 @@ class Mount:
     source: str | None = None
 
     def record(self) -> dict[str, str]:
+        """As `run.started` records it: a link's target, never a made file's own place
+        (the filtered /etc/passwd lives in a temporary folder of this process)."""
         out = {"path": self.path, "mode": self.mode, "what": self.what}
-        if self.source is not None:
+        if self.mode == "link" and self.source is not None:
             out["target"] = self.source
         return out
 
@@ -97,7 +99,7 @@ def system_mounts() -> list[Mount]:
             out.append(Mount(path, "link", "system", os.readlink(path)))
         elif os.path.isdir(path):
             out.append(Mount(path, "ro", "system"))
-    out += [Mount("/dev", "devices", "devices (a minimal /dev)"), Mount("/proc", "procfs", "own processes")]
+    out += [Mount("/dev", "devices", "a minimal /dev"), Mount("/proc", "procfs", "its own processes")]
     out += [Mount(t, "empty", "private") for t in _PRIVATE_TREES]
     for path in _SOURCE_TREES:
         if os.path.isdir(path) and not os.path.islink(path):
@@ -220,6 +222,10 @@ def _follow(program: str, path_env: str | None, mounts: list[Mount], hops: int, 
     found = os.path.abspath(found)
     real, links = _resolve(found)
     mounts += [Mount(link, "link", what, target) for link, target in links]
+    pyenv = _pyenv_root_of_shim(real)
+    if pyenv is not None:  # a shim runs `pyenv exec`, which picks an install of the root's
+        mounts.append(Mount(pyenv, "ro", f"{what}: pyenv, whose shim it is"))
+        return
     venv = _venv_of(found) or _venv_of(real)
     if venv is not None:
         mounts.append(Mount(venv, "ro", f"{what}: its venv"))
@@ -264,6 +270,15 @@ def _resolve(path: str, depth: int = 0) -> tuple[str, list[tuple[str, str]]]:
         else:
             current = step
     return current or "/", links
+
+
+def _pyenv_root_of_shim(real: str) -> str | None:
+    """The pyenv root of a pyenv shim (`ROOT/shims/NAME` beside `ROOT/libexec/pyenv`)."""
+    shims = os.path.dirname(real)
+    root = os.path.dirname(shims)
+    if os.path.basename(shims) == "shims" and os.path.isfile(os.path.join(root, "libexec", "pyenv")):
+        return root
+    return None
 
 
 def _venv_of(path: str) -> str | None:

@@ -129,23 +129,21 @@ class AttemptShow(msgspec.Struct, kw_only=True):
 
 
 def visible_lines(visible: dict[str, list[dict[str, str]]] | None, who: str) -> list[str]:
-    """What the sandbox showed `who` ("agent" or "tests"), a line a path: the system's
-    directories on one line, then each other path with how and why."""
+    """What the sandbox showed `who` ("agent" or "tests"): a line per kind of path (how it
+    is shown and why), its paths after it, in the order the sandbox made them."""
     if visible is None:
         return ["not recorded: an unconfined run sees the whole host (or the ledger is older than this record)"]
     entries = visible.get(who) or []
     if not entries:
         return ["no process of its own (the agent runs inside swecl)"]
-    system = [e["path"] for e in entries if e.get("what") == "system"]
-    out = [f"system, read-only: {' '.join(system)}"] if system else []
+    hows = {"ro": "read-only", "rw": "writable", "empty": "empty", "link": "link", "devices": "devices",
+            "procfs": "proc"}
+    grouped: dict[tuple[str, str], list[str]] = {}
     for e in entries:
-        if e.get("what") == "system":
-            continue
-        how = {"ro": "read-only", "rw": "writable", "empty": "empty", "link": "link", "devices": "devices",
-               "procfs": "proc"}.get(e.get("mode", ""), e.get("mode", ""))
-        target = f" -> {e['target']}" if e.get("mode") == "link" and e.get("target") else ""
-        out.append(f"{e['path']}{target}  {how}, {e.get('what', '')}")
-    return out
+        mode = e.get("mode", "")
+        path = e["path"] + (f" -> {e['target']}" if mode == "link" and e.get("target") else "")
+        grouped.setdefault((hows.get(mode, mode), e.get("what", "")), []).append(path)
+    return [f"{what} ({how}): {' '.join(paths)}" for (how, what), paths in grouped.items()]
 
 
 def _tests(f2p: dict[str, str], p2p: dict[str, str], excluded: list[str]) -> list[ShownTest]:

@@ -43,6 +43,11 @@ def test_show_names_the_failing_tests_and_prints_the_patch(demo: Path, cache: Pa
     assert patch and patch.startswith("diff --git") and shown["patch_blob"] == agent["patch"]
     assert patch.rstrip("\n") in out
     assert "--files DIR" in out and shown["log"].splitlines()[-1] in out
+    # what the sandbox showed the run's processes (run.started.visible), and the grade's own paths in its log
+    assert shown["visible"]["agent"] == [] and "{worktree}" in {m["path"] for m in shown["visible"]["tests"]}
+    seen = out.split("== what the sandbox showed", 1)[1].split("== agent", 1)[0]
+    assert "no process of its own" in seen and "system (read-only): /usr" in seen and "{environment}" in seen
+    assert "[swecl] the test sandbox shows: the system's directories, " in shown["log"]
     assert shown["failing"] == [t["name"] for t in shown["tests"] if not t["passed"]]
     assert sorted(shown["failing"]) == failing and shown["resolved"] is False and shown["pass"] == "initial"
     assert shown["recalls"] and all(r["item_id"].startswith("mem-") for r in shown["recalls"])

@@ -100,6 +100,7 @@ def test_run_and_sequence_pages_link_every_cell_to_its_attempt(view: str, demo: 
     for pass_ in ("retest", "baseline"):  # a(N,j) and b(j) cells open that pass's attempt
         assert f'href="/run/1/task/{quote(grade["instance_id"])}?pass={pass_}"' in run
     assert f'href="/run/1/task/{quote(grade["instance_id"])}"' in run  # the a(i,i) cell and the column head
+    assert "<details class=\"visible\" data-visible>" in run and "{worktree}" in run  # what the sandbox showed
     status, _, seq = get(f"{view}/run/1/seq/{TEXTKIT}")
     assert status == 200 and seq.count('<tr data-order="') == demo_tasks(TEXTKIT)
     assert f'<tr data-order="{grade["order"]}">' in seq

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -107,3 +108,18 @@ def test_etc_secrets_are_empty(name: str) -> None:
         pytest.skip(f"{path} is not on this host")
     plan = {m.path: m.mode for m in sandbox_for("bwrap").plan(["/bin/true"], cwd="/", env={})}
     assert plan[path] == "empty" and plan["/etc"] == "ro"
+
+
+def test_a_pyenv_shim_runs_its_interpreter_in_the_sandbox(tmp_path: Path) -> None:
+    """A program found through pyenv's shims (`python3` on a pyenv user's PATH) runs `pyenv
+    exec` from pyenv's root: that install is shown, nothing else of the home around it."""
+    pyenv = shutil.which("pyenv")
+    shims = Path(pyenv).resolve().parents[1] / "shims" if pyenv else None
+    if shims is None or not (shims / "python3").is_file():
+        pytest.skip("no pyenv with a python3 shim on this host")
+    plan = {m.path: m.mode for m in sandbox_for("bwrap").plan([str(shims / "python3")], cwd=tmp_path, env={})}
+    assert plan[str(shims.parent)] == "ro" and str(Path.home()) not in plan
+    wrapped, env = sandbox_for("bwrap").wrap([str(shims / "python3"), "-c", "print(6 * 7)"], cwd=tmp_path,
+                                             env={"PATH": f"{shims}:/usr/bin:/bin"})
+    done = subprocess.run(wrapped, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "42", done.stderr
