@@ -118,10 +118,6 @@ class Sandbox:
         """The same sandbox, hiding these paths too."""
         return Sandbox(self.mode, self.bwrap, _norm([*self.hidden, *paths]), self.exposed)
 
-    def exposing(self, *paths: str | os.PathLike[str] | None) -> Sandbox:
-        """The same sandbox, showing an agent these paths too (read-only)."""
-        return Sandbox(self.mode, self.bwrap, self.hidden, _norm([*self.exposed, *paths]))
-
     def plan(
         self,
         argv: Sequence[str],

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["Mount", "SANDBOX_HOME", "SYSTEM_DIRS", "as_records", "plan_lines", "runtime_mounts", "shown_by", "system_mounts",
-           "tests_view", "under"]
+__all__ = ["Mount", "SANDBOX_HOME", "SYSTEM_DIRS", "as_records", "plan_lines", "runtime_mounts", "shown_by",
+           "system_mounts", "tests_view", "under"]
 
 # Where a sandboxed process finds its private home (inside its private /tmp).
 SANDBOX_HOME = "/tmp/home"
