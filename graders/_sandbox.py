@@ -136,6 +136,8 @@ class Sandbox:
         hidden = self.hidden
         mounts = system_mounts()
         path_env = env.get("PATH")
+        rw_paths = _norm([cwd, *writable])
+        shown_rw = [Mount(p, "rw", "named by the run") for p in sorted(rw_paths, key=len)]
         runtime: list[Mount] = []
         for program in [argv[0], *programs] if argv else programs:
             for m in runtime_mounts(program, path_env):
@@ -146,8 +148,8 @@ class Sandbox:
                     # an exposed path inside a hidden one is never shown (`--expose` of the cache's mirrors)
                     *(Mount(p, "ro", "exposed (--expose)") for p in (self.exposed if exposed else ())
                       if not any(under(p, h) for h in hidden)),
-                    *(Mount(p, "ro", "named by the run") for p in sorted(_norm(readable), key=len))]
-        shown_rw = [Mount(p, "rw", "named by the run") for p in sorted(_norm([cwd, *writable]), key=len)]
+                    *(Mount(p, "ro", "named by the run") for p in sorted(_norm(readable), key=len)
+                      if p not in rw_paths)]  # a path named both ways is writable, once
         seen = {m.path for m in mounts}
         ro_first = [m for m in shown_ro if not any(under(m.path, h) for h in hidden)]
         ro_after = [m for m in shown_ro if any(under(m.path, h) for h in hidden)]
