@@ -42,7 +42,7 @@ def test_a_command_starts_and_sees_its_program_the_system_and_its_checkout(tmp_p
     assert str(tmp_path / "tools") not in shown and str(Path.home()) not in shown and "/" not in shown
     # the text form names the same paths
     text = swecl(tmp_path / "r", "agents", "--check", "command", "--command", f"{agent} {{workdir}}", cache=cache).stdout
-    assert text.startswith("command starts inside the sandbox") and f"{agent}  read-only" in text
+    assert text.startswith("command starts inside the sandbox") and f"\n  program (read-only): {agent}\n" in text
     # --expose shows more, read-only
     doc = _check(tmp_path, cache, "command", "--command", f"{agent} {{workdir}}", "--expose", str(tmp_path / "tools"))
     assert {"path": str(tmp_path / "tools"), "mode": "ro", "what": "exposed (--expose)"} in doc["visible"]
