@@ -36,7 +36,7 @@ from typing import Literal
 
 from ledger.errors import SweclError
 
-from graders._visible import SANDBOX_HOME, Mount, runtime_mounts, system_mounts, under
+from graders._visible import SANDBOX_HOME, Mount, runtime_mounts, shown_by, system_mounts, under
 
 __all__ = [
     "SANDBOX_MODES",
@@ -195,9 +195,17 @@ class Sandbox:
                "--die-with-parent", "--new-session"]
         if not network:
             out.append("--unshare-net")
-        for m in self.plan(argv, cwd=cwd, env=env, writable=writable, readable=readable, programs=programs,
-                           exposed=exposed):
+        plan = self.plan(argv, cwd=cwd, env=env, writable=writable, readable=readable, programs=programs,
+                         exposed=exposed)
+        for m in plan:
             out += _bwrap_args(m)
+        # A bytecode cache the sandbox does not show would make Python compile every import
+        # at every start (it looks nowhere else); without it, the `__pycache__` beside the
+        # sources (a venv's, an install's) serves. Nor is another folder's bytecode shown:
+        # it may hold a clone's compiled modules.
+        prefix = env_out.get("PYTHONPYCACHEPREFIX")
+        if prefix and not shown_by(os.path.realpath(prefix), plan):
+            del env_out["PYTHONPYCACHEPREFIX"]
         out += ["--dir", SANDBOX_HOME, "--remount-ro", "/", "--chdir", os.path.abspath(os.fspath(cwd)), "--"]
         env_out["HOME"] = SANDBOX_HOME
         env_out["TMPDIR"] = temp_dir_apart_from(cwd)

@@ -244,10 +244,12 @@ def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: 
     `.dev/pypi`) and reused by every later session. No PyPI: the test is skipped, loudly.
 
     At install, `imports` (what the CLI imports when it runs) are imported once, which
-    leaves their bytecode in the tests' cache (PYTHONPYCACHEPREFIX, conftest): the sandbox
-    shows it read-only, and a large package would otherwise compile at every start. Not
-    uv's `--compile-bytecode`: compiling every module of the package and its dependencies
-    cost more CPU (basic-memory's: 24 s) than all the starts of the tests."""
+    leaves their bytecode in the venv's own `__pycache__` folders, as pip's install would:
+    the sandbox shows the venv read-only and not the tests' bytecode cache
+    (PYTHONPYCACHEPREFIX, conftest, which it drops), so a large package would otherwise
+    compile at every start. Not uv's `--compile-bytecode`: compiling every module of the
+    package and its dependencies cost more CPU (basic-memory's: 24 s) than all the starts
+    of the tests."""
     explicit = os.environ.get(env_var)
     if explicit:
         return explicit
@@ -256,12 +258,15 @@ def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: 
     root = Path(os.environ.get("SWECL_PYPI_CACHE") or REPO_ROOT / ".dev" / "pypi")
     prefix = root / f"{package}-{version}"
     binary = prefix / "bin" / command
-    if _pypi_installed(binary, package, version):
+    warmed = prefix / ".swecl-warm"  # the imports' bytecode is in the venv (see above)
+    if _pypi_installed(binary, package, version) and (warmed.exists() or not imports):
         return str(binary)
     root.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
     with open(root / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers install once, the others wait
+        if _pypi_installed(binary, package, version) and (warmed.exists() or not imports):
+            return str(binary)  # another worker finished it
         if not _pypi_installed(binary, package, version):
             # Built in place (a venv's scripts name its path, so it cannot be renamed): a
             # half-built one of an interrupted session fails the check and is built again.
@@ -278,16 +283,19 @@ def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: 
                     tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
                     pytest.skip(f"SKIPPED LOUDLY: uv could not install {package}=={version} "
                                 f"(PyPI unreachable?): {' | '.join(tail)}")
-            if imports:  # in a home of its own: an import may write its config there
-                with tempfile.TemporaryDirectory() as home:
-                    # LiteLLM fetches its price list from GitHub at import unless told not to
-                    warm = subprocess.run([str(prefix / "bin" / "python"), "-c", f"import {', '.join(imports)}"],
-                                          env={**env, "HOME": home, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-                                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-                if warm.returncode != 0:  # a module renamed by a new version: say so, not run slowly unseen
-                    shutil.rmtree(prefix, ignore_errors=True)
-                    pytest.fail(f"{package}=={version} installed, but `import {', '.join(imports)}` failed: "
-                                f"{(warm.stderr.strip().splitlines() or ['?'])[-1]}")
+        if imports:  # in a home of its own: an import may write its config there
+            # beside the sources, not in the tests' cache: no PYTHONPYCACHEPREFIX, and writes allowed
+            own = {k: v for k, v in env.items() if k not in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
+            with tempfile.TemporaryDirectory() as home:
+                # LiteLLM fetches its price list from GitHub at import unless told not to
+                warm = subprocess.run([str(prefix / "bin" / "python"), "-c", f"import {', '.join(imports)}"],
+                                      env={**own, "HOME": home, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+                                      capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+            if warm.returncode != 0:  # a module renamed by a new version: say so, not run slowly unseen
+                shutil.rmtree(prefix, ignore_errors=True)
+                pytest.fail(f"{package}=={version} installed, but `import {', '.join(imports)}` failed: "
+                            f"{(warm.stderr.strip().splitlines() or ['?'])[-1]}")
+            warmed.touch()
     return str(binary)
 
 
