@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from graders import Sandbox, shown_by, tests_view
+from graders import Sandbox, shown_by, tests_view, under
 from ledger import SweclError
 
 from ._process import run_process
@@ -165,16 +165,11 @@ def where_it_is(executables: list[str], sandbox: Sandbox | None,
             continue
         # A hidden path may lie inside another: the narrower says more.
         for hidden in sorted(sandbox.hidden, key=len, reverse=True):
-            if _under(real, hidden):
+            if under(real, hidden):
                 return real, f"the sandbox hides {hidden} (it hides swecl's cache, results and dataset files)"
         return real, ("the sandbox shows only the system, the agent's own install and its checkout "
                       "(--expose PATH shows more)")
     return None
-
-
-def _under(path: str, root: str) -> bool:
-    root = root.rstrip("/")
-    return path == root or path.startswith(root + "/")
 
 
 def exec_chain(program: str, env_path: str | None) -> list[str]:

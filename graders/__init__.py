@@ -58,7 +58,7 @@ from ._run import test_directives
 from ._sdist import download_sdist, pick_sdist, project_sdists, unpack_sdist
 from ._system_deps import install_command, missing_packages, spec_system_packages
 from ._sandbox import SANDBOX_MODES, Sandbox, SandboxUnavailable, sandbox_for
-from ._visible import Mount, as_records, plan_lines, shown_by, tests_view
+from ._visible import Mount, as_records, plan_lines, shown_by, tests_view, under
 from ._session import ProcessOutcome, kill_group, run_in_session
 from ._specs import EnvSpec, UnknownEnvSpec, has_spec, known_specs, spec_for
 from ._verdict import verdict_lines
@@ -157,6 +157,7 @@ __all__ = [
     "starting_session_leader",
     "test_directives",
     "tests_view",
+    "under",
     "unpack_sdist",
     "unsafe_reason",
     "verdict_lines",

@@ -92,7 +92,15 @@ def under(path: str, root: str) -> bool:
 
 
 def system_mounts() -> list[Mount]:
-    """The system's part of every sandbox, in the order bubblewrap must make it."""
+    """The system's part of every sandbox, in the order bubblewrap must make it (a fresh
+    list: the caller adds to it)."""
+    return list(_system_mounts())
+
+
+@functools.cache
+def _system_mounts() -> tuple[Mount, ...]:
+    """Looked up once per process: every sandbox start and every grade's log reads it, and
+    the host's system directories do not change under a run."""
     out: list[Mount] = []
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
@@ -111,7 +119,7 @@ def system_mounts() -> list[Mount]:
         out.append(Mount(path, "empty", "hidden: secrets and users"))
     for name, made in _accounts().items():
         out.append(Mount(f"/etc/{name}", "ro", "system accounts only", made))
-    return out
+    return tuple(out)
 
 
 @functools.cache
@@ -192,12 +200,12 @@ _PER_GRADE = (
 def tests_view() -> list[dict[str, str]]:
     """What a test process sees, as `run.started` records it: the system part, then each
     grade's own paths by what they are."""
-    return [*as_records(system_mounts()), *({"path": p, "mode": m, "what": w} for p, m, w in _PER_GRADE)]
+    return [*as_records(_system_mounts()), *({"path": p, "mode": m, "what": w} for p, m, w in _PER_GRADE)]
 
 
 def plan_lines(mounts: Iterable[Mount]) -> str:
     """A plan on one line, for a grade's log: what is shown beyond the system part."""
-    system = {m.path for m in system_mounts()}
+    system = {m.path for m in _system_mounts()}
     shown = [f"{m.path} ({m.mode}{' -> ' + m.source if m.mode == 'link' and m.source else ''})"
              for m in mounts if m.path not in system]
     return "the system's directories, " + ", ".join(shown)
