@@ -250,7 +250,7 @@ class ClaudeAgent(CliAgent[ClaudeInvocation]):
     def prepare(self, inp: AgentInput) -> ClaudeInvocation:
         scratch = inp.scratch_dir
         scratch.mkdir(parents=True, exist_ok=True)
-        builtin = inp.memory_mode == "builtin"
+        builtin = inp.memory_dir is not None
         if builtin:
             assert inp.memory_dir is not None  # AgentInput checks it
             config_dir = inp.memory_dir / "claude-config"

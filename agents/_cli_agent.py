@@ -251,7 +251,7 @@ class RecallServer:
 
 def recall_server(inp: AgentInput) -> RecallServer | None:
     """The recall server of a plugin stage (None when memory is off or builtin)."""
-    if inp.recall is None or inp.memory_mode == "builtin":
+    if inp.recall is None or inp.memory_dir is not None:
         return None
     argv = list(inp.recall.mcp_server_argv())
     if not argv:

@@ -174,7 +174,7 @@ class CodexAgent(CliAgent[CodexInvocation]):
         shutil.rmtree(codex_home, ignore_errors=True)  # a fresh home every task
         codex_home.mkdir(parents=True)
 
-        builtin = inp.memory_mode == "builtin"
+        builtin = inp.memory_dir is not None
         memory_root: Path | None = None
         top: dict[str, Any] = {}
         if builtin:

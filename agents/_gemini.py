@@ -148,7 +148,7 @@ class GeminiAgent(CliAgent[GeminiInvocation]):
         dot_gemini.mkdir(parents=True)
 
         memory_root: Path | None = None
-        if inp.memory_mode == "builtin":
+        if inp.memory_dir is not None:
             assert inp.memory_dir is not None  # AgentInput checks it
             memory_root = carry_in(inp.memory_dir, dot_gemini / MEMORY_FILE)
 

@@ -167,7 +167,7 @@ class MiniSweAgent(CliAgent[MiniInvocation]):
     # -- preparing -------------------------------------------------------------------------
 
     def prepare(self, inp: AgentInput) -> MiniInvocation:
-        if inp.memory_mode == "builtin":
+        if inp.memory_dir is not None:
             raise SweclError("the mini-swe-agent agent has no memory of its own: the builtin stage does not apply to it")
         if not inp.model:
             raise SweclError("the mini-swe-agent agent needs --model (a LiteLLM model name, e.g. openai/gpt-4o-mini)")

@@ -178,7 +178,7 @@ class OpencodeAgent(CliAgent[OpencodeInvocation]):
             {"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}}), encoding="utf-8")
 
         memory_root: Path | None = None
-        if inp.memory_mode == "builtin":
+        if inp.memory_dir is not None:
             assert inp.memory_dir is not None  # AgentInput checks it
             memory_root = carry_in(inp.memory_dir, config_dir / MEMORY_FILE)
 

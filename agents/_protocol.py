@@ -22,7 +22,6 @@ from ._egress import Egress
 __all__ = [
     "CODE_MODES",
     "EXIT_KINDS",
-    "MEMORY_MODES",
     "PROMPT_STYLES",
     "Agent",
     "AgentInput",
@@ -43,7 +42,6 @@ ExitKind = Literal["completed", "max_turns", "budget", "max_tokens", "auth_faile
 
 CODE_MODES: tuple[str, ...] = ("agentic", "blind")
 PROMPT_STYLES: tuple[str, ...] = ("plain", "recall", "natural")
-MEMORY_MODES: tuple[str, ...] = ("off", "builtin", "plugin-real")
 EXIT_KINDS: tuple[str, ...] = (
     "completed", "max_turns", "budget", "max_tokens", "auth_failed", "crashed", "timeout", "error",
 )
@@ -106,15 +104,16 @@ class AgentInput:
     scratch_dir: Path  # this task's private working space (configs, logs)
     hints: str = ""
     base_commit: str | None = None  # default: the worktree's HEAD when the agent starts
-    recall: Recall | None = None  # None when memory is off
+    # What the run's memory gives this task (the kind of memory is the run's business):
+    # a recall handle and its prompt style, or a native memory folder the agent keeps.
+    recall: Recall | None = None  # None: no recall
     budget: Budget = field(default_factory=Budget)
     model: str | None = None
     code_mode: CodeMode = "agentic"
     prompt_style: PromptStyle = "plain"
     stage: str = "base"
-    memory_mode: str = "off"  # off | builtin | plugin-real
     pass_: str = "initial"  # lets a replay pick its predictions per pass
-    memory_dir: Path | None = None  # builtin stage: kept across the tasks of a run+sequence
+    memory_dir: Path | None = None  # the agent's native memory, kept across the tasks of a run+sequence
     apply_check: Callable[[str], bool] | None = None  # the grader's dry-run apply
     # Where the agent's processes run (graders.Sandbox); None: unconfined, as a library
     # caller that builds its own inputs asks. `swecl run` always passes one.
@@ -132,12 +131,9 @@ class AgentInput:
         for name, value, allowed in (
             ("code_mode", self.code_mode, CODE_MODES),
             ("prompt_style", self.prompt_style, PROMPT_STYLES),
-            ("memory_mode", self.memory_mode, MEMORY_MODES),
         ):
             if value not in allowed:
                 raise SweclError(f"agent input {name} {value!r} is not one of {', '.join(allowed)}")
-        if self.memory_mode == "builtin" and self.memory_dir is None:
-            raise SweclError("agent input memory_mode 'builtin' needs memory_dir (the native memory kept across tasks)")
 
 
 @dataclass

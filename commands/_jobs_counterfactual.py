@@ -147,8 +147,8 @@ class CounterfactualJobs(ExperimentFolder):
                 copied = private.head()
                 benchmark = open_benchmark(opts)  # type: ignore[arg-type]
                 ctx = sequence_context(private, version, opts, target.sequence_id, QuietReporter(),  # type: ignore[arg-type]
-                                       builtin_dir=None, benchmark=benchmark, also_hide=(self.root.resolve(),))
-                ctx.hidden = frozenset(hidden)
+                                       benchmark=benchmark, also_hide=(self.root.resolve(),),
+                                       hidden_items=frozenset(hidden))
                 task = next((t for t in ctx.sequence.tasks if t.order == target.order), None)
                 if task is None or task.instance_id != task_id:
                     raise SweclError(f"{task_id} is not task {target.order} of {target.sequence_id} in the benchmark "
@@ -156,8 +156,7 @@ class CounterfactualJobs(ExperimentFolder):
                 try:
                     run_attempt(ctx, task, pass_, cell.attempt)
                 finally:
-                    if ctx.providers is not None:
-                        ctx.providers.close()
+                    ctx.memory.close()
                 ending = _ending(private, f"run/{version}/{target.sequence_id}", copied)
                 patch = ending.pop("patch_bytes")
         with self.open_ledger() as ledger:

@@ -160,7 +160,7 @@ class RunJobs(ExperimentFolder):
         `repeat`, an option of a new run, is refused. `budget_usd`: the run's cost budget
         from here on (`--resume V --budget-usd X` raises a spent one). A --memory-server
         run's `memory_env` values (never recorded) are given again, and `memory_server`
-        when its URL is recorded without credentials (`run/_provider_resume.py`)."""
+        when its URL is recorded without credentials (`run/memory/_server_resume.py`)."""
         from .run import continue_invocation  # lazy: as in `run`
 
         if repeat != 1:

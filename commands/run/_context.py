@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import agents
 from agents import Agent, Budget, RunSupplies
@@ -18,14 +17,14 @@ from graders import RepoCache, Sandbox, default_cache_dir, get_grader, sandbox_f
 from ledger import Ledger, SweclError
 from projections import p2p_excluded
 
-from ._options import RunOptions, parse_fork
+from ._options import RunOptions
 from ._order import follow_plan, planned_order
 from ._progress import Reporter
-from ._provider_memory import SequenceProviders, policy_of
 from ._schedule import Elsewhere
 from ._sequence import run_sequence
 from ._stages import get_stage
 from ._task import SequenceContext
+from .memory import SequencePlace, memory_backend
 
 
 def cache_dir_of(opts: RunOptions) -> Path:
@@ -96,10 +95,12 @@ def _input_files(opts: RunOptions) -> list[Path]:
 
 
 def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter, *,
-                     builtin_dir: Path | None, benchmark: Benchmark | None = None,
-                     provider_dir: Path | None = None, also_hide: tuple[Path, ...] = ()) -> SequenceContext:
-    """`provider_dir`: where a --memory-server run keeps the sequence's provider data.
-    `also_hide`: more folders the agent's sandbox hides (see `agent_sandbox`)."""
+                     memory_folder: Path | None = None, benchmark: Benchmark | None = None,
+                     also_hide: tuple[Path, ...] = (), hidden_items: frozenset[str] = frozenset()) -> SequenceContext:
+    """`memory_folder`: where the sequence's memory keeps its live state (the run's
+    `MemoryBackend.sequence_folder`, or a copy a Ray node rebuilt); None: none kept.
+    `also_hide`: more folders the agent's sandbox hides (see `agent_sandbox`).
+    `hidden_items`: memory items the recall leaves out (`swecl counterfactual`)."""
     stage = get_stage(opts.stage)
     benchmark = benchmark if benchmark is not None else open_benchmark(opts)
     sequence = find_sequence(benchmark, sequence_id)
@@ -109,7 +110,10 @@ def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id
         sequence = follow_plan(sequence, plan)  # an --order run: the recorded plan is its order
     cache = cache_dir_of(opts)
     sandbox = agent_sandbox(opts, ledger.path.parent, also_hide)
-    ctx = SequenceContext(
+    memory = memory_backend(stage, opts).sequence(SequencePlace(
+        ledger=ledger, version=version, sequence=sequence, reporter=reporter, folder=memory_folder, sandbox=sandbox,
+        network=bool(opts.allow_hosts), hidden=hidden_items))
+    return SequenceContext(
         ledger=ledger,
         version=version,
         stage=stage,
@@ -128,35 +132,20 @@ def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id
         model=opts.model,
         code_mode=opts.code_mode,
         budget=Budget(max_turns=opts.max_turns, timeout_s=opts.agent_timeout_s, max_tokens=opts.max_tokens_per_task),
-        builtin_dir=builtin_dir if stage.memory_mode == "builtin" else None,
+        memory=memory,
         task_jobs=opts.task_jobs,
         group_by_environment=not agents.agent_entry(opts.agent).briefed,
         p2p_excluded=p2p_excluded(ledger),
         budget_usd=opts.budget_usd,
     )
-    if opts.memory_server is not None and stage.plugin:
-        if provider_dir is None:
-            raise SweclError("--memory-server runs its sequences in the run's own process only (report this)")
-        ctx.providers = SequenceProviders(policy_of(opts), provider_dir, ledger.path, version, sequence.id,
-                                          sandbox=sandbox, network=bool(opts.allow_hosts),
-                                          **provider_dream(opts, stage))
-    return ctx
-
-
-def provider_dream(opts: RunOptions, stage: Any) -> dict[str, Any]:
-    """Whether the sequence's server is dreamed before the run's first task, and the order
-    its snapshot then stands before: plugin-dreamed's before task 1; a fork's only with
-    --dream-at-fork, before task K (V's dream, if any, is in V's snapshots before K)."""
-    if opts.fork is None:
-        return {"dream": stage.dreams_before_eval, "dream_order": 0}
-    return {"dream": opts.dream_at_fork and stage.dreams_before_eval, "dream_order": parse_fork(opts.fork)[1] - 1}
 
 
 def run_sequence_on(ledger: Ledger, version: str, opts: RunOptions, sequence_id: str, reporter: Reporter, *,
-                    builtin_dir: Path | None, benchmark: Benchmark | None = None,
+                    memory_folder: Path | None, benchmark: Benchmark | None = None,
                     elsewhere: Elsewhere | None = None) -> None:
     """One sequence's passes of run `version`, appending to `ledger` (the results dir's,
-    or a Ray worker's shard). `builtin_dir`: where the builtin stage keeps the agent's
-    native memory across tasks. `elsewhere`: where free tasks may also run (Ray tasks)."""
-    ctx = sequence_context(ledger, version, opts, sequence_id, reporter, builtin_dir=builtin_dir, benchmark=benchmark)
+    or a Ray worker's shard). `memory_folder`: where the sequence's memory keeps its live
+    state. `elsewhere`: where free tasks may also run (Ray tasks)."""
+    ctx = sequence_context(ledger, version, opts, sequence_id, reporter, memory_folder=memory_folder,
+                           benchmark=benchmark)
     run_sequence(ctx, opts.pass_list, opts.retest_every, elsewhere)

@@ -16,8 +16,8 @@ from .._folder import ExperimentFolder
 from ._options import RunOptions
 from ._orchestrate import Invocation, Repeat, RunReport, resume_run, start_run, with_overrides
 from ._progress import Reporter
-from ._provider_resume import provider_resume_options
 from ._stages import DEMO_SUITE, get_stage
+from .memory import server_resume_options
 
 
 def run_repeats(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, count: int = 1) -> list[RunReport]:
@@ -62,7 +62,7 @@ def continue_invocation(folder: ExperimentFolder, version: str, reporter: Report
         opts = with_overrides(RunOptions.from_config(first.config), jobs=jobs, task_jobs=task_jobs, executor=executor,
                               budget_usd=budget_usd)
         # --repeat K of a --memory-server run: the runs not begun yet start with the values given now.
-        opts = provider_resume_options(opts, first.config, first.version, memory_server=memory_server,
+        opts = server_resume_options(opts, first.config, first.version, memory_server=memory_server,
                                        memory_env=list(memory_env or []))
     except msgspec.ValidationError as exc:
         raise SweclError(f"run {first.version}'s recorded options cannot be read: {exc}") from None

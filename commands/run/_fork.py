@@ -23,6 +23,7 @@ from projections import Projector, canonical_version, fork_of, outcome_projectio
 
 from ._options import RunOptions, parse_fork
 from ._stages import get_stage
+from .memory import memory_backend, memory_of
 
 # What makes the plan: a fork runs V's tasks in V's order, so these come from V only.
 PLAN_OPTIONS = {"dataset": "--dataset", "rows": "--rows", "sequences": "--sequence", "instances": "--instance",
@@ -38,7 +39,8 @@ class ForkPlan:
     order: int  # K
     memory_source: str  # the run whose streams hold V's memory before K (V, or up V's own fork chain)
     cuts: dict[str, int] = field(default_factory=dict)  # sequence -> seq before memory_source's task K started
-    provider_snapshots: dict[str, int] = field(default_factory=dict)  # --memory-server: sequence -> snapshot seq
+    # The memory's own state as of the cut (a memory server's data): sequence -> snapshot seq.
+    provider_snapshots: dict[str, int] = field(default_factory=dict)
 
     def describe(self) -> str:
         return f"forked from v{self.source} at task {self.order}: tasks 1..{self.order - 1} are v{self.source}'s"
@@ -76,15 +78,9 @@ def resolve_fork(ledger: Ledger, opts: RunOptions, sequences: list[Sequence], da
     version, order = parse_fork(opts.fork)
     started = _source_started(ledger, opts.fork, version)
     version = started.version
-    stage, source_stage = get_stage(opts.stage), get_stage(started.stage)
-    if "builtin" in (stage.memory_mode, source_stage.memory_mode):
-        raise SweclError(f"--fork {opts.fork}: the builtin stage's memory is the agent's own files, which a fork "
-                         "cannot take as of a task: fork a plugin or base run into a plugin or base stage")
-    if bool(started.config.get("memory_server")) != (opts.memory_server is not None) and stage.memory_on \
-            and source_stage.memory_on:
-        raise SweclError(f"--fork {opts.fork}: run {version} {'used' if started.config.get('memory_server') else 'did not use'}"
-                         f" --memory-server; its fork must {'give it again' if started.config.get('memory_server') else 'not'}"
-                         " (the memory before K is that server's data)")
+    memory, source_memory = memory_of(opts), memory_backend(get_stage(started.stage),
+                                                            RunOptions.from_config(started.config))
+    memory.check_fork(opts.fork, version, source_memory)
     if dataset_hash != started.dataset_hash:
         raise SweclError(f"--fork {opts.fork}: run {version}'s dataset changed since (hash "
                          f"{started.dataset_hash[:12]}, now {dataset_hash[:12]}): its tasks cannot be taken as they were")
@@ -112,39 +108,21 @@ def resolve_fork(ledger: Ledger, opts: RunOptions, sequences: list[Sequence], da
     head = ledger.head()
     cuts = {s: (starts[s] - 1 if s in starts else head) for s in started.tasks}
     snapshots: dict[str, int] = {}
-    if opts.memory_server is not None and stage.memory_on and source_stage.memory_on:
-        snapshots = _provider_snapshots(ledger, opts.fork, memory_source, cuts)
+    if memory.kind == source_memory.kind:  # the memory's own state, as of the cut (a server's data)
+        snapshots = memory.fork_snapshots(ledger, opts.fork, memory_source, cuts)
     return ForkPlan(source=version, order=order, memory_source=memory_source, cuts=cuts, provider_snapshots=snapshots)
-
-
-def _provider_snapshots(ledger: Ledger, text: str, source: str, cuts: dict[str, int]) -> dict[str, int]:
-    """Per sequence, the source's last initial-pass server snapshot before its task K: the
-    data the fork's server starts on (a fork of a fork finds it along the chain)."""
-    from projections import read_run
-
-    out: dict[str, int] = {}
-    for rec in read_run(ledger, source, ["memory.provider.snapshot"]):
-        ev = rec.event
-        if ev.pass_ == "initial" and ev.sequence_id in cuts and rec.seq <= cuts[ev.sequence_id]:
-            out[ev.sequence_id] = rec.seq
-    missing = sorted(set(cuts) - set(out))
-    if missing:
-        raise SweclError(f"--fork {text}: run {source} has no memory server snapshot of sequence {missing[0]} "
-                         "before the fork's task: nothing to start its server on")
-    return out
 
 
 def forked_event(plan: ForkPlan) -> RunForked:
     return RunForked(source_run=plan.source, order=plan.order)
 
 
-def apply_fork_seed(ledger: Ledger, version: str, plan: ForkPlan) -> str:
+def apply_fork_seed(ledger: Ledger, version: str, plan: ForkPlan, what: str = "its memory") -> str:
     """The fork's memory as its source's stood before task K, recorded as `memory.seeded`."""
     event = MemorySeeded(item_count=0, source_run=plan.memory_source, source_seq=min(plan.cuts.values()),
                          chosen="fork", sequence_seqs=dict(plan.cuts), provider_snapshots=dict(plan.provider_snapshots))
     ledger.append(f"run/{version}", [NewEvent(event, event_id_for("memory.seeded", version, "fork", plan.memory_source))],
                   expected_version=ledger.stream_version(f"run/{version}"), durable=True)
-    what = "its memory server's data" if plan.provider_snapshots else "its memory"
     return f"v{version} {what} as v{plan.memory_source}'s stood before task {plan.order}"
 
 

@@ -16,6 +16,7 @@ from agents import parse_allow_host
 from graders import SANDBOX_MODES, sandbox_for
 from ledger import SweclError
 
+from ._fork_spec import parse_fork
 from ._stages import get_stage, parse_passes
 
 EXECUTORS = ("local", "ray")
@@ -157,10 +158,10 @@ class RunOptions(msgspec.Struct, kw_only=True):
             raise SweclError(f"--max-turns {self.max_turns}: give at least 1")
 
     def _validate_memory_server(self, stage: Any) -> None:
-        """--memory-server and its options: for the memory stages, parsed now (one line)."""
-        from ._provider_memory import check_memory_options  # lazy: only a provider run needs it
+        """The memory's options (--memory-server and its kin): parsed now (one line)."""
+        from .memory import check_memory  # lazy: the memory backends load the task loop's pieces
 
-        check_memory_options(self, stage)
+        check_memory(stage, self)
 
     def validate_executor(self) -> None:
         if self.executor not in EXECUTORS:
@@ -205,14 +206,9 @@ class RunOptions(msgspec.Struct, kw_only=True):
             if value and not str(value).startswith("hf:") and Path(value).exists():
                 raw[key] = str(Path(value).resolve())
         raw["predictions"] = [_absolute_prediction(p) for p in self.predictions]
-        if self.memory_server is not None:
-            from agents import parse_memory_server  # lazy, as in validate
+        from .memory import recorded_memory_options  # lazy, as in validate
 
-            spec = parse_memory_server(self.memory_server, self.memory_env)
-            raw["memory_server"] = spec.redacted()
-            # A URL that lost credentials or query values: a resume must be given it again.
-            raw["memory_server_redacted"] = spec.url is not None and spec.redacted() != spec.url
-            raw["memory_env_names"] = [item.partition("=")[0] for item in self.memory_env]
+        raw.update(recorded_memory_options(self))
         raw.pop("memory_env")
         return raw
 
@@ -234,14 +230,3 @@ def _check_slug(slug: str) -> None:
         raise SweclError(
             f"--version {slug!r}: use letters, digits, '.', '_' or '-' (at most 64, not starting with a symbol)"
         )
-
-
-_FORK_SPEC = re.compile(r"(?P<version>[^@\s]+)@(?P<order>\d+)")
-
-
-def parse_fork(text: str) -> tuple[str, int]:
-    """`--fork V@K`: the run to fork and the task order to fork it at."""
-    m = _FORK_SPEC.fullmatch(text.strip())
-    if m is None:
-        raise SweclError(f"--fork {text!r}: give VERSION@K, the run and the task order to fork it at (e.g. 3@5)")
-    return m["version"], int(m["order"])

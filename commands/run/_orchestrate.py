@@ -19,7 +19,6 @@ import msgspec
 import agents
 from agents import Agent
 from commands.inputs import Benchmark, Sequence, find_sequence
-from commands.memory import dream, materialise_version, resolve_seed, seed_memory
 from graders import reap_orphans
 from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, Terminated, event_id_for
 from ledger.events import RunBudgetReached, RunResumed, RunStarted, TaskRef
@@ -35,13 +34,12 @@ from ._fork import ForkPlan, apply_fork_seed, forked_event, resolve_fork
 from ._options import RunOptions
 from ._order import ordered, recorded_spec
 from ._progress import QueueDrain, QueueReporter, Reporter
-from ._provider_resume import provider_resume_options
-from ._provider_seed import apply_provider_seed, resolve_provider_seed
 from ._ray import run_on_ray
 from ._ray_session import check_ray
 from ._sequence import run_sequence, run_sequences_at_once
-from ._stages import Stage, get_stage
+from ._stages import get_stage
 from ._task import AgentUnavailable, SequenceContext
+from .memory import memory_of, server_resume_options
 
 
 @dataclass(frozen=True)
@@ -115,7 +113,7 @@ def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequen
             dataset_hash=benchmark.content_hash,
             sequences=[s.id for s in sequences],
             stage=stage.name,
-            memory_mode=stage.memory_mode,
+            memory_mode=memory_of(opts).recorded_mode,
             agent=opts.agent,
             model=opts.model,
             code_mode=opts.code_mode,
@@ -150,35 +148,16 @@ def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequen
     raise SweclError("could not find a free run version")
 
 
-def prepare_memory(ledger: Ledger, version: str, stage: Stage, opts: RunOptions, benchmark: Benchmark,
+def prepare_memory(ledger: Ledger, version: str, opts: RunOptions, benchmark: Benchmark,
                    sequences: list[Sequence], reporter: Reporter, fork: ForkPlan | None = None) -> None:
-    """Copy-seeding (a fork's seed) and the pre-eval dream (or the fork's), as events on the
-    run's header stream."""
+    """A fork's seed, then what the run's memory does before the first task (copy-seeding,
+    the pre-eval dream), as events on the run's header stream."""
+    memory = memory_of(opts)
     if fork is not None:
         reporter.note(fork.describe())
-        if stage.memory_on:
-            reporter.note(apply_fork_seed(ledger, version, fork))
-        # A fork runs on its source's memory as it stood before K: dreamed there only when
-        # asked (--dream-at-fork), whatever the stage, so that a fork with its source's
-        # options goes on as its source did (a server's dream is its tool's, per sequence).
-        if opts.dream_at_fork and opts.memory_server is None:
-            for line in dream(ledger, version, reason="fork").lines():
-                reporter.note(line)
-    elif stage.seeds and opts.memory_server is not None:
-        plan = resolve_provider_seed(ledger, version, opts.source_memory, [s.id for s in sequences])
-        apply_provider_seed(ledger, plan)
-        reporter.note(plan.describe())
-    elif stage.seeds:
-        result = seed_memory(
-            ledger, version, opts.source_memory, dataset_hash=benchmark.content_hash,
-            sequences=[s.id for s in sequences],
-        )
-        for line in result.lines():
-            reporter.note(line)
-    if fork is None and stage.dreams_before_eval and opts.memory_server is None:  # a server's: its tool's, per sequence
-        report = dream(ledger, version, reason="pre-eval")
-        for line in report.lines():
-            reporter.note(line)
+        if memory.memory_on("initial"):
+            reporter.note(apply_fork_seed(ledger, version, fork, memory.state_label))
+    memory.prepare(ledger, version, benchmark, sequences, reporter, fork)
 
 
 # -- running -----------------------------------------------------------------------------
@@ -201,14 +180,10 @@ def start_run(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, re
     del agent
     with folder.open_ledger(create=True) as ledger:
         taken = opts.version is not None and ledger.stream_version(f"run/{opts.version}") >= 0  # claim says so
-        if opts.fork is not None:
-            pass  # the fork's seed is its source's memory (resolve_fork below)
-        elif stage.seeds and not taken and opts.memory_server is not None:
-            resolve_provider_seed(ledger, opts.version or _next_version(ledger), opts.source_memory,
-                                  [s.id for s in sequences])
-        elif stage.seeds and not taken:  # a seed that cannot be found is refused before a version is claimed
-            resolve_seed(ledger, opts.version or _next_version(ledger), opts.source_memory,
-                         dataset_hash=benchmark.content_hash, sequences=[s.id for s in sequences])
+        # A seed that cannot be found is refused before a version is claimed (a fork's seed is
+        # its source's memory: resolve_fork below).
+        if opts.fork is None and not taken:
+            memory_of(opts).check_seed(ledger, opts.version or _next_version(ledger), benchmark, sequences)
         fork = resolve_fork(ledger, opts, sequences, benchmark.content_hash) if opts.fork is not None else None
         version = claim_version(ledger, opts, benchmark, sequences, repeat, invocation, fork, visible)
     with ExitStack() as held:
@@ -217,7 +192,7 @@ def start_run(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, re
             failpoint("run.claimed")
             reporter.run_started(version, stage.name, {s.id: len(s.tasks) for s in sequences}, opts.pass_list)
             with folder.open_ledger() as ledger:
-                prepare_memory(ledger, version, stage, opts, benchmark, sequences, reporter, fork)
+                prepare_memory(ledger, version, opts, benchmark, sequences, reporter, fork)
         except SweclError as exc:
             folder.finish_run(version, "failed", str(exc))  # claimed: say how it ended
             raise
@@ -237,13 +212,13 @@ def resume_run(folder: ExperimentFolder, version: str, reporter: Reporter, *, jo
     run tasks changes nothing that is recorded. `budget_usd` (--budget-usd) is the run's
     cost budget from here on, recorded in run.resumed; a run already past its budget is
     refused, so a resume of a run stopped on its budget gives a larger one. `memory_server`
-    and `memory_env`: a --memory-server run's values, given again (`_provider_resume`)."""
+    and `memory_env`: a --memory-server run's values, given again (`memory._server_resume`)."""
     with folder.open_ledger() as ledger:
         run = get_run(ledger, folder.results.projector(ledger), version)
         started = next(ledger.read_stream(f"run/{version}"))
         opts = with_overrides(RunOptions.from_config(started.event.config), jobs=jobs, task_jobs=task_jobs,
                               executor=executor, budget_usd=budget_usd)
-        opts = provider_resume_options(opts, started.event.config, version, memory_server=memory_server,
+        opts = server_resume_options(opts, started.event.config, version, memory_server=memory_server,
                                        memory_env=list(memory_env or []))
         opts = msgspec.structs.replace(opts, budget_usd=budget_usd or budget_of(ledger, version, opts.budget_usd))
         if opts.budget_usd is not None and (spent := spent_usd(ledger, version)) >= opts.budget_usd:
@@ -361,10 +336,10 @@ def _execute_locked(folder: ExperimentFolder, version: str, opts: RunOptions, re
     folder.finish_run(version, status, error)
     try:
         failpoint("run.recorded")
-        if stage.plugin and opts.memory_server is None:  # a provider's memory is its data directory
+        if memory_of(opts).writes_files:
             try:
                 with folder.open_ledger() as ledger:
-                    materialise_version(ledger, version, folder.version_dir(version))
+                    memory_of(opts).finish(ledger, version, folder.version_dir(version))
             except (SweclError, OSError) as exc:
                 # The files are a view; the ledger holds everything. Never hide the run's own error.
                 if error is None:
@@ -403,10 +378,11 @@ def run_sequences_together(folder: ExperimentFolder, version: str, opts: RunOpti
         ledger = held.enter_context(folder.open_ledger())
         benchmark = open_benchmark(opts)
 
+        memory = memory_of(opts)
+
         def context(sequence_id: str) -> SequenceContext:
-            builtin = folder.results.builtin_dir(version, sequence_id) if stage.memory_mode == "builtin" else None
-            return sequence_context(ledger, version, opts, sequence_id, reporter, benchmark=benchmark, builtin_dir=builtin,
-                                    provider_dir=folder.results.provider_dir(version, sequence_id))
+            return sequence_context(ledger, version, opts, sequence_id, reporter, benchmark=benchmark,
+                                    memory_folder=memory.sequence_folder(folder.results, version, sequence_id))
 
         if opts.task_jobs > 1:
             run_sequences_at_once([context(s) for s in sequence_ids], opts.pass_list, opts.retest_every, opts.task_jobs)

@@ -89,11 +89,11 @@ from .._folder import ExperimentFolder
 from ._options import RunOptions
 from ._progress import Reporter, TaskProgress
 from ._ray_job import sequence_job
-from ._ray_node import FAILPOINTS, restore_builtin_files
+from ._ray_node import FAILPOINTS
 from ._ray_session import code_identity, ray_session
 from ._sequence import plan_passes
-from ._stages import get_stage
 from ._task import AgentUnavailable
+from .memory import memory_of
 
 
 # -- the driver ----------------------------------------------------------------------------
@@ -359,9 +359,10 @@ def run_on_ray(folder: ExperimentFolder, version: str, opts: RunOptions, sequenc
     attempts (the run then stops as failed and resumes with --resume)."""
     with ray_session(opts) as ray:
         FanOut(ray, folder, version, opts, reporter).run(sequence_ids)
-    if get_stage(opts.stage).memory_mode == "builtin":
-        # The local executor keeps these files in the results dir; so does the fan-out,
-        # from the ledger, so that a later local resume finds them where it looks.
-        with folder.open_ledger(readonly=True) as ledger:
-            for sid in sequence_ids:
-                restore_builtin_files(ledger, version, sid, folder.results.builtin_dir(version, sid))
+    # The local executor keeps the memory's live state in the results dir; so does the
+    # fan-out, from the ledger, so that a later local resume finds it where it looks.
+    memory = memory_of(opts)
+    with folder.open_ledger(readonly=True) as ledger:
+        for sid in sequence_ids:
+            if (place := memory.sequence_folder(folder.results, version, sid)) is not None:
+                memory.restore_folder(ledger, version, sid, place)

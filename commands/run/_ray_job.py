@@ -21,9 +21,9 @@ from ledger import Ledger
 
 from ._context import run_sequence_on
 from ._options import RunOptions
-from ._ray_node import Cutter, JobReporter, error_item, open_copy, restore_builtin_files, safe_name, streamed
+from ._ray_node import Cutter, JobReporter, error_item, open_copy, safe_name, streamed
 from ._ray_tasks import RayTasks
-from ._stages import get_stage
+from .memory import memory_of
 
 
 def sequence_job(base: bytes | str, base_head: tuple[int, str], version: str, opts_raw: dict[str, Any],
@@ -53,16 +53,15 @@ def _run_job(emit: Any, work: Path, base: bytes | str, base_head: tuple[int, str
                 reporter = JobReporter(emit, where=f"sequence job, pid {os.getpid()} on {host}")
                 reporter.cutter = cutter
                 emit(("note", f"v{version} {sequence_id}: attempt {attempt} running on {host}"))
-                builtin = None
-                if get_stage(opts.stage).memory_mode == "builtin":
-                    builtin = work / "builtin"
-                    restore_builtin_files(ledger, version, sequence_id, builtin)
+                # The memory's live state, rebuilt from the ledger: a job may run on any node.
+                memory_folder = memory_of(opts).restore_folder(
+                    ledger, version, sequence_id, work / "memory")
                 if opts.task_jobs > 1:
                     # The order-free tasks fan out as Ray tasks of their own (see _ray_tasks).
                     tasks = RayTasks(work, ledger_path, version, opts, opts_raw, sequence_id, identity, shard_folder,
                                      emit)
-                run_sequence_on(ledger, version, opts, sequence_id, reporter, builtin_dir=builtin, benchmark=benchmark,
-                                elsewhere=tasks)
+                run_sequence_on(ledger, version, opts, sequence_id, reporter, memory_folder=memory_folder,
+                                benchmark=benchmark, elsewhere=tasks)
             cutter.cut()
         except BaseException:
             if cutter is not None:  # deliver what was done before the failure: the retry resumes from it

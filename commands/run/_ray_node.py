@@ -1,9 +1,8 @@
 """What a Ray job of a sequence (`_ray_job`) and a Ray task of its free tasks (`_ray_tasks`)
 share on a node: `streamed` (a thread's items as a streaming generator), `open_copy` (a
 snapshot made a checked local ledger), the `Cutter` that cuts what was appended into
-shards, the `JobReporter` that forwards progress, `error_item` (how a failure is
-reported), and `restore_builtin_files`, the builtin stage's memory files rebuilt from the
-ledger.
+shards, the `JobReporter` that forwards progress, and `error_item` (how a failure is
+reported).
 """
 
 from __future__ import annotations
@@ -208,25 +207,6 @@ def open_copy(base: bytes | str, base_head: tuple[int, str], ledger_path: Path, 
             f"the run's dataset to {started.dataset_hash[:12]}: every node needs the same dataset file"
         )
     return benchmark
-
-
-def restore_builtin_files(ledger: Ledger, version: str, sequence_id: str, dest: Path) -> int:
-    """The builtin stage's native memory files as the ledger recorded them (latest text
-    per path), written under `dest/auto-memory`. A job may run on any node, so its
-    memory directory is rebuilt from the ledger rather than found on disk."""
-    latest: dict[str, str] = {}
-    for rec in ledger.read(types=["memory.written"], ranges=[StreamRange(f"run/{version}/{sequence_id}")]):
-        ev = rec.event
-        if ev.kind == "builtin-file":
-            latest[ev.title] = ev.body
-    root = (dest / "auto-memory").resolve()
-    for rel, text in latest.items():
-        target = (root / rel).resolve()
-        if root not in target.parents:
-            continue  # a recorded path that would escape the folder is not written
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    return len(latest)
 
 
 def safe_name(text: str) -> str:

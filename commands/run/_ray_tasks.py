@@ -65,14 +65,12 @@ from ._ray_node import (
     error_item,
     open_copy,
     raise_point,
-    restore_builtin_files,
     safe_name,
     streamed,
 )
 from ._ray_session import import_ray
 from ._schedule import Batch, Handoff
 from ._sequence import record_finished, run_free_tasks
-from ._stages import get_stage
 from ._task import AgentUnavailable, SequenceContext
 
 # What the N-th Ray task of a job gets for a failpoint of the job (see the module doc).
@@ -359,12 +357,11 @@ def _run_tasks(emit: Any, work: Path, base: bytes | str, base_head: tuple[int, s
             # nothing, and its retry runs it again as the same attempt.
             reporter = _TaskReporter(emit, where)
             reporter.cutter = Cutter(work, ledger_path, ledger.head(), stream, shard_folder, tag, emit)
-            builtin = None
-            if get_stage(opts.stage).memory_mode == "builtin":
-                # The native memory as of the snapshot, which holds the pass's cut-off.
-                builtin = work / "builtin"
-                restore_builtin_files(ledger, version, sequence_id, builtin)
-            ctx = sequence_context(ledger, version, opts, sequence_id, reporter, builtin_dir=builtin, benchmark=benchmark)
+            # The memory's live state as of the snapshot, which holds the pass's cut-off.
+            memory_folder = memory_of(opts).restore_folder(
+                ledger, version, sequence_id, work / "memory")
+            ctx = sequence_context(ledger, version, opts, sequence_id, reporter, memory_folder=memory_folder,
+                                   benchmark=benchmark)
             run_free_tasks(ctx, pass_, orders)
     except BaseException as exc:
         emit(error_item(exc, socket.gethostname()))

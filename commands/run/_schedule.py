@@ -155,8 +155,8 @@ class SequenceSchedule:
     def release_row(self, i: int) -> None:
         """The `retest-{i}` row, once initial task i has finished."""
         self.release(f"retest-{i}", self.tasks[:i])
-        if self.ctx.stage.memory_mode == "builtin" and self.left.get(f"retest-{i}"):
-            self.waiting_rows.add(i)  # its tasks copy the native memory folder the chain writes
+        if self.ctx.memory.rows_wait_for_chain and self.left.get(f"retest-{i}"):
+            self.waiting_rows.add(i)  # its tasks copy memory state the chain writes
 
     def finish(self, pass_: str) -> None:
         self.mark(pass_, "finished")

@@ -17,16 +17,15 @@ from projections import INVALID_STATUSES, Cell, Projector, RunOutcomes, Sequence
 from .. import _stops
 from ._budget import check_budget
 from ._schedule import Elsewhere, SequenceSchedule, run_scheduled
-from ._stages import Stage
 from ._task import SequenceContext, abandon, run_attempt
 
 
-def order_free(stage: Stage, pass_: str) -> bool:
+def order_free(ctx: SequenceContext, pass_: str) -> bool:
     """Whether a pass's tasks may run in any order, at once: nothing one task does is
-    read by another. Only the initial pass of a memory stage is ordered: the baseline
-    runs without memory, and the re-test pass and `retest-{i}` rows recall the memory as
-    it stood at their fixed cut-off (see `_schedule`)."""
-    return not stage.memory_on or pass_ != "initial"
+    read by another. Only the initial pass of a memory that keeps what a task left is
+    ordered: the baseline runs without memory, and the re-test pass and `retest-{i}` rows
+    recall the memory as it stood at their fixed cut-off (see `_schedule`)."""
+    return not ctx.memory.ordered_initial or pass_ != "initial"
 
 
 def plan_passes(passes: Iterable[str], n_tasks: int, retest_every: int | None) -> list[tuple[str, int]]:
@@ -55,8 +54,7 @@ def run_sequence(ctx: SequenceContext, passes: Iterable[str], retest_every: int 
     try:
         _run_in_order(ctx, passes, retest_every)
     finally:
-        if ctx.providers is not None:
-            ctx.providers.close()  # the memory server never outlives the sequence's passes
+        ctx.memory.close()  # nothing of the memory (a server) outlives the sequence's passes
 
 
 def _run_in_order(ctx: SequenceContext, passes: Iterable[str], retest_every: int | None) -> None:
@@ -85,8 +83,12 @@ def run_sequences_at_once(contexts: list[SequenceContext], passes: Iterable[str]
     """The passes of these sequences (of one run) on `workers` workers shared by all of
     them: what may run at once does (`_schedule`), so one sequence's ordered initial pass
     never leaves a worker idle while another sequence has work that may start."""
-    schedules = [_schedule_for(ctx, list(passes), retest_every) for ctx in contexts]
-    run_scheduled(schedules, _run_task, workers, elsewhere)
+    try:
+        schedules = [_schedule_for(ctx, list(passes), retest_every) for ctx in contexts]
+        run_scheduled(schedules, _run_task, workers, elsewhere)
+    finally:
+        for ctx in contexts:
+            ctx.memory.close()
     for schedule in schedules:
         if not schedule.finished():
             raise SweclError(f"sequence {schedule.ctx.sequence.id}: the task scheduler stopped with work left (report this)")
@@ -95,7 +97,7 @@ def run_sequences_at_once(contexts: list[SequenceContext], passes: Iterable[str]
 def run_free_tasks(ctx: SequenceContext, pass_: str, orders: list[int]) -> None:
     """Tasks of one order-free pass in turn, as a worker of `run_scheduled` runs them, on
     `ctx.ledger` (a Ray task of their own runs them on a copy of its job's ledger)."""
-    if not order_free(ctx.stage, pass_):
+    if not order_free(ctx, pass_):
         raise SweclError(f"the {pass_} pass of a {ctx.stage.name} run is ordered: its tasks run in the sequence's job")
     state = _prepare(ctx)
     tasks = {t.order: t for t in ctx.sequence.tasks}
@@ -104,53 +106,12 @@ def run_free_tasks(ctx: SequenceContext, pass_: str, orders: list[int]) -> None:
 
 
 def _prepare(ctx: SequenceContext) -> RunOutcomes:
-    """What the ledger says is done, and the sequence's progress and native memory files."""
+    """What the ledger says is done, what the memory restores (or runs again), and the
+    sequence's progress."""
     state = Projector(ctx.ledger).run(outcome_projection(ctx.ledger, ctx.version)).state
-    if ctx.providers is not None:
-        _reopen_server_failures(ctx, state)
+    ctx.memory.resume(state)
     _restore_progress(ctx, state)
-    if ctx.stage.memory_mode == "builtin":
-        ctx.builtin_seen = _builtin_files(ctx)
     return state
-
-
-def _reopen_server_failures(ctx: SequenceContext, state: RunOutcomes) -> None:
-    """A --memory-server run, resumed: the tasks whose last attempt the memory server failed
-    (infra_error with a failed call recorded) run again as their next attempt, on a fresh
-    server restored from the last snapshot; the failed attempts stay recorded. In the
-    initial pass only the failures after its last task that finished with a working
-    server: a failed task followed by one that finished ran the memory on without it, so
-    redoing it out of order would show it a later memory. Once an initial-pass task is
-    redone, the re-test pass (which recalls the initial pass's end) is redone whole."""
-    seq = state.sequences.get(ctx.sequence.id)
-    if seq is None:
-        return
-    failed = {(rec.event.pass_, rec.event.order, rec.event.attempt)
-              for rec in ctx.ledger.read(types=["memory.provider.called"], ranges=[StreamRange(ctx.stream)])
-              if rec.event.failure is not None}
-
-    def server_failed(pass_: str, order: int) -> bool:
-        cell = seq.passes.get(pass_, {}).get(order)
-        return cell is not None and cell.done and cell.status == "infra_error" and (pass_, order, cell.attempt) in failed
-
-    reopen: list[tuple[str, int]] = []
-    initial = seq.passes.get("initial", {})
-    for task in reversed(ctx.sequence.tasks):
-        cell = initial.get(task.order)
-        if cell is None or not cell.done:
-            continue
-        if not server_failed("initial", task.order):
-            break
-        reopen.append(("initial", task.order))
-    retest = seq.passes.get("retest", {})
-    reopen += [("retest", order) for order in retest if (reopen and retest[order].done) or server_failed("retest", order)]
-    for pass_, order in reopen:
-        # Dropped from this process's view only: the attempt numbers (`attempts`) keep it,
-        # so the redo is the next attempt; nothing recorded changes.
-        del seq.passes[pass_][order]
-    if reopen:
-        ctx.reporter.note(f"{ctx.sequence.id}: {len(reopen)} task(s) the memory server failed run again "
-                          "on a fresh server, from its last snapshot")
 
 
 def _schedule_for(ctx: SequenceContext, passes: list[str], retest_every: int | None) -> SequenceSchedule:
@@ -168,7 +129,7 @@ def _schedule_for(ctx: SequenceContext, passes: list[str], retest_every: int | N
 
     tasks = list(ctx.sequence.tasks)
     first = _first_open(state, ctx, tasks, len(tasks)) if "initial" in passes else len(tasks) + 1
-    return SequenceSchedule(ctx, state, passes, retest_every, ordered_initial=not order_free(ctx.stage, "initial"),
+    return SequenceSchedule(ctx, state, passes, retest_every, ordered_initial=not order_free(ctx, "initial"),
                             first_open=first, mark=mark)
 
 
@@ -212,17 +173,6 @@ def record_finished(ctx: SequenceContext, state: RunOutcomes, finished: TaskFini
             instance_id=finished.instance_id, attempt=finished.attempt, done=True, status=finished.status,
             resolved=finished.resolved,
         )
-
-
-def _builtin_files(ctx: SequenceContext) -> dict[str, tuple[str, str]]:
-    """The native memory files recorded so far in this sequence: path -> (item id, sha256)."""
-    seen: dict[str, tuple[str, str]] = {}
-    for rec in ctx.ledger.read(types=["memory.written"], ranges=[StreamRange(ctx.stream)]):
-        ev = rec.event
-        if ev.kind == "builtin-file":
-            digest = next((t.split(":", 1)[1] for t in ev.tags if t.startswith("sha256:")), "")
-            seen[ev.title] = (ev.item_id, digest)
-    return seen
 
 
 def _pass_marks(ctx: SequenceContext) -> set[tuple[str, str]]:

@@ -12,7 +12,9 @@ PASSES = ("initial", "retest", "baseline")
 @dataclass(frozen=True)
 class Stage:
     name: str
-    memory_mode: str  # off | builtin | plugin-real
+    # The kind of memory its runs have (a `memory.BACKENDS` name): none | builtin | substrate
+    # (swecl's, or the user's memory server in its place: `memory.memory_kind`).
+    memory: str
     seeds: bool  # copy-seeded from a prior run's memory
     dreams_before_eval: bool
     prompt_style: str  # plain | recall | natural
@@ -20,11 +22,12 @@ class Stage:
 
     @property
     def memory_on(self) -> bool:
-        return self.memory_mode != "off"
+        return self.memory != "none"
 
     @property
     def plugin(self) -> bool:
-        return self.memory_mode == "plugin-real"
+        """A recall memory (swecl's substrate or a memory server): the plugin stages."""
+        return self.memory == "substrate"
 
     def default_passes(self) -> tuple[str, ...]:
         # With memory off, retest and baseline would repeat the initial pass exactly:
@@ -35,12 +38,12 @@ class Stage:
 STAGES: dict[str, Stage] = {
     s.name: s
     for s in (
-        Stage("base", "off", False, False, "plain", "no memory: the control"),
+        Stage("base", "none", False, False, "plain", "no memory: the control"),
         Stage("builtin", "builtin", False, False, "plain", "the agent's native file memory, kept across tasks"),
-        Stage("plugin-blank", "plugin-real", False, False, "recall", "recall MCP memory, blank, built within the sequence"),
-        Stage("plugin-accum", "plugin-real", True, False, "recall", "recall MCP memory copy-seeded from a prior run"),
-        Stage("plugin-dreamed", "plugin-real", True, True, "recall", "copy-seeded, then one dream pass before eval"),
-        Stage("plugin-primed", "plugin-real", False, False, "natural",
+        Stage("plugin-blank", "substrate", False, False, "recall", "recall MCP memory, blank, built within the sequence"),
+        Stage("plugin-accum", "substrate", True, False, "recall", "recall MCP memory copy-seeded from a prior run"),
+        Stage("plugin-dreamed", "substrate", True, True, "recall", "copy-seeded, then one dream pass before eval"),
+        Stage("plugin-primed", "substrate", False, False, "natural",
               "recall MCP memory, blank like plugin-blank; natural-recall prompt, primed stream-json"),
     )
 }

@@ -72,7 +72,7 @@ def test_recall_edit_and_hooks_end_to_end(
     claude_env(fake)
     recall = MiniRecall([Item("m1", 1, 2.5, "greet None", "guard None before .title()", outcome="resolved")],
                         tmp_path / "recall")
-    inp = make_input(issue=issue, recall=recall, memory_mode="plugin-real", stage="plugin-blank",
+    inp = make_input(issue=issue, recall=recall, stage="plugin-blank",
                      prompt_style="recall", model="claude-fake", budget=Budget(max_turns=12, timeout_s=120))
 
     result = ClaudeAgent(executable=claude_bin, max_retries=0).run(inp)
@@ -205,7 +205,7 @@ def test_hanging_api_is_a_timeout_and_the_process_group_is_gone(
         fake = fakes(mode="hang")
         claude_env(fake)
         recall = MiniRecall([], tmp_path / f"{scratch.name}-recall")  # an MCP child too: it must die with the CLI
-        inp = make_input(model="claude-fake", recall=recall, memory_mode="plugin-real", scratch_dir=scratch,
+        inp = make_input(model="claude-fake", recall=recall, scratch_dir=scratch,
                          budget=Budget(timeout_s=limit))
         return ClaudeAgent(executable=claude_bin, max_retries=0).run(inp), fake
 
@@ -236,7 +236,7 @@ def test_primed_natural_invocation_over_stream_json_input(
     claude_env(fake)
     recall = MiniRecall([Item("m1", 1, 1.0, "greet None", "guard None before .title()", outcome="resolved")],
                         tmp_path / "recall")
-    inp = make_input(model="claude-fake", recall=recall, memory_mode="plugin-real", stage="plugin-primed",
+    inp = make_input(model="claude-fake", recall=recall, stage="plugin-primed",
                      prompt_style="natural", budget=Budget(timeout_s=120))
     result = ClaudeAgent(executable=claude_bin, max_retries=0).run(inp)
     assert result.exit == "completed", result.error
@@ -257,7 +257,7 @@ def test_builtin_native_memory_carries_across_tasks(
     ])
     claude_env(fake)
     agent = ClaudeAgent(executable=claude_bin, max_retries=0)
-    first = agent.run(make_input(model="claude-fake", memory_mode="builtin", stage="builtin",
+    first = agent.run(make_input(model="claude-fake", stage="builtin",
                                  memory_dir=memory_dir, budget=Budget(timeout_s=120)))
     assert first.exit == "completed", first.error
     assert first.memory_files == {"MEMORY.md": "- greet(None) needs a guard\n"}
@@ -265,7 +265,7 @@ def test_builtin_native_memory_carries_across_tasks(
 
     fake2 = fakes([[text("Seen my notes.")]])
     claude_env(fake2)
-    second = agent.run(make_input(model="claude-fake", memory_mode="builtin", stage="builtin",
+    second = agent.run(make_input(model="claude-fake", stage="builtin",
                                   memory_dir=memory_dir, worktree=build_repo(tmp_path / "repo2"),
                                   scratch_dir=tmp_path / "scratch2", budget=Budget(timeout_s=120)))
     assert second.exit == "completed", second.error
@@ -283,7 +283,7 @@ def test_ledger_recall_through_the_project_recall_service(
     issue = "greet() crashes on None"
     fake = fakes([[tool_use("mcp__memory__recall", {"query": issue, "repo": "demo/pkg", "k": 3})], [text("done")]])
     claude_env(fake)
-    inp = make_input(issue=issue, recall=service, memory_mode="plugin-real", stage="plugin-blank",
+    inp = make_input(issue=issue, recall=service, stage="plugin-blank",
                      prompt_style="recall", model="claude-fake", budget=Budget(timeout_s=120))
     result = ClaudeAgent(executable=claude_bin, max_retries=0).run(inp)
     assert result.exit == "completed", result.error
@@ -324,7 +324,7 @@ def test_a_memory_server_that_fails_to_start_makes_the_run_an_error(
     fake = fakes([[text("done without memory")]])
     claude_env(fake)
     result = ClaudeAgent(executable=claude_bin, max_retries=0).run(
-        make_input(model="claude-fake", recall=BrokenRecall(), memory_mode="plugin-real", budget=Budget(timeout_s=120))
+        make_input(model="claude-fake", recall=BrokenRecall(), budget=Budget(timeout_s=120))
     )
     assert result.exit == "error"
     assert result.error == "the memory MCP server's status at start-up was failed: the run had no recall"

@@ -92,7 +92,7 @@ def test_plugin_memory_points_the_mcp_config_at_the_recall_server(
     agent: ClaudeAgent, make_input: Callable[..., AgentInput], tmp_path: Path
 ) -> None:
     recall = MiniRecall([], tmp_path / "recall")
-    inp = make_input(recall=recall, memory_mode="plugin-real", stage="plugin-blank", prompt_style="recall")
+    inp = make_input(recall=recall, stage="plugin-blank", prompt_style="recall")
     inv = agent.prepare(inp)
     config = json.loads(Path(_flag(inv.argv, "--mcp-config") or "").read_text())
     argv = recall.mcp_server_argv()
@@ -109,7 +109,7 @@ def test_a_recall_handle_can_add_environment_for_its_server(
         def mcp_server_env(self) -> dict[str, str]:
             return {"PYTHONPATH": "/project"}
 
-    inv = agent.prepare(make_input(recall=WithEnv([], tmp_path / "r"), memory_mode="plugin-real"))
+    inv = agent.prepare(make_input(recall=WithEnv([], tmp_path / "r")))
     config = json.loads(Path(_flag(inv.argv, "--mcp-config") or "").read_text())
     assert config["mcpServers"]["memory"]["env"] == {"PYTHONPATH": "/project"}
 
@@ -118,9 +118,9 @@ def test_builtin_keeps_config_and_memory_per_run_sequence(
     agent: ClaudeAgent, make_input: Callable[..., AgentInput], tmp_path: Path
 ) -> None:
     memory_dir = tmp_path / "run-v1-seq1"
-    first = agent.prepare(make_input(memory_mode="builtin", stage="builtin", memory_dir=memory_dir))
+    first = agent.prepare(make_input(stage="builtin", memory_dir=memory_dir))
     (first.config_dir / "kept.txt").write_text("x")
-    second = agent.prepare(make_input(memory_mode="builtin", stage="builtin", memory_dir=memory_dir,
+    second = agent.prepare(make_input(stage="builtin", memory_dir=memory_dir,
                                       scratch_dir=tmp_path / "scratch2"))
     assert first.config_dir == second.config_dir == memory_dir / "claude-config"
     assert (second.config_dir / "kept.txt").exists()
@@ -139,8 +139,7 @@ def test_blind_mode_has_no_builtin_tools_and_asks_for_a_diff(
     inv = agent.prepare(make_input(code_mode="blind"))
     assert _flag(inv.argv, "--tools") == ""
     assert "```diff" in inv.prompt and "You have no tools." in inv.prompt
-    with_memory = agent.prepare(make_input(code_mode="blind", recall=MiniRecall([], tmp_path / "r"),
-                                           memory_mode="plugin-real"))
+    with_memory = agent.prepare(make_input(code_mode="blind", recall=MiniRecall([], tmp_path / "r")))
     assert "The only tool you have is `recall`." in with_memory.prompt
 
 
@@ -148,7 +147,7 @@ def test_natural_style_primes_a_stream_json_invocation(
     agent: ClaudeAgent, make_input: Callable[..., AgentInput], tmp_path: Path
 ) -> None:
     recall = MiniRecall([Item("m1", 1, 2.0, "greet None", "guard None in greet()", outcome="resolved")], tmp_path / "r")
-    inp = make_input(recall=recall, memory_mode="plugin-real", stage="plugin-primed", prompt_style="natural")
+    inp = make_input(recall=recall, stage="plugin-primed", prompt_style="natural")
     inv = agent.prepare(inp)
     assert _flag(inv.argv, "--input-format") == "stream-json"
     message = json.loads(inv.stdin)

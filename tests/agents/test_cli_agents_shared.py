@@ -84,7 +84,7 @@ def test_hanging_api_is_a_timeout_and_the_process_group_is_gone(
     def attempt(limit: float, scratch: Path) -> tuple[AgentResult, FakeAPI]:
         fake = cli.fake(mode="hang")
         recall = MiniRecall([], tmp_path / f"{scratch.name}-recall")  # an MCP child too: it must die with the CLI
-        inp = make_input(model=cli.case.model, recall=recall, memory_mode="plugin-real", scratch_dir=scratch,
+        inp = make_input(model=cli.case.model, recall=recall, scratch_dir=scratch,
                          budget=Budget(timeout_s=limit))
         return cli.run(inp), fake
 
@@ -98,7 +98,7 @@ def test_primed_natural_prompt_holds_the_recalled_notes(
     fake = cli.fake([cli.case.say("Nothing to change.")])
     recall = MiniRecall([Item("m1", 1, 1.0, "greet None", "guard None before .title()", outcome="resolved")],
                         tmp_path / "recall")
-    inp = make_input(model=cli.case.model, recall=recall, memory_mode="plugin-real", stage="plugin-primed",
+    inp = make_input(model=cli.case.model, recall=recall, stage="plugin-primed",
                      prompt_style="natural", budget=Budget(timeout_s=120))
     result = cli.run(inp)
     assert result.exit == "completed", result.error
@@ -115,7 +115,7 @@ def test_ledger_recall_through_the_project_recall_service(
     service = ledger_with_a_lesson(ledger_path)
     issue = "greet() crashes on None"
     fake = cli.fake([*cli.case.recall(issue), cli.case.say("done")])
-    inp = make_input(issue=issue, recall=service, memory_mode="plugin-real", stage="plugin-blank",
+    inp = make_input(issue=issue, recall=service, stage="plugin-blank",
                      prompt_style="recall", model=cli.case.model, budget=Budget(timeout_s=120))
     result = cli.run(inp)
     assert result.exit == "completed", result.error
@@ -129,7 +129,7 @@ def test_a_memory_server_that_fails_to_start_makes_the_run_an_error(
 ) -> None:
     cli = mcp_cli
     cli.fake([cli.case.say("done without memory")])
-    result = cli.run(make_input(model=cli.case.model, recall=BrokenRecall(), memory_mode="plugin-real",
+    result = cli.run(make_input(model=cli.case.model, recall=BrokenRecall(),
                                 budget=Budget(timeout_s=120)))
     assert result.exit == "error"
     assert (result.error or "").startswith("the memory MCP server failed to start: the run had no recall"), result.error

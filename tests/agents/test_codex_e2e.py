@@ -85,7 +85,7 @@ def test_recall_edit_and_finish_end_to_end(
     ])
     recall = MiniRecall([Item("m1", 1, 2.5, "greet None", "guard None before .title()", outcome="resolved")],
                         tmp_path / "recall")
-    inp = make_input(issue=issue, recall=recall, memory_mode="plugin-real", stage="plugin-blank",
+    inp = make_input(issue=issue, recall=recall, stage="plugin-blank",
                      prompt_style="recall", model=MODEL, budget=Budget(timeout_s=120))
 
     # --strict-config: codex refuses a config.toml key it does not know, so every key we write is real.
@@ -158,7 +158,7 @@ def test_builtin_agents_md_carries_across_tasks(
     cli.fake(lambda body: write_agents_md(body, "- greet(None) needs a guard")
              if not tool_outputs(body) else [text("Noted.")])
     agent = CodexAgent(executable=codex_bin, max_retries=0)
-    first = agent.run(make_input(model=MODEL, memory_mode="builtin", stage="builtin",
+    first = agent.run(make_input(model=MODEL, stage="builtin",
                                  memory_dir=memory_dir, budget=Budget(timeout_s=120)))
     assert first.exit == "completed", first.error
     assert first.memory_files == {"AGENTS.md": "- greet(None) needs a guard"}
@@ -167,7 +167,7 @@ def test_builtin_agents_md_carries_across_tasks(
 
     fake2 = cli.fake(lambda body: write_agents_md(body, "- total() sums a list")
                   if not tool_outputs(body) else [text("Seen my notes.")])
-    second = agent.run(make_input(model=MODEL, memory_mode="builtin", stage="builtin",
+    second = agent.run(make_input(model=MODEL, stage="builtin",
                                   memory_dir=memory_dir, worktree=build_repo(tmp_path / "repo2"),
                                   scratch_dir=tmp_path / "scratch2", budget=Budget(timeout_s=120)))
     assert second.exit == "completed", second.error

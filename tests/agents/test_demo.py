@@ -60,7 +60,7 @@ def test_memory_on_reuses_the_first_resolved_recalled_fix_that_applies(
         checked.append(patch)
         return check_patch(make_input().worktree, patch)
 
-    inp = make_input(recall=recall, apply_check=apply_check, memory_mode="plugin-real", stage="plugin-blank")
+    inp = make_input(recall=recall, apply_check=apply_check, stage="plugin-blank")
     result = DemoAgent({"demo__pkg-1": OWN_ATTEMPT}).run(inp)
     assert "+    if name is None:" in result.patch and "result = 0.0" not in result.patch
     assert result.tool_calls == [
@@ -79,6 +79,6 @@ def test_memory_on_with_nothing_useful_falls_back_to_its_own_attempt(
     make_input: Callable[..., AgentInput], tmp_path: Path
 ) -> None:
     recall = MiniRecall([Item("m-stale", 1, 1.0, "old", "stale", outcome="resolved", patch=STALE)], tmp_path / "r")
-    result = DemoAgent({"demo__pkg-1": OWN_ATTEMPT}).run(make_input(recall=recall, memory_mode="plugin-real"))
+    result = DemoAgent({"demo__pkg-1": OWN_ATTEMPT}).run(make_input(recall=recall))
     assert "+    result = 0.0" in result.patch
     assert result.tool_calls == [ToolCall("recall"), ToolCall("apply_check", error=True), ToolCall("apply")]

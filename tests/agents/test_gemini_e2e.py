@@ -70,7 +70,7 @@ def test_recall_edit_and_finish_end_to_end(
     ], expected_key=api_key)
     recall = MiniRecall([Item("m1", 1, 2.5, "greet None", "guard None before .title()", outcome="resolved")],
                         tmp_path / "recall")
-    inp = make_input(issue=issue, recall=recall, memory_mode="plugin-real", stage="plugin-blank",
+    inp = make_input(issue=issue, recall=recall, stage="plugin-blank",
                      prompt_style="recall", model=MODEL, budget=Budget(max_turns=12, timeout_s=120))
 
     result = GeminiAgent(executable=gemini_bin, max_retries=0).run(inp)
@@ -160,7 +160,7 @@ def test_builtin_gemini_md_carries_across_tasks(
     cli.fake(lambda body: write_gemini_md(body, "- greet(None) needs a guard")
              if not function_responses(body) else [text("Noted.")])
     agent = GeminiAgent(executable=gemini_bin, max_retries=0)
-    first = agent.run(make_input(model=MODEL, memory_mode="builtin", stage="builtin",
+    first = agent.run(make_input(model=MODEL, stage="builtin",
                                  memory_dir=memory_dir, budget=Budget(timeout_s=120)))
     assert first.exit == "completed", first.error
     assert first.tool_calls == [ToolCall("write_file")]
@@ -170,7 +170,7 @@ def test_builtin_gemini_md_carries_across_tasks(
 
     fake2 = cli.fake(lambda body: write_gemini_md(body, "- total() sums a list")
                   if not function_responses(body) else [text("Seen my notes.")])
-    second = agent.run(make_input(model=MODEL, memory_mode="builtin", stage="builtin",
+    second = agent.run(make_input(model=MODEL, stage="builtin",
                                   memory_dir=memory_dir, worktree=build_repo(tmp_path / "repo2"),
                                   scratch_dir=tmp_path / "scratch2", budget=Budget(timeout_s=120)))
     assert second.exit == "completed", second.error

@@ -43,13 +43,13 @@ def test_a_users_memory_server_is_named_by_its_own_tools_in_every_memory_prompt(
 ) -> None:
     provider = ProviderLike([], tmp_path / "p")
     for style, code_mode in (("recall", "agentic"), ("natural", "agentic"), ("recall", "blind")):
-        prompt = build_prompt(make_input(recall=provider, memory_mode="plugin-real", prompt_style=style,
+        prompt = build_prompt(make_input(recall=provider, prompt_style=style,
                                          code_mode=code_mode))
         assert "`create_entities`, `search_nodes`" in prompt, (style, code_mode)
         assert "recall" not in prompt  # no tool of that name exists
-    recall_style = build_prompt(make_input(recall=provider, memory_mode="plugin-real", prompt_style="recall"))
+    recall_style = build_prompt(make_input(recall=provider, prompt_style="recall"))
     assert "Before you do anything else, use them to look for notes" in recall_style
-    blind = build_prompt(make_input(recall=provider, memory_mode="plugin-real", prompt_style="recall", code_mode="blind"))
+    blind = build_prompt(make_input(recall=provider, prompt_style="recall", code_mode="blind"))
     assert "The only tools you have are your `memory` MCP server's: `create_entities`, `search_nodes`." in blind
 
 
@@ -59,14 +59,14 @@ def test_a_confined_run_starts_a_providers_proxy_in_the_sandbox_and_relays_swecl
     confined = Sandbox("bwrap", "bwrap")
     provider = ProviderLike([], tmp_path / "p")
     agent = ClaudeAgent(executable=sys.executable)
-    inv = agent.prepare(make_input(recall=provider, memory_mode="plugin-real", sandbox=confined))
+    inv = agent.prepare(make_input(recall=provider, sandbox=confined))
     config = json.loads(Path(_flag(inv.argv, "--mcp-config") or "").read_text())
     argv = provider.mcp_server_argv()
     assert (config["mcpServers"]["memory"]["command"], config["mcpServers"]["memory"]["args"]) == (argv[0], argv[1:])
     assert inv.recall_server is None  # nothing served outside: the proxy reaches its door itself
     # swecl's own recall server reads the ledger: relayed, served outside the sandbox.
     own = MiniRecall([], tmp_path / "r")
-    relayed = agent.prepare(make_input(recall=own, memory_mode="plugin-real", sandbox=confined,
+    relayed = agent.prepare(make_input(recall=own, sandbox=confined,
                                        scratch_dir=tmp_path / "scratch2"))
     assert relayed.recall_server is not None and relayed.recall_server[0] == own.mcp_server_argv()
 
@@ -75,16 +75,16 @@ def test_codex_and_gemini_wait_longer_on_a_memory_tool_than_the_servers_own_call
     make_input: Callable[..., AgentInput], tmp_path: Path
 ) -> None:
     provider = ProviderLike([], tmp_path / "p")
-    codex = CodexAgent(executable=sys.executable).prepare(make_input(recall=provider, memory_mode="plugin-real"))
+    codex = CodexAgent(executable=sys.executable).prepare(make_input(recall=provider))
     assert tomllib.loads(codex.config)["mcp_servers"]["memory"]["tool_timeout_sec"] == 630
-    gemini = GeminiAgent(executable=sys.executable).prepare(make_input(recall=provider, memory_mode="plugin-real",
+    gemini = GeminiAgent(executable=sys.executable).prepare(make_input(recall=provider,
                                                                        scratch_dir=tmp_path / "scratch2"))
     assert gemini.settings["mcpServers"]["memory"]["timeout"] == 630_000
     # swecl's own recall server: the CLIs' defaults
     own = MiniRecall([], tmp_path / "r")
-    codex = CodexAgent(executable=sys.executable).prepare(make_input(recall=own, memory_mode="plugin-real",
+    codex = CodexAgent(executable=sys.executable).prepare(make_input(recall=own,
                                                                      scratch_dir=tmp_path / "scratch3"))
     assert tomllib.loads(codex.config)["mcp_servers"]["memory"]["tool_timeout_sec"] == 300
-    gemini = GeminiAgent(executable=sys.executable).prepare(make_input(recall=own, memory_mode="plugin-real",
+    gemini = GeminiAgent(executable=sys.executable).prepare(make_input(recall=own,
                                                                        scratch_dir=tmp_path / "scratch4"))
     assert gemini.settings["mcpServers"]["memory"]["timeout"] == 300_000

@@ -45,7 +45,7 @@ def test_recalled_notes_a_patch_tokens_and_cost(
     recall = MiniRecall([Item("m1", 1, 2.5, "greet None", "guard None before .title()", outcome="resolved")],
                         tmp_path / "recall")
     # plugin-blank's style is `recall` (a tool to call): without an MCP client the notes come primed
-    inp = make_input(recall=recall, memory_mode="plugin-real", stage="plugin-blank", prompt_style="recall",
+    inp = make_input(recall=recall, stage="plugin-blank", prompt_style="recall",
                      model=MODEL, budget=Budget(max_turns=10, timeout_s=120))
     result = cli.run(inp)
 
@@ -91,7 +91,7 @@ def test_its_limits_the_builtin_stage_and_a_missing_model(make_input: Callable[.
     assert inv.argv[-2:] == ["--model", MODEL] and str(inv.trajectory_path) in inv.argv
     assert inv.stdin == b"" and inv.config["run"]["task"] == inv.prompt  # the task in the config, not in argv
     for bad, words in ((dict(model=None), "needs --model"),
-                       (dict(model=MODEL, memory_mode="builtin", memory_dir=tmp_path / "m"), "no memory of its own")):
+                       (dict(model=MODEL, memory_dir=tmp_path / "m"), "no memory of its own")):
         with pytest.raises(Exception, match=words) as info:
             agent.prepare(make_input(**bad))
         assert "\n" not in str(info.value)

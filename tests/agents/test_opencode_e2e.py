@@ -53,7 +53,7 @@ def test_recall_edit_and_finish_end_to_end(
     ])
     recall = MiniRecall([Item("m1", 1, 2.5, "greet None", "guard None before .title()", outcome="resolved")],
                         tmp_path / "recall")
-    inp = make_input(issue=issue, recall=recall, memory_mode="plugin-real", stage="plugin-blank",
+    inp = make_input(issue=issue, recall=recall, stage="plugin-blank",
                      prompt_style="recall", model=OPENCODE_MODEL, budget=Budget(timeout_s=120))
 
     result = cli.run(inp)
@@ -153,13 +153,13 @@ def test_builtin_agents_md_carries_across_tasks(
 
     agent = OpencodeAgent(executable=cli.binary)
     cli.fake(writes("- greet(None) needs a guard"))
-    first = agent.run(make_input(model=OPENCODE_MODEL, memory_mode="builtin", stage="builtin", memory_dir=memory_dir,
+    first = agent.run(make_input(model=OPENCODE_MODEL, stage="builtin", memory_dir=memory_dir,
                                  budget=Budget(timeout_s=120)))
     assert first.exit == "completed", first.error
     assert first.memory_files == {"AGENTS.md": "- greet(None) needs a guard\n"} and first.patch == ""
 
     fake2 = cli.fake(writes("- total() sums a list"))
-    second = agent.run(make_input(model=OPENCODE_MODEL, memory_mode="builtin", stage="builtin", memory_dir=memory_dir,
+    second = agent.run(make_input(model=OPENCODE_MODEL, stage="builtin", memory_dir=memory_dir,
                                   worktree=build_repo(tmp_path / "repo2"), scratch_dir=tmp_path / "scratch2",
                                   budget=Budget(timeout_s=120)))
     assert second.exit == "completed", second.error

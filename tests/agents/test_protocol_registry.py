@@ -44,8 +44,6 @@ def test_input_validation(make_input: Callable[..., AgentInput]) -> None:
         make_input(code_mode="sighted")
     with pytest.raises(SweclError, match="prompt_style"):
         make_input(prompt_style="loud")
-    with pytest.raises(SweclError, match="needs memory_dir"):
-        make_input(memory_mode="builtin")
 
 
 def test_input_never_carries_grading_secrets() -> None:

@@ -27,7 +27,7 @@ def test_a_sequence_id_that_is_not_a_plain_name_never_leaves_the_run_folder(tmp_
 def test_a_retest_reads_the_builtin_memory_as_it_stands_and_its_writes_are_discarded(tmp_path: Path) -> None:
     """The initial pass keeps its notes in the sequence's folder; a re-test gets a copy, so
     what the agent notes while re-tested never reaches the initial pass's later tasks."""
-    from commands.run._task import builtin_memory_for
+    from commands.run.memory import builtin_memory_for
 
     kept = tmp_path / "v3" / "_builtin" / "seq"
     (kept / "auto-memory").mkdir(parents=True)

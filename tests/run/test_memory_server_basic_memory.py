@@ -83,7 +83,7 @@ def test_every_call_is_recorded_and_a_snapshot_follows_each_task(bm_run: Path) -
 
 
 def test_a_later_task_recalls_an_earlier_ones_lesson_as_the_demo_agent_reads_it(bm_run: Path) -> None:
-    from commands.run._provider_memory import recalled_items
+    from commands.run.memory import recalled_items
     from ledger import Ledger
 
     first, second, third = first_tasks(SPANS, TASKS)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from commands.run._ray import restore_builtin_files
+from commands.run.memory import restore_builtin_files
 from ledger import Ledger
 from ledger.events import MemoryWritten
 from tests.run.support import REPO_ROOT, SPANS, swecl

@@ -1,15 +1,6 @@
-"""A user's MCP memory server as a run's memory (`swecl run --memory-server SPEC`).
-
-The server ("provider", `agents.ProviderHost`) takes the place of swecl's substrate in a
-memory stage: one host per run and sequence, started on the first task that needs it.
-Per task attempt the agent gets a door (`ProviderRecall`, an `agents.Recall`): an MCP
-client gets the provider's own tools through the door's recording proxy; the harness's
-recall (the demo agent's, plugin-primed's notes) calls `--memory-recall-tool`. After an
-initial-pass task the harness calls `--memory-write-tool` with what the task taught, so a
-server the agent never writes to still accumulates the same stream, then snapshots the
-server's data directory. The re-test pass gets a fresh host on a copy of the sequence's
-last initial-pass snapshot (what it writes reaches nothing else); the baseline none. A
-plugin-accum run's first host starts on its seed (`_provider_seed`).
+"""What the harness does with a user's MCP memory server (`swecl run --memory-server SPEC`):
+the `--memory-*` options checked, the recall, write and dream calls' argument templates,
+what a task taught as the write tool's arguments, and what a recall answer quotes back.
 
 Templates are JSON: placeholders (`{query}`, `{instance_id}` ...) are filled inside its
 strings only, so a value with quotes or newlines stays valid JSON.
@@ -19,26 +10,21 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import agents
-from ledger import Ledger, NewEvent, StreamRange, SweclError, event_id_for
-from ledger.events import SnapshotFile
+from ledger import SweclError
 from projections import json_strings
-
-from ._provider_seed import provider_seed_files
 
 # The memory-server client (`agents._provider`: asyncio, the MCP SDK) is reached through
 # `agents.X` at the call, so a run without --memory-server, which imports this module
 # with the task loop, never loads it (~20 ms of CPU at every start).
 if TYPE_CHECKING:
-    from agents import CallContext, ProviderHost, ProviderSpec, RecalledItem
+    from agents import ProviderSpec, RecalledItem
 
-__all__ = ["MemoryPolicy", "ProviderRecall", "SequenceProviders", "check_memory_options", "lesson_text",
-           "policy_of", "recalled_items", "write_arguments"]
+__all__ = ["MemoryPolicy", "check_memory_options", "fill", "lesson_text", "policy_of", "recalled_items",
+           "recorded_memory_options", "write_arguments"]
 
 RECALL_FIELDS = ("query", "repo", "instance_id")
 WRITE_FIELDS = ("instance_id", "repo", "order", "outcome", "files", "summary", "patch", "lesson")
@@ -211,139 +197,14 @@ def recalled_items(result: dict[str, Any], k: int) -> list[RecalledItem]:
     return items[:k]
 
 
-class ProviderRecall:
-    """One task attempt's memory handle (an `agents.Recall`): an MCP client gets the
-    provider's tools through `door`; `recall` is the harness's call to the recall tool."""
-
-    def __init__(self, host: ProviderHost, door: Any, policy: MemoryPolicy, context: CallContext, repo: str) -> None:
-        self.host, self.door, self.policy, self.context, self.repo = host, door, policy, context, repo
-
-    def recall(self, query: str, k: int = 5, repo: str | None = None) -> list[RecalledItem]:
-        if self.policy.recall_tool is None:
-            return []  # no recall tool named: the agent searches with the provider's tools itself
-        args = fill(self.policy.recall_args, {"query": query, "repo": repo or self.repo,
-                                              "instance_id": self.context.instance_id})
-        result = self.host.call(replace(self.context, via="recall"), self.policy.recall_tool, args)
-        return [] if result.get("isError") else recalled_items(result, k)
-
-    def mcp_server_argv(self) -> list[str]:
-        return list(self.door.proxy_argv)
-
-    def mcp_server_env(self) -> dict[str, str]:
+def recorded_memory_options(opts: Any) -> dict[str, Any]:
+    """What run.started records of the memory server's options, over `opts`' own: the spec
+    redacted (a URL without credentials or query values), of the mapped variables only
+    their names (a value may be a token)."""
+    if opts.memory_server is None:
         return {}
-
-    # The proxy is standard library only and reaches the host through the door's socket
-    # (in the scratch dir, which the sandbox shows): it runs inside the agent's sandbox,
-    # with no relay (swecl's own recall server reads the ledger, so it cannot).
-    mcp_server_in_sandbox = True
-
-    def mcp_call_timeout_s(self) -> float:
-        """The host's limit on one call (`--memory-call-timeout`): the CLIs wait longer."""
-        return self.policy.call_timeout_s
-
-    def mcp_tools(self) -> list[str]:
-        """The provider's tools as it announced them: what the prompt tells the agent to use."""
-        return list(self.host.info.tool_names) if self.host.info else []
-
-
-# -- hosts per sequence -----------------------------------------------------------------------
-
-
-class SequenceProviders:
-    """The provider hosts of one sequence of a run: the initial pass's (kept from task to
-    task), the re-test pass's (a fresh host on the initial pass's last snapshot). Started
-    when a task first asks; closed by `close`. `root` is the sequence's provider folder
-    in the run's results (hidden from the agent's sandbox, like the ledger)."""
-
-    def __init__(self, policy: MemoryPolicy, root: Path, ledger_path: Path, version: str, sequence_id: str, *,
-                 sandbox: Any, network: bool, dream: bool = False, dream_order: int = 0) -> None:
-        self.policy, self.root, self.ledger_path = policy, root, Path(ledger_path)
-        self.version, self.sequence_id = version, sequence_id
-        self.sandbox, self.network = sandbox, network
-        self.dream = dream and policy.dream_tool is not None  # plugin-dreamed: the dream pass before the first task
-        self.dream_order = dream_order  # the dream's snapshot stands before task dream_order + 1 (a fork's K)
-        self._host: ProviderHost | None = None
-        self._phase: str | None = None
-
-    def host_for(self, ledger: Ledger, pass_: str) -> ProviderHost | None:
-        if pass_ == "baseline":
-            return None
-        phase = "initial" if pass_ == "initial" else "retest"
-        if self._phase == phase and self._host is not None:
-            return self._host
-        self.close()
-        folder = self.root / phase
-        shutil.rmtree(folder, ignore_errors=True)  # never what an earlier process left: the ledger says
-        data = folder / "data"
-        seed = last_snapshot(ledger, self.version, self.sequence_id)
-        if seed is None:
-            # A copy-seeded run (plugin-accum) before its first snapshot: the source run's.
-            seed = provider_seed_files(ledger, self.version, self.sequence_id)
-        if seed is not None:
-            # The initial pass after a stop, or the re-test pass: the memory as the last
-            # initial-pass task left it (or as the seed gave it).
-            agents.restore_provider_data(ledger, seed, data)
-        recorder = agents.LedgerRecorder(self.ledger_path, self.version, self.sequence_id)
-        host = agents.ProviderHost(self.policy.spec, data, recorder, sequence_id=self.sequence_id,
-                                   call_timeout_s=self.policy.call_timeout_s, sandbox=self.sandbox,
-                                   network=self.network)
-        host.__enter__()
-        offered = host.info.tool_names if host.info else []
-        for tool in (self.policy.recall_tool, self.policy.write_tool, self.policy.dream_tool if self.dream else None):
-            if tool is not None and tool not in offered:
-                host.close()
-                raise agents.ProviderError(f"the memory server {self.policy.spec.redacted()!r} has no tool {tool!r} "
-                                           f"(it offers: {', '.join(offered) or 'none'})")
-        self._host, self._phase = host, phase
-        if phase == "initial" and self.dream and not dreamed(ledger, self.version, self.sequence_id):
-            self._dream(ledger, host)
-        return host
-
-    def _dream(self, ledger: Ledger, host: ProviderHost) -> None:
-        """plugin-dreamed's dream pass over the server: its consolidation tool, once, on the
-        seed, then the data directory as it left it (a snapshot of no task, order 0, or K-1
-        in a fork dreamed at K, which the first task starts on and a resume finds: the
-        dream is not called again)."""
-        assert self.policy.dream_tool is not None
-        failures = len(host.failures)
-        context = agents.CallContext(sequence_id=self.sequence_id, instance_id="", order=self.dream_order, via="dream")
-        args = fill(self.policy.dream_args, {"sequence_id": self.sequence_id})
-        result = host.call(context, self.policy.dream_tool, args)
-        if len(host.failures) > failures or result.get("isError"):
-            why = host.failures[-1].message if len(host.failures) > failures else \
-                " ".join(str(c.get("text", "")) for c in result.get("content") or [] if isinstance(c, dict))[:300]
-            self.close()
-            raise agents.ProviderError(f"the dream pass of sequence {self.sequence_id} failed: "
-                                       f"{self.policy.dream_tool} of {self.policy.spec.redacted()!r}: {why}")
-        with host.idle():
-            manifest = agents.snapshot_provider_data(ledger, host.data_dir)
-        ledger.append(f"run/{self.version}/{self.sequence_id}", [NewEvent(
-            agents.provider_snapshot_event(manifest, sequence_id=self.sequence_id, instance_id=None,
-                                           order=self.dream_order),
-            event_id_for(self.version, self.sequence_id, "provider.dream.snapshot"))], durable=True)
-
-    def discard(self) -> None:
-        """The host failed in a task (crashed, hung, wrote garbage): closed, so the next task
-        starts a fresh server on the last snapshot, not on what a failing server left."""
-        self.close()
-
-    def close(self) -> None:
-        host, self._host, self._phase = self._host, None, None
-        if host is not None:
-            host.close()
-
-
-def dreamed(ledger: Ledger, version: str, sequence_id: str) -> bool:
-    """Whether the sequence's dream pass is recorded (its snapshot of no task)."""
-    return any(rec.event.instance_id is None and rec.event.pass_ == "initial"
-               for rec in ledger.read(types=["memory.provider.snapshot"],
-                                      ranges=[StreamRange(f"run/{version}/{sequence_id}")]))
-
-
-def last_snapshot(ledger: Ledger, version: str, sequence_id: str) -> list[SnapshotFile] | None:
-    """The files of the sequence's last initial-pass provider snapshot in run `version`."""
-    last = None
-    for rec in ledger.read(types=["memory.provider.snapshot"], ranges=[StreamRange(f"run/{version}/{sequence_id}")]):
-        if rec.event.pass_ == "initial":
-            last = rec.event.files
-    return last
+    spec = agents.parse_memory_server(opts.memory_server, opts.memory_env)
+    # A URL that lost credentials or query values: a resume must be given it again.
+    return {"memory_server": spec.redacted(),
+            "memory_server_redacted": spec.url is not None and spec.redacted() != spec.url,
+            "memory_env_names": [item.partition("=")[0] for item in opts.memory_env]}

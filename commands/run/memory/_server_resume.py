@@ -7,7 +7,7 @@ spec and the templates from the run's options and asks the values again
 (`--resume V --memory-env NAME=VALUE ...`), the same names as recorded, no more, no
 fewer. A URL the ledger keeps redacted is given again with `--memory-server URL`, which
 must redact to the recorded form (the same server). Where the server starts is the
-sequence's business (`SequenceProviders`: the last snapshot); which tasks run again,
+sequence's business (`SequenceServers`: the last snapshot); which tasks run again,
 `_sequence._reopen_server_failures`.
 """
 
@@ -20,13 +20,12 @@ import msgspec
 from agents import parse_memory_server
 from ledger import SweclError
 
-from ._options import RunOptions
 
-__all__ = ["provider_resume_options"]
+__all__ = ["server_resume_options"]
 
 
-def provider_resume_options(opts: RunOptions, config: dict[str, Any], version: str, *,
-                            memory_server: str | None, memory_env: list[str]) -> RunOptions:
+def server_resume_options(opts: Any, config: dict[str, Any], version: str, *,
+                            memory_server: str | None, memory_env: list[str]) -> Any:
     """`opts` (read from run `version`'s `config`) with the server and the mapped values a
     resume gives, or the one-line refusal."""
     recorded = config.get("memory_server")

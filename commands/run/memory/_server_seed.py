@@ -18,11 +18,11 @@ from projections import canonical_version
 
 from commands.memory import VERSION_AT, seed_cut
 
-__all__ = ["ProviderSeedPlan", "apply_provider_seed", "provider_seed_files", "resolve_provider_seed"]
+__all__ = ["ServerSeedPlan", "apply_server_seed", "server_seed_files", "resolve_server_seed"]
 
 
 @dataclass(frozen=True)
-class ProviderSeedPlan:
+class ServerSeedPlan:
     version: str
     source_run: str
     source_seq: int
@@ -33,8 +33,8 @@ class ProviderSeedPlan:
                 f"last snapshot of {len(self.snapshots)} sequence(s)")
 
 
-def resolve_provider_seed(ledger: Ledger, version: str, source_memory: str | None,
-                          sequences: list[str]) -> ProviderSeedPlan:
+def resolve_server_seed(ledger: Ledger, version: str, source_memory: str | None,
+                          sequences: list[str]) -> ServerSeedPlan:
     """`--source-memory VERSION[@SEQ]` for a --memory-server run, checked (one line each)."""
     text = (source_memory or "").strip()
     if not text:
@@ -64,10 +64,10 @@ def resolve_provider_seed(ledger: Ledger, version: str, source_memory: str | Non
             raise SweclError(f"--source-memory {text!r}: run {source} has no memory server snapshot of sequence "
                              f"{sequence_id} as of seq {source_seq}; nothing to seed it from")
         snapshots[sequence_id] = last
-    return ProviderSeedPlan(version=version, source_run=source, source_seq=source_seq, snapshots=snapshots)
+    return ServerSeedPlan(version=version, source_run=source, source_seq=source_seq, snapshots=snapshots)
 
 
-def apply_provider_seed(ledger: Ledger, plan: ProviderSeedPlan) -> None:
+def apply_server_seed(ledger: Ledger, plan: ServerSeedPlan) -> None:
     """Record `plan` as `memory.seeded` on `run/{version}`, right after its run.started."""
     event = MemorySeeded(item_count=0, source_run=plan.source_run, source_seq=plan.source_seq,
                          chosen="explicit", provider_snapshots=dict(plan.snapshots))
@@ -76,7 +76,7 @@ def apply_provider_seed(ledger: Ledger, plan: ProviderSeedPlan) -> None:
                   expected_version=ledger.stream_version(f"run/{plan.version}"), durable=True)
 
 
-def provider_seed_files(ledger: Ledger, version: str, sequence_id: str) -> list[SnapshotFile] | None:
+def server_seed_files(ledger: Ledger, version: str, sequence_id: str) -> list[SnapshotFile] | None:
     """The files a seeded run's server of `sequence_id` starts on; None when not seeded."""
     for rec in ledger.read(types=["memory.seeded"], streams=[f"run/{version}"]):
         seq = rec.event.provider_snapshots.get(sequence_id)
