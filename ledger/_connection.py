@@ -43,6 +43,25 @@ def open_connection(
     """The work of `Ledger.open` (see there): the connection to the checked (or newly
     initialised) file, its path, its ledger id and whether it is read-only."""
     p = Path(path)
+    exists = _check_file(p, create=create, readonly=readonly, init_empty=init_empty)
+    conn, meta = _connect(p, exists=exists, create=create, readonly=readonly)
+    if meta is None:
+        meta = _initialise_unclaimed(conn, p, create=create)
+    _check_meta(conn, p, meta)
+    is_readonly = readonly or bool(conn.readonly("main"))
+    if not is_readonly:
+        try:
+            conn.pragma("journal_mode", "wal")
+            conn.pragma("synchronous", "NORMAL")
+        except apsw.Error as exc:
+            raise _ledger_error(p, exc, "open") from None
+    return conn, p, meta["ledger_id"], is_readonly
+
+
+def _check_file(p: Path, *, create: bool, readonly: bool, init_empty: bool) -> bool:
+    """Whether the file exists (made here when `create` asks for it), once it is known
+    to be an SQLite file that is whole: these checks refuse a file before SQLite opens it,
+    so a refused file never has a byte written to it."""
     exists = p.exists()
     if p.is_dir():
         raise LedgerError(f"{p} is a directory, not a ledger file")
@@ -72,7 +91,11 @@ def open_connection(
         damage = file_damage(p) if head else None
         if damage is not None:
             raise LedgerDamaged(f"{p} is damaged: {damage}; restore it from a copy (nothing was written to it)")
+    return exists
 
+
+def _connect(p: Path, *, exists: bool, create: bool, readonly: bool) -> tuple[apsw.Connection, dict[str, str] | None]:
+    """The connection with its settings, and the file's swecl_meta rows (None: no such table)."""
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
     if create and not exists:
         flags |= apsw.SQLITE_OPEN_CREATE
@@ -96,19 +119,27 @@ def open_connection(
     except UnicodeDecodeError:
         conn.close()
         raise LedgerDamaged(f"{p} is damaged: its schema or swecl_meta holds text that is not UTF-8") from None
+    return conn, meta
 
-    if meta is None:
-        if not create:
-            raise LedgerError(f"{p} is not a swecl ledger (no swecl_meta table)")
-        if conn.readonly("main"):
-            raise LedgerError(f"cannot initialise {p}: the file is read-only")
-        try:
-            if _has_tables(conn):
-                raise LedgerError(f"{p} is an SQLite database but not a swecl ledger; not touching it")
-            meta = _initialise(conn)
-        except apsw.Error as exc:
-            raise _ledger_error(p, exc, "initialise") from None
 
+def _initialise_unclaimed(conn: apsw.Connection, p: Path, *, create: bool) -> dict[str, str]:
+    """A file with no swecl_meta becomes a ledger only when asked to and only when it is
+    an empty database: an SQLite file of someone else's is never touched."""
+    if not create:
+        raise LedgerError(f"{p} is not a swecl ledger (no swecl_meta table)")
+    if conn.readonly("main"):
+        raise LedgerError(f"cannot initialise {p}: the file is read-only")
+    try:
+        if _has_tables(conn):
+            raise LedgerError(f"{p} is an SQLite database but not a swecl ledger; not touching it")
+        return _initialise(conn)
+    except apsw.Error as exc:
+        raise _ledger_error(p, exc, "initialise") from None
+
+
+def _check_meta(conn: apsw.Connection, p: Path, meta: dict[str, str]) -> None:
+    """Refuse (closing the connection) meta rows that are unreadable or name a store
+    schema newer than this swecl knows."""
     raw_schema = meta.get("store_schema", "0")
     if not (raw_schema.isascii() and raw_schema.isdigit()) or "ledger_id" not in meta:
         conn.close()
@@ -120,14 +151,6 @@ def open_connection(
         raise LedgerError(
             f"{p} has store schema {schema}; this swecl understands up to {STORE_SCHEMA}: upgrade swecl"
         )
-    is_readonly = readonly or bool(conn.readonly("main"))
-    if not is_readonly:
-        try:
-            conn.pragma("journal_mode", "wal")
-            conn.pragma("synchronous", "NORMAL")
-        except apsw.Error as exc:
-            raise _ledger_error(p, exc, "open") from None
-    return conn, p, meta["ledger_id"], is_readonly
 
 
 def _has_tables(conn: apsw.Connection) -> bool:

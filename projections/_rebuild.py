@@ -130,10 +130,36 @@ def rebuild(
     head = ledger.head()
     cursor = head if upto is None else max(0, min(upto, head))
     only = set(versions) if versions is not None else None
+    chains = _chains(ledger, cursor, only)
+    routing = _Routing(only, *_subscriptions(chains))
+    runs_state = RunsProjection().initial()
+    rows, decoded, applied = _fold_rows(ledger, cursor, runs_state, routing)
 
-    # Chains first, from the few seed events (index-driven), as each run's own
-    # `resolve_seed_chain` would resolve them at this cursor; a run without seeds of
-    # its own has none.
+    outcomes, memory = routing.outcomes, routing.memory
+    seen = list(dict.fromkeys([*outcomes, *memory]))
+    metrics = {
+        version: compute(outcomes[version].to_metric_inputs(), formula, lambdas)
+        for version in runs_state.runs
+        if version in outcomes
+    }
+    return Rebuilt(
+        seq=cursor,
+        runs=runs_state,
+        outcomes=outcomes,
+        memory=memory,
+        chains={v: chains.get(v, ()) for v in seen},
+        metrics=metrics,
+        rows=rows,
+        decoded=decoded,
+        applied=applied,
+        versions=seen,
+    )
+
+
+def _chains(ledger: Ledger, cursor: int, only: set[str] | None) -> dict[str, tuple[SeedLink, ...]]:
+    """Each seeded run's chain, from the few seed events (index-driven), as the run's own
+    `resolve_seed_chain` would resolve it at this cursor; a run without seeds of its own
+    has none (and is left out)."""
     seeds = _seeds(ledger, cursor)
 
     def seeds_of(target: str, limit: int | None) -> list[Recorded]:
@@ -141,45 +167,57 @@ def rebuild(
         return found if limit is None else [r for r in found if r.seq <= limit]
 
     seeded = {run_of(stream) for stream in seeds if stream == header_stream(run_of(stream))}
-    chains = {v: seed_chain(v, cursor, seeds_of) for v in sorted(seeded) if only is None or v in only}
-    by_source, by_prefix = _subscriptions(chains)
+    return {v: seed_chain(v, cursor, seeds_of) for v in sorted(seeded) if only is None or v in only}
 
-    runs_projection = RunsProjection()
-    runs_state = runs_projection.initial()
-    # `apply` of these two reads nothing of the instance but the state and the event
-    # (OutcomeProjection's cut-off options are unset here), so one instance serves all runs.
-    outcome_apply = OutcomeProjection("").apply
-    memory_apply = MemoryProjection("").apply
-    runs_apply = runs_projection.apply
-    outcomes: dict[str, RunOutcomes] = {}
-    memory: dict[str, MemoryState] = {}
 
-    def memory_state(version: str) -> MemoryState:
-        mem = memory.get(version)
+@dataclass
+class _Routing:
+    """Where a stream's events go: the per-run states the scan fills (made as their runs'
+    first events arrive), and which substrates read which runs (`_subscriptions`)."""
+
+    only: set[str] | None
+    by_source: dict[str, list[tuple[str, int]]]
+    by_prefix: list[tuple[str, str, int]]
+    outcomes: dict[str, RunOutcomes] = field(default_factory=dict)
+    memory: dict[str, MemoryState] = field(default_factory=dict)
+
+    def memory_state(self, version: str) -> MemoryState:
+        mem = self.memory.get(version)
         if mem is None:
-            mem = memory[version] = MemoryState(version=version)
+            mem = self.memory[version] = MemoryState(version=version)
         return mem
 
-    def targets_of(stream: str) -> _Targets:
+    def targets_of(self, stream: str) -> _Targets:
         """Where an event of `stream` goes: its run's outcome state, and the substrates
         that read it with the highest seq each may take (None: every seq)."""
         run = run_of(stream)
         if not run:
             return None, ()
-        mine = only is None or run in only
+        mine = self.only is None or run in self.only
         out = None
         if mine:
-            out = outcomes.get(run)
+            out = self.outcomes.get(run)
             if out is None:
-                out = outcomes[run] = RunOutcomes(version=run)
-        readers: list[tuple[MemoryState, int | None]] = [(memory_state(run), None)] if mine else []
-        readers += [(memory_state(target), limit) for target, limit in by_source.get(run, ())]
+                out = self.outcomes[run] = RunOutcomes(version=run)
+        readers: list[tuple[MemoryState, int | None]] = [(self.memory_state(run), None)] if mine else []
+        readers += [(self.memory_state(target), limit) for target, limit in self.by_source.get(run, ())]
         readers += [
-            (memory_state(target), limit)
-            for prefix, target, limit in by_prefix
+            (self.memory_state(target), limit)
+            for prefix, target, limit in self.by_prefix
             if stream == prefix or stream.startswith(prefix + "/")
         ]
         return out, tuple(readers)
+
+
+def _fold_rows(ledger: Ledger, cursor: int, runs_state: RunsState, routing: _Routing) -> tuple[int, int, int]:
+    """The one scan: every row up to `cursor` handed to the folds that select it. Returns
+    the rows read, the payloads decoded and the fold steps taken."""
+    # `apply` of these two reads nothing of the instance but the state and the event
+    # (OutcomeProjection's cut-off options are unset here), so one instance serves all runs.
+    outcome_apply = OutcomeProjection("").apply
+    memory_apply = MemoryProjection("").apply
+    runs_apply = RunsProjection().apply
+    targets_of = routing.targets_of
 
     # type -> (route, schema of the decoder, decoder); rows of another schema (and types
     # this catalog does not know) take the full decode with upcasters, as `Ledger.read` does.
@@ -224,22 +262,4 @@ def rebuild(
     finally:
         if collecting:
             gc.enable()
-
-    seen = list(dict.fromkeys([*outcomes, *memory]))
-    metrics = {
-        version: compute(outcomes[version].to_metric_inputs(), formula, lambdas)
-        for version in runs_state.runs
-        if version in outcomes
-    }
-    return Rebuilt(
-        seq=cursor,
-        runs=runs_state,
-        outcomes=outcomes,
-        memory=memory,
-        chains={v: chains.get(v, ()) for v in seen},
-        metrics=metrics,
-        rows=rows,
-        decoded=decoded,
-        applied=applied,
-        versions=seen,
-    )
+    return rows, decoded, applied

@@ -143,6 +143,15 @@ def _print_task(audit: TaskAudit) -> None:
     if not audit.recalls:
         console.print("no recalls")
         return
+    _print_provenance(console, _print_recalls(console, audit))
+
+
+def _print_recalls(console: Any, audit: TaskAudit) -> dict[str, AuditedHit]:
+    """One table per recall of the task, its hits with what became of them; returns the
+    known items recalled, each once with its first hit, for `_print_provenance`."""
+    from rich.markup import escape  # lazy: as in _print_task
+    from rich.table import Table
+
     provenance: dict[str, AuditedHit] = {}
     for r in audit.recalls:
         state = r.attempt_status + (", in force" if r.in_force else "")
@@ -171,6 +180,12 @@ def _print_task(audit: TaskAudit) -> None:
                 escape(status), escape(_reuse(h)), f"[bold red]{escape(flag_text)}[/]" if flag_text else "",
             )
         console.print(table)
+    return provenance
+
+
+def _print_provenance(console: Any, provenance: dict[str, AuditedHit]) -> None:
+    """Where each recalled item came from and what happened to it since it was written."""
+    from rich.markup import escape  # lazy: as in _print_task
 
     if provenance:
         console.print("\n[bold]provenance of the recalled items[/bold]")

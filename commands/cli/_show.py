@@ -80,14 +80,16 @@ def _section(title: str) -> None:
 
 
 def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
-    from projections.show import (  # lazy: as above
-        agent_numbers,
-        egress_lines,
-        provider_call_line,
-        tail_lines,
-        visible_lines,
-    )
+    """The attempt as `swecl show` prints it: a heading, then one section per part."""
+    _print_heading(shown)
+    _print_outcome(shown)
+    _print_memory(shown)
+    _print_sandbox_and_agent(shown)
+    _print_patch(shown)
+    _print_test_output(shown, tail, wrote_files)
 
+
+def _print_heading(shown: AttemptShow) -> None:
     click.echo(f"{shown.instance_id}  task {shown.order} of {shown.sequence_id} ({shown.repo})")
     attempts = f"attempt {shown.attempt}" + (f" of {len(shown.attempts)}" if len(shown.attempts) > 1 else "")
     click.echo(f"run v{shown.version} ({shown.stage}"
@@ -96,6 +98,8 @@ def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
                f"pass {shown.pass_}, {attempts}: {shown.status}"
                + (f" ({shown.abandon_reason})" if shown.abandon_reason else ""))
 
+
+def _print_outcome(shown: AttemptShow) -> None:
     _section("outcome")
     verdict = {True: "RESOLVED", False: "NOT RESOLVED", None: "no verdict"}[shown.resolved]
     click.echo(f"{verdict}: status {shown.grade_status or '-'}"
@@ -116,6 +120,11 @@ def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
     for flag in shown.integrity_flags:
         # Beside the verdict, never changing it: where a reader should look.
         click.echo(f"integrity flag {flag.kind}: {flag.detail}")
+
+
+def _print_memory(shown: AttemptShow) -> None:
+    """The items the attempt recalled and, in a --memory-server run, its calls to the server."""
+    from projections.show import provider_call_line  # lazy: as above
 
     _section("recalled memory")
     if not shown.recalls:
@@ -139,6 +148,11 @@ def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
             click.echo(f"      asked: {c.arguments if c.arguments is not None else '(not recorded)'}")
             click.echo(f"      got:   {c.result if c.result is not None else '(not recorded)'}")
 
+
+def _print_sandbox_and_agent(shown: AttemptShow) -> None:
+    """What the sandbox showed, the agent's numbers and final message, and its network."""
+    from projections.show import agent_numbers, egress_lines, visible_lines  # lazy: as above
+
     _section("what the sandbox showed")
     for who, title in (("agent", "the agent"), ("tests", "the tests")):
         click.echo(f"{title}:")
@@ -155,12 +169,18 @@ def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
     for line in egress_lines(shown):
         click.echo(line)
 
+
+def _print_patch(shown: AttemptShow) -> None:
     _section("patch (the agent's diff)")
     if shown.patch:
         click.echo(shown.patch.rstrip("\n"))
     else:
         click.echo("(no patch recorded)" if not shown.patch_blob else "(empty)" if shown.patch is not None
                    else f"(blob {shown.patch_blob[:12]} is missing from the ledger; run `swecl verify`)")
+
+
+def _print_test_output(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
+    from projections.show import tail_lines  # lazy: as above
 
     _section("test output")
     if shown.log is None:

@@ -18,23 +18,10 @@ draws its pages from the same collection, and with the same cells, metrics and s
 from __future__ import annotations
 
 from ._build import INDEX_FILE, PLOTS_DIR, ReportPages, ReportSummary, render_report
-from ._data import (
-    CellState,
-    Matrix,
-    MatrixCell,
-    ReportData,
-    SequenceReport,
-    Tally,
-    TaskLeak,
-    TaskRow,
-    VersionReport,
-    collect,
-    memory_items,
-    memory_on,
-    planned_passes,
-    run_label,
-    tally,
-)
+from ._data import ReportData, collect
+from ._matrix import CellState, Matrix, MatrixCell, planned_passes
+from ._rates import Tally, tally
+from ._run_report import SequenceReport, TaskLeak, TaskRow, VersionReport, memory_items, memory_on, run_label
 
 __all__ = [
     "INDEX_FILE",

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ._curves import SequenceCurves, sequence_curves, version_colour
 from ._data import ReportData
-from ._html import Anchors, Images, render
+from ._html import render
+from ._html_common import Anchors, Images
 
 INDEX_FILE = "index.html"
 PLOTS_DIR = "plots"

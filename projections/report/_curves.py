@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from ._data import VersionReport, pass_has_memory, running_mean
+from ._rates import running_mean
+from ._run_report import VersionReport, pass_has_memory
 
 PassKind = Literal["initial", "final", "baseline"]
 PASS_TEXT: dict[PassKind, str] = {"initial": "initial", "final": "final re-test", "baseline": "baseline"}

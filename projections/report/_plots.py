@@ -23,7 +23,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from ._curves import LINESTYLES, SequenceCurves
-from ._data import CellState, Matrix, MatrixRow
+from ._matrix import CellState, Matrix, MatrixRow
 
 COLOURS: dict[CellState, str] = {
     "resolved": "#2c7fb8",  # blue / orange rather than green / red: legible to most colour-blind readers

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from projections.metrics import METRIC_NAMES
 
-from ._data import CellState
+from ._matrix import CellState
 
 
 def esc(value: object) -> str:

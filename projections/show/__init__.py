@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger, StreamRange, SweclError
-from ledger.events import EgressConnection, f2p_passes, p2p_passes
+from ledger.events import EgressConnection, RunStarted, TaskRef, f2p_passes, p2p_passes
 from projections import read_run, run_started_record
 from projections._provider_calls import blob_text, excerpt, memory_server_named, provider_calls
 from projections.audit import Flag, fold_with_snapshots, integrity_flags, pass_rank, resolve_task
@@ -299,17 +299,7 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
     then the cell is missing)."""
     started = run_started_record(ledger, version, doing="show").event
     sequence_id, task = resolve_task(started, task_id)
-
-    def mine(ev: Any) -> bool:
-        return ev.sequence_id == sequence_id and ev.order == task.order
-
-    types = ["task.started", "task.abandoned", "task.finished", "agent.finished", "agent.egress", "grade.finished",
-             "grade.corrected"]
-    per: dict[tuple[str, int], dict[str, Any]] = {}
-    for rec in read_run(ledger, version, types):  # a fork's tasks before K: its source's events
-        ev = rec.event
-        if mine(ev):
-            per.setdefault((ev.pass_, ev.attempt), {})[rec.type] = ev
+    per = _task_events(ledger, version, sequence_id, task.order)
     passes = sorted({p for p, _ in per}, key=pass_rank)
     if pass_ not in passes:
         ran = ", ".join(passes) if passes else "none yet"
@@ -321,7 +311,42 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
     # A resume abandons every earlier attempt before starting the next, so none of them counts.
     attempt = attempts[-1]
     evs = per[(pass_, attempt)]
+    shown = _attempt_show(ledger, version, started, sequence_id, task, pass_, attempts, evs)
 
+    decided = evs.get("grade.corrected") or evs.get("grade.finished")
+    if decided is not None:
+        shown.tests = _tests(dict(decided.f2p), dict(decided.p2p), list(decided.p2p_excluded))
+        shown.failing = [t.name for t in shown.tests if not t.passed and not t.excluded]
+    shown.recalls = _recalls(ledger, version, sequence_id, task.order, pass_, attempt)
+    # The task's FAIL_TO_PASS ids, as any of its grades recorded them (an errored grade has none).
+    f2p = {name: None for evs_ in per.values() for t in ("grade.finished", "grade.corrected") if t in evs_
+           for name in evs_[t].f2p}
+    shown.integrity_flags = integrity_flags(shown.patch, task.repo, f2p)
+    if "agent.egress" in evs:
+        shown.egress = list(evs["agent.egress"].connections)
+        shown.egress_allowed = list(evs["agent.egress"].allowed_hosts)
+    shown.memory_server = memory_server_named(ledger, version, started.config, started.sequences)
+    if shown.memory_server is not None:
+        shown.provider_calls = _provider_calls(ledger, version, sequence_id, task.order, pass_, attempt)
+    return shown
+
+
+def _task_events(ledger: Ledger, version: str, sequence_id: str, order: int) -> dict[tuple[str, int], dict[str, Any]]:
+    """The task's attempt events, by (pass, attempt) and then by type."""
+    types = ["task.started", "task.abandoned", "task.finished", "agent.finished", "agent.egress", "grade.finished",
+             "grade.corrected"]
+    per: dict[tuple[str, int], dict[str, Any]] = {}
+    for rec in read_run(ledger, version, types):  # a fork's tasks before K: its source's events
+        ev = rec.event
+        if ev.sequence_id == sequence_id and ev.order == order:
+            per.setdefault((ev.pass_, ev.attempt), {})[rec.type] = ev
+    return per
+
+
+def _attempt_show(ledger: Ledger, version: str, started: RunStarted, sequence_id: str, task: TaskRef, pass_: str,
+                  attempts: list[int], evs: dict[str, Any]) -> AttemptShow:
+    """What the attempt's own events say (`evs`: the latest attempt's, by type), with the
+    texts behind their blobs; the tests, recalls and the rest are added by `show_attempt`."""
     status = "abandoned" if "task.abandoned" in evs else "finished" if "task.finished" in evs else "unfinished"
     grade = evs.get("grade.finished")
     corrected = evs.get("grade.corrected")
@@ -330,8 +355,7 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
     agent = evs.get("agent.finished")
     transcript_blob = agent.transcript if agent is not None else None
     transcript = blob_text(ledger, transcript_blob)
-
-    shown = AttemptShow(
+    return AttemptShow(
         version=version,
         stage=started.stage,
         agent=started.agent,
@@ -342,7 +366,7 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
         order=task.order,
         repo=task.repo,
         pass_=pass_,
-        attempt=attempt,
+        attempt=attempts[-1],
         attempts=attempts,
         status=status,
         abandon_reason=evs["task.abandoned"].reason if "task.abandoned" in evs else None,
@@ -370,21 +394,6 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
         prompt_blob=agent.prompt if agent is not None else None,
         prompt=blob_text(ledger, agent.prompt if agent is not None else None),
     )
-    if decided is not None:
-        shown.tests = _tests(dict(decided.f2p), dict(decided.p2p), list(decided.p2p_excluded))
-        shown.failing = [t.name for t in shown.tests if not t.passed and not t.excluded]
-    shown.recalls = _recalls(ledger, version, sequence_id, task.order, pass_, attempt)
-    # The task's FAIL_TO_PASS ids, as any of its grades recorded them (an errored grade has none).
-    f2p = {name: None for evs_ in per.values() for t in ("grade.finished", "grade.corrected") if t in evs_
-           for name in evs_[t].f2p}
-    shown.integrity_flags = integrity_flags(shown.patch, task.repo, f2p)
-    if "agent.egress" in evs:
-        shown.egress = list(evs["agent.egress"].connections)
-        shown.egress_allowed = list(evs["agent.egress"].allowed_hosts)
-    shown.memory_server = memory_server_named(ledger, version, started.config, started.sequences)
-    if shown.memory_server is not None:
-        shown.provider_calls = _provider_calls(ledger, version, sequence_id, task.order, pass_, attempt)
-    return shown
 
 
 def _provider_calls(ledger: Ledger, version: str, sequence_id: str, order: int, pass_: str,

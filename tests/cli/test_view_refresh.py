@@ -144,7 +144,7 @@ def test_the_runs_page_shows_memory_on_vs_off_as_the_report_counts_it(tmp_path: 
     import re
 
     from projections.report import collect
-    from projections.report._data import contrast_rows
+    from projections.report._rates import contrast_rows
 
     root = tmp_path / "results"
     build_realistic(root)

@@ -25,8 +25,9 @@ from ledger.events import TaskRef
 from projections import Results
 from projections.report import ReportSummary
 from projections.report._curves import OFFSET_STEP, sequence_curves, version_colour
-from projections.report._data import ReportData, collect, run_label
+from projections.report._data import ReportData, collect
 from projections.report._plots import curves_figure
+from projections.report._run_report import run_label
 
 from .realistic import BASE, DJANGO, PLAN, PLUGIN, SYMPY, Realistic, build_realistic
 from .test_report import Page, read

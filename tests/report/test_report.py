@@ -19,7 +19,8 @@ from ledger.events import TaskRef
 from projections import Results, metrics_for
 from projections.metrics import METRIC_NAMES, SequenceOutcomes, compute
 from projections.report import ReportSummary
-from projections.report._data import collect, running_mean
+from projections.report._data import collect
+from projections.report._rates import running_mean
 
 from .realistic import BASE, DJANGO, PLAN, PLUGIN, SYMPY, Realistic
 
