@@ -212,6 +212,12 @@ class RunOptions(msgspec.Struct, kw_only=True):
         raw.pop("memory_env")
         return raw
 
+    def to_wire(self) -> dict[str, Any]:
+        """The options as a process of this run needs them (a --jobs worker, a Ray job):
+        the recorded form with what is never recorded (the memory server's mapped values,
+        its URL's credentials). Handed to the run's own processes, never appended."""
+        return {**self.to_config(), "memory_server": self.memory_server, "memory_env": list(self.memory_env)}
+
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> RunOptions:
         known = {f for f in cls.__struct_fields__}

@@ -403,7 +403,7 @@ def _run_parallel(folder: ExperimentFolder, version: str, opts: RunOptions, sequ
     queue = manager.Queue()
     drain = QueueDrain(queue, reporter)
     drain.start()
-    raw = opts.to_config()
+    raw = opts.to_wire()
     try:
         with ProcessPoolExecutor(max_workers=min(opts.jobs, len(sequence_ids)), mp_context=ctx) as pool:
             futures = [pool.submit(_worker, str(folder.root), version, raw, sid, queue) for sid in sequence_ids]

@@ -155,7 +155,7 @@ class FanOut:
             with folder.open_ledger(readonly=True) as ledger:
                 # Several experiments may share one folder, each with its own v1, v2, ...
                 self.shared = Path(opts.shard_dir) / f"ledger-{ledger.ledger_id}" / f"v{version}"
-        self.raw = opts.to_config()
+        self.raw = opts.to_wire()
         self.identity = code_identity()
         self.failpoints = os.environ.get(FAILPOINTS) or None
         self.remote = ray.remote(sequence_job)

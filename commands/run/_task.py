@@ -145,7 +145,12 @@ def run_attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int,
     """`cost_cap`: what is left of the run's --budget-usd, the most this attempt may
     spend where its agent takes a cost limit (claude, mini-swe-agent)."""
     # Started before the task is: a memory that cannot start fails the run, not a task.
-    memory = ctx.memory.task(task, pass_, attempt)
+    with ctx.memory.task(task, pass_, attempt) as memory:
+        return _attempt(ctx, task, pass_, attempt, memory, cost_cap)
+
+
+def _attempt(ctx: SequenceContext, task: Task, pass_: str, attempt: int, memory: TaskMemory,
+             cost_cap: float | None) -> TaskFinished:
     _start(ctx, task, pass_, attempt)
     egress = Egress(allow_hosts=ctx.allow_hosts, allow_web=ctx.allow_web)
     result, failure = _run_agent(ctx, task, pass_, attempt, memory, egress, _budget_of(ctx.budget, cost_cap))

@@ -14,8 +14,8 @@ The operations, in a run's order:
   `finish` (after the run's end is recorded: the memory's files);
 - sequence: `sequence` (its state, where it lives), `resume` (what a resumed sequence
   restores or runs again), `close`;
-- task: `task` (started before `task.started`: a memory that cannot start fails the run,
-  not a task), `for_agent` (what the agent gets: a recall handle, a prompt style, a
+- task: `task` (a context manager, entered before `task.started`: a memory that cannot
+  start fails the run, not a task), `for_agent` (what the agent gets: a recall handle, a prompt style, a
   native memory folder), `after_grade` (writes that may fail the memory, never the agent),
   `finish` (what the task's final batch holds: lessons, snapshots, native files).
 """
@@ -70,7 +70,17 @@ class SequencePlace:
 
 
 class TaskMemory:
-    """One task attempt's memory. The base: none."""
+    """One task attempt's memory. The base: none. Used as a context manager: what the
+    attempt holds of the memory (a lock on a shared server) is let go however it ends."""
+
+    def __enter__(self) -> TaskMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """The attempt is over (finished, abandoned or failed)."""
 
     def for_agent(self, stack: ExitStack, scratch: Path) -> AgentMemory:
         """What the agent gets; `stack` closes what this opens when the agent is done."""

@@ -14,6 +14,7 @@ variables it maps (`_server_resume`).
 
 from __future__ import annotations
 
+import threading
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -38,12 +39,19 @@ __all__ = ["ServerMemory"]
 
 
 class _ServerTask(TaskMemory):
-    def __init__(self, sequence: _ServerSequence, host: Any, task: Task, pass_: str, attempt: int) -> None:
+    def __init__(self, sequence: _ServerSequence, host: Any, task: Task, pass_: str, attempt: int,
+                 release: Any) -> None:
+        self.release = release  # the sequence's server lock, let go once when the attempt is over
         self.sequence, self.host, self.pass_, self.attempt, self.repo = sequence, host, pass_, attempt, task.repo
         self.context = agents.CallContext(sequence_id=sequence.place.sequence.id, instance_id=task.instance_id,
                                           order=task.order, pass_=pass_, attempt=attempt)
         self.failures_before = len(host.failures)
         self.failed: str | None = None
+
+    def close(self) -> None:
+        release, self.release = self.release, None
+        if release is not None:
+            release()
 
     def for_agent(self, stack: ExitStack, scratch: Path) -> AgentMemory:
         door = stack.enter_context(self.host.door(scratch / "provider", self.context))
@@ -98,12 +106,22 @@ class _ServerSequence(SequenceMemory):
     def __init__(self, place: SequencePlace, servers: SequenceServers, prompt_style: str) -> None:
         super().__init__(place)
         self.servers, self.prompt_style = servers, prompt_style
+        # One task at a time on the sequence's server, whichever pass it is of: with
+        # --task-jobs the re-test rows run beside the initial pass, and a task's calls,
+        # failures and snapshot must be its own. Tasks without memory (the baseline) and
+        # other sequences (each with its own server) still run at once.
+        self.lock = threading.Lock()
 
     def task(self, task: Task, pass_: str, attempt: int) -> TaskMemory:
-        host = self.servers.host_for(self.place.ledger, pass_)
-        if host is None:
+        if pass_ == "baseline":
             return TaskMemory()
-        return _ServerTask(self, host, task, pass_, attempt)
+        self.lock.acquire()
+        try:
+            host = self.servers.host_for(self.place.ledger, pass_)
+        except BaseException:
+            self.lock.release()
+            raise
+        return _ServerTask(self, host, task, pass_, attempt, self.lock.release)
 
     def close(self) -> None:
         self.servers.close()
@@ -181,6 +199,11 @@ class ServerMemory(MemoryBackend):
 
     def sequence_folder(self, results: Results, version: str, sequence_id: str) -> Path | None:
         return results.provider_dir(version, sequence_id)
+
+    def restore_folder(self, ledger: Ledger, version: str, sequence_id: str, folder: Path) -> Path | None:
+        # Any empty folder: a host starts on the data its pass's snapshot in the ledger holds.
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
 
     def sequence(self, place: SequencePlace) -> SequenceMemory:
         if place.folder is None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import agents
 from ledger import Ledger, NewEvent, StreamRange, event_id_for
 from ledger.events import SnapshotFile
+from projections import retest_row
 
 from ._server_policy import MemoryPolicy, fill, recalled_items
 from ._server_seed import server_seed_files
@@ -87,14 +88,17 @@ class SequenceServers:
     def host_for(self, ledger: Ledger, pass_: str) -> ProviderHost | None:
         if pass_ == "baseline":
             return None
-        phase = "initial" if pass_ == "initial" else "retest"
+        # The re-test pass and each `retest-{i}` row (--retest-every) recall the memory as
+        # it stood at their cut-off: a host of their own, on the last snapshot before it.
+        phase = pass_ if pass_.startswith("retest-") else "initial" if pass_ == "initial" else "retest"
         if self._phase == phase and self._host is not None:
             return self._host
         self.close()
         folder = self.root / phase
         shutil.rmtree(folder, ignore_errors=True)  # never what an earlier process left: the ledger says
         data = folder / "data"
-        seed = last_snapshot(ledger, self.version, self.sequence_id)
+        row = retest_row(phase)
+        seed = last_snapshot(ledger, self.version, self.sequence_id, upto_order=row)
         if seed is None:
             # A copy-seeded run (plugin-accum) before its first snapshot: the source run's.
             seed = server_seed_files(ledger, self.version, self.sequence_id)
@@ -159,10 +163,12 @@ def dreamed(ledger: Ledger, version: str, sequence_id: str) -> bool:
                                       ranges=[StreamRange(f"run/{version}/{sequence_id}")]))
 
 
-def last_snapshot(ledger: Ledger, version: str, sequence_id: str) -> list[SnapshotFile] | None:
-    """The files of the sequence's last initial-pass provider snapshot in run `version`."""
+def last_snapshot(ledger: Ledger, version: str, sequence_id: str,
+                  upto_order: int | None = None) -> list[SnapshotFile] | None:
+    """The files of the sequence's last initial-pass server snapshot in run `version` (of
+    a task at or before `upto_order`, when given)."""
     last = None
     for rec in ledger.read(types=["memory.provider.snapshot"], ranges=[StreamRange(f"run/{version}/{sequence_id}")]):
-        if rec.event.pass_ == "initial":
+        if rec.event.pass_ == "initial" and (upto_order is None or rec.event.order <= upto_order):
             last = rec.event.files
     return last

@@ -108,10 +108,6 @@ def check_memory_options(opts: Any, stage: Any) -> None:
     if stage.seeds and not opts.source_memory:
         raise SweclError(f"--memory-server with {stage.name}: give --source-memory VERSION, an earlier "
                          "--memory-server run of this ledger")
-    for flag, given in (("--executor ray", opts.executor == "ray"), ("--jobs N > 1", opts.jobs > 1),
-                        ("--task-jobs N > 1", opts.task_jobs > 1), ("--retest-every", opts.retest_every is not None)):
-        if given:
-            raise SweclError(f"--memory-server does not combine with {flag} yet: drop it")
     if not opts.memory_call_timeout_s > 0:
         raise SweclError(f"--memory-call-timeout {opts.memory_call_timeout_s:g}: give a positive number of seconds")
 
