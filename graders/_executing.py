@@ -43,7 +43,8 @@ from graders._install import (
 from graders._interpreters import PythonNotFound, find_python
 from graders._manifests import pre_install_plan
 from graders._parsers import parse_log, parser_for_repo
-from graders._repos import GitError, RepoCache, Worktree, preferred_slot
+from graders._git import GitError
+from graders._repos import RepoCache, Worktree, preferred_slot
 from graders._results_plugin import ResultsChannel, channel_overrides, check_against_channel
 from graders._run import (
     build_test_command,
