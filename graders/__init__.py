@@ -52,7 +52,9 @@ from ._reaper import (
     starting_session_leader,
     wait_for_exit,
 )
-from ._repos import GitError, RepoCache, Worktree, default_cache_dir, git, git_env, preferred_slot, repo_slug
+from ._git import GitError, git, git_env
+from ._mirrors import default_cache_dir, repo_slug
+from ._repos import RepoCache, Worktree, preferred_slot
 from ._recipe import RecipeRun, run_recipe
 from ._run import test_directives
 from ._sdist import download_sdist, pick_sdist, project_sdists, unpack_sdist

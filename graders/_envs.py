@@ -94,7 +94,9 @@ from graders._interpreters import Interpreter, find_python
 from graders._manifests import FileReader, _dir_reader, _packages, pre_install_plan
 from graders._py_compat import normalise_name, requirement_names
 from graders._py_compat import repair as repair_for_python
-from graders._repos import GitError, RepoCache, default_cache_dir, file_at, repo_slug
+from graders._git import GitError, file_at
+from graders._mirrors import default_cache_dir, repo_slug
+from graders._repos import RepoCache
 from ledger.locks import file_lock
 from graders._specs import EnvSpec, spec_for
 from graders._uv import (
@@ -284,56 +286,69 @@ def build_env(
     lock = final.with_name(final.name + ".lock")
     if read_file is None and worktree is not None:
         read_file, files_origin = _dir_reader(worktree), files_origin or "the checkout"
-    if not force and (final / MARKER).is_file():
-        info = _read_info(final)
-        if info is not None and _runs(info):
-            return EnvBuild(info, built=False, warnings=list(info.warnings), log_path=final / "build.log")
+    if not force and (reused := _reused(final)) is not None:
+        return reused
     with nullcontext() if locked else file_lock(lock):
-        if (final / MARKER).is_file() and not force:
-            info = _read_info(final)
-            if info is not None and _runs(info):
-                return EnvBuild(info, built=False, warnings=list(info.warnings), log_path=final / "build.log")
-        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
-        log = _Log(tmp / "build.log")
-        try:
-            cutoff = _Cutoff(exclude_newer)
-            warnings = _build_into(tmp, repo, version, spec, interp, read_file, files_origin or "", cutoff, log)
-            meta = {
-                "schema": _SCHEMA,
-                "repo": repo,
-                "version": version,
-                "spec_hash": spec.spec_hash(),
-                "spec": msgspec.to_builtins(spec),
-                "exclude_newer": exclude_newer,
-                "exclude_newer_applied": bool(exclude_newer) and cutoff.applied,
-                "python": {"path": os.fspath(interp.path), "version": interp.version, "source": interp.source},
-                "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "warnings": warnings,
-            }
-            (tmp / "env.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-            _record_built(tmp / "venv" / "bin" / "python", tmp / BUILT, log)
-            if (tmp / BUILT).is_file():
-                record_lock(tmp / "venv" / "bin" / "python", tmp / BUILT, tmp / LOCK, log)
-            log.write(f"# complete; {len(warnings)} warning(s)")
-            log.close()
-            save_manifest(tmp / FILES, venv_manifest(tmp / "venv"))
-            (tmp / MARKER).write_text(meta["built_at"] + "\n", encoding="utf-8")
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-        except BaseException:
-            log.close()
-            failed_log = final.parent / f"{final.name}.failed.log"
-            try:
-                shutil.copyfile(tmp / "build.log", failed_log)
-            except OSError:
-                pass
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        if not force and (reused := _reused(final)) is not None:
+            return reused
+        _build_in_place(final, repo, version, spec, interp, read_file, files_origin or "", exclude_newer)
     info = _read_info(final)
     assert info is not None
     return EnvBuild(info, built=True, warnings=list(info.warnings), log_path=final / "build.log")
 
+
+def _reused(final: Path) -> EnvBuild | None:
+    """The complete environment at `final`, when its interpreter is there (`_runs`)."""
+    if not (final / MARKER).is_file():
+        return None
+    info = _read_info(final)
+    if info is None or not _runs(info):
+        return None
+    return EnvBuild(info, built=False, warnings=list(info.warnings), log_path=final / "build.log")
+
+
+def _build_in_place(final: Path, repo: str, version: str, spec: EnvSpec, interp: Interpreter,
+                    read_file: FileReader | None, files_origin: str, exclude_newer: str | None) -> None:
+    """Build the environment in a temporary dir beside `final`, the marker written last,
+    then renamed over it (module doc: atomic). A failed build leaves only its log, as
+    `NAME.failed.log`."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    log = _Log(tmp / "build.log")
+    try:
+        cutoff = _Cutoff(exclude_newer)
+        warnings = _build_into(tmp, repo, version, spec, interp, read_file, files_origin, cutoff, log)
+        meta = {
+            "schema": _SCHEMA,
+            "repo": repo,
+            "version": version,
+            "spec_hash": spec.spec_hash(),
+            "spec": msgspec.to_builtins(spec),
+            "exclude_newer": exclude_newer,
+            "exclude_newer_applied": bool(exclude_newer) and cutoff.applied,
+            "python": {"path": os.fspath(interp.path), "version": interp.version, "source": interp.source},
+            "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "warnings": warnings,
+        }
+        (tmp / "env.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+        _record_built(tmp / "venv" / "bin" / "python", tmp / BUILT, log)
+        if (tmp / BUILT).is_file():
+            record_lock(tmp / "venv" / "bin" / "python", tmp / BUILT, tmp / LOCK, log)
+        log.write(f"# complete; {len(warnings)} warning(s)")
+        log.close()
+        save_manifest(tmp / FILES, venv_manifest(tmp / "venv"))
+        (tmp / MARKER).write_text(meta["built_at"] + "\n", encoding="utf-8")
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        log.close()
+        failed_log = final.parent / f"{final.name}.failed.log"
+        try:
+            shutil.copyfile(tmp / "build.log", failed_log)
+        except OSError:
+            pass
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 def _runs(env: EnvInfo) -> bool:
     """Is the venv's interpreter there? It is a link to the interpreter it was made with

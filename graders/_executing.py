@@ -16,8 +16,9 @@ import sys
 import time
 import traceback
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from graders._apply import (
     apply_patch,
@@ -43,9 +44,12 @@ from graders._install import (
 from graders._interpreters import PythonNotFound, find_python
 from graders._manifests import pre_install_plan
 from graders._parsers import parse_log, parser_for_repo
-from graders._repos import GitError, RepoCache, Worktree, preferred_slot
+from graders._git import GitError
+from graders._repos import RepoCache, Worktree, preferred_slot
 from graders._results_plugin import ResultsChannel, channel_overrides, check_against_channel
 from graders._run import (
+    ProcessResult,
+    TestCommand,
     build_test_command,
     parse_eval_commands,
     pytest_version,
@@ -114,136 +118,31 @@ class _ExecutingGrader:
         command_bin_dir: Path | None,
         env_warnings: list[str],
     ) -> GradeOutcome:
-        model_paths = patch_paths(normalize_patch(req.model_patch))
+        grading = _Grading(self.name, req, spec, wt, notes, start, env, python=python, bin_dir=bin_dir,
+                           env_warnings=env_warnings, model_paths=patch_paths(normalize_patch(req.model_patch)))
         test_paths = patch_paths(normalize_patch(req.test_patch)) if req.test_patch.strip() else []
-        env_key = env.key if env else None
         channel = ResultsChannel()  # pytest's own report of the run, outside the log
         # bytecode never comes from the worktree (graders._bytecode); the install's own
         # cache apart, so nothing compiled before the patch reaches the tests
         install_cache, pycache = PrivatePycache(), PrivatePycache()
         try:
             notes.phase("install")
-            if env is not None and spec.install:
-                notes.add("[swecl] " + prepare_worktree(env, spec, wt))  # keeps only the install's products
-            setup_env = (install_environment(env, install_cache.environment()) if env
-                         else test_environment(bin_dir=bin_dir, pycache=install_cache.path))
-            runnable, skipped = pre_install_plan(spec)
-            for line, reason in skipped:
-                notes.add(f"[swecl] pre_install not run ({reason}): {line}")
-            variables: dict[str, str] = {}
-            for line in runnable:
-                r = run_line(line, cwd=wt.path, env=setup_env, python=python, bin_dir=bin_dir, variables=variables)
-                notes.add(f"[swecl] pre_install [{r.status}] {line}")
-                if r.status != "ok":
-                    notes.add(r.output)
-                    env_warnings.append(f"pre_install failed: {line}")
-            if env is not None and spec.install:
-                inst = ensure_repo_installed(env, spec, wt.path, wt.commit, fingerprint=install_fingerprint(wt.path, wt.commit),
-                                             extra_env=install_cache.environment())
-                notes.add(f"[swecl] install: {inst.how} ({'ok' if inst.ok else 'FAILED'})")
-                for line in inst.notes:
-                    notes.add(line)
-                if not inst.ok:
-                    notes.add(inst.log[-20000:])
-                    env_warnings.append(f"install failed: {spec.install}")
+            _install(grading, install_cache)
             notes.phase("apply")
             prepared = snapshot(wt.path)
-
-            applied = apply_patch(wt.path, req.model_patch, reset=lambda: reset_to(wt.path, prepared, model_paths))
-            notes.add(applied.log or "")
-            if not applied.ok:
-                notes.add(f"[swecl] {applied.status}: {applied.error}")
-                return _finish(self.name, notes, start, applied.status, error=applied.error, env_key=env_key)
-            notes.add(f"[swecl] model patch applied with: {applied.applied_with}")
-            reverted = revert_test_files(wt.path, prepared, req.test_patch, also=model_paths)
-            if reverted:
-                notes.add(f"[swecl] reverted agent edits to test files: {', '.join(reverted)}")
-            gold = apply_test_patch(wt.path, req.test_patch)
-            if not gold.ok:
-                notes.add(gold.log)
-                return _finish(
-                    self.name, notes, start, "infra_error", applied_with=applied.applied_with,
-                    test_files_reverted=reverted, env_key=env_key,
-                    error=f"the gold test patch does not apply: {gold.error}",
-                )
-
+            patched = _apply(grading, prepared)
+            if isinstance(patched, GradeOutcome):
+                return patched
             notes.phase("prepare")
-            eval_env, eval_skipped = parse_eval_commands(spec.eval_commands, wt.path)
-            for line in eval_skipped:
-                notes.add(f"[swecl] eval command not run (only `export` lines are used): {line}")
-            try:
-                cmd = build_test_command(
-                    spec.test_cmd or DEFAULT_TEST_CMD, test_directives(req.repo, req.test_patch),
-                    python=python, bin_dir=command_bin_dir, worktree=wt.path, channel=channel,
-                    pytest_version=pytest_version(env.venv) if env is not None else None,
-                )
-            except ValueError as exc:
-                return _finish(self.name, notes, start, "infra_error", applied_with=applied.applied_with,
-                               test_files_reverted=reverted, env_key=env_key, error=str(exc))
-            # Confined, the environment's own cache (read-only inside: env.path is mounted
-            # so); unconfined a test could write into it, so a fresh empty one.
-            shared = env_pycache(env) if env is not None and self.sandbox.confined else None
-            run_env = test_environment(bin_dir=bin_dir, venv=env.venv if env else None, extra={**eval_env, **cmd.env},
-                                       channel=cmd.channel, pycache=shared or pycache.path)
-            stray = remove_stray_bytecode(wt.path, keep=install_products(env, wt.path) if env is not None else ())
-            if stray:
-                notes.add(f"[swecl] compiled modules removed before the tests (never loaded): {', '.join(stray[:10])}"
-                          + (f" and {len(stray) - 10} more" if len(stray) > 10 else ""))
-            for line in cmd.notes:
-                notes.add(line)
-            notes.add(f"[swecl] test command: {' '.join(cmd.argv)} (timeout {self.timeout_s}s)")
-            _tox_launchers(cmd.argv, wt.path, env, notes)
-            # the private cache read-only: nothing can be planted there either
-            confined = dict(sandbox=self.sandbox, readable=[*([env.path] if env else []), *channel.paths(),
-                                                            *pycache.paths()])
-            if self.sandbox.confined:  # exactly what this grade's test process could see
-                notes.add("[swecl] the test sandbox shows: " + plan_lines(self.sandbox.plan(
-                    cmd.argv, cwd=wt.path, env=run_env, writable=channel.paths(), readable=confined["readable"])))
+            tests = self._prepare_tests(grading, patched, channel, pycache, command_bin_dir)
+            if isinstance(tests, GradeOutcome):
+                return tests
             notes.phase(None)
             with notes.timed("tests"):
-                run = run_process(cmd.argv, cwd=wt.path, env=run_env, timeout_s=self.timeout_s, writable=channel.paths(),
-                                  **confined)
+                run = run_process(tests.cmd.argv, cwd=wt.path, env=tests.env, timeout_s=self.timeout_s,
+                                  writable=tests.writable, sandbox=self.sandbox, readable=tests.readable)
             notes.phase("parse")
-            parser = spec.log_parser
-            if parser is None:
-                try:
-                    parser = parser_for_repo(req.repo)
-                except SweclError:
-                    parser = "pytest"
-            common = dict(
-                applied_with=applied.applied_with, test_files_reverted=reverted, env_key=env_key, test_cmd=cmd.argv,
-                parser=parser,
-            )
-            if run.error:
-                return _finish(self.name, notes, start, "env_failed" if env_warnings else "infra_error", error=run.error, **common)
-            output = run.output.decode("utf-8", "replace")
-            from_log = parse_log(output, parser)
-            statuses, channel_notes = check_against_channel(from_log, output, cmd.channel, parser)
-            for line in channel_notes:
-                notes.add(line)
-            decision = decide(statuses, req.fail_to_pass, req.pass_to_pass, test_exit_code=run.exit_code,
-                              excluded=req.p2p_excluded)
-            verdict = dict(tests=dict(decision.tests), f2p=dict(decision.f2p), p2p=dict(decision.p2p),
-                           p2p_excluded=list(decision.p2p_excluded),
-                           channel_overrides=channel_overrides(from_log, statuses))
-            if run.timed_out:
-                return _finish(self.name, notes, start, "timeout", test_output=output, exit_code=None,
-                               error=f"the tests ran past {self.timeout_s}s; the process group was killed",
-                               **common, **verdict)
-            status, error = decision.status, decision.error
-            if status == "infra_error" and env_warnings:
-                status = "env_failed"
-                error = f"{error}; environment problems: {'; '.join(env_warnings)}"
-            elif status == "infra_error":
-                notes.phase(None)  # the control run's test command counts as tests
-                blamed = self._control_run(
-                    req, wt.path, prepared, model_paths, cmd.argv, run_env, parser, notes, decision,
-                    readable=confined["readable"], writable=channel.paths(), env=env,
-                )
-                notes.phase("parse")
-                status, error = blamed.status, blamed.error
-            return _finish(self.name, notes, start, status, test_output=output, exit_code=run.exit_code,
-                           error=error, **common, **verdict)
+            return self._judge(grading, patched, tests, run, prepared)
         finally:
             channel.close()
             install_cache.close()
@@ -251,10 +150,90 @@ class _ExecutingGrader:
             # next task starts clean: tracked files back, untracked and patch-made ignored files gone
             try:
                 with notes.timed("reset"):
-                    wt.reset(extra_paths=[*model_paths, *test_paths])
+                    wt.reset(extra_paths=[*grading.model_paths, *test_paths])
             except GitError:
                 pass
 
+    def _prepare_tests(self, grading: _Grading, patched: _Patched, channel: ResultsChannel, pycache: PrivatePycache,
+                       command_bin_dir: Path | None) -> _Tests | GradeOutcome:
+        """The test command, its environment and what its sandbox shows; the stray bytecode
+        removed. An outcome instead when the spec's command cannot be built."""
+        req, spec, wt, notes, env = grading.req, grading.spec, grading.wt, grading.notes, grading.env
+        eval_env, eval_skipped = parse_eval_commands(spec.eval_commands, wt.path)
+        for line in eval_skipped:
+            notes.add(f"[swecl] eval command not run (only `export` lines are used): {line}")
+        try:
+            cmd = build_test_command(
+                spec.test_cmd or DEFAULT_TEST_CMD, test_directives(req.repo, req.test_patch),
+                python=grading.python, bin_dir=command_bin_dir, worktree=wt.path, channel=channel,
+                pytest_version=pytest_version(env.venv) if env is not None else None,
+            )
+        except ValueError as exc:
+            return grading.finish("infra_error", applied_with=patched.applied_with,
+                                  test_files_reverted=patched.reverted, error=str(exc))
+        # Confined, the environment's own cache (read-only inside: env.path is mounted
+        # so); unconfined a test could write into it, so a fresh empty one.
+        shared = env_pycache(env) if env is not None and self.sandbox.confined else None
+        run_env = test_environment(bin_dir=grading.bin_dir, venv=env.venv if env else None,
+                                   extra={**eval_env, **cmd.env}, channel=cmd.channel, pycache=shared or pycache.path)
+        stray = remove_stray_bytecode(wt.path, keep=install_products(env, wt.path) if env is not None else ())
+        if stray:
+            notes.add(f"[swecl] compiled modules removed before the tests (never loaded): {', '.join(stray[:10])}"
+                      + (f" and {len(stray) - 10} more" if len(stray) > 10 else ""))
+        for line in cmd.notes:
+            notes.add(line)
+        notes.add(f"[swecl] test command: {' '.join(cmd.argv)} (timeout {self.timeout_s}s)")
+        _tox_launchers(cmd.argv, wt.path, env, notes)
+        # the private cache read-only: nothing can be planted there either
+        tests = _Tests(cmd, run_env, readable=[*([env.path] if env else []), *channel.paths(), *pycache.paths()],
+                       writable=channel.paths())
+        if self.sandbox.confined:  # exactly what this grade's test process could see
+            notes.add("[swecl] the test sandbox shows: " + plan_lines(self.sandbox.plan(
+                cmd.argv, cwd=wt.path, env=run_env, writable=tests.writable, readable=tests.readable)))
+        return tests
+
+    def _judge(self, grading: _Grading, patched: _Patched, tests: _Tests, run: ProcessResult,
+               prepared: str) -> GradeOutcome:
+        """The outcome of a test run: its log parsed, checked against the results channel and
+        decided; a run with no usable results goes to the control run (`_control_run`)."""
+        req, notes = grading.req, grading.notes
+        parser = grading.spec.log_parser
+        if parser is None:
+            try:
+                parser = parser_for_repo(req.repo)
+            except SweclError:
+                parser = "pytest"
+        common = dict(applied_with=patched.applied_with, test_files_reverted=patched.reverted,
+                      test_cmd=tests.cmd.argv, parser=parser)
+        if run.error:
+            return grading.finish("env_failed" if grading.env_warnings else "infra_error", error=run.error, **common)
+        output = run.output.decode("utf-8", "replace")
+        from_log = parse_log(output, parser)
+        statuses, channel_notes = check_against_channel(from_log, output, tests.cmd.channel, parser)
+        for line in channel_notes:
+            notes.add(line)
+        decision = decide(statuses, req.fail_to_pass, req.pass_to_pass, test_exit_code=run.exit_code,
+                          excluded=req.p2p_excluded)
+        verdict = dict(tests=dict(decision.tests), f2p=dict(decision.f2p), p2p=dict(decision.p2p),
+                       p2p_excluded=list(decision.p2p_excluded),
+                       channel_overrides=channel_overrides(from_log, statuses))
+        if run.timed_out:
+            return grading.finish("timeout", test_output=output, exit_code=None,
+                                  error=f"the tests ran past {self.timeout_s}s; the process group was killed",
+                                  **common, **verdict)
+        status, error = decision.status, decision.error
+        if status == "infra_error" and grading.env_warnings:
+            status = "env_failed"
+            error = f"{error}; environment problems: {'; '.join(grading.env_warnings)}"
+        elif status == "infra_error":
+            notes.phase(None)  # the control run's test command counts as tests
+            blamed = self._control_run(
+                req, grading.wt.path, prepared, grading.model_paths, tests.cmd.argv, tests.env, parser, notes,
+                decision, readable=tests.readable, writable=tests.writable, env=grading.env,
+            )
+            notes.phase("parse")
+            status, error = blamed.status, blamed.error
+        return grading.finish(status, test_output=output, exit_code=run.exit_code, error=error, **common, **verdict)
 
     def _control_run(
         self,
@@ -303,6 +282,96 @@ def _tox_launchers(argv: list[str], worktree: Path, env: EnvInfo | None, notes: 
     if made and notes is not None:
         notes.add(f"[swecl] tox --current-env: {', '.join(made)} launch the environment's interpreter "
                   "(a link to it, as tox-current-env makes, would lose the venv)")
+
+
+@dataclass(slots=True)
+class _Grading:
+    """What the steps of one grade's run (`_ExecutingGrader._run_in`) share."""
+
+    grader: str
+    req: GradeRequest
+    spec: EnvSpec
+    wt: Worktree
+    notes: _Notes
+    start: float
+    env: EnvInfo | None
+    python: Path
+    bin_dir: Path
+    env_warnings: list[str]  # the build's, and the set-up's and install's failures as they come
+    model_paths: list[str]
+
+    def finish(self, status: str, **fields: Any) -> GradeOutcome:
+        return _finish(self.grader, self.notes, self.start, status, env_key=self.env.key if self.env else None,
+                       **fields)
+
+
+@dataclass(frozen=True, slots=True)
+class _Patched:
+    """The model patch applied (how), the agent's test-file edits reverted, the test patch in."""
+
+    applied_with: str | None
+    reverted: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Tests:
+    """The test command ready to run: its environment and what its sandbox shows."""
+
+    cmd: TestCommand
+    env: dict[str, str]
+    readable: list[Path]
+    writable: list[Path]
+
+
+def _install(grading: _Grading, install_cache: PrivatePycache) -> None:
+    """The worktree cleaned but for the install's products, the spec's `pre_install` lines
+    run and the repository installed; a failure is a warning the verdict may name."""
+    spec, wt, notes, env = grading.spec, grading.wt, grading.notes, grading.env
+    if env is not None and spec.install:
+        notes.add("[swecl] " + prepare_worktree(env, spec, wt))  # keeps only the install's products
+    setup_env = (install_environment(env, install_cache.environment()) if env
+                 else test_environment(bin_dir=grading.bin_dir, pycache=install_cache.path))
+    runnable, skipped = pre_install_plan(spec)
+    for line, reason in skipped:
+        notes.add(f"[swecl] pre_install not run ({reason}): {line}")
+    variables: dict[str, str] = {}
+    for line in runnable:
+        r = run_line(line, cwd=wt.path, env=setup_env, python=grading.python, bin_dir=grading.bin_dir,
+                     variables=variables)
+        notes.add(f"[swecl] pre_install [{r.status}] {line}")
+        if r.status != "ok":
+            notes.add(r.output)
+            grading.env_warnings.append(f"pre_install failed: {line}")
+    if env is not None and spec.install:
+        inst = ensure_repo_installed(env, spec, wt.path, wt.commit, fingerprint=install_fingerprint(wt.path, wt.commit),
+                                     extra_env=install_cache.environment())
+        notes.add(f"[swecl] install: {inst.how} ({'ok' if inst.ok else 'FAILED'})")
+        for line in inst.notes:
+            notes.add(line)
+        if not inst.ok:
+            notes.add(inst.log[-20000:])
+            grading.env_warnings.append(f"install failed: {spec.install}")
+
+
+def _apply(grading: _Grading, prepared: str) -> _Patched | GradeOutcome:
+    """The model patch through the apply chain, the agent's edits to test files reverted,
+    the gold test patch applied; the outcome instead when a patch does not apply."""
+    req, wt, notes = grading.req, grading.wt, grading.notes
+    applied = apply_patch(wt.path, req.model_patch, reset=lambda: reset_to(wt.path, prepared, grading.model_paths))
+    notes.add(applied.log or "")
+    if not applied.ok:
+        notes.add(f"[swecl] {applied.status}: {applied.error}")
+        return grading.finish(applied.status, error=applied.error)
+    notes.add(f"[swecl] model patch applied with: {applied.applied_with}")
+    reverted = revert_test_files(wt.path, prepared, req.test_patch, also=grading.model_paths)
+    if reverted:
+        notes.add(f"[swecl] reverted agent edits to test files: {', '.join(reverted)}")
+    gold = apply_test_patch(wt.path, req.test_patch)
+    if not gold.ok:
+        notes.add(gold.log)
+        return grading.finish("infra_error", applied_with=applied.applied_with, test_files_reverted=reverted,
+                              error=f"the gold test patch does not apply: {gold.error}")
+    return _Patched(applied.applied_with, reverted)
 
 
 class SwebenchGrader(_ExecutingGrader):

@@ -24,9 +24,10 @@ from graders._build_settings import build_settings, build_settings_environment
 from graders._env_info import EnvInfo, record_env_files
 from graders._era_deps import project_requirements, self_install_extras
 from graders._install_record import install_key, record_install, restore_install, tracked_state
-from graders._integrity import products_manifest, venv_manifest
+from graders._integrity import Manifest, products_manifest, venv_manifest
 from graders._interpreters import uv_bin
-from graders._repos import RepoCache, Worktree, git, untracked_files
+from graders._git import git, untracked_files
+from graders._repos import RepoCache, Worktree
 from graders._run import LineResult, run_line
 from graders._specs import EnvSpec
 from graders._uv import _Cutoff, _Log, _uv_env, _uv_install, installed_pins
@@ -197,7 +198,48 @@ def ensure_repo_installed(
     """
     if not spec.install:
         return InstallResult(ran=False, ok=True)
-    state_file = env.path / "installed.json"
+    kept = _kept_install(env, spec, worktree, commit, fingerprint)
+    if kept is not None:
+        return kept
+    (env.path / "installed.json").unlink(missing_ok=True)
+    era_note, at_built = _back_to_built(env, timeout_s=timeout_s)
+    # the same install recorded before (graders._install_record): put back, not run again
+    recording = _Recording()
+    if at_built and (worktree / ".git").exists():
+        put_back, recording, era_note = _put_back(env, spec, worktree, commit, fingerprint, era_note,
+                                                  timeout_s=timeout_s)
+        if put_back is not None:
+            return put_back
+        if recording.why:
+            era_note += f"[swecl] {recording.why}\n"
+    era_text, era_ran = _era_dependencies(env, spec.install, worktree, timeout_s=timeout_s, fingerprint=fingerprint)
+    ok, text, notes = _run_install(env, spec.install, worktree, era_note + era_text, era_ran=era_ran,
+                                   timeout_s=timeout_s, extra_env=extra_env)
+    products: dict = {}
+    if (worktree / ".git").exists():
+        products = products_manifest(worktree, untracked_files(worktree))
+    # installing writes into the venv too (the editable finder, scripts): the harness's own act
+    record_env_files(env)
+    if ok and recording.key and recording.before is not None:
+        try:
+            said = "[swecl] " + record_install(env, recording.key, worktree, recording.before, venv_manifest(env.venv),
+                                               products, tracked=recording.tracked, log=text, notes=notes)
+        except OSError as exc:
+            said = f"[swecl] install not recorded: {exc}"
+        text += said + "\n"
+        notes = (*notes, said)
+    _write_state(env, spec, worktree, commit, fingerprint, ok=ok, products=products,
+                 # a failure's account, for the grades that take it as it was (`_kept_install`)
+                 **({} if ok else {"log": text[-20000:], "notes": list(notes)}))
+    if recording.why:  # why a record of this install was not put back
+        notes = (f"[swecl] {recording.why}", *notes)
+    return InstallResult(ran=True, ok=ok, log=text, notes=notes)
+
+
+def _kept_install(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str,
+                  fingerprint: str | None) -> InstallResult | None:
+    """The env's last install, when it stands for this one (same slot, line, recipe,
+    settings, manifests and, install_per_task, commit): done, or failed the same way."""
     state = _install_state(env)
     same_place = (
         state.get("worktree") == os.fspath(worktree) and state.get("install") == spec.install
@@ -215,57 +257,69 @@ def ensure_repo_installed(
         # left no file in the worktree is taken as it was: the slot is cleaned whole before
         # each grade, so the tests see what they saw after the failed install.
         return InstallResult(ran=False, ok=False, log=state["log"], notes=tuple(state.get("notes") or ()))
-    state_file.unlink(missing_ok=True)
+    return None
+
+
+@dataclass(slots=True)
+class _Recording:
+    """What recording an install takes (graders._install_record): its key, the venv's files
+    and the worktree's tracked files before it (None: it cannot be recorded), and why a
+    record of it was not put back ("" when there was none to put back)."""
+
+    key: str | None = None
+    before: Manifest | None = None
+    tracked: str | None = None
+    why: str = ""
+
+
+def _put_back(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str, fingerprint: str | None, note: str, *,
+              timeout_s: float) -> tuple[InstallResult | None, _Recording, str]:
+    """The record of this same install put back, if there is one that fits: (its result,
+    or None when it must run; what recording the run takes; `note`, the install log so
+    far, with what putting back added)."""
+    tracked = tracked_state(worktree)
+    key = install_key(env, {"install": spec.install, "recipe": INSTALL_RECIPE,
+                            "settings": _settings_text(env), "fingerprint": fingerprint,
+                            "commit": commit if spec.install_per_task else None,
+                            # the manifests as pre_install left them: what else it edits, no install reads
+                            "pre_install": spec.pre_install, "manifests": manifest_edits(worktree)})
+    before = venv_manifest(env.venv)
+    recording = _Recording(key, before, tracked)
+    try:
+        restored, recording.why = restore_install(env, key, worktree, before)
+    except OSError as exc:  # half put back: both taken back below
+        restored, recording.why = None, f"the install's record could not be put back ({exc})"
+        more, at_built = _back_to_built(env, timeout_s=timeout_s)  # while the worktree names what to remove
+        git(["clean", "-ffdx", "--quiet"], cwd=worktree)
+        note += more
+        recording.before = venv_manifest(env.venv) if at_built else None
+    if restored is None:
+        return None, recording, note
+    record_env_files(env)
+    _write_state(env, spec, worktree, commit, fingerprint, ok=True, products=restored.products, restored=key)
+    made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(restored.made_at))
+    said = (f"[swecl] install put back from its record {key} of {made} (graders._install_record): "
+            f"{len(restored.products)} product(s) in the worktree and the venv's files, each checked"
+            + (f"; made in {restored.moved_from}, its path written over with this slot's"
+               if restored.moved_from else ""))
+    return (InstallResult(ran=False, ok=True, restored=True, notes=(said, *restored.notes),
+                          log=note + said + "; the recorded install's log:\n" + restored.log), recording, note)
+
+
+def _run_install(env: EnvInfo, install: str, worktree: Path, head: str, *, era_ran: bool, timeout_s: float,
+                 extra_env: Mapping[str, str]) -> tuple[bool, str, tuple[str, ...]]:
+    """The install line run (after `head`, the log so far): whether it worked, its log, and
+    a warning when pip installed past the era step."""
+    before = _frozen(env.python) if era_ran else None
     results: list[LineResult] = []
     variables: dict[str, str] = {}
-    era_note, at_built = _back_to_built(env, timeout_s=timeout_s)
-    # the same install recorded before (graders._install_record): put back, not run again
-    key = before_install = tracked = None
-    why = ""
-    if at_built and (worktree / ".git").exists():
-        tracked = tracked_state(worktree)
-        key = install_key(env, {"install": spec.install, "recipe": INSTALL_RECIPE,
-                                          "settings": _settings_text(env), "fingerprint": fingerprint,
-                                          "commit": commit if spec.install_per_task else None,
-                                          # the manifests as pre_install left them: what else
-                                          # it edits, no install reads
-                                          "pre_install": spec.pre_install, "manifests": manifest_edits(worktree)})
-        before_install = venv_manifest(env.venv)
-        try:
-            restored, why = restore_install(env, key, worktree, before_install)
-        except OSError as exc:  # half put back: both taken back below
-            restored, why = None, f"the install's record could not be put back ({exc})"
-            more, at_built = _back_to_built(env, timeout_s=timeout_s)  # while the worktree names what to remove
-            git(["clean", "-ffdx", "--quiet"], cwd=worktree)
-            era_note += more
-            before_install = venv_manifest(env.venv) if at_built else None
-        if restored is not None:
-            record_env_files(env)
-            state_file.write_text(
-                json.dumps({"worktree": os.fspath(worktree), "commit": commit, "install": spec.install, "ok": True,
-                            "recipe": INSTALL_RECIPE, "settings": _settings_text(env), "fingerprint": fingerprint,
-                            "products": restored.products, "at": time.time(), "restored": key}) + "\n",
-                encoding="utf-8",
-            )
-            made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(restored.made_at))
-            said = (f"[swecl] install put back from its record {key} of {made} (graders._install_record): "
-                    f"{len(restored.products)} product(s) in the worktree and the venv's files, each checked"
-                    + (f"; made in {restored.moved_from}, its path written over with this slot's"
-                       if restored.moved_from else ""))
-            return InstallResult(ran=False, ok=True, restored=True, notes=(said, *restored.notes),
-                                 log=era_note + said + "; the recorded install's log:\n" + restored.log)
-        if why:
-            era_note += f"[swecl] {why}\n"
-    era_text, era_ran = _era_dependencies(env, spec.install, worktree, timeout_s=timeout_s, fingerprint=fingerprint)
-    era_note += era_text
-    before = _frozen(env.python) if era_ran else None
-    for line in [spec.install]:  # `a; b` lines are split by run_line itself
+    for line in [install]:  # `a; b` lines are split by run_line itself
         results.append(
             run_line(line, cwd=worktree, env=install_environment(env, extra_env), python=env.python,
                      bin_dir=env.bin_dir, variables=variables, timeout_s=timeout_s)
         )
     ok = all(r.status == "ok" for r in results)
-    text = era_note + "".join(f"$ {r.line}\n{r.output}[{r.status}{': ' + r.reason if r.reason else ''}]\n" for r in results)
+    text = head + "".join(f"$ {r.line}\n{r.output}[{r.status}{': ' + r.reason if r.reason else ''}]\n" for r in results)
     notes: tuple[str, ...] = ()
     if before is not None and (after := _frozen(env.python)) is not None:
         past = [f"{name}=={v}" + (f" (was {before[name]})" if name in before else "")
@@ -274,30 +328,18 @@ def ensure_repo_installed(
             notes = (f"[swecl] WARNING pip installed past the era step (as of today, not {env.exclude_newer}): "
                      + ", ".join(past),)
             text += "".join(n + "\n" for n in notes)
-    products: dict = {}
-    if (worktree / ".git").exists():
-        products = products_manifest(worktree, untracked_files(worktree))
-    # installing writes into the venv too (the editable finder, scripts): the harness's own act
-    record_env_files(env)
-    if ok and key and before_install is not None:
-        try:
-            said = "[swecl] " + record_install(env, key, worktree, before_install, venv_manifest(env.venv), products,
-                                               tracked=tracked, log=text, notes=notes)
-        except OSError as exc:
-            said = f"[swecl] install not recorded: {exc}"
-        text += said + "\n"
-        notes = (*notes, said)
-    state_file.write_text(
+    return ok, text, notes
+
+
+def _write_state(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str, fingerprint: str | None, *, ok: bool,
+                 products: Mapping[str, object], **more: object) -> None:
+    """`installed.json`: where and how the env's install was last made, and its products."""
+    (env.path / "installed.json").write_text(
         json.dumps({"worktree": os.fspath(worktree), "commit": commit, "install": spec.install, "ok": ok,
-                    "recipe": INSTALL_RECIPE, "settings": _settings_text(env),
-                    "fingerprint": fingerprint, "products": products, "at": time.time(),
-                    # a failure's account, for the grades that take it as it was (above)
-                    **({} if ok else {"log": text[-20000:], "notes": list(notes)})}) + "\n",
+                    "recipe": INSTALL_RECIPE, "settings": _settings_text(env), "fingerprint": fingerprint,
+                    "products": products, "at": time.time(), **more}) + "\n",
         encoding="utf-8",
     )
-    if why:  # why a record of this install was not put back
-        notes = (f"[swecl] {why}", *notes)
-    return InstallResult(ran=True, ok=ok, log=text, notes=notes)
 
 
 # 2: the repository's own requirements are installed under the era cut-off first;

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from graders._repos import GitError, RepoCache, default_cache_dir, git, linked_git_dir, repo_slug
+from graders._git import GitError, git, linked_git_dir
+from graders._mirrors import default_cache_dir, repo_slug
+from graders._repos import RepoCache
 from ledger.errors import SweclError
 from tests.graders.exec_support import GOLD_PATCH, REPO, make_calc_repo, run_git, write
 
@@ -93,7 +95,7 @@ def test_clean_keeps_exactly_the_listed_files(tmp_path: Path, source: tuple[Path
 
 
 def test_commit_date_and_files_at_a_commit(tmp_path: Path) -> None:
-    from graders._repos import commit_date, file_at
+    from graders._git import commit_date, file_at
 
     src = tmp_path / "src"
     src.mkdir()
