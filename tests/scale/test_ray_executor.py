@@ -29,6 +29,8 @@ from tests.run.support import (
 )
 from tests.shared_runs import BLANK_FREE, demo_run_copy
 
+from tests.agents.conftest import server_memory_bin  # noqa: F401  (the session fixture: npm-installed server)
+
 from .conftest import RAY_ENV, RayCluster
 
 pytestmark = pytest.mark.slow
@@ -250,3 +252,25 @@ def test_a_failed_ray_task_is_submitted_again(tmp_path: Path, ray_cluster: RayCl
     starts = Counter((p["pass"], p["order"], p["attempt"]) for *_, p in events(tmp_path, "task.started"))
     assert set(starts.values()) == {1} and {attempt for *_, attempt in starts} == {1}
     assert events(tmp_path, "task.abandoned") == []
+
+
+def test_a_memory_server_run_fans_out_with_its_servers_on_the_nodes(tmp_path: Path, ray_cluster: RayCluster,
+                                                                     server_memory_bin: str) -> None:
+    """--memory-server on Ray: each sequence job starts the server on what its ledger copy
+    holds (the mapped variable's value travels with the job, never into the ledger); the
+    snapshots and calls reach the driver's ledger like any event."""
+    results = tmp_path / "ray"
+    run(results, ray_cluster, "run", "--stage", "plugin-blank", "--sequence", SPANS, *first_of(2, SPANS), "--passes",
+        "initial,retest", "--memory-server", server_memory_bin, "--memory-env", "MEMORY_FILE_PATH={data}/memory.jsonl",
+        "--memory-recall-tool", "search_nodes", "--memory-recall-args", '{"query": "{repo}"}',
+        "--memory-write-tool", "create_entities", *on_ray(ray_cluster), "--quiet")
+    assert_each_task_once(results, ray_cluster, "1", 4)
+    snapshots = [p for *_, p in events(results, "memory.provider.snapshot")]
+    assert [(s["pass"], s["order"]) for s in snapshots] == [("initial", 1), ("initial", 2)]
+    calls = [p for *_, p in events(results, "memory.provider.called")]
+    assert calls and all(c["failure"] is None for c in calls)
+    tasks = [a for a in first_of(2, SPANS) if a != "--instance"]
+    retests = [c for c in calls if c["pass"] == "retest"]
+    assert sorted(c["instance_id"] for c in retests) == sorted(tasks)
+    (started,) = [p for *_, p in events(results, "run.started")]
+    assert "memory_env" not in started["config"] and started["config"]["memory_env_names"] == ["MEMORY_FILE_PATH"]
