@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger import SweclError
 from ledger.events import EnvVerified, GradeStatus
+from ledger.errors import NothingGraded
 from projections import grade_reasons, pass_statuses, runs
 
 from ._folder import ExperimentFolder
@@ -66,12 +67,6 @@ class _Silent:
         from .run import QuietReporter  # lazy: the run package loads only when a grade starts
 
         return QuietReporter()
-
-
-class NothingGraded(SweclError):
-    """Every instance ended without a verdict: a broken set-up, not a score of zero."""
-
-    exit_code = 1
 
 
 # Ends that are the set-up's, not the patch's: said on stderr; all of them is exit 1.

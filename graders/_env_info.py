@@ -10,15 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graders._integrity import save_manifest, venv_manifest
-from ledger.errors import SweclError
+from ledger.errors import EnvBuildError, SweclError
 
 __all__ = ["FILES", "EnvBuildError", "EnvInfo", "record_env_files"]
 
 FILES = "files.json"  # the venv manifest (see graders._integrity)
-
-
-class EnvBuildError(SweclError):
-    """An environment could not be built (no interpreter, venv creation failed, ...)."""
 
 
 @dataclass(frozen=True, slots=True)

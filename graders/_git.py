@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ledger.errors import SweclError
+from ledger.errors import GitError, SweclError
 
 __all__ = [
     "GitError",
@@ -26,11 +26,6 @@ __all__ = [
     "linked_git_dir",
     "untracked_files",
 ]
-
-
-class GitError(SweclError):
-    """A git operation failed (missing git, unreachable source, unknown commit)."""
-
 
 
 def git_env(*, literal_pathspecs: bool = True, **extra: str) -> dict[str, str]:

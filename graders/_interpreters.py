@@ -19,16 +19,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.errors import SweclError
+from ledger.errors import PythonNotFound, SweclError
 
 __all__ = ["Interpreter", "PythonNotFound", "env_var_name", "find_python", "python_version_of", "uv_bin"]
 
 _VERSION_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
 _PROBE = "import sys; print('%d.%d.%d' % tuple(sys.version_info[:3]))"
-
-
-class PythonNotFound(SweclError):
-    """No interpreter of the wanted version could be found."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ import stat
 import sys
 from typing import Any
 
-from ledger.errors import SweclError
+from ledger.errors import InputRefused, SweclError
 
 __all__ = [
     "LIMIT_ENV",
@@ -57,16 +57,6 @@ LIMIT_ENV = "SWECL_MAX_INPUT_BYTES"
 _SIZE = re.compile(r"\s*(\d+)\s*([KMG]?)(?:i?B)?\s*", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1024, "M": MiB, "G": GiB}
 _READ_CHUNK = 8 * MiB
-
-
-class InputRefused(SweclError):
-    """An input file swecl will not read; `reason` is missing, directory, special,
-    too_large or unreadable, `problem` the message without its label."""
-
-    def __init__(self, label: str, problem: str, reason: str) -> None:
-        super().__init__(f"{label}: {problem}")
-        self.problem = problem
-        self.reason = reason
 
 
 def input_limit(default: int) -> int:

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ledger.errors import SweclError
+from ledger.errors import SandboxUnavailable, SweclError
 
 from graders._visible import SANDBOX_HOME, Mount, runtime_mounts, shown_by, system_mounts, under
 
@@ -54,10 +54,6 @@ INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`; "
     "Arch: `pacman -S bubblewrap`), or run unconfined with --sandbox none"
 )
-
-
-class SandboxUnavailable(SweclError):
-    """The sandbox was asked for and cannot be had on this machine."""
 
 
 def find_bwrap(environ: Mapping[str, str] | None = None) -> str | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from ledger.errors import SweclError
+from ledger.errors import SweclError, UnknownEnvSpec
 
 __all__ = [
     "DEFAULT_TEST_CMD",
@@ -36,10 +36,6 @@ DEFAULT_TEST_CMD = "pytest -rA"
 
 # Bump when the meaning of a field changes, so old environments are not reused wrongly.
 _HASH_SCHEMA = "swecl-envspec-v1"
-
-
-class UnknownEnvSpec(SweclError):
-    """No spec for repo@version in the table and the task brought none."""
 
 
 class EnvSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

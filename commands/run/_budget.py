@@ -10,36 +10,10 @@ crosses its budget, recorded as `run.budget_reached` and `run.finished` with sta
 
 from __future__ import annotations
 
-from ledger import Ledger, StreamRange, SweclError
+from ledger import Ledger, StreamRange
+from ledger.errors import BUDGET_EXIT_CODE, BudgetReached
 
 __all__ = ["BUDGET_EXIT_CODE", "BudgetReached", "budget_of", "check_budget", "spent_usd"]
-
-# Distinct from an error (2), a bug (70) and a stop (130, 143): a script can tell that the
-# run is resumable with a larger budget.
-BUDGET_EXIT_CODE = 3
-
-
-class BudgetReached(SweclError):
-    """Run `version` spent `spent` of its `budget` (USD) before its next task."""
-
-    exit_code = BUDGET_EXIT_CODE
-
-    def __init__(self, version: str, spent: float, budget: float) -> None:
-        self.version, self.spent, self.budget = version, spent, budget
-        super().__init__(
-            f"budget reached: ${spent:.2f} spent of ${budget:.2f}; "
-            f"resume with --resume {version} --budget-usd {suggested_budget(spent, budget):g}"
-        )
-
-    def __reduce__(self) -> tuple[type, tuple[str, float, float]]:
-        # Raised in a --jobs worker process, it reaches the run's process by pickle.
-        return (BudgetReached, (self.version, self.spent, self.budget))
-
-
-def suggested_budget(spent: float, budget: float) -> float:
-    """A budget worth resuming with: room for as much again as was given, in cents."""
-    return round(max(spent, budget) + budget, 2)
-
 
 def spent_usd(ledger: Ledger, version: str) -> float:
     """What run `version`'s agents have reported spending, every attempt counted."""

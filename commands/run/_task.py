@@ -25,6 +25,7 @@ from agents import Agent, AgentInput, AgentResult, Budget, Egress, Scrubber
 from commands.inputs import Sequence, Task
 from graders import EnvSpec, Grader, GradeRequest, RepoCache, Sandbox, apply_check
 from ledger import Event, Ledger, NewEvent, SweclError, event_id_for
+from ledger.errors import AgentUnavailable
 from ledger.events import (
     AgentEgress, GradeFinished, GradeStatus, TaskAbandoned, TaskFinished, TaskStarted,
 )
@@ -45,10 +46,6 @@ STOPPING_EXITS = frozenset({"auth_failed"})
 # died before any model call, or the adapter raised) after which the run stops: the
 # agent's installation is broken, and the rest of the sequence would fail the same way.
 AGENT_ERRORS_TO_STOP = 3
-
-
-class AgentUnavailable(SweclError):
-    """The agent cannot run here (e.g. not logged in); the run stops, resumable."""
 
 
 class BlobCollector:

@@ -33,6 +33,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import msgspec
 
 from ledger import Ledger, SweclError
+from ledger.errors import NotFound
 from projections import (
     Projector,
     Results,
@@ -74,10 +75,6 @@ class Response:
     content_type: str
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
-
-
-class NotFound(SweclError):
-    """Nothing at that address (an unknown run, task or pass is a SweclError too)."""
 
 
 @dataclass
