@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from projections import VersionMetrics
     from projections.compare import Gain, GroupedMetrics
 
-    from .run import Reporter, RunOptions, RunReport
+    from .run import Reporter, ResumeOverrides, RunOptions, RunReport
 
 __all__ = ["RunJobs", "Runs", "RunsSummary"]
 
@@ -151,22 +151,18 @@ class RunJobs(ExperimentFolder):
             report = start_run(self, opts, reporter)
         return Runs((report,))
 
-    def resume(self, version: str, reporter: Reporter, *, jobs: int | None = None, task_jobs: int | None = None,
-               executor: dict[str, Any] | None = None, repeat: int = 1, memory_server: str | None = None,
-               budget_usd: float | None = None, memory_env: list[str] | None = None) -> Runs:
+    def resume(self, version: str, reporter: Reporter, overrides: ResumeOverrides | None = None, *,
+               repeat: int = 1) -> Runs:
         """Continue run `version` where it stopped and, when it is part of an invocation that
-        started several (the demo suite, `--repeat K`), the rest of that invocation. `jobs`,
-        `task_jobs`, `executor` (RunOptions' executor fields) override what was recorded;
-        `repeat`, an option of a new run, is refused. `budget_usd`: the run's cost budget
-        from here on (`--resume V --budget-usd X` raises a spent one). A --memory-server
-        run's `memory_env` values (never recorded) are given again, and `memory_server`
-        when its URL is recorded without credentials (`run/memory/_server_resume.py`)."""
-        from .run import continue_invocation  # lazy: as in `run`
+        started several (the demo suite, `--repeat K`), the rest of that invocation, with
+        what the resuming command line gives instead (`commands.run.ResumeOverrides`: the
+        workers and executor, the cost budget from here on, a memory server's values that
+        were never recorded). `repeat`, an option of a new run, is refused."""
+        from .run import ResumeOverrides, continue_invocation  # lazy: as in `run`
 
         if repeat != 1:
             raise SweclError("--resume continues one run; --repeat starts new ones: drop --repeat")
-        reports = continue_invocation(self, version, reporter, jobs=jobs, task_jobs=task_jobs, executor=executor,
-                                      budget_usd=budget_usd, memory_server=memory_server, memory_env=memory_env)
+        reports = continue_invocation(self, version, reporter, overrides or ResumeOverrides())
         return Runs(tuple(reports), grouped=len(reports) > len({r.stage for r in reports}))
 
     def run_summary(self, versions: list[str], *, grouped: bool = False) -> RunsSummary:

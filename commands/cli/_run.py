@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
-from commands.run import DEMO_SUITE, EXECUTORS, STAGES, RunOptions, make_reporter
+from commands.run import DEMO_SUITE, EXECUTORS, STAGES, ResumeOverrides, RunOptions, make_reporter
 from graders import SANDBOX_MODES
 from ledger import SweclError
 
@@ -165,9 +165,9 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 raise SweclError("--resume continues a run in its recorded order: drop --order/--orders")
             if max_tokens_per_task is not None:
                 raise SweclError("--resume continues a run with its own limits: drop --max-tokens-per-task")
-            done = exp.resume(resume, reporter, jobs=jobs if jobs != 1 else None, task_jobs=task_jobs,
-                              executor=placement, repeat=repeat, memory_server=memory_server, budget_usd=budget_usd,
-                              memory_env=list(memory_env))
+            done = exp.resume(resume, reporter, ResumeOverrides(
+                jobs=jobs if jobs != 1 else None, task_jobs=task_jobs, executor=placement, budget_usd=budget_usd,
+                memory_server=memory_server, memory_env=tuple(memory_env)), repeat=repeat)
         else:
             opts = RunOptions(
                 stage=stage or DEMO_SUITE[0], dataset=dataset, rows=rows, sequences=list(sequences),

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 import msgspec
 
@@ -13,8 +12,8 @@ from ledger import SweclError
 from projections import RunsProjection, RunSummary
 
 from .._folder import ExperimentFolder
-from ._options import RunOptions
-from ._orchestrate import Invocation, Repeat, RunReport, resume_run, start_run, with_overrides
+from ._options import ResumeOverrides, RunOptions
+from ._orchestrate import Invocation, Repeat, RunReport, resume_run, start_run
 from ._progress import Reporter
 from ._stages import DEMO_SUITE, get_stage
 from .memory import server_resume_options
@@ -42,10 +41,8 @@ def run_demo_suite(folder: ExperimentFolder, opts: RunOptions, reporter: Reporte
     return _run_invocation(folder, opts, DEMO_SUITE, count, reporter)
 
 
-def continue_invocation(folder: ExperimentFolder, version: str, reporter: Reporter, *, jobs: int | None = None,
-                        task_jobs: int | None = None, executor: dict[str, Any] | None = None,
-                        budget_usd: float | None = None, memory_server: str | None = None,
-                        memory_env: list[str] | None = None) -> list[RunReport]:
+def continue_invocation(folder: ExperimentFolder, version: str, reporter: Reporter,
+                        overrides: ResumeOverrides = ResumeOverrides()) -> list[RunReport]:
     """`swecl run --resume VERSION`: continue that run and, when it is part of an invocation
     that started several (the demo suite, --repeat K), the rest of it, in the order it
     would have run: unfinished runs resumed, runs that never began started, finished ones
@@ -54,30 +51,26 @@ def continue_invocation(folder: ExperimentFolder, version: str, reporter: Report
         runs = folder.results.projector(ledger).run(RunsProjection()).state.runs
     run = runs.get(version)
     if run is None or run.suite is None or not run.suite_stages or run.suite not in runs:
-        return [resume_run(folder, version, reporter, jobs=jobs, task_jobs=task_jobs, executor=executor,
-                           budget_usd=budget_usd, memory_server=memory_server, memory_env=memory_env)]
+        return [resume_run(folder, version, reporter, overrides)]
     members = {(m.repeat_index or 1, m.stage): m for m in runs.values() if m.suite == run.suite}
     first = runs[run.suite]
     try:
-        opts = with_overrides(RunOptions.from_config(first.config), jobs=jobs, task_jobs=task_jobs, executor=executor,
-                              budget_usd=budget_usd)
+        opts = overrides.apply(RunOptions.from_config(first.config))
         # --repeat K of a --memory-server run: the runs not begun yet start with the values given now.
-        opts = server_resume_options(opts, first.config, first.version, memory_server=memory_server,
-                                       memory_env=list(memory_env or []))
+        opts = server_resume_options(opts, first.config, first.version, memory_server=overrides.memory_server,
+                                     memory_env=list(overrides.memory_env))
     except msgspec.ValidationError as exc:
         raise SweclError(f"run {first.version}'s recorded options cannot be read: {exc}") from None
     stages = tuple(run.suite_stages)
     for stage in stages:
         get_stage(stage)  # a stage this swecl no longer knows is refused before anything runs
     return _run_invocation(folder, opts, stages, run.repeat_count or 1, reporter, done=members,
-                           first=run.suite, overrides={"jobs": jobs, "task_jobs": task_jobs, "executor": executor,
-                                                                 "budget_usd": budget_usd, "memory_server": memory_server,
-                                                                 "memory_env": memory_env})
+                           first=run.suite, overrides=overrides)
 
 
 def _run_invocation(folder: ExperimentFolder, opts: RunOptions, stages: tuple[str, ...], count: int, reporter: Reporter, *,
                     done: dict[tuple[int, str], RunSummary] | None = None, first: str | None = None,
-                    overrides: dict[str, Any] | None = None) -> list[RunReport]:
+                    overrides: ResumeOverrides = ResumeOverrides()) -> list[RunReport]:
     """Each of `stages` in order, `count` times. `done`: the runs this invocation already
     has, by (repeat index, stage); the unfinished of them are resumed, the finished kept."""
     done = done or {}
@@ -98,7 +91,7 @@ def _run_invocation(folder: ExperimentFolder, opts: RunOptions, stages: tuple[st
             elif member.status == "finished":
                 report = RunReport(member.version, stage, "finished")
             else:
-                report = resume_run(folder, member.version, reporter, **(overrides or {}))
+                report = resume_run(folder, member.version, reporter, overrides)
             first = first or report.version
             groups.setdefault(stage, report.version)
             if stage == "plugin-blank" and blank is None:

@@ -7,6 +7,7 @@ Everything a resumed run needs to carry on exactly as it started is here, so
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -222,6 +223,38 @@ class RunOptions(msgspec.Struct, kw_only=True):
     def from_config(cls, config: dict[str, Any]) -> RunOptions:
         known = {f for f in cls.__struct_fields__}
         return msgspec.convert({k: v for k, v in config.items() if k in known}, cls)
+
+
+@dataclass(frozen=True)
+class ResumeOverrides:
+    """What a resuming command line (`swecl run --resume V`) gives instead of what run V
+    recorded: how many workers and where they run (nothing recorded depends on it), the
+    cost budget from here on (recorded in run.resumed), and a memory server's values that
+    were never recorded (its mapped variables, a URL's credentials)."""
+
+    jobs: int | None = None
+    task_jobs: int | None = None
+    executor: dict[str, Any] | None = None  # RunOptions' executor fields given on this command line
+    budget_usd: float | None = None
+    memory_server: str | None = None
+    memory_env: tuple[str, ...] = ()
+
+    def apply(self, opts: RunOptions) -> RunOptions:
+        """`opts` as recorded, with these instead (each checked as a new run's would be)."""
+        if self.budget_usd is not None:
+            opts = msgspec.structs.replace(opts, budget_usd=self.budget_usd)
+            opts.validate_limits()
+        if self.jobs is not None:
+            opts = msgspec.structs.replace(opts, jobs=self.jobs)
+        if self.task_jobs is not None:
+            opts = msgspec.structs.replace(opts, task_jobs=self.task_jobs)
+            opts.validate()
+        if self.executor:
+            if self.executor.get("executor") == "local":
+                opts = msgspec.structs.replace(opts, ray_address=None, shard_dir=None)
+            opts = msgspec.structs.replace(opts, **self.executor)
+            opts.validate_executor()
+        return opts
 
 
 def _absolute_prediction(spec: str) -> str:

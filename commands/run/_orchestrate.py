@@ -12,7 +12,6 @@ import os
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from typing import Any
 
 import msgspec
 
@@ -31,7 +30,7 @@ from .._provenance import provenance
 from ._budget import BudgetReached, budget_of, spent_usd
 from ._context import agent_sandbox, build_agent, cache_dir_of, open_benchmark, sequence_context
 from ._fork import ForkPlan, apply_fork_seed, forked_event, resolve_fork
-from ._options import RunOptions
+from ._options import ResumeOverrides, RunOptions
 from ._order import ordered, recorded_spec
 from ._progress import QueueDrain, QueueReporter, Reporter
 from ._ray import run_on_ray
@@ -202,24 +201,21 @@ def start_run(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, re
         return _execute_locked(folder, version, opts, reporter)
 
 
-def resume_run(folder: ExperimentFolder, version: str, reporter: Reporter, *, jobs: int | None = None,
-               task_jobs: int | None = None, executor: dict[str, Any] | None = None,
-               budget_usd: float | None = None, memory_server: str | None = None,
-               memory_env: list[str] | None = None) -> RunReport:
-    """Continue run `version`. `jobs`, `task_jobs` and `executor` (RunOptions executor
-    fields given on this command line) override what the run was started with: a run
-    started on Ray can be finished locally, and the other way round; how many workers
-    run tasks changes nothing that is recorded. `budget_usd` (--budget-usd) is the run's
+def resume_run(folder: ExperimentFolder, version: str, reporter: Reporter,
+               overrides: ResumeOverrides = ResumeOverrides()) -> RunReport:
+    """Continue run `version`, with what the resuming command line gives instead
+    (`overrides`): a run started on Ray can be finished locally, and the other way round;
+    how many workers run tasks changes nothing that is recorded. Its budget is the run's
     cost budget from here on, recorded in run.resumed; a run already past its budget is
-    refused, so a resume of a run stopped on its budget gives a larger one. `memory_server`
-    and `memory_env`: a --memory-server run's values, given again (`memory._server_resume`)."""
+    refused, so a resume of a run stopped on its budget gives a larger one. A memory
+    server's values are given again (`memory._server_resume`)."""
+    budget_usd = overrides.budget_usd
     with folder.open_ledger() as ledger:
         run = get_run(ledger, folder.results.projector(ledger), version)
         started = next(ledger.read_stream(f"run/{version}"))
-        opts = with_overrides(RunOptions.from_config(started.event.config), jobs=jobs, task_jobs=task_jobs,
-                              executor=executor, budget_usd=budget_usd)
-        opts = server_resume_options(opts, started.event.config, version, memory_server=memory_server,
-                                       memory_env=list(memory_env or []))
+        opts = overrides.apply(RunOptions.from_config(started.event.config))
+        opts = server_resume_options(opts, started.event.config, version, memory_server=overrides.memory_server,
+                                     memory_env=list(overrides.memory_env))
         opts = msgspec.structs.replace(opts, budget_usd=budget_usd or budget_of(ledger, version, opts.budget_usd))
         if opts.budget_usd is not None and (spent := spent_usd(ledger, version)) >= opts.budget_usd:
             raise SweclError(
@@ -252,25 +248,6 @@ def resume_run(folder: ExperimentFolder, version: str, reporter: Reporter, *, jo
             folder.finish_run(version, "interrupted", _stopped_why(exc))
             raise
         return _execute_locked(folder, version, opts, reporter, sequence_ids=run.sequences)
-
-
-def with_overrides(opts: RunOptions, *, jobs: int | None = None, task_jobs: int | None = None,
-                   executor: dict[str, Any] | None = None, budget_usd: float | None = None) -> RunOptions:
-    """`opts` as recorded, with what a resuming command line gives instead."""
-    if budget_usd is not None:
-        opts = msgspec.structs.replace(opts, budget_usd=budget_usd)
-        opts.validate_limits()
-    if jobs is not None:
-        opts = msgspec.structs.replace(opts, jobs=jobs)
-    if task_jobs is not None:
-        opts = msgspec.structs.replace(opts, task_jobs=task_jobs)
-        opts.validate()
-    if executor:
-        if executor.get("executor") == "local":
-            opts = msgspec.structs.replace(opts, ray_address=None, shard_dir=None)
-        opts = msgspec.structs.replace(opts, **executor)
-        opts.validate_executor()
-    return opts
 
 
 def check_agent_starts(agent: Agent, opts: RunOptions, folder: ExperimentFolder) -> None:

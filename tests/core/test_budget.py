@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from commands import Experiment
-from commands.run import QuietReporter, RunOptions
+from commands.run import QuietReporter, ResumeOverrides, RunOptions
 from commands.run._budget import BUDGET_EXIT_CODE, BudgetReached
 from ledger import SweclError
 from tests.run.support import SPANS, TEXTKIT, events, first_tasks, swecl_json
@@ -71,7 +71,7 @@ def test_a_run_stops_on_its_budget_and_a_larger_one_finishes_it(tmp_path: Path, 
     with pytest.raises(SweclError, match=r"spent \$0.80 of its \$0.50 budget: give a larger --budget-usd"):
         exp.resume("b", QuietReporter())
     assert events(root, "run.resumed") == []
-    done = exp.resume("b", QuietReporter(), budget_usd=2.0)
+    done = exp.resume("b", QuietReporter(), ResumeOverrides(budget_usd=2.0))
     assert [r.status for r in done.reports] == ["finished"]
     assert [p["budget_usd"] for *_, p in events(root, "run.resumed")] == [2.0]
 
@@ -132,7 +132,7 @@ def test_with_jobs_every_sequence_stops_after_its_task_in_flight(tmp_path: Path,
     assert reached["budget_usd"] == 0.3 and reached["spent_usd"] == pytest.approx(0.4 * len(finished))
     assert [p["status"] for *_, p in events(root, "run.finished")] == ["budget_reached"]
 
-    done = exp.resume("j", QuietReporter(), jobs=2, budget_usd=5.0)
+    done = exp.resume("j", QuietReporter(), ResumeOverrides(jobs=2, budget_usd=5.0))
     assert [r.status for r in done.reports] == ["finished"]
     cells = sorted((stream.split("/")[2], p["order"]) for _, stream, _, p in events(root, "task.finished"))
     assert cells == sorted((seq, order) for seq in (SPANS, TEXTKIT) for order in (1, 2))  # each once
