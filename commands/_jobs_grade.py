@@ -227,17 +227,18 @@ class GradeJobs(ExperimentFolder):
         grades as a run version (stage base, agent predictions, initial pass)."""
         # lazy: the benchmark loaders (pydantic) and the run machinery cost about 0.4 s at start-up
         from .inputs import load_predictions
-        from .run import RunOptions
+        from .run import BudgetOptions, ExecutionOptions, RunOptions, SandboxOptions
 
         wanted = list(instances) or sorted(load_predictions(predictions))
         opts = RunOptions(
             stage="base", dataset=dataset, rows=rows, instances=wanted, agent="predictions", grader=grader,
             version=version, passes=["initial"], predictions=[str(predictions)], repo_sources=dict(repo_sources or {}),
-            cache_dir=_resolved(cache_dir), python_paths=dict(python_paths or {}), test_timeout_s=test_timeout,
-            sandbox=sandbox, task_jobs=jobs,
+            cache_dir=_resolved(cache_dir), python_paths=dict(python_paths or {}),
+            budget=BudgetOptions(test_timeout_s=test_timeout), sandbox=SandboxOptions(mode=sandbox),
+            execution=ExecutionOptions(task_jobs=jobs),
         )
         progress = progress or _Silent()
-        progress.starting(opts.sandbox)
+        progress.starting(opts.sandbox.mode)
         recorded = self._grading_run(opts, progress, kind=None)
         with self.reading() as r:
             statuses = pass_statuses(r.ledger, r.projector, recorded)
@@ -274,7 +275,7 @@ class GradeJobs(ExperimentFolder):
         tasks.validated event: gold, no-op and empty patch graded as runs `{slug}-{kind}`."""
         # lazy: validation loads the benchmark loaders and the run machinery (about 0.2 s)
         from ._validate import check_slug, validate
-        from .run import RunOptions, open_benchmark
+        from .run import BudgetOptions, ExecutionOptions, RunOptions, SandboxOptions, open_benchmark
 
         cache = _resolved(cache_dir)
         benchmark = open_benchmark(RunOptions(stage="base", dataset=dataset, rows=rows, cache_dir=cache))
@@ -295,7 +296,8 @@ class GradeJobs(ExperimentFolder):
                 stage="base", dataset=dataset, rows=rows, instances=[t.instance_id for t in complete],
                 agent="predictions", grader="swebench", version=version, passes=["initial"],
                 predictions=[str(predictions)], repo_sources=dict(repo_sources or {}), cache_dir=cache,
-                python_paths=dict(python_paths or {}), test_timeout_s=test_timeout, sandbox=sandbox, task_jobs=jobs,
+                python_paths=dict(python_paths or {}), budget=BudgetOptions(test_timeout_s=test_timeout),
+                sandbox=SandboxOptions(mode=sandbox), execution=ExecutionOptions(task_jobs=jobs),
             )
             return self._grading_run(opts, progress, kind=kind)
 

@@ -91,7 +91,7 @@ class RunJobs(ExperimentFolder):
         if demo_suite:
             # The suite's stages are its own; its options are validated as its first stage's.
             opts = msgspec.structs.replace(opts, stage=DEMO_SUITE[0])
-            if opts.memory_server is not None:
+            if opts.memory.server is not None:
                 raise SweclError("--memory-server is for one memory stage: add --stage plugin-blank (or plugin-primed)")
             if opts.version is not None:
                 raise SweclError("--version names one run; the demo suite makes four: add --stage")
@@ -188,7 +188,7 @@ class RunJobs(ExperimentFolder):
 @contextmanager
 def _executor_session(opts: RunOptions) -> Iterator[None]:
     """One Ray connection for every run an invocation makes (the demo suite makes four)."""
-    if opts.executor != "ray":
+    if opts.execution.executor != "ray":
         yield
         return
     from .run import ray_session  # lazy: the Ray session module loads only for --executor ray

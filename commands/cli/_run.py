@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING, Any
 import click
 import msgspec
 
-from commands.run import DEMO_SUITE, EXECUTORS, STAGES, ResumeOverrides, RunOptions, make_reporter
+from commands.run import (
+    DEMO_SUITE, EXECUTORS, STAGES, BudgetOptions, ExecutionOptions, MemoryOptions, ResumeOverrides, RunOptions,
+    SandboxOptions, make_reporter,
+)
 from graders import SANDBOX_MODES
 from ledger import SweclError
 
@@ -173,29 +176,27 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 stage=stage or DEMO_SUITE[0], dataset=dataset, rows=rows, sequences=list(sequences),
                 instances=list(instances), agent=agent, model=model, grader=grader, version=version,
                 source_memory=source_memory, passes=passes.split(",") if passes else [], retest_every=retest_every,
-                jobs=jobs, task_jobs=1 if task_jobs is None else task_jobs, max_turns=max_turns,
-                agent_timeout_s=agent_timeout, test_timeout_s=test_timeout, budget_usd=budget_usd,
-                max_tokens_per_task=max_tokens_per_task,
                 code_mode=code_mode, predictions=list(predictions), command=command_template,
                 repo_sources=parse_repo_sources(repo_sources), cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
-                python_paths=parse_python_paths(pythons),
-                sandbox=sandbox, allow_hosts=list(allow_hosts), allow_web=allow_web,
-                expose=[os.path.abspath(p) for p in expose],
-                memory_server=memory_server, memory_env=list(memory_env), memory_recall_tool=memory_recall_tool,
-                memory_recall_args=memory_recall_args, memory_write_tool=memory_write_tool,
-                memory_write_args=memory_write_args, memory_dream_tool=memory_dream_tool,
-                memory_dream_args=memory_dream_args, memory_call_timeout_s=memory_call_timeout,
-                order=task_order, orders=orders,
+                python_paths=parse_python_paths(pythons), order=task_order, orders=orders,
+                memory=MemoryOptions(
+                    server=memory_server, env=list(memory_env), recall_tool=memory_recall_tool,
+                    recall_args=memory_recall_args, write_tool=memory_write_tool, write_args=memory_write_args,
+                    dream_tool=memory_dream_tool, dream_args=memory_dream_args, call_timeout_s=memory_call_timeout),
+                budget=BudgetOptions(usd=budget_usd, max_tokens_per_task=max_tokens_per_task, max_turns=max_turns,
+                                     agent_timeout_s=agent_timeout, test_timeout_s=test_timeout),
+                sandbox=SandboxOptions(mode=sandbox, allow_hosts=list(allow_hosts), allow_web=allow_web,
+                                       expose=[os.path.abspath(p) for p in expose]),
+                execution=ExecutionOptions(jobs=jobs, task_jobs=1 if task_jobs is None else task_jobs, **placement),
             )
-            opts = msgspec.structs.replace(opts, **placement)
             if fork is not None:
                 given = _given_options(ctx, opts)
                 forked = exp.check_fork(fork, {**given, "dream_at_fork": dream_at_fork}, repeat=repeat)
-                warn_if_unconfined(forked.sandbox)
+                warn_if_unconfined(forked.sandbox.mode)
                 done = exp.fork(fork, reporter, repeat=repeat, **given, dream_at_fork=dream_at_fork)
             else:
                 exp.check_run(opts, repeat=repeat, demo_suite=stage is None)  # refused before the warning
-                warn_if_unconfined(opts.sandbox)
+                warn_if_unconfined(opts.sandbox.mode)
                 done = exp.run(opts, reporter, repeat=repeat, demo_suite=stage is None)
     finally:
         reporter.close()
@@ -211,13 +212,14 @@ _FIELD_OF = {"agent_timeout": "agent_timeout_s", "test_timeout": "test_timeout_s
 def _given_options(ctx: click.Context, opts: RunOptions) -> dict[str, Any]:
     """The RunOptions fields this command line sets (a fork takes these, and V's others)."""
     given: dict[str, Any] = {}
+    recorded = opts.flat()
     for name in ctx.params:
         field = _FIELD_OF.get(name, name)
         source = ctx.get_parameter_source(name)
-        if field in ("fork", "dream_at_fork") or field not in RunOptions.__struct_fields__:
+        if field in ("fork", "dream_at_fork") or field not in RunOptions.field_names():
             continue
         if source is not None and source is not click.core.ParameterSource.DEFAULT:
-            given[field] = getattr(opts, field)
+            given[field] = recorded[field]
     return given
 
 

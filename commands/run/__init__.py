@@ -15,6 +15,10 @@ _EXPORTS = {
     "run_demo_suite": "_demo_suite",
     "run_repeats": "_demo_suite",
     "EXECUTORS": "_options",
+    "BudgetOptions": "_options",
+    "ExecutionOptions": "_options",
+    "MemoryOptions": "_options",
+    "SandboxOptions": "_options",
     "ResumeOverrides": "_options",
     "RunOptions": "_options",
     "open_benchmark": "_context",
@@ -46,7 +50,10 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from ._demo_suite import continue_invocation, run_demo_suite, run_repeats
-    from ._options import EXECUTORS, ResumeOverrides, RunOptions, parse_fork
+    from ._options import (
+        EXECUTORS, BudgetOptions, ExecutionOptions, MemoryOptions, ResumeOverrides, RunOptions, SandboxOptions,
+        parse_fork,
+    )
     from ._context import open_benchmark, sequence_context
     from ._fork import fork_options
     from ._orchestrate import Repeat, RunReport, execute, resume_run, start_run

@@ -22,7 +22,7 @@ def spent_usd(ledger: Ledger, version: str) -> float:
 
 
 def budget_of(ledger: Ledger, version: str, recorded: float | None) -> float | None:
-    """The run's budget now: the last one a resume gave (`run.resumed.budget_usd`), else
+    """The run's budget now: the last one a resume gave (`run.resumed.budget.usd`), else
     the one it started with (`recorded`, from run.started's options)."""
     budget = recorded
     for rec in ledger.read(types=["run.resumed"], streams=[f"run/{version}"]):

@@ -85,7 +85,7 @@ def agent_sandbox(opts: RunOptions, ledger_dir: Path, also_hide: tuple[Path, ...
     private ledger copy lives elsewhere)."""
     hide = [cache_dir_of(opts), ledger_dir, *also_hide, *_input_files(opts),
             *(Path(p) for p in opts.repo_sources.values() if Path(p).exists())]
-    return sandbox_for(opts.sandbox, hide=hide, expose=opts.expose)
+    return sandbox_for(opts.sandbox.mode, hide=hide, expose=opts.sandbox.expose)
 
 
 def _input_files(opts: RunOptions) -> list[Path]:
@@ -112,7 +112,7 @@ def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id
     sandbox = agent_sandbox(opts, ledger.path.parent, also_hide)
     memory = memory_backend(stage, opts).sequence(SequencePlace(
         ledger=ledger, version=version, sequence=sequence, reporter=reporter, folder=memory_folder, sandbox=sandbox,
-        network=bool(opts.allow_hosts), hidden=hidden_items))
+        network=bool(opts.sandbox.allow_hosts), hidden=hidden_items))
     return SequenceContext(
         ledger=ledger,
         version=version,
@@ -121,22 +121,22 @@ def sequence_context(ledger: Ledger, version: str, opts: RunOptions, sequence_id
         agent=build_agent(opts, benchmark),
         agent_name=opts.agent,
         grader=get_grader(
-            opts.grader, cache_dir=cache, repo_sources=benchmark.repo_sources, timeout_s=opts.test_timeout_s,
+            opts.grader, cache_dir=cache, repo_sources=benchmark.repo_sources, timeout_s=opts.budget.test_timeout_s,
             python=opts.python_paths or None, sandbox=sandbox,
         ),
         sandbox=sandbox,
-        allow_hosts=tuple(opts.allow_hosts), allow_web=opts.allow_web,
+        allow_hosts=tuple(opts.sandbox.allow_hosts), allow_web=opts.sandbox.allow_web,
         grader_name=opts.grader,
         repos=RepoCache(cache, benchmark.repo_sources),
         reporter=reporter,
         model=opts.model,
         code_mode=opts.code_mode,
-        budget=Budget(max_turns=opts.max_turns, timeout_s=opts.agent_timeout_s, max_tokens=opts.max_tokens_per_task),
+        budget=Budget(max_turns=opts.budget.max_turns, timeout_s=opts.budget.agent_timeout_s, max_tokens=opts.budget.max_tokens_per_task),
         memory=memory,
-        task_jobs=opts.task_jobs,
+        task_jobs=opts.execution.task_jobs,
         group_by_environment=not agents.agent_entry(opts.agent).briefed,
         p2p_excluded=p2p_excluded(ledger),
-        budget_usd=opts.budget_usd,
+        budget_usd=opts.budget.usd,
     )
 
 

@@ -13,14 +13,18 @@ from typing import Any
 
 import msgspec
 
-from agents import parse_allow_host
-from graders import SANDBOX_MODES, sandbox_for
 from ledger import SweclError
 
 from ._fork_spec import parse_fork
+from ._option_groups import (
+    EXECUTORS, FLAT, BudgetOptions, ExecutionOptions, MemoryOptions, SandboxOptions, flatten, unflatten,
+)
 from ._stages import get_stage, parse_passes
 
-EXECUTORS = ("local", "ray")
+__all__ = ["EXECUTORS", "BudgetOptions", "ExecutionOptions", "MemoryOptions", "ResumeOverrides", "RunOptions",
+           "SandboxOptions", "parse_fork"]
+
+GROUPS = {"memory", "budget", "sandbox", "execution"}
 
 
 class RunOptions(msgspec.Struct, kw_only=True):
@@ -36,56 +40,12 @@ class RunOptions(msgspec.Struct, kw_only=True):
     source_memory: str | None = None
     passes: list[str] = msgspec.field(default_factory=list)  # empty: the stage's default
     retest_every: int | None = None
-    jobs: int = 1
-    # Workers for the tasks of one sequence that may run at once (every pass but a memory
-    # stage's initial one): `swecl run --task-jobs`, `swecl grade --jobs`, `swecl validate --jobs`.
-    task_jobs: int = 1
-    max_turns: int | None = 50
-    agent_timeout_s: float = 1800.0  # --task-timeout (alias --agent-timeout): seconds per agent attempt
-    # --budget-usd: the run's cost budget, over its agents' reported costs across resumes
-    # (see _budget.py); a resume may raise it (run.resumed.budget_usd). None: no budget.
-    budget_usd: float | None = None
-    # --max-tokens-per-task: the CLI agents that stream their usage are ended past it
-    # (exit max_tokens); an attempt whose reported input + output tokens pass it is
-    # recorded as over the limit (agent.finished.over_limit); None: no limit.
-    max_tokens_per_task: int | None = None
-    test_timeout_s: float = 1800.0
     code_mode: str = "agentic"
     predictions: list[str] = msgspec.field(default_factory=list)  # [PASS=]FILE
     command: str | None = None  # the command agent's template
     repo_sources: dict[str, str] = msgspec.field(default_factory=dict)
     cache_dir: str | None = None
     python_paths: dict[str, str] = msgspec.field(default_factory=dict)
-    # Where agents and tests run: bwrap (confined, the default) or none (unconfined,
-    # recorded here so every report of the run says so).
-    sandbox: str = "bwrap"
-    # What a sandboxed agent may reach beside its model API (--allow-host HOST[:PORT]), and
-    # whether its own web tools stay on (--allow-web); recorded so each report can say so.
-    allow_hosts: list[str] = msgspec.field(default_factory=list)
-    allow_web: bool = False
-    # What a sandboxed agent sees besides the system, its own install and its checkout
-    # (--expose PATH, read-only; absolute): a tool it calls. Recorded like the rest.
-    expose: list[str] = msgspec.field(default_factory=list)
-    # Where sequences run (see _ray.py). Recorded like the rest; a resume may override them.
-    executor: str = "local"  # local | ray
-    ray_address: str | None = None  # None: RAY_ADDRESS, else the cluster on this node, else a new local one
-    shard_dir: str | None = None  # shared folder for snapshots and shards; None: Ray's object store
-    ray_num_cpus: float = 1.0  # CPUs each sequence job asks Ray for
-    max_retries: int = 2  # extra attempts of a failed sequence job (ray executor)
-    # A user's MCP memory server in place of swecl's substrate (--memory-server, memory
-    # stages only; see _provider_memory.py). Recorded redacted: the spec without URL
-    # credentials, and of the mapped variables only their names (a value may be a token).
-    memory_server: str | None = None
-    memory_env: list[str] = msgspec.field(default_factory=list)  # NAME=VALUE; never recorded
-    memory_env_names: list[str] = msgspec.field(default_factory=list)  # what the ledger keeps of them
-    memory_recall_tool: str | None = None
-    memory_recall_args: str | None = None  # JSON template; None: {"query": "{query}"}
-    memory_write_tool: str | None = None
-    memory_write_args: str | None = None  # JSON template; None: the write tool's default, if it has one
-    # plugin-dreamed: the server's own consolidation tool, called once before the initial pass.
-    memory_dream_tool: str | None = None
-    memory_dream_args: str | None = None  # JSON template; None: {}
-    memory_call_timeout_s: float = 60.0
     # Another task order than the dataset's (--order permute:SEED | reverse | FILE; see _order.py);
     # None: the dataset's. `orders`: `--orders N`, the group of N seeded permutations this run is of.
     order: str | None = None
@@ -94,6 +54,11 @@ class RunOptions(msgspec.Struct, kw_only=True):
     # _fork.py); `dream_at_fork`: a dream pass over the forked memory before task K.
     fork: str | None = None
     dream_at_fork: bool = False
+    # The options by concern (`_option_groups`), each checked by itself.
+    memory: MemoryOptions = msgspec.field(default_factory=MemoryOptions)
+    budget: BudgetOptions = msgspec.field(default_factory=BudgetOptions)
+    sandbox: SandboxOptions = msgspec.field(default_factory=SandboxOptions)
+    execution: ExecutionOptions = msgspec.field(default_factory=ExecutionOptions)
 
     def validate(self) -> None:
         stage = get_stage(self.stage)
@@ -102,23 +67,9 @@ class RunOptions(msgspec.Struct, kw_only=True):
             raise SweclError(f"--retest-every {self.retest_every}: give a positive number of tasks")
         if self.retest_every is not None and not stage.memory_on:
             raise SweclError(f"--retest-every needs memory: stage {self.stage!r} runs without it")
-        if self.jobs < 1:
-            raise SweclError(f"--jobs {self.jobs}: give at least 1")
-        if self.task_jobs < 1:
-            raise SweclError(f"--task-jobs {self.task_jobs}: give at least 1")
-        self.validate_limits()
-        self.validate_executor()
-        if self.sandbox not in SANDBOX_MODES:
-            raise SweclError(f"--sandbox {self.sandbox!r}: one of {', '.join(SANDBOX_MODES)}")
-        sandbox_for(self.sandbox)  # refused now, in one line, not at the first task
-        for host in self.allow_hosts:
-            try:
-                parse_allow_host(host)
-            except ValueError as exc:
-                raise SweclError(str(exc)) from None
-        for path in self.expose:
-            if not Path(path).exists():
-                raise SweclError(f"--expose {path}: no such file or folder")
+        self.execution.check()
+        self.budget.check()
+        self.sandbox.check()
         if self.code_mode not in ("agentic", "blind"):
             raise SweclError(f"--code-mode {self.code_mode!r}: agentic or blind")
         self._refuse_secrets()
@@ -131,7 +82,7 @@ class RunOptions(msgspec.Struct, kw_only=True):
             raise SweclError("--dream-at-fork dreams at the fork point: add --fork V@K")
         if self.dream_at_fork and not stage.plugin:
             raise SweclError(f"--dream-at-fork dreams swecl's memory: stage {self.stage!r} has none")
-        if self.dream_at_fork and self.memory_server is not None and not stage.dreams_before_eval:
+        if self.dream_at_fork and self.memory.server is not None and not stage.dreams_before_eval:
             raise SweclError("--dream-at-fork with --memory-server calls the server's --memory-dream-tool, which only "
                              "plugin-dreamed has: fork into --stage plugin-dreamed or drop --dream-at-fork")
         if self.fork is not None:
@@ -148,40 +99,17 @@ class RunOptions(msgspec.Struct, kw_only=True):
                     "version than its source"
                 )
 
-    def validate_limits(self) -> None:
-        if self.budget_usd is not None and not self.budget_usd > 0:
-            raise SweclError(f"--budget-usd {self.budget_usd:g}: give a positive number of dollars")
-        if self.max_tokens_per_task is not None and self.max_tokens_per_task < 1:
-            raise SweclError(f"--max-tokens-per-task {self.max_tokens_per_task}: give a positive number of tokens")
-        if not self.agent_timeout_s > 0:
-            raise SweclError(f"--task-timeout {self.agent_timeout_s:g}: give a positive number of seconds")
-        if self.max_turns is not None and self.max_turns < 1:
-            raise SweclError(f"--max-turns {self.max_turns}: give at least 1")
-
     def _validate_memory_server(self, stage: Any) -> None:
         """The memory's options (--memory-server and its kin): parsed now (one line)."""
         from .memory import check_memory  # lazy: the memory backends load the task loop's pieces
 
         check_memory(stage, self)
 
-    def validate_executor(self) -> None:
-        if self.executor not in EXECUTORS:
-            raise SweclError(f"--executor {self.executor!r}: one of {', '.join(EXECUTORS)}")
-        if self.executor != "ray":
-            given = [flag for flag, value in (("--ray-address", self.ray_address), ("--shard-dir", self.shard_dir))
-                     if value is not None]
-            if given:
-                raise SweclError(f"{given[0]} is for --executor ray; add --executor ray or drop {given[0]}")
-        if self.max_retries < 0:
-            raise SweclError(f"--max-retries {self.max_retries}: give 0 or more")
-        if not self.ray_num_cpus > 0:
-            raise SweclError(f"--ray-cpus {self.ray_num_cpus}: give a positive number of CPUs per sequence job")
-
     def _refuse_secrets(self) -> None:
         """The options are recorded in run.started: nothing in them may be a credential."""
         from .._provenance import scrub  # lazy: provenance loads importlib.metadata (about 10 ms) at start-up
 
-        for name, value in msgspec.structs.asdict(self).items():
+        for name, value in self.flat().items():
             if name == "memory_env":
                 continue  # never recorded (only the names are)
             texts = [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
@@ -199,7 +127,7 @@ class RunOptions(msgspec.Struct, kw_only=True):
     def to_config(self) -> dict[str, Any]:
         """The options as recorded in run.started (paths made absolute, so a resume
         from another directory finds the same files)."""
-        raw = msgspec.to_builtins(self)
+        raw = self.flat()
         if self.order is not None and not self.order.startswith("permute:") and self.order != "reverse":
             raw["order"] = str(Path(self.order).resolve()) if Path(self.order).exists() else self.order
         for key in ("dataset", "rows", "cache_dir", "shard_dir"):
@@ -217,12 +145,24 @@ class RunOptions(msgspec.Struct, kw_only=True):
         """The options as a process of this run needs them (a --jobs worker, a Ray job):
         the recorded form with what is never recorded (the memory server's mapped values,
         its URL's credentials). Handed to the run's own processes, never appended."""
-        return {**self.to_config(), "memory_server": self.memory_server, "memory_env": list(self.memory_env)}
+        return {**self.to_config(), "memory_server": self.memory.server, "memory_env": list(self.memory.env)}
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> RunOptions:
-        known = {f for f in cls.__struct_fields__}
-        return msgspec.convert({k: v for k, v in config.items() if k in known}, cls)
+        """Options as recorded (flat, `to_config`), or given by recorded name (a fork's)."""
+        known = set(cls.__struct_fields__)
+        nested = unflatten(config)
+        return msgspec.convert({k: v for k, v in nested.items() if k in known}, cls)
+
+    def flat(self) -> dict[str, Any]:
+        """The options as built-in values under their recorded names (the groups flat), as
+        given: nothing resolved or redacted (`to_config` does that)."""
+        return flatten(msgspec.to_builtins(self))
+
+    @classmethod
+    def field_names(cls) -> set[str]:
+        """Every option's recorded name (the groups' fields flat): what a command line sets."""
+        return (set(cls.__struct_fields__) - GROUPS) | set(FLAT)
 
 
 @dataclass(frozen=True)
@@ -241,19 +181,24 @@ class ResumeOverrides:
 
     def apply(self, opts: RunOptions) -> RunOptions:
         """`opts` as recorded, with these instead (each checked as a new run's would be)."""
+        replace = msgspec.structs.replace
         if self.budget_usd is not None:
-            opts = msgspec.structs.replace(opts, budget_usd=self.budget_usd)
-            opts.validate_limits()
+            opts = replace(opts, budget=replace(opts.budget, usd=self.budget_usd))
+            opts.budget.check()
+        execution = opts.execution
         if self.jobs is not None:
-            opts = msgspec.structs.replace(opts, jobs=self.jobs)
+            execution = replace(execution, jobs=self.jobs)
         if self.task_jobs is not None:
-            opts = msgspec.structs.replace(opts, task_jobs=self.task_jobs)
-            opts.validate()
+            execution = replace(execution, task_jobs=self.task_jobs)
         if self.executor:
             if self.executor.get("executor") == "local":
-                opts = msgspec.structs.replace(opts, ray_address=None, shard_dir=None)
-            opts = msgspec.structs.replace(opts, **self.executor)
-            opts.validate_executor()
+                execution = replace(execution, ray_address=None, shard_dir=None)
+            execution = replace(execution, **self.executor)
+        if execution != opts.execution:
+            opts = replace(opts, execution=execution)
+            execution.check()
+            if self.task_jobs is not None:
+                opts.validate()
         return opts
 
 

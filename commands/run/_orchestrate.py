@@ -170,12 +170,12 @@ def start_run(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, re
     sequences = select_sequences(benchmark, opts)
     if opts.order is not None:
         sequences = ordered(sequences, opts.order)
-    agent = build_agent(opts, benchmark, runs_here=opts.executor == "local")  # fail early, before claiming
+    agent = build_agent(opts, benchmark, runs_here=opts.execution.executor == "local")  # fail early, before claiming
     _require_executor(opts)
     folder.require_writable()
     check_agent_starts(agent, opts, folder)  # before claiming: a failed check leaves no run behind
     # what the agent and the tests will see; on Ray each node has its own installs
-    visible = agents.sandbox_view(agent, agent_sandbox(opts, folder.root)) if opts.executor == "local" else None
+    visible = agents.sandbox_view(agent, agent_sandbox(opts, folder.root)) if opts.execution.executor == "local" else None
     del agent
     with folder.open_ledger(create=True) as ledger:
         taken = opts.version is not None and ledger.stream_version(f"run/{opts.version}") >= 0  # claim says so
@@ -216,10 +216,11 @@ def resume_run(folder: ExperimentFolder, version: str, reporter: Reporter,
         opts = overrides.apply(RunOptions.from_config(started.event.config))
         opts = server_resume_options(opts, started.event.config, version, memory_server=overrides.memory_server,
                                      memory_env=list(overrides.memory_env))
-        opts = msgspec.structs.replace(opts, budget_usd=budget_usd or budget_of(ledger, version, opts.budget_usd))
-        if opts.budget_usd is not None and (spent := spent_usd(ledger, version)) >= opts.budget_usd:
+        opts = msgspec.structs.replace(opts, budget=msgspec.structs.replace(
+            opts.budget, usd=budget_usd or budget_of(ledger, version, opts.budget.usd)))
+        if opts.budget.usd is not None and (spent := spent_usd(ledger, version)) >= opts.budget.usd:
             raise SweclError(
-                f"run {version} has spent ${spent:.2f} of its ${opts.budget_usd:.2f} budget: "
+                f"run {version} has spent ${spent:.2f} of its ${opts.budget.usd:.2f} budget: "
                 f"give a larger --budget-usd (over {spent:.2f}) to continue it"
             )
         _require_executor(opts)  # before anything is appended
@@ -230,7 +231,7 @@ def resume_run(folder: ExperimentFolder, version: str, reporter: Reporter,
                 f"{opts.dataset or 'the demo'} now hashes to {benchmark.content_hash[:12]}: it changed, so the run cannot continue"
             )
     # Before run.resumed: an agent that cannot start leaves the run as it was.
-    check_agent_starts(build_agent(opts, benchmark, runs_here=opts.executor == "local"), opts, folder)
+    check_agent_starts(build_agent(opts, benchmark, runs_here=opts.execution.executor == "local"), opts, folder)
     # The lock first: a resume refused because the run is running must write nothing.
     with folder.run_lock(version):
         with folder.open_ledger() as ledger:
@@ -256,13 +257,13 @@ def check_agent_starts(agent: Agent, opts: RunOptions, folder: ExperimentFolder)
     hidden paths, mounts and environment). It refuses in one line when the process does
     not start; otherwise every task would fail the same way. On Ray the nodes run tasks,
     each with its own installation: not checked here."""
-    if opts.executor != "local" or not hasattr(agent, "probe"):
+    if opts.execution.executor != "local" or not hasattr(agent, "probe"):
         return
     agents.preflight(agent, agent_sandbox(opts, folder.root))
 
 
 def _require_executor(opts: RunOptions) -> None:
-    if opts.executor == "ray":
+    if opts.execution.executor == "ray":
         check_ray(opts)
 
 
@@ -287,11 +288,11 @@ def _execute_locked(folder: ExperimentFolder, version: str, opts: RunOptions, re
         if sequence_ids is None:
             with folder.open_ledger() as ledger:
                 sequence_ids = list(next(ledger.read_stream(f"run/{version}")).event.sequences)
-        if opts.executor == "ray":
+        if opts.execution.executor == "ray":
             run_on_ray(folder, version, opts, sequence_ids, reporter)
-        elif opts.jobs > 1 and len(sequence_ids) > 1:
+        elif opts.execution.jobs > 1 and len(sequence_ids) > 1:
             _run_parallel(folder, version, opts, sequence_ids, reporter)
-        elif opts.task_jobs > 1 and len(sequence_ids) > 1:
+        elif opts.execution.task_jobs > 1 and len(sequence_ids) > 1:
             run_sequences_together(folder, version, opts, sequence_ids, reporter)
         else:
             for sequence_id in sequence_ids:
@@ -348,7 +349,6 @@ def run_sequences_together(folder: ExperimentFolder, version: str, opts: RunOpti
                            reporter: Reporter) -> None:
     """These sequences' passes in this process, on the results dir's ledger: one after
     the other, or with --task-jobs N on N workers they all share."""
-    stage = get_stage(opts.stage)
     with ExitStack() as held:
         for sequence_id in sequence_ids:
             held.enter_context(folder.sequence_lock(version, sequence_id))
@@ -361,8 +361,8 @@ def run_sequences_together(folder: ExperimentFolder, version: str, opts: RunOpti
             return sequence_context(ledger, version, opts, sequence_id, reporter, benchmark=benchmark,
                                     memory_folder=memory.sequence_folder(folder.results, version, sequence_id))
 
-        if opts.task_jobs > 1:
-            run_sequences_at_once([context(s) for s in sequence_ids], opts.pass_list, opts.retest_every, opts.task_jobs)
+        if opts.execution.task_jobs > 1:
+            run_sequences_at_once([context(s) for s in sequence_ids], opts.pass_list, opts.retest_every, opts.execution.task_jobs)
         else:
             for sequence_id in sequence_ids:
                 run_sequence(context(sequence_id), opts.pass_list, opts.retest_every)
@@ -382,7 +382,7 @@ def _run_parallel(folder: ExperimentFolder, version: str, opts: RunOptions, sequ
     drain.start()
     raw = opts.to_wire()
     try:
-        with ProcessPoolExecutor(max_workers=min(opts.jobs, len(sequence_ids)), mp_context=ctx) as pool:
+        with ProcessPoolExecutor(max_workers=min(opts.execution.jobs, len(sequence_ids)), mp_context=ctx) as pool:
             futures = [pool.submit(_worker, str(folder.root), version, raw, sid, queue) for sid in sequence_ids]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             for fut in futures:

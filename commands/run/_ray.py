@@ -151,10 +151,10 @@ class FanOut:
         # user): what a killed driver left there is swept when the next one starts.
         self.tmp = folder.version_dir(version) / ".fanout"
         self.shared: Path | None = None
-        if opts.shard_dir:
+        if opts.execution.shard_dir:
             with folder.open_ledger(readonly=True) as ledger:
                 # Several experiments may share one folder, each with its own v1, v2, ...
-                self.shared = Path(opts.shard_dir) / f"ledger-{ledger.ledger_id}" / f"v{version}"
+                self.shared = Path(opts.execution.shard_dir) / f"ledger-{ledger.ledger_id}" / f"v{version}"
         self.raw = opts.to_wire()
         self.identity = code_identity()
         self.failpoints = os.environ.get(FAILPOINTS) or None
@@ -195,7 +195,7 @@ class FanOut:
             self.base = self.take_base()
         gen = self.remote.options(
             name=f"swecl v{self.version} {sequence_id} #{attempt}", num_returns="streaming", max_retries=0,
-            num_cpus=self.opts.ray_num_cpus,
+            num_cpus=self.opts.execution.ray_num_cpus,
         ).remote(
             self.base.ref, self.base.head, self.version, self.raw, sequence_id, attempt,
             self.failpoints if attempt == 1 else None, self.identity, str(self.shared) if self.shared else None,
@@ -290,7 +290,7 @@ class FanOut:
             if sid in done:
                 self.reporter.note(f"v{self.version} {sid}: already finished, not submitted")
         todo = deque((sid, 1) for sid in sequence_ids if sid not in done)
-        cap = self.opts.jobs if self.opts.jobs > 1 else max(len(todo), 1)
+        cap = self.opts.execution.jobs if self.opts.execution.jobs > 1 else max(len(todo), 1)
         failed: dict[str, str] = {}
         stopping: str | None = None
         self.sweep()
@@ -318,7 +318,7 @@ class FanOut:
                         todo.clear()
                         self.cancel_all()
                         break
-                    if job.attempt <= self.opts.max_retries:
+                    if job.attempt <= self.opts.execution.max_retries:
                         self.reporter.note(
                             f"v{self.version} {job.sequence_id}: attempt {job.attempt} failed ({message}); "
                             f"retrying from the {job.shards} shard(s) it delivered (attempt {job.attempt + 1})"

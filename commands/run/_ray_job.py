@@ -56,7 +56,7 @@ def _run_job(emit: Any, work: Path, base: bytes | str, base_head: tuple[int, str
                 # The memory's live state, rebuilt from the ledger: a job may run on any node.
                 memory_folder = memory_of(opts).restore_folder(
                     ledger, version, sequence_id, work / "memory")
-                if opts.task_jobs > 1:
+                if opts.execution.task_jobs > 1:
                     # The order-free tasks fan out as Ray tasks of their own (see _ray_tasks).
                     tasks = RayTasks(work, ledger_path, version, opts, opts_raw, sequence_id, identity, shard_folder,
                                      emit)

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ledger import Ledger, StreamRange, SweclError, blob_refs_of
+from ledger import Ledger, SweclError, blob_refs_of
 
 from .._failpoints import reset_failpoints
 from ._context import open_benchmark

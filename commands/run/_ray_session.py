@@ -41,7 +41,7 @@ def check_ray(opts: RunOptions) -> None:
     """Fail fast, before a run is claimed or resumed: Ray is importable, and a HOST:PORT
     address answers (ray.init would otherwise retry against it for minutes)."""
     import_ray()
-    address = opts.ray_address or ""
+    address = opts.execution.ray_address or ""
     host, sep, port = address.rpartition(":")
     if "://" in address or not sep or not port.isdigit() or not host:
         return  # auto, local, ray://..., or nothing: Ray resolves those itself
@@ -63,7 +63,7 @@ def ray_session(opts: RunOptions) -> Iterator[Any]:
     if ray.is_initialized():
         yield ray
         return
-    address = opts.ray_address
+    address = opts.execution.ray_address
     kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
     if address == "local":
         kwargs["include_dashboard"] = False  # a throwaway local instance: no web UI to serve

@@ -72,6 +72,7 @@ from ._ray_session import import_ray
 from ._schedule import Batch, Handoff
 from ._sequence import record_finished, run_free_tasks
 from ._task import AgentUnavailable, SequenceContext
+from .memory import memory_of
 
 # What the N-th Ray task of a job gets for a failpoint of the job (see the module doc).
 TASK_FAILPOINTS = {"ray.task.raise": "ray.task.raise:1", "ray.task.kill": "task.finished:1"}
@@ -107,9 +108,9 @@ class RayTasks:
         self.stream = f"run/{version}/{sequence_id}"
         self.identity = identity
         self.shard_folder = shard_folder
-        self.slots = opts.task_jobs - 1
-        self.cpus = opts.ray_num_cpus
-        self.max_retries = opts.max_retries
+        self.slots = opts.execution.task_jobs - 1
+        self.cpus = opts.execution.ray_num_cpus
+        self.max_retries = opts.execution.max_retries
         self.lock = threading.Lock()
         self.snapshot: _Snapshot | None = None
         self.shards = itertools.count(1)

@@ -17,7 +17,7 @@ import pytest
 from agents._command import CommandAgent
 from agents._egress import Egress, Rules, parse_allow_host
 from agents._protocol import AgentInput, Budget
-from commands.run import RunOptions
+from commands.run import RunOptions, SandboxOptions
 from graders import sandbox_for
 from ledger import SweclError
 from ledger.events import EgressConnection
@@ -156,8 +156,9 @@ def test_a_bad_allow_host_is_refused_in_one_line(bad: str) -> None:
 
 def test_run_options_refuse_a_bad_allow_host_and_record_the_good_ones() -> None:
     with pytest.raises(SweclError, match="--allow-host 'https://github.com' is not a HOST") as info:
-        RunOptions(stage="base", allow_hosts=["https://github.com"], sandbox="none").validate()
+        RunOptions(stage="base", sandbox=SandboxOptions(allow_hosts=["https://github.com"], mode="none")).validate()
     assert "\n" not in str(info.value)
-    opts = RunOptions(stage="base", allow_hosts=["github.com", "10.0.0.5:8080"], allow_web=True, sandbox="none")
+    opts = RunOptions(stage="base", sandbox=SandboxOptions(allow_hosts=["github.com", "10.0.0.5:8080"], allow_web=True,
+                                                         mode="none"))
     opts.validate()
     assert opts.to_config()["allow_hosts"] == ["github.com", "10.0.0.5:8080"] and opts.to_config()["allow_web"] is True

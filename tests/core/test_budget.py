@@ -35,9 +35,10 @@ def _agent(tmp_path: Path, *mode: str) -> str:
 
 
 def _opts(command: str, tasks: int, *, sequences: tuple[str, ...] = (SPANS,), **limits: object) -> RunOptions:
-    return RunOptions(stage="base", sequences=list(sequences), passes=["initial"],
-                      instances=[iid for seq in sequences for iid in first_tasks(seq, tasks)],
-                      agent="command", command=command, **limits)  # type: ignore[arg-type]
+    # By the options' recorded names (`budget_usd`, `jobs` ...), as `swecl run` records them.
+    return RunOptions.from_config(dict(stage="base", sequences=list(sequences), passes=["initial"],
+                                       instances=[iid for seq in sequences for iid in first_tasks(seq, tasks)],
+                                       agent="command", command=command, **limits))
 
 
 def _statuses(root: Path, version: str) -> list[tuple[int, str]]:

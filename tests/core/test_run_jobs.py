@@ -84,7 +84,7 @@ def test_the_summary_document_is_what_the_run_command_prints(finished: Path, cac
 ])
 def test_a_new_run_refuses_what_swecl_run_refuses(tmp_path: Path, kwargs: dict, message: str) -> None:
     demo_suite, repeat = kwargs.pop("demo_suite", False), kwargs.pop("repeat", 1)
-    opts = RunOptions(stage="base", **kwargs)
+    opts = RunOptions.from_config({"stage": "base", **kwargs})
     with pytest.raises(SweclError) as caught:
         Experiment(tmp_path).run(opts, QuietReporter(), repeat=repeat, demo_suite=demo_suite)
     assert str(caught.value) == message

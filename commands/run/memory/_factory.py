@@ -26,7 +26,7 @@ BACKENDS: dict[str, type[MemoryBackend]] = {
 def memory_kind(stage: Stage, opts: Any) -> str:
     """The kind of memory of a run of `stage` with options `opts` (RunOptions, or a run's
     recorded config read into them)."""
-    if stage.memory == "substrate" and getattr(opts, "memory_server", None):
+    if stage.memory == "substrate" and opts.memory.server:
         return "server"  # --memory-server: the user's server in place of swecl's substrate
     return stage.memory
 

@@ -91,8 +91,8 @@ def fill(template: Any, values: dict[str, str]) -> Any:
 
 def check_memory_options(opts: Any, stage: Any) -> None:
     """The --memory-* options of RunOptions `opts` for `stage`, refused in one line."""
-    if opts.memory_server is None:
-        given = [name for name in _MEMORY_OPTIONS if getattr(opts, name)]
+    if opts.memory.server is None:
+        given = [name for name in _MEMORY_OPTIONS if getattr(opts.memory, name.removeprefix("memory_"))]
         if given:
             raise SweclError(f"{_flag(given[0])} is for --memory-server: add --memory-server SPEC or drop it")
         return
@@ -100,36 +100,36 @@ def check_memory_options(opts: Any, stage: Any) -> None:
         raise SweclError(f"--memory-server is for the memory stages (plugin-blank, plugin-accum, plugin-dreamed, "
                          f"plugin-primed), not {stage.name!r}")
     policy_of(opts)  # parses the spec and the templates
-    if stage.dreams_before_eval and not opts.memory_dream_tool:
+    if stage.dreams_before_eval and not opts.memory.dream_tool:
         raise SweclError(f"--memory-server with {stage.name}: swecl cannot dream a server it only calls; name the "
                          "server's consolidation tool with --memory-dream-tool NAME (or use plugin-accum)")
-    if opts.memory_dream_tool and not stage.dreams_before_eval:
+    if opts.memory.dream_tool and not stage.dreams_before_eval:
         raise SweclError(f"--memory-dream-tool is for plugin-dreamed (its dream pass), not {stage.name!r}")
     if stage.seeds and not opts.source_memory:
         raise SweclError(f"--memory-server with {stage.name}: give --source-memory VERSION, an earlier "
                          "--memory-server run of this ledger")
-    if not opts.memory_call_timeout_s > 0:
-        raise SweclError(f"--memory-call-timeout {opts.memory_call_timeout_s:g}: give a positive number of seconds")
+    if not opts.memory.call_timeout_s > 0:
+        raise SweclError(f"--memory-call-timeout {opts.memory.call_timeout_s:g}: give a positive number of seconds")
 
 
 def policy_of(opts: Any) -> MemoryPolicy:
-    spec = agents.parse_memory_server(opts.memory_server, opts.memory_env)
-    recall_args = _template(opts.memory_recall_args or DEFAULT_RECALL_ARGS, "--memory-recall-args", RECALL_FIELDS)
-    if opts.memory_recall_args and not opts.memory_recall_tool:
+    spec = agents.parse_memory_server(opts.memory.server, opts.memory.env)
+    recall_args = _template(opts.memory.recall_args or DEFAULT_RECALL_ARGS, "--memory-recall-args", RECALL_FIELDS)
+    if opts.memory.recall_args and not opts.memory.recall_tool:
         raise SweclError("--memory-recall-args is the template of --memory-recall-tool: name the tool too")
-    if opts.memory_write_args and not opts.memory_write_tool:
+    if opts.memory.write_args and not opts.memory.write_tool:
         raise SweclError("--memory-write-args is the template of --memory-write-tool: name the tool too")
-    write_text = opts.memory_write_args or DEFAULT_WRITE_ARGS.get(opts.memory_write_tool or "")
-    if opts.memory_write_tool and write_text is None:
-        raise SweclError(f"--memory-write-tool {opts.memory_write_tool}: swecl knows no arguments for it; give "
+    write_text = opts.memory.write_args or DEFAULT_WRITE_ARGS.get(opts.memory.write_tool or "")
+    if opts.memory.write_tool and write_text is None:
+        raise SweclError(f"--memory-write-tool {opts.memory.write_tool}: swecl knows no arguments for it; give "
                          "--memory-write-args TEMPLATE (JSON with {instance_id}, {summary}, {files}, {outcome} ...)")
     write_args = _template(write_text, "--memory-write-args", WRITE_FIELDS) if write_text else None
-    if opts.memory_dream_args and not opts.memory_dream_tool:
+    if opts.memory.dream_args and not opts.memory.dream_tool:
         raise SweclError("--memory-dream-args is the template of --memory-dream-tool: name the tool too")
-    dream_args = _template(opts.memory_dream_args or "{}", "--memory-dream-args", DREAM_FIELDS)
-    return MemoryPolicy(spec=spec, recall_tool=opts.memory_recall_tool, recall_args=recall_args,
-                        write_tool=opts.memory_write_tool, write_args=write_args,
-                        call_timeout_s=opts.memory_call_timeout_s, dream_tool=opts.memory_dream_tool,
+    dream_args = _template(opts.memory.dream_args or "{}", "--memory-dream-args", DREAM_FIELDS)
+    return MemoryPolicy(spec=spec, recall_tool=opts.memory.recall_tool, recall_args=recall_args,
+                        write_tool=opts.memory.write_tool, write_args=write_args,
+                        call_timeout_s=opts.memory.call_timeout_s, dream_tool=opts.memory.dream_tool,
                         dream_args=dream_args)
 
 
@@ -197,10 +197,10 @@ def recorded_memory_options(opts: Any) -> dict[str, Any]:
     """What run.started records of the memory server's options, over `opts`' own: the spec
     redacted (a URL without credentials or query values), of the mapped variables only
     their names (a value may be a token)."""
-    if opts.memory_server is None:
+    if opts.memory.server is None:
         return {}
-    spec = agents.parse_memory_server(opts.memory_server, opts.memory_env)
+    spec = agents.parse_memory_server(opts.memory.server, opts.memory.env)
     # A URL that lost credentials or query values: a resume must be given it again.
     return {"memory_server": spec.redacted(),
             "memory_server_redacted": spec.url is not None and spec.redacted() != spec.url,
-            "memory_env_names": [item.partition("=")[0] for item in opts.memory_env]}
+            "memory_env_names": [item.partition("=")[0] for item in opts.memory.env]}

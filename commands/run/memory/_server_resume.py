@@ -55,6 +55,7 @@ def server_resume_options(opts: Any, config: dict[str, Any], version: str, *,
     elif config.get("memory_server_redacted"):
         raise SweclError(f"run {version}'s memory server URL is recorded without its credentials ({spec!r}): "
                          "give it again with --memory-server URL")
-    resumed = msgspec.structs.replace(opts, memory_server=spec, memory_env=list(memory_env))
+    resumed = msgspec.structs.replace(opts, memory=msgspec.structs.replace(opts.memory, server=spec,
+                                                                          env=list(memory_env)))
     resumed.validate()  # the spec and the values parsed, and what a provider run refuses (--jobs N > 1 ...)
     return resumed
