@@ -46,6 +46,7 @@ from ._cli_agent import (
     MCP_SERVER_NAME,
     CliAgent,
     CliInvocation,
+    RecallServer,
     find_cli,
     last_line,
     primed_notes,
@@ -250,48 +251,27 @@ class ClaudeAgent(CliAgent[ClaudeInvocation]):
     def prepare(self, inp: AgentInput) -> ClaudeInvocation:
         scratch = inp.scratch_dir
         scratch.mkdir(parents=True, exist_ok=True)
-        builtin = inp.memory_dir is not None
-        if builtin:
-            assert inp.memory_dir is not None  # AgentInput checks it
-            config_dir = inp.memory_dir / "claude-config"
-            auto_memory: Path | None = inp.memory_dir / "auto-memory"
-            auto_memory.mkdir(parents=True, exist_ok=True)
-        else:
-            config_dir = scratch / "claude-config"
-            shutil.rmtree(config_dir, ignore_errors=True)  # a fresh sandbox every task
-            auto_memory = None
-        config_dir.mkdir(parents=True, exist_ok=True)
-
+        config_dir, auto_memory = _config_dirs(inp)
         hook_record = scratch / "claude-hooks.jsonl"
         hook_record.unlink(missing_ok=True)
-        hook = {"type": "command", "command": _hook_command(hook_record), "timeout": 30}
-        settings: dict[str, object] = {"hooks": {"Stop": [{"hooks": [hook]}], "SessionEnd": [{"hooks": [hook]}]}}
-        if auto_memory is not None:
-            # Claude Code names the memory dir after the cwd; worktree paths differ per
-            # task, so the builtin stage pins it to the run+sequence's own directory.
-            settings["autoMemoryDirectory"] = str(auto_memory)
-        settings_path = scratch / "claude-settings.json"
-        settings_path.write_text(json.dumps(settings, indent=1))
-
-        servers: dict[str, object] = {}
+        settings_path = _write_settings(scratch / "claude-settings.json", hook_record, auto_memory)
         server = recall_server(inp)
-        if server is not None:
-            # alwaysLoad: the CLI waits for this server before the first turn (in -p mode it
-            # otherwise starts while servers are "pending", and a first recall fails with
-            # "still connecting") and never defers its tools behind tool search.
-            entry: dict[str, object] = {"type": "stdio", "command": server.argv[0], "args": server.argv[1:],
-                                        "alwaysLoad": True}
-            if server.env:
-                entry["env"] = server.env
-            servers[MCP_SERVER_NAME] = entry
-        mcp_path = scratch / "claude-mcp.json"
-        mcp_path.write_text(json.dumps({"mcpServers": servers}, indent=1))
+        mcp_path = _write_mcp_config(scratch / "claude-mcp.json", server)
 
         style = _effective_style(inp)
         prompt = build_prompt(inp, primed_notes(inp))
-
         session_id = str(uuid.uuid4())
-        model = resolve_model(inp.model)
+        argv = self._argv(inp, session_id=session_id, mcp_path=mcp_path, settings_path=settings_path)
+        if style == "natural":
+            argv += ["--input-format", "stream-json"]
+        argv += self.extra_args
+        env = self._env(inp, config_dir)
+        return self.invocation(ClaudeInvocation, inp, argv=argv, env=env, prompt=prompt, server=server,
+                               stdin=_stdin(style, prompt), session_id=session_id, config_dir=config_dir,
+                               auto_memory_dir=auto_memory, hook_record=hook_record)
+
+    def _argv(self, inp: AgentInput, *, session_id: str, mcp_path: Path, settings_path: Path) -> list[str]:
+        """The command line but for the prompt's input format and the user's extra args."""
         argv = [
             self.executable, "-p",
             "--output-format", "stream-json", "--verbose",
@@ -300,6 +280,7 @@ class ClaudeAgent(CliAgent[ClaudeInvocation]):
             "--settings", str(settings_path),
             "--permission-mode", self.permission_mode,
         ]
+        model = resolve_model(inp.model)
         if model:
             argv += ["--model", model]
         if inp.budget.max_turns is not None:
@@ -313,29 +294,20 @@ class ClaudeAgent(CliAgent[ClaudeInvocation]):
             # WebSearch runs on the provider's side, beyond the egress proxy: the tools
             # themselves must be off (a search or a fetch would find the task's fix upstream).
             argv += ["--disallowedTools", ",".join(WEB_TOOLS)]
-        if style == "natural":
-            argv += ["--input-format", "stream-json"]
-            message = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]},
-                       "parent_tool_use_id": None, "session_id": ""}
-            stdin = (json.dumps(message) + "\n").encode()
-        else:
-            stdin = prompt.encode()
-        argv += self.extra_args
+        return argv
 
+    def _env(self, inp: AgentInput, config_dir: Path) -> dict[str, str]:
         # The paths set below (its config dir, its memory dir) are its own.
         env = self.base_env(inp)
         env.update(_QUIET_ENV)
         env["CLAUDE_CONFIG_DIR"] = str(config_dir)
-        if not builtin:
+        if inp.memory_dir is None:  # not the builtin stage: no native memory
             env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] = "1"
         if self.permission_mode == "bypassPermissions" and hasattr(os, "geteuid") and os.geteuid() == 0:
             env["IS_SANDBOX"] = "1"
         if self.max_retries is not None:
             env["CLAUDE_CODE_MAX_RETRIES"] = str(self.max_retries)
-
-        return self.invocation(ClaudeInvocation, inp, argv=argv, env=env, prompt=prompt, server=server, stdin=stdin,
-                               session_id=session_id, config_dir=config_dir, auto_memory_dir=auto_memory,
-                               hook_record=hook_record)
+        return env
 
     # -- running ---------------------------------------------------------------------------
 
@@ -409,6 +381,60 @@ class ClaudeAgent(CliAgent[ClaudeInvocation]):
             if resolved.is_file() and resolved.is_relative_to(config):
                 return resolved.read_bytes()
         return None
+
+
+def _config_dirs(inp: AgentInput) -> tuple[Path, Path | None]:
+    """The CLI's config dir and its auto-memory dir (None: auto-memory is off). The builtin
+    stage keeps both per run+sequence so native memory carries from task to task; any
+    other stage gets a fresh config dir every task."""
+    if inp.memory_dir is not None:
+        config_dir = inp.memory_dir / "claude-config"
+        auto_memory: Path | None = inp.memory_dir / "auto-memory"
+        auto_memory.mkdir(parents=True, exist_ok=True)
+    else:
+        config_dir = inp.scratch_dir / "claude-config"
+        shutil.rmtree(config_dir, ignore_errors=True)  # a fresh sandbox every task
+        auto_memory = None
+    config_dir.mkdir(parents=True, exist_ok=True)
+    return config_dir, auto_memory
+
+
+def _write_settings(path: Path, hook_record: Path, auto_memory: Path | None) -> Path:
+    """The `--settings` file: the Stop and SessionEnd hooks, and the builtin stage's memory dir."""
+    hook = {"type": "command", "command": _hook_command(hook_record), "timeout": 30}
+    settings: dict[str, object] = {"hooks": {"Stop": [{"hooks": [hook]}], "SessionEnd": [{"hooks": [hook]}]}}
+    if auto_memory is not None:
+        # Claude Code names the memory dir after the cwd; worktree paths differ per
+        # task, so the builtin stage pins it to the run+sequence's own directory.
+        settings["autoMemoryDirectory"] = str(auto_memory)
+    path.write_text(json.dumps(settings, indent=1))
+    return path
+
+
+def _write_mcp_config(path: Path, server: RecallServer | None) -> Path:
+    """The `--mcp-config` file: the recall server, or no server (memory off, or builtin)."""
+    servers: dict[str, object] = {}
+    if server is not None:
+        # alwaysLoad: the CLI waits for this server before the first turn (in -p mode it
+        # otherwise starts while servers are "pending", and a first recall fails with
+        # "still connecting") and never defers its tools behind tool search.
+        entry: dict[str, object] = {"type": "stdio", "command": server.argv[0], "args": server.argv[1:],
+                                    "alwaysLoad": True}
+        if server.env:
+            entry["env"] = server.env
+        servers[MCP_SERVER_NAME] = entry
+    path.write_text(json.dumps({"mcpServers": servers}, indent=1))
+    return path
+
+
+def _stdin(style: str, prompt: str) -> bytes:
+    """The prompt as the CLI reads it: the natural style sends one stream-json user
+    message (with `--input-format stream-json`), the others plain text."""
+    if style == "natural":
+        message = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]},
+                   "parent_tool_use_id": None, "session_id": ""}
+        return (json.dumps(message) + "\n").encode()
+    return prompt.encode()
 
 
 def _hook_command(record: Path) -> str:

@@ -26,7 +26,7 @@ from ledger.events import MemoryRejected, MemoryWritten
 from ledger.patches import is_test_path, patch_paths
 from projections.show import agent_commands, final_message, is_json_lines
 
-from ._governance import DEFAULT_POLICY, Checker, GovernancePolicy, GradingSecrets
+from ._governance import DEFAULT_POLICY, Checker, GovernancePolicy, GradingSecrets, Violation
 
 SUMMARY_CHARS = 800
 TITLE_CHARS = 120
@@ -298,90 +298,58 @@ def plan_daydream(
         return [], []
     if not version or not task.sequence_id:
         raise SweclError("daydream needs a run version and a sequence id")
-    test_files = patch_paths(secrets.test_patch) if secrets and secrets.test_patch else []
-    facts = patch_facts(patch, drop=test_files)
     checker = Checker(secrets, policy)
-    trajectory = trajectory_view(transcript)
-    if trajectory is not None and trajectory.final_message and checker.check({"body": trajectory.final_message}):
-        # Agents often name the tests they ran: their account is left out, not the lesson with it.
-        trajectory = replace(trajectory, final_message=None)
-    view = DaydreamInput(version=version, task=task, patch=facts, status=status, resolved=resolved,
-                         trajectory=trajectory)
-
-    drafts: Sequence[MemoryDraft]
-    extractor_label = "deterministic"
-    if extractor is not None:
-        try:
-            drafts = [d if isinstance(d, MemoryDraft) else draft_from_builtins(d) for d in extractor(view)]
-            extractor_label = extractor_name
-        except Exception:  # noqa: BLE001 - an extractor is a plug-in: its failure must not lose the task
-            drafts = [
-                replace(d, tags=(*d.tags, f"extractor-failed:{extractor_name}")) for d in deterministic_extractor(view)
-            ]
-    else:
-        drafts = deterministic_extractor(view)
+    view = _extraction_view(version, task, patch=patch, status=status, resolved=resolved, transcript=transcript,
+                            secrets=secrets, checker=checker)
+    drafts, extractor_label = _drafts(view, extractor, extractor_name)
 
     events: list[NewEvent] = []
     blobs: list[bytes] = []
     for index, draft in enumerate(drafts):
         item_id = item_id_for(version, task, index)
-        violation = checker.check(
-            {
-                "title": draft.title,
-                "body": draft.body,
-                "tags": draft.tags,
-                "files": draft.files,
-                "symbols": draft.symbols,
-                "patch": draft.patch,
-            }
-        )
+        violation = _check_draft(checker, draft)
         if violation is not None:
-            title_ok = violation.field != "title" and checker.check({"title": draft.title}) is None
-            events.append(
-                NewEvent(
-                    MemoryRejected(
-                        reason=violation.reason,
-                        rule=violation.rule,
-                        title=draft.title if title_ok else "[withheld]",
-                        repo=task.repo,
-                        source_instance=task.instance_id,
-                        item_id=item_id,
-                    ),
-                    event_id_for("memory.rejected", item_id),
-                )
-            )
+            events.append(_rejected_event(task, item_id, draft, violation, checker))
             continue
         patch_ref = None
         if draft.patch:
             data = draft.patch.encode("utf-8", "surrogateescape")
             blobs.append(data)
             patch_ref = hashlib.sha256(data).hexdigest()
-        events.append(
-            NewEvent(
-                MemoryWritten(
-                    item_id=item_id,
-                    kind=draft.kind,
-                    title=draft.title,
-                    body=draft.body,
-                    repo=task.repo,
-                    source_run=version,
-                    sequence_id=task.sequence_id,
-                    source_instance=task.instance_id,
-                    source_order=task.order,
-                    source_pass=task.pass_,
-                    files=sorted(set(draft.files)),
-                    symbols=sorted(set(draft.symbols)),
-                    tags=list(dict.fromkeys(draft.tags)),
-                    outcome=draft.outcome if draft.outcome is not None else status,
-                    patch=patch_ref,
-                    ttl_tasks=draft.ttl_tasks if draft.ttl_tasks is not None else ttl_tasks,
-                    ttl_seconds=draft.ttl_seconds if draft.ttl_seconds is not None else ttl_seconds,
-                    extractor=extractor_label,
-                ),
-                event_id_for("memory.written", item_id),
-            )
-        )
+        events.append(_written_event(view, item_id, draft, patch_ref, extractor=extractor_label,
+                                     ttl_tasks=ttl_tasks, ttl_seconds=ttl_seconds))
     return events, blobs
+
+
+# -- deciding: what the lessons are (pure functions of the task's recorded facts) ----------
+
+
+def _extraction_view(version: str, task: TaskView, *, patch: str | None, status: str, resolved: bool | None,
+                     transcript: bytes | str | None, secrets: GradingSecrets | None,
+                     checker: Checker) -> DaydreamInput:
+    """What an extractor sees of `task`: its patch without test files (the gold test
+    patch's too) and its transcript's account, unless governance would refuse that."""
+    test_files = patch_paths(secrets.test_patch) if secrets and secrets.test_patch else []
+    facts = patch_facts(patch, drop=test_files)
+    trajectory = trajectory_view(transcript)
+    if trajectory is not None and trajectory.final_message and checker.check({"body": trajectory.final_message}):
+        # Agents often name the tests they ran: their account is left out, not the lesson with it.
+        trajectory = replace(trajectory, final_message=None)
+    return DaydreamInput(version=version, task=task, patch=facts, status=status, resolved=resolved,
+                         trajectory=trajectory)
+
+
+def _drafts(view: DaydreamInput, extractor: Extractor | None,
+            extractor_name: str) -> tuple[Sequence[MemoryDraft], str]:
+    """The drafts proposed for `view`, and the label of the extractor that made them."""
+    if extractor is None:
+        return deterministic_extractor(view), "deterministic"
+    try:
+        return [d if isinstance(d, MemoryDraft) else draft_from_builtins(d) for d in extractor(view)], extractor_name
+    except Exception:  # noqa: BLE001 - an extractor is a plug-in: its failure must not lose the task
+        return [
+            replace(d, tags=(*d.tags, f"extractor-failed:{extractor_name}")) for d in deterministic_extractor(view)
+        ], "deterministic"
 
 
 def draft_from_builtins(raw: object) -> MemoryDraft:
@@ -390,3 +358,68 @@ def draft_from_builtins(raw: object) -> MemoryDraft:
         return msgspec.convert(raw, MemoryDraft)
     except msgspec.ValidationError as exc:
         raise SweclError(f"extractor output: {exc}") from None
+
+
+def _check_draft(checker: Checker, draft: MemoryDraft) -> Violation | None:
+    """Governance's verdict on every field of `draft` that would be written."""
+    return checker.check(
+        {
+            "title": draft.title,
+            "body": draft.body,
+            "tags": draft.tags,
+            "files": draft.files,
+            "symbols": draft.symbols,
+            "patch": draft.patch,
+        }
+    )
+
+
+# -- assembling the events ----------------------------------------------------------------
+
+
+def _rejected_event(task: TaskView, item_id: str, draft: MemoryDraft, violation: Violation,
+                    checker: Checker) -> NewEvent:
+    """`memory.rejected`: the rule and the field, never the offending text (the title
+    only if it passes on its own)."""
+    title_ok = violation.field != "title" and checker.check({"title": draft.title}) is None
+    return NewEvent(
+        MemoryRejected(
+            reason=violation.reason,
+            rule=violation.rule,
+            title=draft.title if title_ok else "[withheld]",
+            repo=task.repo,
+            source_instance=task.instance_id,
+            item_id=item_id,
+        ),
+        event_id_for("memory.rejected", item_id),
+    )
+
+
+def _written_event(view: DaydreamInput, item_id: str, draft: MemoryDraft, patch_ref: str | None, *,
+                   extractor: str, ttl_tasks: int | None, ttl_seconds: float | None) -> NewEvent:
+    """`memory.written` for an accepted draft; what the draft leaves unset comes from the
+    task (its graded outcome) and the run's options (the time to live)."""
+    task = view.task
+    return NewEvent(
+        MemoryWritten(
+            item_id=item_id,
+            kind=draft.kind,
+            title=draft.title,
+            body=draft.body,
+            repo=task.repo,
+            source_run=view.version,
+            sequence_id=task.sequence_id,
+            source_instance=task.instance_id,
+            source_order=task.order,
+            source_pass=task.pass_,
+            files=sorted(set(draft.files)),
+            symbols=sorted(set(draft.symbols)),
+            tags=list(dict.fromkeys(draft.tags)),
+            outcome=draft.outcome if draft.outcome is not None else view.status,
+            patch=patch_ref,
+            ttl_tasks=draft.ttl_tasks if draft.ttl_tasks is not None else ttl_tasks,
+            ttl_seconds=draft.ttl_seconds if draft.ttl_seconds is not None else ttl_seconds,
+            extractor=extractor,
+        ),
+        event_id_for("memory.written", item_id),
+    )

@@ -220,98 +220,33 @@ def next_free_batch(schedules: list[SequenceSchedule]) -> tuple[SequenceSchedule
     return owner, owner.free.popleft()
 
 
+# What is in flight: each batch with its schedule, and its handoff if it was handed over.
+Running = dict[Future[None], tuple[SequenceSchedule, Batch, Handoff | None]]
+
+
 def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers: int,
                   elsewhere: Elsewhere | None = None) -> None:
     """Run the schedules' work on `workers` threads; the calling thread coordinates
     (decides, and appends the pass marks on the contexts' own ledger connection). With
     `elsewhere`, `elsewhere.slots` of the threads hand free batches to it instead."""
-    reporter = LockedReporter(schedules[0].ctx.reporter)
-    local = threading.local()
-    opened: list[Ledger] = []
-    numbers = itertools.count()
-    guard = threading.Lock()
-    stop = threading.Event()  # no worker starts another task
-    halt = Halt()  # interrupted: attempts in flight record nothing more (see SequenceContext.halt)
-    path = schedules[0].ctx.ledger.path
-
-    def set_up() -> None:
-        # Each worker thread: its own connection (a connection is not shared between
-        # threads here) and a worktree slot of its own, kept from task to task.
-        ledger = Ledger.open(path)
-        with guard:
-            opened.append(ledger)
-            number = next(numbers)
-        preferred_slot(number).__enter__()  # for the thread's life, which ends with the pool
-        local.ledger = ledger
-
-    def work(owner: SequenceSchedule, batch: Batch) -> None:
-        ctx = replace(owner.ctx, ledger=local.ledger, reporter=reporter, halt=halt)
-        for task in batch.tasks:
-            if stop.is_set():
-                break
-            run_task(ctx, owner.state, task, batch.pass_)
-
-    def hand_over(owner: SequenceSchedule, batch: Batch, handoff: Handoff) -> None:
-        assert elsewhere is not None
-        if not stop.is_set():
-            elsewhere.run(replace(owner.ctx, ledger=local.ledger, reporter=reporter, halt=halt), owner.state, batch,
-                          handoff)
-
+    crew = _Crew(schedules[0].ctx, run_task, elsewhere)
     away = min(elsewhere.slots, workers - 1) if elsewhere is not None else 0
-    here = workers - away
     before = descendants()
-    running: dict[Future[None], tuple[SequenceSchedule, Batch, Handoff | None]] = {}
     error: BaseException | None = None
     try:
         # halt first: it still sees a stop while the pool's exit waits for the workers
-        with halt, parallel_runs(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swecl-task",
-                                                       initializer=set_up) as pool:
+        with crew.halt, parallel_runs(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swecl-task",
+                                                            initializer=crew.set_up) as pool:
             try:
-                for schedule in schedules:
-                    schedule.start()
-                while True:
-                    while error is None:
-                        handed = [h for _, _, h in running.values() if h is not None]
-                        if len(running) - len(handed) < here and (picked := next_batch(schedules)) is not None:
-                            running[pool.submit(work, *picked)] = (*picked, None)
-                        elif len(handed) < away and (picked := next_free_batch(schedules)) is not None:
-                            handoff = Handoff()
-                            running[pool.submit(hand_over, *picked, handoff)] = (*picked, handoff)
-                        elif len(running) - len(handed) < here and _take_back(running):
-                            continue  # a batch that had not started elsewhere: this worker runs it
-                        else:
-                            break
-                    if not running:
-                        break
-                    # While a worker here idles and a batch handed over may still be taken
-                    # back (it waits elsewhere), look again now and then.
-                    handed = [h for *_, h in running.values() if h is not None]
-                    poll = error is None and handed and len(running) - len(handed) < here
-                    finished, _ = wait(running, timeout=1.0 if poll else None, return_when=FIRST_COMPLETED)
-                    failpoint("schedule.woke")
-                    _stops.raise_if_requested()  # a stop whose KeyboardInterrupt a finalizer dropped
-                    for fut in finished:
-                        owner, batch, handoff = running.pop(fut)
-                        exc = fut.exception()
-                        if handoff is not None and handoff.taken_back:
-                            continue  # back in its schedule's queue: whatever the run elsewhere did is not recorded
-                        if exc is not None:
-                            error = error or exc
-                            stop.set()  # no worker starts another task; the running ones end
-                            for *_, other in running.values():
-                                if other is not None:
-                                    other.take_back()  # what waits elsewhere need not start (and may wait for CPUs forever)
-                        elif error is None:
-                            owner.done(batch)
+                error = _Coordinator(schedules, crew, pool, here=workers - away, away=away).run()
             except BaseException:  # Ctrl-C or SIGTERM, in this thread: the workers' tasks stop unrecorded
-                halt.set()
+                crew.halt.set()
                 _end_processes(before)  # what they run (agents, test runs) would otherwise run to its end
                 raise
             finally:
-                stop.set()  # on an error or Ctrl-C: no thread starts another task
+                crew.stop.set()  # on an error or Ctrl-C: no thread starts another task
     finally:
-        for ledger in opened:
-            ledger.close()
+        crew.close()
     _stops.raise_if_requested()
     if isinstance(error, Halted):
         # A worker saw the stop (Halt) before this thread's handler ran, and it never did.
@@ -320,7 +255,123 @@ def run_scheduled(schedules: list[SequenceSchedule], run_task: RunTask, workers:
         raise error
 
 
-def _take_back(running: dict[Future[None], tuple[SequenceSchedule, Batch, Handoff | None]]) -> bool:
+class _Crew:
+    """What the worker threads share: each its own ledger connection and worktree slot,
+    one locked reporter, the stop (start no other task) and the halt (record nothing more)."""
+
+    def __init__(self, ctx: SequenceContext, run_task: RunTask, elsewhere: Elsewhere | None) -> None:
+        self.run_task, self.elsewhere = run_task, elsewhere
+        self.reporter = LockedReporter(ctx.reporter)
+        self.path = ctx.ledger.path
+        self.local = threading.local()
+        self.opened: list[Ledger] = []
+        self.numbers = itertools.count()
+        self.guard = threading.Lock()
+        self.stop = threading.Event()  # no worker starts another task
+        self.halt = Halt()  # interrupted: attempts in flight record nothing more (see SequenceContext.halt)
+
+    def set_up(self) -> None:
+        # Each worker thread: its own connection (a connection is not shared between
+        # threads here) and a worktree slot of its own, kept from task to task.
+        ledger = Ledger.open(self.path)
+        with self.guard:
+            self.opened.append(ledger)
+            number = next(self.numbers)
+        preferred_slot(number).__enter__()  # for the thread's life, which ends with the pool
+        self.local.ledger = ledger
+
+    def context(self, owner: SequenceSchedule) -> SequenceContext:
+        """`owner`'s context as this worker thread runs it."""
+        return replace(owner.ctx, ledger=self.local.ledger, reporter=self.reporter, halt=self.halt)
+
+    def work(self, owner: SequenceSchedule, batch: Batch) -> None:
+        ctx = self.context(owner)
+        for task in batch.tasks:
+            if self.stop.is_set():
+                break
+            self.run_task(ctx, owner.state, task, batch.pass_)
+
+    def hand_over(self, owner: SequenceSchedule, batch: Batch, handoff: Handoff) -> None:
+        assert self.elsewhere is not None
+        if not self.stop.is_set():
+            self.elsewhere.run(self.context(owner), owner.state, batch, handoff)
+
+    def close(self) -> None:
+        """Close the workers' connections (once the pool has ended)."""
+        for ledger in self.opened:
+            ledger.close()
+
+
+class _Coordinator:
+    """The calling thread's loop: keep `here` workers running batches and `away` handing
+    them over, and mark each batch done in its schedule, until nothing is left or a
+    worker failed (then the first failure is returned once the running ones ended)."""
+
+    def __init__(self, schedules: list[SequenceSchedule], crew: _Crew, pool: ThreadPoolExecutor,
+                 *, here: int, away: int) -> None:
+        self.schedules, self.crew, self.pool = schedules, crew, pool
+        self.here, self.away = here, away
+        self.running: Running = {}
+        self.error: BaseException | None = None
+
+    def run(self) -> BaseException | None:
+        for schedule in self.schedules:
+            schedule.start()
+        while True:
+            if self.error is None:
+                self.dispatch()
+            if not self.running:
+                return self.error
+            finished = self.wait()
+            failpoint("schedule.woke")
+            _stops.raise_if_requested()  # a stop whose KeyboardInterrupt a finalizer dropped
+            self.collect(finished)
+
+    def _handed(self) -> list[Handoff]:
+        return [h for *_, h in self.running.values() if h is not None]
+
+    def dispatch(self) -> None:
+        """Give every idle worker a batch: here the next one, away the oldest free one;
+        a worker here with nothing to run takes back a batch not yet started elsewhere."""
+        running, schedules = self.running, self.schedules
+        while True:
+            handed = self._handed()
+            if len(running) - len(handed) < self.here and (picked := next_batch(schedules)) is not None:
+                running[self.pool.submit(self.crew.work, *picked)] = (*picked, None)
+            elif len(handed) < self.away and (picked := next_free_batch(schedules)) is not None:
+                handoff = Handoff()
+                running[self.pool.submit(self.crew.hand_over, *picked, handoff)] = (*picked, handoff)
+            elif len(running) - len(handed) < self.here and _take_back(running):
+                continue  # a batch that had not started elsewhere: this worker runs it
+            else:
+                return
+
+    def wait(self) -> set[Future[None]]:
+        # While a worker here idles and a batch handed over may still be taken
+        # back (it waits elsewhere), look again now and then.
+        handed = self._handed()
+        poll = self.error is None and handed and len(self.running) - len(handed) < self.here
+        finished, _ = wait(self.running, timeout=1.0 if poll else None, return_when=FIRST_COMPLETED)
+        return finished
+
+    def collect(self, finished: set[Future[None]]) -> None:
+        """Mark what finished done; on the first failure, stop the rest."""
+        for fut in finished:
+            owner, batch, handoff = self.running.pop(fut)
+            exc = fut.exception()
+            if handoff is not None and handoff.taken_back:
+                continue  # back in its schedule's queue: whatever the run elsewhere did is not recorded
+            if exc is not None:
+                self.error = self.error or exc
+                self.crew.stop.set()  # no worker starts another task; the running ones end
+                for *_, other in self.running.values():
+                    if other is not None:
+                        other.take_back()  # what waits elsewhere need not start (and may wait for CPUs forever)
+            elif self.error is None:
+                owner.done(batch)
+
+
+def _take_back(running: Running) -> bool:
     """Take back the oldest batch handed over that has not started elsewhere, to the front
     of its schedule's queue (a worker here runs it next)."""
     handed = sorted(((owner, batch, h) for owner, batch, h in running.values()
