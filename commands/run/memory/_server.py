@@ -15,10 +15,10 @@ variables it maps (`_server_resume`).
 from __future__ import annotations
 
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import agents
 from commands.inputs import Benchmark, Sequence, Task
 from ledger import Event, Ledger, NewEvent, StreamRange, SweclError
 from ledger.events import GradeFinished
@@ -39,14 +39,16 @@ __all__ = ["ServerMemory"]
 
 class _ServerTask(TaskMemory):
     def __init__(self, sequence: _ServerSequence, host: Any, task: Task, pass_: str, attempt: int) -> None:
+        from ._server_host import CallContext  # lazy: the client (asyncio, the MCP SDK), --memory-server only
+
         self.sequence, self.host, self.pass_, self.attempt, self.repo = sequence, host, pass_, attempt, task.repo
-        self.context = agents.CallContext(sequence_id=sequence.place.sequence.id, instance_id=task.instance_id,
-                                          order=task.order, pass_=pass_, attempt=attempt)
+        self.context = CallContext(sequence_id=sequence.place.sequence.id, instance_id=task.instance_id,
+                                   order=task.order, pass_=pass_, attempt=attempt)
         self.failures_before = len(host.failures)
         self.failed: str | None = None
 
     def for_agent(self, stack: ExitStack, scratch: Path) -> AgentMemory:
-        door = stack.enter_context(self.host.door(scratch / "provider", self.context))
+        door = stack.enter_context(self.host.door(scratch / "memory-server", self.context))
         recall = ServerRecall(self.host, door, self.sequence.servers.policy, self.context, self.repo)
         return AgentMemory(recall=recall, prompt_style=self.sequence.prompt_style)
 
@@ -70,9 +72,7 @@ class _ServerTask(TaskMemory):
         facts = patch_facts(patch or None, drop=test_files)
         args = write_arguments(policy, instance_id=task.instance_id, repo=task.repo, order=task.order, outcome=status,
                                files=list(facts.files), patch=facts.kept_patch or "")
-        self.host.call(agents.CallContext(sequence_id=self.context.sequence_id, instance_id=task.instance_id,
-                                          order=task.order, pass_="initial", attempt=self.attempt, via="write"),
-                       policy.write_tool, args)
+        self.host.call(replace(self.context, via="write"), policy.write_tool, args)
 
     def finish(self, task: Task, result: Any, grade: GradeFinished,
                ids: Any) -> tuple[list[Event | NewEvent], list[bytes]]:
@@ -85,9 +85,11 @@ class _ServerTask(TaskMemory):
             return [], []
         # The server is the memory: its data directory as the task left it (no call runs
         # meanwhile), atomic with the task's finish.
+        from ._server_snapshot import server_snapshot_event, snapshot_server_data  # lazy: as the client
+
         with self.host.idle():
-            manifest = agents.snapshot_provider_data(self.sequence.place.ledger, self.host.data_dir)
-        return [NewEvent(agents.provider_snapshot_event(
+            manifest = snapshot_server_data(self.sequence.place.ledger, self.host.data_dir)
+        return [NewEvent(server_snapshot_event(
             manifest, sequence_id=self.context.sequence_id, instance_id=task.instance_id, order=task.order,
             pass_=self.pass_, attempt=self.attempt), ids("provider.snapshot"))], []
 

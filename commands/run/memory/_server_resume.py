@@ -17,9 +17,9 @@ from typing import Any
 
 import msgspec
 
-from agents import parse_memory_server
 from ledger import SweclError
 
+from ._server_spec import parse_memory_server
 
 __all__ = ["server_resume_options"]
 
@@ -56,5 +56,5 @@ def server_resume_options(opts: Any, config: dict[str, Any], version: str, *,
         raise SweclError(f"run {version}'s memory server URL is recorded without its credentials ({spec!r}): "
                          "give it again with --memory-server URL")
     resumed = msgspec.structs.replace(opts, memory_server=spec, memory_env=list(memory_env))
-    resumed.validate()  # the spec and the values parsed, and what a provider run refuses (--jobs N > 1 ...)
+    resumed.validate()  # the spec and the values parsed, and what a memory server run refuses (--jobs N > 1 ...)
     return resumed

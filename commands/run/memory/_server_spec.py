@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ledger import SweclError
 
-__all__ = ["ProviderSpec", "parse_memory_env", "parse_memory_server"]
+__all__ = ["ServerSpec", "parse_memory_env", "parse_memory_server"]
 
 DATA = "{data}"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -27,7 +27,7 @@ _EXAMPLE = "e.g. --memory-server 'npx -y @modelcontextprotocol/server-memory' or
 
 
 @dataclass(frozen=True)
-class ProviderSpec:
+class ServerSpec:
     """A parsed SPEC: `argv` for a stdio server, `url` for an HTTP one; `env` the mapped
     variables, values still holding `{data}`."""
 
@@ -73,8 +73,8 @@ def parse_memory_env(items: Iterable[str]) -> tuple[tuple[str, str], ...]:
     return tuple(out.items())
 
 
-def parse_memory_server(text: str, env: Iterable[str] | Mapping[str, str] = ()) -> ProviderSpec:
-    """SPEC (and its `--memory-env` items) as a `ProviderSpec`, or a one-line `SweclError`."""
+def parse_memory_server(text: str, env: Iterable[str] | Mapping[str, str] = ()) -> ServerSpec:
+    """SPEC (and its `--memory-env` items) as a `ServerSpec`, or a one-line `SweclError`."""
     items = [f"{k}={v}" for k, v in env.items()] if isinstance(env, Mapping) else list(env)
     mapped = parse_memory_env(items)
     spec = text.strip()
@@ -92,11 +92,11 @@ def parse_memory_server(text: str, env: Iterable[str] | Mapping[str, str] = ()) 
             raise SweclError(f"--memory-server {spec!r} is not a valid URL (no host, or spaces)")
         if mapped:
             raise SweclError("--memory-env maps variables of a command-line server; an HTTP server runs elsewhere")
-        return ProviderSpec(text=spec, url=spec)
+        return ServerSpec(text=spec, url=spec)
     try:
         argv = tuple(shlex.split(spec))
     except ValueError as exc:
         raise SweclError(f"--memory-server {spec!r} cannot be split as a command line: {exc}") from None
     if not argv:
         raise SweclError(f"--memory-server is empty: give a command line or an http(s) URL ({_EXAMPLE})")
-    return ProviderSpec(text=spec, argv=argv, env=mapped)
+    return ServerSpec(text=spec, argv=argv, env=mapped)

@@ -1,9 +1,9 @@
-"""The host of a user's MCP memory server ("provider"), outside the agent's sandbox.
+"""The host of a user's MCP memory server, outside the agent's sandbox.
 
-`ProviderHost` starts the server of a `ProviderSpec` (or connects to its URL), does the
+`ServerHost` starts the server of a `ServerSpec` (or connects to its URL), does the
 MCP handshake with the SDK's client, and keeps the server's name, version and tools. It
 opens doors: a Unix socket per task attempt in a directory the agent's sandbox shows,
-where `agents.provider_proxy` (the agent's MCP server) connects. Every tool call
+where `_server_proxy` (the agent's MCP server, copied there) connects. Every tool call
 through a door is forwarded to the server and recorded as `memory.provider.called`
 under that door's task context, which the host holds: nothing inside the sandbox says
 what a call is recorded under.
@@ -47,11 +47,11 @@ from graders import kill_group, session_leader_reaped, starting_session_leader
 from ledger import Ledger, SweclError, blob_hash
 from ledger.events import Event, ProviderCalled, ProviderStarted
 
-from ._confine import stdlib_script_argv
-from ._provider_spec import ProviderSpec
-from ._scrub import Scrubber
+from agents import Scrubber, stdlib_script_argv
 
-__all__ = ["CallContext", "Door", "LedgerRecorder", "ProviderError", "ProviderFailure", "ProviderHost", "ProviderInfo"]
+from ._server_spec import ServerSpec
+
+__all__ = ["CallContext", "Door", "LedgerRecorder", "MemoryServerError", "ServerFailure", "ServerHost", "ServerInfo"]
 
 # PYTHONPYCACHEPREFIX says only where bytecode is kept, not what runs: without it a
 # Python server in the sandbox (its files read-only) compiles every import at each start.
@@ -60,16 +60,16 @@ _STOP_GRACE_S = 2.0  # after stdin closes, before the group is killed
 
 
 def _leaf(exc: BaseException) -> BaseException:
-    """What went wrong inside the task groups of the SDK and anyio: a ProviderError of ours
+    """What went wrong inside the task groups of the SDK and anyio: a MemoryServerError of ours
     if there is one, else the first leaf (never "unhandled errors in a TaskGroup")."""
     if not isinstance(exc, BaseExceptionGroup):
         return exc
     leaves = [_leaf(e) for e in exc.exceptions]
-    return next((e for e in leaves if isinstance(e, ProviderError)), leaves[0] if leaves else exc)
+    return next((e for e in leaves if isinstance(e, MemoryServerError)), leaves[0] if leaves else exc)
 
 
-class ProviderError(SweclError):
-    """The memory provider could not be started or used: an infrastructure problem of
+class MemoryServerError(SweclError):
+    """The memory server could not be started or used: an infrastructure problem of
     the run, not the agent's."""
 
 
@@ -86,7 +86,7 @@ class CallContext:
 
 
 @dataclass(frozen=True)
-class ProviderFailure:
+class ServerFailure:
     kind: str  # crashed | timeout | garbage | unavailable
     message: str
     call: int
@@ -94,7 +94,7 @@ class ProviderFailure:
 
 
 @dataclass(frozen=True)
-class ProviderInfo:
+class ServerInfo:
     server_name: str
     server_version: str
     protocol_version: str
@@ -134,7 +134,7 @@ class _Garbage(Exception):
     pass
 
 
-def provider_environment(spec: ProviderSpec, data_dir: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+def server_environment(spec: ServerSpec, data_dir: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
     """What a stdio server's process gets: a few neutral variables, the mapped ones."""
     base = os.environ if environ is None else environ
     env = {k: base[k] for k in _ENV_KEPT if k in base}
@@ -155,12 +155,12 @@ class Door:
     """One task attempt's way in: `socket_path`, and `proxy_argv`, the MCP server
     command for the agent's MCP configuration (standard library only)."""
 
-    def __init__(self, host: ProviderHost, directory: Path, context: CallContext) -> None:
+    def __init__(self, host: ServerHost, directory: Path, context: CallContext) -> None:
         self.host = host
         self.directory = directory
         self.context = context
-        self.socket_path = directory / "provider.sock"
-        self.proxy_path = directory / "provider_proxy.py"
+        self.socket_path = directory / "server.sock"
+        self.proxy_path = directory / "server_proxy.py"
         self._server: asyncio.AbstractServer | None = None
 
     @property
@@ -169,7 +169,7 @@ class Door:
 
     def __enter__(self) -> Door:
         self.directory.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(Path(__file__).with_name("provider_proxy.py"), self.proxy_path)
+        shutil.copyfile(Path(__file__).with_name("_server_proxy.py"), self.proxy_path)
         self.socket_path.unlink(missing_ok=True)
         self._server = self.host._run(asyncio.start_unix_server(self._serve, path=str(self.socket_path)))
         return self
@@ -232,12 +232,12 @@ def _load_sdk() -> None:
     from mcp.shared.message import SessionMessage  # noqa: F401
 
 
-class ProviderHost:
-    """One provider for one run's sequence; see the module's docstring."""
+class ServerHost:
+    """One memory server for one run's sequence; see the module's docstring."""
 
     def __init__(
         self,
-        spec: ProviderSpec,
+        spec: ServerSpec,
         data_dir: Path,
         recorder: Recorder | None = None,
         *,
@@ -258,11 +258,11 @@ class ProviderHost:
         self.network = network
         self.environ = environ
         self.log_path = self.data_dir.parent / "server.log"
-        self.info: ProviderInfo | None = None
-        self.failures: list[ProviderFailure] = []
+        self.info: ServerInfo | None = None
+        self.failures: list[ServerFailure] = []
         self.calls = 0
         self.pid: int | None = None
-        self._dead: ProviderFailure | None = None
+        self._dead: ServerFailure | None = None
         self._scrubber = Scrubber()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -278,19 +278,19 @@ class ProviderHost:
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    def __enter__(self) -> ProviderHost:
+    def __enter__(self) -> ServerHost:
         _load_sdk()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir.parent / "tmp").mkdir(parents=True, exist_ok=True)
-        self._thread = threading.Thread(target=self._thread_main, name="memory-provider", daemon=True)
+        self._thread = threading.Thread(target=self._thread_main, name="memory-server", daemon=True)
         self._thread.start()
         self._ready.wait()
         if self._start_error is not None:
             self.close()
             err = _leaf(self._start_error)
-            if isinstance(err, ProviderError):
+            if isinstance(err, MemoryServerError):
                 raise err
-            raise ProviderError(f"memory server {self.spec.redacted()!r} did not start: "
+            raise MemoryServerError(f"memory server {self.spec.redacted()!r} did not start: "
                                 f"{self._why(err)}{self._last_words()}")
         self._record_started()
         return self
@@ -363,15 +363,15 @@ class ProviderHost:
                     if not cursor:
                         break
             except (TimeoutError, asyncio.TimeoutError):
-                raise ProviderError(f"memory server {self.spec.redacted()!r} did not answer the MCP handshake "
+                raise MemoryServerError(f"memory server {self.spec.redacted()!r} did not answer the MCP handshake "
                                     f"within {self.start_timeout_s:g} s{self._last_words()}") from None
             except _Garbage as exc:
-                raise ProviderError(f"memory server {self.spec.redacted()!r} wrote non-JSON-RPC output: {exc}") from None
+                raise MemoryServerError(f"memory server {self.spec.redacted()!r} wrote non-JSON-RPC output: {exc}") from None
             except Exception as exc:  # noqa: BLE001 - any SDK or transport failure at start
-                raise ProviderError(f"memory server {self.spec.redacted()!r} failed the MCP handshake: "
+                raise MemoryServerError(f"memory server {self.spec.redacted()!r} failed the MCP handshake: "
                                     f"{self._why(exc)}{self._last_words()}") from None
             info = init.server_info
-            self.info = ProviderInfo(server_name=info.name, server_version=info.version or "",
+            self.info = ServerInfo(server_name=info.name, server_version=info.version or "",
                                      protocol_version=str(init.protocol_version), tools=tools)
             self._session = session
             self._ready.set()
@@ -435,13 +435,13 @@ class ProviderHost:
         from mcp.shared.message import SessionMessage
 
         argv = list(self.spec.argv)
-        env = provider_environment(self.spec, self.data_dir, self.environ)
+        env = server_environment(self.spec, self.data_dir, self.environ)
         if self.confined:
             argv, env = self.sandbox.wrap(argv, cwd=self.data_dir, env=env, writable=[self.data_dir.parent],
                                           network=self.network, exposed=True)
         exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
         if exe is None:
-            raise ProviderError(f"memory server {self.spec.redacted()!r}: command {argv[0]!r} not found on PATH")
+            raise MemoryServerError(f"memory server {self.spec.redacted()!r}: command {argv[0]!r} not found on PATH")
         log = open(self.log_path, "ab")  # noqa: SIM115 - closed below
         try:
             # its exit is the loop's child watcher's to read (graders.reap_zombies)
@@ -451,7 +451,7 @@ class ProviderHost:
                 leader(process.pid)
         except OSError as exc:
             log.close()
-            raise ProviderError(f"memory server {self.spec.redacted()!r} cannot be started: {exc}") from None
+            raise MemoryServerError(f"memory server {self.spec.redacted()!r} cannot be started: {exc}") from None
         self._process = process
         self.pid = process.pid
         read_w, read_r = anyio.create_memory_object_stream[Any](16)
@@ -534,13 +534,13 @@ class ProviderHost:
             number = self.calls
             started = time.monotonic()
             result: dict[str, Any] | None = None
-            failure: ProviderFailure | None = self._dead
+            failure: ServerFailure | None = self._dead
             if failure is None:
                 try:
                     answer = await asyncio.wait_for(self._session.call_tool(tool, arguments), self.call_timeout_s)
                     result = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
                 except (TimeoutError, asyncio.TimeoutError):
-                    failure = ProviderFailure("timeout", f"the memory server did not answer {tool} within "
+                    failure = ServerFailure("timeout", f"the memory server did not answer {tool} within "
                                               f"{self.call_timeout_s:g} s", number, context)
                 except Exception as exc:  # noqa: BLE001 - whatever the SDK raises, the call failed
                     from mcp.shared.exceptions import MCPError
@@ -557,14 +557,14 @@ class ProviderHost:
                     if result is not None:
                         pass
                     elif self._garbage is not None:
-                        failure = ProviderFailure("garbage", f"the memory server wrote non-JSON-RPC output: {self._garbage!r}",
+                        failure = ServerFailure("garbage", f"the memory server wrote non-JSON-RPC output: {self._garbage!r}",
                                                   number, context)
                     else:
-                        failure = ProviderFailure("crashed", f"the memory server failed during {tool}: {self._why(exc)}",
+                        failure = ServerFailure("crashed", f"the memory server failed during {tool}: {self._why(exc)}",
                                                   number, context)
                     self._dead = failure if failure is not None else self._dead
             else:
-                failure = ProviderFailure("unavailable", f"the memory server is gone ({failure.message})", number, context)
+                failure = ServerFailure("unavailable", f"the memory server is gone ({failure.message})", number, context)
             if failure is not None:
                 self.failures.append(failure)
                 result = _tool_error(failure.message)
@@ -592,7 +592,7 @@ class ProviderHost:
         self.recorder.record(event, blobs)
 
     def _record_call(self, context: CallContext, number: int, tool: str, arguments: Any, result: dict[str, Any],
-                     failure: ProviderFailure | None, duration: float) -> None:
+                     failure: ServerFailure | None, duration: float) -> None:
         if self.recorder is None:
             return
         blobs: list[bytes] = []
