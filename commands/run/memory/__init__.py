@@ -24,12 +24,12 @@ from ._server_policy import recalled_items, recorded_memory_options
 from ._server_resume import server_resume_options
 
 _EXPORTS = {
-    "CallContext": "_server_host",
-    "LedgerRecorder": "_server_host",
-    "MemoryServerError": "_server_host",
-    "ServerFailure": "_server_host",
     "ServerHost": "_server_host",
-    "ServerInfo": "_server_host",
+    "CallContext": "_server_record",
+    "LedgerRecorder": "_server_record",
+    "MemoryServerError": "_server_record",
+    "ServerFailure": "_server_record",
+    "ServerInfo": "_server_record",
     "ServerSpec": "_server_spec",
     "parse_memory_env": "_server_spec",
     "parse_memory_server": "_server_spec",
@@ -59,7 +59,8 @@ __all__ = sorted([
 ])
 
 if TYPE_CHECKING:
-    from ._server_host import CallContext, LedgerRecorder, MemoryServerError, ServerFailure, ServerHost, ServerInfo
+    from ._server_host import ServerHost
+    from ._server_record import CallContext, LedgerRecorder, MemoryServerError, ServerFailure, ServerInfo
     from ._server_snapshot import SNAPSHOT_CHUNK_ABOVE, restore_server_data, server_snapshot_event, snapshot_server_data
     from ._server_spec import ServerSpec, parse_memory_env, parse_memory_server
 

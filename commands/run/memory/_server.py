@@ -17,7 +17,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from commands.inputs import Benchmark, Sequence, Task
 from ledger import Event, Ledger, NewEvent, StreamRange, SweclError
@@ -32,15 +32,17 @@ from .._progress import Reporter
 from ._interface import AgentMemory, MemoryBackend, SequenceMemory, SequencePlace, TaskMemory
 from ._server_hosts import SequenceServers, ServerRecall
 from ._server_policy import policy_of, write_arguments
+from ._server_record import CallContext
 from ._server_seed import apply_server_seed, resolve_server_seed
+
+if TYPE_CHECKING:
+    from ._server_host import ServerHost
 
 __all__ = ["ServerMemory"]
 
 
 class _ServerTask(TaskMemory):
-    def __init__(self, sequence: _ServerSequence, host: Any, task: Task, pass_: str, attempt: int) -> None:
-        from ._server_host import CallContext  # lazy: the client (asyncio, the MCP SDK), --memory-server only
-
+    def __init__(self, sequence: _ServerSequence, host: ServerHost, task: Task, pass_: str, attempt: int) -> None:
         self.sequence, self.host, self.pass_, self.attempt, self.repo = sequence, host, pass_, attempt, task.repo
         self.context = CallContext(sequence_id=sequence.place.sequence.id, instance_id=task.instance_id,
                                    order=task.order, pass_=pass_, attempt=attempt)
@@ -85,7 +87,7 @@ class _ServerTask(TaskMemory):
             return [], []
         # The server is the memory: its data directory as the task left it (no call runs
         # meanwhile), atomic with the task's finish.
-        from ._server_snapshot import server_snapshot_event, snapshot_server_data  # lazy: as the client
+        from ._server_snapshot import server_snapshot_event, snapshot_server_data  # lazy: pyfastcdc, --memory-server only
 
         with self.host.idle():
             manifest = snapshot_server_data(self.sequence.place.ledger, self.host.data_dir)

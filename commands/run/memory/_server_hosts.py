@@ -9,7 +9,8 @@ door's recording proxy; the harness's recall calls `--memory-recall-tool`.
 
 The client (`_server_host`, `_server_snapshot`: asyncio, the MCP SDK, pyfastcdc) is
 imported where a host starts or a snapshot is taken: the task loop imports this module,
-and a run without --memory-server never loads it.
+and a run without --memory-server never loads it. What a call is recorded under
+(`_server_record`) is light.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from ledger import Ledger, NewEvent, StreamRange, event_id_for
 from ledger.events import SnapshotFile
 
 from ._server_policy import MemoryPolicy, fill, recalled_items
+from ._server_record import CallContext, LedgerRecorder, MemoryServerError
 from ._server_seed import server_seed_files
 
 if TYPE_CHECKING:
     from agents import RecalledItem
 
-    from ._server_host import CallContext, ServerHost
+    from ._server_host import ServerHost
 
 __all__ = ["SequenceServers", "ServerRecall", "dreamed", "last_snapshot"]
 
@@ -103,8 +105,8 @@ class SequenceServers:
     def _start(self, ledger: Ledger, folder: Path) -> ServerHost:
         """A host on a fresh data directory in `folder`, restored from the ledger, with the
         tools the options name."""
-        from ._server_host import LedgerRecorder, MemoryServerError, ServerHost  # lazy: asyncio, the MCP SDK
-        from ._server_snapshot import restore_server_data  # lazy: with the client
+        from ._server_host import ServerHost  # lazy: asyncio, the MCP SDK
+        from ._server_snapshot import restore_server_data  # lazy: pyfastcdc, with the client
 
         shutil.rmtree(folder, ignore_errors=True)  # never what an earlier process left: the ledger says
         data = folder / "data"
@@ -133,8 +135,7 @@ class SequenceServers:
         seed, then the data directory as it left it (a snapshot of no task, order 0, or K-1
         in a fork dreamed at K, which the first task starts on and a resume finds: the
         dream is not called again)."""
-        from ._server_host import CallContext, MemoryServerError  # lazy: asyncio, the MCP SDK
-        from ._server_snapshot import server_snapshot_event, snapshot_server_data  # lazy: with the client
+        from ._server_snapshot import server_snapshot_event, snapshot_server_data  # lazy: pyfastcdc, with the client
 
         assert self.policy.dream_tool is not None
         failures = len(host.failures)
