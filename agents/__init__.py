@@ -5,8 +5,9 @@ command; adding one is a module and a registry entry (`agents._registry`).
 Every agent takes an `AgentInput` (only what an agent may see) and returns an
 `AgentResult` (the worktree's patch, turns, tool calls, tokens, cost, exit kind,
 transcript). `RecallService` is the per-task memory handle; `agents.recall_server` serves
-it over MCP stdio. `ProviderHost` runs a user's own MCP memory server (`swecl run --memory-server`)
-and records every call; `agents.provider_proxy` is its in-sandbox face.
+it over MCP stdio. A recall handle may bring an MCP server of its own (the `Recall`
+protocol's `mcp_server_argv`, `mcp_server_in_sandbox`); `stdlib_script_argv` is how a
+standard-library-only script is run inside the agent's sandbox.
 
 Names resolve lazily: `python -m agents.recall_server` imports this package first, and
 an MCP server must start fast.
@@ -42,25 +43,14 @@ _EXPORTS = {
     "find_claude": "_claude",
     "preflight": "_startup",
     "sandbox_view": "_startup",
-    "CallContext": "_provider",
-    "LedgerRecorder": "_provider",
-    "ProviderError": "_provider",
-    "ProviderFailure": "_provider",
-    "ProviderHost": "_provider",
-    "ProviderInfo": "_provider",
-    "ProviderSpec": "_provider_spec",
-    "parse_memory_env": "_provider_spec",
-    "parse_memory_server": "_provider_spec",
-    "restore_provider_data": "_provider_snapshot",
-    "snapshot_provider_data": "_provider_snapshot",
-    "provider_snapshot_event": "_provider_snapshot",
-    "SNAPSHOT_CHUNK_ABOVE": "_provider_snapshot",
+    "stdlib_script_argv": "_confine",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from ._claude import find_claude
+    from ._confine import stdlib_script_argv
     from ._diff import worktree_patch
     from ._egress import Egress, parse_allow_host
     from ._protocol import (
@@ -74,14 +64,6 @@ if TYPE_CHECKING:
         Recall,
         RunSupplies,
     )
-    from ._provider import CallContext, LedgerRecorder, ProviderError, ProviderFailure, ProviderHost, ProviderInfo
-    from ._provider_snapshot import (
-        SNAPSHOT_CHUNK_ABOVE,
-        provider_snapshot_event,
-        restore_provider_data,
-        snapshot_provider_data,
-    )
-    from ._provider_spec import ProviderSpec, parse_memory_env, parse_memory_server
     from ._recall import RecalledItem, RecallService
     from ._registry import AGENTS, AgentEntry, agent_entry, build_agent, get_agent
     from ._scrub import Scrubber

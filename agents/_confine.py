@@ -106,8 +106,8 @@ def unix_listener(path: Path, backlog: int) -> socket.socket:
 
 def stdlib_script_argv(path: Path, *args: str) -> list[str]:
     """How a standard-library-only script put in a door folder (the recall relay, the egress
-    launcher, the memory-server proxy) is run inside the sandbox: by the machine's real
-    interpreter, isolated (`-I -S`). Not a venv's: a venv inside a hidden directory would not
+    launcher, a recall handle's own MCP proxy) is run inside the sandbox: by the machine's
+    real interpreter, isolated (`-I -S`). Not a venv's: a venv inside a hidden directory would not
     start in the sandbox, and the script needs nothing of one."""
     return [os.path.realpath(sys.executable), "-I", "-S", str(path), *args]
 

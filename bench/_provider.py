@@ -3,7 +3,7 @@
 Per call: the same MCP memory server, called with the MCP SDK's client directly (the
 client starts the server over stdio) and then as an agent reaches it in a run: the
 client starts swecl's recording proxy (`Door.proxy_argv`), which forwards over the
-door's Unix socket to `ProviderHost`, which calls the server and records every call as
+door's Unix socket to `ServerHost`, which calls the server and records every call as
 `memory.provider.called` in a real ledger. Each side gets a fresh server on an empty
 data directory and the same calls (create_entities and search_nodes, alternating), after
 a few warm-up calls; the two sides are interleaved call by call (which goes first
@@ -17,7 +17,7 @@ under `$SWECL_NPM_CACHE` or `.dev/npm`, installed there with npm when missing); 
 npm, a small stdio server written with the installed `mcp` SDK, with the same two tools.
 `details.provider.server` says which.
 
-Per snapshot: `snapshot_provider_data` of a data directory of 10 MB (2 MB quick) in files
+Per snapshot: `snapshot_server_data` of a data directory of 10 MB (2 MB quick) in files
 of a few sizes (one of 40%, four of 10%, the rest in 64 KiB files) into a new ledger,
 once cold (every file a new blob) and once unchanged (every blob already stored), in ms;
 the files random bytes (nothing to compress: every byte is written), then JSON lines of
@@ -55,19 +55,19 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-from agents import (
-    SNAPSHOT_CHUNK_ABOVE,
-    CallContext,
-    LedgerRecorder,
-    ProviderHost,
-    parse_memory_server,
-    provider_snapshot_event,
-    restore_provider_data,
-    snapshot_provider_data,
-)
 import msgspec
 import zstandard
 
+from commands.run.memory import (
+    SNAPSHOT_CHUNK_ABOVE,
+    CallContext,
+    LedgerRecorder,
+    ServerHost,
+    parse_memory_server,
+    restore_server_data,
+    server_snapshot_event,
+    snapshot_server_data,
+)
 from ledger import Ledger, blob_hash
 from ledger.sqlite import connect as sqlite_connect
 
@@ -207,8 +207,8 @@ def measure_calls(ctx: Context, argv: list[str], n: int, warmup: int) -> dict[st
     spec = parse_memory_server(shlex.join(argv), ["MEMORY_FILE_PATH={data}/memory.jsonl"])
     context = CallContext(sequence_id="bench", instance_id="bench__pkg-1", order=1)
     # Unconfined (no sandbox): bubblewrap's start costs once per server, not per call.
-    with ProviderHost(spec, ctx.work / "provider-proxied" / "data", LedgerRecorder(ledger_path, "bench", "bench"),
-                      sequence_id="bench", call_timeout_s=60) as host:
+    with ServerHost(spec, ctx.work / "provider-proxied" / "data", LedgerRecorder(ledger_path, "bench", "bench"),
+                    sequence_id="bench", call_timeout_s=60) as host:
         with host.door(ctx.work / "provider-door", context) as door:
             sides = {"direct": (argv, env), "proxied": (door.proxy_argv, None)}
             try:
@@ -305,10 +305,10 @@ def measure_snapshots(ctx: Context, total: int, reps: int) -> dict[str, list[flo
             path = ctx.work / f"snapshot-{rep}.db"
             with Ledger.open(path, create=True) as led:
                 start = time.perf_counter()
-                manifest = snapshot_provider_data(led, data)
+                manifest = snapshot_server_data(led, data)
                 out.setdefault("cold" + sfx, []).append(time.perf_counter() - start)
                 start = time.perf_counter()
-                again = snapshot_provider_data(led, data)
+                again = snapshot_server_data(led, data)
                 out.setdefault("unchanged" + sfx, []).append(time.perf_counter() - start)
             if sum(f.size for f in manifest) != total or again != manifest:
                 raise RuntimeError("the snapshot does not hold the directory")
@@ -361,7 +361,7 @@ def measure_changed(ctx: Context, total: int, reps: int) -> dict[str, list[float
             file.write_bytes(pages)
         chunked, whole = ctx.work / f"changed-{shape}.db", ctx.work / f"changed-{shape}-whole.db"
         with Ledger.open(chunked, create=True) as led, Ledger.open(whole, create=True) as flat:
-            snapshot_provider_data(led, data)
+            snapshot_server_data(led, data)
             flat.put_blobs([file.read_bytes()])
             for rep in range(reps):
                 if shape == "jsonl":
@@ -378,9 +378,9 @@ def measure_changed(ctx: Context, total: int, reps: int) -> dict[str, list[float
                     if side == "chunked":
                         stored = _stored_bytes(chunked)
                         start = time.perf_counter()
-                        manifest = snapshot_provider_data(led, data)
+                        manifest = snapshot_server_data(led, data)
                         out.setdefault(shape, []).append(time.perf_counter() - start)
-                        event = provider_snapshot_event(manifest, sequence_id="bench", instance_id=None, order=rep)
+                        event = server_snapshot_event(manifest, sequence_id="bench", instance_id=None, order=rep)
                         led.append("run/bench/bench", [event])
                         out.setdefault(shape + "_bytes", []).append(
                             _stored_bytes(chunked) - stored + len(msgspec.json.encode(event)))
@@ -398,7 +398,7 @@ def measure_changed(ctx: Context, total: int, reps: int) -> dict[str, list[float
                 raise RuntimeError("the snapshot does not hold the directory")
             restored = ctx.work / f"changed-{shape}-restored"
             shutil.rmtree(restored, ignore_errors=True)
-            restore_provider_data(led, manifest, restored)
+            restore_server_data(led, manifest, restored)
             if (restored / file.name).read_bytes() != file.read_bytes():
                 raise RuntimeError("the chunked snapshot does not restore the file")
         for leftover in (chunked, whole):

@@ -318,7 +318,7 @@ def _write_provider_data(ledger: Ledger, replay: Replay, target: Path) -> None:
     renamed into place, so an earlier replay's folder is replaced whole, never mixed."""
     import shutil
 
-    from agents import restore_provider_data  # lazy: only a --memory-server run's replay restores
+    from .run.memory import restore_server_data  # lazy: only a --memory-server run's replay restores
 
     provider = replay.provider
     if provider is None or not provider.restorable:
@@ -330,7 +330,7 @@ def _write_provider_data(ledger: Ledger, replay: Replay, target: Path) -> None:
         for sequence_id, cut in provider.cuts.items():
             if sequence_id in ("", ".", "..") or "/" in sequence_id:
                 raise SweclError(f"sequence {sequence_id!r} cannot name a folder: its server data is not restored")
-            restore_provider_data(ledger, cut.files, staging / sequence_id / "data")
+            restore_server_data(ledger, cut.files, staging / sequence_id / "data")
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
     finally:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graders._integrity import save_manifest, venv_manifest
-from ledger.errors import EnvBuildError, SweclError
+from ledger.errors import EnvBuildError
 
 __all__ = ["FILES", "EnvBuildError", "EnvInfo", "record_env_files"]
 

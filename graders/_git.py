@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ledger.errors import GitError, SweclError
+from ledger.errors import GitError
 
 __all__ = [
     "GitError",

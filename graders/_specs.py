@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from ledger.errors import SweclError, UnknownEnvSpec
+from ledger.errors import UnknownEnvSpec
 
 __all__ = [
     "DEFAULT_TEST_CMD",

@@ -122,6 +122,11 @@ def suggested_budget(spent: float, budget: float) -> float:
     return round(max(spent, budget) + budget, 2)
 
 
+class MemoryServerError(SweclError):
+    """The memory server could not be started or used: an infrastructure problem of
+    the run, not the agent's."""
+
+
 class NothingGraded(SweclError):
     """Every instance ended without a verdict: a broken set-up, not a score of zero."""
 

@@ -82,7 +82,7 @@ SLOWEST_FIRST = (
     "tests/run/test_task_jobs.py",  # 15 s
     "tests/reliability/test_concurrency.py",  # 14 s
     "tests/run/test_resume_invocation.py",  # 14 s
-    "tests/agents/test_provider.py",  # 13 s
+    "tests/run/test_memory_server_host.py",  # 13 s
     "tests/inputs/test_demo.py",  # 12 s
     "tests/reliability/test_bad_input.py",  # 12 s
     "tests/graders/test_envs.py",  # 11 s

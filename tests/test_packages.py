@@ -330,7 +330,8 @@ def test_a_run_of_the_demo_loads_neither_pydantic_nor_the_cli_agents() -> None:
             "agents.build_agent('demo', agents.RunSupplies(gold=None, predictions=None, command=None, "
             "demo_attempts={}, runs_here=False)); "
             "loaded = lambda: sorted(m for m in ('pydantic', 'agents._claude', 'agents._codex', 'agents._gemini', "
-            "'agents._mini', 'agents._opencode', 'agents._provider', 'asyncio') if m in sys.modules); "
+            "'agents._mini', 'agents._opencode', 'commands.run.memory._server_host', "
+            "'commands.run.memory._server_snapshot', 'asyncio') if m in sys.modules); "
             "before = loaded(); from commands.inputs import SwebenchRow; agents.build_agent('mini-swe-agent', "
             "agents.RunSupplies(gold=None, predictions=None, command=None, demo_attempts=None, runs_here=False)); "
             "import json; print(json.dumps([before, loaded(), SwebenchRow.__module__]))")

@@ -24,8 +24,8 @@ def _flag(argv: list[str], name: str) -> str | None:
     return argv[argv.index(name) + 1] if name in argv else None
 
 
-class ProviderLike(MiniRecall):
-    """What `ProviderRecall` (a user's memory server, `swecl run --memory-server`) adds to
+class ServerLike(MiniRecall):
+    """What `ServerRecall` (a user's memory server, `swecl run --memory-server`) adds to
     a recall handle: the server's own tools, a proxy that may run in the sandbox, and
     the host's limit on one call (`--memory-call-timeout 600`)."""
 
@@ -41,27 +41,27 @@ class ProviderLike(MiniRecall):
 def test_a_users_memory_server_is_named_by_its_own_tools_in_every_memory_prompt(
     make_input: Callable[..., AgentInput], tmp_path: Path
 ) -> None:
-    provider = ProviderLike([], tmp_path / "p")
+    server = ServerLike([], tmp_path / "p")
     for style, code_mode in (("recall", "agentic"), ("natural", "agentic"), ("recall", "blind")):
-        prompt = build_prompt(make_input(recall=provider, prompt_style=style,
+        prompt = build_prompt(make_input(recall=server, prompt_style=style,
                                          code_mode=code_mode))
         assert "`create_entities`, `search_nodes`" in prompt, (style, code_mode)
         assert "recall" not in prompt  # no tool of that name exists
-    recall_style = build_prompt(make_input(recall=provider, prompt_style="recall"))
+    recall_style = build_prompt(make_input(recall=server, prompt_style="recall"))
     assert "Before you do anything else, use them to look for notes" in recall_style
-    blind = build_prompt(make_input(recall=provider, prompt_style="recall", code_mode="blind"))
+    blind = build_prompt(make_input(recall=server, prompt_style="recall", code_mode="blind"))
     assert "The only tools you have are your `memory` MCP server's: `create_entities`, `search_nodes`." in blind
 
 
-def test_a_confined_run_starts_a_providers_proxy_in_the_sandbox_and_relays_swecls_recall(
+def test_a_confined_run_starts_a_memory_servers_proxy_in_the_sandbox_and_relays_swecls_recall(
     make_input: Callable[..., AgentInput], tmp_path: Path
 ) -> None:
     confined = Sandbox("bwrap", "bwrap")
-    provider = ProviderLike([], tmp_path / "p")
+    server = ServerLike([], tmp_path / "p")
     agent = ClaudeAgent(executable=sys.executable)
-    inv = agent.prepare(make_input(recall=provider, sandbox=confined))
+    inv = agent.prepare(make_input(recall=server, sandbox=confined))
     config = json.loads(Path(_flag(inv.argv, "--mcp-config") or "").read_text())
-    argv = provider.mcp_server_argv()
+    argv = server.mcp_server_argv()
     assert (config["mcpServers"]["memory"]["command"], config["mcpServers"]["memory"]["args"]) == (argv[0], argv[1:])
     assert inv.recall_server is None  # nothing served outside: the proxy reaches its door itself
     # swecl's own recall server reads the ledger: relayed, served outside the sandbox.
@@ -74,10 +74,10 @@ def test_a_confined_run_starts_a_providers_proxy_in_the_sandbox_and_relays_swecl
 def test_codex_and_gemini_wait_longer_on_a_memory_tool_than_the_servers_own_call_limit(
     make_input: Callable[..., AgentInput], tmp_path: Path
 ) -> None:
-    provider = ProviderLike([], tmp_path / "p")
-    codex = CodexAgent(executable=sys.executable).prepare(make_input(recall=provider))
+    server = ServerLike([], tmp_path / "p")
+    codex = CodexAgent(executable=sys.executable).prepare(make_input(recall=server))
     assert tomllib.loads(codex.config)["mcp_servers"]["memory"]["tool_timeout_sec"] == 630
-    gemini = GeminiAgent(executable=sys.executable).prepare(make_input(recall=provider,
+    gemini = GeminiAgent(executable=sys.executable).prepare(make_input(recall=server,
                                                                        scratch_dir=tmp_path / "scratch2"))
     assert gemini.settings["mcpServers"]["memory"]["timeout"] == 630_000
     # swecl's own recall server: the CLIs' defaults

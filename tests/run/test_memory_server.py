@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from agents import SNAPSHOT_CHUNK_ABOVE, restore_provider_data
 from commands import Experiment
+from commands.run.memory import SNAPSHOT_CHUNK_ABOVE, restore_server_data
 from ledger import Ledger, SweclError
 from ledger.events import RunStarted, SnapshotFile
 from tests.agents.conftest import server_memory_bin  # noqa: F401  (the session fixture: npm-installed server)
@@ -113,7 +113,7 @@ def test_a_snapshot_per_task_restores_the_servers_file(provider_run: Path, tmp_p
     with Ledger.open(provider_run / "ledger.db", readonly=True) as led:
         for k, snap in enumerate(snaps, start=1):
             files = [SnapshotFile(**f) for f in snap["files"]]
-            restore_provider_data(led, files, tmp_path / str(k))
+            restore_server_data(led, files, tmp_path / str(k))
             lines = (tmp_path / str(k) / "memory.jsonl").read_text().splitlines()
             assert [json.loads(line)["name"] for line in lines] == tasks[:k]  # one entity per task so far
     assert (tmp_path / str(TASKS) / "memory.jsonl").read_bytes() == data.read_bytes()
@@ -359,7 +359,7 @@ def test_plugin_accum_starts_its_server_on_the_source_runs_last_snapshot(
     # entity of a name: the task's write of an entity it already holds adds nothing).
     (own,) = [p for *_, p in _stream_payloads(results, "memory.provider.snapshot", "run/2/")]
     with Ledger.open(results / "ledger.db", readonly=True) as led:
-        restore_provider_data(led, [SnapshotFile(**f) for f in own["files"]], tmp_path / "own")
+        restore_server_data(led, [SnapshotFile(**f) for f in own["files"]], tmp_path / "own")
     lines = (tmp_path / "own" / "memory.jsonl").read_text().splitlines()
     assert [json.loads(line)["name"] for line in lines] == tasks
     assert swecl(results, "verify", cache=cache).returncode == 0

@@ -5,9 +5,17 @@ and their `TaskMemory` (one per task attempt) what to do, and never which kind o
 it holds: none (`base`, and every baseline pass), the agent's own files (`builtin`),
 swecl's substrate (`SubstrateMemory`), the user's MCP memory server (`ServerMemory`). A
 stage names its kind; `memory_backend` builds it.
+
+The memory server's client (`ServerHost`, its calls' context, the data directory's
+snapshots, the server's spec) resolves on first use: the task loop imports this package,
+and a run without --memory-server must not load asyncio and the MCP SDK.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ledger.lazy import lazy_exports
 
 from ._builtin import builtin_memory_for, restore_builtin_files
 from ._factory import BACKENDS, check_memory, memory_backend, memory_kind, memory_of
@@ -15,7 +23,23 @@ from ._interface import AgentMemory, MemoryBackend, SequenceMemory, SequencePlac
 from ._server_policy import recalled_items, recorded_memory_options
 from ._server_resume import server_resume_options
 
-__all__ = [
+_EXPORTS = {
+    "ServerHost": "_server_host",
+    "CallContext": "_server_record",
+    "LedgerRecorder": "_server_record",
+    "MemoryServerError": "_server_record",
+    "ServerFailure": "_server_record",
+    "ServerInfo": "_server_record",
+    "ServerSpec": "_server_spec",
+    "parse_memory_env": "_server_spec",
+    "parse_memory_server": "_server_spec",
+    "SNAPSHOT_CHUNK_ABOVE": "_server_snapshot",
+    "restore_server_data": "_server_snapshot",
+    "server_snapshot_event": "_server_snapshot",
+    "snapshot_server_data": "_server_snapshot",
+}
+
+__all__ = sorted([
     "BACKENDS",
     "AgentMemory",
     "MemoryBackend",
@@ -31,4 +55,14 @@ __all__ = [
     "recorded_memory_options",
     "restore_builtin_files",
     "server_resume_options",
-]
+    *_EXPORTS,
+])
+
+if TYPE_CHECKING:
+    from ._server_host import ServerHost
+    from ._server_record import CallContext, LedgerRecorder, MemoryServerError, ServerFailure, ServerInfo
+    from ._server_snapshot import SNAPSHOT_CHUNK_ABOVE, restore_server_data, server_snapshot_event, snapshot_server_data
+    from ._server_spec import ServerSpec, parse_memory_env, parse_memory_server
+
+
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import threading
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import agents
 from commands.inputs import Benchmark, Sequence, Task
 from ledger import Event, Ledger, NewEvent, StreamRange, SweclError
 from ledger.events import GradeFinished
@@ -33,18 +33,22 @@ from .._progress import Reporter
 from ._interface import AgentMemory, MemoryBackend, SequenceMemory, SequencePlace, TaskMemory
 from ._server_hosts import SequenceServers, ServerRecall
 from ._server_policy import policy_of, write_arguments
+from ._server_record import CallContext
 from ._server_seed import apply_server_seed, resolve_server_seed
+
+if TYPE_CHECKING:
+    from ._server_host import ServerHost
 
 __all__ = ["ServerMemory"]
 
 
 class _ServerTask(TaskMemory):
-    def __init__(self, sequence: _ServerSequence, host: Any, task: Task, pass_: str, attempt: int,
+    def __init__(self, sequence: _ServerSequence, host: ServerHost, task: Task, pass_: str, attempt: int,
                  release: Any) -> None:
         self.release = release  # the sequence's server lock, let go once when the attempt is over
         self.sequence, self.host, self.pass_, self.attempt, self.repo = sequence, host, pass_, attempt, task.repo
-        self.context = agents.CallContext(sequence_id=sequence.place.sequence.id, instance_id=task.instance_id,
-                                          order=task.order, pass_=pass_, attempt=attempt)
+        self.context = CallContext(sequence_id=sequence.place.sequence.id, instance_id=task.instance_id,
+                                   order=task.order, pass_=pass_, attempt=attempt)
         self.failures_before = len(host.failures)
         self.failed: str | None = None
 
@@ -54,7 +58,7 @@ class _ServerTask(TaskMemory):
             release()
 
     def for_agent(self, stack: ExitStack, scratch: Path) -> AgentMemory:
-        door = stack.enter_context(self.host.door(scratch / "provider", self.context))
+        door = stack.enter_context(self.host.door(scratch / "memory-server", self.context))
         recall = ServerRecall(self.host, door, self.sequence.servers.policy, self.context, self.repo)
         return AgentMemory(recall=recall, prompt_style=self.sequence.prompt_style)
 
@@ -78,9 +82,7 @@ class _ServerTask(TaskMemory):
         facts = patch_facts(patch or None, drop=test_files)
         args = write_arguments(policy, instance_id=task.instance_id, repo=task.repo, order=task.order, outcome=status,
                                files=list(facts.files), patch=facts.kept_patch or "")
-        self.host.call(agents.CallContext(sequence_id=self.context.sequence_id, instance_id=task.instance_id,
-                                          order=task.order, pass_="initial", attempt=self.attempt, via="write"),
-                       policy.write_tool, args)
+        self.host.call(replace(self.context, via="write"), policy.write_tool, args)
 
     def finish(self, task: Task, result: Any, grade: GradeFinished,
                ids: Any) -> tuple[list[Event | NewEvent], list[bytes]]:
@@ -93,9 +95,11 @@ class _ServerTask(TaskMemory):
             return [], []
         # The server is the memory: its data directory as the task left it (no call runs
         # meanwhile), atomic with the task's finish.
+        from ._server_snapshot import server_snapshot_event, snapshot_server_data  # lazy: pyfastcdc, --memory-server only
+
         with self.host.idle():
-            manifest = agents.snapshot_provider_data(self.sequence.place.ledger, self.host.data_dir)
-        return [NewEvent(agents.provider_snapshot_event(
+            manifest = snapshot_server_data(self.sequence.place.ledger, self.host.data_dir)
+        return [NewEvent(server_snapshot_event(
             manifest, sequence_id=self.context.sequence_id, instance_id=task.instance_id, order=task.order,
             pass_=self.pass_, attempt=self.attempt), ids("provider.snapshot"))], []
 

@@ -6,6 +6,11 @@ last snapshot; the baseline none), restores it from the ledger (its last snapsho
 the run's seed), runs plugin-dreamed's dream pass on it, and closes it. `ServerRecall` is
 one attempt's `agents.Recall`: an MCP client gets the server's own tools through the
 door's recording proxy; the harness's recall calls `--memory-recall-tool`.
+
+The client (`_server_host`, `_server_snapshot`: asyncio, the MCP SDK, pyfastcdc) is
+imported where a host starts or a snapshot is taken: the task loop imports this module,
+and a run without --memory-server never loads it. What a call is recorded under
+(`_server_record`) is light.
 """
 
 from __future__ import annotations
@@ -15,32 +20,32 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import agents
 from ledger import Ledger, NewEvent, StreamRange, event_id_for
 from ledger.events import SnapshotFile
 from projections import retest_row
 
 from ._server_policy import MemoryPolicy, fill, recalled_items
+from ._server_record import CallContext, LedgerRecorder, MemoryServerError
 from ._server_seed import server_seed_files
 
-# The memory-server client (`agents._provider`: asyncio, the MCP SDK) is reached through
-# `agents.X` at the call, so a run without --memory-server never loads it.
 if TYPE_CHECKING:
-    from agents import CallContext, ProviderHost, RecalledItem
+    from agents import RecalledItem
+
+    from ._server_host import ServerHost
 
 __all__ = ["SequenceServers", "ServerRecall", "dreamed", "last_snapshot"]
 
 
 class ServerRecall:
     """One task attempt's memory handle (an `agents.Recall`): an MCP client gets the
-    provider's tools through `door`; `recall` is the harness's call to the recall tool."""
+    memory server's tools through `door`; `recall` is the harness's call to the recall tool."""
 
-    def __init__(self, host: ProviderHost, door: Any, policy: MemoryPolicy, context: CallContext, repo: str) -> None:
+    def __init__(self, host: ServerHost, door: Any, policy: MemoryPolicy, context: CallContext, repo: str) -> None:
         self.host, self.door, self.policy, self.context, self.repo = host, door, policy, context, repo
 
     def recall(self, query: str, k: int = 5, repo: str | None = None) -> list[RecalledItem]:
         if self.policy.recall_tool is None:
-            return []  # no recall tool named: the agent searches with the provider's tools itself
+            return []  # no recall tool named: the agent searches with the server's tools itself
         args = fill(self.policy.recall_args, {"query": query, "repo": repo or self.repo,
                                               "instance_id": self.context.instance_id})
         result = self.host.call(replace(self.context, via="recall"), self.policy.recall_tool, args)
@@ -62,7 +67,7 @@ class ServerRecall:
         return self.policy.call_timeout_s
 
     def mcp_tools(self) -> list[str]:
-        """The provider's tools as it announced them: what the prompt tells the agent to use."""
+        """The server's tools as it announced them: what the prompt tells the agent to use."""
         return list(self.host.info.tool_names) if self.host.info else []
 
 
@@ -70,10 +75,10 @@ class ServerRecall:
 
 
 class SequenceServers:
-    """The provider hosts of one sequence of a run: the initial pass's (kept from task to
-    task), the re-test pass's (a fresh host on the initial pass's last snapshot). Started
-    when a task first asks; closed by `close`. `root` is the sequence's provider folder
-    in the run's results (hidden from the agent's sandbox, like the ledger)."""
+    """The memory server hosts of one sequence of a run: the initial pass's (kept from task
+    to task), the re-test pass's (a fresh host on the initial pass's last snapshot). Started
+    when a task first asks; closed by `close`. `root` is the sequence's server folder in the
+    run's results (`_provider/`, hidden from the agent's sandbox, like the ledger)."""
 
     def __init__(self, policy: MemoryPolicy, root: Path, ledger_path: Path, version: str, sequence_id: str, *,
                  sandbox: Any, network: bool, dream: bool = False, dream_order: int = 0) -> None:
@@ -82,10 +87,10 @@ class SequenceServers:
         self.sandbox, self.network = sandbox, network
         self.dream = dream and policy.dream_tool is not None  # plugin-dreamed: the dream pass before the first task
         self.dream_order = dream_order  # the dream's snapshot stands before task dream_order + 1 (a fork's K)
-        self._host: ProviderHost | None = None
+        self._host: ServerHost | None = None
         self._phase: str | None = None
 
-    def host_for(self, ledger: Ledger, pass_: str) -> ProviderHost | None:
+    def host_for(self, ledger: Ledger, pass_: str) -> ServerHost | None:
         if pass_ == "baseline":
             return None
         # The re-test pass and each `retest-{i}` row (--retest-every) recall the memory as
@@ -94,6 +99,18 @@ class SequenceServers:
         if self._phase == phase and self._host is not None:
             return self._host
         self.close()
+        host = self._start(ledger, phase)
+        self._host, self._phase = host, phase
+        if phase == "initial" and self.dream and not dreamed(ledger, self.version, self.sequence_id):
+            self._dream(ledger, host)
+        return host
+
+    def _start(self, ledger: Ledger, phase: str) -> ServerHost:
+        """A host of `phase` on a fresh data directory, restored from the ledger (the last
+        snapshot before the phase's cut-off), with the tools the options name."""
+        from ._server_host import ServerHost  # lazy: asyncio, the MCP SDK
+        from ._server_snapshot import restore_server_data  # lazy: pyfastcdc, with the client
+
         folder = self.root / phase
         shutil.rmtree(folder, ignore_errors=True)  # never what an earlier process left: the ledger says
         data = folder / "data"
@@ -105,44 +122,41 @@ class SequenceServers:
         if seed is not None:
             # The initial pass after a stop, or the re-test pass: the memory as the last
             # initial-pass task left it (or as the seed gave it).
-            agents.restore_provider_data(ledger, seed, data)
-        recorder = agents.LedgerRecorder(self.ledger_path, self.version, self.sequence_id)
-        host = agents.ProviderHost(self.policy.spec, data, recorder, sequence_id=self.sequence_id,
-                                   call_timeout_s=self.policy.call_timeout_s, sandbox=self.sandbox,
-                                   network=self.network)
+            restore_server_data(ledger, seed, data)
+        recorder = LedgerRecorder(self.ledger_path, self.version, self.sequence_id)
+        host = ServerHost(self.policy.spec, data, recorder, sequence_id=self.sequence_id,
+                          call_timeout_s=self.policy.call_timeout_s, sandbox=self.sandbox, network=self.network)
         host.__enter__()
         offered = host.info.tool_names if host.info else []
         for tool in (self.policy.recall_tool, self.policy.write_tool, self.policy.dream_tool if self.dream else None):
             if tool is not None and tool not in offered:
                 host.close()
-                raise agents.ProviderError(f"the memory server {self.policy.spec.redacted()!r} has no tool {tool!r} "
-                                           f"(it offers: {', '.join(offered) or 'none'})")
-        self._host, self._phase = host, phase
-        if phase == "initial" and self.dream and not dreamed(ledger, self.version, self.sequence_id):
-            self._dream(ledger, host)
+                raise MemoryServerError(f"the memory server {self.policy.spec.redacted()!r} has no tool {tool!r} "
+                                        f"(it offers: {', '.join(offered) or 'none'})")
         return host
 
-    def _dream(self, ledger: Ledger, host: ProviderHost) -> None:
+    def _dream(self, ledger: Ledger, host: ServerHost) -> None:
         """plugin-dreamed's dream pass over the server: its consolidation tool, once, on the
         seed, then the data directory as it left it (a snapshot of no task, order 0, or K-1
         in a fork dreamed at K, which the first task starts on and a resume finds: the
         dream is not called again)."""
+        from ._server_snapshot import server_snapshot_event, snapshot_server_data  # lazy: pyfastcdc, with the client
+
         assert self.policy.dream_tool is not None
         failures = len(host.failures)
-        context = agents.CallContext(sequence_id=self.sequence_id, instance_id="", order=self.dream_order, via="dream")
+        context = CallContext(sequence_id=self.sequence_id, instance_id="", order=self.dream_order, via="dream")
         args = fill(self.policy.dream_args, {"sequence_id": self.sequence_id})
         result = host.call(context, self.policy.dream_tool, args)
         if len(host.failures) > failures or result.get("isError"):
             why = host.failures[-1].message if len(host.failures) > failures else \
                 " ".join(str(c.get("text", "")) for c in result.get("content") or [] if isinstance(c, dict))[:300]
             self.close()
-            raise agents.ProviderError(f"the dream pass of sequence {self.sequence_id} failed: "
-                                       f"{self.policy.dream_tool} of {self.policy.spec.redacted()!r}: {why}")
+            raise MemoryServerError(f"the dream pass of sequence {self.sequence_id} failed: "
+                                    f"{self.policy.dream_tool} of {self.policy.spec.redacted()!r}: {why}")
         with host.idle():
-            manifest = agents.snapshot_provider_data(ledger, host.data_dir)
+            manifest = snapshot_server_data(ledger, host.data_dir)
         ledger.append(f"run/{self.version}/{self.sequence_id}", [NewEvent(
-            agents.provider_snapshot_event(manifest, sequence_id=self.sequence_id, instance_id=None,
-                                           order=self.dream_order),
+            server_snapshot_event(manifest, sequence_id=self.sequence_id, instance_id=None, order=self.dream_order),
             event_id_for(self.version, self.sequence_id, "provider.dream.snapshot"))], durable=True)
 
     def discard(self) -> None:

@@ -17,11 +17,13 @@ import agents
 from ledger import SweclError
 from projections import json_strings
 
-# The memory-server client (`agents._provider`: asyncio, the MCP SDK) is reached through
-# `agents.X` at the call, so a run without --memory-server, which imports this module
-# with the task loop, never loads it (~20 ms of CPU at every start).
+from ._server_spec import ServerSpec, parse_memory_server
+
+# The task loop imports this module: it reaches only the server's spec (the standard
+# library), never the client (`_server_host`: asyncio, the MCP SDK, ~20 ms of CPU at
+# every start), which only a run with --memory-server loads.
 if TYPE_CHECKING:
-    from agents import ProviderSpec, RecalledItem
+    from agents import RecalledItem
 
 __all__ = ["MemoryPolicy", "check_memory_options", "fill", "lesson_text", "policy_of", "recalled_items",
            "recorded_memory_options", "write_arguments"]
@@ -48,9 +50,9 @@ DREAM_FIELDS = ("sequence_id",)
 
 @dataclass(frozen=True)
 class MemoryPolicy:
-    """What the harness does with the provider: its spec, and the recall and write calls."""
+    """What the harness does with the memory server: its spec, and the recall and write calls."""
 
-    spec: ProviderSpec
+    spec: ServerSpec
     recall_tool: str | None
     recall_args: Any  # the parsed JSON template
     write_tool: str | None
@@ -113,7 +115,7 @@ def check_memory_options(opts: Any, stage: Any) -> None:
 
 
 def policy_of(opts: Any) -> MemoryPolicy:
-    spec = agents.parse_memory_server(opts.memory.server, opts.memory.env)
+    spec = parse_memory_server(opts.memory.server, opts.memory.env)
     recall_args = _template(opts.memory.recall_args or DEFAULT_RECALL_ARGS, "--memory-recall-args", RECALL_FIELDS)
     if opts.memory.recall_args and not opts.memory.recall_tool:
         raise SweclError("--memory-recall-args is the template of --memory-recall-tool: name the tool too")
@@ -199,7 +201,7 @@ def recorded_memory_options(opts: Any) -> dict[str, Any]:
     their names (a value may be a token)."""
     if opts.memory.server is None:
         return {}
-    spec = agents.parse_memory_server(opts.memory.server, opts.memory.env)
+    spec = parse_memory_server(opts.memory.server, opts.memory.env)
     # A URL that lost credentials or query values: a resume must be given it again.
     return {"memory_server": spec.redacted(),
             "memory_server_redacted": spec.url is not None and spec.redacted() != spec.url,

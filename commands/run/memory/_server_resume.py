@@ -17,9 +17,9 @@ from typing import Any
 
 import msgspec
 
-from agents import parse_memory_server
 from ledger import SweclError
 
+from ._server_spec import parse_memory_server
 
 __all__ = ["server_resume_options"]
 
@@ -57,5 +57,5 @@ def server_resume_options(opts: Any, config: dict[str, Any], version: str, *,
                          "give it again with --memory-server URL")
     resumed = msgspec.structs.replace(opts, memory=msgspec.structs.replace(opts.memory, server=spec,
                                                                           env=list(memory_env)))
-    resumed.validate()  # the spec and the values parsed, and what a provider run refuses (--jobs N > 1 ...)
+    resumed.validate()  # the spec and the values parsed
     return resumed

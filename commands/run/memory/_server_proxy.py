@@ -1,16 +1,16 @@
 """The recording proxy of a user's MCP memory server: a stdio MCP server inside the agent's sandbox.
 
-    python -m agents.provider_proxy --socket DIR/provider.sock
+    python -I -S DIR/server_proxy.py --socket DIR/server.sock
 
 The agent's MCP client starts it in place of the user's server (`--memory-server`). It
 answers the handshake itself and forwards `tools/list` and `tools/call` as they are,
-over the Unix socket of a door that `agents._provider.ProviderHost` opened outside the
+over the Unix socket of a door that `ServerHost` (`_server_host`) opened outside the
 sandbox; the host calls the real server and records each call. So the agent sees the
 server's own tools (names, descriptions, input schemas) and results, nothing else.
 
 Standard library only, like the recall relay: it runs with the machine's interpreter
-(`-I -S`), as a copy in the door's directory, whatever of swecl's own venv the sandbox
-shows. It carries no task context: the door it connects to is the task's, so nothing
+(`-I -S`), as a copy in the door's directory (in the task's scratch dir), since the
+sandbox shows neither swecl's checkout nor its venv. It carries no task context: the door it connects to is the task's, so nothing
 the agent can change decides what a call is recorded under. One request at a time:
 the host serialises calls to the server anyway. stdout is the protocol; nothing else
 prints there.
@@ -24,7 +24,7 @@ import socket
 import sys
 from typing import Any
 
-SERVER_NAME = "swecl-memory-provider"
+SERVER_NAME = "swecl-memory-server"
 SERVER_VERSION = "1"
 # The newest protocol revision this proxy knows; a client asking for another one it
 # lists below gets its own back (the proxy uses nothing that differs between them).
@@ -45,10 +45,10 @@ class Door:
         self.sock.sendall(json.dumps({"method": method, "params": params}).encode() + b"\n")
         line = self.file.readline()
         if not line:
-            raise ConnectionError("the memory provider's host closed the connection")
+            raise ConnectionError("the memory server's host closed the connection")
         reply = json.loads(line)
         if not isinstance(reply, dict):
-            raise ConnectionError("the memory provider's host answered garbage")
+            raise ConnectionError("the memory server's host answered garbage")
         return reply
 
 
@@ -109,14 +109,14 @@ def serve(socket_path: str, stdin: Any = None, stdout: Any = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m agents.provider_proxy",
+    p = argparse.ArgumentParser(prog="server_proxy.py",
                                 description="swecl's recording proxy of an MCP memory server (stdio)")
-    p.add_argument("--socket", required=True, help="the door's Unix socket (ProviderHost.door)")
+    p.add_argument("--socket", required=True, help="the door's Unix socket (ServerHost.door)")
     args = p.parse_args(argv)
     try:
         serve(args.socket)
     except OSError as exc:
-        sys.stderr.write(f"provider_proxy: cannot reach the memory provider's host at {args.socket}: {exc}\n")
+        sys.stderr.write(f"server_proxy: cannot reach the memory server's host at {args.socket}: {exc}\n")
         sys.exit(1)
     except KeyboardInterrupt:
         pass

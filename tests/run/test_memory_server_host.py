@@ -22,12 +22,13 @@ from typing import Any
 import anyio
 import pytest
 
-from agents._provider import CallContext, LedgerRecorder, ProviderError, ProviderHost, provider_environment
-from agents._provider_snapshot import restore, snapshot, snapshot_event
-from agents._provider_spec import parse_memory_server
 from bench.processes import live_processes
+from commands.run.memory import CallContext, LedgerRecorder, MemoryServerError, ServerHost, parse_memory_server
+from commands.run.memory._server_spec import server_environment
+from commands.run.memory._server_snapshot import restore, snapshot, snapshot_event
 from graders import sandbox_for
 from ledger import Ledger, SweclError, StreamRange
+from tests.agents.conftest import server_memory_bin  # noqa: F401  (the session fixture: npm-installed server)
 
 VERSION, SEQUENCE = "v1", "demo-seq"
 
@@ -56,7 +57,11 @@ async def _as_agent(argv: list[str], calls: list[tuple[str, dict[str, Any]]]) ->
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     async with AsyncExitStack() as stack:
-        read, write = await stack.enter_async_context(stdio_client(StdioServerParameters(command=argv[0], args=argv[1:])))
+        # errlog given: its default is the sys.stderr of the SDK's first import, which an
+        # in-process `swecl run --memory-server` of another test (under click's CliRunner,
+        # a stream with no file descriptor) may have made.
+        params = StdioServerParameters(command=argv[0], args=argv[1:])
+        read, write = await stack.enter_async_context(stdio_client(params, errlog=sys.stderr))
         session = await stack.enter_async_context(ClientSession(read, write))
         init = await session.initialize()
         tools = (await session.list_tools()).tools
@@ -94,7 +99,7 @@ def test_a_stdio_servers_environment_keeps_where_bytecode_goes_and_none_of_the_r
     spec = parse_memory_server("server", ["MEMORY_FILE_PATH={data}/memory.jsonl"])
     host = {"HOME": "/home/u", "PATH": "/usr/bin", "PYTHONPYCACHEPREFIX": "/home/u/.cache/pyc",
             "PYTHONPATH": "/elsewhere", "SWECL_CACHE": "/cache", "ANTHROPIC_API_KEY": "secret"}
-    env = provider_environment(spec, tmp_path / "data", host)
+    env = server_environment(spec, tmp_path / "data", host)
     assert env == {"HOME": "/home/u", "PATH": "/usr/bin", "PYTHONPYCACHEPREFIX": "/home/u/.cache/pyc",
                    "TMPDIR": str(tmp_path / "tmp"), "MEMORY_FILE_PATH": f"{tmp_path}/data/memory.jsonl"}
 
@@ -115,10 +120,10 @@ def test_bad_specs_are_one_line_errors(spec: str, env: list[str], says: str) -> 
     assert says in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_a_server_that_cannot_start_is_a_provider_error(tmp_path: Path) -> None:
+def test_a_server_that_cannot_start_is_a_memory_server_error(tmp_path: Path) -> None:
     spec = parse_memory_server(f"no-such-memory-server-{uuid.uuid4().hex}")
-    with pytest.raises(ProviderError, match="not found on PATH"):
-        with ProviderHost(spec, tmp_path / "p" / "data", sequence_id=SEQUENCE):
+    with pytest.raises(MemoryServerError, match="not found on PATH"):
+        with ServerHost(spec, tmp_path / "p" / "data", sequence_id=SEQUENCE):
             pass
 
 
@@ -128,8 +133,8 @@ def test_a_server_that_dies_at_start_says_its_last_words_in_the_one_line_error(t
     script = tmp_path / "dying_server.py"
     script.write_text("import sys\nsys.stderr.write('starting\\nError: MEMORY_FILE_PATH is not set\\n')\nsys.exit(3)\n")
     spec = parse_memory_server(f"{sys.executable} {script}")
-    with pytest.raises(ProviderError) as caught:
-        with ProviderHost(spec, tmp_path / "p" / "data", sequence_id=SEQUENCE, start_timeout_s=30):
+    with pytest.raises(MemoryServerError) as caught:
+        with ServerHost(spec, tmp_path / "p" / "data", sequence_id=SEQUENCE, start_timeout_s=30):
             pass
     message = str(caught.value)
     assert "\n" not in message
@@ -153,7 +158,7 @@ def test_reference_server_through_the_proxy_recorded_and_snapshotted(
     entity = {"entities": [{"name": "greet", "entityType": "function",
                             "observations": ["greet(None) must return 'Hello'"]}]}
     recorder = LedgerRecorder(ledger_path, VERSION, SEQUENCE)
-    with ProviderHost(spec, data, recorder, sequence_id=SEQUENCE, sandbox=sandbox, call_timeout_s=30) as host:
+    with ServerHost(spec, data, recorder, sequence_id=SEQUENCE, sandbox=sandbox, call_timeout_s=30) as host:
         assert host.info is not None and host.info.server_name == "memory-server"
         assert {"create_entities", "search_nodes", "read_graph"} <= set(host.info.tool_names)
         with host.door(tmp_path / "door", context) as door:
@@ -246,8 +251,8 @@ def test_a_server_reached_over_streamable_http_is_called_and_recorded(tmp_path: 
         port = int(server.stdout.readline())
         spec = parse_memory_server(f"http://127.0.0.1:{port}/mcp?token=not-for-the-ledger")
         context = CallContext(sequence_id=SEQUENCE, instance_id="demo__pkg-3", order=3, pass_="initial", attempt=1)
-        with ProviderHost(spec, tmp_path / "p" / "data", LedgerRecorder(ledger_path, VERSION, SEQUENCE),
-                          sequence_id=SEQUENCE, call_timeout_s=30) as host:
+        with ServerHost(spec, tmp_path / "p" / "data", LedgerRecorder(ledger_path, VERSION, SEQUENCE),
+                        sequence_id=SEQUENCE, call_timeout_s=30) as host:
             assert host.info is not None and host.info.server_name == "http-notes"
             assert host.pid is None  # nothing of swecl's to start or end: the user runs it
             with host.door(tmp_path / "door", context) as door:
@@ -329,8 +334,8 @@ def test_a_failing_server_gives_a_tool_error_a_recorded_failure_and_no_process(
     monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
     spec = parse_memory_server(f"{sys.executable} {faulty_script} {mode} {marker}")
     context = CallContext(sequence_id=SEQUENCE, instance_id="demo__pkg-1", order=1)
-    with ProviderHost(spec, tmp_path / "p" / "data", LedgerRecorder(ledger_path, VERSION, SEQUENCE),
-                      sequence_id=SEQUENCE, call_timeout_s=2) as host:
+    with ServerHost(spec, tmp_path / "p" / "data", LedgerRecorder(ledger_path, VERSION, SEQUENCE),
+                    sequence_id=SEQUENCE, call_timeout_s=2) as host:
         (pid,) = live_processes(cmdline=marker)
         # Its environment holds none of swecl's secrets, and it runs in the data directory.
         assert secret.encode() not in Path(f"/proc/{pid}/environ").read_bytes()

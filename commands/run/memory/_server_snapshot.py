@@ -1,4 +1,4 @@
-"""A memory provider's data directory as ledger blobs: snapshot after a task, restore as of any order.
+"""A memory server's data directory as ledger blobs: snapshot after a task, restore as of any order.
 
 The files go into the ledger's content-addressed blobs, so a file that did not change
 between two snapshots is stored once; the manifest (relative path, blob, size, mode) is
@@ -25,8 +25,8 @@ from pyfastcdc import FastCDC
 from ledger import IntegrityError, Ledger, SweclError
 from ledger.events import ProviderSnapshot, SnapshotChunk, SnapshotFile
 
-__all__ = ["CHUNK_ABOVE", "SNAPSHOT_CHUNK_ABOVE", "provider_snapshot_event", "restore", "restore_provider_data", "snapshot",
-           "snapshot_event", "snapshot_provider_data"]
+__all__ = ["CHUNK_ABOVE", "SNAPSHOT_CHUNK_ABOVE", "restore", "restore_server_data", "server_snapshot_event", "snapshot",
+           "snapshot_event", "snapshot_server_data"]
 
 # Files above this size are chunked. Below it a changed file costs little whole, and a
 # data directory of many small files (basic-memory's notes) keeps one blob each.
@@ -58,7 +58,7 @@ _BATCH_BYTES = 64 * 1024 * 1024
 
 def snapshot(ledger: Ledger, data_dir: Path) -> list[SnapshotFile]:
     """Store the files of `data_dir` as blobs (those already stored are not written
-    again) and return the manifest. Take it while the server is idle (`ProviderHost.idle`).
+    again) and return the manifest. Take it while the server is idle (`ServerHost.idle`).
 
     Each file is read once, and each blob (a small file, or a chunk of a large one) hashed
     once; the new blobs of a batch go in one transaction (`Ledger.put_blobs`), a snapshot
@@ -143,8 +143,8 @@ def restore(ledger: Ledger, manifest: Sequence[SnapshotFile], dest: Path) -> Non
         target.chmod(item.mode & 0o777)
 
 
-# The names the package exports (agents.snapshot would say too little).
-snapshot_provider_data = snapshot
-restore_provider_data = restore
-provider_snapshot_event = snapshot_event
+# The names the package exports (a bare `snapshot` would say too little among a run's memories).
+snapshot_server_data = snapshot
+restore_server_data = restore
+server_snapshot_event = snapshot_event
 SNAPSHOT_CHUNK_ABOVE = CHUNK_ABOVE

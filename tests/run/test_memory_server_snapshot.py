@@ -12,8 +12,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from agents import SNAPSHOT_CHUNK_ABOVE
-from agents._provider_snapshot import restore, snapshot, snapshot_event
+from commands.run.memory import SNAPSHOT_CHUNK_ABOVE
+from commands.run.memory._server_snapshot import restore, snapshot, snapshot_event
 from ledger import IntegrityError, Ledger, blob_refs_of
 from ledger.events import ProviderSnapshot, SnapshotFile
 

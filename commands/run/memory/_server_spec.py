@@ -5,10 +5,12 @@ SPEC is a command line (a stdio server: `npx -y @modelcontextprotocol/server-mem
 (a streamable-HTTP server). `{data}` in a mapped variable's value is the server's
 private data directory, made by swecl per run and sequence: what it holds is what gets
 snapshotted, so a server keeps its state there (`MEMORY_FILE_PATH={data}/memory.jsonl`).
+A stdio server's process gets those and a few neutral variables (`server_environment`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Iterable, Mapping
@@ -18,7 +20,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ledger import SweclError
 
-__all__ = ["ProviderSpec", "parse_memory_env", "parse_memory_server"]
+__all__ = ["ServerSpec", "parse_memory_env", "parse_memory_server", "server_environment"]
+
+# PYTHONPYCACHEPREFIX says only where bytecode is kept, not what runs: without it a
+# Python server in the sandbox (its files read-only) compiles every import at each start.
+_ENV_KEPT = ("HOME", "PATH", "LANG", "LC_ALL", "LOGNAME", "USER", "SHELL", "TERM", "PYTHONPYCACHEPREFIX")
 
 DATA = "{data}"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -27,7 +33,7 @@ _EXAMPLE = "e.g. --memory-server 'npx -y @modelcontextprotocol/server-memory' or
 
 
 @dataclass(frozen=True)
-class ProviderSpec:
+class ServerSpec:
     """A parsed SPEC: `argv` for a stdio server, `url` for an HTTP one; `env` the mapped
     variables, values still holding `{data}`."""
 
@@ -73,8 +79,8 @@ def parse_memory_env(items: Iterable[str]) -> tuple[tuple[str, str], ...]:
     return tuple(out.items())
 
 
-def parse_memory_server(text: str, env: Iterable[str] | Mapping[str, str] = ()) -> ProviderSpec:
-    """SPEC (and its `--memory-env` items) as a `ProviderSpec`, or a one-line `SweclError`."""
+def parse_memory_server(text: str, env: Iterable[str] | Mapping[str, str] = ()) -> ServerSpec:
+    """SPEC (and its `--memory-env` items) as a `ServerSpec`, or a one-line `SweclError`."""
     items = [f"{k}={v}" for k, v in env.items()] if isinstance(env, Mapping) else list(env)
     mapped = parse_memory_env(items)
     spec = text.strip()
@@ -92,11 +98,21 @@ def parse_memory_server(text: str, env: Iterable[str] | Mapping[str, str] = ()) 
             raise SweclError(f"--memory-server {spec!r} is not a valid URL (no host, or spaces)")
         if mapped:
             raise SweclError("--memory-env maps variables of a command-line server; an HTTP server runs elsewhere")
-        return ProviderSpec(text=spec, url=spec)
+        return ServerSpec(text=spec, url=spec)
     try:
         argv = tuple(shlex.split(spec))
     except ValueError as exc:
         raise SweclError(f"--memory-server {spec!r} cannot be split as a command line: {exc}") from None
     if not argv:
         raise SweclError(f"--memory-server is empty: give a command line or an http(s) URL ({_EXAMPLE})")
-    return ProviderSpec(text=spec, argv=argv, env=mapped)
+    return ServerSpec(text=spec, argv=argv, env=mapped)
+
+
+def server_environment(spec: ServerSpec, data_dir: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """What a stdio server's process gets: a few neutral variables (none of swecl's keys),
+    a temporary directory beside its data, the mapped ones."""
+    base = os.environ if environ is None else environ
+    env = {k: base[k] for k in _ENV_KEPT if k in base}
+    env["TMPDIR"] = str(data_dir.parent / "tmp")
+    env.update(spec.env_for(data_dir))
+    return env
