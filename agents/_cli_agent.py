@@ -333,7 +333,7 @@ def carry_in(memory_dir: Path, target: Path) -> Path:
     """Builtin stage, CLIs whose native memory is one file in their own (fresh) home: the
     kept copy, if any, into `target` before the task. Returns the folder it is kept in
     across the tasks of a run+sequence (`memory_dir/auto-memory`, the folder
-    `_ray_job.restore_builtin_files` rebuilds from the ledger)."""
+    `commands.run.memory.restore_builtin_files` rebuilds from the ledger)."""
     root = memory_dir / MEMORY_FOLDER
     root.mkdir(parents=True, exist_ok=True)
     kept = root / target.name

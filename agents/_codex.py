@@ -19,7 +19,7 @@ with the scratch space):
   them there);
 - builtin stage: codex's native memory file is `AGENTS.md` in `CODEX_HOME` (it loads it
   into every session as instructions). It is kept per run+sequence in
-  `memory_dir/auto-memory/AGENTS.md` (the folder `_ray_job.restore_builtin_files` rebuilds
+  `memory_dir/auto-memory/AGENTS.md` (the folder `commands.run.memory.restore_builtin_files` rebuilds
   from the ledger), copied into the fresh `CODEX_HOME` before the task and back after it.
   codex never writes the file by itself, so the builtin stage's developer instructions
   say where it is and ask the model to keep its notes there;
@@ -143,7 +143,7 @@ def render_config(tables: Mapping[str, Mapping[str, Any]], top: Mapping[str, Any
 class CodexInvocation(CliInvocation):
     codex_home: Path
     config: str  # the config.toml written into codex_home
-    memory_root: Path | None  # builtin: the folder AGENTS.md is carried in across tasks
+    memory_root: Path | None  # a native memory folder: where AGENTS.md is carried in across tasks
 
 
 class CodexAgent(CliAgent[CodexInvocation]):
@@ -174,11 +174,9 @@ class CodexAgent(CliAgent[CodexInvocation]):
         shutil.rmtree(codex_home, ignore_errors=True)  # a fresh home every task
         codex_home.mkdir(parents=True)
 
-        builtin = inp.memory_dir is not None
         memory_root: Path | None = None
         top: dict[str, Any] = {}
-        if builtin:
-            assert inp.memory_dir is not None  # AgentInput checks it
+        if inp.memory_dir is not None:  # a native memory folder kept across tasks
             memory_root = carry_in(inp.memory_dir, codex_home / MEMORY_FILE)
             top["developer_instructions"] = _BUILTIN_INSTRUCTIONS.format(path=codex_home / MEMORY_FILE)
         top.update({

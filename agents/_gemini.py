@@ -123,7 +123,7 @@ def find_gemini(explicit: str | None = None) -> str:
 class GeminiInvocation(CliInvocation):
     gemini_home: Path  # GEMINI_CLI_HOME: the CLI's settings, sessions and memory file live in .gemini/ here
     settings: dict[str, Any]  # what .gemini/settings.json holds
-    memory_root: Path | None  # builtin: the folder GEMINI.md is carried in across tasks
+    memory_root: Path | None  # a native memory folder: where GEMINI.md is carried in across tasks
 
 
 class GeminiAgent(CliAgent[GeminiInvocation]):

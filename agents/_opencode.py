@@ -129,7 +129,7 @@ class OpencodeInvocation(CliInvocation):
     config_dir: Path  # XDG_CONFIG_HOME/opencode: opencode.json and the global AGENTS.md
     data_dir: Path  # XDG_DATA_HOME/opencode: the session database and the log
     config: dict[str, Any]  # what opencode.json holds
-    memory_root: Path | None  # builtin: the folder AGENTS.md is carried in across tasks
+    memory_root: Path | None  # a native memory folder: where AGENTS.md is carried in across tasks
 
 
 class OpencodeAgent(CliAgent[OpencodeInvocation]):

@@ -16,7 +16,7 @@ from ._options import ResumeOverrides, RunOptions
 from ._orchestrate import Invocation, Repeat, RunReport, resume_run, start_run
 from ._progress import Reporter
 from ._stages import DEMO_SUITE, get_stage
-from .memory import server_resume_options
+from .memory import resume_memory_options
 
 
 def run_repeats(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, count: int = 1) -> list[RunReport]:
@@ -57,8 +57,7 @@ def continue_invocation(folder: ExperimentFolder, version: str, reporter: Report
     try:
         opts = overrides.apply(RunOptions.from_config(first.config))
         # --repeat K of a --memory-server run: the runs not begun yet start with the values given now.
-        opts = server_resume_options(opts, first.config, first.version, memory_server=overrides.memory_server,
-                                     memory_env=list(overrides.memory_env))
+        opts = resume_memory_options(opts, first.config, first.version, overrides)
     except msgspec.ValidationError as exc:
         raise SweclError(f"run {first.version}'s recorded options cannot be read: {exc}") from None
     stages = tuple(run.suite_stages)

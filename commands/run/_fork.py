@@ -23,14 +23,14 @@ from projections import Projector, canonical_version, fork_of, outcome_projectio
 
 from ._options import RunOptions, parse_fork
 from ._stages import get_stage
-from .memory import memory_backend, memory_of
+from .memory import NOT_INHERITED, memory_backend, memory_of
 
 # What makes the plan: a fork runs V's tasks in V's order, so these come from V only.
 PLAN_OPTIONS = {"dataset": "--dataset", "rows": "--rows", "sequences": "--sequence", "instances": "--instance",
                 "order": "--order", "orders": "--orders", "source_memory": "--source-memory"}
 # What a fork never takes from V: it names its own version, its own fork, and the values
-# of the memory server's variables were never recorded.
-_NOT_INHERITED = {"version", "fork", "dream_at_fork", "memory_env", "memory_env_names", "memory_server"}
+# of the memory's options, what its backend says (`memory.NOT_INHERITED`).
+_NOT_INHERITED = {"version", "fork", "dream_at_fork", *NOT_INHERITED}
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class ForkPlan:
     order: int  # K
     memory_source: str  # the run whose streams hold V's memory before K (V, or up V's own fork chain)
     cuts: dict[str, int] = field(default_factory=dict)  # sequence -> seq before memory_source's task K started
-    # The memory's own state as of the cut (a memory server's data): sequence -> snapshot seq.
+    # The memory's own state as of the cut (`MemoryBackend.fork_snapshots`): sequence -> event seq.
     provider_snapshots: dict[str, int] = field(default_factory=dict)
 
     def describe(self) -> str:

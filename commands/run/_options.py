@@ -77,7 +77,7 @@ class RunOptions(msgspec.Struct, kw_only=True):
             raise SweclError("--retest-every re-tests prefixes of whole sequences; it does not combine with --instance")
         if stage.seeds is False and self.source_memory:
             raise SweclError(f"--source-memory is for the seeded stages (plugin-accum, plugin-dreamed), not {self.stage!r}")
-        self._validate_memory_server(stage)
+        self._check_memory(stage)
         if self.dream_at_fork and self.fork is None:
             raise SweclError("--dream-at-fork dreams at the fork point: add --fork V@K")
         if self.dream_at_fork and not stage.plugin:
@@ -99,7 +99,7 @@ class RunOptions(msgspec.Struct, kw_only=True):
                     "version than its source"
                 )
 
-    def _validate_memory_server(self, stage: Any) -> None:
+    def _check_memory(self, stage: Any) -> None:
         """The memory's options (--memory-server and its kin): parsed now (one line)."""
         from .memory import check_memory  # lazy: the memory backends load the task loop's pieces
 

@@ -38,7 +38,7 @@ from ._ray_session import check_ray
 from ._sequence import run_sequence, run_sequences_at_once
 from ._stages import get_stage
 from ._task import AgentUnavailable, SequenceContext
-from .memory import memory_of, server_resume_options
+from .memory import memory_of, resume_memory_options
 
 
 @dataclass(frozen=True)
@@ -214,8 +214,7 @@ def resume_run(folder: ExperimentFolder, version: str, reporter: Reporter,
         run = get_run(ledger, folder.results.projector(ledger), version)
         started = next(ledger.read_stream(f"run/{version}"))
         opts = overrides.apply(RunOptions.from_config(started.event.config))
-        opts = server_resume_options(opts, started.event.config, version, memory_server=overrides.memory_server,
-                                     memory_env=list(overrides.memory_env))
+        opts = resume_memory_options(opts, started.event.config, version, overrides)
         opts = msgspec.structs.replace(opts, budget=msgspec.structs.replace(
             opts.budget, usd=budget_usd or budget_of(ledger, version, opts.budget.usd)))
         if opts.budget.usd is not None and (spent := spent_usd(ledger, version)) >= opts.budget.usd:

@@ -9,8 +9,9 @@ ones wrote); every other task reads nothing another task of its pass writes:
   (its `pass.finished` is the cut-off), so it is released once that is recorded;
 - a `retest-{i}` row recalls the substrate as it stood when its `pass.started` was
   recorded, right after initial task i finished, so it runs beside initial tasks i+1...
-  (the builtin stage excepted: its native memory is a folder the initial pass keeps
-  writing, so there the initial pass waits for the row).
+  (unless the memory says its rows wait for the chain, `SequenceMemory.rows_wait_for_chain`:
+  the agent's native memory is a folder the initial pass keeps writing, so there the
+  initial pass waits for the row).
 
 One coordinator (the calling thread) decides what runs and appends the pass marks; N
 worker threads run tasks, each with its own ledger connection and its own worktree
@@ -110,7 +111,7 @@ class SequenceSchedule:
         self.chain_busy = False
         self.free: deque[Batch] = deque()
         self.left: dict[str, int] = {}  # released pass -> tasks not yet run
-        self.waiting_rows: set[int] = set()  # builtin: the chain waits for these rows to finish
+        self.waiting_rows: set[int] = set()  # the chain waits for these rows to finish (see the module doc)
 
     # -- releasing and finishing passes ---------------------------------------------------
 

@@ -15,19 +15,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ledger.errors import MemoryServerError  # declared with every error (ledger.errors), raised here
 from ledger.lazy import lazy_exports
 
 from ._builtin import builtin_memory_for, restore_builtin_files
 from ._factory import BACKENDS, check_memory, memory_backend, memory_kind, memory_of
 from ._interface import AgentMemory, MemoryBackend, SequenceMemory, SequencePlace, TaskMemory
-from ._server_policy import recalled_items, recorded_memory_options
-from ._server_resume import server_resume_options
+from ._server_policy import NOT_INHERITED, recalled_items, recorded_memory_options
+from ._server_resume import resume_memory_options
 
 _EXPORTS = {
     "ServerHost": "_server_host",
     "CallContext": "_server_record",
     "LedgerRecorder": "_server_record",
-    "MemoryServerError": "_server_record",
     "ServerFailure": "_server_record",
     "ServerInfo": "_server_record",
     "ServerSpec": "_server_spec",
@@ -40,7 +40,9 @@ _EXPORTS = {
 }
 
 __all__ = sorted([
+    "MemoryServerError",
     "BACKENDS",
+    "NOT_INHERITED",
     "AgentMemory",
     "MemoryBackend",
     "SequenceMemory",
@@ -54,13 +56,13 @@ __all__ = sorted([
     "recalled_items",
     "recorded_memory_options",
     "restore_builtin_files",
-    "server_resume_options",
+    "resume_memory_options",
     *_EXPORTS,
 ])
 
 if TYPE_CHECKING:
     from ._server_host import ServerHost
-    from ._server_record import CallContext, LedgerRecorder, MemoryServerError, ServerFailure, ServerInfo
+    from ._server_record import CallContext, LedgerRecorder, ServerFailure, ServerInfo
     from ._server_snapshot import SNAPSHOT_CHUNK_ABOVE, restore_server_data, server_snapshot_event, snapshot_server_data
     from ._server_spec import ServerSpec, parse_memory_env, parse_memory_server
 

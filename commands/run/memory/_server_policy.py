@@ -25,7 +25,7 @@ from ._server_spec import ServerSpec, parse_memory_server
 if TYPE_CHECKING:
     from agents import RecalledItem
 
-__all__ = ["MemoryPolicy", "check_memory_options", "fill", "lesson_text", "policy_of", "recalled_items",
+__all__ = ["NOT_INHERITED", "MemoryPolicy", "check_memory_options", "fill", "lesson_text", "policy_of", "recalled_items",
            "recorded_memory_options", "write_arguments"]
 
 RECALL_FIELDS = ("query", "repo", "instance_id")
@@ -46,6 +46,9 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MEMORY_OPTIONS = ("memory_recall_tool", "memory_recall_args", "memory_write_tool", "memory_write_args", "memory_env",
                    "memory_dream_tool", "memory_dream_args")
 DREAM_FIELDS = ("sequence_id",)
+# What a fork never takes from its source's recorded options: the server is given again
+# (its URL may have lost credentials), and its mapped values were never recorded.
+NOT_INHERITED = frozenset({"memory_env", "memory_env_names", "memory_server"})
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,14 @@ from ledger import SweclError
 
 from ._server_spec import parse_memory_server
 
-__all__ = ["server_resume_options"]
+__all__ = ["resume_memory_options"]
 
 
-def server_resume_options(opts: Any, config: dict[str, Any], version: str, *,
-                            memory_server: str | None, memory_env: list[str]) -> Any:
-    """`opts` (read from run `version`'s `config`) with the server and the mapped values a
-    resume gives, or the one-line refusal."""
+def resume_memory_options(opts: Any, config: dict[str, Any], version: str, overrides: Any) -> Any:
+    """`opts` (read from run `version`'s `config`) with what a resume gives of the memory's
+    options (`ResumeOverrides`: a memory server and its mapped values, never recorded), or
+    the one-line refusal."""
+    memory_server, memory_env = overrides.memory_server, list(overrides.memory_env)
     recorded = config.get("memory_server")
     if not recorded:
         given = "--memory-server" if memory_server is not None else "--memory-env" if memory_env else None
