@@ -4,6 +4,8 @@ Graders by name (`get_grader`): `swebench` (host, Docker-free, the default), `lo
 (an existing interpreter/venv), `auto` (swebench when an environment spec is known, else
 local), `overlap` (no execution: similarity to the gold patch) and `none` (record only).
 Decisions follow swebench 5.x; `verdict_lines` decides recorded logs without running.
+The host's infrastructure that the graders and the agents share (the sandbox, process
+sessions and reaping, the repository cache) is the subpackage `graders.host`.
 """
 
 from __future__ import annotations
@@ -40,30 +42,49 @@ from ._parsers import (
     parser_for_repo,
     parser_names,
 )
-from ._reaper import (
-    PROCESS_VARS,
-    descendants,
-    owned_processes,
-    parallel_runs,
-    proc_pids,
-    reap_orphans,
-    reap_zombies,
-    session_leader_reaped,
-    starting_session_leader,
-    wait_for_exit,
-)
-from ._git import GitError, git, git_env
-from ._mirrors import default_cache_dir, repo_slug
-from ._repos import RepoCache, Worktree, preferred_slot
 from ._recipe import RecipeRun, run_recipe
 from ._run import test_directives
 from ._sdist import download_sdist, pick_sdist, project_sdists, unpack_sdist
 from ._system_deps import install_command, missing_packages, spec_system_packages
-from ._sandbox import SANDBOX_MODES, Sandbox, SandboxUnavailable, sandbox_for
-from ._visible import Mount, as_records, plan_lines, shown_by, tests_view, under
-from ._session import ProcessOutcome, kill_group, run_in_session
 from ._specs import EnvSpec, UnknownEnvSpec, has_spec, known_specs, spec_for
 from ._verdict import verdict_lines
+
+# The host's infrastructure (the sandbox, process sessions and reaping, the repository
+# cache) is `graders.host`'s: import it from there. These names are re-exported here only
+# for compatibility with the code that still imports them from `graders`.
+from .host import (
+    PROCESS_VARS,
+    SANDBOX_MODES,
+    GitError,
+    Mount,
+    ProcessOutcome,
+    RepoCache,
+    Sandbox,
+    SandboxUnavailable,
+    Worktree,
+    as_records,
+    default_cache_dir,
+    descendants,
+    git,
+    git_env,
+    kill_group,
+    owned_processes,
+    parallel_runs,
+    plan_lines,
+    preferred_slot,
+    proc_pids,
+    reap_orphans,
+    reap_zombies,
+    repo_slug,
+    run_in_session,
+    sandbox_for,
+    session_leader_reaped,
+    shown_by,
+    starting_session_leader,
+    tests_view,
+    under,
+    wait_for_exit,
+)
 
 __all__ = [
     "ApplyResult",
