@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from graders import Sandbox
+from graders.host import Sandbox
 from ledger import SweclError
 from ledger.events import AgentFinished, ToolCall
 

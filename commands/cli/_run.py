@@ -10,7 +10,7 @@ import click
 import msgspec
 
 from commands.run import DEMO_SUITE, EXECUTORS, STAGES, RunOptions, make_reporter
-from graders import SANDBOX_MODES
+from graders.host import SANDBOX_MODES
 from ledger import SweclError
 
 from ._common import experiment_of, parse_python_paths, parse_repo_sources, results_option, run_version

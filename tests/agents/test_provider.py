@@ -26,7 +26,7 @@ from agents._provider import CallContext, LedgerRecorder, ProviderError, Provide
 from agents._provider_snapshot import restore, snapshot, snapshot_event
 from agents._provider_spec import parse_memory_server
 from bench.processes import live_processes
-from graders import sandbox_for
+from graders.host import sandbox_for
 from ledger import Ledger, SweclError, StreamRange
 
 VERSION, SEQUENCE = "v1", "demo-seq"
