@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from graders import Sandbox
+from graders.host import Sandbox
 from ledger import SweclError
 
 from . import _diff

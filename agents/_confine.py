@@ -1,8 +1,8 @@
 """What an agent's process may see: its environment, its mounts, and the recall bridge.
 
-An agent is untrusted code with a shell. Inside the sandbox (`graders.Sandbox`) it sees
+An agent is untrusted code with a shell. Inside the sandbox (`graders.host.Sandbox`) it sees
 its checkout and scratch space read-write, and read-only only the system's directories
-and its own program's install (`graders._visible`): nothing else of the machine, and
+and its own program's install (`graders.host._visible`): nothing else of the machine, and
 never what swecl hides even inside a shown folder: the repository cache (the mirror
 holds the task's own fix), the results (the ledger), the dataset files (grading rows
 hold the answers) and the user's `--repo-source` clones.
@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from graders import PROCESS_VARS
+from graders.host import PROCESS_VARS
 
 __all__ = ["RecallBridge", "agent_environment", "checkout_object_stores"]
 

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from ledger import SweclError
 
-from graders import git_env
+from graders.host import git_env
 
 __all__ = [
     "apply_answer",

@@ -2,8 +2,8 @@
 
 Agent CLIs start children (MCP servers, shells, test runs) that outlive them if left
 alone; each run gets a new session so a timeout, and the clean-up after a normal exit,
-can end the whole group at once. The session, the kill and the reaping are the grader's
-(`graders.run_in_session`); what is the agents' own is the grace a CLI gets to flush its
+can end the whole group at once. The session, the kill and the reaping are the host's
+(`graders.host.run_in_session`); what is the agents' own is the grace a CLI gets to flush its
 transcript, output to two files, stdin, the egress proxy, errors as `SweclError`, and
 `stop_on`: a watch on the agent's stdout as it is written (a CLI's running token count),
 which ends the group as a timeout does.
@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from ledger import SweclError
 
-from graders import ProcessOutcome, Sandbox, run_in_session
+from graders.host import ProcessOutcome, Sandbox, run_in_session
 
 from ._egress import Egress, EgressProxy, Rules
 
@@ -61,7 +61,7 @@ def run_process(
     their own, read-only inside: not in the scratch dir, where an agent copying its files
     would trip over a socket.
 
-    stdin goes through a pipe fed by a thread (`graders.run_in_session`). With `stop_on`,
+    stdin goes through a pipe fed by a thread (`graders.host.run_in_session`). With `stop_on`,
     stdout goes through a pipe too, copied to its file by a thread that hands each line to
     `stop_on`; the first True ends the group as a timeout would, the outcome `halted`.
     The sandbox shows the install of `argv[0]` and of each of `programs` (a program the

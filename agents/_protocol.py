@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from graders import Sandbox
+from graders.host import Sandbox
 from ledger import SweclError
 from ledger.events import AgentFinished, ToolCall
 
@@ -115,7 +115,7 @@ class AgentInput:
     pass_: str = "initial"  # lets a replay pick its predictions per pass
     memory_dir: Path | None = None  # the agent's native memory, kept across the tasks of a run+sequence
     apply_check: Callable[[str], bool] | None = None  # the grader's dry-run apply
-    # Where the agent's processes run (graders.Sandbox); None: unconfined, as a library
+    # Where the agent's processes run (graders.host.Sandbox); None: unconfined, as a library
     # caller that builds its own inputs asks. `swecl run` always passes one.
     sandbox: Sandbox | None = None
     # What a confined agent may reach beyond its model API, and (filled by the run) what

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from graders import Sandbox, shown_by, tests_view, under
+from graders.host import Sandbox, shown_by, tests_view, under
 from ledger import SweclError
 
 from ._process import run_process

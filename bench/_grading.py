@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from graders import git
+from graders.host import git
 
 from ._core import Context, Result
 
@@ -182,7 +182,7 @@ def _replay_checkouts(ctx: Context, repo: Path, base: str) -> tuple[float, float
     with the fix applied and taken back as a patch: what the oracle and predictions agents
     do per task (fastest of 3 each)."""
     from agents import worktree_patch
-    from graders import RepoCache
+    from graders.host import RepoCache
 
     cache = RepoCache(ctx.work / "grading-cache", {REPO: str(repo)})
     best = {}

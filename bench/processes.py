@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graders import proc_pids
+from graders.host import proc_pids
 from ledger import decode_blob
 from ledger.sqlite import Connection, SqliteError, connect
 

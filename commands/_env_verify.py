@@ -31,9 +31,7 @@ from graders import (
     EnvBuildError,
     EnvInfo,
     EnvSpec,
-    GitError,
     PythonNotFound,
-    RepoCache,
     TestStatus,
     UnknownEnvSpec,
     build_env,
@@ -41,15 +39,14 @@ from graders import (
     env_lock,
     era_for,
     find_python,
-    git,
     pick_sdist,
     project_sdists,
-    repo_slug,
     run_recipe,
     spec_for,
     test_directives,
     unpack_sdist,
 )
+from graders.host import GitError, RepoCache, git, repo_slug
 from ledger import SweclError
 from ledger.events import EnvVerified, VerifiedFailure
 

@@ -205,7 +205,7 @@ class EnvPruned:
 
 
 def _cache(cache_dir: str | None) -> Path:
-    from graders import default_cache_dir  # lazy: see the module doc
+    from graders.host import default_cache_dir  # lazy: see the module doc
 
     return Path(cache_dir) if cache_dir else default_cache_dir()
 
@@ -336,7 +336,8 @@ class GradeJobs(ExperimentFolder):
         """Build (or reuse) the environment of `repo` at `version` from the shipped spec
         table; `commit` is the environment_setup_commit it is built as of. `warn` hears
         what the build cannot do as grading would, before it starts."""
-        from graders import RepoCache, build_env, era_for, git, spec_for  # lazy: see the module doc
+        from graders import build_env, era_for, spec_for  # lazy: see the module doc
+        from graders.host import RepoCache, git  # lazy: see the module doc
 
         cache = _cache(cache_dir)
         spec = spec_for(repo, version)

@@ -4,6 +4,8 @@ Graders by name (`get_grader`): `swebench` (host, Docker-free, the default), `lo
 (an existing interpreter/venv), `auto` (swebench when an environment spec is known, else
 local), `overlap` (no execution: similarity to the gold patch) and `none` (record only).
 Decisions follow swebench 5.x; `verdict_lines` decides recorded logs without running.
+The host's infrastructure that the graders and the agents share (the sandbox, process
+sessions and reaping, the repository cache) is the subpackage `graders.host`.
 """
 
 from __future__ import annotations
@@ -40,28 +42,10 @@ from ._parsers import (
     parser_for_repo,
     parser_names,
 )
-from ._reaper import (
-    PROCESS_VARS,
-    descendants,
-    owned_processes,
-    parallel_runs,
-    proc_pids,
-    reap_orphans,
-    reap_zombies,
-    session_leader_reaped,
-    starting_session_leader,
-    wait_for_exit,
-)
-from ._git import GitError, git, git_env
-from ._mirrors import default_cache_dir, repo_slug
-from ._repos import RepoCache, Worktree, preferred_slot
 from ._recipe import RecipeRun, run_recipe
 from ._run import test_directives
 from ._sdist import download_sdist, pick_sdist, project_sdists, unpack_sdist
 from ._system_deps import install_command, missing_packages, spec_system_packages
-from ._sandbox import SANDBOX_MODES, Sandbox, SandboxUnavailable, sandbox_for
-from ._visible import Mount, as_records, plan_lines, shown_by, tests_view, under
-from ._session import ProcessOutcome, kill_group, run_in_session
 from ._specs import EnvSpec, UnknownEnvSpec, has_spec, known_specs, spec_for
 from ._verdict import verdict_lines
 
@@ -74,7 +58,6 @@ __all__ = [
     "EnvSpec",
     "GRADER_NAMES",
     "GRADE_STATUSES",
-    "GitError",
     "GradeOutcome",
     "GradeRequest",
     "Grader",
@@ -82,30 +65,19 @@ __all__ = [
     "MAX_JSON_BYTES",
     "MAX_PARQUET_BYTES",
     "MISSING",
-    "Mount",
     "OVERLAP_LINES_F1",
     "PATCH_BROKE_RUN",
-    "PROCESS_VARS",
-    "ProcessOutcome",
     "PythonNotFound",
     "RecipeRun",
-    "RepoCache",
-    "SANDBOX_MODES",
-    "Sandbox",
-    "SandboxUnavailable",
     "TestStatus",
     "UnknownEnvSpec",
-    "Worktree",
     "apply_check",
     "apply_patch",
-    "as_records",
     "blame",
     "build_env",
     "canonical_parser",
     "check_input_file",
     "decide",
-    "default_cache_dir",
-    "descendants",
     "download_sdist",
     "env_lock",
     "era_for",
@@ -114,15 +86,12 @@ __all__ = [
     "find_test_output",
     "frame_test_output",
     "get_grader",
-    "git",
-    "git_env",
     "grade_log",
     "has_spec",
     "install_command",
     "is_test_path",
     "json_problem",
     "keep_blame",
-    "kill_group",
     "known_specs",
     "leave_out",
     "list_envs",
@@ -130,38 +99,22 @@ __all__ = [
     "match_test",
     "missing_packages",
     "normalize_patch",
-    "owned_processes",
     "p2p_passes",
-    "parallel_runs",
     "parse_log",
     "parse_test_log",
     "parser_for_repo",
     "parser_names",
     "patch_paths",
     "pick_sdist",
-    "plan_lines",
     "pre_install_plan",
-    "preferred_slot",
-    "proc_pids",
     "project_sdists",
     "prune_envs",
     "read_limited",
-    "reap_orphans",
-    "reap_zombies",
-    "repo_slug",
-    "run_in_session",
     "run_recipe",
-    "sandbox_for",
-    "session_leader_reaped",
-    "shown_by",
     "spec_for",
     "spec_system_packages",
-    "starting_session_leader",
     "test_directives",
-    "tests_view",
-    "under",
     "unpack_sdist",
     "unsafe_reason",
     "verdict_lines",
-    "wait_for_exit",
 ]

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from graders._git import cleanable_paths as _cleanable, git, git_env
+from graders.host import cleanable_paths as _cleanable, git, git_env
 from ledger.patches import (  # re-exported: the grader's callers read patches through here
     TEST_CONFIG_FILES, PatchFile, is_test_config_path, is_test_path, parse_patch_files, patch_paths, strip_prefix,
 )

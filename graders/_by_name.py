@@ -10,7 +10,7 @@ from pathlib import Path
 from graders._executing import AutoGrader, LocalGrader, SwebenchGrader
 from graders._grade import GRADER_NAMES, GradeOutcome, GradeRequest, Grader, _finish, _Notes
 from graders._overlap import OverlapGrader
-from graders._sandbox import Sandbox, sandbox_for
+from graders.host import Sandbox, sandbox_for
 from ledger.errors import SweclError
 
 __all__ = ["NoneGrader", "get_grader"]

@@ -43,7 +43,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from graders._env_info import EnvInfo
-from graders._git import untracked_files
+from graders.host import untracked_files
 
 __all__ = ["PYCACHE_VAR", "PrivatePycache", "env_pycache", "remove_stray_bytecode"]
 

@@ -94,9 +94,7 @@ from graders._interpreters import Interpreter, find_python
 from graders._manifests import FileReader, _dir_reader, _packages, pre_install_plan
 from graders._py_compat import normalise_name, requirement_names
 from graders._py_compat import repair as repair_for_python
-from graders._git import GitError, file_at
-from graders._mirrors import default_cache_dir, repo_slug
-from graders._repos import RepoCache
+from graders.host import GitError, RepoCache, default_cache_dir, file_at, repo_slug
 from ledger.locks import file_lock
 from graders._specs import EnvSpec, spec_for
 from graders._uv import (

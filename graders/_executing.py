@@ -44,8 +44,7 @@ from graders._install import (
 from graders._interpreters import PythonNotFound, find_python
 from graders._manifests import pre_install_plan
 from graders._parsers import parse_log, parser_for_repo
-from graders._git import GitError
-from graders._repos import RepoCache, Worktree, preferred_slot
+from graders.host import GitError, RepoCache, Sandbox, Worktree, plan_lines, preferred_slot, sandbox_for
 from graders._results_plugin import ResultsChannel, channel_overrides, check_against_channel
 from graders._run import (
     ProcessResult,
@@ -58,8 +57,6 @@ from graders._run import (
     test_directives,
     test_environment,
 )
-from graders._sandbox import Sandbox, sandbox_for
-from graders._visible import plan_lines
 from graders._specs import DEFAULT_TEST_CMD, EnvSpec, UnknownEnvSpec, has_spec, spec_for
 from graders._tox import put_current_env_launchers
 from ledger.errors import SweclError

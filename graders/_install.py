@@ -26,8 +26,7 @@ from graders._era_deps import project_requirements, self_install_extras
 from graders._install_record import install_key, record_install, restore_install, tracked_state
 from graders._integrity import Manifest, products_manifest, venv_manifest
 from graders._interpreters import uv_bin
-from graders._git import git, untracked_files
-from graders._repos import RepoCache, Worktree
+from graders.host import RepoCache, Worktree, git, untracked_files
 from graders._run import LineResult, run_line
 from graders._specs import EnvSpec
 from graders._uv import _Cutoff, _Log, _uv_env, _uv_install, installed_pins

@@ -48,7 +48,7 @@ from pathlib import Path
 
 from graders._env_info import EnvInfo
 from graders._integrity import Manifest, diff_manifests, file_sha256
-from graders._git import git
+from graders.host import git
 
 __all__ = ["INSTALLS", "Restored", "install_key", "record_install", "restore_install", "tracked_state", "venv_listing"]
 

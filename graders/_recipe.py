@@ -25,7 +25,7 @@ from ._manifests import pre_install_plan
 from ._parsers import parse_log, parser_for_repo
 from ._results_plugin import ResultsChannel, check_against_channel
 from ._run import build_test_command, parse_eval_commands, pytest_version, run_line, run_process, test_environment
-from ._sandbox import sandbox_for
+from .host import sandbox_for
 from ._specs import DEFAULT_TEST_CMD, EnvSpec
 
 __all__ = ["RecipeRun", "run_recipe"]

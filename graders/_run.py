@@ -29,8 +29,7 @@ from graders._apply import normalize_patch
 from graders._bytecode import PYCACHE_VAR
 from graders._py_compat import installed, site_packages
 from graders._results_plugin import PLUGIN_NAME, ResultsChannel
-from graders._sandbox import Sandbox
-from graders._session import run_in_session
+from graders.host import Sandbox, run_in_session
 from graders._tox import pytest_args_at
 
 __all__ = [
@@ -109,7 +108,7 @@ def run_process(
 ) -> ProcessResult:
     """Run argv in its own session; on timeout kill the whole group at once (a test run has
     nothing to flush). Output: stdout+stderr, through a file (see the module doc). The
-    session, the kill and the reaping are `graders._session`'s, shared with the agents.
+    session, the kill and the reaping are `graders.host`'s, shared with the agents.
 
     With a confined `sandbox` the command runs inside it, `cwd` and `writable` read-write,
     `readable` read-only, nothing else writable, no network (see `_sandbox`)."""

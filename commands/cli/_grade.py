@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from commands.run import Reporter, make_reporter
-from graders import SANDBOX_MODES
+from graders.host import SANDBOX_MODES
 
 from ._common import echo_json_line, experiment_of, parse_python_paths, parse_repo_sources, results_option, run_version
 from ._run import warn_if_unconfined

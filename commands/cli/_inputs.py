@@ -94,7 +94,7 @@ def _check_agent(name: str, command: str | None, mode: str, expose: tuple[str, .
     import os
 
     from agents import RunSupplies, build_agent, preflight, sandbox_view
-    from graders import default_cache_dir, sandbox_for
+    from graders.host import default_cache_dir, sandbox_for
     from ledger import SweclError
     from projections.show import visible_lines
 

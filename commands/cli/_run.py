@@ -13,7 +13,7 @@ from commands.run import (
     DEMO_SUITE, EXECUTORS, STAGES, BudgetOptions, ExecutionOptions, MemoryOptions, ResumeOverrides, RunOptions,
     SandboxOptions, make_reporter,
 )
-from graders import SANDBOX_MODES
+from graders.host import SANDBOX_MODES
 from ledger import SweclError
 
 from ._common import experiment_of, parse_python_paths, parse_repo_sources, results_option, run_version

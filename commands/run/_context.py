@@ -13,7 +13,8 @@ import agents
 from agents import Agent, Budget, RunSupplies
 from commands.inputs import Benchmark, find_sequence, load_benchmark, load_predictions
 from commands.inputs.demo import DEMO_ATTEMPTS, demo_benchmark, repos_dir_in
-from graders import RepoCache, Sandbox, default_cache_dir, get_grader, sandbox_for
+from graders import get_grader
+from graders.host import RepoCache, Sandbox, default_cache_dir, sandbox_for
 from ledger import Ledger, SweclError
 from projections import p2p_excluded
 
@@ -78,7 +79,7 @@ def _predictions(specs: list[str]) -> dict[str, dict[str, str]] | dict[str, str]
 
 def agent_sandbox(opts: RunOptions, ledger_dir: Path, also_hide: tuple[Path, ...] = ()) -> Sandbox:
     """The sandbox of a run's agents and tests. It shows only the system, the program's
-    own install and the paths a task names (`graders._visible`); the mirror (later commits
+    own install and the paths a task names (`graders.host`: `_visible`); the mirror (later commits
     hold its fix), the ledger, the files that hold the grading rows and the user's own
     clones given with --repo-source stay hidden even inside a folder the user exposes
     (--expose). `also_hide`: more of the same (a counterfactual's results folder, whose

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from agents import parse_allow_host
-from graders import SANDBOX_MODES, sandbox_for
+from graders.host import SANDBOX_MODES, sandbox_for
 from ledger import SweclError
 
 __all__ = ["EXECUTORS", "FLAT", "BudgetOptions", "ExecutionOptions", "MemoryOptions", "SandboxOptions", "flatten",

@@ -18,7 +18,7 @@ import msgspec
 import agents
 from agents import Agent
 from commands.inputs import Benchmark, Sequence, find_sequence
-from graders import reap_orphans
+from graders.host import reap_orphans
 from ledger import ConcurrencyConflict, Ledger, NewEvent, SweclError, Terminated, event_id_for
 from ledger.events import RunBudgetReached, RunResumed, RunStarted, TaskRef
 from projections import get_run

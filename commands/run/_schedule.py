@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from commands.inputs import Task
-from graders import descendants, parallel_runs, preferred_slot
+from graders.host import descendants, parallel_runs, preferred_slot
 from ledger import Ledger
 from projections import RunOutcomes
 

@@ -23,7 +23,8 @@ import msgspec
 
 from agents import Agent, AgentInput, AgentResult, Budget, Egress, Scrubber
 from commands.inputs import Sequence, Task
-from graders import EnvSpec, Grader, GradeRequest, RepoCache, Sandbox, apply_check
+from graders import EnvSpec, Grader, GradeRequest, apply_check
+from graders.host import RepoCache, Sandbox
 from ledger import Event, Ledger, NewEvent, SweclError, event_id_for
 from ledger.errors import AgentUnavailable
 from ledger.events import (

@@ -15,7 +15,7 @@ import pytest
 from agents._claude import MCP_SERVER_NAME, ClaudeAgent
 from agents._confine import RecallBridge, agent_environment, checkout_object_stores
 from agents._protocol import AgentInput
-from graders import Sandbox, sandbox_for
+from graders.host import Sandbox, sandbox_for
 
 from .mini_recall import Item, MiniRecall
 
@@ -115,7 +115,7 @@ def test_an_unknown_mode_is_refused_in_one_line() -> None:
 
 
 def test_a_missing_bwrap_is_refused_with_how_to_install_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from graders import SandboxUnavailable
+    from graders.host import SandboxUnavailable
 
     monkeypatch.setenv("SWECL_BWRAP", str(tmp_path / "no-bwrap"))
     with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap") as info:

@@ -18,7 +18,7 @@ from agents._command import CommandAgent
 from agents._egress import Egress, Rules, parse_allow_host
 from agents._protocol import AgentInput, Budget
 from commands.run import RunOptions, SandboxOptions
-from graders import sandbox_for
+from graders.host import sandbox_for
 from ledger import SweclError
 from ledger.events import EgressConnection
 

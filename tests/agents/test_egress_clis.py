@@ -12,7 +12,7 @@ import pytest
 from agents._claude import ClaudeAgent
 from agents._egress import Egress
 from agents._protocol import AgentInput, Budget
-from graders import sandbox_for
+from graders.host import sandbox_for
 
 from . import fake_chat, fake_gemini, fake_openai
 from .cli_scenarios import CASES, Harness, harness, isolate, start_fakes

@@ -15,7 +15,7 @@ from agents._claude import ClaudeAgent, build_prompt
 from agents._codex import CodexAgent
 from agents._gemini import GeminiAgent
 from agents._protocol import AgentInput
-from graders import Sandbox
+from graders.host import Sandbox
 
 from .mini_recall import MiniRecall
 

@@ -14,7 +14,7 @@ import pytest
 
 from agents._mini import MiniSweAgent
 from agents._protocol import AgentInput, Budget
-from graders import sandbox_for
+from graders.host import sandbox_for
 from ledger.events import ToolCall
 from projections.show import final_message
 

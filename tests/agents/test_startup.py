@@ -12,7 +12,7 @@ import pytest
 
 from agents._command import CommandAgent
 from agents._startup import preflight
-from graders import Sandbox, sandbox_for
+from graders.host import Sandbox, sandbox_for
 from ledger import SweclError
 
 from .conftest import REPO_ROOT

@@ -11,7 +11,7 @@ import pytest
 
 from graders._envs import build_env, env_identity, era_for, spec_pins_named
 from graders._interpreters import PythonNotFound, find_python
-from graders._repos import RepoCache
+from graders.host import RepoCache
 from graders._specs import EnvSpec
 from graders._uv import compile_flag
 from tests.graders.env_support import commit_at, dated_index, installed_version, make_sdist, make_wheel, simple_index

@@ -208,8 +208,7 @@ def test_a_grade_takes_the_slot_its_environment_installed_into(tmp_path: Path) -
     """Which worker grades a task changes from task to task, and with it the slot it would
     take first: the slot holding the environment's install comes first, so the install is
     reused; a slot busy elsewhere is passed over, and the install is put back in the next."""
-    from graders import preferred_slot
-    from graders._repos import RepoCache
+    from graders.host import RepoCache, preferred_slot
 
     src, setup = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
     cache = tmp_path / "cache"
@@ -231,8 +230,7 @@ def test_a_record_made_in_one_slot_is_put_back_in_another_with_its_path(tmp_path
     recorded in slot 0 is put back in slot 1 with slot 0's path written over (the
     editable install then imports this slot's code), and the put-back product keeps the
     grade after it in place."""
-    from graders import preferred_slot
-    from graders._repos import RepoCache
+    from graders.host import RepoCache, preferred_slot
 
     # the install also leaves a product naming where it was built, as a compiled extension does
     where = 'import os\nos.makedirs("build", exist_ok=True)\nopen("build/where.txt", "w").write(os.getcwd())\n'

@@ -14,7 +14,7 @@ from graders._envs import build_env, env_lock, era_for, list_envs, prune_envs
 from graders._install import ensure_repo_installed
 from graders._interpreters import Interpreter
 from graders._manifests import _read_environment_yml, _read_requirements, pre_install_plan
-from graders._repos import RepoCache
+from graders.host import RepoCache
 from graders._specs import EnvSpec, spec_for
 from tests.graders.exec_support import REPO, TEST_ENV, shared_grading_cache
 

@@ -1,4 +1,4 @@
-"""`graders.git_env`, the one environment of every git swecl runs (the grader's, the agents'
+"""`graders.host.git_env`, the one environment of every git swecl runs (the grader's, the agents'
 patches, the demo repositories): a user's git setup changes nothing any of them does."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from agents import worktree_patch
 from commands.inputs.demo import materialise_demo_repos
-from graders import git, git_env
+from graders.host import git, git_env
 
 HOSTILE_CONFIG = "[core]\n\tautocrlf = true\n[diff]\n\tnoprefix = true\n[user]\n\tname = Someone Else\n"
 

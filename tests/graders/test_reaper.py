@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from graders import _reaper
+from graders.host import _reaper
 
 
 def _dead_owner() -> str:
@@ -180,7 +180,7 @@ def test_an_orphan_that_dies_after_its_run_is_reaped_and_no_popen_loses_its_exit
     The next run's end reaps it; a session leader another thread started, exited but not
     yet waited for by its Popen, keeps its exit code; a child of swecl's own group is
     never touched."""
-    from graders import parallel_runs, run_in_session
+    from graders.host import parallel_runs, run_in_session
 
     quiet = dict(cwd=tmp_path, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout_s=60)
     already = _zombie_children()

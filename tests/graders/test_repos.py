@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from graders._git import GitError, git, linked_git_dir
-from graders._mirrors import default_cache_dir, repo_slug
-from graders._repos import RepoCache
+from graders.host import RepoCache, default_cache_dir, repo_slug
+from graders.host._git import GitError, git, linked_git_dir
 from ledger.errors import SweclError
 from tests.graders.exec_support import GOLD_PATCH, REPO, make_calc_repo, run_git, write
 
@@ -95,7 +94,7 @@ def test_clean_keeps_exactly_the_listed_files(tmp_path: Path, source: tuple[Path
 
 
 def test_commit_date_and_files_at_a_commit(tmp_path: Path) -> None:
-    from graders._git import commit_date, file_at
+    from graders.host._git import commit_date, file_at
 
     src = tmp_path / "src"
     src.mkdir()

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from graders import sandbox_for
-from graders._sandbox import temp_dir_apart_from
+from graders.host import sandbox_for
+from graders.host._sandbox import temp_dir_apart_from
 
 
 @pytest.mark.parametrize(("cwd", "expected"), [

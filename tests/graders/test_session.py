@@ -1,4 +1,4 @@
-"""`graders.run_in_session`, the one core of the grader's and the agents' `run_process`:
+"""`graders.host.run_in_session`, the one core of the grader's and the agents' `run_process`:
 what a run leaves behind is ended, with SIGTERM and a grace (agents: a CLI flushes its
 transcript) or with SIGKILL at once (test commands); stdin reaches the process; the
 output goes where the caller says."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agents._process import run_process as agent_run_process
-from graders import ProcessOutcome, run_in_session
+from graders.host import ProcessOutcome, run_in_session
 from graders._run import run_process as grader_run_process
 from ledger import SweclError
 

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from graders import GradeRequest, get_grader
-from graders._git import GitError
-from graders._repos import RepoCache
-from graders._submodules import parse_gitmodules, submodule_repo
+from graders.host import GitError, RepoCache
+from graders.host._submodules import parse_gitmodules, submodule_repo
 from ledger.errors import SweclError
 from tests.graders.exec_support import run_git, write
 

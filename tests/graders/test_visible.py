@@ -1,4 +1,4 @@
-"""What the deny-by-default sandbox shows (`graders._visible`, `Sandbox.plan`): the
+"""What the deny-by-default sandbox shows (`graders.host._visible`, `Sandbox.plan`): the
 system, a program's own install found by following it, the named paths; nothing else."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from graders import sandbox_for
-from graders._visible import SANDBOX_HOME, runtime_mounts
+from graders.host import sandbox_for
+from graders.host._visible import SANDBOX_HOME, runtime_mounts
 
 
 def _package(root: Path, name: str, deps: list[str], *, bin_name: str | None = None) -> Path:

@@ -26,7 +26,7 @@ from bench.processes import live_processes
 from commands.run.memory import CallContext, LedgerRecorder, MemoryServerError, ServerHost, parse_memory_server
 from commands.run.memory._server_spec import server_environment
 from commands.run.memory._server_snapshot import restore, snapshot, snapshot_event
-from graders import sandbox_for
+from graders.host import sandbox_for
 from ledger import Ledger, SweclError, StreamRange
 from tests.agents.conftest import server_memory_bin  # noqa: F401  (the session fixture: npm-installed server)
 

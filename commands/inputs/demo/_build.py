@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from graders import default_cache_dir
+from graders.host import default_cache_dir
 from ledger.errors import SweclError
 
 from .._dump import write_curriculum

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from graders import git_env as isolated_git_env
+from graders.host import git_env as isolated_git_env
 from ledger.errors import SweclError
 
 __all__ = [
@@ -258,7 +258,7 @@ def build_library(library: Library) -> Built:
 
 
 def git_env() -> dict[str, str]:
-    """`graders.git_env` (no user or system git setup changes what git writes), with the
+    """`graders.host.git_env` (no user or system git setup changes what git writes), with the
     demo's author so every build makes the same commits."""
     name, email = AUTHOR
     return isolated_git_env(GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email, GIT_COMMITTER_NAME=name,

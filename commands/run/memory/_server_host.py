@@ -50,7 +50,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
 from agents import Scrubber
-from graders import kill_group, session_leader_reaped
+from graders.host import kill_group, session_leader_reaped
 from ledger.events import Event
 
 from ._server_door import Door
@@ -94,7 +94,7 @@ class ServerHost:
         sequence_id: str,
         call_timeout_s: float = 60.0,
         start_timeout_s: float = 120.0,
-        sandbox: Any = None,  # graders.Sandbox: confined when given and not mode none
+        sandbox: Any = None,  # graders.host.Sandbox: confined when given and not mode none
         network: bool = False,
         environ: dict[str, str] | None = None,
     ) -> None:

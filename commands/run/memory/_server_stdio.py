@@ -23,7 +23,7 @@ import anyio
 import mcp_types
 from mcp.shared.message import SessionMessage
 
-from graders import kill_group, starting_session_leader
+from graders.host import kill_group, starting_session_leader
 
 from ._server_record import MemoryServerError
 from ._server_spec import ServerSpec, server_environment
@@ -41,7 +41,7 @@ class StdioServer:
                  sandbox: Any, network: bool) -> None:
         self.spec, self.data_dir, self.log_path = spec, data_dir, log_path
         self.environ = environ
-        self.sandbox = sandbox  # a confined graders.Sandbox, or None: unconfined
+        self.sandbox = sandbox  # a confined graders.host.Sandbox, or None: unconfined
         self.network = network
         self.pid: int | None = None
         self.garbage: str | None = None
@@ -84,7 +84,7 @@ class StdioServer:
 
     async def _start(self, argv: list[str], env: dict[str, str], log: IO[bytes]) -> Any:
         try:
-            # its exit is the loop's child watcher's to read (graders.reap_zombies)
+            # its exit is the loop's child watcher's to read (graders.host.reap_zombies)
             with starting_session_leader() as leader:
                 process = await anyio.open_process(argv, env=env, cwd=str(self.data_dir), stderr=log,
                                                    start_new_session=True)

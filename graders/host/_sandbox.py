@@ -4,7 +4,7 @@ A Docker-based harness gets isolation from a fresh container per task; a host gr
 has to make it itself. Inside the sandbox (`bwrap`):
 
 - the root is empty and read-only: only the system's read-only directories, the
-  program's own install and the paths the caller names come back (`graders._visible`
+  program's own install and the paths the caller names come back (`graders.host._visible`
   says which and why; deny by default, so no clone, mirror, dataset or results file of
   the host is there to find, wherever it lies);
 - what the harness keeps to itself (the repository and environment cache, the results,
@@ -36,7 +36,7 @@ from typing import Literal
 
 from ledger.errors import SandboxUnavailable, SweclError
 
-from graders._visible import SANDBOX_HOME, Mount, runtime_mounts, shown_by, system_mounts, under
+from ._visible import SANDBOX_HOME, Mount, runtime_mounts, shown_by, system_mounts, under
 
 __all__ = [
     "SANDBOX_MODES",

@@ -18,9 +18,9 @@ them (`clean(keep=...)`), or removes everything and re-installs when one of them
 (see `graders._install.prepare_worktree`). At the end of a task `Worktree.reset` puts tracked
 files back and removes untracked files and the ignored files the patches named.
 
-The mirrors live in `graders._mirrors`, an agent's views and checkouts in
-`graders._agent_checkouts`, the worktree slots here; every git call goes through
-`graders._git`.
+The mirrors live in `graders.host._mirrors`, an agent's views and checkouts in
+`graders.host._agent_checkouts`, the worktree slots here; every git call goes through
+`graders.host._git`.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from graders._agent_checkouts import AgentCheckouts
-from graders._git import cleanable_paths, git, linked_git_dir, untracked_files
-from graders._mirrors import repo_slug
+from ._agent_checkouts import AgentCheckouts
+from ._git import cleanable_paths, git, linked_git_dir, untracked_files
+from ._mirrors import repo_slug
 from ledger.errors import SweclError
 from ledger.locks import file_lock
 

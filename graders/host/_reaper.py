@@ -5,8 +5,8 @@ daemonising test server). This process becomes a child subreaper (Linux), so suc
 orphans are re-parented to it instead of to init and stay findable as its descendants;
 after a run, every descendant that was not there before it started is killed and reaped.
 
-The grader's test commands and the agents' processes both use it (agents import it from
-here: graders never import agents, so there is no cycle).
+The grader's test commands and the agents' processes both use it, through `graders.host`:
+the host's infrastructure, which imports neither the grading modules nor the agents.
 
 A SIGKILLed swecl cannot clean up after itself. Every process it starts carries
 `SWECL_OWNER=<pid>.<start time>/<cache>` in its environment (inherited by its children,

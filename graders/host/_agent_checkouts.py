@@ -16,8 +16,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from graders._git import git
-from graders._mirrors import SHA_RE, Mirrors, repo_slug
+from ._git import git
+from ._mirrors import SHA_RE, Mirrors, repo_slug
 from ledger.errors import SweclError
 from ledger.locks import file_lock
 

@@ -4,7 +4,7 @@ when a commit is missing, and the submodules of a checkout filled from mirrors o
     repos/OWNER__NAME.git            bare mirror, fetched on demand
     repos/OWNER__NAME.lock           serialises clone/fetch/worktree-add on that mirror
 
-`graders._repos.RepoCache` builds the worktree slots and the agents' checkouts on these.
+`graders.host._repos.RepoCache` builds the worktree slots and the agents' checkouts on these.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from graders._git import GitError, commit_date, git
-from graders._submodules import gitlinks_at, is_inside, parse_gitmodules, submodule_repo, submodules_of
+from ._git import GitError, commit_date, git
+from ._submodules import gitlinks_at, is_inside, parse_gitmodules, submodule_repo, submodules_of
 from ledger.errors import SweclError
 from ledger.locks import file_lock
 
@@ -132,7 +132,7 @@ class Mirrors:
 
     def fill_submodules(self, repo: str, checkout: Path, *, for_agent: bool = False) -> list[str]:
         """Check out every submodule of `checkout` at its recorded commit, from a cached
-        mirror of the submodule's repository (see `graders._submodules`), recursively.
+        mirror of the submodule's repository (see `graders.host._submodules`), recursively.
         Local changes and untracked files inside a submodule go. Returns their paths.
 
         For an agent's checkout the submodule's remote and URL are put back as the

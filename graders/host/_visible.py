@@ -22,7 +22,7 @@ read-only) and only these come back:
   path given with `--expose`), read-write (the worktree, scratch and config folders).
 
 `Mount` is one line of that plan; the sandbox turns the plan into bubblewrap's arguments
-(`graders._sandbox`) and the run records it (`run.started`'s `visible`), so what a
+(`graders.host._sandbox`) and the run records it (`run.started`'s `visible`), so what a
 process could see is written down, not inferred.
 """
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from graders._reaper import owned_processes, reap_zombies, session_leader_reaped, starting_session_leader, wait_for_exit
+from ._reaper import owned_processes, reap_zombies, session_leader_reaped, starting_session_leader, wait_for_exit
 
 __all__ = ["ProcessOutcome", "Wrap", "kill_group", "run_in_session"]
 
@@ -66,7 +66,7 @@ def run_in_session(
     with owned_processes(env) as (run_env, clean_up):
         started = time.monotonic()
         start_argv, start_env = wrap(argv, run_env) if wrap is not None else (argv, run_env)
-        with starting_session_leader() as leader:  # its exit is its Popen's to read (graders._reaper.reap_zombies)
+        with starting_session_leader() as leader:  # its exit is its Popen's to read (graders.host._reaper.reap_zombies)
             proc = subprocess.Popen(
                 list(start_argv),
                 cwd=cwd,
@@ -134,7 +134,7 @@ def kill_group(pgid: int, proc: subprocess.Popen[bytes] | None, grace_s: float =
 
 def _reap_members(pgid: int) -> None:
     """Reap the group's members that have exited. Orphaned, they are this process's children
-    (the subreaper's, `graders._reaper`), and an unreaped zombie keeps the group alive to
+    (the subreaper's, `graders.host._reaper`), and an unreaped zombie keeps the group alive to
     `killpg`: the grace would always run out, however fast they obeyed SIGTERM. Called once
     the leader is reaped, so no `Popen` loses its child."""
     while True:
