@@ -53,7 +53,7 @@ from typing import Any
 
 from commands.inputs import Task
 from ledger import Ledger, LedgerError, StreamRange, SweclError, merge_branch
-from projections import INVALID_STATUSES, RunOutcomes
+from projections import RunOutcomes
 
 from ._context import sequence_context
 from ._options import RunOptions
@@ -218,13 +218,10 @@ class RayTasks:
     def _forward(self, ctx: SequenceContext, kind: str, p: TaskProgress) -> None:
         """A Ray task's progress, counted in the job's own tally of the pass (the task's
         copy knows only what its snapshot held)."""
-        with ctx.lock:
-            done, resolved = ctx.progress.get(p.pass_, (0, 0))
-            unscored = ctx.unscored.get(p.pass_, 0)
-            if kind == "task_finished":
-                done, resolved = done + 1, resolved + (1 if p.resolved else 0)
-                ctx.progress[p.pass_] = (done, resolved)
-                ctx.unscored[p.pass_] = unscored = unscored + (p.status in INVALID_STATUSES)
+        if kind == "task_finished":
+            done, resolved, unscored = ctx.tally.finished(p.pass_, p.resolved, p.status or "")
+        else:
+            done, resolved, unscored = ctx.tally.so_far(p.pass_)
         p.done_so_far, p.resolved_so_far, p.unscored_so_far = done, resolved, unscored
         if kind == "task_started":
             ctx.reporter.task_started(p)

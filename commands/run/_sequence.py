@@ -164,7 +164,7 @@ def _run_task(ctx: SequenceContext, state: RunOutcomes, task: Task, pass_: str) 
 def record_finished(ctx: SequenceContext, state: RunOutcomes, finished: TaskFinished) -> None:
     """A task's finish in this process's view of the run (what `_prepare` read, kept in
     step: an overlapping step of the plan skips the task), whoever ran it."""
-    with ctx.lock:  # workers of one sequence share this view
+    with ctx.tally.lock:  # workers of one sequence share this view
         seq = state.sequences.setdefault(ctx.sequence.id, SequenceCells())
         attempts = seq.attempts.setdefault(finished.pass_, {})
         attempts[finished.order] = max(attempts.get(finished.order, 0), finished.attempt)
@@ -192,5 +192,5 @@ def _restore_progress(ctx: SequenceContext, state: RunOutcomes) -> None:
         return
     for pass_, cells in seq.passes.items():
         done = [c for c in cells.values() if c.done]
-        ctx.progress[pass_] = (len(done), sum(1 for c in done if c.resolved))
-        ctx.unscored[pass_] = sum(1 for c in done if c.status in INVALID_STATUSES)
+        ctx.tally.restore(pass_, len(done), sum(1 for c in done if c.resolved),
+                          sum(1 for c in done if c.status in INVALID_STATUSES))

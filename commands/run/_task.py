@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import tempfile
-import threading
 import time
 import traceback
 from contextlib import ExitStack
@@ -30,12 +29,13 @@ from ledger.errors import AgentUnavailable
 from ledger.events import (
     AgentEgress, GradeFinished, GradeStatus, TaskAbandoned, TaskFinished, TaskStarted,
 )
-from projections import INVALID_STATUSES, retest_row
+from projections import retest_row
 
 from .._failpoints import failpoint
 from ._halt import Halt
 from ._progress import Reporter, TaskProgress
 from ._stages import Stage
+from ._tally import SequenceTally
 from .memory import SequenceMemory, TaskMemory
 
 # Agent exits that say the agent could not work at all (no key): the run stops so the
@@ -82,21 +82,19 @@ class SequenceContext:
     sandbox: Sandbox | None = None  # where the agent runs (the grader has its own)
     allow_hosts: tuple[str, ...] = ()  # --allow-host: reachable by a sandboxed agent beside its API
     allow_web: bool = False  # --allow-web: the agents' own web tools stay on
-    progress: dict[str, tuple[int, int]] = field(default_factory=dict)  # pass -> (done, resolved)
-    unscored: dict[str, int] = field(default_factory=dict)  # pass -> done with no valid verdict
     task_jobs: int = 1  # workers for the tasks that may run at once (see _schedule)
     # With several workers: one environment's tasks in turn on one worker (grading only,
     # where the test run is the whole task), rather than task by task (an agent's run dominates).
     group_by_environment: bool = False
-    # guards `progress` when tasks run in threads (each thread has its own ledger connection)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    # What the sequence's tasks have done so far here (counts under a lock: tasks may run in
+    # threads, each with its own ledger connection).
+    tally: SequenceTally = field(default_factory=SequenceTally)
     # Set when the run is interrupted while tasks run in worker threads: Ctrl-C reaches the
     # agents and test runs too, and what they return then is no result. An attempt that
     # sees it records nothing more; the resume abandons and redoes it, as in a serial run.
     halt: Halt | None = None
     # instance -> PASS_TO_PASS tests `swecl validate` found failing here with and without the fix
     p2p_excluded: dict[str, list[str]] = field(default_factory=dict)
-    agent_errors_in_a_row: int = 0  # guarded by `lock`; see AGENT_ERRORS_TO_STOP
     # The sequence's memory (`memory.SequenceMemory`): what each task's agent gets of it and
     # what the task leaves in it. The base: none.
     memory: SequenceMemory = field(default_factory=lambda: SequenceMemory(None))  # type: ignore[arg-type]
@@ -198,9 +196,7 @@ def _start(ctx: SequenceContext, task: Task, pass_: str, attempt: int) -> None:
             f"task {task.instance_id!r} ({pass_}): attempt {attempt} is recorded already; "
             "nothing was run (run `swecl verify` and report this)"
         )
-    with ctx.lock:
-        done, resolved_so_far = ctx.progress.get(pass_, (0, 0))
-        unscored = ctx.unscored.get(pass_, 0)
+    done, resolved_so_far, unscored = ctx.tally.so_far(pass_)
     ctx.reporter.task_started(
         TaskProgress(ctx.version, ctx.sequence.id, pass_, task.order, task_count(ctx, pass_), task.instance_id,
                      resolved_so_far=resolved_so_far, done_so_far=done, unscored_so_far=unscored)
@@ -265,12 +261,7 @@ def _stop_if_unavailable(ctx: SequenceContext, task: Task, pass_: str, attempt: 
     if failure == GradeStatus.AGENT_ERROR.value:
         # Said as it happens: not scored, so the resolve rate alone would not show it.
         ctx.reporter.note(f"{task.instance_id} ({pass_}): agent_error, not scored: {result.error or 'no detail'}")
-    with ctx.lock:
-        if failure == GradeStatus.AGENT_ERROR.value:
-            ctx.agent_errors_in_a_row += 1
-        elif failure is None:
-            ctx.agent_errors_in_a_row = 0
-        stop = ctx.agent_errors_in_a_row >= AGENT_ERRORS_TO_STOP
+    stop = ctx.tally.agent_attempt(failure, GradeStatus.AGENT_ERROR.value) >= AGENT_ERRORS_TO_STOP
     if stop:
         # This attempt is redone on resume, as an interrupted one; the ones before it stay
         # recorded as agent_error (not scored).
@@ -291,15 +282,12 @@ def unscored_grade(ctx: SequenceContext, task: Task, pass_: str, attempt: int, s
 
 
 def _report_finished(ctx: SequenceContext, task: Task, pass_: str, grade: GradeFinished) -> None:
-    with ctx.lock:  # tasks finish in any order when they run at once
-        done, resolved_so_far = ctx.progress.get(pass_, (0, 0))
-        ok = 1 if grade.resolved else 0
-        ctx.progress[pass_] = (done + 1, resolved_so_far + ok)
-        ctx.unscored[pass_] = unscored = ctx.unscored.get(pass_, 0) + (grade.status in INVALID_STATUSES)
+    # Tasks finish in any order when they run at once: the counts come from the tally.
+    done, resolved_so_far, unscored = ctx.tally.finished(pass_, grade.resolved, grade.status)
     ctx.reporter.task_finished(
         TaskProgress(ctx.version, ctx.sequence.id, pass_, task.order, task_count(ctx, pass_), task.instance_id,
-                     status=grade.status, resolved=grade.resolved, resolved_so_far=resolved_so_far + ok,
-                     done_so_far=done + 1, unscored_so_far=unscored)
+                     status=grade.status, resolved=grade.resolved, resolved_so_far=resolved_so_far,
+                     done_so_far=done, unscored_so_far=unscored)
     )
 
 
