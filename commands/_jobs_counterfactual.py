@@ -89,7 +89,9 @@ class CounterfactualJobs(ExperimentFolder):
         """Re-run task `task_id` of run `version` (its attempt in pass `pass_`) `repeat`
         times with `without` hidden, and, with `without_recalled`, `repeat` times with each
         item that attempt recalled hidden in turn."""
-        from commands.run import RunOptions, get_stage  # lazy: the run machinery loads when a re-run is asked for
+        # lazy: the run machinery loads when a re-run is asked for
+        from commands.run import RunOptions, get_stage
+        from commands.run.memory import memory_backend
         from projections import OutcomeProjection, run_started_record
 
         if repeat < 1:
@@ -101,13 +103,10 @@ class CounterfactualJobs(ExperimentFolder):
         with self.reading() as reading:
             ledger = reading.ledger
             started = run_started_record(ledger, version, doing="re-run").event
-            stage = get_stage(started.stage)
-            if started.config.get("memory_server"):
-                raise SweclError(f"run {version} used --memory-server: its memory is the server's, whose items swecl "
-                                 "cannot hide from its answers; counterfactuals need swecl's own memory")
-            if not stage.plugin:
-                raise SweclError(f"run {version} is a {stage.name} run: it recalls nothing, so nothing can be hidden "
-                                 "(counterfactuals need a plugin-* stage)")
+            refusal = memory_backend(get_stage(started.stage),
+                                     RunOptions.from_config(started.config)).cannot_hide_items(version)
+            if refusal is not None:
+                raise SweclError(refusal)
             outcomes = reading.projector.run(OutcomeProjection(version)).state
             target = _target(ledger, outcomes, version, task_id, pass_, started.tasks)
             known = _known_items(ledger)

@@ -167,6 +167,12 @@ class MemoryBackend:
     def finish(self, ledger: Ledger, version: str, version_dir: Path) -> None:
         """After the run's end is recorded: the memory's files (a view; the ledger has it all)."""
 
+    def cannot_hide_items(self, version: str) -> str | None:
+        """Why `swecl counterfactual` cannot re-run a task of run `version` without some of
+        this memory's items (one line), or None when it can (`SequencePlace.hidden`)."""
+        return (f"run {version} is a {self.stage.name} run: it recalls nothing, so nothing can be hidden "
+                "(counterfactuals need a plugin-* stage)")
+
     # -- its sequences ----------------------------------------------------------------------
 
     def sequence_folder(self, results: Results, version: str, sequence_id: str) -> Path | None:

@@ -204,6 +204,10 @@ class ServerMemory(MemoryBackend):
     def sequence_folder(self, results: Results, version: str, sequence_id: str) -> Path | None:
         return results.provider_dir(version, sequence_id)
 
+    def cannot_hide_items(self, version: str) -> str | None:
+        return (f"run {version} used --memory-server: its memory is the server's, whose items swecl cannot hide "
+                "from its answers; counterfactuals need swecl's own memory")
+
     def restore_folder(self, ledger: Ledger, version: str, sequence_id: str, folder: Path) -> Path | None:
         # Any empty folder: a host starts on the data its pass's snapshot in the ledger holds.
         folder.mkdir(parents=True, exist_ok=True)

@@ -83,6 +83,9 @@ class SubstrateMemory(MemoryBackend):
     def finish(self, ledger: Ledger, version: str, version_dir: Path) -> None:
         materialise_version(ledger, version, version_dir)
 
+    def cannot_hide_items(self, version: str) -> str | None:
+        return None  # its recall leaves the hidden items out
+
     def sequence(self, place: Any) -> SequenceMemory:
         seq = _SubstrateSequence(place)
         seq.prompt_style = self.stage.prompt_style
