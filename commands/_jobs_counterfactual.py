@@ -104,7 +104,7 @@ class CounterfactualJobs(ExperimentFolder):
             ledger = reading.ledger
             started = run_started_record(ledger, version, doing="re-run").event
             refusal = memory_backend(get_stage(started.stage),
-                                     RunOptions.from_config(started.config)).cannot_hide_items(version)
+                                     RunOptions.from_config({**started.config, "stage": started.stage})).cannot_hide_items(version)
             if refusal is not None:
                 raise SweclError(refusal)
             outcomes = reading.projector.run(OutcomeProjection(version)).state

@@ -79,7 +79,7 @@ def resolve_fork(ledger: Ledger, opts: RunOptions, sequences: list[Sequence], da
     started = _source_started(ledger, opts.fork, version)
     version = started.version
     memory, source_memory = memory_of(opts), memory_backend(get_stage(started.stage),
-                                                            RunOptions.from_config(started.config))
+                                                            RunOptions.from_config({**started.config, "stage": started.stage}))
     memory.check_fork(opts.fork, version, source_memory)
     if dataset_hash != started.dataset_hash:
         raise SweclError(f"--fork {opts.fork}: run {version}'s dataset changed since (hash "
