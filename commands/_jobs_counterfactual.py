@@ -14,8 +14,9 @@ records, the daydream's lessons) dies with the copy. The copy lives in a tempora
 folder; the agent's sandbox hides both it and the results folder, as a run's hides its
 ledger.
 
-A `--memory-server` run is refused: its memory is the user's server, whose items swecl
-cannot leave out of the server's answers.
+What can be hidden, and what an attempt recalled, is the run's memory's to say
+(`MemoryBackend.hideable_items`, `recalled_items`): swecl's memory items, or a memory
+server's writing tasks (`provider:ID`), whose server the re-run rebuilds without them.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ledger import Ledger, NewEvent, StreamRange, SweclError, blob_refs_of, event_id_for
 from ledger.events import CounterfactualFinished, CounterfactualStarted
@@ -85,13 +86,15 @@ class CounterfactualJobs(ExperimentFolder):
     """`swecl counterfactual` over this folder (see the module doc)."""
 
     def counterfactual(self, version: str, task_id: str, *, without: tuple[str, ...] = (),
-                       without_recalled: bool = False, repeat: int = 1, pass_: str = "initial") -> Counterfactuals:
+                       without_recalled: bool = False, repeat: int = 1, pass_: str = "initial",
+                       memory_server: str | None = None, memory_env: tuple[str, ...] = ()) -> Counterfactuals:
         """Re-run task `task_id` of run `version` (its attempt in pass `pass_`) `repeat`
         times with `without` hidden, and, with `without_recalled`, `repeat` times with each
-        item that attempt recalled hidden in turn."""
+        item that attempt recalled hidden in turn. `memory_server`, `memory_env`: a
+        --memory-server run's values that were never recorded, given again (as a resume's)."""
         # lazy: the run machinery loads when a re-run is asked for
-        from commands.run import RunOptions, get_stage
-        from commands.run.memory import memory_backend
+        from commands.run import ResumeOverrides, RunOptions, get_stage
+        from commands.run.memory import memory_backend, resume_memory_options
         from projections import OutcomeProjection, run_started_record
 
         if repeat < 1:
@@ -103,13 +106,14 @@ class CounterfactualJobs(ExperimentFolder):
         with self.reading() as reading:
             ledger = reading.ledger
             started = run_started_record(ledger, version, doing="re-run").event
-            refusal = memory_backend(get_stage(started.stage),
-                                     RunOptions.from_config({**started.config, "stage": started.stage})).cannot_hide_items(version)
+            memory = memory_backend(get_stage(started.stage),
+                                    RunOptions.from_config({**started.config, "stage": started.stage}))
+            refusal = memory.cannot_hide_items(version)
             if refusal is not None:
                 raise SweclError(refusal)
             outcomes = reading.projector.run(OutcomeProjection(version)).state
-            target = _target(ledger, outcomes, version, task_id, pass_, started.tasks)
-            known = _known_items(ledger)
+            target = _target(ledger, outcomes, version, task_id, pass_, started.tasks, memory)
+            known = memory.hideable_items(ledger, version)
             unknown = [i for i in without if i not in known]
             if unknown:
                 raise SweclError(f"--without {unknown[0]!r}: no memory item of that id in {ledger.path}")
@@ -118,7 +122,8 @@ class CounterfactualJobs(ExperimentFolder):
                                  "nothing to hide")
             sets = ([sorted(set(without))] if without else []) + ([[i] for i in target.recalled] if without_recalled else [])
             done = _repeats_so_far(ledger, version, task_id, pass_)
-        opts = RunOptions.from_config(started.config)
+        opts = resume_memory_options(RunOptions.from_config({**started.config, "stage": started.stage}), started.config,
+                                     version, ResumeOverrides(memory_server=memory_server, memory_env=tuple(memory_env)))
         result = Counterfactuals(version, task_id, pass_, target.cell.attempt, target.cell.status,
                                  None if target.cell.outcome is None else bool(target.cell.outcome))
         for hidden in sets:
@@ -130,6 +135,7 @@ class CounterfactualJobs(ExperimentFolder):
     def _rerun(self, version: str, opts: object, target: _Target, task_id: str, pass_: str, hidden: list[str],
                number: int) -> CounterfactualRun:
         from commands.run import QuietReporter, open_benchmark, run_attempt, sequence_context  # lazy: as above
+        from commands.run.memory import memory_of
 
         cell = target.cell
         key = (version, target.sequence_id, target.order, pass_, cell.attempt, number, *hidden)
@@ -147,7 +153,7 @@ class CounterfactualJobs(ExperimentFolder):
                 benchmark = open_benchmark(opts)  # type: ignore[arg-type]
                 ctx = sequence_context(private, version, opts, target.sequence_id, QuietReporter(),  # type: ignore[arg-type]
                                        benchmark=benchmark, also_hide=(self.root.resolve(),),
-                                       hidden_items=frozenset(hidden))
+                                       hidden_items=frozenset(hidden), memory_folder=Path(scratch) / "memory")
                 task = next((t for t in ctx.sequence.tasks if t.order == target.order), None)
                 if task is None or task.instance_id != task_id:
                     raise SweclError(f"{task_id} is not task {target.order} of {target.sequence_id} in the benchmark "
@@ -156,7 +162,10 @@ class CounterfactualJobs(ExperimentFolder):
                     run_attempt(ctx, task, pass_, cell.attempt)
                 finally:
                     ctx.memory.close()
-                ending = _ending(private, f"run/{version}/{target.sequence_id}", copied)
+                run_stream = f"run/{version}/{target.sequence_id}"
+                recalled = memory_of(opts).recalled_items(private, run_stream, (pass_, target.order, cell.attempt),  # type: ignore[arg-type]
+                                                          after=copied)
+                ending = _ending(private, run_stream, copied, recalled)
                 patch = ending.pop("patch_bytes")
         with self.open_ledger() as ledger:
             blobs = [patch] if patch is not None else []
@@ -168,7 +177,7 @@ class CounterfactualJobs(ExperimentFolder):
 
 
 def _target(ledger: Ledger, outcomes: object, version: str, task_id: str, pass_: str,
-            plans: dict) -> _Target:
+            plans: dict, memory: Any) -> _Target:
     """V's finished attempt at `task_id` in `pass_`, or the one-line refusal."""
     where = [(s, ref.order) for s, plan in plans.items() for ref in plan if ref.instance_id == task_id]
     if not where:
@@ -177,16 +186,8 @@ def _target(ledger: Ledger, outcomes: object, version: str, task_id: str, pass_:
     cell = outcomes.cell(sequence_id, pass_, order)  # type: ignore[attr-defined]
     if cell is None or not cell.done:
         raise SweclError(f"{task_id} has no finished {pass_} attempt in run {version}: nothing to stand beside")
-    recalled: list[str] = []
-    for rec in ledger.read(types=["memory.recalled"], ranges=[StreamRange(f"run/{version}/{sequence_id}")]):
-        ev = rec.event
-        if ev.order == order and ev.pass_ == pass_ and ev.attempt == cell.attempt:
-            recalled += [h.item_id for h in ev.results if h.item_id not in recalled]
+    recalled = memory.recalled_items(ledger, f"run/{version}/{sequence_id}", (pass_, order, cell.attempt))
     return _Target(sequence_id, order, cell, recalled)
-
-
-def _known_items(ledger: Ledger) -> set[str]:
-    return {rec.event.item_id for rec in ledger.read(types=["memory.written"])}
 
 
 def _repeats_so_far(ledger: Ledger, version: str, task_id: str, pass_: str) -> dict[tuple[str, ...], int]:
@@ -210,14 +211,12 @@ def _copy_before(source: Ledger, private: Ledger, cut: int) -> None:
     private.import_recorded(rows, durable=False)
 
 
-def _ending(private: Ledger, stream: str, copied: int) -> dict:
-    """How the re-run ended, from what it appended to the private copy after seq `copied`."""
-    recalled: list[str] = []
+def _ending(private: Ledger, stream: str, copied: int, recalled: list[str]) -> dict:
+    """How the re-run ended, from what it appended to the private copy after seq `copied`
+    (`recalled`: what its recall gave, as its memory reads it)."""
     agent = grade = None
     for rec in private.read(after=copied, ranges=[StreamRange(stream)]):
-        if rec.type == "memory.recalled":
-            recalled += [h.item_id for h in rec.event.results if h.item_id not in recalled]
-        elif rec.type == "agent.finished":
+        if rec.type == "agent.finished":
             agent = rec.event
         elif rec.type == "task.finished":
             grade = rec.event

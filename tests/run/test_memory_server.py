@@ -212,6 +212,29 @@ def test_a_url_server_run_is_not_restorable_and_a_run_without_a_server_has_no_sn
         exp.memory_snapshots(version="2")
 
 
+def test_a_counterfactual_rebuilds_the_server_without_the_hidden_tasks_writes(
+    provider_run: Path, tmp_path: Path, cache: Path
+) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(provider_run, results)
+    first, second, third = first_tasks(SPANS, TASKS)
+    refused = swecl(results, "counterfactual", "1", third, "--without", f"provider:{first}", cache=cache, check=False)
+    assert refused.returncode != 0 and "give --memory-env MEMORY_FILE_PATH=VALUE again" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    done = Experiment(results).counterfactual("1", third, without=(f"provider:{first}",),
+                                              memory_env=("MEMORY_FILE_PATH={data}/memory.jsonl",))
+    (rerun,) = done.runs
+    assert rerun.hidden == [f"provider:{first}"] and rerun.status != "infra_error"
+    # The run's attempt recalled both earlier tasks' lessons; the re-run's server, rebuilt
+    # from the recorded calls without the first task's, gives the second's only.
+    each = Experiment(results).counterfactual("1", third, without_recalled=True,
+                                              memory_env=("MEMORY_FILE_PATH={data}/memory.jsonl",))
+    assert sorted(r.hidden for r in each.runs) == sorted([[f"provider:{first}"], [f"provider:{second}"]])
+    assert rerun.recalled == [f"provider:{second}"]
+    # Nothing of the re-run reached the run: its calls and snapshots are as they were.
+    assert not [p for *_, p in events(results, "memory.provider.called") if p["via"] == "replay"]
+
+
 # -- the read side: show, audit, metrics, report, view (of the same run) ------------------------
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ledger import SweclError
+from ledger import StreamRange, SweclError
 
 if TYPE_CHECKING:
     from agents import AgentResult, Recall
@@ -166,6 +166,20 @@ class MemoryBackend:
 
     def finish(self, ledger: Ledger, version: str, version_dir: Path) -> None:
         """After the run's end is recorded: the memory's files (a view; the ledger has it all)."""
+
+    def hideable_items(self, ledger: Ledger, version: str) -> set[str]:
+        """The item ids `swecl counterfactual --without` may name: swecl's memory items."""
+        return {rec.event.item_id for rec in ledger.read(types=["memory.written"])}
+
+    def recalled_items(self, ledger: Ledger, stream: str, cell: tuple[str, int, int], after: int = 0) -> list[str]:
+        """The items an attempt (pass, order, attempt) recalled on `stream`, in order (events
+        after seq `after`)."""
+        found: list[str] = []
+        for rec in ledger.read(types=["memory.recalled"], ranges=[StreamRange(stream)], after=after):
+            ev = rec.event
+            if (ev.pass_, ev.order, ev.attempt) == cell:
+                found += [h.item_id for h in ev.results if h.item_id not in found]
+        return found
 
     def cannot_hide_items(self, version: str) -> str | None:
         """Why `swecl counterfactual` cannot re-run a task of run `version` without some of

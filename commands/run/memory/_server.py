@@ -32,7 +32,7 @@ from .._fork_spec import parse_fork
 from .._progress import Reporter
 from ._interface import AgentMemory, MemoryBackend, SequenceMemory, SequencePlace, TaskMemory
 from ._server_hosts import SequenceServers, ServerRecall
-from ._server_policy import policy_of, write_arguments
+from ._server_policy import ITEM_PREFIX, policy_of, recalled_items, write_arguments
 from ._server_record import CallContext
 from ._server_seed import apply_server_seed, resolve_server_seed
 
@@ -205,8 +205,23 @@ class ServerMemory(MemoryBackend):
         return results.provider_dir(version, sequence_id)
 
     def cannot_hide_items(self, version: str) -> str | None:
-        return (f"run {version} used --memory-server: its memory is the server's, whose items swecl cannot hide "
-                "from its answers; counterfactuals need swecl's own memory")
+        return None  # a hidden task's writes are left out when the server's data is rebuilt (`SequenceServers._replay`)
+
+    def hideable_items(self, ledger: Ledger, version: str) -> set[str]:
+        """What can be hidden: each task that wrote to the server, as `provider:ID`."""
+        return {ITEM_PREFIX + rec.event.instance_id for rec in read_run(ledger, version, ["memory.provider.called"])
+                if rec.event.via in ("write", "agent") and rec.event.instance_id}
+
+    def recalled_items(self, ledger: Ledger, stream: str, cell: tuple[str, int, int], after: int = 0) -> list[str]:
+        """The items an attempt's recall calls gave (pass, order, attempt), in order."""
+        found: list[str] = []
+        for rec in ledger.read(types=["memory.provider.called"], ranges=[StreamRange(stream)], after=after):
+            ev = rec.event
+            if (ev.pass_, ev.order, ev.attempt) == cell and ev.via == "recall" and ev.result and not ev.is_error:
+                text = ledger.get_blob(ev.result).decode("utf-8", "replace")
+                items = recalled_items({"content": [{"type": "text", "text": text}]}, 50)
+                found += [i.item_id for i in items if i.item_id.startswith(ITEM_PREFIX) and i.item_id not in found]
+        return found
 
     def restore_folder(self, ledger: Ledger, version: str, sequence_id: str, folder: Path) -> Path | None:
         # Any empty folder: a host starts on the data its pass's snapshot in the ledger holds.
@@ -217,7 +232,8 @@ class ServerMemory(MemoryBackend):
         if place.folder is None:
             raise SweclError("--memory-server runs its sequences in the run's own process only (report this)")
         servers = SequenceServers(policy_of(self.opts), place.folder, place.ledger.path, place.version,
-                                  place.sequence.id, sandbox=place.sandbox, network=place.network, **self._dream())
+                                  place.sequence.id, sandbox=place.sandbox, network=place.network,
+                                  hidden=place.hidden, **self._dream())
         return _ServerSequence(place, servers, self.stage.prompt_style)
 
     def _dream(self) -> dict[str, Any]:

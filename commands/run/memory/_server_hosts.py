@@ -15,6 +15,7 @@ and a run without --memory-server never loads it. What a call is recorded under
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -24,7 +25,7 @@ from ledger import Ledger, NewEvent, StreamRange, event_id_for
 from ledger.events import SnapshotFile
 from projections import retest_row
 
-from ._server_policy import MemoryPolicy, fill, recalled_items
+from ._server_policy import ITEM_PREFIX, MemoryPolicy, fill, recalled_items
 from ._server_record import CallContext, LedgerRecorder, MemoryServerError
 from ._server_seed import server_seed_files
 
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from agents import RecalledItem
 
     from ._server_host import ServerHost
+
+# The calls that may have written to the server (its own recall calls only read).
+REPLAYED = frozenset({"agent", "write", "dream"})
 
 __all__ = ["SequenceServers", "ServerRecall", "dreamed", "last_snapshot"]
 
@@ -81,7 +85,8 @@ class SequenceServers:
     run's results (`_provider/`, hidden from the agent's sandbox, like the ledger)."""
 
     def __init__(self, policy: MemoryPolicy, root: Path, ledger_path: Path, version: str, sequence_id: str, *,
-                 sandbox: Any, network: bool, dream: bool = False, dream_order: int = 0) -> None:
+                 sandbox: Any, network: bool, dream: bool = False, dream_order: int = 0,
+                 hidden: frozenset[str] = frozenset()) -> None:
         self.policy, self.root, self.ledger_path = policy, root, Path(ledger_path)
         self.version, self.sequence_id = version, sequence_id
         self.sandbox, self.network = sandbox, network
@@ -89,6 +94,9 @@ class SequenceServers:
         self.dream_order = dream_order  # the dream's snapshot stands before task dream_order + 1 (a fork's K)
         self._host: ServerHost | None = None
         self._phase: str | None = None
+        # `swecl counterfactual`: the tasks whose writes the server must never have had
+        # (from the hidden items `server:ID`); its data is then rebuilt without them.
+        self.hidden_tasks = frozenset(i.removeprefix(ITEM_PREFIX) for i in hidden if i.startswith(ITEM_PREFIX))
 
     def host_for(self, ledger: Ledger, pass_: str) -> ServerHost | None:
         if pass_ == "baseline":
@@ -115,7 +123,9 @@ class SequenceServers:
         shutil.rmtree(folder, ignore_errors=True)  # never what an earlier process left: the ledger says
         data = folder / "data"
         row = retest_row(phase)
-        seed = last_snapshot(ledger, self.version, self.sequence_id, upto_order=row)
+        # Without hidden tasks, the last snapshot before the cut-off; with them, the data is
+        # rebuilt from the run's seed by the calls that made it, theirs left out (`_replay`).
+        seed = None if self.hidden_tasks else last_snapshot(ledger, self.version, self.sequence_id, upto_order=row)
         if seed is None:
             # A copy-seeded run (plugin-accum) before its first snapshot: the source run's.
             seed = server_seed_files(ledger, self.version, self.sequence_id)
@@ -133,7 +143,28 @@ class SequenceServers:
                 host.close()
                 raise MemoryServerError(f"the memory server {self.policy.spec.redacted()!r} has no tool {tool!r} "
                                         f"(it offers: {', '.join(offered) or 'none'})")
+        if self.hidden_tasks:
+            self._replay(ledger, host, row)
         return host
+
+    def _replay(self, ledger: Ledger, host: ServerHost, upto_order: int | None) -> None:
+        """The server's data as the initial pass made it (up to a row's task, when given)
+        without the hidden tasks: every call that may have written to it (the agents', the
+        write policy's, the dream's) made again in order on a fresh server, but those of the
+        hidden tasks; recorded with via `replay`. A replay that fails fails the re-run."""
+        failures = len(host.failures)
+        for rec in ledger.read(types=["memory.provider.called"], ranges=[StreamRange(f"run/{self.version}/{self.sequence_id}")]):
+            ev = rec.event
+            if (ev.pass_ != "initial" or ev.via not in REPLAYED or ev.failure is not None
+                    or ev.instance_id in self.hidden_tasks or (upto_order is not None and ev.order > upto_order)):
+                continue
+            arguments = json.loads(ledger.get_blob(ev.arguments)) if ev.arguments else {}
+            host.call(CallContext(sequence_id=self.sequence_id, instance_id=ev.instance_id, order=ev.order,
+                                  pass_="initial", attempt=ev.attempt, via="replay"), ev.tool, arguments)
+            if len(host.failures) > failures:
+                host.close()
+                raise MemoryServerError(f"the memory server failed replaying {ev.tool} of {ev.instance_id or 'the dream'} "
+                                        f"without {', '.join(sorted(self.hidden_tasks))}: {host.failures[-1].message}")
 
     def _dream(self, ledger: Ledger, host: ServerHost) -> None:
         """plugin-dreamed's dream pass over the server: its consolidation tool, once, on the

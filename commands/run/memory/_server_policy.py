@@ -25,7 +25,7 @@ from ._server_spec import ServerSpec, parse_memory_server
 if TYPE_CHECKING:
     from agents import RecalledItem
 
-__all__ = ["NOT_INHERITED", "MemoryPolicy", "check_memory_options", "fill", "lesson_text", "policy_of", "recalled_items",
+__all__ = ["ITEM_PREFIX", "NOT_INHERITED", "MemoryPolicy", "check_memory_options", "fill", "lesson_text", "policy_of", "recalled_items",
            "recorded_memory_options", "write_arguments"]
 
 RECALL_FIELDS = ("query", "repo", "instance_id")
@@ -42,6 +42,9 @@ DEFAULT_WRITE_ARGS = {
 # What `{lesson}` starts with: a task's lesson as one line of JSON, which recall reads back
 # (a fix the demo agent can reuse) wherever the server's answer quotes it.
 LESSON_MARK = "swecl-lesson "
+# A recalled lesson's item id: `provider:` and the task that wrote it (what `swecl
+# counterfactual --without` names to rebuild the server without that task's writes).
+ITEM_PREFIX = "provider:"
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MEMORY_OPTIONS = ("memory_recall_tool", "memory_recall_args", "memory_write_tool", "memory_write_args", "memory_env",
                    "memory_dream_tool", "memory_dream_args")
@@ -185,7 +188,7 @@ def recalled_items(result: dict[str, Any], k: int) -> list[RecalledItem]:
         iid = str(record.get("instance_id"))
         seen.add(iid)
         items.append(agents.RecalledItem(
-            item_id=f"provider:{iid}", rank=len(items) + 1, score=0.0, title=f"{iid}: {record.get('outcome')}",
+            item_id=f"{ITEM_PREFIX}{iid}", rank=len(items) + 1, score=0.0, title=f"{iid}: {record.get('outcome')}",
             body=s, repo=str(record.get("repo") or ""), files=[str(f) for f in record.get("files") or []], symbols=[],
             outcome=record.get("outcome"), patch=record.get("patch") or None, source_instance=iid, source_run="",
             kind="provider",
