@@ -10,14 +10,18 @@ The operations, in a run's order:
 
 - run: `check` (its options, one line each, before anything is claimed), `check_seed`
   (a seed that cannot be found is refused before a version is claimed), `prepare`
-  (seeding, the pre-eval dream, a fork's seed: events on the run's header stream),
-  `finish` (after the run's end is recorded: the memory's files);
-- sequence: `sequence` (its state, where it lives), `resume` (what a resumed sequence
-  restores or runs again), `close`;
+  (seeding, the pre-eval dream, a fork's dream: events on the run's header stream),
+  `check_fork` / `fork_snapshots` (what a fork may take of it), `finish` (after the
+  run's end is recorded: the memory's files), and for `swecl counterfactual`
+  `cannot_hide_items`, `hideable_items`, `recalled_items`;
+- sequence: `sequence` (its state, where it lives: `sequence_folder`, or
+  `restore_folder` on a Ray node), `resume` (what a resumed sequence restores or runs
+  again), `close`;
 - task: `task` (a context manager, entered before `task.started`: a memory that cannot
-  start fails the run, not a task), `for_agent` (what the agent gets: a recall handle, a prompt style, a
-  native memory folder), `after_grade` (writes that may fail the memory, never the agent),
-  `finish` (what the task's final batch holds: lessons, snapshots, native files).
+  start fails the run, not a task), `for_agent` (what the agent gets: a recall handle, a
+  prompt style, a native memory folder), `after_grade` (writes that may fail the memory,
+  never the agent), `finish` (what the task's final batch holds: lessons, snapshots,
+  native files).
 """
 
 from __future__ import annotations
