@@ -40,7 +40,7 @@ class ForkPlan:
     memory_source: str  # the run whose streams hold V's memory before K (V, or up V's own fork chain)
     cuts: dict[str, int] = field(default_factory=dict)  # sequence -> seq before memory_source's task K started
     # The memory's own state as of the cut (`MemoryBackend.fork_snapshots`): sequence -> event seq.
-    provider_snapshots: dict[str, int] = field(default_factory=dict)
+    memory_state: dict[str, int] = field(default_factory=dict)
 
     def describe(self) -> str:
         return f"forked from v{self.source} at task {self.order}: tasks 1..{self.order - 1} are v{self.source}'s"
@@ -110,7 +110,7 @@ def resolve_fork(ledger: Ledger, opts: RunOptions, sequences: list[Sequence], da
     snapshots: dict[str, int] = {}
     if memory.kind == source_memory.kind:  # the memory's own state, as of the cut (a server's data)
         snapshots = memory.fork_snapshots(ledger, opts.fork, memory_source, cuts)
-    return ForkPlan(source=version, order=order, memory_source=memory_source, cuts=cuts, provider_snapshots=snapshots)
+    return ForkPlan(source=version, order=order, memory_source=memory_source, cuts=cuts, memory_state=snapshots)
 
 
 def forked_event(plan: ForkPlan) -> RunForked:
@@ -120,7 +120,8 @@ def forked_event(plan: ForkPlan) -> RunForked:
 def apply_fork_seed(ledger: Ledger, version: str, plan: ForkPlan, what: str = "its memory") -> str:
     """The fork's memory as its source's stood before task K, recorded as `memory.seeded`."""
     event = MemorySeeded(item_count=0, source_run=plan.memory_source, source_seq=min(plan.cuts.values()),
-                         chosen="fork", sequence_seqs=dict(plan.cuts), provider_snapshots=dict(plan.provider_snapshots))
+                         chosen="fork", sequence_seqs=dict(plan.cuts),
+                         provider_snapshots=dict(plan.memory_state))  # the recorded name: a server's snapshots
     ledger.append(f"run/{version}", [NewEvent(event, event_id_for("memory.seeded", version, "fork", plan.memory_source))],
                   expected_version=ledger.stream_version(f"run/{version}"), durable=True)
     return f"v{version} {what} as v{plan.memory_source}'s stood before task {plan.order}"
