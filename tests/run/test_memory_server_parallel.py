@@ -33,21 +33,19 @@ def test_a_retest_row_recalls_the_server_as_of_its_task_while_tasks_run_at_once(
     tmp_path: Path, cache: Path, server_memory_bin: str
 ) -> None:
     results = tmp_path / "results"
-    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--passes", "initial,baseline",
+    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, "--passes", "initial",
           "--retest-every", "4", "--task-jobs", "2", "--memory-server", server_memory_bin, *SERVER_OPTIONS, "--quiet",
           cache=cache, timeout=900)
     (finished,) = _payloads(results, "run.finished")
     assert finished["status"] == "finished"
     tasks = first_tasks(SPANS, demo_tasks(SPANS))
     grades = {(p["pass"], p["instance_id"]): p["status"] for p in _payloads(results, "grade.finished")}
-    assert set(grades) == {(p, iid) for p, n in (("initial", 8), ("baseline", 8), ("retest-4", 4))
-                           for iid in tasks[:n]}
+    assert set(grades) == {(p, iid) for p, n in (("initial", 8), ("retest-4", 4)) for iid in tasks[:n]}
     assert "infra_error" not in grades.values()
-    # One snapshot per initial task, in order; none of the row's or the baseline's.
+    # One snapshot per initial task, in order; none of the row's.
     snapshots = _payloads(results, "memory.provider.snapshot")
     assert [(s["pass"], s["order"]) for s in snapshots] == [("initial", k) for k in range(1, 9)]
     calls = _payloads(results, "memory.provider.called")
-    assert not [c for c in calls if c["pass"] == "baseline"]
     # The row recalls the memory as the initial pass left it after task 4: tasks 1 to 4's
     # lessons, none of a later task's, however far the initial pass went on meanwhile.
     row = [c for c in calls if c["pass"] == "retest-4"]
