@@ -32,7 +32,7 @@ from .._fork_spec import parse_fork
 from .._progress import Reporter
 from ._interface import AgentMemory, MemoryBackend, SequenceMemory, SequencePlace, TaskMemory
 from ._server_hosts import SequenceServers, ServerRecall
-from ._server_policy import ITEM_PREFIX, policy_of, recalled_items, write_arguments
+from ._server_policy import ITEM_PREFIX, check_server_options, policy_of, recalled_items, write_arguments
 from ._server_record import CallContext
 from ._server_seed import apply_server_seed, resolve_server_seed
 
@@ -174,6 +174,9 @@ class ServerMemory(MemoryBackend):
     kind = "server"
     recorded_mode = "plugin-real"
     state_label = "its memory server's data"
+
+    def check(self) -> None:
+        check_server_options(self.opts, self.stage)
 
     def check_seed(self, ledger: Ledger, version: str, benchmark: Benchmark, sequences: list[Sequence]) -> None:
         if self.stage.seeds:

@@ -25,8 +25,8 @@ from ._server_spec import ServerSpec, parse_memory_server
 if TYPE_CHECKING:
     from agents import RecalledItem
 
-__all__ = ["ITEM_PREFIX", "NOT_INHERITED", "MemoryPolicy", "check_memory_options", "fill", "lesson_text", "policy_of", "recalled_items",
-           "recorded_memory_options", "write_arguments"]
+__all__ = ["ITEM_PREFIX", "NOT_INHERITED", "MemoryPolicy", "check_memory_options", "check_server_options", "fill",
+           "lesson_text", "policy_of", "recalled_items", "recorded_memory_options", "write_arguments"]
 
 RECALL_FIELDS = ("query", "repo", "instance_id")
 WRITE_FIELDS = ("instance_id", "repo", "order", "outcome", "files", "summary", "patch", "lesson")
@@ -98,15 +98,19 @@ def fill(template: Any, values: dict[str, str]) -> Any:
 
 
 def check_memory_options(opts: Any, stage: Any) -> None:
-    """The --memory-* options of RunOptions `opts` for `stage`, refused in one line."""
+    """Whatever the run's memory: the --memory-* options without --memory-server, and
+    --memory-server outside the memory stages, refused in one line."""
     if opts.memory.server is None:
         given = [name for name in _MEMORY_OPTIONS if getattr(opts.memory, name.removeprefix("memory_"))]
         if given:
             raise SweclError(f"{_flag(given[0])} is for --memory-server: add --memory-server SPEC or drop it")
-        return
-    if not stage.plugin:
+    elif not stage.plugin:
         raise SweclError(f"--memory-server is for the memory stages (plugin-blank, plugin-accum, plugin-dreamed, "
                          f"plugin-primed), not {stage.name!r}")
+
+
+def check_server_options(opts: Any, stage: Any) -> None:
+    """A memory server run's options for `stage` (`ServerMemory.check`), refused in one line."""
     policy_of(opts)  # parses the spec and the templates
     if stage.dreams_before_eval and not opts.memory.dream_tool:
         raise SweclError(f"--memory-server with {stage.name}: swecl cannot dream a server it only calls; name the "

@@ -49,7 +49,10 @@ class _SubstrateTask(TaskMemory):
 
 class _SubstrateSequence(SequenceMemory):
     ordered_initial = True
-    prompt_style = "recall"
+
+    def __init__(self, place: Any, prompt_style: str) -> None:
+        super().__init__(place)
+        self.prompt_style = prompt_style  # the stage's: recall, or plugin-primed's natural
 
     def task(self, task: Task, pass_: str, attempt: int) -> TaskMemory:
         return TaskMemory() if pass_ == "baseline" else _SubstrateTask(self, task, pass_, attempt)
@@ -87,9 +90,7 @@ class SubstrateMemory(MemoryBackend):
         return None  # its recall leaves the hidden items out
 
     def sequence(self, place: Any) -> SequenceMemory:
-        seq = _SubstrateSequence(place)
-        seq.prompt_style = self.stage.prompt_style
-        return seq
+        return _SubstrateSequence(place, self.stage.prompt_style)
 
 
 def _notes(reporter: Reporter, lines: Any) -> None:
