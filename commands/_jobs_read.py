@@ -37,13 +37,13 @@ from projections.metrics import metrics_from_vectors_document
 
 from ._files import write_output
 from ._folder import ExperimentFolder
-from ._read_documents import compare_document, grouped_document, metrics_document, version_label
+from ._read_documents import compare_document, grouped_document, metrics_document, resolved_of, version_label
 
 if TYPE_CHECKING:  # the folds below load when a job runs, not at `swecl --help`
     from ledger import Ledger
-    from projections import RunSpend, RunSummary
+    from projections import RunCost, RunSpend, RunSummary
     from projections.audit import RunAuditSummary, TaskAudit
-    from projections.compare import Comparison, Gain, GroupedMetrics
+    from projections.compare import Assessment, Comparison, Gain, GroupedMetrics
     from projections.metrics import Lambdas
     from projections.show import AttemptShow
 
@@ -90,9 +90,11 @@ class MetricsResult:
     integrity: Audits = field(default_factory=dict)
     gains: dict[str, Gain] = field(default_factory=dict)
     spend: dict[str, RunSpend] = field(default_factory=dict)  # version -> what its agents spent
+    assessments: dict[str, Assessment] = field(default_factory=dict)  # version -> against its base
+    costs: dict[str, RunCost] = field(default_factory=dict)  # version -> its cost per solved task
 
     def document(self) -> dict[str, Any]:
-        doc = metrics_document(self.found, self.leakage, self.integrity, self.gains)
+        doc = metrics_document(self.found, self.leakage, self.integrity, self.gains, self.assessments, self.costs)
         if self.spend:
             doc["spend"] = {v: s.document() for v, s in self.spend.items()}
         return doc
@@ -226,6 +228,43 @@ def gains_for(ledger: Ledger, projector: Any, found: list[VersionMetrics],
     return {vm.run.version: gain_of(vm.run, vm.outcomes, vm.not_gradeable, known, bases, excluded) for vm in found}
 
 
+def _others(ledger: Ledger, projector: Any, known: dict[str, RunSummary], wanted: set[str],
+            as_of_order: int | None) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:
+    """The outcomes (read at the cut) and not-gradeable tasks of the runs `wanted`."""
+    gradeable = not_gradeable(ledger) if wanted else {}
+    found = {v: outcomes(ledger, projector, v, as_of_order=as_of_order) for v in known if v in wanted}
+    return found, {v: run_not_gradeable(state, gradeable) for v, state in found.items()}
+
+
+def assessments_for(ledger: Ledger, projector: Any, found: list[VersionMetrics], gains: dict[str, Gain],
+                    leakage: Audits, as_of_order: int | None = None) -> dict[str, Assessment]:
+    """Each memory run against its base (`projections.compare.assess_run`): the gain's
+    interval, the memory efficiency (the oracle runs read at the same cut) and the verdict line."""
+    from projections.compare import assess_run, oracle_candidates
+
+    known = runs(ledger, projector)
+    wanted = {g.base_version for gain in gains.values() for g in gain.sequences.values() if g.base_version}
+    wanted |= {v for vm in found for v in oracle_candidates(vm.run, known)}
+    others, excluded = _others(ledger, projector, known, wanted, as_of_order)
+    out = {}
+    for vm in found:
+        gain = gains.get(vm.run.version)
+        if gain is None or not gain.sequences:
+            continue
+        leak = leakage.get(vm.run.version)
+        out[vm.run.version] = assess_run(vm.run, vm.outcomes, vm.not_gradeable, gain, known, others, excluded,
+                                         flagged=None if leak is None else leak["flagged"])
+    return out
+
+
+def costs_for(ledger: Ledger, found: list[VersionMetrics]) -> dict[str, RunCost]:
+    """Each run's cost per solved task (`projections.run_cost`), solved as `swecl metrics` counts it."""
+    from projections import run_cost
+
+    return {vm.run.version: run_cost(ledger, vm.run.version, {name: resolved_of(vm, name)[0]
+                                                              for name in vm.result.sequences}) for vm in found}
+
+
 def expand_to_groups(known: dict[str, RunSummary], versions: list[str], include_failed: bool) -> list[str]:
     """Each given version with the rest of its group (ledger order, each version once)."""
     for version in versions:
@@ -284,9 +323,11 @@ class ReadJobs(ExperimentFolder):
             integrity = integrity_for(r.ledger, found, as_of_order) if audit else {}
             gains = gains_for(r.ledger, r.projector, found, as_of_order) if found else {}
             spend = {vm.run.version: spend_of(r.ledger, vm.run.version) for vm in found}
+            assessments = assessments_for(r.ledger, r.projector, found, gains, leakage, as_of_order) if found else {}
+            costs = costs_for(r.ledger, found)
         if not found:
             raise SweclError(f"no runs in {self.ledger_path} yet: start one with `swecl run`")
-        return MetricsResult(found, leakage, integrity, gains, spend)
+        return MetricsResult(found, leakage, integrity, gains, spend, assessments, costs)
 
     def metrics_of_vectors(self, path: Path, *, formula: str = "native",
                            lambdas: Lambdas | None = None) -> dict[str, Any]:

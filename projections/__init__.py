@@ -62,6 +62,10 @@ _EXPORTS = {
     "run_row": "_queries",
     "RunSpend": "_spend",
     "spend_of": "_spend",
+    "RunCost": "_spend",
+    "run_cost": "_spend",
+    "cost_line": "_spend",
+    "cost_text": "_spend",
     "memory_server_of": "_provider_calls",
     "json_strings": "_provider_calls",
     "sequence_cutoffs": "_cut",
@@ -117,7 +121,7 @@ _EXPORTS = {
 __all__ += sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from ._spend import RunSpend, spend_of
+    from ._spend import RunCost, RunSpend, cost_line, cost_text, run_cost, spend_of
     from ._cut import OrderCut, order_cut, sequence_cutoffs
     from ._passes import pass_rank, retest_row
     from ._provider_calls import json_strings, memory_server_of
