@@ -16,7 +16,16 @@ from dataclasses import dataclass
 
 from ledger import Ledger, SweclError
 from projections import Projector, RunsProjection, RunSummary, shown_versions
-from projections.compare import Comparison, GroupedMetrics, compare_groups, group_members, group_runs, grouped_metrics, side_of
+from projections.compare import (
+    Assessment,
+    Comparison,
+    GroupedMetrics,
+    compare_groups,
+    group_members,
+    group_runs,
+    grouped_metrics,
+    side_of,
+)
 
 from ._run_report import VersionReport, WrittenItem, memory_items, version_report
 
@@ -29,6 +38,9 @@ class ReportComparison:
     comparison: Comparison | None
     na: str | None = None
     """Why there is no comparison."""
+    assessment: Assessment | None = None
+    """B against A as its base (two runs, not groups): the gain's interval, the memory
+    efficiency and the verdict line, as `swecl compare A B` prints them."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +95,7 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
         versions=reports,
         sequence_ids=sequence_ids,
         memory_items=len(items),
-        comparisons=base_comparisons(reports, grouped=grouped),
+        comparisons=assessed(ledger, projector, known, head, base_comparisons(reports, grouped=grouped), reports),
         groups=report_groups(reports) if grouped else (),
         grouped=grouped,
     )
@@ -133,6 +145,34 @@ def base_comparisons(reports: Sequence[VersionReport], *, grouped: bool = False)
             out.append(ReportComparison(a=a_label, b=b_label, comparison=None, na=str(exc)))
             continue
         out.append(ReportComparison(a=a_label, b=b_label, comparison=comparison))
+    return tuple(out)
+
+
+def assessed(ledger: Ledger, projector: Projector, known: Mapping[str, RunSummary], head: int,
+             comparisons: tuple[ReportComparison, ...], reports: Sequence[VersionReport]) -> tuple[ReportComparison, ...]:
+    """Each comparison of two runs with its assessment (`projections.compare.assess_comparison`):
+    the oracle run found for B as `swecl compare` finds it, the runs read as of `head`."""
+    from projections import not_gradeable, outcomes, run_not_gradeable
+    from projections.compare import assess_comparison, oracle_candidates
+
+    by_version = {vr.run.version: vr for vr in reports}
+    out = []
+    gradeable: dict[str, str] | None = None
+    for rc in comparisons:
+        c = rc.comparison
+        if c is None or c.grouped or c.a.version not in by_version or c.b.version not in by_version:
+            out.append(rc)
+            continue
+        vr_a, vr_b = by_version[c.a.version], by_version[c.b.version]
+        oracles = oracle_candidates(vr_b.run, known)
+        if gradeable is None:
+            gradeable = not_gradeable(ledger)
+        others = {v: outcomes(ledger, projector, v, upto=head) for v in oracles}
+        excluded = {v: run_not_gradeable(state, gradeable) for v, state in others.items()}
+        others[vr_a.run.version], excluded[vr_a.run.version] = vr_a.scored.outcomes, vr_a.scored.not_gradeable
+        assessment = assess_comparison(c, vr_b.run, vr_b.scored.outcomes, vr_b.scored.not_gradeable, known, others,
+                                       excluded, flagged=vr_b.leakage.flagged, order_a=vr_a.run.task_order)
+        out.append(ReportComparison(a=rc.a, b=rc.b, comparison=c, na=rc.na, assessment=assessment))
     return tuple(out)
 
 

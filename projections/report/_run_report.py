@@ -11,6 +11,7 @@ from ledger import Ledger
 from ledger.events import MemoryRecalled, RunStarted, TaskRef
 from projections import (
     Projector,
+    RunCost,
     RunOutcomes,
     RunSpend,
     RunSummary,
@@ -20,6 +21,7 @@ from projections import (
     outcomes,
     read_run,
     read_views,
+    run_cost,
     run_not_gradeable,
     spend_of,
 )
@@ -151,6 +153,8 @@ class VersionReport:
     (`projections.audit.integrity_counts`, over the attempts that count)."""
     spend: RunSpend | None = None
     """What the run's agents reported spending, and its budget (`swecl runs`' spend)."""
+    cost: RunCost | None = None
+    """Its cost per solved task (initial pass), as `swecl metrics` gives it."""
 
     @property
     def label(self) -> str:
@@ -242,7 +246,13 @@ def version_report(
                          leakage=leakage,
                          scored=VersionMetrics(run, state, result, excluded, memory_server_of(ledger, run)),
                          integrity=integrity_counts(integrity_of(ledger, run.version)),
-                         spend=spend_of(ledger, run.version))
+                         spend=spend_of(ledger, run.version), cost=run_cost(ledger, run.version, _solved(state, excluded)))
+
+
+def _solved(state: RunOutcomes, excluded: Mapping[str, str]) -> dict[str, int]:
+    """sequence -> initial-pass tasks resolved (a task without a valid verdict is not)."""
+    return {name: sum(1 for v in (state.vector(name, "initial", excluded) or []) if v == 1)
+            for name, cells in state.sequences.items() if cells.plan}
 
 
 def _leakage(ledger: Ledger, version: str) -> tuple[Leakage, dict[tuple[str, int], tuple[TaskLeak, ...]]]:
