@@ -19,6 +19,7 @@ from projections import Projector, RunsProjection, RunSummary, shown_versions
 from projections.compare import (
     Assessment,
     Comparison,
+    Gain,
     GroupedMetrics,
     compare_groups,
     group_members,
@@ -174,6 +175,31 @@ def assessed(ledger: Ledger, projector: Projector, known: Mapping[str, RunSummar
                                        excluded, flagged=vr_b.leakage.flagged, order_a=vr_a.run.task_order)
         out.append(ReportComparison(a=rc.a, b=rc.b, comparison=c, na=rc.na, assessment=assessment))
     return tuple(out)
+
+
+def assessment_runs(run: RunSummary, known: Mapping[str, RunSummary]) -> list[str]:
+    """The runs `run_assessment` reads besides `run`: its base and oracle candidates."""
+    from projections.compare import base_candidates, oracle_candidates
+
+    return list(dict.fromkeys([*base_candidates(run, known), *oracle_candidates(run, known)]))
+
+
+def run_assessment(ledger: Ledger, projector: Projector, known: Mapping[str, RunSummary],
+                   vr: VersionReport) -> tuple[Gain, Assessment] | None:
+    """A memory run against its base as `swecl metrics` finds it (`swecl view`'s run page):
+    the normalized gain, the assessment (intervals, efficiency, verdict); None without a base."""
+    from projections import not_gradeable, outcomes, run_not_gradeable
+    from projections.compare import assess_run, gain_of
+
+    wanted = assessment_runs(vr.run, known)
+    gradeable = not_gradeable(ledger) if wanted else {}
+    others = {v: outcomes(ledger, projector, v) for v in wanted}
+    excluded = {v: run_not_gradeable(state, gradeable) for v, state in others.items()}
+    gain = gain_of(vr.run, vr.scored.outcomes, vr.scored.not_gradeable, known, others, excluded)
+    if gain.na is not None:
+        return None
+    return gain, assess_run(vr.run, vr.scored.outcomes, vr.scored.not_gradeable, gain, known, others, excluded,
+                            flagged=vr.leakage.flagged)
 
 
 def report_groups(reports: Sequence[VersionReport]) -> tuple[GroupedMetrics, ...]:

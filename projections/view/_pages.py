@@ -18,16 +18,20 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from projections import VersionMetrics
+from projections.metrics import LEGEND, marked
 from projections.audit import DatasetNote, Flag
 from projections.report import Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, memory_on, tally
 from projections.report.present import STATE_CLASS, STATE_TEXT, esc, metric_cells, metric_head, sandbox_of, value_attr
 from projections.show import AttemptShow, ShownRecall, agent_numbers, egress_lines, is_json_lines
 
 from ._progress import Progress, duration_text
+
+if TYPE_CHECKING:
+    from projections.compare import Assessment, Gain
 
 _CLIP = 4000  # characters of one transcript entry shown before "(clipped)"
 
@@ -193,7 +197,7 @@ def _run_row(item: RunListing) -> str:
 def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
     """The front page: every run with its progress and headline metrics side by side, in
     one table that fits the window (it wraps, never scrolls sideways at 1280 pixels)."""
-    cols = ("version", "stage · agent", "status · progress", *_HEADLINE, "sequences", "resolved", "leaks",
+    cols = ("version", "stage · agent", "status · progress", *(marked(m) for m in _HEADLINE), "sequences", "resolved", "leaks",
             "memory on vs off", "started")
     rows = "".join(_run_row(item) for item in listings)
     table = (f'<table class="runs"><thead><tr>{"".join(f"<th>{c}</th>" for c in cols)}</tr></thead>'
@@ -203,7 +207,7 @@ def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
         "metrics (n/a: not measured by the run's passes); leaks: recalled items flagged as leakage "
         "(<code>swecl audit VERSION --summary</code>); memory on vs off: initial-pass tasks resolved with the stage's "
         "memory against the run's own baseline pass (memory off), over the tasks with a verdict. The page follows "
-        "the ledger as it grows.</p>"
+        f"the ledger as it grows. {esc(LEGEND)}.</p>"
         f"{table}"
     )
     return layout("runs", [("runs", None)], head, body)
@@ -297,10 +301,32 @@ def _visible_html(vr: VersionReport) -> str:
     return f'<details class="visible" data-visible><summary>{summary}</summary>{"".join(parts)}</details>'
 
 
-def run_page(vr: VersionReport, status: str, progress: Progress, head: int) -> str:
+def assessment_html(vr: VersionReport, assessed: tuple[Gain, Assessment] | None) -> str:
+    """The run against its base (the verdict line, the normalized gain and memory efficiency
+    with their intervals, as `swecl metrics` prints them) and its cost per solved task."""
+    from projections import cost_line
+    from projections.compare import efficiency_line, gain_line
+
+    parts = []
+    if assessed is not None:
+        gain, assessment = assessed
+        if assessment.verdict:
+            parts.append(f'<p class="verdict" data-verdict="{esc(vr.run.version)}"><b>{esc(assessment.verdict)}</b></p>')
+        parts.append(f'<p class="note" data-gain="{value_attr(gain.macro)}">{esc(gain_line(vr.label, gain, assessment, {}))}</p>')
+        parts.append(f'<p class="note" data-efficiency="{value_attr(assessment.efficiency.macro)}">'
+                     f"{esc(efficiency_line(vr.label, assessment.efficiency, {}))}</p>")
+    if vr.cost is not None:
+        parts.append(f'<p class="note" data-cost="{value_attr(vr.cost.run.usd_per_solved)}">'
+                     f"{esc(cost_line(vr.label, vr.cost))}</p>")
+    return "".join(parts)
+
+
+def run_page(vr: VersionReport, status: str, progress: Progress, head: int,
+             assessed: tuple[Gain, Assessment] | None = None) -> str:
     version = vr.run.version
-    parts = [f"<h1>{esc(vr.label)}</h1>", _run_facts(vr, status, progress), _visible_html(vr),
-             "<h2>Metrics (native)</h2>", _metrics_table(vr, vr.sequences), _LEGEND]
+    parts = [f"<h1>{esc(vr.label)}</h1>", _run_facts(vr, status, progress), assessment_html(vr, assessed),
+             _visible_html(vr), "<h2>Metrics (native)</h2>", _metrics_table(vr, vr.sequences),
+             f'<p class="legend meta">{esc(LEGEND)}</p>', _LEGEND]
     for sequence_id, seq in vr.sequences.items():
         parts.append(f"<h2>{_a(sequence_href(version, sequence_id), sequence_id)} "
                      f'<span class="meta">{len(seq.plan)} tasks</span></h2>{matrix_html(version, seq.matrix)}')
