@@ -154,21 +154,25 @@ def print_comparison(comparison: Comparison, console: Any = None, *, assessment:
         lines.append(f"{_FLAG} {', '.join(metrics)}: {flag}")
     lines.extend(undefined)
     lines.extend(comparison.notes)
-    if comparison.grouped:
-        lines.append(f"A: {', '.join(comparison.runs_a)}; B: {', '.join(comparison.runs_b)}. Each side is the mean of "
-                     f"its runs. B - A with a paired bootstrap {comparison.confidence:.0%} interval over tasks "
-                     f"({comparison.resamples} resamples, seed {comparison.seed}), every run on the same draw and each "
-                     "group's runs averaged; macro: each sequence resampled. Test: exact stratified permutation test "
-                     "(McNemar's when one run per side), b = tasks A's runs resolved more often, c = B's; the macro "
-                     "row pools every task.")
-    else:
-        lines.append(f"B - A with a paired bootstrap {comparison.confidence:.0%} interval over tasks "
-                     f"({comparison.resamples} resamples, seed {comparison.seed}; macro: each sequence resampled). "
-                     "McNemar: exact, b = tasks only A resolved, c = only B; the macro row pools every task.")
+    lines.append(_method_line(comparison))
     lines.extend(cost_lines(comparison, costs or {}))
     for line in lines:
         # Wrapped to the table's own 100 columns even when piped (the console is then 200 wide).
         console.print(textwrap.fill(line, width=width, subsequent_indent="  "), markup=False, highlight=False)
+
+
+def _method_line(comparison: Comparison) -> str:
+    """How the intervals and the test were made."""
+    if comparison.grouped:
+        return (f"A: {', '.join(comparison.runs_a)}; B: {', '.join(comparison.runs_b)}. Each side is the mean of "
+                f"its runs. B - A with a paired bootstrap {comparison.confidence:.0%} interval over tasks "
+                f"({comparison.resamples} resamples, seed {comparison.seed}), every run on the same draw and each "
+                "group's runs averaged; macro: each sequence resampled. Test: exact stratified permutation test "
+                "(McNemar's when one run per side), b = tasks A's runs resolved more often, c = B's; the macro "
+                "row pools every task.")
+    return (f"B - A with a paired bootstrap {comparison.confidence:.0%} interval over tasks "
+            f"({comparison.resamples} resamples, seed {comparison.seed}; macro: each sequence resampled). "
+            "McNemar: exact, b = tasks only A resolved, c = only B; the macro row pools every task.")
 
 
 def _interval(ci: tuple[float, float] | None) -> str:
