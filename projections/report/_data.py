@@ -11,11 +11,11 @@ This module gathers the whole report (`collect`) and its base vs memory stages c
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ledger import Ledger, SweclError
-from projections import Projector, RunsProjection, RunSummary, shown_versions
+from projections import Projector, RunOutcomes, RunsProjection, RunSummary, shown_versions
 from projections.compare import (
     Assessment,
     Comparison,
@@ -184,16 +184,20 @@ def assessment_runs(run: RunSummary, known: Mapping[str, RunSummary]) -> list[st
     return list(dict.fromkeys([*base_candidates(run, known), *oracle_candidates(run, known)]))
 
 
-def run_assessment(ledger: Ledger, projector: Projector, known: Mapping[str, RunSummary],
-                   vr: VersionReport) -> tuple[Gain, Assessment] | None:
+def run_assessment(ledger: Ledger, projector: Projector, known: Mapping[str, RunSummary], vr: VersionReport, *,
+                   outcomes_of: Callable[[str], RunOutcomes] | None = None,
+                   gradeable: Mapping[str, str] | None = None) -> tuple[Gain, Assessment] | None:
     """A memory run against its base as `swecl metrics` finds it (`swecl view`'s run page):
-    the normalized gain, the assessment (intervals, efficiency, verdict); None without a base."""
+    the normalized gain, the assessment (intervals, efficiency, verdict); None without a base.
+    `outcomes_of` and `gradeable` (`not_gradeable`'s answer): the caller's, when it keeps them."""
     from projections import not_gradeable, outcomes, run_not_gradeable
     from projections.compare import assess_run, gain_of
 
     wanted = assessment_runs(vr.run, known)
-    gradeable = not_gradeable(ledger) if wanted else {}
-    others = {v: outcomes(ledger, projector, v) for v in wanted}
+    if gradeable is None:
+        gradeable = not_gradeable(ledger) if wanted else {}
+    read = outcomes_of or (lambda v: outcomes(ledger, projector, v))
+    others = {v: read(v) for v in wanted}
     excluded = {v: run_not_gradeable(state, gradeable) for v, state in others.items()}
     gain = gain_of(vr.run, vr.scored.outcomes, vr.scored.not_gradeable, known, others, excluded)
     if gain.na is not None:

@@ -56,7 +56,7 @@ def render_verdicts(data: ReportData) -> str:
         cost = vr.cost
         per = "–" if cost is None else esc(cost_text(cost.run))
         usd = None if cost is None else cost.run.usd_per_solved
-        rows.append(f'<tr data-run="{esc(vr.run.version)}"><td>{esc(vr.label)}</td>{_gain_cell(assessment, gain)}'
+        rows.append(f'<tr data-verdict-run="{esc(vr.run.version)}"><td>{esc(vr.label)}</td>{_gain_cell(assessment, gain)}'
                     f"{_efficiency_cell(assessment)}"
                     f'<td class="num" data-cost="{value_attr(usd)}">{per}</td></tr>')
     return (

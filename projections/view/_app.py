@@ -205,7 +205,11 @@ class View:
         # Against its base, as `swecl metrics` says it: depends on the base and oracle runs too.
         depends = [on_run(v) for v in (version, *assessment_runs(vr.run, known))]
         assessed = self.cache.get(("assessment", version), [*depends, *_VALIDITY_DEPS, *_RUNS_DEPS],
-                                  lambda: run_assessment(ledger, projector, known, vr))
+                                  lambda: run_assessment(
+                                      ledger, projector, known, vr,
+                                      outcomes_of=lambda v: self._outcomes(ledger, projector, v),
+                                      gradeable=self.cache.get(("not_gradeable",), _VALIDITY_DEPS,
+                                                               lambda: not_gradeable(ledger))))
         return _pages.run_page(vr, status, progress, head, assessed=assessed)
 
     def _sequence_page(self, ledger: Ledger, head: int, version: str, sequence_id: str) -> str:
