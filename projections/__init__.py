@@ -121,7 +121,7 @@ _EXPORTS = {
 __all__ += sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from ._spend import RunCost, RunSpend, cost_line, cost_text, run_cost, spend_of
+    from ._spend import RunSpend, spend_of
     from ._cut import OrderCut, order_cut, sequence_cutoffs
     from ._passes import pass_rank, retest_row
     from ._provider_calls import json_strings, memory_server_of
