@@ -93,3 +93,23 @@ def test_oracle_run_is_found_for_the_efficiency(demo: Path, cache: Path, tmp_pat
         assert row["efficiency"] == pytest.approx(expected) and row["ci"] is not None
     compared = json.loads(swecl(results, "compare", "1", "ref", "--json", cache=cache).stdout)
     assert compared["memory_efficiency"]["sequences"][SPANS]["oracle_version"] == "orc"
+
+
+def test_view_run_page_says_the_verdict_and_the_cost(demo: Path) -> None:
+    from projections import Results, runs
+    from projections.report import collect, run_assessment
+    from projections.view._pages import assessment_html
+
+    results = Results(demo)
+    with results.open_ledger(readonly=True) as ledger:
+        projector = results.projector(ledger)
+        known = runs(ledger, projector)
+        vr = collect(ledger, projector, ["ref"], known=known).versions[0]
+        assessed = run_assessment(ledger, projector, known, vr)
+        base = collect(ledger, projector, ["1"], known=known).versions[0]
+        assert run_assessment(ledger, projector, known, base) is None  # a base run has no base
+    assert assessed is not None
+    html = assessment_html(vr, assessed)
+    assert 'data-verdict="ref"' in html and "ref plugin-blank vs v1 base: " in html
+    assert "memory efficiency of" in html and "no oracle run" in html
+    assert "not reported (the agent reported no cost or tokens" in html and "$0" not in html
