@@ -41,9 +41,11 @@ from ._read_documents import compare_document, grouped_document, metrics_documen
 
 if TYPE_CHECKING:  # the folds below load when a job runs, not at `swecl --help`
     from ledger import Ledger
-    from projections import RunCost, RunSpend, RunSummary
+    from projections._spend import RunCost
+    from projections.compare._assess import Assessment
+    from projections import RunSpend, RunSummary
     from projections.audit import RunAuditSummary, TaskAudit
-    from projections.compare import Assessment, Comparison, Gain, GroupedMetrics
+    from projections.compare import Comparison, Gain, GroupedMetrics
     from projections.metrics import Lambdas
     from projections.show import AttemptShow
 

@@ -11,6 +11,7 @@ This module gathers the whole report (`collect`) and its base vs memory stages c
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -85,7 +86,8 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
         chosen = list(dict.fromkeys(m for v in chosen for m in group_members(known, v, include_failed=include_failed)))
     if items is None:
         items = memory_items(ledger, upto=head)
-    reports = tuple(version_report(ledger, projector, known[v], items, head, formula) for v in chosen)
+    reports = tuple(with_cost(ledger, version_report(ledger, projector, known[v], items, head, formula))
+                    for v in chosen)
     sequence_ids = tuple(dict.fromkeys(s for vr in reports for s in vr.sequences))
     first = reports[0].result
     return ReportData(
@@ -175,6 +177,16 @@ def assessed(ledger: Ledger, projector: Projector, known: Mapping[str, RunSummar
                                        excluded, flagged=vr_b.leakage.flagged, order_a=vr_a.run.task_order)
         out.append(ReportComparison(a=rc.a, b=rc.b, comparison=c, na=rc.na, assessment=assessment))
     return tuple(out)
+
+
+def with_cost(ledger: Ledger, vr: VersionReport) -> VersionReport:
+    """`vr` with its cost per solved task (`projections.run_cost`), solved as `swecl metrics` counts it."""
+    from projections import run_cost
+
+    state, excluded = vr.scored.outcomes, vr.scored.not_gradeable
+    solved = {name: sum(1 for v in (state.vector(name, "initial", excluded) or []) if v == 1)
+              for name, cells in state.sequences.items() if cells.plan}
+    return dataclasses.replace(vr, cost=run_cost(ledger, vr.run.version, solved))
 
 
 def assessment_runs(run: RunSummary, known: Mapping[str, RunSummary]) -> list[str]:

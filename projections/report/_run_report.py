@@ -21,11 +21,12 @@ from projections import (
     outcomes,
     read_run,
     read_views,
-    run_cost,
     run_not_gradeable,
     spend_of,
 )
 from projections.metrics import MetricsResult, SequenceOutcomes, SequenceResult, compute
+from projections.compare._assess import Assessment
+from projections.compare._gain import Gain
 
 from ._matrix import CellState, Matrix, build_matrix, cell_of, planned_passes
 
@@ -148,13 +149,15 @@ class VersionReport:
     leakage: Leakage
     scored: VersionMetrics
     """The run as `swecl metrics` scores it (what the comparison and the grouped view read)."""
+    cost: RunCost | None = None
+    """Its cost per solved task (initial pass), as `swecl metrics` gives it (`collect` adds it)."""
+    assessed: tuple[Gain, Assessment] | None = None
+    """Against its base, as `swecl metrics` says it (`swecl view`'s run page adds it)."""
     integrity: dict[str, Any] | None = None
     """The integrity flags of the run's patches, as `swecl metrics --json` gives them
     (`projections.audit.integrity_counts`, over the attempts that count)."""
     spend: RunSpend | None = None
     """What the run's agents reported spending, and its budget (`swecl runs`' spend)."""
-    cost: RunCost | None = None
-    """Its cost per solved task (initial pass), as `swecl metrics` gives it."""
 
     @property
     def label(self) -> str:
@@ -246,13 +249,7 @@ def version_report(
                          leakage=leakage,
                          scored=VersionMetrics(run, state, result, excluded, memory_server_of(ledger, run)),
                          integrity=integrity_counts(integrity_of(ledger, run.version)),
-                         spend=spend_of(ledger, run.version), cost=run_cost(ledger, run.version, _solved(state, excluded)))
-
-
-def _solved(state: RunOutcomes, excluded: Mapping[str, str]) -> dict[str, int]:
-    """sequence -> initial-pass tasks resolved (a task without a valid verdict is not)."""
-    return {name: sum(1 for v in (state.vector(name, "initial", excluded) or []) if v == 1)
-            for name, cells in state.sequences.items() if cells.plan}
+                         spend=spend_of(ledger, run.version))
 
 
 def _leakage(ledger: Ledger, version: str) -> tuple[Leakage, dict[tuple[str, int], tuple[TaskLeak, ...]]]:

@@ -24,6 +24,7 @@ Routes (GET and HEAD only):
 
 from __future__ import annotations
 
+import dataclasses
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -210,7 +211,7 @@ class View:
                                       outcomes_of=lambda v: self._outcomes(ledger, projector, v),
                                       gradeable=self.cache.get(("not_gradeable",), _VALIDITY_DEPS,
                                                                lambda: not_gradeable(ledger))))
-        return _pages.run_page(vr, status, progress, head, assessed=assessed)
+        return _pages.run_page(dataclasses.replace(vr, assessed=assessed), status, progress, head)
 
     def _sequence_page(self, ledger: Ledger, head: int, version: str, sequence_id: str) -> str:
         vr = self._version(ledger, version)

@@ -197,8 +197,8 @@ def _run_row(item: RunListing) -> str:
 def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
     """The front page: every run with its progress and headline metrics side by side, in
     one table that fits the window (it wraps, never scrolls sideways at 1280 pixels)."""
-    cols = ("version", "stage · agent", "status · progress", *(marked(m) for m in _HEADLINE), "sequences", "resolved", "leaks",
-            "memory on vs off", "started")
+    cols = ("version", "stage · agent", "status · progress", *(marked(m) for m in _HEADLINE), "sequences", "resolved",
+            "leaks", "memory on vs off", "started")
     rows = "".join(_run_row(item) for item in listings)
     table = (f'<table class="runs"><thead><tr>{"".join(f"<th>{c}</th>" for c in cols)}</tr></thead>'
              f'<tbody>{rows}</tbody></table>') if rows else '<p class="note">No runs yet: start one with <code>swecl run</code>.</p>'
@@ -255,7 +255,8 @@ def _metrics_table(vr: VersionReport, sequences: Iterable[str]) -> str:
         rows.append(f'<tr data-row="{esc(sequence_id)}"><td>{_a(sequence_href(vr.run.version, sequence_id), sequence_id)}</td>'
                     f"{metric_cells(seq.metrics.metrics, seq.metrics.unmeasured)}</tr>")
     rows.append(f'<tr data-row="macro"><td><b>macro</b></td>{metric_cells(vr.result.macro, vr.result.unmeasured)}</tr>')
-    return f'<table class="metrics"><thead>{metric_head("sequence")}</thead><tbody>{"".join(rows)}</tbody></table>'
+    return (f'<table class="metrics"><thead>{metric_head("sequence")}</thead><tbody>{"".join(rows)}</tbody></table>'
+            f'<p class="legend meta">{esc(LEGEND)}</p>')
 
 
 def _run_facts(vr: VersionReport, status: str, progress: Progress) -> str:
@@ -274,7 +275,7 @@ def _run_facts(vr: VersionReport, status: str, progress: Progress) -> str:
              else f"{leak.recalled_items} recalled items, none flagged")
     return (f'<p class="meta">{" · ".join(facts)}</p>'
             f'<p>status <b data-status="{esc(status)}">{esc(status)}</b> · {progress_html(progress, status)} · '
-            f'{" · ".join(when)}</p><p>{leaks}</p>{_integrity_line(vr)}')
+            f'{" · ".join(when)}</p><p>{leaks}</p>{_integrity_line(vr)}{assessment_html(vr, vr.assessed)}')
 
 
 def _integrity_line(vr: VersionReport) -> str:
@@ -321,12 +322,10 @@ def assessment_html(vr: VersionReport, assessed: tuple[Gain, Assessment] | None)
     return "".join(parts)
 
 
-def run_page(vr: VersionReport, status: str, progress: Progress, head: int,
-             assessed: tuple[Gain, Assessment] | None = None) -> str:
+def run_page(vr: VersionReport, status: str, progress: Progress, head: int) -> str:
     version = vr.run.version
-    parts = [f"<h1>{esc(vr.label)}</h1>", _run_facts(vr, status, progress), assessment_html(vr, assessed),
-             _visible_html(vr), "<h2>Metrics (native)</h2>", _metrics_table(vr, vr.sequences),
-             f'<p class="legend meta">{esc(LEGEND)}</p>', _LEGEND]
+    parts = [f"<h1>{esc(vr.label)}</h1>", _run_facts(vr, status, progress), _visible_html(vr),
+             "<h2>Metrics (native)</h2>", _metrics_table(vr, vr.sequences), _LEGEND]
     for sequence_id, seq in vr.sequences.items():
         parts.append(f"<h2>{_a(sequence_href(version, sequence_id), sequence_id)} "
                      f'<span class="meta">{len(seq.plan)} tasks</span></h2>{matrix_html(version, seq.matrix)}')
