@@ -196,6 +196,8 @@ def build_prompt(inp: AgentInput, notes: Sequence[str] = (), *, recall_tool: boo
             "It returns notes from earlier tasks in this repository (what was changed and whether "
             "it worked); use them where they apply."
         )
+    if inp.history is not None and inp.history.text:
+        parts.append(inp.history.text.strip())  # the earlier tasks of the sequence (full-history)
     parts.append(f"<issue>\n{inp.issue.strip()}\n</issue>")
     if inp.hints.strip():
         parts.append(f"<hints>\n{inp.hints.strip()}\n</hints>")
