@@ -59,6 +59,7 @@ def arms(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
               "--task-jobs", jobs, cache=cache)
     swecl(results, "run", "--stage", "full-history", "--version", "hs", *common, "--passes", "initial",
           "--history-tokens", str(SMALL_BUDGET), cache=cache)
+    swecl(results, "run", "--fork", "h@3", "--version", "hf", "--passes", "initial", "--quiet", cache=cache)
     return results
 
 
@@ -143,6 +144,31 @@ def test_task_jobs_give_the_same_histories_as_a_serial_run(arms: Path) -> None:
 
     assert entries("hj") == entries("h")
     assert _resolved(arms, "hj", "retest") == _resolved(arms, "h", "retest")
+
+
+def test_a_fork_gives_its_tasks_the_sources_history(arms: Path) -> None:
+    """A fork's history splices the source's tasks before K (`read_run`), so task K's
+    prompt is the source's."""
+    fork, source = _histories(arms, "hf"), _histories(arms, "h")
+    assert set(fork) == set(IDS[2:])
+    assert all((fork[i]["entries"], fork[i]["text"]) == (source[i]["entries"], source[i]["text"]) for i in IDS[2:])
+
+
+def test_the_prompt_carries_the_history_before_the_issue(tmp_path: Path) -> None:
+    from agents import AgentInput, HistoryEntry, TaskHistory
+    from agents._claude import build_prompt
+    from agents._command import issue_text
+
+    history = TaskHistory(entries=(HistoryEntry("i-1", 1, "t", "", "resolved"),),
+                          text="<earlier_tasks>\nx\n</earlier_tasks>\n")
+    for style in ("plain", "recall", "natural"):
+        inp = AgentInput(instance_id="i-2", repo="o/r", issue="the bug", worktree=tmp_path, scratch_dir=tmp_path,
+                         prompt_style=style, history=history)  # type: ignore[arg-type]
+        prompt = build_prompt(inp)
+        assert prompt.index("<earlier_tasks>") < prompt.index("<issue>")
+        assert issue_text(inp).startswith("<earlier_tasks>") and issue_text(inp).endswith("the bug")
+    bare = AgentInput(instance_id="i-2", repo="o/r", issue="the bug", worktree=tmp_path, scratch_dir=tmp_path)
+    assert "<earlier_tasks>" not in build_prompt(bare) and issue_text(bare) == "the bug"
 
 
 # -- refusals -------------------------------------------------------------------------------
