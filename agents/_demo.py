@@ -36,13 +36,12 @@ class DemoAgent:
         check = inp.apply_check or (lambda patch: _diff.check_patch(inp.worktree, patch))
         chosen: str | None = None
 
-        if inp.history is not None:
-            # The full-history arm: the earlier tasks' own patches that resolved, most recent first.
-            for entry in inp.history.entries:
+        # The full-history arm: the earlier tasks' own patches that resolved, most recent first.
+        for entry in inp.history.entries if inp.history is not None else ():
+            if entry.resolved and entry.patch:
+                chosen = self._reuse(inp, check, calls, entry.patch, f"earlier task {entry.instance_id}'s patch")
                 if chosen is not None:
                     break
-                if entry.resolved and entry.patch:
-                    chosen = self._reuse(inp, check, calls, entry.patch, f"earlier task {entry.instance_id}'s patch")
 
         if inp.recall is not None and chosen is None:
             items = list(inp.recall.recall(inp.issue, k=5, repo=inp.repo))
