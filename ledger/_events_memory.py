@@ -124,10 +124,10 @@ class MemoryHistory(Event, tag="memory.history", kw_only=True):
     order: int
     pass_: str = PASS
     attempt: int = 1
-    entries: list[str] = msgspec.field(default_factory=list)  # instance ids given, most recent first
-    tokens: int = 0  # estimate of the text given (characters / 4)
-    budget: int = 0  # --history-tokens
-    dropped: int = 0  # earlier tasks left out by the budget
+    entries: list[str]  # instance ids given, most recent first
+    tokens: int  # estimate of the text given (characters / 4)
+    budget: int  # --history-tokens
+    dropped: int  # earlier tasks left out by the budget
     text: str | None = None  # blob: the prompt section as given (None: no section)
 
 
