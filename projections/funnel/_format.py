@@ -10,7 +10,7 @@ import msgspec
 from ._model import FunnelCounts, FunnelDifference, RunFunnel, Source, TaskFunnel
 
 WIDTH = 100
-_NAME = 27
+_NAME = 26
 _HEAD = (f"{'sequence':<{_NAME}} {'tasks':>5} {'deps':>5} {'stored':>11} {'retrieved':>11} {'used':>11} "
          f"{'resolved':>11} {'gaps S/R/U/N':>13}")
 LEGEND = ("stored: of the tasks with dependencies; retrieved: of stored; used: of retrieved; resolved: of "
