@@ -287,3 +287,41 @@ def test_a_full_history_prompt_retrieves_the_dependencies_it_lists(tmp_path: Pat
     tasks = {t.order: t for t in f.sequences[0].tasks}
     assert tasks[2].label == RETRIEVAL_GAP and tasks[2].stored
     assert tasks[3].retrieved and [s.instance_id for s in tasks[3].retrieved_from] == ["acme__widgets-1"]
+
+
+def test_a_memory_servers_writes_and_attributed_recalls(tmp_path: Path) -> None:
+    """A --memory-server run: stored is a dependency's write call before the task started,
+    retrieved the recall answer's lines the audit attributes to it, used a file it names."""
+    import hashlib
+
+    from ledger.events import ProviderCalled
+
+    plan = [_ref(1, []), _ref(2, [1]), _ref(3, [1, 2])]
+    lessons = {1: "lesson of task 1: frobnicate in widgets/core.py doubles", 2: "lesson of task 2: label frobs",
+               3: "lesson of task 3"}
+    config = {"memory_server": "notes-server", "memory_recall_tool": "search", "memory_write_tool": "remember"}
+    r = LedgerBuilder(Ledger.open(tmp_path / "ledger.db", create=True))
+    r.start_run("1", stage="plugin-blank", plan={SEQ: plan}, passes=["initial"], config=config)
+    writes = {}
+    for order, (patch, answer) in {1: (CORE, ""), 2: (CORE, lessons[1]), 3: (TEXT, "nothing found")}.items():
+        r.task("1", SEQ, order, status="unresolved", patch=patch)
+        for call, (via, args, result) in enumerate([("recall", {"query": "widgets"}, answer),
+                                                   ("write", {"text": lessons[order]}, None)], start=2 * order - 1):
+            blobs = [json.dumps(args).encode()] + ([result.encode()] if result is not None else [])
+            digests = [hashlib.sha256(b).hexdigest() for b in blobs]
+            event = ProviderCalled(sequence_id=SEQ, instance_id=plan[order - 1].instance_id, order=order,
+                                   pass_="initial", call=call, tool="remember" if via == "write" else "search", via=via,
+                                   arguments=digests[0], result=digests[1] if result is not None else None)
+            (rec,) = r.write("1", SEQ, event, blobs=blobs)
+            writes[(order, via)] = rec.seq
+    r.close()
+    with Ledger.open(tmp_path / "ledger.db", readonly=True) as led:
+        f = funnel(led, "1")
+    assert f.memory == "server notes-server"
+    _consistent(f)
+    tasks = {t.order: t for t in f.sequences[0].tasks}
+    first_write = f"provider:write@{writes[(1, 'write')]}"
+    assert tasks[2].label == USE_GAP and tasks[2].used
+    assert [(s.kind, s.ref, s.instance_id) for s in tasks[2].retrieved_from] == [("server", first_write, plan[0].instance_id)]
+    assert tasks[3].label == RETRIEVAL_GAP
+    assert sorted(s.instance_id for s in tasks[3].stored_from) == [plan[0].instance_id, plan[1].instance_id]
