@@ -28,10 +28,9 @@ def funnel_cmd(ctx: click.Context, version: str, as_json: bool) -> None:
     no dependency. A run without memory, or recorded before the plan held dependencies,
     has no funnel and says why.
     """
-    from projections.funnel import funnel, funnel_table_lines  # lazy: loads when the command runs
+    from projections.funnel import funnel_table_lines  # lazy: loads when the command runs
 
-    with experiment_of(ctx).reading() as reading:
-        found = funnel(reading.ledger, version)
+    found = experiment_of(ctx).funnel(version)
     if as_json:
         echo_json(found)
         return
@@ -42,14 +41,13 @@ def funnel_cmd(ctx: click.Context, version: str, as_json: bool) -> None:
 def print_task_funnel(shown: AttemptShow) -> None:
     """`swecl show V TASK`'s funnel section: the task's label and what stands behind it
     (the initial pass's attempt in force; another pass says so)."""
-    from projections.funnel import funnel, task_funnel_lines
+    from projections.funnel import task_funnel_lines
 
     click.echo("")
     click.echo("== memory funnel " + "=" * 57)
     if shown.pass_ != "initial":
         click.echo("(computed for the initial pass: swecl show without --pass)")
         return
-    with experiment_of(click.get_current_context()).reading() as reading:
-        found = funnel(reading.ledger, shown.version)
+    found = experiment_of(click.get_current_context()).funnel(shown.version)
     for line in task_funnel_lines(found, shown.instance_id):
         click.echo(line)

@@ -10,9 +10,9 @@ import msgspec
 from ._model import FunnelCounts, FunnelDifference, RunFunnel, Source, TaskFunnel
 
 WIDTH = 100
-_NAME = 26
-_HEAD = (f"{'sequence':<{_NAME}} {'tasks':>5} {'deps':>5} {'stored':>11} {'retrieved':>11} {'used':>11} "
-         f"{'resolved':>11} {'gaps S/R/U/N':>13}")
+_NAME = 28
+_HEAD = (f"{'sequence':<{_NAME}} {'tasks':>5} {'deps':>5} {'stored':>10} {'retrieved':>10} {'used':>10} "
+         f"{'resolved':>10} {'gaps S/R/U/N':>12}")
 LEGEND = ("stored: of the tasks with dependencies; retrieved: of stored; used: of retrieved; resolved: of "
           "the tasks with dependencies; gaps: storage / retrieval / use / no dependency (unresolved tasks)")
 
@@ -26,9 +26,9 @@ def _row(name: str, c: FunnelCounts) -> str:
         name = name[: _NAME - 1] + "~"
     gaps = "/".join(str(c.labels.get(label, 0)) for label in
                     ("storage gap", "retrieval gap", "use gap", "no dependency"))
-    return (f"{name:<{_NAME}} {c.tasks:>5} {c.with_deps:>5} {_cell(c.stored, c.stored_rate):>11} "
-            f"{_cell(c.retrieved, c.retrieved_rate):>11} {_cell(c.used, c.used_rate):>11} "
-            f"{_cell(c.resolved, c.resolved_rate):>11} {gaps:>13}")
+    return (f"{name:<{_NAME}} {c.tasks:>5} {c.with_deps:>5} {_cell(c.stored, c.stored_rate):>10} "
+            f"{_cell(c.retrieved, c.retrieved_rate):>10} {_cell(c.used, c.used_rate):>10} "
+            f"{_cell(c.resolved, c.resolved_rate):>10} {gaps:>12}")
 
 
 def funnel_table_lines(f: RunFunnel) -> list[str]:
