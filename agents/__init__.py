@@ -25,6 +25,8 @@ _EXPORTS = {
     "AgentResult": "_protocol",
     "Budget": "_protocol",
     "Recall": "_protocol",
+    "HistoryEntry": "_protocol",
+    "TaskHistory": "_protocol",
     "CODE_MODES": "_protocol",
     "EXIT_KINDS": "_protocol",
     "PROMPT_STYLES": "_protocol",
@@ -61,8 +63,10 @@ if TYPE_CHECKING:
         AgentInput,
         AgentResult,
         Budget,
+        HistoryEntry,
         Recall,
         RunSupplies,
+        TaskHistory,
     )
     from ._recall import RecalledItem, RecallService
     from ._registry import AGENTS, AgentEntry, agent_entry, build_agent, get_agent

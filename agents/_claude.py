@@ -155,7 +155,9 @@ def build_prompt(inp: AgentInput, notes: Sequence[str] = (), *, recall_tool: boo
                  blind_rules: str | None = None) -> str:
     """The task prompt for `inp`'s code mode and prompt style (notes: primed recall;
     recall_tool False: an agent without an MCP client, given only the notes). With a
-    user's memory server the memory sentences name its own tools, not `recall`.
+    user's memory server the memory sentences name its own tools, not `recall`. The
+    earlier tasks' section (`inp.history`, the full-history stage) comes before the issue,
+    whatever the style.
     `blind_rules`: a blind prompt's last paragraph, for an agent that keeps a tool of its
     own without the repository (mini-swe-agent's bash), in place of "no tools but recall"."""
     style = _effective_style(inp)
@@ -196,6 +198,8 @@ def build_prompt(inp: AgentInput, notes: Sequence[str] = (), *, recall_tool: boo
             "It returns notes from earlier tasks in this repository (what was changed and whether "
             "it worked); use them where they apply."
         )
+    if inp.history is not None and inp.history.text:
+        parts.append(inp.history.text.strip())  # the earlier tasks of the sequence (full-history)
     parts.append(f"<issue>\n{inp.issue.strip()}\n</issue>")
     if inp.hints.strip():
         parts.append(f"<hints>\n{inp.hints.strip()}\n</hints>")

@@ -2,7 +2,8 @@
 
 The template is split with shlex once; placeholders are substituted inside each argument
 (never through a shell, so an issue text or a path cannot become a command):
-`{workdir}` the worktree, `{issue_file}` a file holding the issue text, `{hints_file}`,
+`{workdir}` the worktree, `{issue_file}` a file holding the issue text (after the earlier
+tasks' section in the full-history stage), `{hints_file}`,
 `{model}`, `{instance_id}`, `{repo}`, `{scratch}`, `{usage_file}` (where the command may
 write what it spent, as JSON `{"cost_usd": 0.12, "tokens": {"input": 900, "output": 80},
 "turns": 4}`: recorded on agent.finished, summed by --budget-usd, checked by
@@ -34,7 +35,7 @@ from ._protocol import AgentInput, AgentResult, ExitKind, RunSupplies
 from ._scrub import Scrubber
 from ._startup import Probe, exec_chain, not_started
 
-__all__ = ["PLACEHOLDERS", "CommandAgent"]
+__all__ = ["PLACEHOLDERS", "CommandAgent", "issue_text"]
 
 PLACEHOLDERS = ("{workdir}", "{issue_file}", "{hints_file}", "{model}", "{instance_id}", "{repo}", "{scratch}",
                 "{usage_file}")
@@ -50,6 +51,14 @@ for f in "$@"; do
   [ -f "$f" ] && [ -x "$f" ] || { echo "$f: not an executable file" >&2; exit 126; }
 done
 """
+
+
+def issue_text(inp: AgentInput) -> str:
+    """What `{issue_file}` holds: the issue, after the earlier tasks' section when the run's
+    memory gives one (the full-history stage: a template's only prompt is that file)."""
+    if inp.history is not None and inp.history.text:
+        return inp.history.text.strip() + "\n\n" + inp.issue
+    return inp.issue
 
 
 class CommandAgent:
@@ -117,7 +126,7 @@ class CommandAgent:
         scratch = inp.scratch_dir
         scratch.mkdir(parents=True, exist_ok=True)
         issue_file = scratch / "issue.md"
-        issue_file.write_text(inp.issue, encoding="utf-8")
+        issue_file.write_text(issue_text(inp), encoding="utf-8")
         hints_file = scratch / "hints.md"
         hints_file.write_text(inp.hints, encoding="utf-8")
         argv = self.argv(inp, str(issue_file), str(hints_file))
@@ -169,7 +178,7 @@ class CommandAgent:
             exit_code=outcome.returncode,
             duration_s=time.monotonic() - started,
             transcript=transcript,
-            prompt=scrubber.text(inp.issue),
+            prompt=scrubber.text(issue_text(inp)),
             cost_usd=cost_usd,
             tokens=tokens,
             turns=turns,

@@ -2,15 +2,17 @@
 
 It exists so the whole harness (memory, recall audit, grading, CL metrics) runs end to
 end without a model. With memory on it recalls with the issue text and reuses the first
-recalled fix that worked before and still applies; otherwise (or when none does) it
-submits its own bundled attempt for the task, which may well be wrong: that is what makes
-memory measurably useful in the demo benchmark.
+recalled fix that worked before and still applies; given the earlier tasks of its
+sequence instead (the full-history stage), it tries their patches that resolved, most
+recent first, the same way. Otherwise (or when none applies) it submits its own bundled
+attempt for the task, which may well be wrong: that is what makes memory measurably
+useful in the demo benchmark.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ledger import SweclError
 from ledger.events import ToolCall
@@ -34,20 +36,21 @@ class DemoAgent:
         check = inp.apply_check or (lambda patch: _diff.check_patch(inp.worktree, patch))
         chosen: str | None = None
 
-        if inp.recall is not None:
+        # The full-history arm: the earlier tasks' own patches that resolved, most recent first.
+        for entry in inp.history.entries if inp.history is not None else ():
+            if entry.resolved and entry.patch:
+                chosen = self._reuse(inp, check, calls, entry.patch, f"earlier task {entry.instance_id}'s patch")
+                if chosen is not None:
+                    break
+
+        if inp.recall is not None and chosen is None:
             items = list(inp.recall.recall(inp.issue, k=5, repo=inp.repo))
             calls.append(ToolCall("recall"))
             for item in sorted(items, key=lambda i: i.rank):
                 if item.outcome != "resolved" or not item.patch:
                     continue
-                fits = bool(check(item.patch))
-                calls.append(ToolCall("apply_check", error=not fits))
-                if not fits:
-                    continue
-                ok = _diff.apply_patch(inp.worktree, item.patch) is not None
-                calls.append(ToolCall("apply", error=not ok))
-                if ok:
-                    chosen = f"memory item {item.item_id}"
+                chosen = self._reuse(inp, check, calls, item.patch, f"memory item {item.item_id}")
+                if chosen is not None:
                     break
 
         error: str | None = None
@@ -71,6 +74,18 @@ class DemoAgent:
             ).encode() + (f"\nsubmitted {chosen}\n".encode() if chosen else b"\n"),
             error=error,
         )
+
+    @staticmethod
+    def _reuse(inp: AgentInput, check: Callable[[str], bool], calls: list[ToolCall], patch: str,
+               what: str) -> str | None:
+        """`patch` tried with the apply check and applied if it fits: `what`, else None."""
+        fits = bool(check(patch))
+        calls.append(ToolCall("apply_check", error=not fits))
+        if not fits:
+            return None
+        ok = _diff.apply_patch(inp.worktree, patch) is not None
+        calls.append(ToolCall("apply", error=not ok))
+        return what if ok else None
 
 
 def from_run(run: RunSupplies) -> DemoAgent:

@@ -29,10 +29,12 @@ __all__ = [
     "Budget",
     "CodeMode",
     "ExitKind",
+    "HistoryEntry",
     "PromptStyle",
     "Recall",
     "RecalledLike",
     "RunSupplies",
+    "TaskHistory",
     "ToolCall",
 ]
 
@@ -85,6 +87,31 @@ class Recall(Protocol):
 
 
 @dataclass(frozen=True)
+class HistoryEntry:
+    """One earlier task of the sequence as a full-history prompt gives it: its issue's
+    title, the patch the agent submitted there, and the verdict in force."""
+
+    instance_id: str
+    order: int
+    title: str
+    patch: str  # the agent's final patch at that task ("" when it left none)
+    outcome: str  # resolved, unresolved, empty_patch, ... (a grade status)
+
+    @property
+    def resolved(self) -> bool:
+        return self.outcome == "resolved"
+
+
+@dataclass(frozen=True)
+class TaskHistory:
+    """The earlier tasks a task's prompt carries (the `full-history` stage): the entries the
+    token budget kept, most recent first, and the prompt section rendered from them."""
+
+    entries: tuple[HistoryEntry, ...] = ()
+    text: str = ""  # the `<earlier_tasks>` section as the prompt gives it ("" when none)
+
+
+@dataclass(frozen=True)
 class Budget:
     max_turns: int | None = 50
     max_cost_usd: float | None = None
@@ -107,6 +134,8 @@ class AgentInput:
     # What the run's memory gives this task (the kind of memory is the run's business):
     # a recall handle and its prompt style, or a native memory folder the agent keeps.
     recall: Recall | None = None  # None: no recall
+    # The earlier tasks of the sequence, given in the prompt (the full-history stage); None: none.
+    history: TaskHistory | None = None
     budget: Budget = field(default_factory=Budget)
     model: str | None = None
     code_mode: CodeMode = "agentic"

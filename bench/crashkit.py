@@ -259,7 +259,7 @@ def run_invariants(results: Path, version: str) -> list[str]:
                 )
             attempts.setdefault(key, []).append(p["attempt"])
             open_attempt[key] = p["attempt"]
-        elif t in ("memory.recalled", "agent.finished", "grade.finished"):
+        elif t in ("memory.recalled", "memory.history", "agent.finished", "grade.finished"):
             key = _cell(p)
             if open_attempt.get(key) != p["attempt"]:
                 problems.append(f"{key}: {t} of attempt {p['attempt']} outside that attempt (seq {e['seq']})")

@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # the folds below load when a job runs, not at `swecl --help`
     from projections import RunSpend, RunSummary
     from projections.audit import RunAuditSummary, TaskAudit
     from projections.compare import Comparison, Gain, GroupedMetrics
+    from projections.funnel import RunFunnel
     from projections.metrics import Lambdas
     from projections.show import AttemptShow
 
@@ -463,6 +464,14 @@ class ReadJobs(ExperimentFolder):
                 write_output(folder / name, data)
                 written.append(folder / name)
         return AttemptShown(shown, written)
+
+    def funnel(self, version: str) -> RunFunnel:
+        """`swecl funnel VERSION`: the memory funnel of the run's initial pass (its `na` says
+        why a run has none); `swecl show` prints a task's part of it."""
+        from projections.funnel import funnel  # lazy: loads when the job runs
+
+        with self.open_ledger(readonly=True) as ledger:
+            return funnel(ledger, version)
 
     def show_task(self, task_id: str, *, dataset: str | None = None, rows: str | None = None) -> TaskShown:
         """`swecl show TASK`: one task of a benchmark (the built-in demo by default); no ledger."""

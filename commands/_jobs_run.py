@@ -178,10 +178,11 @@ class RunJobs(ExperimentFolder):
             gains = gains_for(reading.ledger, reading.projector, found)
         groups = grouped_of(found) if grouped else []
         dirs = {v: str(self.version_dir(v)) for v in versions}
+        modes = {m.run.version: m.run.memory_mode for m in found}
         return RunsSummary(
             versions=list(versions), found=found, leakage=leakage, integrity=integrity, groups=groups,
             ledger=str(self.ledger_path), results=str(self.root), version_dirs=dirs,
-            on_disk={v: _on_disk(Path(path)) for v, path in dirs.items()}, gains=gains,
+            on_disk={v: _on_disk(Path(path), modes.get(v)) for v, path in dirs.items()}, gains=gains,
         )
 
 
@@ -197,8 +198,11 @@ def _executor_session(opts: RunOptions) -> Iterator[None]:
         yield
 
 
-def _on_disk(folder: Path) -> str:
+def _on_disk(folder: Path, memory_mode: str | None = None) -> str:
     """What a run's folder holds for a reader: its memory, or that the ledger is all there is."""
+    if memory_mode == "history":
+        return ("no memory files: the earlier tasks each prompt carried are memory.history events in the ledger "
+                "(swecl show, swecl log)")
     shown = sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
     if "_provider" in shown:
         return (f"memory server data in {folder / '_provider'} (per sequence; a snapshot per task in the ledger: "

@@ -44,6 +44,7 @@ _BLOB_FIELDS: dict[str, tuple[str, ...]] = {
     "agent.finished": ("patch", "transcript", "prompt"),
     "grade.finished": ("log",),
     "memory.written": ("patch",),
+    "memory.history": ("text",),
     "memory.seeded": ("items",),
     "memory.provider.started": ("tools_listing",),
     "memory.provider.called": ("arguments", "result", "structured"),

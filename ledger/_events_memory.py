@@ -114,6 +114,23 @@ class MemoryRecalled(Event, tag="memory.recalled", kw_only=True):
     ranker: str = "bm25"
 
 
+class MemoryHistory(Event, tag="memory.history", kw_only=True):
+    """The earlier tasks a full-history task's prompt carried (stage `full-history`): their
+    instance ids, most recent first, cut to a token budget (tokens estimated as characters
+    / 4). Appended when the attempt's agent is given its memory, as a recall is."""
+
+    sequence_id: str
+    instance_id: str
+    order: int
+    pass_: str = PASS
+    attempt: int = 1
+    entries: list[str]  # instance ids given, most recent first
+    tokens: int  # estimate of the text given (characters / 4)
+    budget: int  # --history-tokens
+    dropped: int  # earlier tasks left out by the budget
+    text: str | None = None  # blob: the prompt section as given (None: no section)
+
+
 class MemorySeeded(Event, tag="memory.seeded", kw_only=True):
     """Copy-seeding: this run's substrate starts from another run's, as of a seq.
 

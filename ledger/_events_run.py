@@ -23,6 +23,10 @@ class TaskRef(msgspec.Struct, frozen=True):
     order: int
     repo: str
     difficulty: int | None = None
+    dependencies: list[str] | None = None
+    """The dataset's `dependencies` of the task (earlier tasks of its repository that changed
+    the same files), as instance ids; [] none; None: not recorded (a run recorded before the
+    field existed). What the memory funnel (`projections.funnel`) reads without the dataset."""
 
 
 class RunStarted(Event, tag="run.started", kw_only=True):

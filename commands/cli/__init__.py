@@ -33,6 +33,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("_report", "report_cmd"),
     "view": ("_view", "view_cmd"),
     "audit": ("_audit", "audit_cmd"),
+    "funnel": ("_funnel", "funnel_cmd"),
     "counterfactual": ("_counterfactual", "counterfactual_cmd"),
     "replay": ("_replay", "replay_cmd"),
     "export": ("_export", "export_cmd"),

@@ -114,6 +114,9 @@ if TYPE_CHECKING:
               help="Its arguments: a JSON template with {sequence_id} (default {}).")
 @click.option("--memory-call-timeout", type=float, default=60.0, show_default=True, metavar="S",
               help="Seconds a memory server call may take; a call over it makes the task infra_error.")
+@click.option("--history-tokens", type=int, default=None, metavar="N",
+              help="full-history: the most tokens (characters / 4) the earlier tasks may take in a prompt, most "
+                   "recent first; an entry that does not fit is left out and counted (default 8000).")
 @click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True, metavar="K",
               help="Run each requested stage K times, each repeat its own run version, recorded as one group "
                    "(`swecl metrics --group`, `swecl compare --group`, `swecl report --group` show mean and 95% CI).")
@@ -144,7 +147,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             memory_env: tuple[str, ...],
             memory_recall_tool: str | None, memory_recall_args: str | None, memory_write_tool: str | None,
             memory_write_args: str | None, memory_dream_tool: str | None, memory_dream_args: str | None,
-            memory_call_timeout: float, repeat: int, task_order: str | None, orders: int | None, fork: str | None,
+            memory_call_timeout: float, history_tokens: int | None, repeat: int, task_order: str | None, orders: int | None, fork: str | None,
             dream_at_fork: bool, quiet: bool, as_json: bool) -> None:
     """Run a stage of the stage matrix over sequences, task by task, in three passes.
 
@@ -182,7 +185,8 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 memory=MemoryOptions(
                     server=memory_server, env=list(memory_env), recall_tool=memory_recall_tool,
                     recall_args=memory_recall_args, write_tool=memory_write_tool, write_args=memory_write_args,
-                    dream_tool=memory_dream_tool, dream_args=memory_dream_args, call_timeout_s=memory_call_timeout),
+                    dream_tool=memory_dream_tool, dream_args=memory_dream_args, call_timeout_s=memory_call_timeout,
+                    history_tokens=history_tokens),
                 budget=BudgetOptions(usd=budget_usd, max_tokens_per_task=max_tokens_per_task, max_turns=max_turns,
                                      agent_timeout_s=agent_timeout, test_timeout_s=test_timeout),
                 sandbox=SandboxOptions(mode=sandbox, allow_hosts=list(allow_hosts), allow_web=allow_web,

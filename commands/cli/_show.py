@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ._common import PassParam, echo_json, experiment_of, results_option, run_version
+from ._funnel import print_task_funnel
 from ._inputs import show_cmd as task_show_cmd
 
 if TYPE_CHECKING:  # imported when the command runs, not at `swecl --help`
@@ -84,6 +85,7 @@ def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
     _print_heading(shown)
     _print_outcome(shown)
     _print_memory(shown)
+    print_task_funnel(shown)
     _print_sandbox_and_agent(shown)
     _print_patch(shown)
     _print_test_output(shown, tail, wrote_files)

@@ -26,7 +26,8 @@ EXECUTORS = ("local", "ray")
 class MemoryOptions(msgspec.Struct, kw_only=True):
     """A user's MCP memory server in place of swecl's substrate (--memory-server, memory
     stages only; see `memory`). Recorded redacted: the spec without URL credentials, and of
-    the mapped variables only their names (a value may be a token)."""
+    the mapped variables only their names (a value may be a token). And the full-history
+    stage's token budget (--history-tokens, recorded as `history_tokens`)."""
 
     server: str | None = None
     env: list[str] = msgspec.field(default_factory=list)  # NAME=VALUE; never recorded
@@ -39,6 +40,9 @@ class MemoryOptions(msgspec.Struct, kw_only=True):
     dream_tool: str | None = None
     dream_args: str | None = None  # JSON template; None: {}
     call_timeout_s: float = 60.0
+    # --history-tokens: the full-history stage's budget for the earlier tasks in a prompt
+    # (characters / 4); None: not given (8000).
+    history_tokens: int | None = None
 
 
 class BudgetOptions(msgspec.Struct, kw_only=True):
@@ -129,7 +133,7 @@ class ExecutionOptions(msgspec.Struct, kw_only=True):
 
 # The recorded (flat) name of each grouped option: group -> {field: recorded name}.
 _RECORDED: dict[str, dict[str, str]] = {
-    "memory": {f: f"memory_{f}" for f in MemoryOptions.__struct_fields__},
+    "memory": {f: f if f == "history_tokens" else f"memory_{f}" for f in MemoryOptions.__struct_fields__},
     "budget": {"usd": "budget_usd", **{f: f for f in BudgetOptions.__struct_fields__ if f != "usd"}},
     "sandbox": {"mode": "sandbox", **{f: f for f in SandboxOptions.__struct_fields__ if f != "mode"}},
     "execution": {f: f for f in ExecutionOptions.__struct_fields__},

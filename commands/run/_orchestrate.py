@@ -121,7 +121,8 @@ def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequen
             retest_every=opts.retest_every,
             source_memory=opts.source_memory,
             tasks={
-                s.id: [TaskRef(t.instance_id, t.order, t.repo, t.difficulty) for t in s.tasks] for s in sequences
+                s.id: [TaskRef(t.instance_id, t.order, t.repo, t.difficulty, list(t.dependencies)) for t in s.tasks]
+                for s in sequences
             },
             config=opts.to_config(),
             provenance=provenance(dataset=benchmark.source, dataset_hash=benchmark.content_hash),

@@ -13,7 +13,8 @@ PASSES = ("initial", "retest", "baseline")
 class Stage:
     name: str
     # The kind of memory its runs have (a `memory.BACKENDS` name): none | builtin | substrate
-    # (swecl's, or the user's memory server in its place: `memory.memory_kind`).
+    # | oracle (swecl's, or the user's memory server in its place: `memory.memory_kind`) |
+    # history.
     memory: str
     seeds: bool  # copy-seeded from a prior run's memory
     dreams_before_eval: bool
@@ -26,8 +27,9 @@ class Stage:
 
     @property
     def plugin(self) -> bool:
-        """A recall memory (swecl's substrate or a memory server): the plugin stages."""
-        return self.memory == "substrate"
+        """A recall memory (swecl's substrate or a memory server in its place): the plugin
+        stages and the oracle arm."""
+        return self.memory in ("substrate", "oracle")
 
     def default_passes(self) -> tuple[str, ...]:
         # With memory off, retest and baseline would repeat the initial pass exactly:
@@ -45,6 +47,10 @@ STAGES: dict[str, Stage] = {
         Stage("plugin-dreamed", "substrate", True, True, "recall", "copy-seeded, then one dream pass before eval"),
         Stage("plugin-primed", "substrate", False, False, "natural",
               "recall MCP memory, blank like plugin-blank; natural-recall prompt, primed stream-json"),
+        Stage("oracle", "oracle", False, False, "recall",
+              "reference arm: recall MCP memory written from each task's gold patch, not the agent's"),
+        Stage("full-history", "history", False, False, "plain",
+              "reference arm: no recall; each prompt carries the earlier tasks' patches and outcomes"),
     )
 }
 

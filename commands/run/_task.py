@@ -340,7 +340,7 @@ def _run_agent(ctx: SequenceContext, task: Task, pass_: str, attempt: int, memor
                 instance_id=task.instance_id, repo=task.repo, issue=task.problem_statement or "", hints=task.hints_text,
                 worktree=workdir, scratch_dir=Path(scratch), base_commit=task.base_commit,
                 recall=given.recall, prompt_style=given.prompt_style,  # type: ignore[arg-type]
-                memory_dir=given.memory_dir,
+                memory_dir=given.memory_dir, history=given.history,
                 budget=budget, model=ctx.model, code_mode=ctx.code_mode,  # type: ignore[arg-type]
                 stage=ctx.stage.name, pass_=pass_,
                 apply_check=lambda patch, _wt=workdir: apply_check(_wt, patch),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ._curves import SequenceCurves, sequence_curves, version_colour
 from ._data import ReportData
+from ._funnel import funnel_files
 from ._html import render
 from ._html_common import Anchors, Images
 
@@ -63,6 +64,7 @@ def render_report(data: ReportData) -> ReportPages:
             name = f"{PLOTS_DIR}/matrix-{_file_stem(vr.run.version, sequence_id)}.png"
             files[name] = matrix_png(seq.matrix, f"a(i,j) of {vr.label} on {sequence_id}")
             matrices[(vr.run.version, sequence_id)] = name
+    files.update(funnel_files(data))
 
     anchors = Anchors(
         sequences={s: f"seq-{_file_stem(s)}" for s in data.sequence_ids},

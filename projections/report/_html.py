@@ -37,6 +37,7 @@ from projections.metrics import MetricsResult
 
 from ._comparisons import render_comparisons, render_groups
 from ._data import ReportData
+from ._funnel import funnel_section
 from ._html_common import KIND_TEXT, TOP, Anchors, Images, signed, task_anchor
 from ._html_sequence import sequence_section
 from ._rates import ContrastRow, Tally, contrast_rows
@@ -67,6 +68,7 @@ def render(data: ReportData, images: Images, *, anchors: Anchors) -> str:
         _contrast(data),
         _leakage(data, anchors),
         _integrity(data),
+        funnel_section(data),
         render_comparisons(data.comparisons, data.grouped, TOP),
         *([render_groups(data.groups, TOP)] if data.groups else []),
         *(sequence_section(data, seq, images, anchors) for seq in data.sequence_ids),

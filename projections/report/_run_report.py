@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger import Ledger
 from ledger.events import MemoryRecalled, RunStarted, TaskRef
@@ -29,6 +29,9 @@ from projections.compare._assess import Assessment
 from projections.compare._gain import Gain
 
 from ._matrix import CellState, Matrix, build_matrix, cell_of, planned_passes
+
+if TYPE_CHECKING:
+    from projections.funnel import RunFunnel
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,8 @@ class VersionReport:
     (`projections.audit.integrity_counts`, over the attempts that count)."""
     spend: RunSpend | None = None
     """What the run's agents reported spending, and its budget (`swecl runs`' spend)."""
+    funnel: RunFunnel | None = None
+    """The run's memory funnel (`projections.funnel`; `na` says why a run has none)."""
 
     @property
     def label(self) -> str:
@@ -245,11 +250,13 @@ def version_report(
     # lazy: the CLI imports this module at start-up; the audit's folds load when a report is built
     from projections.audit import integrity_counts, integrity_of
 
+    from ._funnel import funnel_of
+
     return VersionReport(run=run, retest_every=retest_every, result=result, sequences=sequences,
                          leakage=leakage,
                          scored=VersionMetrics(run, state, result, excluded, memory_server_of(ledger, run)),
                          integrity=integrity_counts(integrity_of(ledger, run.version)),
-                         spend=spend_of(ledger, run.version))
+                         spend=spend_of(ledger, run.version), funnel=funnel_of(ledger, run.version, head))
 
 
 def _leakage(ledger: Ledger, version: str) -> tuple[Leakage, dict[tuple[str, int], tuple[TaskLeak, ...]]]:

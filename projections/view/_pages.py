@@ -25,6 +25,7 @@ from projections import VersionMetrics
 from projections.metrics import LEGEND, marked
 from projections.audit import DatasetNote, Flag
 from projections.report import Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, memory_on, tally
+from projections.report._funnel import funnel_table
 from projections.report.present import STATE_CLASS, STATE_TEXT, esc, metric_cells, metric_head, sandbox_of, value_attr
 from projections.show import AttemptShow, ShownRecall, agent_numbers, egress_lines, is_json_lines
 
@@ -325,7 +326,8 @@ def assessment_html(vr: VersionReport, assessed: tuple[Gain, Assessment] | None)
 def run_page(vr: VersionReport, status: str, progress: Progress, head: int) -> str:
     version = vr.run.version
     parts = [f"<h1>{esc(vr.label)}</h1>", _run_facts(vr, status, progress), _visible_html(vr),
-             "<h2>Metrics (native)</h2>", _metrics_table(vr, vr.sequences), _LEGEND]
+             "<h2>Metrics (native)</h2>", _metrics_table(vr, vr.sequences), _LEGEND,
+             "<h2>Memory funnel</h2>", funnel_table(vr.funnel)]
     for sequence_id, seq in vr.sequences.items():
         parts.append(f"<h2>{_a(sequence_href(version, sequence_id), sequence_id)} "
                      f'<span class="meta">{len(seq.plan)} tasks</span></h2>{matrix_html(version, seq.matrix)}')

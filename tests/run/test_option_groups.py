@@ -23,6 +23,7 @@ RECORDED = {
     "memory_recall_args": '{"q": "{query}"}', "memory_write_tool": "add", "memory_write_args": '{"t": "{summary}"}',
     "memory_dream_tool": None, "memory_dream_args": None, "memory_call_timeout_s": 30.0, "order": None,
     "orders": None, "fork": None, "dream_at_fork": False,
+    "history_tokens": None,  # recorded since the full-history stage (a run before it reads as not given)
 }
 
 

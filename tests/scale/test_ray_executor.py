@@ -46,6 +46,8 @@ BLANK = ("run", "--stage", "plugin-blank", "--sequence", SPANS, "--sequence", IN
          "initial,baseline")
 ACCUM = ("run", "--stage", "plugin-accum", "--sequence", SPANS, "--sequence", INICONF, *SUBSET, "--passes", "initial")
 SPANS_ONLY = ("run", "--stage", "plugin-blank", "--sequence", SPANS, *first_of(FIRST, SPANS), "--passes", "initial,baseline")
+# The full-history arm: each prompt's earlier tasks read from the job's (or Ray task's) ledger copy.
+HISTORY = ("run", "--stage", "full-history", "--sequence", SPANS, *first_of(FIRST, SPANS), "--passes", "initial,retest")
 # Every kind of order-free work with memory on: a re-test, a baseline and a retest-4 row;
 # its serial run on the local executor is the session's shared `free-spans`.
 FREE = ("run", *BLANK_FREE, "--version", "1")
@@ -90,11 +92,19 @@ def assert_each_task_once(results: Path, cluster: RayCluster, version: str, expe
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory, ray_cluster: RayCluster) -> Path:
-    """The same two runs on the local executor: v1 plugin-blank, v2 plugin-accum seeded from v1."""
+    """The same runs on the local executor: v1 plugin-blank, v2 plugin-accum seeded from v1,
+    v3 full-history."""
     results = tmp_path_factory.mktemp("local")
     swecl(results, *BLANK, "--jobs", "2", "--quiet", cache=ray_cluster.cache)
     swecl(results, *ACCUM, "--source-memory", "1", "--jobs", "2", "--quiet", cache=ray_cluster.cache)
+    swecl(results, *HISTORY, "--quiet", cache=ray_cluster.cache)
     return results
+
+
+def histories(results: Path, version: str) -> list[tuple[str, int, list[str], int, str | None]]:
+    """What each full-history task was given: (pass, order, entries, tokens, text blob)."""
+    return sorted((p["pass"], p["order"], p["entries"], p["tokens"], p["text"])
+                  for _, stream, _, p in events(results, "memory.history") if stream.startswith(f"run/{version}/"))
 
 
 def test_fan_out_matches_the_local_executor(tmp_path: Path, ray_cluster: RayCluster, reference: Path) -> None:
@@ -124,6 +134,12 @@ def test_fan_out_matches_the_local_executor(tmp_path: Path, ray_cluster: RayClus
     assert set(seeded[(SPANS, "initial", 1)]) & from_v1  # the first task already recalls the seed
     assert_each_task_once(results, ray_cluster, "2", TASKS[SPANS] + TASKS[INICONF])
     assert list(shards.iterdir()) == []  # snapshots and shards are removed once merged
+
+    # The full-history arm, its re-test on Ray tasks: each prompt's history is read from the
+    # ledger copy where the task runs, and is the local run's.
+    run(results, ray_cluster, *HISTORY, "--task-jobs", "2", *on_ray(ray_cluster), "--quiet")
+    assert histories(results, "3") == histories(reference, "3") and len(histories(results, "3")) == 2 * TASKS[SPANS]
+    assert metrics(results, ray_cluster, "3") == metrics(reference, ray_cluster, "3")
 
 
 def test_a_job_that_raises_is_retried_from_what_it_delivered(tmp_path: Path, ray_cluster: RayCluster,

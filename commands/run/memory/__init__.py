@@ -3,8 +3,10 @@
 The run loop asks a `MemoryBackend` (one per run), its `SequenceMemory` (one per sequence)
 and their `TaskMemory` (one per task attempt) what to do, and never which kind of memory
 it holds: none (`base`, and every baseline pass), the agent's own files (`builtin`),
-swecl's substrate (`SubstrateMemory`), the user's MCP memory server (`ServerMemory`). A
-stage names its kind; `memory_backend` builds it.
+swecl's substrate (`SubstrateMemory`), the user's MCP memory server (`ServerMemory`), and
+the reference arms: either of those written from the gold patches (`OracleMemory`,
+`OracleServerMemory`) and the earlier tasks in the prompt (`HistoryMemory`). A stage
+names its kind; `memory_backend` builds it.
 
 The memory server's client (`ServerHost`, its calls' context, the data directory's
 snapshots, the server's spec) resolves on first use: the task loop imports this package,

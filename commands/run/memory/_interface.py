@@ -19,7 +19,7 @@ The operations, in a run's order:
   again), `close`;
 - task: `task` (a context manager, entered before `task.started`: a memory that cannot
   start fails the run, not a task), `for_agent` (what the agent gets: a recall handle, a
-  prompt style, a native memory folder), `after_grade` (writes that may fail the memory,
+  prompt style, a native memory folder, the earlier tasks for its prompt), `after_grade` (writes that may fail the memory,
   never the agent), `finish` (what the task's final batch holds: lessons, snapshots,
   native files).
 """
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ledger import StreamRange, SweclError
 
 if TYPE_CHECKING:
-    from agents import AgentResult, Recall
+    from agents import AgentResult, Recall, TaskHistory
     from commands.inputs import Benchmark, Sequence, Task
     from ledger import Event, Ledger, NewEvent
     from ledger.events import GradeFinished
@@ -53,6 +53,7 @@ class AgentMemory:
     recall: Recall | None = None  # the recall handle (its MCP server, the harness's recall)
     prompt_style: str = "plain"  # plain | recall | natural
     memory_dir: Path | None = None  # a native memory folder the agent keeps, across tasks
+    history: TaskHistory | None = None  # the earlier tasks of the sequence, for the prompt (full-history)
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,8 @@ class MemoryBackend:
 
     kind: ClassVar[str] = "none"
     forkable: ClassVar[bool] = True  # its state can be taken as of a task (`--fork`)
-    recorded_mode: ClassVar[str] = "off"  # run.started.memory_mode: off | builtin | plugin-real
+    # run.started.memory_mode: off | builtin | plugin-real | oracle | history
+    recorded_mode: ClassVar[str] = "off"
     sequence_memory: ClassVar[type[SequenceMemory]] = SequenceMemory
     writes_files: ClassVar[bool] = False  # `finish` writes the memory's files into the run's folder
     state_label: ClassVar[str] = "its memory"  # what a fork's seed takes, as a note says it
@@ -159,10 +161,14 @@ class MemoryBackend:
             raise SweclError(f"--fork {fork_text}: the builtin stage's memory is the agent's own files, which a fork "
                              "cannot take as of a task: fork a plugin or base run into a plugin or base stage")
         if "none" not in (self.kind, source.kind) and self.kind != source.kind:
-            used = source.kind == "server"
-            raise SweclError(f"--fork {fork_text}: run {source_version} {'used' if used else 'did not use'}"
-                             f" --memory-server; its fork must {'give it again' if used else 'not'}"
-                             " (the memory before K is that server's data)")
+            if {self.kind, source.kind} in ({"substrate", "server"}, {"oracle", "oracle-server"}):
+                used = source.kind.endswith("server")
+                raise SweclError(f"--fork {fork_text}: run {source_version} {'used' if used else 'did not use'}"
+                                 f" --memory-server; its fork must {'give it again' if used else 'not'}"
+                                 " (the memory before K is that server's data)")
+            raise SweclError(f"--fork {fork_text}: run {source_version}'s memory is of kind {source.kind!r}, this "
+                             f"stage's {self.kind!r}: fork into a stage with the same memory (the memory before K "
+                             "is the source's)")
 
     def fork_snapshots(self, ledger: Ledger, fork_text: str, source: str, cuts: dict[str, int]) -> dict[str, int]:
         """What a fork's seed records of the memory's own state: sequence -> event seq."""

@@ -39,7 +39,7 @@ from ._server_seed import apply_server_seed, resolve_server_seed
 if TYPE_CHECKING:
     from ._server_host import ServerHost
 
-__all__ = ["ServerMemory"]
+__all__ = ["ServerMemory", "ServerSequence", "ServerTask"]
 
 
 class _ServerTask(TaskMemory):
@@ -64,10 +64,15 @@ class _ServerTask(TaskMemory):
 
     def after_grade(self, task: Task, result: Any, grade: GradeFinished, failure: str | None) -> str | None:
         if self.pass_ == "initial" and failure is None and not self._new_failures():
-            self._write(task, result.patch, grade.status)
+            self._write(task, *self.taught(task, result, grade))
         if self._new_failures():
             self.failed = self.host.failures[-1].message
         return self.failed
+
+    def taught(self, task: Task, result: Any, grade: GradeFinished) -> tuple[str | None, str]:
+        """What the harness's write gives the server of the task: a patch and its outcome
+        (the agent's patch and its grade; the oracle arm's: the gold patch, resolved)."""
+        return result.patch, grade.status
 
     def _new_failures(self) -> bool:
         return len(self.host.failures) > self.failures_before
@@ -106,6 +111,7 @@ class _ServerTask(TaskMemory):
 
 class _ServerSequence(SequenceMemory):
     ordered_initial = True
+    task_memory: type[_ServerTask] = _ServerTask  # what each attempt's memory is
 
     def __init__(self, place: SequencePlace, servers: SequenceServers, prompt_style: str) -> None:
         super().__init__(place)
@@ -125,7 +131,7 @@ class _ServerSequence(SequenceMemory):
         except BaseException:
             self.lock.release()
             raise
-        return _ServerTask(self, host, task, pass_, attempt, self.lock.release)
+        return self.task_memory(self, host, task, pass_, attempt, self.lock.release)
 
     def close(self) -> None:
         self.servers.close()
@@ -173,6 +179,7 @@ class _ServerSequence(SequenceMemory):
 class ServerMemory(MemoryBackend):
     kind = "server"
     recorded_mode = "plugin-real"
+    sequence_memory = _ServerSequence
     state_label = "its memory server's data"
 
     def check(self) -> None:
@@ -237,7 +244,7 @@ class ServerMemory(MemoryBackend):
         servers = SequenceServers(policy_of(self.opts), place.folder, place.ledger.path, place.version,
                                   place.sequence.id, sandbox=place.sandbox, network=place.network,
                                   hidden=place.hidden, **self._dream())
-        return _ServerSequence(place, servers, self.stage.prompt_style)
+        return self.sequence_memory(place, servers, self.stage.prompt_style)  # type: ignore[call-arg]
 
     def _dream(self) -> dict[str, Any]:
         """Whether the sequence's server is dreamed before the run's first task, and the order
@@ -247,3 +254,6 @@ class ServerMemory(MemoryBackend):
             return {"dream": self.stage.dreams_before_eval, "dream_order": 0}
         return {"dream": self.opts.dream_at_fork and self.stage.dreams_before_eval,
                 "dream_order": parse_fork(self.opts.fork)[1] - 1}
+
+
+ServerSequence, ServerTask = _ServerSequence, _ServerTask  # what another kind builds on (`_oracle`)

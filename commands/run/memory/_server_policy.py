@@ -106,7 +106,7 @@ def check_memory_options(opts: Any, stage: Any) -> None:
             raise SweclError(f"{_flag(given[0])} is for --memory-server: add --memory-server SPEC or drop it")
     elif not stage.plugin:
         raise SweclError(f"--memory-server is for the memory stages (plugin-blank, plugin-accum, plugin-dreamed, "
-                         f"plugin-primed), not {stage.name!r}")
+                         f"plugin-primed, oracle), not {stage.name!r}")
 
 
 def check_server_options(opts: Any, stage: Any) -> None:

@@ -17,7 +17,7 @@ from ledger.events import GradeFinished
 from .._progress import Reporter
 from ._interface import AgentMemory, MemoryBackend, SequenceMemory, TaskMemory
 
-__all__ = ["SubstrateMemory"]
+__all__ = ["SubstrateMemory", "SubstrateSequence", "SubstrateTask"]
 
 
 class _SubstrateTask(TaskMemory):
@@ -35,32 +35,41 @@ class _SubstrateTask(TaskMemory):
                ids: Any) -> tuple[list[Event | NewEvent], list[bytes]]:
         if self.pass_ != "initial":
             return [], []
+        return self.lessons(task, patch=result.patch or None, status=grade.status, resolved=grade.resolved,
+                            transcript=result.transcript)
+
+    def lessons(self, task: Task, **taught: Any) -> tuple[list[Event | NewEvent], list[bytes]]:
+        """What the daydream writes of `task` given what it `taught` (`plan_daydream`'s
+        patch, status, resolved, transcript and extractor), through governance with the
+        task's grading secrets."""
         place = self.sequence.place
         lessons, blobs = plan_daydream(
             place.version,
             TaskView(instance_id=task.instance_id, repo=task.repo, order=task.order, sequence_id=place.sequence.id,
                      issue=task.problem_statement or "", pass_=self.pass_, attempt=self.attempt),
-            patch=result.patch or None, status=grade.status, resolved=grade.resolved, transcript=result.transcript,
             secrets=GradingSecrets(test_patch=task.test_patch or "", fail_to_pass=tuple(task.fail_to_pass or ()),
                                    pass_to_pass=tuple(task.pass_to_pass or ())),
+            **taught,
         )
         return list(lessons), blobs
 
 
 class _SubstrateSequence(SequenceMemory):
     ordered_initial = True
+    task_memory: type[_SubstrateTask] = _SubstrateTask  # what each attempt's memory is
 
     def __init__(self, place: Any, prompt_style: str) -> None:
         super().__init__(place)
         self.prompt_style = prompt_style  # the stage's: recall, or plugin-primed's natural
 
     def task(self, task: Task, pass_: str, attempt: int) -> TaskMemory:
-        return TaskMemory() if pass_ == "baseline" else _SubstrateTask(self, task, pass_, attempt)
+        return TaskMemory() if pass_ == "baseline" else self.task_memory(self, task, pass_, attempt)
 
 
 class SubstrateMemory(MemoryBackend):
     kind = "substrate"
     recorded_mode = "plugin-real"
+    sequence_memory = _SubstrateSequence
     writes_files = True
 
     def check_seed(self, ledger: Ledger, version: str, benchmark: Benchmark, sequences: list[Sequence]) -> None:
@@ -90,9 +99,12 @@ class SubstrateMemory(MemoryBackend):
         return None  # its recall leaves the hidden items out
 
     def sequence(self, place: Any) -> SequenceMemory:
-        return _SubstrateSequence(place, self.stage.prompt_style)
+        return self.sequence_memory(place, self.stage.prompt_style)  # type: ignore[call-arg]
 
 
 def _notes(reporter: Reporter, lines: Any) -> None:
     for line in lines:
         reporter.note(line)
+
+
+SubstrateSequence, SubstrateTask = _SubstrateSequence, _SubstrateTask  # what another kind builds on (`_oracle`)
