@@ -1,7 +1,7 @@
 """The verdict line, memory efficiency, cost per solved task and the direction marks on real
 demo runs: the spans sequence's initial pass with plugin-blank (the session's shared run
-`ref`) and base (run 1), as `swecl run` records them. The oracle stage's test runs once
-`swecl run --stage oracle` exists (it is being added beside this work)."""
+`ref`) and base (run 1), as `swecl run` records them, and an oracle run (`swecl run --stage
+oracle`) found for the efficiency."""
 
 from __future__ import annotations
 
@@ -12,12 +12,9 @@ from pathlib import Path
 import pytest
 
 from commands import Experiment
-from commands.run._stages import STAGES
 from tests.inprocess import swecl, swecl_json
 from tests.run.support import SPANS
 from tests.shared_runs import demo_run_copy
-
-HAS_ORACLE = "oracle" in STAGES
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +73,6 @@ def test_report_opens_with_the_verdict_and_marks_directions(demo: Path, tmp_path
     assert "not reported (the agent reported no cost or tokens" in page
 
 
-@pytest.mark.skipif(not HAS_ORACLE, reason="`swecl run --stage oracle` is not on this branch yet (branch arms adds "
-                                           "it); this test runs once it is merged")
 def test_oracle_run_is_found_for_the_efficiency(demo: Path, cache: Path, tmp_path: Path) -> None:
     results = tmp_path / "results"
     shutil.copytree(demo, results, symlinks=True)
