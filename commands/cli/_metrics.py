@@ -192,7 +192,7 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
 def gain_lines(found: list[VersionMetrics], gains: dict[str, Gain],
                assessments: dict[str, Assessment] | None = None) -> list[str]:
     """Two lines per run with a base: its normalized gain and its memory efficiency, per sequence and macro."""
-    from projections.compare import efficiency_line, gain_line
+    from projections.compare import ORACLE_STAGE, efficiency_line, gain_line
 
     lines = []
     for vm in found:
@@ -202,7 +202,7 @@ def gain_lines(found: list[VersionMetrics], gains: dict[str, Gain],
         short = short_sequence_names(list(gain.sequences))
         assessment = (assessments or {}).get(vm.run.version)
         lines.append(gain_line(version_label(vm), gain, assessment, short))
-        if assessment is not None:
+        if assessment is not None and vm.run.stage != ORACLE_STAGE:  # the oracle is the efficiency's measure
             lines.append(efficiency_line(version_label(vm), assessment.efficiency, short))
     return lines
 
