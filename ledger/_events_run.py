@@ -41,7 +41,7 @@ class RunStarted(Event, tag="run.started", kw_only=True):
     dataset_hash: str
     sequences: list[str]
     stage: str
-    memory_mode: str  # off | builtin | plugin-real
+    memory_mode: str  # off | builtin | plugin-real | oracle | history (`MemoryBackend.recorded_mode`)
     agent: str
     model: str | None = None
     code_mode: str = "agentic"

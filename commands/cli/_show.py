@@ -129,7 +129,13 @@ def _print_memory(shown: AttemptShow) -> None:
     from projections.show import provider_call_line  # lazy: as above
 
     _section("recalled memory")
-    if not shown.recalls:
+    if shown.history is not None:
+        h = shown.history
+        click.echo(f"the prompt carried {len(h.entries)} earlier task(s), about {h.tokens} of {h.budget} tokens"
+                   + (f"; {h.dropped} left out by the budget" if h.dropped else "") + " (full-history)")
+        for instance_id in h.entries:
+            click.echo(f"  {instance_id}")
+    elif not shown.recalls:
         click.echo("none")
     for r in shown.recalls:
         if not r.known:

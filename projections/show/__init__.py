@@ -25,7 +25,7 @@ from projections._provider_calls import blob_text, excerpt, memory_server_named,
 from projections.audit import Flag, fold_with_snapshots, integrity_flags, pass_rank, resolve_task
 
 __all__ = [
-    "AttemptShow", "ShownProviderCall", "ShownRecall", "ShownTest", "agent_numbers", "attempt_files", "agent_commands", "egress_lines", "final_message", "grade_report", "is_json_lines",
+    "AttemptShow", "ShownHistory", "ShownProviderCall", "ShownRecall", "ShownTest", "agent_numbers", "attempt_files", "agent_commands", "egress_lines", "final_message", "grade_report", "is_json_lines",
     "provider_call_line", "show_attempt", "tail_lines", "visible_lines",
 ]
 
@@ -74,6 +74,15 @@ class ShownProviderCall(msgspec.Struct, kw_only=True):
     result: str | None = None  # an excerpt, one line
 
 
+class ShownHistory(msgspec.Struct, frozen=True, kw_only=True):
+    """What a full-history prompt carried: the earlier tasks given, most recent first."""
+
+    entries: list[str]
+    tokens: int
+    budget: int
+    dropped: int
+
+
 class AttemptShow(msgspec.Struct, kw_only=True):
     version: str
     stage: str
@@ -98,6 +107,8 @@ class AttemptShow(msgspec.Struct, kw_only=True):
     tests: list[ShownTest] = msgspec.field(default_factory=list)  # failing first
     failing: list[str] = msgspec.field(default_factory=list)
     recalls: list[ShownRecall] = msgspec.field(default_factory=list)
+    # A full-history run: the earlier tasks this attempt's prompt carried (`memory.history`).
+    history: ShownHistory | None = None
     integrity_flags: list[Flag] = msgspec.field(default_factory=list)  # of the patch; never change the verdict
     agent_exit: str | None = None
     agent_error: str | None = None
@@ -318,6 +329,9 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
         shown.tests = _tests(dict(decided.f2p), dict(decided.p2p), list(decided.p2p_excluded))
         shown.failing = [t.name for t in shown.tests if not t.passed and not t.excluded]
     shown.recalls = _recalls(ledger, version, sequence_id, task.order, pass_, attempt)
+    if "memory.history" in evs:
+        h = evs["memory.history"]
+        shown.history = ShownHistory(entries=list(h.entries), tokens=h.tokens, budget=h.budget, dropped=h.dropped)
     # The task's FAIL_TO_PASS ids, as any of its grades recorded them (an errored grade has none).
     f2p = {name: None for evs_ in per.values() for t in ("grade.finished", "grade.corrected") if t in evs_
            for name in evs_[t].f2p}
@@ -334,7 +348,7 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
 def _task_events(ledger: Ledger, version: str, sequence_id: str, order: int) -> dict[tuple[str, int], dict[str, Any]]:
     """The task's attempt events, by (pass, attempt) and then by type."""
     types = ["task.started", "task.abandoned", "task.finished", "agent.finished", "agent.egress", "grade.finished",
-             "grade.corrected"]
+             "grade.corrected", "memory.history"]
     per: dict[tuple[str, int], dict[str, Any]] = {}
     for rec in read_run(ledger, version, types):  # a fork's tasks before K: its source's events
         ev = rec.event

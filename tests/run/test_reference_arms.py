@@ -125,6 +125,13 @@ def test_full_history_gives_the_earlier_tasks_most_recent_first(arms: Path) -> N
     assert not _of(arms, "h", "memory.recalled") and not _of(arms, "h", "memory.written")
 
 
+def test_show_lists_the_earlier_tasks_a_prompt_carried(arms: Path, cache: Path) -> None:
+    out = swecl(arms, "show", "h", IDS[3], cache=cache).stdout
+    listed = out.split("== recalled memory", 1)[1].split("\n", 1)[1].split("\n== ", 1)[0]
+    assert "the prompt carried 3 earlier task(s)" in listed and "(full-history)" in listed
+    assert [line.strip() for line in listed.splitlines() if line.startswith("  ")] == list(reversed(IDS[:3]))
+
+
 def test_a_small_budget_leaves_older_tasks_out_and_counts_them(arms: Path) -> None:
     given = _histories(arms, "hs")
     assert [len(given[i]["entries"]) + given[i]["dropped"] for i in IDS] == list(range(TASKS))
