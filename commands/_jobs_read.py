@@ -37,10 +37,12 @@ from projections.metrics import metrics_from_vectors_document
 
 from ._files import write_output
 from ._folder import ExperimentFolder
-from ._read_documents import compare_document, grouped_document, metrics_document, version_label
+from ._read_documents import compare_document, grouped_document, metrics_document, resolved_of, version_label
 
 if TYPE_CHECKING:  # the folds below load when a job runs, not at `swecl --help`
     from ledger import Ledger
+    from projections._spend import RunCost
+    from projections.compare._assess import Assessment
     from projections import RunSpend, RunSummary
     from projections.audit import RunAuditSummary, TaskAudit
     from projections.compare import Comparison, Gain, GroupedMetrics
@@ -91,9 +93,11 @@ class MetricsResult:
     integrity: Audits = field(default_factory=dict)
     gains: dict[str, Gain] = field(default_factory=dict)
     spend: dict[str, RunSpend] = field(default_factory=dict)  # version -> what its agents spent
+    assessments: dict[str, Assessment] = field(default_factory=dict)  # version -> against its base
+    costs: dict[str, RunCost] = field(default_factory=dict)  # version -> its cost per solved task
 
     def document(self) -> dict[str, Any]:
-        doc = metrics_document(self.found, self.leakage, self.integrity, self.gains)
+        doc = metrics_document(self.found, self.leakage, self.integrity, self.gains, self.assessments, self.costs)
         if self.spend:
             doc["spend"] = {v: s.document() for v, s in self.spend.items()}
         return doc
@@ -129,9 +133,24 @@ class CompareResult:
     """`swecl compare A B`: B minus A (`document()` is the --json document)."""
 
     comparison: Comparison
+    assessment: Assessment | None = None
+    """B against A as its base: the gain's interval, the memory efficiency, the verdict (None with --group)."""
+    costs: dict[str, RunCost] = field(default_factory=dict)
+    """version -> its cost per solved task (A and B)."""
 
     def document(self) -> dict[str, Any]:
-        return compare_document(self.comparison)
+        doc = compare_document(self.comparison)
+        if self.assessment is not None:
+            doc["verdict"] = self.assessment.verdict
+            doc["memory_efficiency"] = self.assessment.efficiency.document()
+            doc["normalized_gain_ci"] = {**{k: None if v is None else list(v)
+                                            for k, v in self.assessment.gain_ci.items()},
+                                         "macro": None if self.assessment.gain_macro_ci is None
+                                         else list(self.assessment.gain_macro_ci)}
+        if self.costs:
+            doc["cost_per_solved"] = {v: c.document() for v, c in self.costs.items()}
+            doc["cost_per_solved_diff"] = cost_difference(*self.costs.values()) if len(self.costs) == 2 else None
+        return doc
 
 
 @dataclass(frozen=True)
@@ -227,6 +246,67 @@ def gains_for(ledger: Ledger, projector: Any, found: list[VersionMetrics],
     return {vm.run.version: gain_of(vm.run, vm.outcomes, vm.not_gradeable, known, bases, excluded) for vm in found}
 
 
+def _others(ledger: Ledger, projector: Any, known: dict[str, RunSummary], wanted: set[str],
+            as_of_order: int | None) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:
+    """The outcomes (read at the cut) and not-gradeable tasks of the runs `wanted`."""
+    gradeable = not_gradeable(ledger) if wanted else {}
+    found = {v: outcomes(ledger, projector, v, as_of_order=as_of_order) for v in known if v in wanted}
+    return found, {v: run_not_gradeable(state, gradeable) for v, state in found.items()}
+
+
+def assessments_for(ledger: Ledger, projector: Any, found: list[VersionMetrics], gains: dict[str, Gain],
+                    leakage: Audits, as_of_order: int | None = None) -> dict[str, Assessment]:
+    """Each memory run against its base (`projections.compare.assess_run`): the gain's
+    interval, the memory efficiency (the oracle runs read at the same cut) and the verdict line."""
+    from projections.compare import assess_run, oracle_candidates
+
+    known = runs(ledger, projector)
+    wanted = {g.base_version for gain in gains.values() for g in gain.sequences.values() if g.base_version}
+    wanted |= {v for vm in found for v in oracle_candidates(vm.run, known)}
+    others, excluded = _others(ledger, projector, known, wanted, as_of_order)
+    out = {}
+    for vm in found:
+        gain = gains.get(vm.run.version)
+        if gain is None or not gain.sequences:
+            continue
+        leak = leakage.get(vm.run.version)
+        out[vm.run.version] = assess_run(vm.run, vm.outcomes, vm.not_gradeable, gain, known, others, excluded,
+                                         flagged=None if leak is None else leak["flagged"])
+    return out
+
+
+def costs_for(ledger: Ledger, found: list[VersionMetrics]) -> dict[str, RunCost]:
+    """Each run's cost per solved task (`projections.run_cost`), solved as `swecl metrics` counts it."""
+    from projections import run_cost
+
+    return {vm.run.version: run_cost(ledger, vm.run.version, {name: resolved_of(vm, name)[0]
+                                                              for name in vm.result.sequences}) for vm in found}
+
+
+def _compare_extras(ledger: Ledger, projector: Any, found: list[VersionMetrics], oracle: str | None) -> tuple[Any, ...]:
+    """What `compare` adds for two runs: the runs, the oracle runs' outcomes, B's flagged recalls, both costs."""
+    from projections.audit import leakage_of
+    from projections.compare import oracle_candidates
+
+    known = runs(ledger, projector)
+    vm_b = found[-1]
+    if oracle is not None and oracle not in known:
+        raise SweclError(f"no run version {oracle!r} for --oracle (versions: {', '.join(known)})")
+    wanted = {oracle} if oracle is not None else set(oracle_candidates(vm_b.run, known))
+    others, excluded = _others(ledger, projector, known, wanted, None)
+    leak = leakage_of(ledger, vm_b.run.version, None)
+    return known, others, excluded, None if leak is None else leak["flagged"], costs_for(ledger, found)
+
+
+def cost_difference(a: RunCost, b: RunCost) -> dict[str, float | None]:
+    """B - A of the cost per solved task over the run (None where either side's is not defined)."""
+    def diff(x: float | None, y: float | None) -> float | None:
+        return None if x is None or y is None else y - x
+
+    return {"usd_per_solved": diff(a.run.usd_per_solved, b.run.usd_per_solved),
+            "tokens_per_solved": diff(a.run.tokens_per_solved, b.run.tokens_per_solved)}
+
+
 def expand_to_groups(known: dict[str, RunSummary], versions: list[str], include_failed: bool) -> list[str]:
     """Each given version with the rest of its group (ledger order, each version once)."""
     for version in versions:
@@ -285,9 +365,11 @@ class ReadJobs(ExperimentFolder):
             integrity = integrity_for(r.ledger, found, as_of_order) if audit else {}
             gains = gains_for(r.ledger, r.projector, found, as_of_order) if found else {}
             spend = {vm.run.version: spend_of(r.ledger, vm.run.version) for vm in found}
+            assessments = assessments_for(r.ledger, r.projector, found, gains, leakage, as_of_order) if found else {}
+            costs = costs_for(r.ledger, found)
         if not found:
             raise SweclError(f"no runs in {self.ledger_path} yet: start one with `swecl run`")
-        return MetricsResult(found, leakage, integrity, gains, spend)
+        return MetricsResult(found, leakage, integrity, gains, spend, assessments, costs)
 
     def metrics_of_vectors(self, path: Path, *, formula: str = "native",
                            lambdas: Lambdas | None = None) -> dict[str, Any]:
@@ -310,9 +392,14 @@ class ReadJobs(ExperimentFolder):
             write_output(parquet, parquet_bytes(result.table))
 
     def compare(self, a: str, b: str, *, formula: str = "native", lambdas: Lambdas | None = None,
-                seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES, grouped: bool = False) -> CompareResult:
+                seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES, grouped: bool = False,
+                oracle: str | None = None) -> CompareResult:
         """`swecl compare A B`: B minus A over the same tasks, with paired bootstrap
-        intervals and an exact test; `grouped` compares the groups of repeats A and B are in."""
+        intervals and an exact test; `grouped` compares the groups of repeats A and B are in.
+        Two runs (not groups) also get B's memory efficiency (the oracle run `oracle`, else
+        the one found for B), the verdict line and both runs' cost per solved task."""
+        if grouped and oracle is not None:
+            raise SweclError("--oracle gives the memory efficiency of two runs; it does not combine with --group")
         from projections.compare import compare_groups, from_order, shared_before, side_of
 
         with self.reading() as r:
@@ -331,6 +418,7 @@ class ReadJobs(ExperimentFolder):
             found = metrics_for(r.ledger, r.projector, members[0] + members[1], formula=formula, lambdas=lambdas)
             # A fork and its source (or two forks of one run) share their tasks before K.
             shared = shared_before(r.ledger, a, b) if not grouped else None
+            extra = None if grouped else _compare_extras(r.ledger, r.projector, found, oracle)
         sides = [side_of(vm, version_label(vm)) for vm in found]
         if shared is not None:
             sides = [from_order(s, {n: [t.order for t in c.plan] for n, c in vm.outcomes.sequences.items()}, shared)
@@ -346,7 +434,16 @@ class ReadJobs(ExperimentFolder):
             said = (f"paired over the tasks from order {shared} on: before it both runs hold the same task events "
                     f"(a fork and its source, or two forks of one run), equal by construction")
             comparison = msgspec.structs.replace(comparison, notes=(said, *comparison.notes), paired_from=shared)
-        return CompareResult(comparison)
+        if extra is None:
+            return CompareResult(comparison)
+        from projections.compare import assess_comparison
+
+        known, others, excluded, flagged, costs = extra
+        vm_a, vm_b = found
+        assessment = assess_comparison(comparison, vm_b.run, vm_b.outcomes, vm_b.not_gradeable, known,
+                                       {**others, a: vm_a.outcomes}, {**excluded, a: vm_a.not_gradeable},
+                                       oracle=oracle, flagged=flagged, order_a=vm_a.run.task_order)
+        return CompareResult(comparison, assessment, costs)
 
     def show(self, version: str, task: str, *, pass_: str = "initial", files_dir: str | Path | None = None) -> AttemptShown:
         """`swecl show VERSION TASK`: the attempt of TASK that counts in the pass, whole;

@@ -12,7 +12,16 @@ from projections.metrics import result_document
 
 if TYPE_CHECKING:
     from projections import VersionMetrics
-    from projections.compare import Comparison, Gain, GroupedMetrics, GroupedValue, RunSide, SequenceComparison
+    from projections import RunCost
+    from projections.compare import (
+        Assessment,
+        Comparison,
+        Gain,
+        GroupedMetrics,
+        GroupedValue,
+        RunSide,
+        SequenceComparison,
+    )
 
 __all__ = [
     "compare_document",
@@ -44,22 +53,36 @@ def resolved_of(vm: VersionMetrics, sequence: str) -> tuple[int, int]:
     return sum(1 for v in vector if v == 1), len(vm.outcomes.sequences[sequence].plan)
 
 
-def gain_document(gain: Gain | None) -> dict[str, Any] | None:
+def gain_document(gain: Gain | None, assessment: Assessment | None = None) -> dict[str, Any] | None:
     """A run's normalized gain over its base runs: per sequence the base version, both
-    initial-pass resolve rates and the gain (null where the base is 1 or there is no base)."""
+    initial-pass resolve rates, the gain (null where the base is 1 or there is no base) and
+    its percentile bootstrap interval `ci`."""
     if gain is None:
         return None
-    return {"sequences": {name: msgspec.to_builtins(g) for name, g in gain.sequences.items()},
-            "macro": gain.macro, "na": gain.na}
+    cis = {} if assessment is None else assessment.gain_ci
+    macro_ci = None if assessment is None or assessment.gain_macro_ci is None else list(assessment.gain_macro_ci)
+    return {"sequences": {name: {**msgspec.to_builtins(g), "ci": None if cis.get(name) is None else list(cis[name])}
+                          for name, g in gain.sequences.items()},
+            "macro": gain.macro, "ci": macro_ci, "na": gain.na}
+
+
+def _efficiency_document(assessment: Assessment | None) -> dict[str, Any] | None:
+    return None if assessment is None else assessment.efficiency.document()
 
 
 def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] | None] | None = None,
                      integrity: dict[str, dict[str, Any] | None] | None = None,
-                     gains: dict[str, Gain] | None = None) -> dict[str, Any]:
+                     gains: dict[str, Gain] | None = None, assessments: dict[str, Assessment] | None = None,
+                     costs: dict[str, RunCost] | None = None) -> dict[str, Any]:
     """The `swecl metrics --json` document. A metric the run's passes did not measure is
     null, and `unmeasured` (per version, of the macro values; per sequence in
     `unmeasured_by_sequence`; per stratum in its extras) says why; `leakage` and `integrity`
-    (the patches' integrity flags) are None when not computed."""
+    (the patches' integrity flags) are None when not computed. Beside the normalized gain
+    (with its bootstrap interval), a memory run's `memory_efficiency` and `verdict` (against
+    its base), and every run's `cost_per_solved` (null with the reason where the agent
+    reported no cost or nothing was solved)."""
+    assessments = assessments or {}
+    costs = costs or {}
     leakage = leakage or {}
     integrity = integrity or {}
     gains = gains or {}
@@ -84,7 +107,10 @@ def metrics_document(found: list[VersionMetrics], leakage: dict[str, dict[str, A
                              for name in vm.result.sequences},
                 "leakage": leakage.get(vm.run.version),
                 "integrity": integrity.get(vm.run.version),
-                "normalized_gain": gain_document(gains.get(vm.run.version)),
+                "normalized_gain": gain_document(gains.get(vm.run.version), assessments.get(vm.run.version)),
+                "memory_efficiency": _efficiency_document(assessments.get(vm.run.version)),
+                "verdict": None if vm.run.version not in assessments else assessments[vm.run.version].verdict,
+                "cost_per_solved": None if vm.run.version not in costs else costs[vm.run.version].document(),
             }
             for vm in found
         ],

@@ -9,14 +9,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from projections.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, RESOLVED
-from projections.metrics import FORMULAS
+from projections import cost_line
+from projections.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, RESOLVED, efficiency_line
+from projections.metrics import FORMULAS, LEGEND, marked
 
 from ._common import echo_json, experiment_of, parse_lambdas, results_option, run_version
 from ._tables import make_console, short_sequence_names
 
 if TYPE_CHECKING:
-    from projections.compare import Comparison
+    from projections import RunCost
+    from projections.compare import Assessment, Comparison
 
 # Row labels of the table, in COMPARED's order.
 _LABELS = {RESOLVED: "resolved", "ACC": "ACC", "F": "F", "FWT": "FWT", "CL-Score": "CL-Score"}
@@ -36,10 +38,13 @@ _FLAG = "*"
 @click.option("--group", "grouped", is_flag=True,
               help="Compare the groups of repeats A and B belong to (`swecl run --repeat K`): each side the mean "
                    "of its runs, the bootstrap resampling tasks with each task's repeats kept together.")
+@click.option("--oracle", default=None, metavar="V", callback=run_version,
+              help="The oracle run of B's memory efficiency, (B - A) / (oracle - A) of the initial-pass resolve "
+                   "rates (default: the newest oracle-stage run of B's agent, model and tasks in the folder).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def compare_cmd(ctx: click.Context, a: str, b: str, formula: str, lambdas: tuple[str, ...], seed: int,
-                resamples: int, grouped: bool, as_json: bool) -> None:
+                resamples: int, grouped: bool, oracle: str | None, as_json: bool) -> None:
     """B minus A for two runs over the same tasks: resolved rate, ACC, F, FWT and CL-Score per
     sequence and macro-averaged, each with a paired bootstrap 95% interval over tasks, and an
     exact McNemar test on which tasks each run resolved.
@@ -48,13 +53,17 @@ def compare_cmd(ctx: click.Context, a: str, b: str, formula: str, lambdas: tuple
     not measure is n/a with the reason. With --group, A and B stand for their groups of
     repeats: means over the runs, intervals over tasks with repeats averaged, and an exact
     stratified test that is McNemar's when each group is one run.
+
+    Two runs open with the verdict line (did B's memory help over A, and what weakens the
+    answer), and end with B's memory efficiency against an oracle run (--oracle V, else the
+    one found) and both runs' cost per solved task.
     """
     result = experiment_of(ctx).compare(a, b, formula=formula, lambdas=parse_lambdas(lambdas), seed=seed,
-                                        resamples=resamples, grouped=grouped)
+                                        resamples=resamples, grouped=grouped, oracle=oracle)
     if as_json:
         echo_json(result.document())
     else:
-        print_comparison(result.comparison)
+        print_comparison(result.comparison, assessment=result.assessment, costs=result.costs)
 
 
 def _num(value: float | None) -> str:
@@ -71,15 +80,19 @@ def _p(value: float) -> str:
     return f"{value:.3g}"
 
 
-def print_comparison(comparison: Comparison, console: Any = None) -> None:
-    """The table (fits 100 columns): one block of rows per sequence and the macro, then
-    what makes a number n/a or only partly comparable, and how to read the columns."""
+def print_comparison(comparison: Comparison, console: Any = None, *, assessment: Assessment | None = None,
+                     costs: dict[str, RunCost] | None = None) -> None:
+    """The verdict line (one line, never wrapped), the table (fits 100 columns): one block
+    of rows per sequence and the macro, then what makes a number n/a or only partly
+    comparable, how to read the columns, the memory efficiency and the cost per solved task."""
     # lazy: rich costs about 45 ms, paid only by the commands that print a table
     from rich import box
     from rich.markup import escape
     from rich.table import Table
 
     console = console or make_console()
+    if assessment is not None and assessment.verdict:
+        console.print(assessment.verdict, markup=False, highlight=False, soft_wrap=True)
     a, b = comparison.a, comparison.b
     title = f"compare A = {a.label}, B = {b.label} ({comparison.formula} formulas)"
     table = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
@@ -120,7 +133,7 @@ def print_comparison(comparison: Comparison, console: Any = None) -> None:
             if m.undefined_resamples and m.ci is not None:
                 undefined.append(f"{label} {metric}: interval over {comparison.resamples - m.undefined_resamples} "
                                  f"of {comparison.resamples} resamples (the others hold no term of {metric})")
-            cells = [escape(label) if k == 0 else "", _LABELS[metric], va, vb, diff, ci, test]
+            cells = [escape(label) if k == 0 else "", marked(_LABELS[metric]), va, vb, diff, ci, test]
             if bold:
                 cells = [f"[bold]{c}[/bold]" if c else c for c in cells]
             table.add_row(*cells, end_section=k == len(r.metrics) - 1)
@@ -128,8 +141,12 @@ def print_comparison(comparison: Comparison, console: Any = None) -> None:
     width = min(console.width, 100)
     every = len(blocks)
     gains = ", ".join(f"{label}={_num(r.gain)}" for label, r in blocks)
-    lines = [f"normalized gain of B over A, (B - A) / (1 - A) of the initial-pass resolve rates: {gains} "
-             "(n/a where A resolved every task)"]
+    lines = [f"{LEGEND} (of B - A too: F↓ means B forgetting less is a negative difference)",
+             f"normalized gain of B over A, (B - A) / (1 - A) of the initial-pass resolve rates: {gains} "
+             "(n/a where A resolved every task)" + ("" if assessment is None else
+                                                    f"; macro 95% bootstrap CI {_interval(assessment.gain_macro_ci)}")]
+    if assessment is not None:
+        lines.append(efficiency_line("B, A as the base", assessment.efficiency, short))
     for (metric, reason), where in gaps.items():
         scope = "" if len(where) == every else f" in {', '.join(where)}"
         lines.append(f"{metric} n/a{scope}: {reason}")
@@ -137,20 +154,48 @@ def print_comparison(comparison: Comparison, console: Any = None) -> None:
         lines.append(f"{_FLAG} {', '.join(metrics)}: {flag}")
     lines.extend(undefined)
     lines.extend(comparison.notes)
-    if comparison.grouped:
-        lines.append(f"A: {', '.join(comparison.runs_a)}; B: {', '.join(comparison.runs_b)}. Each side is the mean of "
-                     f"its runs. B - A with a paired bootstrap {comparison.confidence:.0%} interval over tasks "
-                     f"({comparison.resamples} resamples, seed {comparison.seed}), every run on the same draw and each "
-                     "group's runs averaged; macro: each sequence resampled. Test: exact stratified permutation test "
-                     "(McNemar's when one run per side), b = tasks A's runs resolved more often, c = B's; the macro "
-                     "row pools every task.")
-    else:
-        lines.append(f"B - A with a paired bootstrap {comparison.confidence:.0%} interval over tasks "
-                     f"({comparison.resamples} resamples, seed {comparison.seed}; macro: each sequence resampled). "
-                     "McNemar: exact, b = tasks only A resolved, c = only B; the macro row pools every task.")
+    lines.append(_method_line(comparison))
+    lines.extend(cost_lines(comparison, costs or {}))
     for line in lines:
         # Wrapped to the table's own 100 columns even when piped (the console is then 200 wide).
         console.print(textwrap.fill(line, width=width, subsequent_indent="  "), markup=False, highlight=False)
+
+
+def _method_line(comparison: Comparison) -> str:
+    """How the intervals and the test were made."""
+    if comparison.grouped:
+        return (f"A: {', '.join(comparison.runs_a)}; B: {', '.join(comparison.runs_b)}. Each side is the mean of "
+                f"its runs. B - A with a paired bootstrap {comparison.confidence:.0%} interval over tasks "
+                f"({comparison.resamples} resamples, seed {comparison.seed}), every run on the same draw and each "
+                "group's runs averaged; macro: each sequence resampled. Test: exact stratified permutation test "
+                "(McNemar's when one run per side), b = tasks A's runs resolved more often, c = B's; the macro "
+                "row pools every task.")
+    return (f"B - A with a paired bootstrap {comparison.confidence:.0%} interval over tasks "
+            f"({comparison.resamples} resamples, seed {comparison.seed}; macro: each sequence resampled). "
+            "McNemar: exact, b = tasks only A resolved, c = only B; the macro row pools every task.")
+
+
+def _interval(ci: tuple[float, float] | None) -> str:
+    return "n/a" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def cost_lines(comparison: Comparison, costs: dict[str, RunCost]) -> list[str]:
+    """A's and B's cost per solved task side by side, and B - A where both are defined."""
+    a, b = comparison.a, comparison.b
+    if a.version not in costs or b.version not in costs:
+        return []
+    ca, cb = costs[a.version], costs[b.version]
+    lines = [cost_line(f"A = {a.label}", ca), cost_line(f"B = {b.label}", cb)]
+    diffs = [f"{what} {_signed_any(y - x, money)}" for what, x, y, money in (
+        ("$", ca.run.usd_per_solved, cb.run.usd_per_solved, True),
+        ("tokens", ca.run.tokens_per_solved, cb.run.tokens_per_solved, False)) if x is not None and y is not None]
+    lines.append("cost per solved task, B - A: " + (", ".join(diffs) if diffs else
+                                                    "n/a (not reported, or nothing solved, in A or B)"))
+    return lines
+
+
+def _signed_any(value: float, money: bool) -> str:
+    return f"{value + 0.0:+.4f}" if money else f"{value + 0.0:+,.0f}"
 
 
 def _count(resolved: float, tasks: int, rate: float | None, macro: bool) -> str:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any
 
+from projections.metrics import marked
+
 from ._tables import make_console, short_sequence_names
 
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ def print_grouped_table(grouped: list[GroupedMetrics], console: Any = None) -> N
     table.add_column("group / sequence", overflow="fold", max_width=16)  # the label row folds: 100 columns
     table.add_column("n", justify="right", no_wrap=True)
     for metric in _SHOWN:
-        table.add_column(_HEADS.get(metric, metric), justify="right", no_wrap=True)
+        table.add_column(marked(_HEADS.get(metric, metric)), justify="right", no_wrap=True)
     gaps: dict[tuple[str, str], set[str]] = {}  # (reason, group) -> metrics
     for g in grouped:
         table.add_row(f"[bold]{escape(g.label)}[/bold]", *[""] * (len(_SHOWN) + 1))

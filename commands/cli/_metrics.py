@@ -10,8 +10,9 @@ import click
 
 from ledger import SweclError
 from projections import VersionMetrics
+from projections import cost_line
 from projections.audit import integrity_line
-from projections.metrics import FORMULAS, METRIC_NAMES
+from projections.metrics import FORMULAS, LEGEND, METRIC_NAMES, ScoredRun, marked, score_drivers
 
 from .._read_documents import headed_label, resolved_of
 from ._common import echo_json, experiment_of, parse_lambdas, results_option, run_version
@@ -19,7 +20,8 @@ from ._grouped import print_grouped_table
 from ._tables import make_console, short_sequence_names, version_label
 
 if TYPE_CHECKING:
-    from projections.compare import Gain
+    from projections import RunCost
+    from projections.compare import Assessment, Gain
 
 
 def _fmt(value: float | None) -> str:
@@ -92,7 +94,8 @@ def metrics_cmd(
     if as_json:
         echo_json(result.document())
     elif not to_stdout:
-        print_metrics_table(result.found, leakage=result.leakage, integrity=result.integrity, gains=result.gains)
+        print_metrics_table(result.found, leakage=result.leakage, integrity=result.integrity, gains=result.gains,
+                            assessments=result.assessments, costs=result.costs)
         print_not_gradeable(result.found)
         print_spend(result.spend)
 
@@ -135,15 +138,23 @@ def _cells(metrics: dict[str, float | None], gaps: dict[str, str], bold: bool = 
 def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None, console: Any = None,
                         leakage: dict[str, dict[str, Any] | None] | None = None,
                         integrity: dict[str, dict[str, Any] | None] | None = None,
-                        gains: dict[str, Gain] | None = None) -> None:
-    """The CL metrics table (fits 100 columns), then what a reader needs to read it right:
-    which n/a are unmeasured, whether CL-Scores compare, leakage and integrity flags."""
+                        gains: dict[str, Gain] | None = None, assessments: dict[str, Assessment] | None = None,
+                        costs: dict[str, RunCost] | None = None) -> None:
+    """The verdict of each memory run against its base (one line each, never wrapped), the
+    CL metrics table (fits 100 columns; each column marks which direction is better), then
+    what a reader needs to read it right: which n/a are unmeasured, whether CL-Scores
+    compare and what drives them, leakage and integrity flags, gains, efficiency, cost."""
     # lazy: rich costs about 45 ms, paid only by the commands that print a table
     from rich import box
     from rich.markup import escape
     from rich.table import Table
 
     console = console or make_console()
+    assessments = assessments or {}
+    for vm in found:
+        verdict = assessments[vm.run.version].verdict if vm.run.version in assessments else None
+        if verdict:
+            console.print(verdict, markup=False, highlight=False, soft_wrap=True)
     formula = found[0].result.formula
     single = len(found) == 1
     heading = title or (f"CL metrics of {headed_label(found[0])} ({formula} formulas)" if single
@@ -152,8 +163,8 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
     # fold, never ellipsis: a long run or sequence name wraps rather than losing characters.
     table.add_column("sequence" if single else "run / sequence", overflow="fold")
     for name in TABLE_METRICS:
-        table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("solved", justify="right", no_wrap=True)
+        table.add_column(marked(name), justify="right", no_wrap=True)
+    table.add_column(marked("solved"), justify="right", no_wrap=True)
     table.add_column("miss", justify="right", no_wrap=True)
     indent = "" if single else "  "
     for vm in found:
@@ -170,26 +181,40 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
                       f"[bold]{solved}/{total}[/bold]", "", end_section=True)
     console.print(table)
     # Wrapped to the table's own 100 columns even when piped (the console is then 200 wide).
-    for line in [*table_notes(found, leakage or {}, integrity or {}), *gain_lines(found, gains or {})]:
+    lines = [f"{LEGEND}; solved: initial-pass tasks resolved", *table_notes(found, leakage or {}, integrity or {}),
+             *driver_lines(found), *gain_lines(found, gains or {}, assessments),
+             *(cost_line(version_label(vm), costs[vm.run.version]) for vm in found if vm.run.version in (costs or {}))]
+    for line in lines:
         console.print(textwrap.fill(line, width=min(console.width, 100), subsequent_indent="  "),
                       markup=False, highlight=False)
 
 
-def gain_lines(found: list[VersionMetrics], gains: dict[str, Gain]) -> list[str]:
-    """A line per run with a base: its normalized gain per sequence and macro."""
+def gain_lines(found: list[VersionMetrics], gains: dict[str, Gain],
+               assessments: dict[str, Assessment] | None = None) -> list[str]:
+    """Two lines per run with a base: its normalized gain and its memory efficiency, per sequence and macro."""
+    from projections.compare import ORACLE_STAGE, efficiency_line, gain_line
+
     lines = []
     for vm in found:
         gain = gains.get(vm.run.version)
         if gain is None or gain.na is not None:
             continue
         short = short_sequence_names(list(gain.sequences))
-        bases = sorted({g.base_version for g in gain.sequences.values() if g.base_version})
-        cells = ", ".join(f"{short[name]}={'n/a' if g.gain is None else f'{g.gain:.3f}'}"
-                          for name, g in gain.sequences.items())
-        macro = "n/a" if gain.macro is None else f"{gain.macro:.3f}"
-        lines.append(f"normalized gain of {version_label(vm)} over base {', '.join(bases)} "
-                     f"((mem - base) / (1 - base), initial-pass resolve rates): {cells}, macro={macro}")
+        assessment = (assessments or {}).get(vm.run.version)
+        lines.append(gain_line(version_label(vm), gain, assessment, short))
+        if assessment is not None and vm.run.stage != ORACLE_STAGE:  # the oracle is the efficiency's measure
+            lines.append(efficiency_line(version_label(vm), assessment.efficiency, short))
     return lines
+
+
+def driver_lines(found: list[VersionMetrics]) -> list[str]:
+    """Where CL-Score ranks a run above one that solved more tasks: the terms that make the difference."""
+    scored = []
+    for vm in found:
+        solved = [resolved_of(vm, name) for name in vm.result.sequences]
+        scored.append(ScoredRun(label=version_label(vm), metrics=vm.result.macro, solved=sum(x for x, _ in solved),
+                                tasks=sum(n for _, n in solved)))
+    return score_drivers(scored, found[0].result.lambdas) if found else []
 
 
 def table_notes(found: list[VersionMetrics], leakage: dict[str, dict[str, Any] | None],

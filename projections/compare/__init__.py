@@ -82,6 +82,25 @@ from projections.compare._fold import (
     compare_runs,
     side_of,
 )
+from projections.compare._assess import (
+    Assessment,
+    assess_comparison,
+    assess_run,
+    efficiency_line,
+    gain_intervals,
+    gain_line,
+    run_label,
+)
+from projections.compare._efficiency import (
+    ORACLE_STAGE,
+    Efficiency,
+    PairedTasks,
+    SequenceEfficiency,
+    efficiency_of,
+    memory_efficiency,
+    oracle_candidates,
+    pick_oracle,
+)
 from projections.compare._fork_cut import from_order, shared_before
 from projections.compare._gain import Gain, SequenceGain, base_candidates, gain_of, macro_gain, normalized_gain
 from projections.compare._groups import (
@@ -94,6 +113,7 @@ from projections.compare._groups import (
     grouped_metrics,
 )
 from projections.compare._resample import COMPARED, RESOLVED, resampled_metrics
+from projections.compare._verdict import VerdictInputs, verdict_line
 from projections.compare._stats import (
     CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -111,6 +131,23 @@ from projections.compare._stats import (
 )
 
 __all__ = [
+    "ORACLE_STAGE",
+    "Assessment",
+    "Efficiency",
+    "PairedTasks",
+    "SequenceEfficiency",
+    "VerdictInputs",
+    "assess_comparison",
+    "assess_run",
+    "efficiency_line",
+    "efficiency_of",
+    "gain_line",
+    "gain_intervals",
+    "memory_efficiency",
+    "oracle_candidates",
+    "pick_oracle",
+    "run_label",
+    "verdict_line",
     "COMPARED",
     "CONFIDENCE",
     "DEFAULT_RESAMPLES",

@@ -23,6 +23,7 @@ from projections.metrics._compute import (
     result_document,
     to_frame,
 )
+from projections.metrics._direction import BETTER, LEGEND, ScoredRun, marked, score_drivers
 from projections.metrics._extras import (
     NO_STEPS_REASON,
     MemoryContrast,
@@ -46,6 +47,11 @@ from projections.metrics._vectors import (
 )
 
 __all__ = [
+    "BETTER",
+    "LEGEND",
+    "ScoredRun",
+    "marked",
+    "score_drivers",
     "DEFAULT_FORMULA",
     "DIFFICULTY_LEVELS",
     "FORMULAS",

@@ -15,7 +15,7 @@ import msgspec
 
 from ledger.errors import SweclError
 from projections.metrics._extras import SequenceExtras, sequence_extras
-from projections.metrics._measured import macro_unmeasured, measured, unmeasured
+from projections.metrics._measured import macro_unmeasured, measured, measured_notes, unmeasured
 from projections.metrics._registry import DEFAULT_FORMULA, get_formula
 if TYPE_CHECKING:
     import polars as pl
@@ -73,7 +73,7 @@ def compute(
             name=seq.name,
             # A convention (F = 0 without a re-test) is no result: None, and `unmeasured` says why.
             metrics=measured(score.metrics, gaps),
-            notes=score.notes,
+            notes=measured_notes(score.notes, gaps),
             extras=sequence_extras(seq, formula_set, weights),
             unmeasured=gaps,
         )

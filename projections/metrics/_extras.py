@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import msgspec
 
-from projections.metrics._measured import measured, unmeasured
+from projections.metrics._measured import measured, measured_notes, unmeasured
 from projections.metrics._native import mean_valid
 from projections.metrics._registry import FormulaSet
 from projections.metrics._vectors import Lambdas, Outcome, SequenceOutcomes, count_missing
@@ -115,9 +115,10 @@ def difficulty_strata(seq: SequenceOutcomes, formula: FormulaSet, lambdas: Lambd
             steps=None if seq.steps is None else _pick(seq.steps, positions),
         )
         score = formula.score(stratum, lambdas)
-        gaps = unmeasured(stratum, lambdas)
+        gaps = unmeasured(stratum, lambdas, stratum=True)
         strata[str(level)] = StratumScore(
-            level=level, n_tasks=len(positions), metrics=measured(score.metrics, gaps), notes=score.notes,
+            level=level, n_tasks=len(positions), metrics=measured(score.metrics, gaps),
+            notes=measured_notes(score.notes, gaps),
             unmeasured=gaps,
         )
     return strata

@@ -12,7 +12,12 @@ prints n/a, never the convention.
 - F, BWT, CL-S and CL-F1 (CL-S is 1 - F) need a re-test pass with a valid outcome.
 - FWT needs a baseline (memory-off) pass with a valid outcome.
 - CL-Score needs every term it weighs (non-zero lambda) measured.
-- N = 1: F, BWT and FWT are 0 by definition whatever the passes, so they count as measured.
+- N = 1: F, BWT and FWT are 0 by definition whatever the passes, so they count as measured;
+  not in a difficulty stratum (`stratum=True`): its one task is part of a sequence whose
+  passes either ran or did not.
+
+`measured_notes` rewrites the formula sets' notes that state a convention as a value ("no
+re-test recorded: final = initial, so F = BWT = 0") to say the value is not measured.
 """
 
 from __future__ import annotations
@@ -25,10 +30,13 @@ NEEDS_RETEST: tuple[str, ...] = ("F", "BWT", "CL-S", "CL-F1")
 NEEDS_BASELINE: tuple[str, ...] = ("FWT",)
 
 
-def unmeasured(seq: SequenceOutcomes, lambdas: Lambdas) -> dict[str, str]:
-    """metric -> why the recorded passes did not measure it (empty: everything measured)."""
+def unmeasured(seq: SequenceOutcomes, lambdas: Lambdas, *, stratum: bool = False) -> dict[str, str]:
+    """metric -> why the recorded passes did not measure it (empty: everything measured).
+    `stratum`: `seq` is a difficulty stratum of a sequence, where one task is no reason to
+    call F or FWT measured: the pass that measures it must have run (a stratum of one task
+    with no baseline pass has no FWT, not FWT = 0)."""
     out: dict[str, str] = {}
-    if seq.n_tasks > 1:
+    if seq.n_tasks > 1 or stratum:
         retest_gap = _pass_gap(seq.final, "re-test")
         if retest_gap is not None:
             out.update(dict.fromkeys(NEEDS_RETEST, retest_gap))
@@ -67,3 +75,32 @@ def macro_unmeasured(per_sequence: Mapping[str, Mapping[str, str]]) -> dict[str,
             why += f" (in {', '.join(lacking)})"
         out[name] = why
     return out
+
+
+_CONVENTION_NOTES: dict[str, tuple[str, str]] = {
+    "no re-test recorded: final = initial, so F = BWT = 0":
+        ("F", "no re-test recorded: F, BWT, CL-S and CL-F1 are not measured (n/a)"),
+    "every re-test outcome is missing: final = initial, as eval_v1 does":
+        ("F", "every re-test outcome is missing: F, BWT, CL-S and CL-F1 are not measured (n/a)"),
+    "no baseline (memory-off) results: FWT = 0": ("FWT", "no baseline (memory-off) results: FWT is not measured (n/a)"),
+    "every baseline outcome is missing: FWT = 0, as eval_v1 does":
+        ("FWT", "every baseline outcome is missing: FWT is not measured (n/a)"),
+}
+_ONE_TASK = "N = 1: F, BWT and FWT are 0 by definition"
+
+
+def measured_notes(notes: Sequence[str], gaps: Mapping[str, str]) -> tuple[str, ...]:
+    """The formula set's `notes`, each one that states a convention the passes did not
+    measure (F = 0 without a re-test, FWT = 0 without a baseline) said as not measured, as
+    the values beside it are (n/a)."""
+    out = []
+    for note in notes:
+        if note == _ONE_TASK and ("F" in gaps or "FWT" in gaps):
+            missing = [m for m in ("F", "BWT", "FWT") if m in gaps]
+            defined = [m for m in ("F", "BWT", "FWT") if m not in gaps]
+            out.append(f"one task: {', '.join(missing)} not measured (n/a: the pass was not run)"
+                       + (f"; {', '.join(defined)} 0 by definition" if defined else ""))
+            continue
+        metric, said = _CONVENTION_NOTES.get(note, ("", note))
+        out.append(said if metric in gaps else note)
+    return tuple(out)

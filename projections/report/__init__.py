@@ -18,7 +18,7 @@ draws its pages from the same collection, and with the same cells, metrics and s
 from __future__ import annotations
 
 from ._build import INDEX_FILE, PLOTS_DIR, ReportPages, ReportSummary, render_report
-from ._data import ReportData, collect
+from ._data import ReportData, assessment_runs, collect, run_assessment
 from ._matrix import CellState, Matrix, MatrixCell, planned_passes
 from ._rates import Tally, tally
 from ._run_report import SequenceReport, TaskLeak, TaskRow, VersionReport, memory_items, memory_on, run_label
@@ -37,11 +37,13 @@ __all__ = [
     "TaskLeak",
     "TaskRow",
     "VersionReport",
+    "assessment_runs",
     "collect",
     "memory_items",
     "memory_on",
     "planned_passes",
     "render_report",
+    "run_assessment",
     "run_label",
     "tally",
 ]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from projections.compare import COMPARED
+from projections.metrics import marked
 
 from .present import esc
 
@@ -42,7 +43,7 @@ def _diff_cell(metric: str, m: MetricDiff) -> str:
 
 
 def render_comparisons(comparisons: Sequence[ReportComparison], grouped: bool, top: str) -> str:
-    heads = "".join(f"<th>{esc(m)}: B − A [95% CI]</th>" for m in COMPARED if m != "resolved_rate")
+    heads = "".join(f"<th>{esc(marked(m))}: B − A [95% CI]</th>" for m in COMPARED if m != "resolved_rate")
     parts = []
     for rc in comparisons:
         title = f"A = {esc(rc.a)}, B = {esc(rc.b)}"
@@ -67,7 +68,7 @@ def render_comparisons(comparisons: Sequence[ReportComparison], grouped: bool, t
         parts.append(
             f"<h3>{title}</h3>"
             f'<p class="compare-line">Macro resolved rate: {esc(reading(c.macro))}{runs}</p>'
-            f'<table class="compare"><thead><tr><th>sequence</th><th>resolved rate: B − A [95% CI], test</th>{heads}'
+            f'<table class="compare"><thead><tr><th>sequence</th><th>resolved rate↑: B − A [95% CI], test</th>{heads}'
             f"</tr></thead><tbody>{body}</tbody></table>"
             + (f'<ul class="note">{notes}</ul>' if notes else "")
         )
@@ -96,7 +97,7 @@ def _group_cell(metric: str, v: GroupedValue) -> str:
 
 
 def render_groups(groups: Sequence[GroupedMetrics], top: str) -> str:
-    heads = "".join(f"<th>{esc(m)}</th>" for m in COMPARED)
+    heads = "".join(f"<th>{esc(marked(m))}</th>" for m in COMPARED)
     parts = []
     for g in groups:
         rows = [(name, s.metrics) for name, s in g.sequences.items()] + [("macro", g.macro)]

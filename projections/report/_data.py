@@ -11,12 +11,23 @@ This module gathers the whole report (`collect`) and its base vs memory stages c
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ledger import Ledger, SweclError
-from projections import Projector, RunsProjection, RunSummary, shown_versions
-from projections.compare import Comparison, GroupedMetrics, compare_groups, group_members, group_runs, grouped_metrics, side_of
+from projections import Projector, RunOutcomes, RunsProjection, RunSummary, shown_versions
+from projections.compare import (
+    Assessment,
+    Comparison,
+    Gain,
+    GroupedMetrics,
+    compare_groups,
+    group_members,
+    group_runs,
+    grouped_metrics,
+    side_of,
+)
 
 from ._run_report import VersionReport, WrittenItem, memory_items, version_report
 
@@ -29,6 +40,9 @@ class ReportComparison:
     comparison: Comparison | None
     na: str | None = None
     """Why there is no comparison."""
+    assessment: Assessment | None = None
+    """B against A as its base (two runs, not groups): the gain's interval, the memory
+    efficiency and the verdict line, as `swecl compare A B` prints them."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +86,8 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
         chosen = list(dict.fromkeys(m for v in chosen for m in group_members(known, v, include_failed=include_failed)))
     if items is None:
         items = memory_items(ledger, upto=head)
-    reports = tuple(version_report(ledger, projector, known[v], items, head, formula) for v in chosen)
+    reports = tuple(with_cost(ledger, version_report(ledger, projector, known[v], items, head, formula))
+                    for v in chosen)
     sequence_ids = tuple(dict.fromkeys(s for vr in reports for s in vr.sequences))
     first = reports[0].result
     return ReportData(
@@ -83,7 +98,7 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
         versions=reports,
         sequence_ids=sequence_ids,
         memory_items=len(items),
-        comparisons=base_comparisons(reports, grouped=grouped),
+        comparisons=assessed(ledger, projector, known, head, base_comparisons(reports, grouped=grouped), reports),
         groups=report_groups(reports) if grouped else (),
         grouped=grouped,
     )
@@ -134,6 +149,73 @@ def base_comparisons(reports: Sequence[VersionReport], *, grouped: bool = False)
             continue
         out.append(ReportComparison(a=a_label, b=b_label, comparison=comparison))
     return tuple(out)
+
+
+def assessed(ledger: Ledger, projector: Projector, known: Mapping[str, RunSummary], head: int,
+             comparisons: tuple[ReportComparison, ...], reports: Sequence[VersionReport]) -> tuple[ReportComparison, ...]:
+    """Each comparison of two runs with its assessment (`projections.compare.assess_comparison`):
+    the oracle run found for B as `swecl compare` finds it, the runs read as of `head`."""
+    from projections import not_gradeable, outcomes, run_not_gradeable
+    from projections.compare import assess_comparison, oracle_candidates
+
+    by_version = {vr.run.version: vr for vr in reports}
+    out = []
+    gradeable: dict[str, str] | None = None
+    for rc in comparisons:
+        c = rc.comparison
+        if c is None or c.grouped or c.a.version not in by_version or c.b.version not in by_version:
+            out.append(rc)
+            continue
+        vr_a, vr_b = by_version[c.a.version], by_version[c.b.version]
+        oracles = oracle_candidates(vr_b.run, known)
+        if gradeable is None:
+            gradeable = not_gradeable(ledger)
+        others = {v: outcomes(ledger, projector, v, upto=head) for v in oracles}
+        excluded = {v: run_not_gradeable(state, gradeable) for v, state in others.items()}
+        others[vr_a.run.version], excluded[vr_a.run.version] = vr_a.scored.outcomes, vr_a.scored.not_gradeable
+        assessment = assess_comparison(c, vr_b.run, vr_b.scored.outcomes, vr_b.scored.not_gradeable, known, others,
+                                       excluded, flagged=vr_b.leakage.flagged, order_a=vr_a.run.task_order)
+        out.append(ReportComparison(a=rc.a, b=rc.b, comparison=c, na=rc.na, assessment=assessment))
+    return tuple(out)
+
+
+def with_cost(ledger: Ledger, vr: VersionReport) -> VersionReport:
+    """`vr` with its cost per solved task (`projections.run_cost`), solved as `swecl metrics` counts it."""
+    from projections import run_cost
+
+    state, excluded = vr.scored.outcomes, vr.scored.not_gradeable
+    solved = {name: sum(1 for v in (state.vector(name, "initial", excluded) or []) if v == 1)
+              for name, cells in state.sequences.items() if cells.plan}
+    return dataclasses.replace(vr, cost=run_cost(ledger, vr.run.version, solved))
+
+
+def assessment_runs(run: RunSummary, known: Mapping[str, RunSummary]) -> list[str]:
+    """The runs `run_assessment` reads besides `run`: its base and oracle candidates."""
+    from projections.compare import base_candidates, oracle_candidates
+
+    return list(dict.fromkeys([*base_candidates(run, known), *oracle_candidates(run, known)]))
+
+
+def run_assessment(ledger: Ledger, projector: Projector, known: Mapping[str, RunSummary], vr: VersionReport, *,
+                   outcomes_of: Callable[[str], RunOutcomes] | None = None,
+                   gradeable: Mapping[str, str] | None = None) -> tuple[Gain, Assessment] | None:
+    """A memory run against its base as `swecl metrics` finds it (`swecl view`'s run page):
+    the normalized gain, the assessment (intervals, efficiency, verdict); None without a base.
+    `outcomes_of` and `gradeable` (`not_gradeable`'s answer): the caller's, when it keeps them."""
+    from projections import not_gradeable, outcomes, run_not_gradeable
+    from projections.compare import assess_run, gain_of
+
+    wanted = assessment_runs(vr.run, known)
+    if gradeable is None:
+        gradeable = not_gradeable(ledger) if wanted else {}
+    read = outcomes_of or (lambda v: outcomes(ledger, projector, v))
+    others = {v: read(v) for v in wanted}
+    excluded = {v: run_not_gradeable(state, gradeable) for v, state in others.items()}
+    gain = gain_of(vr.run, vr.scored.outcomes, vr.scored.not_gradeable, known, others, excluded)
+    if gain.na is not None:
+        return None
+    return gain, assess_run(vr.run, vr.scored.outcomes, vr.scored.not_gradeable, gain, known, others, excluded,
+                            flagged=vr.leakage.flagged)
 
 
 def report_groups(reports: Sequence[VersionReport]) -> tuple[GroupedMetrics, ...]:

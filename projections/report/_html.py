@@ -42,6 +42,9 @@ from ._html_common import KIND_TEXT, TOP, Anchors, Images, signed, task_anchor
 from ._html_sequence import sequence_section
 from ._rates import ContrastRow, Tally, contrast_rows
 from ._run_report import VersionReport
+from ._verdicts import render_verdicts
+from projections.metrics import LEGEND
+
 from .present import CSS, esc, metric_cells, metric_head, num, sandbox_of, value_attr
 
 
@@ -59,6 +62,7 @@ def render(data: ReportData, images: Images, *, anchors: Anchors) -> str:
         "</head>",
         "<body>",
         _header(data, anchors),
+        render_verdicts(data),
         _runs_table(data),
         _headline(data),
         _contrast(data),
@@ -110,6 +114,7 @@ def _toc(data: ReportData, anchors: Anchors) -> str:
         )
     return (
         '<nav id="toc" aria-label="contents"><b>Contents</b><ol>'
+        '<li><a href="#verdict">Verdict</a></li>'
         '<li><a href="#runs">Runs</a></li>'
         '<li><a href="#headline">Headline metrics</a></li>'
         '<li><a href="#contrast">Memory on vs memory off</a></li>'
@@ -178,9 +183,23 @@ def _headline_notes(data: ReportData) -> str:
     if len(groups) > 1:
         said = "; ".join(f"{', '.join(versions)}: {' + '.join(passes)}" for passes, versions in groups.items())
         items.append(f"CL-Scores are not comparable across versions with different passes ({esc(said)})")
+    items.extend(esc(line) for line in _drivers(data))
     if not items:
         return ""
     return '<ul class="note" id="unmeasured">' + "".join(f"<li>{item}</li>" for item in items) + "</ul>"
+
+
+def _drivers(data: ReportData) -> list[str]:
+    """Where CL-Score ranks a run above one that solved more tasks: the terms that make the difference."""
+    from projections.metrics import ScoredRun, score_drivers
+
+    scored = []
+    for vr in data.versions:
+        counts = [(sum(1 for v in (s.inputs.initial if s.inputs else ()) if v == 1), len(s.plan))
+                  for s in vr.sequences.values()]
+        scored.append(ScoredRun(label=vr.label, metrics=vr.result.macro, solved=sum(x for x, _ in counts),
+                                tasks=sum(n for _, n in counts)))
+    return score_drivers(scored, data.versions[0].result.lambdas) if scored else []
 
 
 def _headline(data: ReportData) -> str:
@@ -194,6 +213,7 @@ def _headline(data: ReportData) -> str:
         )
     return (
         f'<section id="headline"><h2>Headline: unweighted macro-average over sequences {TOP}</h2>'
+        f'<p class="note legend-direction">{esc(LEGEND)}</p>'
         f'<table class="metrics"><thead>{metric_head("run", ["sequences averaged"])}</thead>'
         f'<tbody>{"".join(rows)}</tbody></table>{_headline_notes(data)}</section>'
     )

@@ -11,6 +11,7 @@ from ledger import Ledger
 from ledger.events import MemoryRecalled, RunStarted, TaskRef
 from projections import (
     Projector,
+    RunCost,
     RunOutcomes,
     RunSpend,
     RunSummary,
@@ -24,6 +25,8 @@ from projections import (
     spend_of,
 )
 from projections.metrics import MetricsResult, SequenceOutcomes, SequenceResult, compute
+from projections.compare._assess import Assessment
+from projections.compare._gain import Gain
 
 from ._matrix import CellState, Matrix, build_matrix, cell_of, planned_passes
 
@@ -149,6 +152,10 @@ class VersionReport:
     leakage: Leakage
     scored: VersionMetrics
     """The run as `swecl metrics` scores it (what the comparison and the grouped view read)."""
+    cost: RunCost | None = None
+    """Its cost per solved task (initial pass), as `swecl metrics` gives it (`collect` adds it)."""
+    assessed: tuple[Gain, Assessment] | None = None
+    """Against its base, as `swecl metrics` says it (`swecl view`'s run page adds it)."""
     integrity: dict[str, Any] | None = None
     """The integrity flags of the run's patches, as `swecl metrics --json` gives them
     (`projections.audit.integrity_counts`, over the attempts that count)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Mapping
 
-from projections.metrics import METRIC_NAMES
+from projections.metrics import METRIC_NAMES, marked
 
 from ._matrix import CellState
 
@@ -95,5 +95,6 @@ def metric_cells(metrics: Mapping[str, float | None], unmeasured: Mapping[str, s
 
 
 def metric_head(first: str, extra: Iterable[str] = (), *, before: Iterable[str] = ()) -> str:
-    names = (first, *before, *METRIC_NAMES, *extra)
+    """The header row; each metric marked with the direction that is better (`ACC↑`, `F↓`)."""
+    names = (first, *before, *(marked(m) for m in METRIC_NAMES), *extra)
     return "<tr>" + "".join(f"<th>{esc(n)}</th>" for n in names) + "</tr>"

@@ -24,6 +24,7 @@ Routes (GET and HEAD only):
 
 from __future__ import annotations
 
+import dataclasses
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -50,7 +51,7 @@ from projections import (
 )
 from projections.audit import audit_task, pass_rank
 from projections.metrics import compute
-from projections.report import collect, memory_items, run_label
+from projections.report import assessment_runs, collect, memory_items, run_assessment, run_label
 from projections.show import attempt_files, show_attempt
 
 from . import _pages
@@ -199,8 +200,18 @@ class View:
     def _run_page(self, ledger: Ledger, head: int, version: str) -> str:
         vr = self._version(ledger, version)
         status = live_status(self.results, vr.run)
-        progress = progress_now(self._facts(ledger, self.results.projector(ledger), vr.run), status)
-        return _pages.run_page(vr, status, progress, head)
+        projector = self.results.projector(ledger)
+        progress = progress_now(self._facts(ledger, projector, vr.run), status)
+        known = self._known(ledger, projector)
+        # Against its base, as `swecl metrics` says it: depends on the base and oracle runs too.
+        depends = [on_run(v) for v in (version, *assessment_runs(vr.run, known))]
+        assessed = self.cache.get(("assessment", version), [*depends, *_VALIDITY_DEPS, *_RUNS_DEPS],
+                                  lambda: run_assessment(
+                                      ledger, projector, known, vr,
+                                      outcomes_of=lambda v: self._outcomes(ledger, projector, v),
+                                      gradeable=self.cache.get(("not_gradeable",), _VALIDITY_DEPS,
+                                                               lambda: not_gradeable(ledger))))
+        return _pages.run_page(dataclasses.replace(vr, assessed=assessed), status, progress, head)
 
     def _sequence_page(self, ledger: Ledger, head: int, version: str, sequence_id: str) -> str:
         vr = self._version(ledger, version)

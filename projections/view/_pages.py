@@ -18,10 +18,11 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from projections import VersionMetrics
+from projections.metrics import LEGEND, marked
 from projections.audit import DatasetNote, Flag
 from projections.report import Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, memory_on, tally
 from projections.report._funnel import funnel_table
@@ -29,6 +30,9 @@ from projections.report.present import STATE_CLASS, STATE_TEXT, esc, metric_cell
 from projections.show import AttemptShow, ShownRecall, agent_numbers, egress_lines, is_json_lines
 
 from ._progress import Progress, duration_text
+
+if TYPE_CHECKING:
+    from projections.compare import Assessment, Gain
 
 _CLIP = 4000  # characters of one transcript entry shown before "(clipped)"
 
@@ -194,8 +198,8 @@ def _run_row(item: RunListing) -> str:
 def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
     """The front page: every run with its progress and headline metrics side by side, in
     one table that fits the window (it wraps, never scrolls sideways at 1280 pixels)."""
-    cols = ("version", "stage · agent", "status · progress", *_HEADLINE, "sequences", "resolved", "leaks",
-            "memory on vs off", "started")
+    cols = ("version", "stage · agent", "status · progress", *(marked(m) for m in _HEADLINE), "sequences", "resolved",
+            "leaks", "memory on vs off", "started")
     rows = "".join(_run_row(item) for item in listings)
     table = (f'<table class="runs"><thead><tr>{"".join(f"<th>{c}</th>" for c in cols)}</tr></thead>'
              f'<tbody>{rows}</tbody></table>') if rows else '<p class="note">No runs yet: start one with <code>swecl run</code>.</p>'
@@ -204,7 +208,7 @@ def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
         "metrics (n/a: not measured by the run's passes); leaks: recalled items flagged as leakage "
         "(<code>swecl audit VERSION --summary</code>); memory on vs off: initial-pass tasks resolved with the stage's "
         "memory against the run's own baseline pass (memory off), over the tasks with a verdict. The page follows "
-        "the ledger as it grows.</p>"
+        f"the ledger as it grows. {esc(LEGEND)}.</p>"
         f"{table}"
     )
     return layout("runs", [("runs", None)], head, body)
@@ -252,7 +256,8 @@ def _metrics_table(vr: VersionReport, sequences: Iterable[str]) -> str:
         rows.append(f'<tr data-row="{esc(sequence_id)}"><td>{_a(sequence_href(vr.run.version, sequence_id), sequence_id)}</td>'
                     f"{metric_cells(seq.metrics.metrics, seq.metrics.unmeasured)}</tr>")
     rows.append(f'<tr data-row="macro"><td><b>macro</b></td>{metric_cells(vr.result.macro, vr.result.unmeasured)}</tr>')
-    return f'<table class="metrics"><thead>{metric_head("sequence")}</thead><tbody>{"".join(rows)}</tbody></table>'
+    return (f'<table class="metrics"><thead>{metric_head("sequence")}</thead><tbody>{"".join(rows)}</tbody></table>'
+            f'<p class="legend meta">{esc(LEGEND)}</p>')
 
 
 def _run_facts(vr: VersionReport, status: str, progress: Progress) -> str:
@@ -271,7 +276,7 @@ def _run_facts(vr: VersionReport, status: str, progress: Progress) -> str:
              else f"{leak.recalled_items} recalled items, none flagged")
     return (f'<p class="meta">{" · ".join(facts)}</p>'
             f'<p>status <b data-status="{esc(status)}">{esc(status)}</b> · {progress_html(progress, status)} · '
-            f'{" · ".join(when)}</p><p>{leaks}</p>{_integrity_line(vr)}')
+            f'{" · ".join(when)}</p><p>{leaks}</p>{_integrity_line(vr)}{assessment_html(vr, vr.assessed)}')
 
 
 def _integrity_line(vr: VersionReport) -> str:
@@ -296,6 +301,26 @@ def _visible_html(vr: VersionReport) -> str:
         parts.append(f"<p>{title}:</p><ul>{lines}</ul>")
     summary = "What the sandbox showed" + ("" if visible is not None else " (not recorded)")
     return f'<details class="visible" data-visible><summary>{summary}</summary>{"".join(parts)}</details>'
+
+
+def assessment_html(vr: VersionReport, assessed: tuple[Gain, Assessment] | None) -> str:
+    """The run against its base (the verdict line, the normalized gain and memory efficiency
+    with their intervals, as `swecl metrics` prints them) and its cost per solved task."""
+    from projections import cost_line
+    from projections.compare import efficiency_line, gain_line
+
+    parts = []
+    if assessed is not None:
+        gain, assessment = assessed
+        if assessment.verdict:
+            parts.append(f'<p class="verdict" data-verdict="{esc(vr.run.version)}"><b>{esc(assessment.verdict)}</b></p>')
+        parts.append(f'<p class="note" data-gain="{value_attr(gain.macro)}">{esc(gain_line(vr.label, gain, assessment, {}))}</p>')
+        parts.append(f'<p class="note" data-efficiency="{value_attr(assessment.efficiency.macro)}">'
+                     f"{esc(efficiency_line(vr.label, assessment.efficiency, {}))}</p>")
+    if vr.cost is not None:
+        parts.append(f'<p class="note" data-cost="{value_attr(vr.cost.run.usd_per_solved)}">'
+                     f"{esc(cost_line(vr.label, vr.cost))}</p>")
+    return "".join(parts)
 
 
 def run_page(vr: VersionReport, status: str, progress: Progress, head: int) -> str:

@@ -155,13 +155,14 @@ def test_the_seed_and_resamples_make_the_intervals_reproducible(root: Path) -> N
 
 def test_the_table_fits_100_columns_and_says_what_is_na(root: Path) -> None:
     out = ok(root, "compare", "1", "2")
-    lines = out.splitlines()
+    verdict, *lines = out.splitlines()  # the verdict line: one line, as long as it needs
+    assert verdict.startswith("v2 plugin-blank vs v1 base: ") and "McNemar p=" in verdict
     assert max(len(line) for line in lines) <= 100, out
     assert "compare A = v1 base, B = v2 plugin-blank (native formulas)" in out
     rows = {(line.split()[0], line.split()[1]) for line in lines if line.split()[:1] in (["django"], ["sympy"], ["macro"])}
-    assert rows == {("django", "resolved"), ("sympy", "resolved"), ("macro", "resolved")}
-    f_row = next(line.split() for line in lines if line.split()[:1] == ["F"])
-    assert f_row == ["F", "n/a", "0.111", "n/a"]  # v1's F is a convention, not a measurement: n/a, never 0
+    assert rows == {("django", "resolved↑"), ("sympy", "resolved↑"), ("macro", "resolved↑")}
+    f_row = next(line.split() for line in lines if line.split()[:1] == ["F↓"])
+    assert f_row == ["F↓", "n/a", "0.111", "n/a"]  # v1's F is a convention, not a measurement: n/a, never 0
     assert "F n/a: not measured (v1 base: no re-test pass)" in out
     assert "FWT n/a: not measured (v1 base: no baseline pass)" in out
     assert "* ACC: ACC of v1 base is over its initial pass (no re-test), of v2 plugin-blank over its re-test" in out
@@ -233,8 +234,8 @@ def test_compare_on_real_demo_runs_matches_metrics_and_scipy(demo: Path, cache: 
 @pytest.mark.slow
 def test_compare_table_on_real_demo_runs(demo: Path, cache: Path) -> None:
     out = swecl(demo, "compare", "v2", "v1", cache=cache, env={"COLUMNS": "100"}).stdout
-    assert max(len(line) for line in out.splitlines()) <= 100, out
+    assert max(len(line) for line in out.splitlines()[1:]) <= 100, out  # below the one verdict line
     assert "compare A = v2 base, B = v1 plugin-blank (native formulas)" in out
     assert "F n/a: not measured (v2 base: no re-test pass)" in out
     macro = next(line.split() for line in out.splitlines() if line.startswith("macro"))
-    assert macro[1] == "resolved" and macro[-3].startswith("b=") and macro[-1].startswith("p=")
+    assert macro[1] == "resolved↑" and macro[-3].startswith("b=") and macro[-1].startswith("p=")

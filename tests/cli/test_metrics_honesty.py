@@ -54,9 +54,16 @@ def cli(root: Path, *args: str, columns: int = 100) -> str:
     return proc.stdout
 
 
+def below_verdicts(out: str) -> str:
+    """`swecl metrics`' output from the table's title on: the verdict lines above it are one
+    line each, as long as they need (never wrapped)."""
+    lines = out.splitlines()
+    return "\n".join(lines[next(i for i, line in enumerate(lines) if "CL metrics" in line):])
+
+
 def row(out: str, label: str, after: str | None = None) -> list[str]:
     """The cells of the first table line starting with `label` (after the line holding `after`)."""
-    lines = out.splitlines()
+    lines = below_verdicts(out).splitlines()
     start = next(i for i, line in enumerate(lines) if after in line) if after else 0
     return next(line.split() for line in lines[start:] if line.strip().startswith(label))
 
@@ -127,7 +134,11 @@ def test_table_fits_100_columns_with_nothing_cut(root: Path) -> None:
             assert all(len(line) <= 100 for line in text.splitlines()), text
             assert "macro" in text and "CL-Score" in text and "solved" in text
     out = cli(root, "metrics", columns=100)
-    assert "…" not in out and all(len(line) <= 100 for line in out.splitlines()), out
+    table = below_verdicts(out)
+    assert "…" not in out and all(len(line) <= 100 for line in table.splitlines()), out
+    verdicts = out.splitlines()[:len(out.splitlines()) - len(table.splitlines())]
+    # One line per memory run with a base (plugin-blank has none: another model than base).
+    assert len(verdicts) == 1 and verdicts[0].startswith("accum plugin-accum vs base: ")
     assert row(out, "macro", after="plugin-blank")[-1] == "6/9"  # resolved X/N: sums over sequences
     assert row(out, "django", after="plugin-blank")[-2:] == ["3/5", "1"]  # solved, missing
 
@@ -146,7 +157,7 @@ def test_leakage_in_metrics_and_runs(root: Path) -> None:
     out = cli(root, "metrics")
     assert ("accum plugin-accum: 2 recalled items flagged as leakage (same instance 1, later task 1): "
             "see `swecl audit accum --summary`") in " ".join(out.split())
-    assert out.count("flagged as leakage") == 1  # no line for the runs without flags
+    assert below_verdicts(out).count("flagged as leakage") == 1  # no line for the runs without flags
     doc = json.loads(cli(root, "metrics", "--json"))
     leak = {v["version"]: v["leakage"] for v in doc["versions"]}
     assert leak[ACCUM]["flagged"] == 2 and leak[ACCUM]["by_kind"]["same-instance"] == 1

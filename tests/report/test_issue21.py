@@ -216,11 +216,11 @@ def test_table_of_contents_links_every_part(page: Page, data: ReportData) -> Non
     ids = [a["id"] for _, a, _ in page.elements if "id" in a]
     assert len(ids) == len(set(ids)), "duplicate ids"
     toc_links = [a["href"] for a, up in page.with_attr("a", "href") if any(u.get("id") == "toc" for _, u in up)]
-    assert toc_links[:4] == ["#runs", "#headline", "#contrast", "#leakage"]
+    assert toc_links[:5] == ["#verdict", "#runs", "#headline", "#contrast", "#leakage"]
     sections = [a["id"] for a, _ in page.with_attr("section", "data-sequence")]
     articles = [a["id"] for a, _ in page.with_attr("article", "data-version")]
     assert len(articles) == len(data.sequence_ids) * len(data.versions)
-    assert set(toc_links) == {"#runs", "#headline", "#contrast", "#leakage", "#compare",
+    assert set(toc_links) == {"#verdict", "#runs", "#headline", "#contrast", "#leakage", "#compare",
                               *(f"#{i}" for i in sections + articles)}
     # Every in-page link lands somewhere.
     for attrs, _ in page.with_attr("a", "href"):
