@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # the folds below load when a job runs, not at `swecl --help`
     from projections import RunSpend, RunSummary
     from projections.audit import RunAuditSummary, TaskAudit
     from projections.compare import Comparison, Gain, GroupedMetrics
-    from projections.funnel import RunFunnel
+    from projections.funnel import FunnelDifference, RunFunnel
     from projections.metrics import Lambdas
     from projections.show import AttemptShow
 
@@ -137,6 +137,8 @@ class CompareResult:
     """B against A as its base: the gain's interval, the memory efficiency, the verdict (None with --group)."""
     costs: dict[str, RunCost] = field(default_factory=dict)
     """version -> its cost per solved task (A and B)."""
+    funnel: FunnelDifference | None = None
+    """The two runs' memory funnels side by side (None with --group)."""
 
     def document(self) -> dict[str, Any]:
         doc = compare_document(self.comparison)
@@ -150,6 +152,10 @@ class CompareResult:
         if self.costs:
             doc["cost_per_solved"] = {v: c.document() for v, c in self.costs.items()}
             doc["cost_per_solved_diff"] = cost_difference(*self.costs.values()) if len(self.costs) == 2 else None
+        if self.funnel is not None:
+            from projections.funnel import funnel_difference_document  # lazy: as the job's imports
+
+            doc["funnel"] = funnel_difference_document(self.funnel)
         return doc
 
 
@@ -281,6 +287,13 @@ def costs_for(ledger: Ledger, found: list[VersionMetrics]) -> dict[str, RunCost]
 
     return {vm.run.version: run_cost(ledger, vm.run.version, {name: resolved_of(vm, name)[0]
                                                               for name in vm.result.sequences}) for vm in found}
+
+
+def _funnel_difference(ledger: Ledger, a: str, b: str) -> FunnelDifference:
+    """A's and B's memory funnels side by side (its `na` says why there is no difference)."""
+    from projections.funnel import funnel, funnel_difference  # lazy: loads when the job runs
+
+    return funnel_difference(funnel(ledger, a), funnel(ledger, b))
 
 
 def _compare_extras(ledger: Ledger, projector: Any, found: list[VersionMetrics], oracle: str | None) -> tuple[Any, ...]:
@@ -419,6 +432,7 @@ class ReadJobs(ExperimentFolder):
             # A fork and its source (or two forks of one run) share their tasks before K.
             shared = shared_before(r.ledger, a, b) if not grouped else None
             extra = None if grouped else _compare_extras(r.ledger, r.projector, found, oracle)
+            funnels = None if grouped else _funnel_difference(r.ledger, a, b)
         sides = [side_of(vm, version_label(vm)) for vm in found]
         if shared is not None:
             sides = [from_order(s, {n: [t.order for t in c.plan] for n, c in vm.outcomes.sequences.items()}, shared)
@@ -443,7 +457,7 @@ class ReadJobs(ExperimentFolder):
         assessment = assess_comparison(comparison, vm_b.run, vm_b.outcomes, vm_b.not_gradeable, known,
                                        {**others, a: vm_a.outcomes}, {**excluded, a: vm_a.not_gradeable},
                                        oracle=oracle, flagged=flagged, order_a=vm_a.run.task_order)
-        return CompareResult(comparison, assessment, costs)
+        return CompareResult(comparison, assessment, costs, funnels)
 
     def show(self, version: str, task: str, *, pass_: str = "initial", files_dir: str | Path | None = None) -> AttemptShown:
         """`swecl show VERSION TASK`: the attempt of TASK that counts in the pass, whole;

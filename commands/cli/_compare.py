@@ -64,6 +64,12 @@ def compare_cmd(ctx: click.Context, a: str, b: str, formula: str, lambdas: tuple
         echo_json(result.document())
     else:
         print_comparison(result.comparison, assessment=result.assessment, costs=result.costs)
+        if result.funnel is not None:
+            from projections.funnel import format_funnel_difference  # lazy: as the job's imports
+
+            click.echo("")
+            for line in format_funnel_difference(result.funnel):
+                click.echo(line)
 
 
 def _num(value: float | None) -> str:

@@ -88,7 +88,11 @@ def weakeners(v: VerdictInputs) -> list[str]:
     if v.no_verdict_a or v.no_verdict_b:
         out.append(f"tasks without a valid verdict, counted unresolved: {v.no_verdict_a} in A, {v.no_verdict_b} in B")
     if v.passes_a and v.passes_b and tuple(v.passes_a) != tuple(v.passes_b):
-        out.append(f"different passes ({'+'.join(v.passes_a)} vs {'+'.join(v.passes_b)})")
+        said = f"different passes ({'+'.join(v.passes_a)} vs {'+'.join(v.passes_b)}"
+        if ("retest" in v.passes_a) != ("retest" in v.passes_b):
+            # The line's own numbers are the initial pass's; the tables' ACC is not.
+            said += ": ACC is one run's re-test row against the other's initial pass"
+        out.append(said + ")")
     if v.order_a != v.order_b:
         out.append(f"different task orders ({v.order_a or 'dataset'} vs {v.order_b or 'dataset'})")
     if v.paired_from is not None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import msgspec
@@ -92,7 +93,8 @@ def format_funnel_difference(diff: FunnelDifference) -> list[str]:
     B - A, then the tasks whose label changed."""
     head = f"memory funnel, v{diff.a} -> v{diff.b} (initial pass)"
     if diff.na is not None:
-        return [head, f"no comparison: {diff.na}"]
+        # Wrapped as the compare output's notes are: a terminal of 100 columns shows it whole.
+        return [head, *textwrap.wrap(f"no comparison: {diff.na}", WIDTH, subsequent_indent="  ")]
     lines = [head, f"{'label':<16} {'v' + diff.a:>8} {'v' + diff.b:>8} {'B - A':>7}"]
     lines += [f"{d.label:<16} {d.a:>8} {d.b:>8} {d.difference:>+7}" for d in diff.labels]
     if not diff.changed:

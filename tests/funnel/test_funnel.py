@@ -140,6 +140,14 @@ def test_the_difference_of_base_and_blank(demo: Path) -> None:
     assert sum(d.a for d in same.labels) == sum(s.counts.ran for s in blank.sequences)
 
 
+def test_swecl_compare_ends_with_the_funnels_side_by_side(demo: Path, cache: Path) -> None:
+    out = swecl(demo, "compare", "2", "1", cache=cache).stdout
+    tail = out.split("memory funnel, v2 -> v1 (initial pass)\n", 1)[1]
+    assert tail.startswith("no comparison: v2: a run without memory") and max(map(len, tail.splitlines())) <= 100
+    doc = json.loads(swecl(demo, "compare", "2", "1", "--json", cache=cache).stdout)
+    assert doc["funnel"]["a"] == "2" and doc["funnel"]["b"] == "1" and doc["funnel"]["na"].startswith("v2: ")
+
+
 def test_swecl_show_prints_the_tasks_funnel_label(demo: Path, cache: Path) -> None:
     out = swecl(demo, "show", "1", "swecl-demo__textkit-41", cache=cache).stdout
     section = out.split("== memory funnel", 1)[1]

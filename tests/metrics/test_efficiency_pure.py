@@ -89,7 +89,9 @@ def _fields(v: VerdictInputs) -> dict[str, object]:
 @pytest.mark.parametrize(("change", "said"), [
     ({"flagged": 106}, "106 recalled items flagged as leakage (`swecl audit 3 --summary`)"),
     ({"no_verdict_a": 1, "no_verdict_b": 2}, "tasks without a valid verdict, counted unresolved: 1 in A, 2 in B"),
-    ({"passes_b": ("initial", "retest", "baseline")}, "different passes (initial vs initial+retest+baseline)"),
+    ({"passes_b": ("initial", "retest", "baseline")}, "different passes (initial vs initial+retest+baseline: ACC is "
+     "one run's re-test row against the other's initial pass)"),
+    ({"passes_b": ("initial", "baseline")}, "different passes (initial vs initial+baseline)"),
     ({"order_b": "permute:1"}, "different task orders (dataset vs permute:1)"),
     ({"paired_from": 4}, "a fork: paired only from order 4 on"),
 ])
