@@ -102,7 +102,7 @@ def _memory_kind(ledger: Ledger, started: RunStarted, version: str, splice: Spli
     memory.history events (none before the full-history arm exists)."""
     history = [rec for rec in ledger.read(types=[HISTORY_TYPE], ranges=splice.ranges(), upto=cursor)
                if splice.keeps(rec)]
-    if history:
+    if history or started.memory_mode == "history":  # a full-history run records it so (before any task, too)
         return "history", history
     server = memory_server_named(ledger, version, started.config, started.sequences)
     if server is not None:

@@ -203,10 +203,11 @@ def test_counterfactual_refuses_a_full_history_run_in_one_line(arms: Path, cache
 
 def test_the_oracle_server_arm_writes_the_gold_patch(tmp_path: Path, cache: Path, server_memory_bin: str) -> None:
     results = tmp_path / "server"
-    swecl(results, "run", "--stage", "oracle", "--sequence", TEXTKIT, *first_of(3, TEXTKIT), "--passes", "initial",
-          "--memory-server", server_memory_bin, "--memory-env", "MEMORY_FILE_PATH={data}/memory.jsonl",
-          "--memory-recall-tool", "search_nodes", "--memory-recall-args", '{"query": "{repo}"}',
-          "--memory-write-tool", "create_entities", "--quiet", cache=cache, timeout=600)
+    server = ("--memory-server", server_memory_bin, "--memory-env", "MEMORY_FILE_PATH={data}/memory.jsonl",
+              "--memory-recall-tool", "search_nodes", "--memory-recall-args", '{"query": "{repo}"}',
+              "--memory-write-tool", "create_entities")
+    plan = ("--sequence", TEXTKIT, *first_of(3, TEXTKIT), "--passes", "initial", "--quiet")
+    swecl(results, "run", "--stage", "oracle", *plan, *server, cache=cache, timeout=600)
     gold = _gold()
     writes = [c for c in _of(results, "1", "memory.provider.called") if c["via"] == "write"]
     assert [w["instance_id"] for w in writes] == IDS[:3]
@@ -222,3 +223,14 @@ def test_the_oracle_server_arm_writes_the_gold_patch(tmp_path: Path, cache: Path
     assert not _resolved(results, "1")[IDS[2]]
     (started,) = [p for _, s, _, p in events(results, "run.started")]
     assert started["memory_mode"] == "oracle"
+
+    # The server as the memory under test, scored against its own oracle arm (run 1), with a
+    # substrate oracle beside it (run 4) that a server run's efficiency must not take.
+    swecl(results, "run", "--stage", "base", *plan, cache=cache)
+    swecl(results, "run", "--stage", "plugin-blank", *plan, *server, cache=cache, timeout=600)
+    swecl(results, "run", "--stage", "oracle", *plan, cache=cache)
+    doc = json.loads(swecl(results, "metrics", "--version", "3", "--json", cache=cache).stdout)
+    (seq,) = doc["versions"][0]["memory_efficiency"]["sequences"].values()
+    assert (seq["base_version"], seq["oracle_version"]) == ("2", "1")
+    funnel = json.loads(swecl(results, "funnel", "3", "--json", cache=cache).stdout)
+    assert funnel["na"] is None and funnel["memory"].startswith("server ")
