@@ -10,6 +10,7 @@ a run without a funnel `p[data-funnel-na]`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ._html_common import TOP
@@ -114,12 +115,31 @@ def funnel_table(f: RunFunnel | None) -> str:
             "Then the unresolved tasks by label.</p>")
 
 
+def funnels_compared(runs: Sequence[tuple[str, str, RunFunnel | None]]) -> str:
+    """Two or more runs' macro funnels side by side: one chart (a bar per run in each row)
+    and one table (a row per run); "" when fewer than two runs have a funnel."""
+    from ._funnel_svg import funnels_svg
+
+    shown = [(v, label, f) for v, label, f in runs if f is not None and f.na is None and f.macro is not None]
+    if len(shown) < 2:
+        return ""
+    head = "".join(f"<th>{esc(label)}</th>" for _, label in STEPS) + \
+        "".join(f"<th>{esc(label)}</th>" for label in _GAP_COLOURS)
+    rows = "".join(_row(label, f.macro.counts) for _, label, f in shown)  # type: ignore[union-attr]
+    return (f'<div data-funnels-side-by-side=""><h3>Side by side</h3>{funnels_svg(shown)}'
+            f'<table class="funnel"><thead><tr><th>run</th>{head}</tr></thead><tbody>{rows}</tbody></table>'
+            '<p class="meta">Each run\'s macro funnel (counts summed over its sequences, rates the means of the '
+            "sequences'). Runs over the same tasks compare directly; <code>swecl compare A B</code> names the "
+            "tasks whose label changed.</p></div>")
+
+
 def funnel_section(data: ReportData) -> str:
     """The report's funnel section: per run its chart and table, or why it has none."""
     parts = ['<section id="funnel" data-funnel=""><h2>Memory funnel ' + TOP + "</h2>",
              '<p class="meta">Per task of the initial pass with dependencies (earlier tasks that changed '
              "the same files): was what they learned stored, retrieved, used, and did the task resolve? "
-             "<code>swecl funnel VERSION</code> has every task.</p>"]
+             "<code>swecl funnel VERSION</code> has every task.</p>",
+             funnels_compared([(vr.run.version, vr.label, vr.funnel) for vr in data.versions])]
     for vr in data.versions:
         f = vr.funnel
         img = ""

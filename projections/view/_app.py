@@ -138,6 +138,10 @@ class View:
             case ["api", "runs"]:
                 return _json([{**listing.row, "progress": _progress_doc(listing.progress)}
                               for listing in self._listings(ledger)])
+            case ["funnels"]:
+                projector = self.results.projector(ledger)
+                reports = [self._version(ledger, v) for v in self._known(ledger, projector)]
+                return _html(_pages.funnels_page(reports, head))
             case ["run", version]:
                 return _html(self._run_page(ledger, head, version))
             case ["run", version, "seq", sequence_id]:

@@ -25,7 +25,8 @@ from projections import VersionMetrics
 from projections.metrics import LEGEND, marked
 from projections.audit import DatasetNote, Flag
 from projections.report import Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, memory_on, tally
-from projections.report._funnel import funnel_table
+from projections.report._funnel import funnel_table, funnels_compared
+from projections.report._funnel_svg import funnels_svg
 from projections.report.present import STATE_CLASS, STATE_TEXT, esc, metric_cells, metric_head, sandbox_of, value_attr
 from projections.show import AttemptShow, ShownRecall, agent_numbers, egress_lines, is_json_lines
 
@@ -208,7 +209,7 @@ def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
         "metrics (n/a: not measured by the run's passes); leaks: recalled items flagged as leakage "
         "(<code>swecl audit VERSION --summary</code>); memory on vs off: initial-pass tasks resolved with the stage's "
         "memory against the run's own baseline pass (memory off), over the tasks with a verdict. The page follows "
-        f"the ledger as it grows. {esc(LEGEND)}.</p>"
+        f"the ledger as it grows. {esc(LEGEND)}. {_a('/funnels', 'Memory funnels side by side')}.</p>"
         f"{table}"
     )
     return layout("runs", [("runs", None)], head, body)
@@ -323,11 +324,32 @@ def assessment_html(vr: VersionReport, assessed: tuple[Gain, Assessment] | None)
     return "".join(parts)
 
 
+def _funnel_chart(vr: VersionReport) -> str:
+    f = vr.funnel
+    return "" if f is None or f.na is not None else funnels_svg([(vr.run.version, vr.label, f)])
+
+
+def funnels_page(reports: list[VersionReport], head: int) -> str:
+    """`/funnels`: the memory funnels of every run side by side (a chart and a table), and
+    the runs without one with the reason."""
+    compared = funnels_compared([(vr.run.version, vr.label, vr.funnel) for vr in reports])
+    missing = "".join(f"<li>{_a(run_href(vr.run.version), vr.label)}: "
+                      f"{esc(vr.funnel.na if vr.funnel is not None and vr.funnel.na else 'no funnel: the run could not be read')}</li>"
+                      for vr in reports if vr.funnel is None or vr.funnel.na is not None)
+    body = ("<h1>Memory funnels</h1><p class=\"meta\">Per task of the initial pass with dependencies: was what "
+            "the earlier tasks learned stored, retrieved, used, and did the task resolve? (<code>swecl funnel "
+            "VERSION</code>; <code>swecl compare A B</code> names the tasks whose label changed.)</p>"
+            + (compared or '<p class="note">Fewer than two runs have a funnel.</p>')
+            + (f"<h2>Runs without a funnel</h2><ul>{missing}</ul>" if missing else ""))
+    return layout("memory funnels", [("runs", "/"), ("memory funnels", None)], head, body)
+
+
 def run_page(vr: VersionReport, status: str, progress: Progress, head: int) -> str:
     version = vr.run.version
     parts = [f"<h1>{esc(vr.label)}</h1>", _run_facts(vr, status, progress), _visible_html(vr),
              "<h2>Metrics (native)</h2>", _metrics_table(vr, vr.sequences), _LEGEND,
-             "<h2>Memory funnel</h2>", funnel_table(vr.funnel)]
+             "<h2>Memory funnel</h2>", _funnel_chart(vr), funnel_table(vr.funnel),
+             '<p class="meta">' + _a("/funnels", "every run's funnel side by side") + "</p>"]
     for sequence_id, seq in vr.sequences.items():
         parts.append(f"<h2>{_a(sequence_href(version, sequence_id), sequence_id)} "
                      f'<span class="meta">{len(seq.plan)} tasks</span></h2>{matrix_html(version, seq.matrix)}')

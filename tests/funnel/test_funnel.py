@@ -5,6 +5,7 @@ API with one task for each label and each override."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -166,6 +167,26 @@ def test_the_report_and_the_view_show_the_funnel(demo: Path, tmp_path: Path) -> 
     assert 'data-funnel-row="swecl-demo_textkit_sequence"' in page and "data-funnel-na" in page
     assert any(p.name.startswith("funnel-1-") for p in (tmp_path / "report" / "plots").iterdir())
     assert 'data-step="use gap" data-value="1"' in funnel_table(_funnel(demo, "1"))
+
+
+
+def test_two_runs_funnels_side_by_side_in_the_report_and_the_view(demo: Path, cache: Path) -> None:
+    from projections.report._funnel import funnels_compared
+    from tests.cli.test_view import get, serving
+
+    blank, base = _funnel(demo, "1"), _funnel(demo, "2")
+    assert funnels_compared([("1", "plugin-blank v1", blank), ("2", "base v2", base)]) == ""  # one funnel: nothing to set beside
+    both = funnels_compared([("1", "plugin-blank v1", blank), ("1b", "plugin-blank again", blank)])
+    assert "data-funnels-side-by-side" in both and both.count("<svg") == 1
+    bars = re.findall(r'<rect data-run="([^"]+)" data-step="use gap" data-value="(\d+)"', both)
+    assert bars == [("1", "1"), ("1b", "1")]
+    assert both.count('data-funnel-row="plugin-blank') == 2
+    with serving(demo, cache) as (base_url, _):
+        status, _, page = get(base_url + "/funnels")
+        assert status == 200 and "Fewer than two runs have a funnel" in page
+        assert "Runs without a funnel" in page and "a run without memory" in page
+        status, _, run = get(base_url + "/run/1")
+        assert status == 200 and "data-funnel-svg" in run and 'href="/funnels"' in run
 
 
 # -- a ledger built event by event: each label, the live-item rule and the override -------------------
