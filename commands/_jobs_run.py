@@ -21,12 +21,13 @@ import msgspec
 from ledger import SweclError
 
 from ._folder import ExperimentFolder
-from ._jobs_read import gains_for, grouped_of, integrity_for, leakage_for
+from ._jobs_read import assessments_for, costs_for, gains_for, grouped_of, integrity_for, leakage_for
 from ._read_documents import grouped_document, metrics_document
 
 if TYPE_CHECKING:
     from projections import VersionMetrics
-    from projections.compare import Gain, GroupedMetrics
+    from projections._spend import RunCost
+    from projections.compare import Assessment, Gain, GroupedMetrics
 
     from .run import Reporter, ResumeOverrides, RunOptions, RunReport
 
@@ -60,6 +61,9 @@ class RunsSummary:
     version_dirs: dict[str, str]
     on_disk: dict[str, str]  # version -> what its folder holds, in a line
     gains: dict[str, Gain] = field(default_factory=dict)  # version -> its normalized gain over its base
+    # version -> its verdict against its base, efficiency and cost, as `swecl metrics` prints them
+    assessments: dict[str, Assessment] = field(default_factory=dict)
+    costs: dict[str, RunCost] = field(default_factory=dict)
 
     @property
     def stages(self) -> dict[str, str]:
@@ -73,7 +77,8 @@ class RunsSummary:
         """The `--json` summary line: `swecl metrics --json` of these runs, their groups
         (with `--repeat`) and where they are."""
         extra = {"grouped": grouped_document(self.groups)} if self.groups else {}
-        return {"event": "summary", **metrics_document(self.found, self.leakage, self.integrity, self.gains), **extra,
+        return {"event": "summary", **metrics_document(self.found, self.leakage, self.integrity, self.gains,
+                                                       self.assessments, self.costs), **extra,
                 **self.where()}
 
 
@@ -176,6 +181,8 @@ class RunJobs(ExperimentFolder):
             leakage = leakage_for(reading.ledger, found)  # as `swecl metrics` has them, with no cut
             integrity = integrity_for(reading.ledger, found)
             gains = gains_for(reading.ledger, reading.projector, found)
+            assessments = assessments_for(reading.ledger, reading.projector, found, gains, leakage) if found else {}
+            costs = costs_for(reading.ledger, found)
         groups = grouped_of(found) if grouped else []
         dirs = {v: str(self.version_dir(v)) for v in versions}
         modes = {m.run.version: m.run.memory_mode for m in found}
@@ -183,6 +190,7 @@ class RunJobs(ExperimentFolder):
             versions=list(versions), found=found, leakage=leakage, integrity=integrity, groups=groups,
             ledger=str(self.ledger_path), results=str(self.root), version_dirs=dirs,
             on_disk={v: _on_disk(Path(path), modes.get(v)) for v, path in dirs.items()}, gains=gains,
+            assessments=assessments, costs=costs,
         )
 
 

@@ -183,7 +183,7 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
     # Wrapped to the table's own 100 columns even when piped (the console is then 200 wide).
     lines = [f"{LEGEND}; solved: initial-pass tasks resolved", *table_notes(found, leakage or {}, integrity or {}),
              *driver_lines(found), *gain_lines(found, gains or {}, assessments),
-             *(cost_line(version_label(vm), costs[vm.run.version]) for vm in found if vm.run.version in (costs or {}))]
+             *cost_lines(found, costs or {})]
     for line in lines:
         console.print(textwrap.fill(line, width=min(console.width, 100), subsequent_indent="  "),
                       markup=False, highlight=False)
@@ -194,7 +194,9 @@ def gain_lines(found: list[VersionMetrics], gains: dict[str, Gain],
     """Two lines per run with a base: its normalized gain and its memory efficiency, per sequence and macro."""
     from projections.compare import ORACLE_STAGE, efficiency_line, gain_line
 
-    lines = []
+    from projections.compare._efficiency import NO_ORACLE, ORACLE_HINT
+
+    lines, no_oracle = [], []
     for vm in found:
         gain = gains.get(vm.run.version)
         if gain is None or gain.na is not None:
@@ -202,8 +204,33 @@ def gain_lines(found: list[VersionMetrics], gains: dict[str, Gain],
         short = short_sequence_names(list(gain.sequences))
         assessment = (assessments or {}).get(vm.run.version)
         lines.append(gain_line(version_label(vm), gain, assessment, short))
-        if assessment is not None and vm.run.stage != ORACLE_STAGE:  # the oracle is the efficiency's measure
-            lines.append(efficiency_line(version_label(vm), assessment.efficiency, short))
+        if assessment is None or vm.run.stage == ORACLE_STAGE:  # the oracle is the efficiency's measure
+            continue
+        eff = assessment.efficiency
+        if eff.na == NO_ORACLE and eff.macro is None and all(r.efficiency is None for r in eff.sequences.values()):
+            no_oracle.append(version_label(vm))  # said once for them all, below
+        else:
+            lines.append(efficiency_line(version_label(vm), eff, short))
+    if no_oracle:
+        lines.append(f"memory efficiency of {', '.join(no_oracle)}: n/a ({NO_ORACLE}: {ORACLE_HINT})")
+    return lines
+
+
+def cost_lines(found: list[VersionMetrics], costs: dict[str, RunCost]) -> list[str]:
+    """A line per run with its cost per solved task; the runs whose agents reported nothing
+    (the demo agent) in one line between them."""
+    silent, lines = [], []
+    for vm in found:
+        cost = costs.get(vm.run.version)
+        if cost is None:
+            continue
+        if cost.whole_run.cost_usd is None and cost.whole_run.tokens is None:
+            silent.append(version_label(vm))
+        else:
+            lines.append(cost_line(version_label(vm), cost))
+    if silent:
+        lines.append(f"cost per solved task of {', '.join(silent)}: not reported (their agents reported no cost "
+                     "or tokens)")
     return lines
 
 

@@ -259,7 +259,8 @@ def _print_summary(summary: RunsSummary, *, quiet: bool, as_json: bool) -> None:
     if as_json:
         click.echo(msgspec.json.encode(summary.document()).decode())
         return
-    print_metrics_table(summary.found, leakage=summary.leakage, integrity=summary.integrity, gains=summary.gains)
+    print_metrics_table(summary.found, leakage=summary.leakage, integrity=summary.integrity, gains=summary.gains,
+                        assessments=summary.assessments, costs=summary.costs)
     print_not_gradeable(summary.found)
     if summary.groups:
         print_grouped_table(summary.groups)

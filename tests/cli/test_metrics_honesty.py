@@ -186,4 +186,9 @@ def test_run_summary_uses_the_same_table(root: Path, capsys: pytest.CaptureFixtu
     _print_summary(Experiment(root).run_summary(["base", ACCUM]), quiet=True, as_json=False)
     out = capsys.readouterr().out
     assert "n/a" in out and "recalled items flagged as leakage" in out
-    assert all(len(line) <= 100 for line in out.splitlines()), out
+    verdict, *rest = out.splitlines()  # the verdict line opens it, one line however long, as in `swecl metrics`
+    assert verdict.startswith(f"{ACCUM} plugin-accum vs base: ")
+    assert all(len(line) <= 100 for line in rest), out
+    said = " ".join(out.split())
+    assert f"memory efficiency of {ACCUM} plugin-accum: n/a (no oracle run: a finished run of" in said
+    assert "plugin-accum: not reported (their agents reported no cost or tokens)" in said

@@ -47,7 +47,7 @@ def test_metrics_open_with_the_verdict_and_say_what_is_not_measured(demo: Path, 
     header = next(line for line in out.splitlines() if "ACC" in line and "CL-Score" in line)
     assert header.split()[3:6] == ["ACC↑", "F↓", "FWT↑"]
     assert "↑ higher is better, ↓ lower is better" in out
-    assert "not reported (the agent reported no cost or tokens" in " ".join(out.split())
+    assert "not reported (their agents reported no cost or tokens)" in " ".join(out.split())
 
 
 def test_compare_says_the_same_verdict_and_takes_an_oracle(demo: Path, cache: Path) -> None:
