@@ -165,9 +165,15 @@ class AttemptShown:
 
     shown: AttemptShow
     written: list[Path] = field(default_factory=list)
+    funnel: RunFunnel | None = None
+    """The run's memory funnel (an initial-pass attempt only: the funnel is of that pass)."""
 
     def document(self) -> dict[str, Any]:
-        return {**msgspec.to_builtins(self.shown), "files": [str(p) for p in self.written]}
+        doc = {**msgspec.to_builtins(self.shown), "files": [str(p) for p in self.written]}
+        if self.funnel is not None:  # the task's part: its label and the items behind each step
+            task = self.funnel.task(self.shown.instance_id) if self.funnel.na is None else None
+            doc["funnel"] = {"na": self.funnel.na} if task is None else msgspec.to_builtins(task)
+        return doc
 
 
 @dataclass(frozen=True)
@@ -467,8 +473,11 @@ class ReadJobs(ExperimentFolder):
         if not self.has_ledger():
             raise SweclError(f"no ledger at {self.ledger_path}: nothing to show "
                              "(run `swecl run` first, or give --results DIR)")
+        from projections.funnel import funnel  # lazy: as above
+
         with self.open_ledger(readonly=True) as ledger:
             shown = show_attempt(ledger, version, task, pass_=pass_)
+            found = funnel(ledger, version) if pass_ == "initial" else None
         written: list[Path] = []
         if files_dir is not None:
             folder = Path(files_dir)
@@ -477,7 +486,7 @@ class ReadJobs(ExperimentFolder):
             for name, data in attempt_files(shown).items():
                 write_output(folder / name, data)
                 written.append(folder / name)
-        return AttemptShown(shown, written)
+        return AttemptShown(shown, written, found)
 
     def funnel(self, version: str) -> RunFunnel:
         """`swecl funnel VERSION`: the memory funnel of the run's initial pass (its `na` says

@@ -10,6 +10,7 @@ import click
 from ._common import echo_json, experiment_of, results_option, run_version
 
 if TYPE_CHECKING:
+    from projections.funnel import RunFunnel
     from projections.show import AttemptShow
 
 
@@ -38,16 +39,15 @@ def funnel_cmd(ctx: click.Context, version: str, as_json: bool) -> None:
         click.echo(line)
 
 
-def print_task_funnel(shown: AttemptShow) -> None:
+def print_task_funnel(shown: AttemptShow, found: RunFunnel | None) -> None:
     """`swecl show V TASK`'s funnel section: the task's label and what stands behind it
     (the initial pass's attempt in force; another pass says so)."""
     from projections.funnel import task_funnel_lines
 
     click.echo("")
     click.echo("== memory funnel " + "=" * 57)
-    if shown.pass_ != "initial":
+    if shown.pass_ != "initial" or found is None:
         click.echo("(computed for the initial pass: swecl show without --pass)")
         return
-    found = experiment_of(click.get_current_context()).funnel(shown.version)
     for line in task_funnel_lines(found, shown.instance_id):
         click.echo(line)

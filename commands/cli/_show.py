@@ -14,6 +14,7 @@ from ._funnel import print_task_funnel
 from ._inputs import show_cmd as task_show_cmd
 
 if TYPE_CHECKING:  # imported when the command runs, not at `swecl --help`
+    from projections.funnel import RunFunnel
     from projections.show import AttemptShow
 
 LOG_TAIL = 60
@@ -67,7 +68,7 @@ def show_cmd(ctx: click.Context, first: str, second: str | None, pass_: str | No
     if as_json:
         echo_json(result.document())
         return
-    _print(result.shown, tail, files_dir is not None)
+    _print(result.shown, tail, files_dir is not None, result.funnel)
     if result.written:
         click.echo("")
         click.echo(f"written to {files_dir}:")
@@ -80,12 +81,12 @@ def _section(title: str) -> None:
     click.echo(f"== {title} " + "=" * max(0, 70 - len(title)))
 
 
-def _print(shown: AttemptShow, tail: int, wrote_files: bool) -> None:
+def _print(shown: AttemptShow, tail: int, wrote_files: bool, funnel: RunFunnel | None) -> None:
     """The attempt as `swecl show` prints it: a heading, then one section per part."""
     _print_heading(shown)
     _print_outcome(shown)
     _print_memory(shown)
-    print_task_funnel(shown)
+    print_task_funnel(shown, funnel)
     _print_sandbox_and_agent(shown)
     _print_patch(shown)
     _print_test_output(shown, tail, wrote_files)

@@ -154,6 +154,11 @@ def test_swecl_show_prints_the_tasks_funnel_label(demo: Path, cache: Path) -> No
     section = out.split("== memory funnel", 1)[1]
     assert "label: use gap" in section and "swecl-demo__textkit-11" in section
     assert "no funnel: a run without memory" in swecl(demo, "show", "2", STORAGE, cache=cache).stdout
+    doc = json.loads(swecl(demo, "show", "1", "swecl-demo__textkit-41", "--json", cache=cache).stdout)
+    assert doc["funnel"]["label"] == "use gap" and doc["funnel"] == msgspec.to_builtins(
+        _funnel(demo, "1").task("swecl-demo__textkit-41"))
+    base = json.loads(swecl(demo, "show", "2", STORAGE, "--json", cache=cache).stdout)
+    assert base["funnel"]["na"].startswith("a run without memory")
 
 
 def test_the_report_and_the_view_show_the_funnel(demo: Path, tmp_path: Path) -> None:
