@@ -197,7 +197,7 @@ class View:
         # The titles of recalled items come from the memory writes of every run: kept apart,
         # so a run that grew folds its own events again, not every run's memory.
         items = self.cache.get(("memory_items",), _ITEM_DEPS, lambda: memory_items(ledger))
-        depends = [on_run(version), *_VALIDITY_DEPS, *_RUNS_DEPS, *_ITEM_DEPS]
+        depends = [on_run(version), *_VALIDITY_DEPS, *_RUNS_DEPS, *_ITEM_DEPS, *_COUNTERFACTUAL_DEPS]
         return self.cache.get(("version", version), depends,
                               lambda: collect(ledger, projector, [version], known=known, items=items).versions[0])
 
@@ -259,6 +259,8 @@ class View:
 _RUNS_DEPS: list[Dependency] = on_types(RunsProjection().selection().types or ())
 _VALIDITY_DEPS: list[Dependency] = on_types(["tasks.validated"])
 _ITEM_DEPS: list[Dependency] = on_types(["memory.written"])
+# A counterfactual's verdict (on its own stream, never the run's) decides a funnel's `used`.
+_COUNTERFACTUAL_DEPS: list[Dependency] = on_types(["counterfactual.finished"])
 
 
 def _html(page: str) -> Response:

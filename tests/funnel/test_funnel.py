@@ -271,6 +271,21 @@ def test_a_counterfactual_verdict_overrides_used(tmp_path: Path) -> None:
     assert not tasks[3].used and tasks[3].used_by == "counterfactual: no effect"
 
 
+def test_the_views_funnel_follows_a_counterfactual_recorded_after_it_was_shown(tmp_path: Path) -> None:
+    """A counterfactual's events are on their own stream, never the run's: the view's kept
+    fold of the run must still drop its funnel when one is recorded."""
+    from projections import Results
+    from projections.view import View
+
+    _crafted(tmp_path / "ledger.db")
+    view = View(Results(tmp_path))
+    before = view.respond("/run/1").body.decode()
+    _counterfactual(tmp_path / "ledger.db", 4, resolved=True)  # task 4's item was harmful: now used
+    after = view.respond("/run/1").body.decode()
+    assert after == View(Results(tmp_path)).respond("/run/1").body.decode()  # as a fresh fold says
+    assert after != before
+
+
 def test_the_difference_names_the_tasks_whose_label_changed(tmp_path: Path) -> None:
     with Ledger.open(_crafted(tmp_path / "a.db"), readonly=True) as led:
         a = funnel(led, "1")
