@@ -56,12 +56,13 @@ def verdict_of(original: bool | None, outcomes: list[bool | None]) -> str:
     return UNDECIDED
 
 
-def counterfactual_repeats(ledger: Ledger, version: str, instance_id: str, pass_: str | None = None
-                           ) -> dict[tuple[str, tuple[str, ...]], list[CounterfactualRepeat]]:
-    """(pass, hidden set) -> its repeats of task `instance_id` of run `version`, by repeat."""
+def counterfactual_repeats(ledger: Ledger, version: str, instance_id: str, pass_: str | None = None,
+                           upto: int | None = None) -> dict[tuple[str, tuple[str, ...]], list[CounterfactualRepeat]]:
+    """(pass, hidden set) -> its repeats of task `instance_id` of run `version`, by repeat
+    (as recorded by seq `upto`; None: the head)."""
     found: dict[str, tuple[tuple[str, tuple[str, ...]], CounterfactualRepeat]] = {}
     for rec in ledger.read(types=["counterfactual.started", "counterfactual.finished"],
-                           ranges=[StreamRange(f"counterfactual/{version}")]):
+                           ranges=[StreamRange(f"counterfactual/{version}")], upto=upto):
         ev = rec.event
         if ev.instance_id != instance_id or (pass_ is not None and ev.pass_ != pass_):
             continue
@@ -79,11 +80,12 @@ def counterfactual_repeats(ledger: Ledger, version: str, instance_id: str, pass_
 
 
 def counterfactual_verdicts(ledger: Ledger, version: str, instance_id: str, cells: dict[str, Cell],
-                            recalled: dict[str, list[str]], pass_: str | None = None) -> list[CounterfactualVerdict]:
+                            recalled: dict[str, list[str]], pass_: str | None = None,
+                            upto: int | None = None) -> list[CounterfactualVerdict]:
     """The verdicts of task `instance_id`'s counterfactuals. `cells`: pass -> V's cell of the
     task (its outcome in force); `recalled`: pass -> the items its attempt recalled, in
     first-recall order (single-item sets come in that order, then the rest)."""
-    groups = counterfactual_repeats(ledger, version, instance_id, pass_)
+    groups = counterfactual_repeats(ledger, version, instance_id, pass_, upto)
 
     def rank(key: tuple[str, tuple[str, ...]]) -> tuple:
         p, hidden = key

@@ -139,7 +139,7 @@ def funnel(ledger: Ledger, version: str, *, upto: int | None = None) -> RunFunne
     patches = _patches(ledger, version, cursor, ran)
     verdicts = _counterfactual_instances(ledger, version, cursor)
     done = [_task_funnel(ledger, version, t, patches.get(t.key) if t.cell else None,
-                         t.instance_id in verdicts) for t in tasks]
+                         t.instance_id in verdicts, cursor) for t in tasks]
     for sequence_id in started.sequences:
         mine = [t for t in done if t.sequence_id == sequence_id]
         out.sequences.append(SequenceFunnel(sequence_id=sequence_id, counts=sequence_counts(mine), tasks=mine))
@@ -287,7 +287,7 @@ def _counterfactual_instances(ledger: Ledger, version: str, cursor: int) -> set[
         types=["counterfactual.started"], ranges=[StreamRange(f"counterfactual/{version}")], upto=cursor)}
 
 
-def _override(ledger: Ledger, version: str, t: _Task) -> str | None:
+def _override(ledger: Ledger, version: str, t: _Task, cursor: int) -> str | None:
     """The counterfactual verdict on the task's retrieved dependency items, when one decided:
     necessary or harmful (the items mattered), else no effect; None: none decided."""
     assert t.cell is not None
@@ -296,7 +296,7 @@ def _override(ledger: Ledger, version: str, t: _Task) -> str | None:
     if not keys:
         return None
     found = [v.verdict for v in counterfactual_verdicts(ledger, version, t.instance_id, {"initial": t.cell},
-                                                          {"initial": keys}, pass_="initial")
+                                                          {"initial": keys}, pass_="initial", upto=cursor)
              if v.attempt == t.cell.attempt and set(v.hidden) & set(keys)]
     for verdict in (NECESSARY, HARMFUL, NO_EFFECT):
         if verdict in found:
@@ -304,7 +304,8 @@ def _override(ledger: Ledger, version: str, t: _Task) -> str | None:
     return None
 
 
-def _task_funnel(ledger: Ledger, version: str, t: _Task, patch: Touched | None, has_counterfactual: bool) -> TaskFunnel:
+def _task_funnel(ledger: Ledger, version: str, t: _Task, patch: Touched | None, has_counterfactual: bool,
+                 cursor: int) -> TaskFunnel:
     cell = t.cell
     out = TaskFunnel(sequence_id=t.sequence_id, order=t.order, instance_id=t.instance_id,
                      dependencies=sorted(t.deps), attempt=cell.attempt if cell else None)
@@ -325,7 +326,7 @@ def _task_funnel(ledger: Ledger, version: str, t: _Task, patch: Touched | None, 
             out.used_from.append(s)
     out.used = bool(out.used_from)
     out.used_by = "patch" if out.used else None
-    verdict = _override(ledger, version, t) if has_counterfactual and t.retrieved else None
+    verdict = _override(ledger, version, t, cursor) if has_counterfactual and t.retrieved else None
     if verdict is not None:
         out.used = verdict != NO_EFFECT
         out.used_by = f"counterfactual: {verdict}"

@@ -50,7 +50,10 @@ def _views(results: Path, cache: Path, out: Path) -> dict[str, object]:
     return {
         "runs": swecl(results, "runs", "--json", cache=cache).stdout,
         "metrics": swecl(results, "metrics", "--json", cache=cache).stdout,
-        "show": swecl(results, "show", "1", STEP_IN, "--json", cache=cache).stdout,
+        # The attempt as recorded; its funnel is left out: a counterfactual's verdict is what
+        # decides the funnel's `used` (design.md, "The memory funnel"), so it may change.
+        "show": {k: v for k, v in json.loads(swecl(results, "show", "1", STEP_IN, "--json", cache=cache).stdout).items()
+                 if k != "funnel"},
         "replay": {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()},
     }
 

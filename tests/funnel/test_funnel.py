@@ -269,6 +269,12 @@ def test_a_counterfactual_verdict_overrides_used(tmp_path: Path) -> None:
         tasks = {t.order: t for t in funnel(led, "1").sequences[0].tasks}
     assert tasks[4].used and tasks[4].used_by == "counterfactual: harmful" and tasks[4].label == USE_GAP
     assert not tasks[3].used and tasks[3].used_by == "counterfactual: no effect"
+    # As of a point before the counterfactuals: the patch's answer, as it was then.
+    with Ledger.open(path, readonly=True) as led:
+        before = led.head() - 4  # each counterfactual is two events
+        earlier = {t.order: t for t in funnel(led, "1", upto=before).sequences[0].tasks}
+    assert earlier[3].used and earlier[3].used_by == "patch"
+    assert not earlier[4].used and earlier[4].used_by is None  # its patch touches another file
 
 
 def test_the_views_funnel_follows_a_counterfactual_recorded_after_it_was_shown(tmp_path: Path) -> None:
