@@ -20,7 +20,7 @@ from typing import Any
 from ledger import Ledger, LedgerError, Recorded, StreamRange
 from ledger.events import RunStarted
 from projections._counterfactuals import HARMFUL, NECESSARY, NO_EFFECT, counterfactual_verdicts
-from projections._fork import Splice, fork_links, read_run
+from projections._fork import ForkLink, Splice, fork_links, read_run
 from projections._outcomes import Cell, outcome_projection
 from projections._provider_calls import memory_server_named
 from projections._runner import Projector
@@ -116,7 +116,8 @@ def funnel(ledger: Ledger, version: str, *, upto: int | None = None) -> RunFunne
     head = ledger.head()
     cursor = head if upto is None else max(0, min(upto, head))
     started = run_started_record(ledger, version, doing="show a memory funnel of").event
-    splice = Splice(version, fork_links(ledger, version, cursor))
+    links = fork_links(ledger, version, cursor)
+    splice = Splice(version, links)
     memory, history = _memory_kind(ledger, started, version, splice, cursor)
     out = RunFunnel(version=version, stage=started.stage, memory=memory, upto=cursor)
     if memory == "none":
@@ -140,11 +141,22 @@ def funnel(ledger: Ledger, version: str, *, upto: int | None = None) -> RunFunne
     verdicts = _counterfactual_instances(ledger, version, cursor)
     done = [_task_funnel(ledger, version, t, patches.get(t.key) if t.cell else None,
                          t.instance_id in verdicts, cursor) for t in tasks]
+    if links and memory.startswith("server "):
+        done = _source_tasks(ledger, links[0], done)  # links[0]: the run's own fork
     for sequence_id in started.sequences:
         mine = [t for t in done if t.sequence_id == sequence_id]
         out.sequences.append(SequenceFunnel(sequence_id=sequence_id, counts=sequence_counts(mine), tasks=mine))
     out.macro = macro_of([s.counts for s in out.sequences])
     return out
+
+
+def _source_tasks(ledger: Ledger, link: ForkLink, done: list[TaskFunnel]) -> list[TaskFunnel]:
+    """A fork of a memory server run: its tasks before K are its source's (their events are
+    spliced in), and so are their server calls, which only the source's streams hold. Those
+    tasks' funnel is the source's as of the fork (a fork of a fork follows the chain)."""
+    source = funnel(ledger, link.source, upto=link.upto)
+    theirs = {(t.sequence_id, t.instance_id): t for s in source.sequences for t in s.tasks} if source.na is None else {}
+    return [theirs.get((t.sequence_id, t.instance_id), t) if t.order < link.before_order else t for t in done]
 
 
 def _na(out: RunFunnel, reason: str) -> RunFunnel:

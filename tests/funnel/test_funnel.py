@@ -36,7 +36,7 @@ from projections.funnel import (
 )
 from tests.audit.crafted import diff_of
 from tests.inprocess import swecl
-from tests.run.support import first_tasks
+from tests.run.support import first_of, first_tasks
 
 pytestmark = pytest.mark.slow
 
@@ -380,3 +380,22 @@ def test_a_memory_servers_writes_and_attributed_recalls(tmp_path: Path) -> None:
     assert [(s.kind, s.ref, s.instance_id) for s in tasks[2].retrieved_from] == [("server", first_write, plan[0].instance_id)]
     assert tasks[3].label == RETRIEVAL_GAP
     assert sorted(s.instance_id for s in tasks[3].stored_from) == [plan[0].instance_id, plan[1].instance_id]
+
+
+def test_a_fork_of_a_memory_server_run_takes_its_sources_funnel_before_k(tmp_path: Path, cache: Path) -> None:
+    """The tasks before K of a fork are its source's, and so are their server calls (on the
+    source's streams only): their funnel is the source's, spans-19's retrieved write of
+    spans-8 included."""
+    from tests.run.test_memory_server_resume import POLICY, SPEC
+
+    results = tmp_path / "results"
+    server = ("--memory-server", SPEC, *POLICY, "--memory-env", "DIE=0")
+    swecl(results, "run", "--stage", "plugin-blank", "--sequence", SPANS, *first_of(4, SPANS), "--passes", "initial",
+          "--grader", "none", *server, "--quiet", cache=cache, timeout=600)
+    swecl(results, "run", "--fork", "1@4", "--memory-server", SPEC, "--memory-env", "DIE=0", "--quiet", cache=cache,
+          timeout=600)
+    source, fork = _funnel(results, "1"), _funnel(results, "2")
+    before = [t for t in source.sequences[0].tasks if t.order < 4]
+    assert [t for t in fork.sequences[0].tasks if t.order < 4] == before
+    (step_in,) = [t for t in before if t.instance_id == "swecl-demo__spans-19"]
+    assert step_in.retrieved and [s.instance_id for s in step_in.retrieved_from] == ["swecl-demo__spans-8"]
