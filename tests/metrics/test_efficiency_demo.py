@@ -88,6 +88,13 @@ def test_oracle_run_is_found_for_the_efficiency(demo: Path, cache: Path, tmp_pat
         assert row["efficiency"] == pytest.approx(expected) and row["ci"] is not None
     compared = json.loads(swecl(results, "compare", "1", "ref", "--json", cache=cache).stdout)
     assert compared["memory_efficiency"]["sequences"][SPANS]["oracle_version"] == "orc"
+    # Regenerated from the ledger alone (no projection cache, no run folder): the same numbers.
+    for path in results.iterdir():
+        if path.name.startswith("projections.db") or path.name.startswith("v"):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    again = {v["version"]: v for v in swecl_json(results, "metrics", cache=cache)["versions"]}
+    assert again["ref"]["memory_efficiency"] == doc["ref"]["memory_efficiency"]
+    assert again["ref"]["verdict"] == doc["ref"]["verdict"]
 
 
 def test_view_run_page_says_the_verdict_and_the_cost(demo: Path) -> None:
