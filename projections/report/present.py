@@ -66,7 +66,7 @@ tr.leaked:target { outline: 2px solid #a33; }
 ul.identical { margin: -.4rem 0 1rem; }
 body.report { overflow-wrap: anywhere; }
 body.report h1 { font-size: 1.45rem; margin: 0 0 .6rem; }
-body.report table { display: block; max-width: 100%; overflow-x: auto; width: max-content; }
+body.report table { display: block; max-width: 100%; overflow-x: auto; width: max-content; overflow-wrap: normal; }
 body.report p.verdict { margin: .25rem 0 .45rem; padding-left: .6rem; border-left: 3px solid var(--ok); }
 body.report figure.headline-chart { margin: .6rem 0 .2rem; } figure.headline-chart img { border: 0; }
 body.report details.numbers { margin: 0 0 .6rem; font-size: .86rem; }
