@@ -90,6 +90,10 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
                     for v in chosen)
     sequence_ids = tuple(dict.fromkeys(s for vr in reports for s in vr.sequences))
     first = reports[0].result
+    comparisons = assessed(ledger, projector, known, head, base_comparisons(reports, grouped=grouped), reports)
+    if not grouped and not any(rc.comparison is not None for rc in comparisons):
+        # No base in the report: each memory run against the base `swecl metrics` finds for it.
+        reports = tuple(with_base(ledger, projector, known, head, vr) for vr in reports)
     return ReportData(
         ledger_id=ledger.ledger_id,
         head_seq=head,
@@ -98,7 +102,7 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
         versions=reports,
         sequence_ids=sequence_ids,
         memory_items=len(items),
-        comparisons=assessed(ledger, projector, known, head, base_comparisons(reports, grouped=grouped), reports),
+        comparisons=comparisons,
         groups=report_groups(reports) if grouped else (),
         grouped=grouped,
     )
@@ -177,6 +181,18 @@ def assessed(ledger: Ledger, projector: Projector, known: Mapping[str, RunSummar
                                        excluded, flagged=vr_b.leakage.flagged, order_a=vr_a.run.task_order)
         out.append(ReportComparison(a=rc.a, b=rc.b, comparison=c, na=rc.na, assessment=assessment))
     return tuple(out)
+
+
+def with_base(ledger: Ledger, projector: Projector, known: Mapping[str, RunSummary], head: int,
+              vr: VersionReport) -> VersionReport:
+    """A memory run with its assessment against the base of its folder (`run_assessment`, as
+    of `head`); unchanged without memory or without a base."""
+    from projections import outcomes
+
+    if not vr.memory_on:
+        return vr
+    found = run_assessment(ledger, projector, known, vr, outcomes_of=lambda v: outcomes(ledger, projector, v, upto=head))
+    return vr if found is None else dataclasses.replace(vr, assessed=found)
 
 
 def with_cost(ledger: Ledger, vr: VersionReport) -> VersionReport:

@@ -7,8 +7,9 @@ resolved, pooled over the compared sequences, each with a 95% Wilson score inter
 without a valid verdict counts as not resolved, as in the normalized gain and the
 efficiency the verdict line quotes. Under each group: its normalized gain with its
 bootstrap interval (the verdict's). Where the report compares nothing (no base run, or
-groups of repeats), one group per run: its own resolved tasks, and its oracle's when the
-efficiency found one.
+groups of repeats), one group per run: its own resolved tasks and, for a memory run with a
+base in its folder (`swecl metrics`' base, `_data.with_base`), the base's and the oracle's
+beside them, from the efficiency's rates, and its gain.
 """
 
 from __future__ import annotations
@@ -89,9 +90,10 @@ def _resolved(vr: VersionReport, sequences: Sequence[str]) -> tuple[int, int]:
     return resolved, tasks
 
 
-def _oracle_bar(vr: VersionReport, assessment: Assessment | None, sequences: Sequence[str]) -> Bar | None:
-    """The oracle's resolved tasks over `sequences`, from the efficiency's rates (resolved /
-    planned); None unless every sequence has an oracle."""
+def _found_bar(vr: VersionReport, assessment: Assessment | None, sequences: Sequence[str],
+               role: Literal["base", "oracle"]) -> Bar | None:
+    """The base's or the oracle's resolved tasks over `sequences`, from the efficiency's rates
+    (resolved / planned); None unless every sequence has one."""
     if assessment is None:
         return None
     found = assessment.efficiency.sequences
@@ -100,17 +102,20 @@ def _oracle_bar(vr: VersionReport, assessment: Assessment | None, sequences: Seq
     for name in sequences:
         r = found.get(name)
         seq = vr.sequences.get(name)
-        if r is None or r.oracle_rate is None or r.oracle_version is None or seq is None or seq.inputs is None:
+        rate, version = (None, None) if r is None else (
+            (r.oracle_rate, r.oracle_version) if role == "oracle" else (r.base_rate, r.base_version))
+        if rate is None or version is None or seq is None or seq.inputs is None:
             return None
         n = len(seq.inputs.initial)
-        resolved += round(r.oracle_rate * n)
+        resolved += round(rate * n)
         tasks += n
-        if r.oracle_version not in versions:
-            versions.append(r.oracle_version)
+        if version not in versions:
+            versions.append(version)
     if not tasks:
         return None
-    label = "oracle " + ", ".join(f"v{v}" if v.isdigit() else v for v in versions)
-    return Bar(role="oracle", versions=tuple(versions), label=label, resolved=resolved, tasks=tasks, memory_on=True)
+    label = f"{role} " + ", ".join(f"v{v}" if v.isdigit() else v for v in versions)
+    return Bar(role=role, versions=tuple(versions), label=label, resolved=resolved, tasks=tasks,
+               memory_on=role == "oracle")
 
 
 def headline(data: ReportData) -> Headline:
@@ -128,7 +133,7 @@ def headline(data: ReportData) -> Headline:
             Bar(role="memory", versions=(vr.run.version,), label=vr.label, memory_on=True,
                 **dict(zip(("resolved", "tasks"), _resolved(vr, sequences), strict=True))),
         ]
-        oracle = _oracle_bar(vr, rc.assessment, sequences)
+        oracle = _found_bar(vr, rc.assessment, sequences, "oracle")
         if oracle is not None:
             bars.append(oracle)
         groups.append(BarGroup(version=vr.run.version, label=vr.label, bars=tuple(bars), sequences=sequences,
@@ -145,12 +150,12 @@ def headline(data: ReportData) -> Headline:
         bars = [Bar(role="run", versions=(vr.run.version,), label=vr.label, resolved=resolved, tasks=tasks,
                     memory_on=vr.memory_on)]
         gain = gain_ci = None
-        if vr.assessed is not None:
+        if vr.assessed is not None:  # against the base of its folder, as `swecl metrics` finds it
             found, assessment = vr.assessed
             gain, gain_ci = found.macro, assessment.gain_macro_ci
-            oracle = _oracle_bar(vr, assessment, sequences)
-            if oracle is not None:
-                bars.append(oracle)
+            base = _found_bar(vr, assessment, sequences, "base")
+            oracle = _found_bar(vr, assessment, sequences, "oracle")
+            bars = [*([base] if base else []), *bars, *([oracle] if oracle else [])]
         groups.append(BarGroup(version=vr.run.version, label=vr.label, bars=tuple(bars), sequences=sequences,
                                gain=gain, gain_ci=gain_ci))
     return Headline(groups=tuple(groups), compared=False)

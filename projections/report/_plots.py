@@ -246,9 +246,11 @@ def headline_figure(found: Headline) -> Figure:
             ax.spines[side].set_visible(False)
         def named(role: str, fallback: str) -> str:
             labels = {b.label for g in groups for b in g.bars if b.role == role}
+            if not labels:  # a memory-off run of its own, not a base beside another
+                return fallback
             return f"{labels.pop()} ({fallback})" if len(labels) == 1 else f"{role} ({fallback})"
 
-        names = {"base": named("base", "memory off") if found.compared else "memory off",
+        names = {"base": named("base", "memory off"),
                  "memory": "memory on", "oracle": named("oracle", "reference memory")}
         handles = [Patch(facecolor=HEADLINE_COLOURS[r], edgecolor="#444444", hatch=_HEADLINE_HATCH.get(r),
                          label=names[r]) for r in ("base", "memory", "oracle") if r in seen]

@@ -69,8 +69,8 @@ def _chart(src: str | None, found: Headline | None) -> str:
         said = ("Each memory run (blue) beside its base (orange, memory off) and its oracle (grey, hatched: a run of "
                 "stage <code>oracle</code>, the reference memory) where the efficiency found one")
     else:
-        said = ("No memory run is compared with a base in this report: each run's own resolved tasks (blue memory on, "
-                "orange memory off), and its oracle's (grey, hatched) where one was found")
+        said = ("No base run in this report: each run's own resolved tasks (blue memory on, orange memory off) and, for "
+                "a memory run, the base and oracle of its folder (as <code>swecl metrics</code> finds them) beside it")
     alt = "; ".join(f"{g.label}: " + ", ".join(f"{b.label} {b.resolved}/{b.tasks}" for b in g.bars) for g in found.groups)
     return (
         f'<figure class="headline-chart"><img data-headline-chart="" src="{esc(src)}" alt="{esc(alt)}">'
@@ -85,6 +85,9 @@ def render_verdicts(data: ReportData, chart: str | None = None, found: Headline 
     each run's gain, efficiency and cost."""
     lines = [(rc.comparison.b.version, rc.assessment) for rc in data.comparisons
              if rc.comparison is not None and rc.assessment is not None and rc.assessment.verdict]
+    if not lines:  # no base in the report: each memory run against its folder's base, as `swecl metrics` says it
+        lines = [(vr.run.version, vr.assessed[1]) for vr in data.versions
+                 if vr.assessed is not None and vr.assessed[1].verdict]
     verdicts = "".join(f'<p class="verdict" data-verdict="{esc(version)}">{esc(a.verdict)}</p>' for version, a in lines)
     by_version = {rc.comparison.b.version: rc for rc in data.comparisons if rc.comparison is not None}
     rows = []
@@ -92,6 +95,8 @@ def render_verdicts(data: ReportData, chart: str | None = None, found: Headline 
         rc = by_version.get(vr.run.version)
         assessment = None if rc is None else rc.assessment
         gain = None if rc is None or rc.comparison is None else rc.comparison.macro.gain
+        if rc is None and vr.assessed is not None:
+            gain, assessment = vr.assessed[0].macro, vr.assessed[1]
         cost = vr.cost
         per = "–" if cost is None else esc(cost_text(cost.run))
         usd = None if cost is None else cost.run.usd_per_solved
