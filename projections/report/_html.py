@@ -2,18 +2,28 @@
 
 Everything the ledger provides (versions, sequence and instance ids, memory titles,
 queries, statuses) is untrusted text: it goes through `esc` on its way into the page, in
-text and in attributes alike. Styles are inline, images are relative files next to the
-page, and the favicon is an empty data URI, so opening the page fetches nothing from any
-network. No wall-clock time is printed: the same ledger gives the same bytes.
+text and in attributes alike. The style sheet is the page's own (`present.CSS`, in its
+head: no style attribute, no script), images are relative files next to the page, and the
+favicon is an empty data URI, so opening the page fetches nothing from any network. No
+wall-clock time is printed: the same ledger gives the same bytes.
 
-The page, top to bottom: a table of contents (`nav#toc`), the runs, the headline metrics,
-the memory-on vs memory-off contrast and the leakage counts (open, never folded: they are
-what a reader looks for first), then one section per sequence (built in `_html_sequence`):
-its learning curves (with the lines that coincide named under them), its metrics, a
-gallery of a(i,j) heatmaps, and one article per run whose task table is folded
-(`details.tasks`), so 273 tasks x several runs stay a page one can scroll.
+The page opens on the answer (`_verdicts`): under the title, the verdict lines (each memory
+run against its base), the headline chart (`_headline`: each memory run's resolved tasks
+beside its base's and its oracle's, with intervals) and each run's gain, efficiency and
+cost; then the contents (`nav#toc`). Everything else is in parts folded by default
+(`details.part`, opened by a click on the summary, or by following a link into them), in
+this order: metrics (the headline metrics, memory on vs memory off, base vs memory stages,
+repeat groups), the memory funnel, one part per sequence (built in `_html_sequence`: its
+learning curves, one panel per pass, with the lines that coincide named under them, its
+metrics, a gallery of a(i,j) heatmaps, and one article per run whose task table is folded
+again, `details.tasks`), recalls and leakage (with the integrity flags), and the runs with
+the ledger's metadata last. Folded, the page is about two screens at 1280x800; tables wider
+than a phone's screen scroll inside their own box.
 
-Stable hooks for tests and scrapers: `section[data-sequence]` (one per sequence),
+Stable hooks for tests and scrapers: the folded parts `details.part[id]` (`part-metrics`,
+`part-funnel`, `part-seq-…`, `part-leakage`, `part-runs`); the verdict lines `p[data-verdict]`, the
+headline chart `img[data-headline-chart]` and its numbers `tr[data-bar-group][data-role]`
+with `td[data-resolved][data-tasks]` and `td[data-rate]`; `section[data-sequence]` (one per sequence),
 `article[data-version]` inside it, metric rows `tr[data-version][data-row]` (data-row is
 the sequence id, or `macro` for the headline) with cells `td[data-metric][data-value]`
 (data-value: the exact float, empty when not computable; a cell whose value the run's

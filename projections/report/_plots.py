@@ -209,8 +209,8 @@ def headline_figure(found: Headline) -> Figure:
     the run and its oracle, with 95% intervals; the run's normalized gain under its name."""
     with matplotlib.rc_context(_RC):
         groups = found.groups
-        width_in = min(12.0, max(7.0, 2.5 * len(groups) + 2.4))
-        fig = Figure(figsize=(width_in, 3.3), layout="constrained")
+        width_in = min(12.0, max(6.0, 2.5 * len(groups) + 1.0))
+        fig = Figure(figsize=(width_in, 3.5), layout="constrained")
         ax = fig.add_subplot()
         slots = max((len(g.bars) for g in groups), default=1)
         bar_w = 0.8 / slots
@@ -255,7 +255,7 @@ def headline_figure(found: Headline) -> Figure:
         handles = [Patch(facecolor=HEADLINE_COLOURS[r], edgecolor="#444444", hatch=_HEADLINE_HATCH.get(r),
                          label=names[r]) for r in ("base", "memory", "oracle") if r in seen]
         handles.append(Line2D([], [], color="#222222", marker="|", linestyle="-", label="95% interval"))
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
+        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False, fontsize=8)
         ax.set_title("initial-pass tasks resolved" + (": memory run vs base and oracle" if found.compared else ""),
                      fontsize=10)
         if not groups:
