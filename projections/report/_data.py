@@ -65,13 +65,17 @@ class ReportData:
 
 def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, formula: str = "native",
             include_failed: bool = False, grouped: bool = False, known: Mapping[str, RunSummary] | None = None,
-            items: Mapping[str, WrittenItem] | None = None) -> ReportData:
+            items: Mapping[str, WrittenItem] | None = None, bases: bool | None = None) -> ReportData:
     """The report of `versions` (when empty: all runs, in ledger order, failed ones only
     with `include_failed`) as of the ledger head. `grouped`: the comparison is of groups of
     repeats (each version's whole group is reported), and the groups' metrics are added.
     `known` (the runs) and `items` (`memory_items`) as of the head, when the caller has them
-    already (`swecl view` keeps them between requests): they are read from every run's events."""
+    already (`swecl view` keeps them between requests): they are read from every run's events.
+    `bases`: when no base run is among `versions`, each memory run is assessed against the
+    base of its folder (`with_base`, for the report's verdict and headline chart); by default
+    only when `known` is not given (`swecl view` gives it, and assesses a run on its page itself)."""
     head = ledger.head()
+    known_given = known is not None
     if known is None:
         known = projector.run(RunsProjection(), upto=head).state.runs
     if not known:
@@ -91,7 +95,9 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
     sequence_ids = tuple(dict.fromkeys(s for vr in reports for s in vr.sequences))
     first = reports[0].result
     comparisons = assessed(ledger, projector, known, head, base_comparisons(reports, grouped=grouped), reports)
-    if not grouped and not any(rc.comparison is not None for rc in comparisons):
+    if bases is None:
+        bases = not known_given
+    if bases and not grouped and not any(rc.comparison is not None for rc in comparisons):
         # No base in the report: each memory run against the base `swecl metrics` finds for it.
         reports = tuple(with_base(ledger, projector, known, head, vr) for vr in reports)
     return ReportData(
