@@ -100,6 +100,9 @@ def test_report_loads_clean_in_headless_chromium(
         click(browser.cdp, load.session, "#part-metrics > summary")
         click(browser.cdp, load.session, "#part-leakage > summary")
         opened = json.loads(evaluate(browser.cdp, load.session, _OPENED))
+        click(browser.cdp, load.session, 'nav#toc a[href="#funnel"]')  # a link into a folded part opens it
+        browser.cdp.drain(0.2)
+        followed = evaluate(browser.cdp, load.session, "[location.hash, document.querySelector('#part-funnel').open]")
         facts = json.loads(evaluate(browser.cdp, load.session, _DOM_FACTS))
         shot = screenshot(browser.cdp, load.session, tmp_path / "report.png")
         browser.cdp.drain(0.3)
@@ -123,6 +126,7 @@ def test_report_loads_clean_in_headless_chromium(
     # A click on a part's summary opens it, and only it.
     assert opened["metrics"] and opened["contrastShown"] and opened["leakage"] and opened["leakageShown"], opened
     assert opened["others"] == ["part-metrics", "part-leakage"], opened
+    assert followed == ["#funnel", True], followed
 
     assert facts["sequences"] == list(realistic.sequences)
     assert facts["versions"] == [[s, v] for s in realistic.sequences for v in realistic.versions]
