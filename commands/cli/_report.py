@@ -30,9 +30,11 @@ from ._common import experiment_of, results_option, run_version
 @click.pass_context
 def report_cmd(ctx: click.Context, versions: tuple[str, ...], out_dir: Path, formula: str, include_failed: bool,
                grouped: bool) -> None:
-    """A static HTML report (works offline): metric tables, memory on vs memory off, leakage
-    counts, base vs each memory stage with `swecl compare`'s intervals, a(i,j) heatmaps and learning curves per sequence, and which memories each task
-    recalled, under a table of contents.
+    """A static HTML report (works offline) that opens on the answer: the verdict lines and a
+    chart of each memory run's resolved tasks beside its base's and its oracle's. Below, folded:
+    metric tables, memory on vs memory off, base vs each memory stage with `swecl compare`'s
+    intervals, the memory funnel, per sequence the learning curves, a(i,j) heatmaps and which
+    memories each task recalled, the leakage counts, and the runs.
 
     No VERSION: every run in the ledger that did not fail (--all: failed ones too). Several
     versions are overlaid on the learning curves of each sequence they share.

@@ -11,11 +11,13 @@ from pathlib import Path
 from ._curves import SequenceCurves, sequence_curves, version_colour
 from ._data import ReportData
 from ._funnel import funnel_files
+from ._headline import headline
 from ._html import render
 from ._html_common import Anchors, Images
 
 INDEX_FILE = "index.html"
 PLOTS_DIR = "plots"
+HEADLINE_FILE = f"{PLOTS_DIR}/headline.png"
 
 
 @dataclass(frozen=True)
@@ -44,13 +46,15 @@ class ReportSummary:
 def render_report(data: ReportData) -> ReportPages:
     """The page and its figures for `data` (the same data gives the same bytes)."""
     # matplotlib lazily: every `swecl` invocation imports this package through the CLI.
-    from ._plots import curves_png, matrix_png
+    from ._plots import curves_png, headline_png, matrix_png
 
     files: dict[str, bytes] = {}
     curves: dict[str, str] = {}
     lines: dict[str, SequenceCurves] = {}
     matrices: dict[tuple[str, str], str] = {}
     colours = {vr.run.version: version_colour(i) for i, vr in enumerate(data.versions)}
+    found = headline(data)
+    files[HEADLINE_FILE] = headline_png(found)
 
     for sequence_id in data.sequence_ids:
         name = f"{PLOTS_DIR}/curves-{_file_stem(sequence_id)}.png"
@@ -71,7 +75,8 @@ def render_report(data: ReportData) -> ReportPages:
         articles={(vr.run.version, s): f"run-{_file_stem(vr.run.version, s)}"
                   for vr in data.versions for s in vr.sequences},
     )
-    page = render(data, Images(curves=curves, matrices=matrices, lines=lines), anchors=anchors)
+    images = Images(curves=curves, matrices=matrices, lines=lines, headline=HEADLINE_FILE, bars=found)
+    page = render(data, images, anchors=anchors)
     files[INDEX_FILE] = page.encode("utf-8")
     return ReportPages(
         files=files,

@@ -7,8 +7,10 @@ cumulative resolve rate after each task. Its label says the stage, the version a
 memory was on: "plugin-blank v2 · initial, memory on" (a base run's passes and every
 baseline pass are memory off). Two runs that produced the same outcomes draw the same line,
 and the later one would hide the earlier: lines whose values are equal at every task are
-drawn a little apart (`offset`, a few thousandths of the axis), each keeps its colour, its
-dash pattern and its marker, and the legend says which line it repeats (`same_as`).
+drawn a little apart (`offset`, a few thousandths of the axis), each keeps its colour and
+its marker, and its label says which line it repeats (`same_as`; the page names the groups
+under the figure). The figure (`_plots.curves_figure`) draws one panel per pass, so its
+legend names each run once; `LINESTYLES` is the pass's dash pattern where passes share axes.
 """
 
 from __future__ import annotations

@@ -65,13 +65,17 @@ class ReportData:
 
 def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, formula: str = "native",
             include_failed: bool = False, grouped: bool = False, known: Mapping[str, RunSummary] | None = None,
-            items: Mapping[str, WrittenItem] | None = None) -> ReportData:
+            items: Mapping[str, WrittenItem] | None = None, bases: bool | None = None) -> ReportData:
     """The report of `versions` (when empty: all runs, in ledger order, failed ones only
     with `include_failed`) as of the ledger head. `grouped`: the comparison is of groups of
     repeats (each version's whole group is reported), and the groups' metrics are added.
     `known` (the runs) and `items` (`memory_items`) as of the head, when the caller has them
-    already (`swecl view` keeps them between requests): they are read from every run's events."""
+    already (`swecl view` keeps them between requests): they are read from every run's events.
+    `bases`: when no base run is among `versions`, each memory run is assessed against the
+    base of its folder (`with_base`, for the report's verdict and headline chart); by default
+    only when `known` is not given (`swecl view` gives it, and assesses a run on its page itself)."""
     head = ledger.head()
+    known_given = known is not None
     if known is None:
         known = projector.run(RunsProjection(), upto=head).state.runs
     if not known:
@@ -90,6 +94,12 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
                     for v in chosen)
     sequence_ids = tuple(dict.fromkeys(s for vr in reports for s in vr.sequences))
     first = reports[0].result
+    comparisons = assessed(ledger, projector, known, head, base_comparisons(reports, grouped=grouped), reports)
+    if bases is None:
+        bases = not known_given
+    if bases and not grouped and not any(rc.comparison is not None for rc in comparisons):
+        # No base in the report: each memory run against the base `swecl metrics` finds for it.
+        reports = tuple(with_base(ledger, projector, known, head, vr) for vr in reports)
     return ReportData(
         ledger_id=ledger.ledger_id,
         head_seq=head,
@@ -98,7 +108,7 @@ def collect(ledger: Ledger, projector: Projector, versions: Sequence[str], *, fo
         versions=reports,
         sequence_ids=sequence_ids,
         memory_items=len(items),
-        comparisons=assessed(ledger, projector, known, head, base_comparisons(reports, grouped=grouped), reports),
+        comparisons=comparisons,
         groups=report_groups(reports) if grouped else (),
         grouped=grouped,
     )
@@ -177,6 +187,18 @@ def assessed(ledger: Ledger, projector: Projector, known: Mapping[str, RunSummar
                                        excluded, flagged=vr_b.leakage.flagged, order_a=vr_a.run.task_order)
         out.append(ReportComparison(a=rc.a, b=rc.b, comparison=c, na=rc.na, assessment=assessment))
     return tuple(out)
+
+
+def with_base(ledger: Ledger, projector: Projector, known: Mapping[str, RunSummary], head: int,
+              vr: VersionReport) -> VersionReport:
+    """A memory run with its assessment against the base of its folder (`run_assessment`, as
+    of `head`); unchanged without memory or without a base."""
+    from projections import outcomes
+
+    if not vr.memory_on:
+        return vr
+    found = run_assessment(ledger, projector, known, vr, outcomes_of=lambda v: outcomes(ledger, projector, v, upto=head))
+    return vr if found is None else dataclasses.replace(vr, assessed=found)
 
 
 def with_cost(ledger: Ledger, vr: VersionReport) -> VersionReport:

@@ -2,18 +2,28 @@
 
 Everything the ledger provides (versions, sequence and instance ids, memory titles,
 queries, statuses) is untrusted text: it goes through `esc` on its way into the page, in
-text and in attributes alike. Styles are inline, images are relative files next to the
-page, and the favicon is an empty data URI, so opening the page fetches nothing from any
-network. No wall-clock time is printed: the same ledger gives the same bytes.
+text and in attributes alike. The style sheet is the page's own (`present.CSS`, in its
+head: no style attribute, no script), images are relative files next to the page, and the
+favicon is an empty data URI, so opening the page fetches nothing from any network. No
+wall-clock time is printed: the same ledger gives the same bytes.
 
-The page, top to bottom: a table of contents (`nav#toc`), the runs, the headline metrics,
-the memory-on vs memory-off contrast and the leakage counts (open, never folded: they are
-what a reader looks for first), then one section per sequence (built in `_html_sequence`):
-its learning curves (with the lines that coincide named under them), its metrics, a
-gallery of a(i,j) heatmaps, and one article per run whose task table is folded
-(`details.tasks`), so 273 tasks x several runs stay a page one can scroll.
+The page opens on the answer (`_verdicts`): under the title, the verdict lines (each memory
+run against its base), the headline chart (`_headline`: each memory run's resolved tasks
+beside its base's and its oracle's, with intervals) and each run's gain, efficiency and
+cost; then the contents (`nav#toc`). Everything else is in parts folded by default
+(`details.part`, opened by a click on the summary, or by following a link into them), in
+this order: metrics (the headline metrics, memory on vs memory off, base vs memory stages,
+repeat groups), the memory funnel, one part per sequence (built in `_html_sequence`: its
+learning curves, one panel per pass, with the lines that coincide named under them, its
+metrics, a gallery of a(i,j) heatmaps, and one article per run whose task table is folded
+again, `details.tasks`), recalls and leakage (with the integrity flags), and the runs with
+the ledger's metadata last. Folded, the page is about two screens at 1280x800; tables wider
+than a phone's screen scroll inside their own box.
 
-Stable hooks for tests and scrapers: `section[data-sequence]` (one per sequence),
+Stable hooks for tests and scrapers: the folded parts `details.part[id]` (`part-metrics`,
+`part-funnel`, `part-seq-…`, `part-leakage`, `part-runs`); the verdict lines `p[data-verdict]`, the
+headline chart `img[data-headline-chart]` and its numbers `tr[data-bar-group][data-role]`
+with `td[data-resolved][data-tasks]` and `td[data-rate]`; `section[data-sequence]` (one per sequence),
 `article[data-version]` inside it, metric rows `tr[data-version][data-row]` (data-row is
 the sequence id, or `macro` for the headline) with cells `td[data-metric][data-value]`
 (data-value: the exact float, empty when not computable; a cell whose value the run's
@@ -60,18 +70,23 @@ def render(data: ReportData, images: Images, *, anchors: Anchors) -> str:
         f"<title>swecl report: {esc(', '.join(v.label for v in data.versions))}</title>",
         f"<style>{CSS}</style>",
         "</head>",
-        "<body>",
-        _header(data, anchors),
-        render_verdicts(data),
-        _runs_table(data),
-        _headline(data),
-        _contrast(data),
-        _leakage(data, anchors),
-        _integrity(data),
-        funnel_section(data),
-        render_comparisons(data.comparisons, data.grouped, TOP),
-        *([render_groups(data.groups, TOP)] if data.groups else []),
-        *(sequence_section(data, seq, images, anchors) for seq in data.sequence_ids),
+        '<body class="report">',
+        "<header><h1>swecl report: did memory help?</h1></header>",
+        render_verdicts(data, images.headline, images.bars),
+        _toc(data, anchors),
+        _part("part-metrics", "Metrics",
+              "ACC, F, FWT, CL-Score per run; memory on vs memory off; base vs each memory stage"
+              + (", repeat groups" if data.groups else ""),
+              _headline(data) + _contrast(data) + render_comparisons(data.comparisons, data.grouped, TOP)
+              + (render_groups(data.groups, TOP) if data.groups else "")),
+        _part("part-funnel", "Memory funnel", "per run: tasks with dependencies, stored, retrieved, used, resolved",
+              funnel_section(data), solo=True),
+        *(_part(f"part-{anchors.sequences[seq]}", f"Sequence {seq}", _sequence_said(data, seq),
+                sequence_section(data, seq, images, anchors), solo=True, cls="part sequence-part")
+          for seq in data.sequence_ids),
+        _part("part-leakage", "Recalls and leakage", _leakage_said(data), _leakage(data, anchors) + _integrity(data)),
+        _part("part-runs", "Runs", f"{len(data.versions)} run(s): stage, memory, agent, model, passes, status, spend; "
+              "the ledger", _runs_table(data), solo=True),
         '<footer class="meta"><p>Generated by <code>swecl report</code> from the ledger alone: '
         "rebuild it at any time, nothing here is a source of truth.</p></footer>",
         "</body>",
@@ -80,50 +95,56 @@ def render(data: ReportData, images: Images, *, anchors: Anchors) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _header(data: ReportData, anchors: Anchors) -> str:
-    versions = ", ".join(esc(v.label) for v in data.versions)
-    return (
-        "<header>"
-        "<h1>swecl report</h1>"
-        f'<p class="meta">Ledger <code>{esc(data.ledger_id)}</code> as of seq <b>{data.head_seq}</b> · '
-        f"formula set <b>{esc(data.formula)}</b> v{data.formula_version} · runs: {versions} · "
-        f"{data.memory_items} memory items known</p>"
-        f"{_toc(data, anchors)}"
-        '<p class="legend meta">Cells: <span class="cell-resolved">1</span>resolved '
-        '<span class="cell-unresolved">0</span>not resolved '
-        '<span class="cell-missing">?</span>missing (no valid verdict: never scored as 0) '
-        '<span class="cell-na">&nbsp;</span>not evaluated</p>'
-        "</header>"
-    )
+def _part(anchor: str, title: str, said: str, body: str, *, solo: bool = False, cls: str = "part") -> str:
+    """A folded part of the page: its summary names it and says what is inside (`said`,
+    plain text or markup already escaped). `solo`: one section whose heading the summary replaces."""
+    return (f'<details class="{cls}{" solo" if solo else ""}" id="{esc(anchor)}"><summary><span class="part-title">'
+            f'{esc(title)}</span> <span class="meta">{said}</span></summary>{body}</details>')
+
+
+def _sequence_said(data: ReportData, sequence_id: str) -> str:
+    present = [vr for vr in data.versions if sequence_id in vr.sequences]
+    tasks = max((len(vr.sequences[sequence_id].plan) for vr in present), default=0)
+    return esc(f"{tasks} tasks, {len(present)} run(s): learning curves, metrics, a(i,j) heatmaps, each run's tasks "
+               "and what they recalled")
+
+
+def _leakage_said(data: ReportData) -> str:
+    flagged = sum(vr.leakage.flagged for vr in data.versions)
+    recalled = sum(vr.leakage.recalled_items for vr in data.versions)
+    said = f"{recalled} recalled items, "
+    said += f'<span class="flagged">{flagged} flagged as leakage</span>' if flagged else "none flagged"
+    checked = sum(v.integrity["patches_checked"] for v in data.versions if v.integrity)
+    integrity = sum(v.integrity["flagged"] for v in data.versions if v.integrity)
+    if checked:
+        said += "; integrity flags: " + (f'<span class="flagged">{integrity} patch(es)</span>' if integrity else "none")
+    return said
 
 
 def _toc(data: ReportData, anchors: Anchors) -> str:
-    """Links to every part of the page: each sequence, and each run's part of it."""
+    """Links to every part of the page (a folded part opens when its link is followed):
+    each sequence, and each run's part of it."""
     flagged = sum(vr.leakage.flagged for vr in data.versions)
     leak = f' <span class="flagged">({flagged} recalled items flagged)</span>' if flagged else " (none flagged)"
     sequences = []
     for sequence_id in data.sequence_ids:
         present = [vr for vr in data.versions if sequence_id in vr.sequences]
-        tasks = max((len(vr.sequences[sequence_id].plan) for vr in present), default=0)
         runs = "".join(
             f'<a href="#{esc(anchors.articles[(vr.run.version, sequence_id)])}">{esc(vr.label)}</a>' for vr in present
         )
         sequences.append(
             f'<li><a href="#{esc(anchors.sequences[sequence_id])}">{esc(sequence_id)}</a> '
-            f'<span class="meta">{tasks} tasks</span> <span class="runs">{runs}</span></li>'
+            f'<span class="runs">{runs}</span></li>'
         )
     return (
-        '<nav id="toc" aria-label="contents"><b>Contents</b><ol>'
-        '<li><a href="#verdict">Verdict</a></li>'
-        '<li><a href="#runs">Runs</a></li>'
-        '<li><a href="#headline">Headline metrics</a></li>'
-        '<li><a href="#contrast">Memory on vs memory off</a></li>'
-        f'<li><a href="#leakage">Leakage</a>{leak}</li>'
-        '<li><a href="#compare">Base vs memory stages</a></li>'
-        + ('<li><a href="#groups">Repeat groups</a></li>' if data.groups else "")
-        +
-        f'<li>Sequences<ol>{"".join(sequences)}</ol></li>'
-        "</ol></nav>"
+        '<nav id="toc" aria-label="contents"><b>Contents</b> '
+        '<a href="#verdict">Verdict</a><a href="#headline">Headline metrics</a>'
+        '<a href="#contrast">Memory on vs memory off</a><a href="#compare">Base vs memory stages</a>'
+        + ('<a href="#groups">Repeat groups</a>' if data.groups else "")
+        + '<a href="#funnel">Memory funnel</a>'
+        f'<a href="#leakage">Leakage</a>{leak} <a href="#runs">Runs</a>'
+        f'<ol class="sequences">{"".join(sequences)}</ol>'
+        "</nav>"
     )
 
 
@@ -153,8 +174,10 @@ def _runs_table(data: ReportData) -> str:
         rows.append(f'<tr data-run="{esc(run.version)}">' + "".join(f"<td>{esc(c)}</td>" for c in cells)
                     + f'<td class="num">{leaks}</td></tr>')
     return (
-        f'<section id="runs"><h2>Runs {TOP}</h2><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
-        "</table></section>"
+        f'<section id="runs"><h2>Runs {TOP}</h2>'
+        f'<p class="meta">Ledger <code>{esc(data.ledger_id)}</code> as of seq <b>{data.head_seq}</b> · '
+        f"formula set <b>{esc(data.formula)}</b> v{data.formula_version} · {data.memory_items} memory items known</p>"
+        f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></section>'
     )
 
 

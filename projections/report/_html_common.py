@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ._curves import SequenceCurves
+from ._headline import Headline
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,10 @@ class Images:
     """(version, sequence id) -> heatmap PNG."""
     lines: Mapping[str, SequenceCurves]
     """sequence id -> the lines of its learning-curve figure (for the note on identical ones)."""
+    headline: str | None = None
+    """The headline chart's PNG (`_headline`)."""
+    bars: Headline | None = None
+    """What the headline chart draws (its numbers are listed under it)."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,14 @@ from ._run_report import Recall, SequenceReport, TaskRow, VersionReport
 from .present import STATE_CLASS, STATE_TEXT, esc, metric_cells, metric_head, num
 
 
+CELLS_LEGEND = (
+    '<p class="legend meta">Cells: <span class="cell-resolved">1</span>resolved '
+    '<span class="cell-unresolved">0</span>not resolved '
+    '<span class="cell-missing">?</span>missing (no valid verdict: never scored as 0) '
+    '<span class="cell-na">&nbsp;</span>not evaluated</p>'
+)
+
+
 def _identical_note(lines: SequenceCurves | None) -> str:
     """Under the figure, in words: which lines coincide (the figure draws them a little apart)."""
     if lines is None or not lines.identical:
@@ -24,7 +32,7 @@ def _identical_note(lines: SequenceCurves | None) -> str:
     )
     return (
         '<p class="note">Identical curves (the same value after every task), drawn slightly apart so each stays '
-        "visible and marked ≡ in the legend:</p>"
+        "visible:</p>"
         f'<ul class="note identical">{items}</ul>'
     )
 
@@ -42,10 +50,11 @@ def sequence_section(data: ReportData, sequence_id: str, images: Images, anchors
     curve = images.curves.get(sequence_id)
     figure = (
         f'<figure><img src="{esc(curve)}" alt="learning curves of {esc(sequence_id)}">'
-        "<figcaption>Cumulative resolve rate over task order, one colour and marker per run: solid = initial pass a(k,k) "
-        "(in order; memory on for a stage with memory, off for base), dashed = final re-test a(N,j) (memory as of the "
-        "end of the initial pass), dotted = baseline b(j) (memory off); × under the axis = a missing initial verdict "
-        "(left out of the rate, not counted as 0).</figcaption></figure>"
+        "<figcaption>Cumulative resolve rate over task order, one panel per pass and one line per run (its colour and "
+        "marker the same in every panel): the initial pass a(k,k) (in order; memory on for a stage with memory, off "
+        "for base), the final re-test a(N,j) (memory as of the end of the initial pass), the baseline b(j) (memory "
+        "off); × under the initial panel's axis = a missing initial verdict (left out of the rate, not counted as 0)."
+        "</figcaption></figure>"
         if curve
         else ""
     )
@@ -58,7 +67,7 @@ def sequence_section(data: ReportData, sequence_id: str, images: Images, anchors
     heatmaps = (
         '<h3>a(i,j) heatmaps</h3><p class="note">Row i = memory as of task i, column j = task. Diagonal: the initial '
         "pass; rows below it: re-tests (row N: the final re-test); b: the memory-off baseline. Click a figure for "
-        f'full size.</p><div class="gallery">{gallery}</div>'
+        f'full size.</p>{CELLS_LEGEND}<div class="gallery">{gallery}</div>'
         if gallery
         else ""
     )

@@ -64,6 +64,26 @@ td.leak span[data-pass] { display: block; white-space: nowrap; }
 td.leak-tasks a { margin-right: .5rem; white-space: nowrap; } td.drill code { white-space: nowrap; }
 tr.leaked:target { outline: 2px solid #a33; }
 ul.identical { margin: -.4rem 0 1rem; }
+body.report { overflow-wrap: anywhere; }
+body.report h1 { font-size: 1.45rem; margin: 0 0 .6rem; }
+body.report table { display: block; max-width: 100%; overflow-x: auto; width: max-content; overflow-wrap: normal; }
+body.report p.verdict { margin: .25rem 0 .45rem; padding-left: .6rem; border-left: 3px solid var(--ok); }
+body.report figure.headline-chart { margin: .6rem 0 .2rem; } figure.headline-chart img { border: 0; }
+body.report details.numbers { margin: 0 0 .6rem; font-size: .86rem; }
+body.report nav#toc a { margin-right: .7rem; } body.report nav#toc ol.sequences { margin: .3rem 0 0; }
+body.report nav#toc ol.sequences li { margin: .05rem 0; }
+details.part { border: 1px solid #e0e0e0; border-radius: 4px; margin: .6rem 0; padding: 0 1rem; }
+details.part > summary { padding: .55rem 0; list-style-position: outside; }
+details.part > summary .part-title { font-size: 1.15rem; font-weight: 600; margin-right: .5rem; }
+details.part[open] > summary { border-bottom: 1px solid #e6e6e6; margin-bottom: .4rem; }
+details.part h2 { font-size: 1.15rem; margin-top: 1.2rem; }
+details.part.solo > section > h2 { display: none; }
+@media (max-width: 600px) {
+  body.report { padding: .8rem .7rem 3rem; }
+  body.report h1 { font-size: 1.2rem; }
+  details.part { padding: 0 .5rem; }
+  td.leak span[data-pass], td.leak-tasks a, td.drill code { white-space: normal; }
+}
 """
 
 STATE_TEXT: dict[CellState, str] = {"resolved": "1", "unresolved": "0", "missing": "?", "n/a": ""}

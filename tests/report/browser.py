@@ -380,3 +380,17 @@ def screenshot(cdp: CDP, session: str, path: Path, *, max_height: int = 6000) ->
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(base64.b64decode(data))
     return path
+
+
+def click(cdp: CDP, session: str, selector: str) -> None:
+    """A real mouse click (pressed, released) on the first element matching `selector`,
+    scrolled into view first; near its left edge, where a `<summary>`'s text is."""
+    x, y = evaluate(cdp, session, f"""(() => {{
+        const e = document.querySelector({json.dumps(selector)});
+        e.scrollIntoView({{block: 'center'}});
+        const r = e.getBoundingClientRect();
+        return [r.x + Math.min(r.width / 2, 24), r.y + r.height / 2];
+    }})()""")
+    for kind in ("mousePressed", "mouseReleased"):
+        cdp.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1},
+                 session=session)

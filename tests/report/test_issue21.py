@@ -102,8 +102,10 @@ def test_leakage_counts_equal_swecl_metrics_json(root: Path, page: Page) -> None
 def test_leakage_is_explained_with_the_way_in(page: Page, summary: ReportSummary) -> None:
     text = read(summary.index)
     section = page.find("section", id="leakage")
-    assert section and not [up for a, up in page.with_attr("table", "class") if a["class"] == "leakage"
-                            and _inside(up, "details")]
+    # In its own folded part, "Recalls and leakage", whose summary counts the flagged items.
+    assert section and [a for a, up in page.with_attr("table", "class") if a["class"] == "leakage"
+                        and any(t == "details" and u.get("id") == "part-leakage" for t, u in up)]
+    assert '<span class="flagged">3 flagged as leakage</span>' in text
     assert "same instance" in text and "later task" in text
     assert "<code>swecl audit VERSION --summary</code>" in text
     assert f"<code>swecl audit {ACCUM} --summary</code>" in text  # per flagged run, ready to paste
@@ -130,10 +132,18 @@ def test_curve_labels_say_stage_version_pass_and_memory(data: ReportData) -> Non
         "plugin-accum accum · initial, memory on",
         "plugin-accum accum · baseline, memory off",
     ]
-    legend = [t.get_text() for t in curves_figure(lines).legends[0].get_texts()]
-    assert legend[: len(labels)] == [c.legend for c in lines.curves]
-    assert all(not text.startswith(("base initial", "plugin-blank initial")) for text in legend)
-    assert legend[len(labels):] == ["plugin-blank: missing initial verdict", "plugin-accum accum: missing initial verdict"]
+    # The figure: one panel per pass, each line labelled as above; the legend names each run
+    # once (its colour and marker are the same in every panel), and the × of a missing verdict.
+    fig = curves_figure(lines)
+    assert [ax.get_title() for ax in fig.axes] == ["initial pass a(k,k)", "final re-test a(N,j)",
+                                                   "baseline b(j), memory off"]
+    drawn = [[line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")] for ax in fig.axes]
+    assert drawn[0][:3] == [c.legend for c in lines.curves if c.pass_kind == "initial"]
+    assert drawn[0][3:] == ["plugin-blank: missing initial verdict", "plugin-accum accum: missing initial verdict"]
+    assert drawn[1] == [c.legend for c in lines.curves if c.pass_kind == "final"]
+    assert drawn[2] == [c.legend for c in lines.curves if c.pass_kind == "baseline"]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == ["base", "plugin-blank", "plugin-accum accum", "× missing initial verdict (run's colour)"]
     # A numbered run reads "plugin-blank v2", as its folder is named.
     run = data.versions[1].run
     assert run_label(msgspec.structs.replace(run, version="2")) == "plugin-blank v2"
@@ -158,7 +168,7 @@ def test_identical_curves_are_drawn_apart_and_named(data: ReportData, page: Page
     assert by_key[f"{PLUGIN}:final"].offset == 0.0  # the middle of three is drawn where the values are
     assert by_key[f"{PLUGIN}:baseline"].offset == 0.0 and by_key[f"{PLUGIN}:baseline"].same_as is None  # unique
     fig = curves_figure(lines)
-    drawn = {line.get_label(): list(line.get_ydata()) for line in fig.axes[0].get_lines()}
+    drawn = {line.get_label(): list(line.get_ydata()) for line in fig.axes[0].get_lines()}  # the initial pass
     blank_y, accum_y = drawn[blank.legend], drawn[accum.legend]
     assert all(a - b == pytest.approx(OFFSET_STEP) for a, b in zip(accum_y, blank_y, strict=True) if a == a)
     # Said on the page too, under the figure of that sequence.
@@ -182,13 +192,17 @@ def test_base_is_memory_off_everywhere(page: Page, summary: ReportSummary) -> No
     assert "off for base" in text
 
 
-def test_memory_contrast_is_open_at_the_top(page: Page, summary: ReportSummary, root: Path) -> None:
+def test_memory_contrast_is_in_the_metrics_part(page: Page, summary: ReportSummary, root: Path) -> None:
+    """The page opens on the verdict and its chart; then folded parts: metrics (the headline
+    metrics, the contrast, base vs memory stages), the funnel, the sequences, recalls and
+    leakage, and the runs last."""
     text = read(summary.index)
-    order = [text.index(f'id="{anchor}"') for anchor in ("runs", "headline", "contrast", "leakage")]
-    assert order == sorted(order) and order[-1] < text.index("data-sequence=")
+    order = [text.index(f'id="{anchor}"') for anchor in ("verdict", "toc", "part-metrics", "headline", "contrast",
+                                                          "compare", "part-funnel", "leakage", "part-runs", "runs")]
+    assert order == sorted(order) and order[5] < text.index("data-sequence=") < order[7]
     cells: dict[tuple[str, str], dict[str, dict[str, str]]] = {}
     for attrs, up in page.with_attr("td", "data-side"):
-        assert not _inside(up, "details"), "the contrast is folded"
+        assert [u for t, u in up if t == "details"] == [{"class": "part", "id": "part-metrics"}], "not in Metrics"
         row = next(a for t, a in reversed(up) if t == "tr")
         cells.setdefault((row["data-contrast"], row["data-kind"]), {})[attrs["data-side"]] = attrs
     assert set(cells) == {(BASE, "self"), (PLUGIN, "baseline"), (PLUGIN, "control"), (ACCUM, "baseline"),
@@ -205,7 +219,8 @@ def test_memory_contrast_is_open_at_the_top(page: Page, summary: ReportSummary, 
     assert "1 missing" in text and "the control base: its initial pass on the same 2 sequence(s)" in text
     # Per sequence, the contrast is a visible line of each run, not inside a folded block.
     lines = [up for a, up in page.with_attr("p", "class") if a["class"] == "contrast-line"]
-    assert len(lines) == 3 * 2 and not any(_inside(up, "details") for up in lines)
+    assert len(lines) == 3 * 2
+    assert all([u.get("class") for t, u in up if t == "details"] == ["part sequence-part solo"] for up in lines)
     assert "memory on (initial pass) 0.750 (n=4) vs memory off (baseline pass) 0.600 (n=5): Δ +0.150" in text
 
 
@@ -216,11 +231,12 @@ def test_table_of_contents_links_every_part(page: Page, data: ReportData) -> Non
     ids = [a["id"] for _, a, _ in page.elements if "id" in a]
     assert len(ids) == len(set(ids)), "duplicate ids"
     toc_links = [a["href"] for a, up in page.with_attr("a", "href") if any(u.get("id") == "toc" for _, u in up)]
-    assert toc_links[:5] == ["#verdict", "#runs", "#headline", "#contrast", "#leakage"]
+    assert toc_links[:8] == ["#verdict", "#headline", "#contrast", "#compare", "#funnel", "#leakage", "#runs",
+                             f"#{page.with_attr('section', 'data-sequence')[0][0]['id']}"]
     sections = [a["id"] for a, _ in page.with_attr("section", "data-sequence")]
     articles = [a["id"] for a, _ in page.with_attr("article", "data-version")]
     assert len(articles) == len(data.sequence_ids) * len(data.versions)
-    assert set(toc_links) == {"#verdict", "#runs", "#headline", "#contrast", "#leakage", "#compare",
+    assert set(toc_links) == {"#verdict", "#runs", "#headline", "#contrast", "#leakage", "#compare", "#funnel",
                               *(f"#{i}" for i in sections + articles)}
     # Every in-page link lands somewhere.
     for attrs, _ in page.with_attr("a", "href"):

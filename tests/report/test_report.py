@@ -87,8 +87,8 @@ def test_report_writes_the_page_and_valid_pngs(report: ReportSummary, realistic:
     assert report.index == report.out_dir / "index.html" and report.files[0] == report.index
     assert report.versions == realistic.versions and report.sequences == realistic.sequences
     pngs = [f for f in report.files if f.suffix == ".png"]
-    # One learning-curve figure per sequence, one heatmap per (version, sequence).
-    assert len(pngs) == len(realistic.sequences) * (1 + len(realistic.versions))
+    # The headline chart, one learning-curve figure per sequence, one heatmap per (version, sequence).
+    assert len(pngs) == 1 + len(realistic.sequences) * (1 + len(realistic.versions))
     for png in pngs:
         assert png.parent == report.out_dir / "plots"
         assert png.read_bytes()[:8] == PNG_MAGIC
@@ -250,7 +250,7 @@ def test_versions_chosen_and_bad_input_is_one_line(realistic: Realistic, tmp_pat
     one = Experiment(realistic.root).report(versions=[PLUGIN], out_dir=tmp_path / "one")
     page = Page(read(one.index))
     assert {a["data-version"] for a, _ in page.with_attr("article", "data-version")} == {PLUGIN}
-    assert one.versions == (PLUGIN,) and len(one.files) == 1 + 2 * 2
+    assert one.versions == (PLUGIN,) and len(one.files) == 1 + 1 + 2 * 2
     with pytest.raises(SweclError, match="no run version 'nope'") as err:
         Experiment(realistic.root).report(versions=["nope"], out_dir=tmp_path / "x")
     assert "\n" not in str(err.value) and "plugin-blank" in str(err.value)
@@ -305,4 +305,4 @@ def test_hostile_names_and_a_long_sequence(tmp_path: Path) -> None:
     page = Page(text)
     assert [a["data-sequence"] for a, _ in page.with_attr("section", "data-sequence")] == [sequence]
     assert [a["data-version"] for a, _ in page.with_attr("article", "data-version")] == [version]
-    assert len([f for f in summary.files if f.suffix == ".png"]) == 2
+    assert len([f for f in summary.files if f.suffix == ".png"]) == 3
