@@ -96,6 +96,7 @@ class CounterfactualJobs(ExperimentFolder):
         from commands.run import ResumeOverrides, RunOptions, get_stage
         from commands.run.memory import memory_backend, resume_memory_options
         from projections import OutcomeProjection, run_started_record
+        from projections.audit import resolve_task
 
         if repeat < 1:
             raise SweclError(f"--repeat {repeat}: give at least 1")
@@ -106,6 +107,8 @@ class CounterfactualJobs(ExperimentFolder):
         with self.reading() as reading:
             ledger = reading.ledger
             started = run_started_record(ledger, version, doing="re-run").event
+            # TASK may be any of a task's names (instance id, SEQ#ORDER, #ORDER): from here on, its instance id
+            task_id = resolve_task(started, task_id)[1].instance_id
             memory = memory_backend(get_stage(started.stage),
                                     RunOptions.from_config({**started.config, "stage": started.stage}))
             refusal = memory.cannot_hide_items(version)

@@ -17,7 +17,7 @@ from projections.metrics import FORMULAS, LEGEND, METRIC_NAMES, ScoredRun, marke
 from .._read_documents import headed_label, resolved_of
 from ._common import echo_json, experiment_of, parse_lambdas, results_option, run_version
 from ._grouped import print_grouped_table
-from ._tables import make_console, short_sequence_names, version_label
+from ._tables import add_fitted_columns, compact_table, make_console, short_sequence_names, version_label
 
 if TYPE_CHECKING:
     from projections import RunCost
@@ -294,20 +294,35 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
-    # lazy: rich costs about 45 ms, paid only by the commands that print a table
-    from rich.table import Table
+    from rich.markup import escape  # lazy: rich costs about 45 ms, paid only by the commands that print a table
 
-    table = Table(title=f"runs in {listing.ledger_path}")
-    for col in ("version", "stage", "agent", "status", "sequences", "resolved", "leaks", "spend", "seeded from",
-                "started"):
-        table.add_column(col)
+    console = make_console()
+    headers = ["v", "stage", "agent", "status", "sequences", "resolved", "leaks", "spend", "from", "started"]
+    cells = []
     for row in rows:
         # Short names (`django`): eight full sequence ids made every row four lines tall.
         short = short_sequence_names(row["sequences"])
-        table.add_row(
-            row["version"], row["stage"] + (f" ({row['memory_server']})" if row["memory_server"] else ""), row["agent"], row["status"],
+        cells.append([
+            row["version"], row["stage"] + (f" ({row['memory_server']})" if row["memory_server"] else ""), row["agent"],
+            row["status"],
             ", ".join(short[s] for s in row["sequences"]) + (f" (order {row['order']})" if row["order"] else ""),
-            " ".join(f"{p}={n}/{row['tasks']}" for p, n in row["resolved"].items()), str(row["leakage"]["flagged"]),
-            _spend_cell(row["spend"]), row["seeded_from"] or "", row["started_at"][:19],
-        )
-    make_console().print(table)
+            # i=5/24: the pass's first letter (the legend under the table)
+            " ".join(f"{p[:1]}={n}/{row['tasks']}" for p, n in row["resolved"].items()), str(row["leakage"]["flagged"]),
+            _spend_cell(row["spend"]), f"v{row['seeded_from']}" if row["seeded_from"] else "",
+            # the year when the terminal has room for it
+            row["started_at"][0 if console.width >= 160 else 5:16].replace("T", " "),
+        ])
+    if console.width < 100:  # the start is the one column left out below 100 columns (`--json` has it)
+        headers, cells = headers[:-1], [c[:-1] for c in cells]
+    table = compact_table(f"runs in {listing.ledger_path}")
+    # words never break (a stage, a pass count); a long list of sequences wraps at its spaces
+    add_fitted_columns(table, headers, cells, wrap=("sequences", "resolved"), right=("leaks",))
+    for row_cells in cells:
+        table.add_row(*(escape(c) for c in row_cells))
+    console.print(table)
+    passes = sorted({p for row in rows for p in row["resolved"]}, key=["initial", "retest", "baseline"].index)
+    legend = ("resolved: tasks resolved per pass (" + ", ".join(f"{p[:1]} {p}" for p in passes) + "); "
+              if passes else "")
+    console.print(textwrap.fill(f"{legend}leaks: recalled items flagged as leakage (swecl audit V --summary); "
+                                "spend: spent/budget; from: the run its memory was seeded from", width=min(console.width, 100), subsequent_indent="  "),
+                  markup=False, highlight=False)

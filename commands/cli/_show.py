@@ -42,8 +42,8 @@ def show_cmd(ctx: click.Context, first: str, second: str | None, pass_: str | No
              dataset: str | None, rows: str | None, as_json: bool) -> None:
     """Why a task of a run passed or failed, or (TASK alone) a task of the benchmark.
 
-    `swecl show VERSION TASK`: the attempt of TASK (an instance_id, or a task order in a
-    one-sequence run) that counts in the pass: its grade with every FAIL_TO_PASS and
+    `swecl show VERSION TASK`: the attempt of TASK (an instance id, SEQ#ORDER such as
+    spans#4, or #ORDER in a one-sequence run) that counts in the pass: its grade with every FAIL_TO_PASS and
     PASS_TO_PASS test and its result (failing ones first), the integrity flags of the patch
     (library code reaching into the test machinery: never a verdict, where to look), the
     memory items it recalled (in a --memory-server run: each call to the memory server, by
@@ -51,7 +51,7 @@ def show_cmd(ctx: click.Context, first: str, second: str | None, pass_: str | No
     message, turns, tokens and cost, the agent's
     full patch, and the last lines of the test log. --files DIR writes them all out in full.
 
-    `swecl show TASK`: one task of a benchmark, what is missing to run it, and its issue text.
+    `swecl show TASK` (instance id or SEQ#ORDER): one task of a benchmark, what is missing to run it, and its issue text.
     """
     if second is None:
         used = [flag for flag, value in (("--pass", pass_), ("--files", files_dir)) if value is not None]
@@ -93,7 +93,10 @@ def _print(shown: AttemptShow, tail: int, wrote_files: bool, funnel: RunFunnel |
 
 
 def _print_heading(shown: AttemptShow) -> None:
-    click.echo(f"{shown.instance_id}  task {shown.order} of {shown.sequence_id} ({shown.repo})")
+    from projections._task_names import task_heading
+
+    click.echo(f"{task_heading(shown.sequence_id, shown.order, shown.instance_id)}  "
+               f"(task {shown.order} of {shown.sequence_id}, {shown.repo})")
     attempts = f"attempt {shown.attempt}" + (f" of {len(shown.attempts)}" if len(shown.attempts) > 1 else "")
     click.echo(f"run v{shown.version} ({shown.stage}"
                + (f", memory server {shown.memory_server}" if shown.memory_server else "")
