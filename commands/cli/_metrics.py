@@ -148,6 +148,7 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
     from rich import box
     from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     console = console or make_console()
     assessments = assessments or {}
@@ -159,26 +160,33 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
     single = len(found) == 1
     heading = title or (f"CL metrics of {headed_label(found[0])} ({formula} formulas)" if single
                         else f"CL metrics ({formula} formulas)")
-    table = Table(title=escape(heading), box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    # fold, never ellipsis: a long run or sequence name wraps rather than losing characters.
-    table.add_column("sequence" if single else "run / sequence", overflow="fold")
-    for name in TABLE_METRICS:
-        table.add_column(marked(name), justify="right", no_wrap=True)
-    table.add_column(marked("solved"), justify="right", no_wrap=True)
-    table.add_column("miss", justify="right", no_wrap=True)
+    rows: list[list[str]] = []
     indent = "" if single else "  "
     for vm in found:
         short = short_sequence_names(list(vm.result.sequences))
         if not single:
-            table.add_row(f"[bold]{escape(headed_label(vm))}[/bold]", *[""] * (len(TABLE_METRICS) + 2))
+            rows.append([f"[bold]{escape(headed_label(vm))}[/bold]", *[""] * (len(TABLE_METRICS) + 2)])
         solved = total = 0
         for name, item in vm.result.sequences.items():
             x, n = resolved_of(vm, name)
             solved, total = solved + x, total + n
-            table.add_row(indent + escape(short[name]), *_cells(item.metrics, item.unmeasured), f"{x}/{n}",
-                          str(_missing(vm, name)))
-        table.add_row(f"{indent}[bold]macro[/bold]", *_cells(vm.result.macro, vm.result.unmeasured, bold=True),
-                      f"[bold]{solved}/{total}[/bold]", "", end_section=True)
+            rows.append([indent + escape(short[name]), *_cells(item.metrics, item.unmeasured), f"{x}/{n}",
+                         str(_missing(vm, name))])
+        rows.append([f"{indent}[bold]macro[/bold]", *_cells(vm.result.macro, vm.result.unmeasured, bold=True),
+                     f"[bold]{solved}/{total}[/bold]", "", "END"])
+    # Below 100 columns one space between columns (the numbers are right-aligned): the
+    # metrics need 64 columns, and a run's name keeps its words whole beside them.
+    table = Table(title=escape(heading), box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+                  padding=(0, 1) if console.width >= 100 else (0, 0))
+    plain = [[Text.from_markup(c).plain for c in r[:len(TABLE_METRICS) + 3]] for r in rows]
+    first = "sequence" if single else "run / sequence"
+    # fold, never ellipsis: a long run or sequence name wraps rather than losing characters.
+    table.add_column(first, overflow="fold",
+                     min_width=max([len(w) for r in plain for w in r[0].split()] + [len("sequence")]))
+    for i, name in enumerate([*(marked(m) for m in TABLE_METRICS), marked("solved"), "miss"], start=1):
+        table.add_column(name, justify="right", no_wrap=True, width=max([len(name), *(len(r[i]) for r in plain)]))
+    for r in rows:
+        table.add_row(*r[:len(TABLE_METRICS) + 3], end_section=r[-1] == "END")
     console.print(table)
     # Wrapped to the table's own 100 columns even when piped (the console is then 200 wide).
     lines = [f"{LEGEND}; solved: initial-pass tasks resolved", *table_notes(found, leakage or {}, integrity or {}),
