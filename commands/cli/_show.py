@@ -5,6 +5,7 @@ benchmark task itself (`_inputs.show_cmd`)."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 import click
@@ -12,6 +13,7 @@ import click
 from ._common import PassParam, echo_json, experiment_of, results_option, run_version
 from ._funnel import print_task_funnel
 from ._inputs import show_cmd as task_show_cmd
+from ._tables import prose_width
 
 if TYPE_CHECKING:  # imported when the command runs, not at `swecl --help`
     from projections.funnel import RunFunnel
@@ -146,10 +148,12 @@ def _print_memory(shown: AttemptShow) -> None:
             click.echo(f"  #{r.rank} {r.item_id} (score {r.score:.3f}): not in this run's substrate")
             continue
         origin = f"from {r.source_instance}" + (f" in v{r.source_run}" if r.source_run else "") if r.source_instance else ""
-        click.echo(f"  #{r.rank} {r.item_id} (score {r.score:.3f}, {r.outcome or '?'}{', ' + origin if origin else ''}): "
-                   f"{r.title or ''}")
+        # within min(terminal, 100) columns: the item's line wraps, its body's start is cut
+        click.echo(textwrap.fill(f"#{r.rank} {r.item_id} (score {r.score:.3f}, {r.outcome or '?'}"
+                                 f"{', ' + origin if origin else ''}): {r.title or ''}", width=prose_width(),
+                                 initial_indent="  ", subsequent_indent="      "))
         if r.short:
-            click.echo(f"      {r.short}")
+            click.echo("      " + textwrap.shorten(r.short, width=prose_width() - 6, placeholder="..."))
 
     if shown.memory_server is not None:
         _section(f"memory server calls ({shown.memory_server})")

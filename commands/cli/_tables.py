@@ -22,6 +22,13 @@ def make_console(*, highlight: bool = True) -> Any:
     return Console(width=int(columns) if columns.isdigit() and int(columns) > 0 else 200, highlight=highlight)
 
 
+def prose_width() -> int:
+    """How wide lines of prose are: the terminal's width (COLUMNS), at most 100."""
+    import shutil
+
+    return max(40, min(shutil.get_terminal_size((100, 24)).columns, 100))
+
+
 def short_sequence_names(names: list[str]) -> dict[str, str]:
     """`django_django_sequence` -> `django`: the part after the last `_` (the repository),
     unless two sequences of the table would then read alike (then the whole id minus `_sequence`).
