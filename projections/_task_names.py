@@ -41,7 +41,8 @@ def task_heading(sequence_id: str, order: int, instance_id: str, sequences: Sequ
 
 
 def _sequence_keys(sequence_id: str, short: str, repo: str | None) -> set[str]:
-    keys = {sequence_id, sequence_id.removesuffix("_sequence"), short}
+    stripped = sequence_id.removesuffix("_sequence")
+    keys = {sequence_id, stripped, stripped.rsplit("_", 1)[-1], short}
     if repo:
         keys |= {repo, repo.rsplit("/", 1)[-1]}
     return {k.lower() for k in keys if k}
