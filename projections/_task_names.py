@@ -69,7 +69,7 @@ def resolve_task_name(plans: Mapping[str, Sequence[T]], text: str, *, where: str
             seqs = [s for s in plans if head.lower() in _sequence_keys(s, short[s], (repos or {}).get(s))]
             if len(seqs) > 1:
                 raise SweclError(f"task {text!r}: {head!r} names {len(seqs)} sequences of {where} "
-                                 f"({', '.join(short[s] for s in seqs)}); use {', '.join(s + '#' + tail for s in seqs)}")
+                                 f"; use {', '.join(short[s] + '#' + tail for s in seqs)}")
             if not seqs:
                 raise SweclError(f"task {text!r}: no sequence {head!r} in {where} (its sequences: "
                                  f"{', '.join(short[s] for s in plans)}; e.g. {', '.join(forms[:3])})")
