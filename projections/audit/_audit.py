@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ledger import Ledger, Recorded, SweclError
+from ledger import Ledger, Recorded
 from ledger.events import RunStarted, TaskRef
 from projections._cut import OrderCut
 from projections._provider_calls import memory_server_named
