@@ -107,13 +107,13 @@ class CounterfactualJobs(ExperimentFolder):
         with self.reading() as reading:
             ledger = reading.ledger
             started = run_started_record(ledger, version, doing="re-run").event
-            # TASK may be any of a task's names (instance id, SEQ#ORDER, #ORDER): from here on, its instance id
-            task_id = resolve_task(started, task_id)[1].instance_id
             memory = memory_backend(get_stage(started.stage),
                                     RunOptions.from_config({**started.config, "stage": started.stage}))
             refusal = memory.cannot_hide_items(version)
             if refusal is not None:
                 raise SweclError(refusal)
+            # TASK may be any of a task's names (instance id, SEQ#ORDER, #ORDER): from here on, its instance id
+            task_id = resolve_task(started, task_id)[1].instance_id
             outcomes = reading.projector.run(OutcomeProjection(version)).state
             target = _target(ledger, outcomes, version, task_id, pass_, started.tasks, memory)
             known = memory.hideable_items(ledger, version)

@@ -316,7 +316,7 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
             ", ".join(short[s] for s in row["sequences"]) + (f" (order {row['order']})" if row["order"] else ""),
             # i=5/24: the pass's first letter (the legend under the table)
             " ".join(f"{p[:1]}={n}/{row['tasks']}" for p, n in row["resolved"].items()), str(row["leakage"]["flagged"]),
-            _spend_cell(row["spend"]), f"v{row['seeded_from']}" if row["seeded_from"] else "",
+            _spend_cell(row["spend"]), row["seeded_from"] or "",
             # the year when the terminal has room for it
             row["started_at"][0 if console.width >= 160 else 5:16].replace("T", " "),
         ])
@@ -324,7 +324,7 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
         headers, cells = headers[:-1], [c[:-1] for c in cells]
     table = compact_table(f"runs in {listing.ledger_path}")
     # words never break (a stage, a pass count); a long list of sequences wraps at its spaces
-    add_fitted_columns(table, headers, cells, wrap=("sequences", "resolved"), right=("leaks",))
+    add_fitted_columns(table, headers, cells, wrap=("sequences", "resolved", "started"), right=("leaks",))
     for row_cells in cells:
         table.add_row(*(escape(c) for c in row_cells))
     console.print(table)
