@@ -290,7 +290,8 @@ def _print_summary(summary: RunAuditSummary, *, every: bool = False) -> None:
     width = min(console.width, 100)
 
     def prose(text: str) -> None:
-        console.print(textwrap.fill(text, width=width, subsequent_indent="  "), markup=False, highlight=False)
+        console.print(textwrap.fill(text, width=width, subsequent_indent="  ", break_on_hyphens=False), markup=False,
+                      highlight=False)
 
     console.print(f"[bold]audit of v{escape(summary.version)}[/bold] ({escape(summary.stage)})")
     prose(_dataset_line(summary.dataset))
@@ -310,19 +311,22 @@ def _print_summary(summary: RunAuditSummary, *, every: bool = False) -> None:
                   pad_edge=False, show_edge=False)
     table.add_column("sequence", no_wrap=True)
     table.add_column("tasks", justify="right", no_wrap=True)
+    table.add_column("task-passes", justify="right", no_wrap=True)
     for kind in kinds_present:
         table.add_column(kind, justify="right", no_wrap=True)
     table.add_column("reused", justify="right", no_wrap=True)
     for seq in sequences:
         of_seq = [f for f in summary.flagged if f.sequence_id == seq]
-        table.add_row(escape(short[seq]), str(len({(f.order, f.pass_) for f in of_seq})),
+        table.add_row(escape(short[seq]), str(len({f.order for f in of_seq})), str(len(of_seq)),
                       *[str(sum(f.by_kind.get(k, 0) for f in of_seq)) for k in kinds_present],
                       str(sum(len(f.reused_items) for f in of_seq)))
     console.print(table)
+    prose("tasks: flagged tasks; task-passes: a flagged task in each pass it ran in; the flags: flagged hits "
+          "(an item recalled twice counts twice); reused: flagged items the agent's patch reused")
     ranked = summary.flagged if every else sorted(summary.flagged, key=lambda f: (-f.hits, -len(f.items)))
     shown = ranked if every else ranked[:SUMMARY_TASKS]
-    heading = ("every flagged task" if every or len(shown) == len(ranked)
-               else f"the {len(shown)} most flagged of {len(ranked)} tasks (every one: --all)")
+    heading = ("every flagged task, in each pass" if every or len(shown) == len(ranked)
+               else f"the {len(shown)} most flagged of {len(ranked)} (a task in a pass; every one: --all)")
     console.print(f"[bold]{heading}[/bold]")
     for f in shown:
         label = task_label(f.sequence_id, f.order, sequences)
