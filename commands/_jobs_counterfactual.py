@@ -96,6 +96,7 @@ class CounterfactualJobs(ExperimentFolder):
         from commands.run import ResumeOverrides, RunOptions, get_stage
         from commands.run.memory import memory_backend, resume_memory_options
         from projections import OutcomeProjection, run_started_record
+        from projections.audit import resolve_task
 
         if repeat < 1:
             raise SweclError(f"--repeat {repeat}: give at least 1")
@@ -111,6 +112,8 @@ class CounterfactualJobs(ExperimentFolder):
             refusal = memory.cannot_hide_items(version)
             if refusal is not None:
                 raise SweclError(refusal)
+            # TASK may be any of a task's names (instance id, SEQ#ORDER, #ORDER): from here on, its instance id
+            task_id = resolve_task(started, task_id)[1].instance_id
             outcomes = reading.projector.run(OutcomeProjection(version)).state
             target = _target(ledger, outcomes, version, task_id, pass_, started.tasks, memory)
             known = memory.hideable_items(ledger, version)

@@ -499,8 +499,15 @@ class ReadJobs(ExperimentFolder):
     def show_task(self, task_id: str, *, dataset: str | None = None, rows: str | None = None) -> TaskShown:
         """`swecl show TASK`: one task of a benchmark (the built-in demo by default); no ledger."""
         from commands.inputs import benchmark_to_list, find_task
+        from projections._task_names import resolve_task_name
 
-        return TaskShown(*find_task(benchmark_to_list(dataset, rows), task_id))
+        benchmark = benchmark_to_list(dataset, rows)
+        if "#" in task_id or task_id.isdigit():  # SEQ#ORDER, #ORDER, ORDER: the one parser
+            plans = {s.id: s.tasks for s in benchmark.sequences}
+            seq_id, task = resolve_task_name(plans, task_id, where=f"benchmark {benchmark.name!r}",
+                                             repos={s.id: s.repo for s in benchmark.sequences})
+            return TaskShown(next(s for s in benchmark.sequences if s.id == seq_id), task)
+        return TaskShown(*find_task(benchmark, task_id))
 
     def audit(self, version: str, task_id: str | None = None, *, pass_: str | None = None, summary: bool = False,
               dataset: str | None = None, rows: str | None = None, no_dataset: bool = False) -> AuditResult:

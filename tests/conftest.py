@@ -22,6 +22,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # set their own test runs' bytecode rules and pass neither variable through, so what is
 # graded does not change.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# pytest-xdist's workers run with COLUMNS=80 (a plain run has none), and swecl's tables
+# honour COLUMNS when their output is piped: a test that wants a width sets it itself.
+os.environ.pop("COLUMNS", None)
 _OWN_PYCACHE = "PYTHONPYCACHEPREFIX" not in os.environ
 os.environ.setdefault("PYTHONPYCACHEPREFIX", pycache_prefix())
 

@@ -1,4 +1,4 @@
-"""`swecl audit VERSION TASK_ID` and `swecl audit VERSION --summary`: readable or JSON."""
+"""`swecl audit VERSION TASK` and `swecl audit VERSION --summary`: readable or JSON."""
 
 from __future__ import annotations
 
@@ -16,38 +16,44 @@ if TYPE_CHECKING:  # the audit itself is imported when the command runs, not at 
 @click.command("audit")
 @results_option
 @click.argument("version", callback=run_version)
-@click.argument("task_id", required=False, metavar="[TASK_ID]")
+@click.argument("task_id", required=False, metavar="[TASK]")
 @click.option("--pass", "pass_", type=PassParam(), default=None, metavar="P",
               help="Only recalls of this pass (default: every pass).")
-@click.option("--summary", is_flag=True, help="Every flagged task of the run instead of one task.")
+@click.option("--summary", is_flag=True,
+              help="The whole run instead of one task: flagged hits per flag and sequence, the most flagged tasks.")
+@click.option("--all", "every", is_flag=True, help="With --summary: list every flagged task.")
 @click.option("--dataset", default=None, metavar="X",
               help="Benchmark for the test-content check (default: the one the run recorded).")
 @click.option("--rows", default=None, metavar="FILE", help="SWE-bench rows completing --dataset.")
 @click.option("--no-dataset", is_flag=True, help="Skip the test-content check (no dataset is loaded).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def audit_cmd(ctx: click.Context, version: str, task_id: str | None, pass_: str | None, summary: bool,
+def audit_cmd(ctx: click.Context, version: str, task_id: str | None, pass_: str | None, summary: bool, every: bool,
               dataset: str | None, rows: str | None, no_dataset: bool, as_json: bool) -> None:
     """Which memories influenced a task, where they came from, and whether any leaked.
 
-    For TASK_ID (an instance_id): every recall of every attempt (abandoned ones
+    For TASK (an instance id, SEQ#ORDER such as spans#4, or #ORDER in a one-sequence
+    run): every recall of every attempt (abandoned ones
     marked), each item's rank and score, its provenance (written by which task of which
     run, seeded or imported into this run, merged, superseded or pruned by which dream
     and why), whether the agent's patch reused it, and leakage flags: same-instance,
     later-task, test-content. In a --memory-server run: what the server returned to the
     task's recall calls, each line attributed to the earlier task whose write call stored
-    it (or "unattributed"). With --summary: every flagged task of the run.
+    it (or "unattributed"). With --summary: the run's flagged hits per flag and per
+    sequence and its most flagged tasks (--all: every flagged task).
     """
     from projections.audit import RunAuditSummary  # lazy: the audit's folds load when the command runs
 
     if summary == (task_id is not None):
-        raise click.UsageError("give a TASK_ID, or --summary for the whole run (not both)")
+        raise click.UsageError("give a TASK, or --summary for the whole run (not both)")
+    if every and not summary:
+        raise click.UsageError("--all lists every flagged task of --summary; give --summary")
     doc = experiment_of(ctx).audit(version, task_id, pass_=pass_, summary=summary, dataset=dataset, rows=rows,
                                    no_dataset=no_dataset).audit
     if as_json:
         echo_json(doc)
     elif isinstance(doc, RunAuditSummary):
-        _print_summary(doc)
+        _print_summary(doc, every=every)
     else:
         _print_task(doc)
 
@@ -113,10 +119,12 @@ def _print_task(audit: TaskAudit) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from projections._task_names import task_heading
+
     console = make_console(highlight=False)
     console.print(
-        f"[bold]audit of {escape(audit.instance_id)}[/bold]: task {audit.order} of {escape(audit.sequence_id)} "
-        f"({escape(audit.repo)}) in v{escape(audit.version)} ({escape(audit.stage)})"
+        f"[bold]audit of {escape(task_heading(audit.sequence_id, audit.order, audit.instance_id))}[/bold] "
+        f"(task {audit.order} of {escape(audit.sequence_id)}, {escape(audit.repo)}) in v{escape(audit.version)} ({escape(audit.stage)})"
         + (f", pass {escape(audit.pass_filter)}" if audit.pass_filter else "")
     )
     console.print(escape(_dataset_line(audit.dataset)))
@@ -263,33 +271,69 @@ def _print_provider(console: Any, audit: TaskAudit) -> None:
             console.print(f"  [dim]{escape(origin)}[/dim]  {escape(text)}")
 
 
-def _print_summary(summary: RunAuditSummary) -> None:
+SUMMARY_TASKS = 5  # the most flagged tasks `--summary` lists; `--all` lists every one
+
+
+def _print_summary(summary: RunAuditSummary, *, every: bool = False) -> None:
+    """The run's audit in the lines a person reads: the counts, flagged hits per flag and
+    per sequence, and the few most flagged tasks; `every` (`--all`): every flagged task."""
+    import textwrap
+
     # lazy: rich costs about 45 ms, paid only by the commands that print a table
+    from rich import box
     from rich.markup import escape
     from rich.table import Table
 
+    from projections._task_names import sequence_short_names, task_label
+
     console = make_console(highlight=False)
+    width = min(console.width, 100)
+
+    def prose(text: str) -> None:
+        console.print(textwrap.fill(text, width=width, subsequent_indent="  ", break_on_hyphens=False), markup=False,
+                      highlight=False)
+
     console.print(f"[bold]audit of v{escape(summary.version)}[/bold] ({escape(summary.stage)})")
-    console.print(escape(_dataset_line(summary.dataset)))
+    prose(_dataset_line(summary.dataset))
     kinds = ", ".join(f"{k}={n}" for k, n in summary.by_kind.items())
     server = (f" ({summary.provider_recalls} recall call(s) to the memory server returned {summary.provider_hits} "
               "item(s): attributed writes, and unattributed lines as one per call)") if summary.provider_recalls else ""
-    console.print(
-        f"{summary.recalls} recall(s), {summary.hits} item(s) returned{server}, {summary.reused_hits} reused by the agent "
-        f"(>= {summary.reuse_threshold:.0%} of their added lines), {summary.flagged_hits} flagged ({kinds})"
-    )
+    prose(f"{summary.recalls} recall(s), {summary.hits} item(s) returned{server}, {summary.reused_hits} reused by the "
+          f"agent (>= {summary.reuse_threshold:.0%} of their added lines), {summary.flagged_hits} flagged ({kinds})")
     if not summary.flagged:
         console.print("[green]no flagged tasks[/green]")
         return
-    table = Table(title="flagged tasks", title_justify="left")
-    for col in ("sequence", "order", "task", "pass", "attempts", "flags", "items", "reused"):
-        table.add_column(col)
-    for f in summary.flagged:
-        items = ", ".join(f.items[:3]) + (f" (+{len(f.items) - 3})" if len(f.items) > 3 else "")
-        reused = ", ".join(f.reused_items[:3]) + (f" (+{len(f.reused_items) - 3})" if len(f.reused_items) > 3 else "")
-        table.add_row(
-            escape(f.sequence_id.removesuffix("_sequence")), str(f.order), escape(f.instance_id), escape(f.pass_),
-            ",".join(str(a) for a in f.attempts), f"[bold red]{escape(', '.join(f.kinds))}[/]", escape(items),
-            escape(reused),
-        )
+    sequences = list(dict.fromkeys(f.sequence_id for f in summary.flagged))
+    short = sequence_short_names(sequences)
+    kinds_present = [k for k, n in summary.by_kind.items() if n] or list(summary.by_kind)
+    # Flagged hits per flag and per sequence (the source of the flagged tasks).
+    table = Table(title="flagged hits per flag and sequence", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, show_edge=False)
+    table.add_column("sequence", no_wrap=True)
+    table.add_column("tasks", justify="right", no_wrap=True)
+    table.add_column("task-passes", justify="right", no_wrap=True)
+    for kind in kinds_present:
+        table.add_column(kind, justify="right", no_wrap=True)
+    table.add_column("reused", justify="right", no_wrap=True)
+    for seq in sequences:
+        of_seq = [f for f in summary.flagged if f.sequence_id == seq]
+        table.add_row(escape(short[seq]), str(len({f.order for f in of_seq})), str(len(of_seq)),
+                      *[str(sum(f.by_kind.get(k, 0) for f in of_seq)) for k in kinds_present],
+                      str(sum(len(f.reused_items) for f in of_seq)))
     console.print(table)
+    prose("tasks: flagged tasks; task-passes: a flagged task in each pass it ran in; the flags: flagged hits "
+          "(an item recalled twice counts twice); reused: flagged items the agent's patch reused")
+    ranked = summary.flagged if every else sorted(summary.flagged, key=lambda f: (-f.hits, -len(f.items)))
+    shown = ranked if every else ranked[:SUMMARY_TASKS]
+    heading = ("every flagged task, in each pass" if every or len(shown) == len(ranked)
+               else f"the {len(shown)} most flagged of {len(ranked)} (a task in a pass; every one: --all)")
+    console.print(f"[bold]{heading}[/bold]")
+    for f in shown:
+        label = task_label(f.sequence_id, f.order, sequences)
+        counts = ", ".join(f"{k} {n}" for k, n in f.by_kind.items() if n) or ", ".join(f.kinds)
+        items = ", ".join(f.items[:2]) + (f" +{len(f.items) - 2}" if len(f.items) > 2 else "")
+        reused = f"; reused {len(f.reused_items)}" if f.reused_items else ""
+        attempts = ",".join(str(a) for a in f.attempts)
+        prose(f"{label} {f.instance_id} ({f.pass_} attempt {attempts}): {counts}{reused}; items {items}")
+    console.print(f"one task's recalls in full: swecl audit {summary.version} {task_label(shown[0].sequence_id, shown[0].order, sequences)}",
+                  markup=False, highlight=False)

@@ -95,19 +95,17 @@ def print_comparison(comparison: Comparison, console: Any = None, *, assessment:
     from rich import box
     from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     console = console or make_console()
     if assessment is not None and assessment.verdict:
         console.print(assessment.verdict, markup=False, highlight=False, soft_wrap=True)
     a, b = comparison.a, comparison.b
     title = f"compare A = {a.label}, B = {b.label} ({comparison.formula} formulas)"
-    table = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    table.add_column("sequence", overflow="fold")
-    table.add_column("metric", no_wrap=True)
-    for name in ("A", "B", "B - A"):
-        table.add_column(name, justify="right", no_wrap=True)
-    table.add_column(f"{comparison.confidence:.0%} CI", justify="right", no_wrap=True)
-    table.add_column("test" if comparison.grouped else "McNemar", no_wrap=True)
+    # Below 100 columns one space between columns: every number whole, the words whole.
+    table = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+                  padding=(0, 1) if console.width >= 100 else (0, 0))
+    rows: list[tuple[list[str], bool]] = []
     short = short_sequence_names(list(comparison.sequences))
     blocks = [(short[name], r) for name, r in comparison.sequences.items()] + [("macro", comparison.macro)]
     gaps: dict[tuple[str, str], list[str]] = {}  # (metric, reason) -> rows where n/a
@@ -142,7 +140,20 @@ def print_comparison(comparison: Comparison, console: Any = None, *, assessment:
             cells = [escape(label) if k == 0 else "", marked(_LABELS[metric]), va, vb, diff, ci, test]
             if bold:
                 cells = [f"[bold]{c}[/bold]" if c else c for c in cells]
-            table.add_row(*cells, end_section=k == len(r.metrics) - 1)
+            rows.append((cells, k == len(r.metrics) - 1))
+    headers = ["sequence", "metric", "A", "B", "B - A", f"{comparison.confidence:.0%} CI",
+               "test" if comparison.grouped else "McNemar"]
+    plain = [[Text.from_markup(c).plain for c in cells] for cells, _ in rows]
+    for i, header in enumerate(headers):
+        widest = max([len(header), *(len(r[i]) for r in plain)])
+        if i == 0:  # fold, never ellipsis: a long sequence name wraps rather than losing characters
+            table.add_column(header, overflow="fold", min_width=max(len(w) for r in plain for w in [header, *r[0].split()]))
+        elif i == len(headers) - 1:  # the test's b=, c=, p= wrap at their spaces below 100 columns
+            table.add_column(header, min_width=max(len(w) for r in plain for w in [header, *r[i].split()]))
+        else:
+            table.add_column(header, justify="right" if 2 <= i <= 5 else "left", no_wrap=True, width=widest)
+    for cells, end in rows:
+        table.add_row(*cells, end_section=end)
     console.print(table)
     width = min(console.width, 100)
     every = len(blocks)

@@ -10,7 +10,7 @@ from ._common import PassParam, echo_json, experiment_of, results_option, run_ve
 @click.command("counterfactual")
 @results_option
 @click.argument("version", callback=run_version)
-@click.argument("task_id", metavar="TASK_ID")
+@click.argument("task_id", metavar="TASK")
 @click.option("--without", "without", multiple=True, metavar="ITEM",
               help="A memory item id to hide from the task's recall (repeatable: one re-run hides them all).")
 @click.option("--without-recalled", is_flag=True,
@@ -44,8 +44,8 @@ def counterfactual_cmd(ctx: click.Context, version: str, task_id: str, without: 
         echo_json(done.document())
         return
     was = done.original_status or "no verdict"
-    click.echo(f"{task_id} in v{version} ({done.pass_}, attempt {done.attempt}): {was}")
+    click.echo(f"{done.instance_id} in v{version} ({done.pass_}, attempt {done.attempt}): {was}")
     for run in done.runs:
         cost = f", ${run.cost_usd:.4f}" if run.cost_usd else ""
         click.echo(f"  without {', '.join(run.hidden)} (repeat {run.repeat}): {run.status}{cost}")
-    click.echo(f"verdicts: swecl audit {version} {task_id}")
+    click.echo(f"verdicts: swecl audit {version} {done.instance_id}")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ._common import echo_json, experiment_of, results_option, run_version
+from ._tables import prose_width
 
 if TYPE_CHECKING:
     from projections.funnel import RunFunnel
@@ -35,7 +36,7 @@ def funnel_cmd(ctx: click.Context, version: str, as_json: bool) -> None:
     if as_json:
         echo_json(found)
         return
-    for line in funnel_table_lines(found):
+    for line in funnel_table_lines(found, width=prose_width()):
         click.echo(line)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from ._common import echo_json, experiment_of
+from ._tables import prose_width
 
 
 dataset_option = click.option(
@@ -50,7 +51,10 @@ def show_cmd(ctx: click.Context, task_id: str, dataset: str | None, rows: str | 
         echo_json(shown.document())
         return
     sequence, task = shown.sequence, shown.task
-    click.echo(f"{task.instance_id}  ({task.repo}, sequence {sequence.id}, order {task.order}, difficulty {task.difficulty})")
+    from projections._task_names import task_heading
+
+    click.echo(f"{task_heading(sequence.id, task.order, task.instance_id)}  ({task.repo}, sequence {sequence.id}, "
+               f"order {task.order}, difficulty {task.difficulty})")
     click.echo(f"base commit: {task.base_commit}   version: {task.version or '-'}")
     click.echo(f"tests: {len(task.fail_to_pass or ())} FAIL_TO_PASS, {len(task.pass_to_pass or ())} PASS_TO_PASS")
     if task.missing():
@@ -83,9 +87,12 @@ def agents_cmd(as_json: bool, check: str | None, command: str | None, sandbox: s
     if as_json:
         echo_json([{"name": name, "description": text} for name, text in AGENTS])
         return
+    import textwrap
+
     width = max(len(name) for name, _ in AGENTS)
     for name, text in AGENTS:
-        click.echo(f"{name:<{width}}  {text}")
+        # the description wraps under itself, within min(terminal, 100) columns
+        click.echo(textwrap.fill(f"{name:<{width}}  {text}", width=prose_width(), subsequent_indent=" " * (width + 2)))
 
 
 def _check_agent(name: str, command: str | None, mode: str, expose: tuple[str, ...], as_json: bool) -> None:

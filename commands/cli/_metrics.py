@@ -17,7 +17,7 @@ from projections.metrics import FORMULAS, LEGEND, METRIC_NAMES, ScoredRun, marke
 from .._read_documents import headed_label, resolved_of
 from ._common import echo_json, experiment_of, parse_lambdas, results_option, run_version
 from ._grouped import print_grouped_table
-from ._tables import make_console, short_sequence_names, version_label
+from ._tables import add_fitted_columns, compact_table, make_console, short_sequence_names, version_label
 
 if TYPE_CHECKING:
     from projections import RunCost
@@ -148,6 +148,7 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
     from rich import box
     from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     console = console or make_console()
     assessments = assessments or {}
@@ -159,26 +160,33 @@ def print_metrics_table(found: list[VersionMetrics], *, title: str | None = None
     single = len(found) == 1
     heading = title or (f"CL metrics of {headed_label(found[0])} ({formula} formulas)" if single
                         else f"CL metrics ({formula} formulas)")
-    table = Table(title=escape(heading), box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    # fold, never ellipsis: a long run or sequence name wraps rather than losing characters.
-    table.add_column("sequence" if single else "run / sequence", overflow="fold")
-    for name in TABLE_METRICS:
-        table.add_column(marked(name), justify="right", no_wrap=True)
-    table.add_column(marked("solved"), justify="right", no_wrap=True)
-    table.add_column("miss", justify="right", no_wrap=True)
+    rows: list[list[str]] = []
     indent = "" if single else "  "
     for vm in found:
         short = short_sequence_names(list(vm.result.sequences))
         if not single:
-            table.add_row(f"[bold]{escape(headed_label(vm))}[/bold]", *[""] * (len(TABLE_METRICS) + 2))
+            rows.append([f"[bold]{escape(headed_label(vm))}[/bold]", *[""] * (len(TABLE_METRICS) + 2)])
         solved = total = 0
         for name, item in vm.result.sequences.items():
             x, n = resolved_of(vm, name)
             solved, total = solved + x, total + n
-            table.add_row(indent + escape(short[name]), *_cells(item.metrics, item.unmeasured), f"{x}/{n}",
-                          str(_missing(vm, name)))
-        table.add_row(f"{indent}[bold]macro[/bold]", *_cells(vm.result.macro, vm.result.unmeasured, bold=True),
-                      f"[bold]{solved}/{total}[/bold]", "", end_section=True)
+            rows.append([indent + escape(short[name]), *_cells(item.metrics, item.unmeasured), f"{x}/{n}",
+                         str(_missing(vm, name))])
+        rows.append([f"{indent}[bold]macro[/bold]", *_cells(vm.result.macro, vm.result.unmeasured, bold=True),
+                     f"[bold]{solved}/{total}[/bold]", "", "END"])
+    # Below 100 columns one space between columns (the numbers are right-aligned): the
+    # metrics need 64 columns, and a run's name keeps its words whole beside them.
+    table = Table(title=escape(heading), box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+                  padding=(0, 1) if console.width >= 100 else (0, 0))
+    plain = [[Text.from_markup(c).plain for c in r[:len(TABLE_METRICS) + 3]] for r in rows]
+    first = "sequence" if single else "run / sequence"
+    # fold, never ellipsis: a long run or sequence name wraps rather than losing characters.
+    table.add_column(first, overflow="fold",
+                     min_width=max([len(w) for r in plain for w in r[0].split()] + [len("sequence")]))
+    for i, name in enumerate([*(marked(m) for m in TABLE_METRICS), marked("solved"), "miss"], start=1):
+        table.add_column(name, justify="right", no_wrap=True, width=max([len(name), *(len(r[i]) for r in plain)]))
+    for r in rows:
+        table.add_row(*r[:len(TABLE_METRICS) + 3], end_section=r[-1] == "END")
     console.print(table)
     # Wrapped to the table's own 100 columns even when piped (the console is then 200 wide).
     lines = [f"{LEGEND}; solved: initial-pass tasks resolved", *table_notes(found, leakage or {}, integrity or {}),
@@ -294,20 +302,35 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
-    # lazy: rich costs about 45 ms, paid only by the commands that print a table
-    from rich.table import Table
+    from rich.markup import escape  # lazy: rich costs about 45 ms, paid only by the commands that print a table
 
-    table = Table(title=f"runs in {listing.ledger_path}")
-    for col in ("version", "stage", "agent", "status", "sequences", "resolved", "leaks", "spend", "seeded from",
-                "started"):
-        table.add_column(col)
+    console = make_console()
+    headers = ["v", "stage", "agent", "status", "sequences", "resolved", "leaks", "spend", "from", "started"]
+    cells = []
     for row in rows:
         # Short names (`django`): eight full sequence ids made every row four lines tall.
         short = short_sequence_names(row["sequences"])
-        table.add_row(
-            row["version"], row["stage"] + (f" ({row['memory_server']})" if row["memory_server"] else ""), row["agent"], row["status"],
+        cells.append([
+            row["version"], row["stage"] + (f" ({row['memory_server']})" if row["memory_server"] else ""), row["agent"],
+            row["status"],
             ", ".join(short[s] for s in row["sequences"]) + (f" (order {row['order']})" if row["order"] else ""),
-            " ".join(f"{p}={n}/{row['tasks']}" for p, n in row["resolved"].items()), str(row["leakage"]["flagged"]),
-            _spend_cell(row["spend"]), row["seeded_from"] or "", row["started_at"][:19],
-        )
-    make_console().print(table)
+            # i=5/24: the pass's first letter (the legend under the table)
+            " ".join(f"{p[:1]}={n}/{row['tasks']}" for p, n in row["resolved"].items()), str(row["leakage"]["flagged"]),
+            _spend_cell(row["spend"]), row["seeded_from"] or "",
+            # the year when the terminal has room for it
+            row["started_at"][0 if console.width >= 160 else 5:16].replace("T", " "),
+        ])
+    if console.width < 100:  # the start is the one column left out below 100 columns (`--json` has it)
+        headers, cells = headers[:-1], [c[:-1] for c in cells]
+    table = compact_table(f"runs in {listing.ledger_path}")
+    # words never break (a stage, a pass count); a long list of sequences wraps at its spaces
+    add_fitted_columns(table, headers, cells, wrap=("sequences", "resolved", "started"), right=("leaks",))
+    for row_cells in cells:
+        table.add_row(*(escape(c) for c in row_cells))
+    console.print(table)
+    passes = sorted({p for row in rows for p in row["resolved"]}, key=["initial", "retest", "baseline"].index)
+    legend = ("resolved: tasks resolved per pass (" + ", ".join(f"{p[:1]} {p}" for p in passes) + "); "
+              if passes else "")
+    console.print(textwrap.fill(f"{legend}leaks: recalled items flagged as leakage (swecl audit V --summary); "
+                                "spend: spent/budget; from: the run its memory was seeded from", width=min(console.width, 100), subsequent_indent="  "),
+                  markup=False, highlight=False)

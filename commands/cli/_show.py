@@ -5,6 +5,7 @@ benchmark task itself (`_inputs.show_cmd`)."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 import click
@@ -12,6 +13,7 @@ import click
 from ._common import PassParam, echo_json, experiment_of, results_option, run_version
 from ._funnel import print_task_funnel
 from ._inputs import show_cmd as task_show_cmd
+from ._tables import prose_width
 
 if TYPE_CHECKING:  # imported when the command runs, not at `swecl --help`
     from projections.funnel import RunFunnel
@@ -42,8 +44,8 @@ def show_cmd(ctx: click.Context, first: str, second: str | None, pass_: str | No
              dataset: str | None, rows: str | None, as_json: bool) -> None:
     """Why a task of a run passed or failed, or (TASK alone) a task of the benchmark.
 
-    `swecl show VERSION TASK`: the attempt of TASK (an instance_id, or a task order in a
-    one-sequence run) that counts in the pass: its grade with every FAIL_TO_PASS and
+    `swecl show VERSION TASK`: the attempt of TASK (an instance id, SEQ#ORDER such as
+    spans#4, or #ORDER in a one-sequence run) that counts in the pass: its grade with every FAIL_TO_PASS and
     PASS_TO_PASS test and its result (failing ones first), the integrity flags of the patch
     (library code reaching into the test machinery: never a verdict, where to look), the
     memory items it recalled (in a --memory-server run: each call to the memory server, by
@@ -51,7 +53,7 @@ def show_cmd(ctx: click.Context, first: str, second: str | None, pass_: str | No
     message, turns, tokens and cost, the agent's
     full patch, and the last lines of the test log. --files DIR writes them all out in full.
 
-    `swecl show TASK`: one task of a benchmark, what is missing to run it, and its issue text.
+    `swecl show TASK` (instance id or SEQ#ORDER): one task of a benchmark, what is missing to run it, and its issue text.
     """
     if second is None:
         used = [flag for flag, value in (("--pass", pass_), ("--files", files_dir)) if value is not None]
@@ -93,7 +95,10 @@ def _print(shown: AttemptShow, tail: int, wrote_files: bool, funnel: RunFunnel |
 
 
 def _print_heading(shown: AttemptShow) -> None:
-    click.echo(f"{shown.instance_id}  task {shown.order} of {shown.sequence_id} ({shown.repo})")
+    from projections._task_names import task_heading
+
+    click.echo(f"{task_heading(shown.sequence_id, shown.order, shown.instance_id)}  "
+               f"(task {shown.order} of {shown.sequence_id}, {shown.repo})")
     attempts = f"attempt {shown.attempt}" + (f" of {len(shown.attempts)}" if len(shown.attempts) > 1 else "")
     click.echo(f"run v{shown.version} ({shown.stage}"
                + (f", memory server {shown.memory_server}" if shown.memory_server else "")
@@ -143,10 +148,12 @@ def _print_memory(shown: AttemptShow) -> None:
             click.echo(f"  #{r.rank} {r.item_id} (score {r.score:.3f}): not in this run's substrate")
             continue
         origin = f"from {r.source_instance}" + (f" in v{r.source_run}" if r.source_run else "") if r.source_instance else ""
-        click.echo(f"  #{r.rank} {r.item_id} (score {r.score:.3f}, {r.outcome or '?'}{', ' + origin if origin else ''}): "
-                   f"{r.title or ''}")
+        # within min(terminal, 100) columns: the item's line wraps, its body's start is cut
+        click.echo(textwrap.fill(f"#{r.rank} {r.item_id} (score {r.score:.3f}, {r.outcome or '?'}"
+                                 f"{', ' + origin if origin else ''}): {r.title or ''}", width=prose_width(),
+                                 initial_indent="  ", subsequent_indent="      "))
         if r.short:
-            click.echo(f"      {r.short}")
+            click.echo("      " + textwrap.shorten(r.short, width=prose_width() - 6, placeholder="..."))
 
     if shown.memory_server is not None:
         _section(f"memory server calls ({shown.memory_server})")

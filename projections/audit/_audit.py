@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ledger import Ledger, Recorded, SweclError
+from ledger import Ledger, Recorded
 from ledger.events import RunStarted, TaskRef
 from projections._cut import OrderCut
 from projections._provider_calls import memory_server_named
@@ -46,19 +46,11 @@ from ._reuse import patch_reuse
 
 
 def resolve_task(started: RunStarted, task_id: str) -> tuple[str, TaskRef]:
-    """(sequence_id, task) of `task_id` in a run: an instance_id, or an order in a one-sequence run."""
-    matches = [(s, t) for s, plan in started.tasks.items() for t in plan if t.instance_id == task_id]
-    if not matches and task_id.isdigit():
-        matches = [(s, t) for s, plan in started.tasks.items() for t in plan if t.order == int(task_id)]
-        if len(matches) > 1:
-            raise SweclError(
-                f"task order {task_id} is in {len(matches)} sequences of v{started.version}; give the instance_id"
-            )
-    if not matches:
-        ids = [t.instance_id for plan in started.tasks.values() for t in plan]
-        shown = ", ".join(ids[:4]) + (" ..." if len(ids) > 4 else "")
-        raise SweclError(f"task {task_id!r} is not in the plan of v{started.version} ({len(ids)} tasks: {shown})")
-    return matches[0]
+    """(sequence_id, task) of `task_id` in a run: an instance_id, `SEQ#ORDER`, or `#ORDER` /
+    `ORDER` in a one-sequence run (`projections._task_names`, the one parser)."""
+    from projections._task_names import resolve_task_name
+
+    return resolve_task_name(started.tasks, task_id, where=f"the plan of v{started.version}")
 
 
 def _secrets_for(secrets: Mapping[str, GradingSecrets] | None, instance_id: str) -> TestContent | None:

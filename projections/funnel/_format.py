@@ -8,12 +8,15 @@ from typing import Any
 
 import msgspec
 
+from projections._task_names import sequence_short_names, task_heading
+
 from ._model import FunnelCounts, FunnelDifference, RunFunnel, Source, TaskFunnel
 
 WIDTH = 100
 _NAME = 28
-_HEAD = (f"{'sequence':<{_NAME}} {'tasks':>5} {'deps':>5} {'stored':>10} {'retrieved':>10} {'used':>10} "
-         f"{'resolved':>10} {'gaps S/R/U/N':>12}")
+def _head(width: int = _NAME) -> str:
+    return (f"{'sequence':<{width}} {'tasks':>5} {'deps':>5} {'stored':>10} {'retrieved':>10} {'used':>10} "
+            f"{'resolved':>10} {'gaps S/R/U/N':>12}")
 LEGEND = ("stored: of the tasks with dependencies; retrieved: of stored; used: of retrieved; resolved: of "
           "the tasks with dependencies; gaps: storage / retrieval / use / no dependency (unresolved tasks)")
 
@@ -22,33 +25,37 @@ def _cell(n: int, rate: float | None) -> str:
     return f"{n} ({rate:.0%})" if rate is not None else f"{n} (n/a)"
 
 
-def _row(name: str, c: FunnelCounts) -> str:
-    if len(name) > _NAME:
-        name = name[: _NAME - 1] + "~"
+def _row(name: str, c: FunnelCounts, width: int = _NAME) -> str:
+    if len(name) > width:
+        name = name[: width - 1] + "~"
     gaps = "/".join(str(c.labels.get(label, 0)) for label in
                     ("storage gap", "retrieval gap", "use gap", "no dependency"))
-    return (f"{name:<{_NAME}} {c.tasks:>5} {c.with_deps:>5} {_cell(c.stored, c.stored_rate):>10} "
+    return (f"{name:<{width}} {c.tasks:>5} {c.with_deps:>5} {_cell(c.stored, c.stored_rate):>10} "
             f"{_cell(c.retrieved, c.retrieved_rate):>10} {_cell(c.used, c.used_rate):>10} "
             f"{_cell(c.resolved, c.resolved_rate):>10} {gaps:>12}")
 
 
-def funnel_table_lines(f: RunFunnel) -> list[str]:
+def funnel_table_lines(f: RunFunnel, width: int = WIDTH) -> list[str]:
     """`swecl funnel V`: a row per sequence and the macro (counts summed, rates the mean of
     the sequences'), then the legend."""
     lines = [f"memory funnel of v{f.version} ({f.stage}, memory: {f.memory}), initial pass, as of seq {f.upto}"]
     if f.na is not None:
         return lines + [f"no funnel: {f.na}"]
-    lines += [_HEAD]
-    lines += [_row(s.sequence_id, s.counts) for s in f.sequences]
-    if f.macro is not None and len(f.sequences) > 1:
-        lines.append(_row("macro (mean of rates)", f.macro.counts))
-    return lines + _wrap(LEGEND)
+    # Short sequence names (`spans`, as a task's SEQ#ORDER names it): the table fits 80 columns.
+    short = sequence_short_names([s.sequence_id for s in f.sequences])
+    macro = "macro" if len(f.sequences) > 1 and f.macro is not None else ""
+    name = min(_NAME, max([len("sequence"), len(macro), *(len(n) for n in short.values())]))
+    lines += [_head(name)]
+    lines += [_row(short[s.sequence_id], s.counts, name) for s in f.sequences]
+    if macro:
+        lines.append(_row(macro, f.macro.counts, name))  # type: ignore[union-attr]
+    return lines + _wrap(LEGEND + "; macro: counts summed, rates the mean of the sequences'", width=width)
 
 
-def _wrap(text: str, indent: str = "") -> list[str]:
+def _wrap(text: str, indent: str = "", width: int = WIDTH) -> list[str]:
     out, line = [], indent
     for word in text.split():
-        if len(line) + len(word) + 1 > WIDTH and line.strip():
+        if len(line) + len(word) + 1 > width and line.strip():
             out.append(line.rstrip())
             line = indent
         line += word + " "
@@ -100,7 +107,8 @@ def format_funnel_difference(diff: FunnelDifference) -> list[str]:
     if not diff.changed:
         return lines + ["no task changed its label"]
     lines.append(f"tasks whose label changed ({len(diff.changed)}):")
-    lines += [f"  {c.instance_id} (task {c.order}): {c.a} -> {c.b}" for c in diff.changed]
+    seqs = list(dict.fromkeys(c.sequence_id for c in diff.changed))
+    lines += [f"  {task_heading(c.sequence_id, c.order, c.instance_id, seqs)}: {c.a} -> {c.b}" for c in diff.changed]
     return lines
 
 

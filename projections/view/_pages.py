@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from projections._task_names import task_label
 from projections import VersionMetrics
 from projections.metrics import LEGEND, marked
 from projections.audit import DatasetNote, Flag
@@ -531,7 +532,7 @@ def task_page(shown: AttemptShow, label: str, flags: Mapping[tuple[int, int], li
     prompt = (f'<details data-key="prompt"><summary>Prompt</summary><pre class="wrap">{esc(shown.prompt)}</pre></details>'
               if shown.prompt is not None else "")
     body = (
-        f"<h1>{esc(iid)}</h1>"
+        f'<h1><span class="task-label">{esc(task_label(shown.sequence_id, shown.order))}</span> {esc(iid)}</h1>'
         f'<p class="meta">task {shown.order} of {_a(sequence_href(v, shown.sequence_id), shown.sequence_id)} '
         f"({esc(shown.repo)}) · run {_a(run_href(v), label)} ({esc(run_status)}) · agent {esc(shown.agent)}"
         f'{" · model " + esc(shown.model) if shown.model else ""} · {esc(attempts)}: {esc(shown.status)}'

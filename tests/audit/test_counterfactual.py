@@ -84,7 +84,7 @@ def test_verdicts_and_the_run_left_as_it_was(demo: Path, cache: Path, tmp_path: 
 
 @pytest.mark.parametrize(("args", "says"), [
     (["9", STEP_IN, "--without-recalled"], "no run version '9'"),
-    (["1", "swecl-demo__nope-1", "--without-recalled"], "is not in run 1's plan"),
+    (["1", "swecl-demo__nope-1", "--without-recalled"], "is not in the plan of v1"),
     (["1", STEP_IN, "--without", "mem-nope"], "--without 'mem-nope': no memory item"),
     (["1", FIRST, "--without-recalled"], "recalled nothing in run 1"),
 ])

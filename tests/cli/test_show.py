@@ -99,7 +99,8 @@ def test_show_refuses_a_bad_version_task_or_pass_in_one_line(demo: Path, cache: 
 
 def test_show_task_alone_still_shows_the_benchmark_task(tmp_path: Path, cache: Path) -> None:
     out = swecl(tmp_path, "show", "swecl-demo__spans-24", cache=cache).stdout
-    assert out.startswith("swecl-demo__spans-24  (swecl-demo/spans") and "FAIL_TO_PASS" in out
+    assert out.startswith("spans#4 swecl-demo__spans-24  (swecl-demo/spans") and "FAIL_TO_PASS" in out
+    assert swecl(tmp_path, "show", "spans#4", cache=cache).stdout == out
     wrong = swecl(tmp_path, "show", "swecl-demo__spans-24", "--files", str(tmp_path / "f"), cache=cache, check=False)
     assert wrong.returncode == 2 and "swecl show VERSION TASK" in wrong.stderr
 
