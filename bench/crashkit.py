@@ -330,12 +330,15 @@ def run_invariants(results: Path, version: str) -> list[str]:
 
 def metrics_doc(results: Path, version: str, cache: Path) -> dict[str, Any]:
     """`swecl metrics --json` for one version: its own scores. Without the fields that name
-    the version, its spend (the agents' wall seconds differ between any two runs, and a
-    resumed run has paid for the attempts it abandoned) and its normalized gain (a ratio
-    to whichever base-stage run shares its folder, not a score of the run alone)."""
+    the version, its spend and cost per solved task (the agents' wall seconds differ between
+    any two runs, and a resumed run has paid for the attempts it abandoned), and what
+    compares it with other runs of its folder (its normalized gain, memory efficiency and
+    verdict line: ratios to whichever base and oracle runs share the folder, the verdict
+    naming the versions; not scores of the run alone)."""
     doc = json.loads(swecl(results, "metrics", "--version", version, "--json", cache=cache).stdout)
     (entry,) = doc["versions"]
-    entry = {k: v for k, v in entry.items() if k not in ("version", "normalized_gain")}
+    entry = {k: v for k, v in entry.items()
+             if k not in ("version", "normalized_gain", "memory_efficiency", "verdict", "cost_per_solved")}
     return {**{k: v for k, v in doc.items() if k not in ("versions", "spend")}, "version": entry}
 
 

@@ -41,11 +41,9 @@ from ._read_documents import compare_document, grouped_document, metrics_documen
 
 if TYPE_CHECKING:  # the folds below load when a job runs, not at `swecl --help`
     from ledger import Ledger
-    from projections._spend import RunCost
-    from projections.compare._assess import Assessment
-    from projections import RunSpend, RunSummary
+    from projections import RunCost, RunSpend, RunSummary
     from projections.audit import RunAuditSummary, TaskAudit
-    from projections.compare import Comparison, Gain, GroupedMetrics
+    from projections.compare import Assessment, Comparison, Gain, GroupedMetrics
     from projections.funnel import FunnelDifference, RunFunnel
     from projections.metrics import Lambdas
     from projections.show import AttemptShow
@@ -499,7 +497,7 @@ class ReadJobs(ExperimentFolder):
     def show_task(self, task_id: str, *, dataset: str | None = None, rows: str | None = None) -> TaskShown:
         """`swecl show TASK`: one task of a benchmark (the built-in demo by default); no ledger."""
         from commands.inputs import benchmark_to_list, find_task
-        from projections._task_names import resolve_task_name
+        from projections import resolve_task_name
 
         benchmark = benchmark_to_list(dataset, rows)
         if "#" in task_id or task_id.isdigit():  # SEQ#ORDER, #ORDER, ORDER: the one parser

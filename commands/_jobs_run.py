@@ -25,8 +25,7 @@ from ._jobs_read import assessments_for, costs_for, gains_for, grouped_of, integ
 from ._read_documents import grouped_document, metrics_document
 
 if TYPE_CHECKING:
-    from projections import VersionMetrics
-    from projections._spend import RunCost
+    from projections import RunCost, VersionMetrics
     from projections.compare import Assessment, Gain, GroupedMetrics
 
     from .run import Reporter, ResumeOverrides, RunOptions, RunReport

@@ -66,6 +66,10 @@ _EXPORTS = {
     "run_cost": "_spend",
     "cost_line": "_spend",
     "cost_text": "_spend",
+    "resolve_task_name": "_task_names",
+    "sequence_short_names": "_task_names",
+    "task_heading": "_task_names",
+    "task_label": "_task_names",
     "memory_server_of": "_provider_calls",
     "json_strings": "_provider_calls",
     "sequence_cutoffs": "_cut",
@@ -121,7 +125,8 @@ _EXPORTS = {
 __all__ += sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from ._spend import RunSpend, spend_of
+    from ._spend import RunCost, RunSpend, cost_line, cost_text, run_cost, spend_of
+    from ._task_names import resolve_task_name, sequence_short_names, task_heading, task_label
     from ._cut import OrderCut, order_cut, sequence_cutoffs
     from ._passes import pass_rank, retest_row
     from ._provider_calls import json_strings, memory_server_of

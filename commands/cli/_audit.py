@@ -119,7 +119,7 @@ def _print_task(audit: TaskAudit) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from projections._task_names import task_heading
+    from projections import task_heading
 
     console = make_console(highlight=False)
     console.print(
@@ -284,7 +284,7 @@ def _print_summary(summary: RunAuditSummary, *, every: bool = False) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from projections._task_names import sequence_short_names, task_label
+    from projections import sequence_short_names, task_label
 
     console = make_console(highlight=False)
     width = min(console.width, 100)

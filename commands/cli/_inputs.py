@@ -51,7 +51,7 @@ def show_cmd(ctx: click.Context, task_id: str, dataset: str | None, rows: str | 
         echo_json(shown.document())
         return
     sequence, task = shown.sequence, shown.task
-    from projections._task_names import task_heading
+    from projections import task_heading
 
     click.echo(f"{task_heading(sequence.id, task.order, task.instance_id)}  ({task.repo}, sequence {sequence.id}, "
                f"order {task.order}, difficulty {task.difficulty})")

@@ -202,7 +202,7 @@ def gain_lines(found: list[VersionMetrics], gains: dict[str, Gain],
     """Two lines per run with a base: its normalized gain and its memory efficiency, per sequence and macro."""
     from projections.compare import ORACLE_STAGE, efficiency_line, gain_line
 
-    from projections.compare._efficiency import NO_ORACLE, ORACLE_HINT
+    from projections.compare import NO_ORACLE, ORACLE_HINT
 
     lines, no_oracle = [], []
     for vm in found:

@@ -95,7 +95,7 @@ def _print(shown: AttemptShow, tail: int, wrote_files: bool, funnel: RunFunnel |
 
 
 def _print_heading(shown: AttemptShow) -> None:
-    from projections._task_names import task_heading
+    from projections import task_heading
 
     click.echo(f"{task_heading(shown.sequence_id, shown.order, shown.instance_id)}  "
                f"(task {shown.order} of {shown.sequence_id}, {shown.repo})")

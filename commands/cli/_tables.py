@@ -33,7 +33,7 @@ def short_sequence_names(names: list[str]) -> dict[str, str]:
     """`django_django_sequence` -> `django`: the part after the last `_` (the repository),
     unless two sequences of the table would then read alike (then the whole id minus `_sequence`).
     The same names a task's `SEQ#ORDER` uses (`projections._task_names`)."""
-    from projections._task_names import sequence_short_names
+    from projections import sequence_short_names
 
     return sequence_short_names(names)
 

@@ -47,6 +47,10 @@ _EXPORTS = {
     "ProviderRecall": "_model",
     "ProviderWrite": "_model",
     "provider_recalls": "_provider",
+    "iter_provider_recalls": "_provider",
+    "seeded_server_writes": "_provider",
+    "server_calls": "_provider",
+    "server_tools": "_provider",
     "Reuse": "_model",
     "RunAuditSummary": "_model",
     "TaskAudit": "_model",
@@ -59,6 +63,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from ._audit import audit_summary, audit_task, resolve_task
+    from ._provider import iter_provider_recalls, provider_recalls, seeded_server_writes, server_calls, server_tools
     from ._flags import TestContent
     from ._fold import fold_with_snapshots, pass_rank, run_started
     from ._integrity import (
@@ -92,7 +97,6 @@ if TYPE_CHECKING:
         TaskAudit,
         WrittenBy,
     )
-    from ._provider import provider_recalls
     from ._reuse import changed_lines, patch_reuse
 
 

@@ -124,7 +124,7 @@ class _Tools:
         return ev.tool == self.recall_tool or (ev.tool != self.write_tool and self.read_only.get(ev.tool) is True)
 
 
-def _calls(ledger: Ledger, stream: str, tools: _Tools, upto: int | None = None) -> Iterator[tuple[int, ProviderCalled]]:
+def server_calls(ledger: Ledger, stream: str, tools: _Tools, upto: int | None = None) -> Iterator[tuple[int, ProviderCalled]]:
     """The calls recorded in `stream` (up to seq `upto`), `tools` learning each tool list
     on the way (a server's list is recorded before its first call)."""
     for rec in ledger.read(types=["memory.provider.started", "memory.provider.called"], ranges=[StreamRange(stream)],
@@ -143,7 +143,7 @@ class _Write:
     arguments: str
 
 
-def _seeded_writes(ledger: Ledger, version: str, sequence_id: str, seen: frozenset[str],
+def seeded_server_writes(ledger: Ledger, version: str, sequence_id: str, seen: frozenset[str],
                    configs: Callable[[str], _Tools]) -> list[_Write]:
     """The writes the server of a copy-seeded run's sequence started with: the source
     run's initial-pass writes before the snapshot the seed names, its own seed's first
@@ -157,15 +157,15 @@ def _seeded_writes(ledger: Ledger, version: str, sequence_id: str, seen: frozens
         source = snap.stream.split("/")[1]
         if source in seen:
             continue
-        out += _seeded_writes(ledger, source, sequence_id, seen | {source}, configs)
+        out += seeded_server_writes(ledger, source, sequence_id, seen | {source}, configs)
         tools = configs(source)
-        for seq, ev in _calls(ledger, f"run/{source}/{sequence_id}", tools, upto=snap_seq):
+        for seq, ev in server_calls(ledger, f"run/{source}/{sequence_id}", tools, upto=snap_seq):
             if ev.pass_ == "initial" and tools.writes(ev):
                 out.append(_Write(seq, source, ev, blob_text(ledger, ev.arguments) or ""))
     return out
 
 
-def _tools_of(ledger: Ledger, version: str) -> _Tools:
+def server_tools(ledger: Ledger, version: str) -> _Tools:
     """A run's tools as its `run.started` configuration names them."""
     for rec in ledger.read(types=["run.started"], streams=[f"run/{version}"]):
         config = rec.event.config
@@ -205,9 +205,9 @@ def iter_provider_recalls(
     the server before it (swecl's `via` write, the agent's writing calls: `write_tool` or
     any tool not marked read-only), with the flags relative to the recalling task
     (`checker_of(instance_id)`: its test content)."""
-    writes = _seeded_writes(ledger, version, sequence_id, frozenset({version}), lambda run: _tools_of(ledger, run))
+    writes = seeded_server_writes(ledger, version, sequence_id, frozenset({version}), lambda run: server_tools(ledger, run))
     tools = _Tools(recall_tool=recall_tool, write_tool=write_tool)
-    for seq, ev in _calls(ledger, f"run/{version}/{sequence_id}", tools):
+    for seq, ev in server_calls(ledger, f"run/{version}/{sequence_id}", tools):
         if tools.writes(ev):
             writes.append(_Write(seq, version, ev, blob_text(ledger, ev.arguments) or ""))
             continue

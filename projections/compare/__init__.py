@@ -92,6 +92,8 @@ from projections.compare._assess import (
     run_label,
 )
 from projections.compare._efficiency import (
+    NO_ORACLE,
+    ORACLE_HINT,
     ORACLE_STAGE,
     Efficiency,
     PairedTasks,
@@ -131,6 +133,8 @@ from projections.compare._stats import (
 )
 
 __all__ = [
+    "NO_ORACLE",
+    "ORACLE_HINT",
     "ORACLE_STAGE",
     "Assessment",
     "Efficiency",

@@ -25,7 +25,7 @@ from projections._outcomes import Cell, outcome_projection
 from projections._provider_calls import memory_server_named
 from projections._runner import Projector
 from projections._runs import run_started_record
-from projections.audit._provider import _calls, _seeded_writes, _tools_of, iter_provider_recalls
+from projections.audit import iter_provider_recalls, seeded_server_writes, server_calls, server_tools
 from projections.memory import MemoryItem, memory_projection
 
 from ._counts import macro_of, sequence_counts
@@ -223,9 +223,9 @@ def _server(ledger: Ledger, version: str, started: RunStarted, cursor: int, task
     config = started.config
     for sequence_id in sorted({t.sequence_id for t in tasks}):
         mine = [t for t in tasks if t.sequence_id == sequence_id]
-        seeded = _seeded_writes(ledger, version, sequence_id, frozenset({version}), lambda run: _tools_of(ledger, run))
-        tools = _tools_of(ledger, version)
-        own = [(seq, ev) for seq, ev in _calls(ledger, f"run/{version}/{sequence_id}", tools, upto=cursor)
+        seeded = seeded_server_writes(ledger, version, sequence_id, frozenset({version}), lambda run: server_tools(ledger, run))
+        tools = server_tools(ledger, version)
+        own = [(seq, ev) for seq, ev in server_calls(ledger, f"run/{version}/{sequence_id}", tools, upto=cursor)
                if ev.pass_ == "initial" and tools.writes(ev)]
         for t in mine:
             assert t.cell is not None

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from ._build import INDEX_FILE, PLOTS_DIR, ReportPages, ReportSummary, render_report
 from ._data import ReportData, assessment_runs, collect, run_assessment
+from ._funnel import funnel_table, funnels_compared
+from ._funnel_svg import funnels_svg
 from ._matrix import CellState, Matrix, MatrixCell, planned_passes
 from ._rates import Tally, tally
 from ._run_report import SequenceReport, TaskLeak, TaskRow, VersionReport, memory_items, memory_on, run_label
@@ -39,6 +41,9 @@ __all__ = [
     "VersionReport",
     "assessment_runs",
     "collect",
+    "funnel_table",
+    "funnels_compared",
+    "funnels_svg",
     "memory_items",
     "memory_on",
     "planned_passes",

@@ -3,8 +3,6 @@ files are written by the core (`commands.Experiment.report`)."""
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +12,7 @@ from ._funnel import funnel_files
 from ._headline import headline
 from ._html import render
 from ._html_common import Anchors, Images
+from .present import file_stem
 
 INDEX_FILE = "index.html"
 PLOTS_DIR = "plots"
@@ -57,7 +56,7 @@ def render_report(data: ReportData) -> ReportPages:
     files[HEADLINE_FILE] = headline_png(found)
 
     for sequence_id in data.sequence_ids:
-        name = f"{PLOTS_DIR}/curves-{_file_stem(sequence_id)}.png"
+        name = f"{PLOTS_DIR}/curves-{file_stem(sequence_id)}.png"
         lines[sequence_id] = sequence_curves(sequence_id, data.versions, colours)
         files[name] = curves_png(lines[sequence_id])
         curves[sequence_id] = name
@@ -65,14 +64,14 @@ def render_report(data: ReportData) -> ReportPages:
             seq = vr.sequences.get(sequence_id)
             if seq is None or not seq.plan:
                 continue
-            name = f"{PLOTS_DIR}/matrix-{_file_stem(vr.run.version, sequence_id)}.png"
+            name = f"{PLOTS_DIR}/matrix-{file_stem(vr.run.version, sequence_id)}.png"
             files[name] = matrix_png(seq.matrix, f"a(i,j) of {vr.label} on {sequence_id}")
             matrices[(vr.run.version, sequence_id)] = name
     files.update(funnel_files(data))
 
     anchors = Anchors(
-        sequences={s: f"seq-{_file_stem(s)}" for s in data.sequence_ids},
-        articles={(vr.run.version, s): f"run-{_file_stem(vr.run.version, s)}"
+        sequences={s: f"seq-{file_stem(s)}" for s in data.sequence_ids},
+        articles={(vr.run.version, s): f"run-{file_stem(vr.run.version, s)}"
                   for vr in data.versions for s in vr.sequences},
     )
     images = Images(curves=curves, matrices=matrices, lines=lines, headline=HEADLINE_FILE, bars=found)
@@ -84,17 +83,3 @@ def render_report(data: ReportData) -> ReportPages:
         sequences=data.sequence_ids,
         head_seq=data.head_seq,
     )
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def _file_stem(*parts: str) -> str:
-    """A file-system and URL safe name for ledger-provided text, unique by a short hash.
-
-    Versions and sequence ids are user text: `../x`, `a/b` or `<b>` must not become paths
-    or markup, and two ids that slug alike must not share a file.
-    """
-    slug = "-".join(_UNSAFE.sub("_", p).strip("._-")[:40] or "x" for p in parts)
-    digest = hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:8]
-    return f"{slug}-{digest}"

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ._html_common import TOP
-from .present import esc
+from .present import esc, file_stem
 
 if TYPE_CHECKING:
     from projections.funnel import FunnelCounts, RunFunnel
@@ -30,21 +30,7 @@ _GAP_COLOURS = {"storage gap": "#d7191c", "retrieval gap": "#fdae61", "use gap":
 
 def chart_name(version: str) -> str:
     """The chart's path in the report folder (the version made file-safe, as other figures)."""
-    from ._build import _file_stem
-
-    return f"{PLOTS_DIR}/funnel-{_file_stem(version)}.png"
-
-
-def funnel_of(ledger: object, version: str, head: int) -> RunFunnel | None:
-    """The run's funnel as of the report's head; None when it cannot be read (a damaged
-    ledger already says so elsewhere)."""
-    from ledger import SweclError
-    from projections.funnel import funnel
-
-    try:
-        return funnel(ledger, version, upto=head)  # type: ignore[arg-type]
-    except SweclError:
-        return None
+    return f"{PLOTS_DIR}/funnel-{file_stem(version)}.png"
 
 
 def funnel_png(f: RunFunnel, title: str) -> bytes:

@@ -25,8 +25,7 @@ from projections import (
     spend_of,
 )
 from projections.metrics import MetricsResult, SequenceOutcomes, SequenceResult, compute
-from projections.compare._assess import Assessment
-from projections.compare._gain import Gain
+from projections.compare import Assessment, Gain
 
 from ._matrix import CellState, Matrix, build_matrix, cell_of, planned_passes
 
@@ -250,8 +249,6 @@ def version_report(
     # lazy: the CLI imports this module at start-up; the audit's folds load when a report is built
     from projections.audit import integrity_counts, integrity_of
 
-    from ._funnel import funnel_of
-
     return VersionReport(run=run, retest_every=retest_every, result=result, sequences=sequences,
                          leakage=leakage,
                          scored=VersionMetrics(run, state, result, excluded, memory_server_of(ledger, run)),
@@ -344,3 +341,15 @@ def _task_rows(
             )
         )
     return tuple(rows)
+
+
+def funnel_of(ledger: object, version: str, head: int) -> RunFunnel | None:
+    """The run's funnel as of the report's head; None when it cannot be read (a damaged
+    ledger already says so elsewhere)."""
+    from ledger import SweclError
+    from projections.funnel import funnel
+
+    try:
+        return funnel(ledger, version, upto=head)  # type: ignore[arg-type]
+    except SweclError:
+        return None

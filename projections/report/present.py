@@ -8,7 +8,9 @@ page, in text and in attributes alike.
 
 from __future__ import annotations
 
+import hashlib
 import html
+import re
 from collections.abc import Iterable, Mapping
 
 from projections.metrics import METRIC_NAMES, marked
@@ -118,3 +120,17 @@ def metric_head(first: str, extra: Iterable[str] = (), *, before: Iterable[str] 
     """The header row; each metric marked with the direction that is better (`ACC↑`, `F↓`)."""
     names = (first, *before, *(marked(m) for m in METRIC_NAMES), *extra)
     return "<tr>" + "".join(f"<th>{esc(n)}</th>" for n in names) + "</tr>"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def file_stem(*parts: str) -> str:
+    """A file-system and URL safe name for ledger-provided text, unique by a short hash.
+
+    Versions and sequence ids are user text: `../x`, `a/b` or `<b>` must not become paths
+    or markup, and two ids that slug alike must not share a file.
+    """
+    slug = "-".join(_UNSAFE.sub("_", p).strip("._-")[:40] or "x" for p in parts)
+    digest = hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:8]
+    return f"{slug}-{digest}"

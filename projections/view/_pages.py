@@ -21,13 +21,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from projections._task_names import task_label
-from projections import VersionMetrics
+from projections import VersionMetrics, task_label
 from projections.metrics import LEGEND, marked
 from projections.audit import DatasetNote, Flag
-from projections.report import Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, memory_on, tally
-from projections.report._funnel import funnel_table, funnels_compared
-from projections.report._funnel_svg import funnels_svg
+from projections.report import (Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, funnel_table,
+                                funnels_compared, funnels_svg, memory_on, tally)
 from projections.report.present import STATE_CLASS, STATE_TEXT, esc, metric_cells, metric_head, sandbox_of, value_attr
 from projections.show import AttemptShow, ShownRecall, agent_numbers, egress_lines, is_json_lines
 
