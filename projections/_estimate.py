@@ -3,9 +3,12 @@ recorded attempts of one agent and model into means per attempt, and the estimat
 plan (stages, passes, tasks per repository) from them.
 
 Per attempt, from the ledger:
-  * seconds: task.started to task.finished (the agent, its environment, grading and the
+  * seconds: task.started to task.finished (the agent, its worktree, grading and the
     memory's steps); an attempt with no task.finished yet (abandoned) counts its
-    agent.finished `duration_s` plus its grade.finished `duration_s`;
+    agent.finished `duration_s` plus its grade.finished `duration_s`. Building a test
+    environment (grade.finished `timings` env and install, and the prepare step with
+    them) is left out: it happens once per environment and cache, and a later run reuses
+    it (the builds are counted beside, with their mean);
   * dollars and tokens: agent.finished `cost_usd` and `tokens` (input + output) as
     reported (`_spend.reported_cost`: a $0 with no tokens is "not reported", never $0).
 Means are taken per repository (run.started's tasks say each task's repository) and over
@@ -50,6 +53,10 @@ class RecordedRates(msgspec.Struct, kw_only=True):
     by_repo: dict[str, Rate] = msgspec.field(default_factory=dict)
     overall: Rate = msgspec.field(default_factory=Rate)
     overhead_s: float = 0.0  # mean seconds of a finished run beyond its attempts (start, seeding, dreaming)
+    # Test environments built while grading (left out of the seconds per attempt: a cache
+    # that has them builds none again): how many, and their mean seconds.
+    env_builds: int = 0
+    env_build_s: float = 0.0
 
 
 class _Attempt(msgspec.Struct):
@@ -58,6 +65,7 @@ class _Attempt(msgspec.Struct):
     finished: str | None = None
     agent_s: float = 0.0
     grade_s: float = 0.0
+    env_s: float = 0.0  # building a test environment (grade.finished timings): once per environment, not per attempt
     usd: float | None = None
     tokens: int | None = None
     seen: bool = False  # agent.finished recorded: the attempt was made
@@ -105,13 +113,20 @@ def recorded_rates(records: Iterable[Recorded], agent: str, model: str | None) -
                 one.tokens = (one.tokens or 0) + int(ev.tokens.get("input", 0)) + int(ev.tokens.get("output", 0))
         else:
             one.grade_s += ev.duration_s
+            built = ev.timings.get("env", 0.0) + ev.timings.get("install", 0.0)
+            if built:
+                one.env_s += built + ev.timings.get("prepare", 0.0)
     sums: dict[str, list[Any]] = {}
+    builds: list[float] = []
     per_run_s: dict[str, float] = {}
     for key, one in attempts.items():
         if not one.seen:
             continue
         secs = _seconds(one.started, one.finished) if one.started and one.finished else one.agent_s + one.grade_s
-        per_run_s[key[0]] = per_run_s.get(key[0], 0.0) + secs
+        per_run_s[key[0]] = per_run_s.get(key[0], 0.0) + secs  # environments included: the run's own time
+        secs = max(0.0, secs - one.env_s)
+        if one.env_s:
+            builds.append(one.env_s)
         for name in (one.repo, "*"):
             acc = sums.setdefault(name, [0, 0.0, 0.0, 0, 0.0, 0])
             acc[0] += 1
@@ -129,7 +144,8 @@ def recorded_rates(records: Iterable[Recorded], agent: str, model: str | None) -
                  for v, run in runs.items() if run["finished"] is not None and v in per_run_s]
     return RecordedRates(runs=list(runs), by_repo={k: v for k, v in sorted(rates.items()) if k != "*"},
                          overall=rates.get("*", Rate()),
-                         overhead_s=sum(overheads) / len(overheads) if overheads else 0.0)
+                         overhead_s=sum(overheads) / len(overheads) if overheads else 0.0,
+                         env_builds=len(builds), env_build_s=sum(builds) / len(builds) if builds else 0.0)
 
 
 def _workers_of(ev: Any) -> int:

@@ -7,25 +7,12 @@ from typing import Any
 import click
 import msgspec
 
-
-def duration(seconds: float | None) -> str:
-    """`45s`, `12m05s`, `3h20m`, `2d04h`: rough, as an estimate is."""
-    if seconds is None:
-        return "-"
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+from projections._spend import duration_text as duration
+from projections._spend import tokens_text
 
 
 def _tokens(n: float | None) -> str:
-    if n is None:
-        return "unknown"
-    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e4 else f"{n:.0f}"
+    return "unknown" if n is None else tokens_text(n)
 
 
 def _usd(x: float | None) -> str:
@@ -45,6 +32,9 @@ def print_estimate(doc: dict[str, Any], *, as_json: bool) -> None:
             _wrapped(f"  {repo}: {r['seconds']:.1f}s, {_usd(r['usd']) if r['usd_attempts'] else 'no cost reported'}, "
                        f"{_tokens(r['tokens']) + ' tokens' if r['tokens_attempts'] else 'no tokens reported'} "
                        f"an attempt ({r['attempts']} attempts)")
+        if recorded["env_builds"]:
+            _wrapped(f"  left out: {recorded['env_builds']} test environment builds on record (about "
+                     f"{recorded['env_build_s']:.0f}s each), made once per cache and reused by later runs")
     line = "{:<16} {:<18} {:>8} {:>10} {:>10} {:>12}"
     click.echo(line.format("stage", "pass", "attempts", "time", "tokens", "dollars"))
     for run in doc["runs"]:

@@ -101,9 +101,11 @@ def metrics_cmd(
 
 
 def _spend_cell(spend: dict[str, Any]) -> str:
-    """`$0.80/$1.30` (spent of budget), `$0.80`, or `-` when no agent reported a cost."""
-    cost = "-" if spend["cost_usd"] is None else f"${spend['cost_usd']:.2f}"
-    return cost if spend["budget_usd"] is None else f"{cost}/${spend['budget_usd']:.2f}"
+    """`$0.80/$1.30` (spent of budget), `$0.80`, or `-` when no agent reported a cost; then
+    tokens where reported, attempts and wall time, a line each (`projections._spend.spend_cell`)."""
+    from projections._spend import spend_cell
+
+    return spend_cell(spend)
 
 
 def print_spend(spend: dict[str, Any]) -> None:
@@ -298,7 +300,7 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
     from rich.table import Table
 
     table = Table(title=f"runs in {listing.ledger_path}")
-    for col in ("version", "stage", "agent", "status", "sequences", "resolved", "leaks", "spend", "seeded from",
+    for col in ("version", "stage", "agent", "status", "sequences", "resolved", "leaks", "cost", "seeded from",
                 "started"):
         table.add_column(col)
     for row in rows:
