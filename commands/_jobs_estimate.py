@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ledger import SweclError
+
 from ._jobs_run import RunJobs
 
 if TYPE_CHECKING:
@@ -53,6 +55,10 @@ class EstimateJobs(RunJobs):
         build_agent(opts, benchmark, runs_here=False)  # the agent's options, not its CLI (a run's preflight)
         if self.ledger_path.exists():
             with self.open_ledger(readonly=True) as ledger:
+                if opts.version is not None and ledger.stream_version(f"run/{opts.version}") >= 0:
+                    raise SweclError(  # as claiming it would say
+                        f"run version {opts.version!r} already exists in {ledger.path}: pick another --version, "
+                        f"or continue it with `swecl run --resume {opts.version}`")
                 rates = recorded_rates(ledger.read(types=["run.started", "run.finished", "task.started",
                                                           "task.finished", "agent.finished", "grade.finished"]),
                                        opts.agent, opts.model)

@@ -32,7 +32,7 @@ def print_estimate(doc: dict[str, Any], *, as_json: bool) -> None:
             _wrapped(f"  {repo}: {r['seconds']:.1f}s, {_usd(r['usd']) if r['usd_attempts'] else 'no cost reported'}, "
                        f"{_tokens(r['tokens']) + ' tokens' if r['tokens_attempts'] else 'no tokens reported'} "
                        f"an attempt ({r['attempts']} attempts)")
-        if recorded["env_builds"]:
+        if recorded["env_builds"] and recorded["env_build_s"] >= 1:  # not a cache's look-up
             _wrapped(f"  left out: {recorded['env_builds']} test environment builds on record (about "
                      f"{recorded['env_build_s']:.0f}s each), made once per cache and reused by later runs")
     line = "{:<16} {:<18} {:>8} {:>10} {:>10} {:>12}"

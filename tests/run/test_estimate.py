@@ -98,6 +98,7 @@ def test_it_writes_nothing_where_there_is_no_ledger(tmp_path: Path, cache: Path)
     ("--passes", "initial,final", "--stage", "plugin-blank"),
     ("--stage", "base", "--jobs", "0"),
     ("--orders", "2", "--repeat", "2", "--stage", "base"),
+    ("--stage", "base", "--sequence", SPANS, "--version", "1"),  # taken
 ])
 def test_it_refuses_what_a_run_refuses_in_the_same_line(recorded: Path, cache: Path, bad: tuple[str, ...]) -> None:
     before = _state(recorded)
