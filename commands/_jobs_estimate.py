@@ -82,6 +82,7 @@ def _planned(stage: str, passes: tuple[str, ...], tasks: list[list[str]], retest
     """A run's passes with their attempts by repository (as `_sequence.plan_passes` plans them)."""
     from projections._estimate import PlannedPass, PlannedRun
 
+    from .run import get_stage
     from .run._sequence import plan_passes
 
     rows: dict[str, PlannedPass] = {}
@@ -90,7 +91,9 @@ def _planned(stage: str, passes: tuple[str, ...], tasks: list[list[str]], retest
             if pass_ == "initial" and upto < len(repos):
                 continue  # the initial pass in steps between retest-{i} rows: counted once, whole
             name = f"retest-every {retest_every}" if pass_.startswith("retest-") else pass_
-            row = rows.setdefault(name, PlannedPass(name=name, attempts=0, repos={}, ordered=name == "initial"))
+            # Only a memory's initial pass is ordered (`_sequence.order_free`): the rest run on --task-jobs workers.
+            row = rows.setdefault(name, PlannedPass(name=name, attempts=0, repos={},
+                                                    ordered=name == "initial" and get_stage(stage).memory_on))
             row.attempts += upto
             if name == "initial":
                 row.longest_sequence = max(row.longest_sequence, upto)

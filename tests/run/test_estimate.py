@@ -16,7 +16,7 @@ from bench.processes import SPANS
 from ledger import Ledger
 from ledger.events import TaskRef
 from projections._estimate import Basis, PlannedPass, PlannedRun, estimate_plan, recorded_rates
-from projections._spend import run_wall_s
+from projections._spend import run_wall_s, spend_cell
 from tests.inprocess import swecl
 
 BASE_SPANS = ("--stage", "base", "--sequence", SPANS)
@@ -122,6 +122,21 @@ def test_the_table_stands_in_for_an_agent_never_recorded(recorded: Path, cache: 
     text = swecl(recorded, "run", *args, "--estimate", cache=cache).stdout
     assert "rests on: no recorded run of claude" in text and "--budget-usd 5 covers: about 3 of 8 attempts" in text
     assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_swecl_runs_says_what_each_run_cost(recorded: Path, cache: Path) -> None:
+    row = json.loads(swecl(recorded, "runs", "--json", cache=cache).stdout)[0]
+    assert row["spend"]["attempts"] == 8 and row["spend"]["cost_usd"] is None and row["spend"]["wall_s"] > 0
+    text = swecl(recorded, "runs", cache=cache).stdout
+    assert "cost" in text and "8 att " in text and "$0" not in text  # the demo reports no cost: `-`, never $0
+
+
+def test_the_cost_cell() -> None:
+    claude = {"cost_usd": 12.3456, "budget_usd": 20.0, "tokens_in": 1_150_000, "tokens_out": 40_000, "attempts": 9,
+              "wall_s": 3725.0}
+    assert spend_cell(claude) == "$12.35/$20.00\n1.2M tok\n9 att 1h02m"
+    assert spend_cell({"cost_usd": None, "budget_usd": None, "tokens_in": None, "tokens_out": None,
+                       "attempts": 24, "wall_s": 20.3}) == "-\n24 att 20s"
 
 
 # -- the per-repository means, on a crafted ledger ------------------------------------------
