@@ -11,11 +11,14 @@ made, no version claimed, no environment built, no agent started.
 from __future__ import annotations
 
 import os
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
 
-from ledger import SweclError
+from ledger import Ledger, SweclError
 
 from ._jobs_run import RunJobs
 
@@ -35,12 +38,13 @@ class EstimateJobs(RunJobs):
         """The attempts, wall time, tokens and dollars of `swecl run` with `opts`, before it
         runs; `cores` bounds the workers (default: this machine's)."""
         # lazy: as `run` (the run machinery loads only when a run, or its estimate, is asked for)
-        from projections._estimate import Basis, RecordedRates, estimate_plan, recorded_rates
+        from projections._estimate import Basis, estimate_plan, recorded_rates
 
         from .run import DEMO_SUITE
         from .run._context import build_agent, open_benchmark
         from .run._estimate_table import table_rate
-        from .run._orchestrate import select_sequences
+        from .run._orchestrate import _next_version, select_sequences
+        from .run.memory import memory_of
         from .run._order import ordered
 
         opts = self.check_run(opts, repeat=repeat, demo_suite=demo_suite)
@@ -53,17 +57,20 @@ class EstimateJobs(RunJobs):
         if opts.order is not None:
             sequences = ordered(sequences, opts.order)
         build_agent(opts, benchmark, runs_here=False)  # the agent's options, not its CLI (a run's preflight)
-        if self.ledger_path.exists():
-            with self.open_ledger(readonly=True) as ledger:
-                if opts.version is not None and ledger.stream_version(f"run/{opts.version}") >= 0:
-                    raise SweclError(  # as claiming it would say
-                        f"run version {opts.version!r} already exists in {ledger.path}: pick another --version, "
-                        f"or continue it with `swecl run --resume {opts.version}`")
-                rates = recorded_rates(ledger.read(types=["run.started", "run.finished", "task.started",
-                                                          "task.finished", "agent.finished", "grade.finished"]),
-                                       opts.agent, opts.model)
-        else:
-            rates = RecordedRates()
+        with ExitStack() as stack:
+            if self.ledger_path.exists():
+                ledger = stack.enter_context(self.open_ledger(readonly=True))
+            else:  # what a run's new ledger would hold (nothing), made where the results are not
+                scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="swecl-estimate-")))
+                ledger = stack.enter_context(Ledger.open(scratch / "ledger.db", create=True))
+            if opts.version is not None and ledger.stream_version(f"run/{opts.version}") >= 0:
+                raise SweclError(  # as claiming it would say
+                    f"run version {opts.version!r} already exists in {ledger.path}: pick another --version, "
+                    f"or continue it with `swecl run --resume {opts.version}`")
+            if not demo_suite:  # the suite's seeded stages seed from its own plugin-blank run
+                memory_of(opts).check_seed(ledger, opts.version or _next_version(ledger), benchmark, sequences)
+            rates = recorded_rates(ledger.read(types=["run.started", "run.finished", "task.started", "task.finished",
+                                                      "agent.finished", "grade.finished"]), opts.agent, opts.model)
         table = table_rate(opts.agent, opts.model)
         basis = Basis(source=table.source, seconds=table.seconds, tokens=table.tokens, usd=table.usd)
         tasks = [[t.repo for t in s.tasks] for s in sequences]

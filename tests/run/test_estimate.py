@@ -88,6 +88,9 @@ def test_it_writes_nothing_where_there_is_no_ledger(tmp_path: Path, cache: Path)
     out = swecl(results, "run", *BASE_SPANS, "--estimate", cache=cache)
     assert not results.exists()
     assert "no recorded run of demo" in out.stdout and "nothing ran and nothing was written" in out.stdout
+    seeded = swecl(results, "run", "--stage", "plugin-accum", "--estimate", cache=cache, check=False)
+    assert seeded.returncode == 2 and "no prior run of the same benchmark" in seeded.stderr
+    assert not results.exists()
 
 
 @pytest.mark.parametrize("bad", [
@@ -99,6 +102,7 @@ def test_it_writes_nothing_where_there_is_no_ledger(tmp_path: Path, cache: Path)
     ("--stage", "base", "--jobs", "0"),
     ("--orders", "2", "--repeat", "2", "--stage", "base"),
     ("--stage", "base", "--sequence", SPANS, "--version", "1"),  # taken
+    ("--stage", "plugin-accum", "--sequence", SPANS),  # no memory to seed from: the base run has none
 ])
 def test_it_refuses_what_a_run_refuses_in_the_same_line(recorded: Path, cache: Path, bad: tuple[str, ...]) -> None:
     before = _state(recorded)
