@@ -102,7 +102,7 @@ def metrics_cmd(
 
 def _spend_cell(spend: dict[str, Any]) -> str:
     """`$0.80/$1.30` (spent of budget), `$0.80`, or `-` when no agent reported a cost; then
-    tokens where reported, attempts and wall time, a line each (`projections._spend.spend_cell`)."""
+    tokens where reported, then attempts and wall time, on lines below (`projections._spend.spend_cell`)."""
     from projections._spend import spend_cell
 
     return spend_cell(spend)
