@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ._folder import ExperimentFolder
 from ._jobs_counterfactual import CounterfactualJobs
+from ._jobs_estimate import EstimateJobs
 from ._jobs_grade import GradeJobs
 from ._jobs_read import ReadJobs
 from ._jobs_run import RunJobs
@@ -22,5 +23,5 @@ from ._jobs_output import OutputJobs
 __all__ = ["Experiment"]
 
 
-class Experiment(RunJobs, GradeJobs, ReadJobs, OutputJobs, CounterfactualJobs, ExperimentFolder):
+class Experiment(EstimateJobs, RunJobs, GradeJobs, ReadJobs, OutputJobs, CounterfactualJobs, ExperimentFolder):
     """The jobs over one results folder (see the module doc)."""

@@ -66,6 +66,15 @@ _EXPORTS = {
     "run_cost": "_spend",
     "cost_line": "_spend",
     "cost_text": "_spend",
+    "spend_cell": "_spend",
+    "duration_text": "_spend",
+    "tokens_text": "_spend",
+    "Basis": "_estimate",
+    "Estimate": "_estimate",
+    "PlannedPass": "_estimate",
+    "PlannedRun": "_estimate",
+    "estimate_plan": "_estimate",
+    "recorded_rates": "_estimate",
     "resolve_task_name": "_task_names",
     "sequence_short_names": "_task_names",
     "task_heading": "_task_names",
@@ -125,7 +134,8 @@ _EXPORTS = {
 __all__ += sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from ._spend import RunCost, RunSpend, cost_line, cost_text, run_cost, spend_of
+    from ._estimate import Basis, Estimate, PlannedPass, PlannedRun, estimate_plan, recorded_rates
+    from ._spend import RunCost, RunSpend, cost_line, cost_text, duration_text, run_cost, spend_cell, spend_of, tokens_text
     from ._task_names import resolve_task_name, sequence_short_names, task_heading, task_label
     from ._cut import OrderCut, order_cut, sequence_cutoffs
     from ._passes import pass_rank, retest_row

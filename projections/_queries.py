@@ -20,7 +20,7 @@ from ._provider_calls import memory_server_of
 from ._results import Results
 from ._runner import Projector
 from ._runs import RunSummary, RunsProjection
-from ._spend import spend_of
+from ._spend import run_wall_s, spend_of
 from ._views import read_views
 
 
@@ -72,6 +72,7 @@ def run_row(results: Results, ledger: Ledger, run: RunSummary, state: RunOutcome
     """One row of `swecl runs --json` (and of `swecl view`'s runs page): `state` is the run's
     outcomes (`outcomes(...)`), passed in so a caller that also scores the run folds once."""
     resolved = state.resolved_per_pass()
+    status = live_status(results, run)
     return {
         "version": run.version,
         "stage": run.stage,
@@ -79,7 +80,7 @@ def run_row(results: Results, ledger: Ledger, run: RunSummary, state: RunOutcome
         # run.started.task_order: the order its tasks ran in (--order/--orders); null: the dataset's
         "order": run.task_order,
         "agent": run.agent,
-        "status": live_status(results, run),
+        "status": status,
         "resolved": {p: resolved.get(p, 0) for p in run.passes},
         "tasks": sum(len(cells.plan) for cells in state.sequences.values()),
         "model": run.model,
@@ -92,9 +93,18 @@ def run_row(results: Results, ledger: Ledger, run: RunSummary, state: RunOutcome
                    if run.repeat_group is not None else None),
         "leakage": leakage_of(ledger, run.version),
         "memory_server": memory_server_of(ledger, run),
-        # Its agents' reported tokens, dollars and seconds, and its --budget-usd (see _spend).
-        "spend": spend_of(ledger, run.version).document(),
+        # Its agents' reported tokens, dollars and seconds, and its --budget-usd (see _spend);
+        # wall_s: run.started to run.finished, or to now while it runs (`run_wall_s`).
+        "spend": {**spend_of(ledger, run.version).document(), "wall_s": _wall(ledger, run, status)},
     }
+
+
+def _wall(ledger: Ledger, run: RunSummary, status: str) -> float | None:
+    from datetime import datetime, timezone
+
+    now = datetime.now(timezone.utc).isoformat() if status == "running" else None
+    wall = run_wall_s(ledger, run.version, now=now)
+    return None if wall is None else round(wall, 1)
 
 
 def outcomes(

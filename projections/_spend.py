@@ -16,7 +16,7 @@ import msgspec
 from ledger import Ledger, StreamRange
 
 __all__ = ["RunCost", "RunSpend", "SolvedCost", "SpendSum", "cost_line", "cost_text", "per_solved", "reported_cost",
-           "run_cost", "spend_of"]
+           "run_cost", "run_wall_s", "spend_cell", "spend_of", "duration_text"]
 
 
 def reported_cost(cost_usd: float | None, tokens: dict[str, int]) -> float | None:
@@ -71,6 +71,70 @@ def spend_of(ledger: Ledger, version: str) -> RunSpend:
             spend.agent_s += ev.duration_s
             spend.over_limit += ev.over_limit is not None
     return spend
+
+
+def run_wall_s(ledger: Ledger, version: str, *, now: str | None = None) -> float | None:
+    """The run's wall time in seconds: run.started (and each run.resumed) to run.finished;
+    a stretch that never finished (the process was stopped) ends at its last finished
+    attempt, or at `now` (an ISO time: the run is running now). Time between a stop and
+    its resume is not counted. None: no such run."""
+    from datetime import datetime
+
+    def secs(start: str, end: str) -> float:
+        return max(0.0, (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds())
+
+    total: float | None = None
+    start: str | None = None
+    last: str | None = None
+    for rec in ledger.read(types=["run.started", "run.resumed", "run.finished", "task.finished", "agent.finished"],
+                           ranges=[StreamRange(f"run/{version}")]):
+        header = rec.stream == f"run/{version}"
+        if header and rec.type in ("run.started", "run.resumed"):
+            if start is not None and last is not None:  # a stretch stopped without run.finished
+                total = (total or 0.0) + secs(start, last)
+            total = total or 0.0
+            start, last = rec.time, rec.time
+        elif header and rec.type == "run.finished" and start is not None:
+            total = (total or 0.0) + secs(start, rec.time)
+            start = last = None
+        elif start is not None:
+            last = rec.time
+    if start is not None:
+        total = (total or 0.0) + secs(start, now or last or start)
+    return total
+
+
+def duration_text(seconds: float | None) -> str:
+    """`45s`, `12m05s`, `3h20m`, `2d04h` (`-`: not known)."""
+    if seconds is None:
+        return "-"
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def tokens_text(n: float | None) -> str:
+    """`850`, `12k`, `1.2M` (`-`: none reported)."""
+    if n is None:
+        return "-"
+    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e4 else f"{n:.0f}"
+
+
+def spend_cell(spend: dict[str, Any]) -> str:
+    """`swecl runs`' cost cell, one short line each: dollars spent (of the budget; `-`: no
+    agent reported a cost, never $0), tokens where reported, attempts, wall time."""
+    cost = "-" if spend["cost_usd"] is None else f"${spend['cost_usd']:.2f}"
+    lines = [cost if spend.get("budget_usd") is None else f"{cost}/${spend['budget_usd']:.2f}"]
+    if spend.get("tokens_in") is not None or spend.get("tokens_out") is not None:
+        lines.append(f"{tokens_text((spend.get('tokens_in') or 0) + (spend.get('tokens_out') or 0))} tok")
+    wall = "" if spend.get("wall_s") is None else f" {duration_text(spend['wall_s'])}"
+    lines.append(f"{spend['attempts']} att{wall}")
+    return "\n".join(lines)
 
 
 # -- cost per solved task ----------------------------------------------------------------

@@ -101,9 +101,11 @@ def metrics_cmd(
 
 
 def _spend_cell(spend: dict[str, Any]) -> str:
-    """`$0.80/$1.30` (spent of budget), `$0.80`, or `-` when no agent reported a cost."""
-    cost = "-" if spend["cost_usd"] is None else f"${spend['cost_usd']:.2f}"
-    return cost if spend["budget_usd"] is None else f"{cost}/${spend['budget_usd']:.2f}"
+    """`$0.80/$1.30` (spent of budget), `$0.80`, or `-` when no agent reported a cost; then
+    tokens where reported, then attempts and wall time, on lines below (`projections._spend.spend_cell`)."""
+    from projections import spend_cell
+
+    return spend_cell(spend)
 
 
 def print_spend(spend: dict[str, Any]) -> None:
@@ -305,7 +307,7 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
     from rich.markup import escape  # lazy: rich costs about 45 ms, paid only by the commands that print a table
 
     console = make_console()
-    headers = ["v", "stage", "agent", "status", "sequences", "resolved", "leaks", "spend", "from", "started"]
+    headers = ["v", "stage", "agent", "status", "sequences", "resolved", "leaks", "cost", "from", "started"]
     cells = []
     for row in rows:
         # Short names (`django`): eight full sequence ids made every row four lines tall.
@@ -332,5 +334,5 @@ def runs_cmd(ctx: click.Context, as_json: bool) -> None:
     legend = ("resolved: tasks resolved per pass (" + ", ".join(f"{p[:1]} {p}" for p in passes) + "); "
               if passes else "")
     console.print(textwrap.fill(f"{legend}leaks: recalled items flagged as leakage (swecl audit V --summary); "
-                                "spend: spent/budget; from: the run its memory was seeded from", width=min(console.width, 100), subsequent_indent="  "),
+                                "cost: spent (of the budget), tokens, attempts and wall time; from: the run its memory was seeded from", width=min(console.width, 100), subsequent_indent="  "),
                   markup=False, highlight=False)

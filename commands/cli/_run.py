@@ -16,6 +16,7 @@ from commands.run import (
 from graders.host import SANDBOX_MODES
 from ledger import SweclError
 
+from ._estimate import print_estimate
 from ._common import experiment_of, parse_python_paths, parse_repo_sources, results_option, run_version
 from ._grouped import print_grouped_table
 from ._metrics import print_metrics_table, print_not_gradeable
@@ -132,8 +133,12 @@ if TYPE_CHECKING:
                    "re-run) and runs from K on, its memory as V's stood before K; the options given here replace "
                    "V's, the others are V's. One K applies to each sequence.")
 @click.option("--dream-at-fork", is_flag=True, help="With --fork: a dream pass over the forked memory before task K.")
+@click.option("--estimate", is_flag=True,
+              help="Run nothing: check the options as a run would, then print the attempts per stage and pass and "
+                   "the wall time, tokens and dollars they would take, from this folder's recorded runs of the "
+                   "agent and model (else a documented table). Writes nothing.")
 @click.option("--quiet", is_flag=True, help="No progress display.")
-@click.option("--json", "as_json", is_flag=True, help="Progress and the summary as JSON lines.")
+@click.option("--json", "as_json", is_flag=True, help="Progress and the summary as JSON lines (with --estimate: the estimate as one document).")
 @click.pass_context
 def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], instances: tuple[str, ...],
             dataset: str | None, rows: str | None, agent: str, model: str | None, grader: str, version: str | None,
@@ -148,7 +153,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             memory_recall_tool: str | None, memory_recall_args: str | None, memory_write_tool: str | None,
             memory_write_args: str | None, memory_dream_tool: str | None, memory_dream_args: str | None,
             memory_call_timeout: float, history_tokens: int | None, repeat: int, task_order: str | None, orders: int | None, fork: str | None,
-            dream_at_fork: bool, quiet: bool, as_json: bool) -> None:
+            dream_at_fork: bool, estimate: bool, quiet: bool, as_json: bool) -> None:
     """Run a stage of the stage matrix over sequences, task by task, in three passes.
 
     With no arguments: the built-in demo benchmark end to end (stages base,
@@ -160,7 +165,10 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
     """
     exp = experiment_of(ctx)
     placement = _executor_options(executor, ray_address, shard_dir, ray_cpus, max_retries, resuming=resume is not None)
-    reporter = make_reporter(quiet=quiet, as_json=as_json)
+    if estimate and (resume is not None or fork is not None):
+        raise SweclError(f"--estimate prices a new run; {'--resume' if resume is not None else '--fork'} continues "
+                         "or forks a recorded one: drop one of them")
+    reporter = make_reporter(quiet=True, as_json=False) if estimate else make_reporter(quiet=quiet, as_json=as_json)
     try:
         if fork is not None and resume is not None:
             raise SweclError("--fork starts a new run; --resume continues one: give one of them")
@@ -193,6 +201,9 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                                        expose=[os.path.abspath(p) for p in expose]),
                 execution=ExecutionOptions(jobs=jobs, task_jobs=1 if task_jobs is None else task_jobs, **placement),
             )
+            if estimate:
+                print_estimate(exp.estimate(opts, repeat=repeat, demo_suite=stage is None).document(), as_json=as_json)
+                return
             if fork is not None:
                 given = _given_options(ctx, opts)
                 forked = exp.check_fork(fork, {**given, "dream_at_fork": dream_at_fork}, repeat=repeat)

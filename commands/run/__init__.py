@@ -22,6 +22,12 @@ _EXPORTS = {
     "ResumeOverrides": "_options",
     "RunOptions": "_options",
     "open_benchmark": "_context",
+    "build_agent": "_context",
+    "table_rate": "_estimate_table",
+    "next_version": "_orchestrate",
+    "select_sequences": "_orchestrate",
+    "ordered": "_order",
+    "plan_passes": "_sequence",
     "sequence_context": "_context",
     "Repeat": "_orchestrate",
     "RunReport": "_orchestrate",
@@ -54,9 +60,12 @@ if TYPE_CHECKING:
         EXECUTORS, BudgetOptions, ExecutionOptions, MemoryOptions, ResumeOverrides, RunOptions, SandboxOptions,
         parse_fork,
     )
-    from ._context import open_benchmark, sequence_context
+    from ._context import build_agent, open_benchmark, sequence_context
+    from ._estimate_table import table_rate
+    from ._order import ordered
+    from ._sequence import plan_passes
     from ._fork import fork_options
-    from ._orchestrate import Repeat, RunReport, execute, resume_run, start_run
+    from ._orchestrate import Repeat, RunReport, execute, next_version, resume_run, select_sequences, start_run
     from ._ray_session import ray_session
     from ._progress import JsonReporter, LineReporter, QuietReporter, Reporter, RichReporter, make_reporter
     from ._stages import DEMO_SUITE, PASSES, STAGES, Stage, get_stage

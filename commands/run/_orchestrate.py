@@ -92,7 +92,7 @@ def select_sequences(benchmark: Benchmark, opts: RunOptions) -> list[Sequence]:
 # -- claiming a version ------------------------------------------------------------------
 
 
-def _next_version(ledger: Ledger) -> str:
+def next_version(ledger: Ledger) -> str:
     numbers = [int(s.split("/")[1]) for s in ledger.streams("run") if s.count("/") == 1 and s.split("/")[1].isdigit()]
     return str(max(numbers, default=0) + 1)
 
@@ -105,7 +105,7 @@ def claim_version(ledger: Ledger, opts: RunOptions, benchmark: Benchmark, sequen
     its group (the first repeat's version: its own, when it is the first)."""
     stage = get_stage(opts.stage)
     for _ in range(1000):
-        version = opts.version or _next_version(ledger)
+        version = opts.version or next_version(ledger)
         event = RunStarted(
             version=version,
             benchmark=opts.dataset or "demo",
@@ -183,7 +183,7 @@ def start_run(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, re
         # A seed that cannot be found is refused before a version is claimed (a fork's seed is
         # its source's memory: resolve_fork below).
         if opts.fork is None and not taken:
-            memory_of(opts).check_seed(ledger, opts.version or _next_version(ledger), benchmark, sequences)
+            memory_of(opts).check_seed(ledger, opts.version or next_version(ledger), benchmark, sequences)
         fork = resolve_fork(ledger, opts, sequences, benchmark.content_hash) if opts.fork is not None else None
         version = claim_version(ledger, opts, benchmark, sequences, repeat, invocation, fork, visible)
     with ExitStack() as held:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from projections import VersionMetrics, task_label
+from projections import VersionMetrics, spend_cell, task_label
 from projections.metrics import LEGEND, marked
 from projections.audit import DatasetNote, Flag
 from projections.report import (Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, funnel_table,
@@ -178,6 +178,8 @@ def _run_row(item: RunListing) -> str:
     if r.get("order"):  # not the dataset's order (--order, --orders)
         sequences += f'<span class="sub" data-order="{esc(str(r["order"]))}">order {_breakable(str(r["order"]))}</span>'
     resolved = "".join(f"<span>{esc(p)}={n}</span>" for p, n in r["resolved"].items())
+    # What the run cost: dollars (`-`: no agent reported a cost, never $0), tokens, attempts, wall time.
+    cost = "".join(f"<span>{esc(line)}</span>" for line in spend_cell(r["spend"]).split("\n")) if r.get("spend") else ""
     return (
         f'<tr data-run="{esc(version)}" data-status="{esc(r["status"])}" data-done="{item.progress.done}" '
         f'data-total="{item.progress.total}">'
@@ -188,6 +190,7 @@ def _run_row(item: RunListing) -> str:
         f"{progress_html(item.progress, r['status'], say_status=False)}{_spend_line(r.get('spend'))}</td>"
         f"{_headline_cells(vm)}"
         f'<td class="ids seqs">{sequences}</td><td class="passes">{resolved}</td>'
+        f'<td class="passes cost" data-wall="{value_attr((r.get("spend") or {}).get("wall_s"))}">{cost}</td>'
         f'<td class="num{" flagged" if leaks else ""}">{leaks}</td>{contrast_html(vm)}'
         f'<td class="started" title="{esc(started)}">{esc(started[:10])}'
         f'<span class="sub">{esc(started[11:])}</span></td>'
@@ -199,7 +202,7 @@ def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
     """The front page: every run with its progress and headline metrics side by side, in
     one table that fits the window (it wraps, never scrolls sideways at 1280 pixels)."""
     cols = ("version", "stage · agent", "status · progress", *(marked(m) for m in _HEADLINE), "sequences", "resolved",
-            "leaks", "memory on vs off", "started")
+            "cost", "leaks", "memory on vs off", "started")
     rows = "".join(_run_row(item) for item in listings)
     table = (f'<table class="runs"><thead><tr>{"".join(f"<th>{c}</th>" for c in cols)}</tr></thead>'
              f'<tbody>{rows}</tbody></table>') if rows else '<p class="note">No runs yet: start one with <code>swecl run</code>.</p>'
