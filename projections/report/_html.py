@@ -43,6 +43,7 @@ with --group, repeat groups `tr[data-group][data-row]` with `td[data-metric][dat
 
 from __future__ import annotations
 
+from projections._task_names import task_label
 from projections.metrics import MetricsResult
 
 from ._comparisons import render_comparisons, render_groups
@@ -284,7 +285,7 @@ def _flagged_tasks(vr: VersionReport, anchors: Anchors) -> str:
             if task.leaks:
                 hits = sum(leak.hits for leak in task.leaks)
                 links.append(f'<a href="#{esc(task_anchor(article, task.order))}" data-task="{esc(sequence_id)}:{task.order}" '
-                             f'title="{esc(sequence_id)} task {task.order}: {hits} flagged">'
+                             f'title="{esc(task_label(sequence_id, task.order, list(vr.sequences)))}: {hits} flagged">'
                              f'<span class="mono">{esc(task.instance_id)}</span></a>')
     return " ".join(links)
 
