@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import resource
 import time
-from pathlib import Path
 from typing import Any
 
 from ._core import Context, Result, ratio_at_least
