@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from commands.inputs import demo_benchmark
-
 from commands.run._demo_suite import usable_cores
 
 from .support import SPANS, comparable, events, swecl, swecl_json
@@ -168,8 +168,14 @@ def test_a_dream_decision_changes_what_plugin_dreamed_recalls(suite: tuple[Path,
 
 
 def _memory_items(results: Path) -> dict[str, dict[str, str]]:
-    """Each run's memory items as its folder shows them: file name -> text."""
-    return {folder.name: {p.name: p.read_text() for p in sorted((folder / "_memory" / ".cookbook-memory").glob("*.md"))}
+    """Each run's memory items as its folder shows them (file name -> text), without where
+    and when in the ledger each was written (`written_seq`, `written_at`, the origins'
+    `seq`): positions another event order moves, and times."""
+    def item(path: Path) -> str:
+        text = re.sub(r"^written_(seq|at): .*\n", "", path.read_text(), flags=re.M)
+        return re.sub(r'"seq": \d+', '"seq": _', text)
+
+    return {folder.name: {p.name: item(p) for p in sorted((folder / "_memory" / ".cookbook-memory").glob("*.md"))}
             for folder in sorted(results.glob("v*")) if (folder / "_memory").is_dir()}
 
 
