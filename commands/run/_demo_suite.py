@@ -56,10 +56,15 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+# The most workers the default takes: with 8 the demo's matrix is within 1.3x of its
+# critical path (docs/benchmarks.md, scheduling), and each worker is a worktree slot.
+MAX_DEFAULT_WORKERS = 8
+
+
 def with_default_workers(opts: RunOptions, *, given: bool, cores: int | None = None) -> RunOptions:
     """The demo suite's workers when the command line gave neither --jobs nor --task-jobs:
-    `--task-jobs C` on C usable cores (C >= 2), the suite's sequences sharing the C workers
-    of one process. Nothing scored depends on it: only a memory stage's initial pass is
+    `--task-jobs C` on C usable cores (C >= 2; at most `MAX_DEFAULT_WORKERS`), the suite's
+    sequences sharing the C workers of one process. Nothing scored depends on it: only a memory stage's initial pass is
     ordered, and it stays a chain; every other task reads nothing its pass writes (see
     `_schedule`), so the outcomes, metrics and memory items are a serial run's, in
     another event order. The stages still run one after the other (the seeded ones take
@@ -70,7 +75,8 @@ def with_default_workers(opts: RunOptions, *, given: bool, cores: int | None = N
     cores = usable_cores() if cores is None else cores
     if cores < 2:
         return opts
-    return msgspec.structs.replace(opts, execution=msgspec.structs.replace(opts.execution, task_jobs=cores))
+    workers = min(cores, MAX_DEFAULT_WORKERS)
+    return msgspec.structs.replace(opts, execution=msgspec.structs.replace(opts.execution, task_jobs=workers))
 
 
 def workers_given() -> bool:

@@ -121,7 +121,8 @@ def test_ctrl_c_stops_the_demo_suite_on_its_default_workers_and_resume_finishes_
     finishes the invocation, every task once."""
     from collections import Counter
 
-    from commands.run._demo_suite import usable_cores
+    from commands.run import RunOptions
+    from commands.run._demo_suite import with_default_workers
     from tests.run.support import SPANS, first_of
 
     results, log = tmp_path / "results", tmp_path / "swecl.log"
@@ -138,7 +139,8 @@ def test_ctrl_c_stops_the_demo_suite_on_its_default_workers_and_resume_finishes_
     assert log.read_text().strip().splitlines()[-1] == "swecl: interrupted"
     assert run_finished(results, "1") == ["finished"] and run_finished(results, "2") == ["interrupted"]
     started = [e["payload"]["config"] for e in read_events(results) if e["type"] == "run.started"]
-    assert [c["task_jobs"] for c in started] == [usable_cores()] * 2  # what the run used, recorded
+    workers = with_default_workers(RunOptions(stage="base"), given=False).execution.task_jobs  # 1 on one core
+    assert [c["task_jobs"] for c in started] == [workers] * 2  # what the run used, recorded
     done = subprocess.run(swecl_argv(results, "run", "--resume", "2", "--quiet"), cwd=REPO_ROOT, env=swecl_env(cache),
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr

@@ -18,6 +18,7 @@ def test_two_cores_run_two_tasks_at_once_in_one_process() -> None:
     assert (chosen.execution.jobs, chosen.execution.task_jobs) == (1, 2)
     assert (opts.execution.jobs, opts.execution.task_jobs) == (1, 1)  # the given options are not changed
     assert chosen.to_config()["task_jobs"] == 2  # recorded in run.started.config as if given
+    assert with_default_workers(opts, given=False, cores=64).execution.task_jobs == 8  # each a worktree slot
 
 
 def test_one_core_given_workers_or_ray_leave_the_options_alone() -> None:

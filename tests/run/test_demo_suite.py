@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from commands.inputs import demo_benchmark
-from commands.run._demo_suite import usable_cores
+from commands.run import RunOptions
+from commands.run._demo_suite import with_default_workers
 
 from .support import SPANS, comparable, events, swecl, swecl_json
 
@@ -186,7 +187,8 @@ def test_the_default_workers_score_exactly_what_a_serial_run_scores(
     serial = tmp_path / "serial"
     swecl(serial, "run", "--jobs", "1", "--task-jobs", "1", "--quiet", cache=cache, timeout=900)
     started = [p["config"] for _, _, _, p in events(results, "run.started")]
-    assert {(c["jobs"], c["task_jobs"]) for c in started} == {(1, max(usable_cores(), 1))}  # recorded
+    workers = with_default_workers(RunOptions(stage="base"), given=False).execution.task_jobs  # 1 on one core
+    assert {(c["jobs"], c["task_jobs"]) for c in started} == {(1, workers)}  # recorded
     assert {(c["jobs"], c["task_jobs"]) for c in (p["config"] for _, _, _, p in events(serial, "run.started"))} == {(1, 1)}
     assert swecl_json(results, "metrics", cache=cache)["versions"] == swecl_json(serial, "metrics", cache=cache)["versions"]
     assert _memory_items(results) == _memory_items(serial) != {}
