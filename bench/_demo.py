@@ -45,7 +45,8 @@ def _first_tasks(n: int) -> list[str]:
 
 
 def run(ctx: Context) -> list[Result]:
-    from commands.run._demo_suite import usable_cores
+    from commands.run import RunOptions
+    from commands.run._demo_suite import usable_cores, with_default_workers
 
     cache = ctx.work / "swecl-cache"
     subset: tuple[str, ...] = ()
@@ -68,7 +69,8 @@ def run(ctx: Context) -> list[Result]:
     default = measure("default")
     speedup = serial["wall_s"] / default["wall_s"]
     cores = usable_cores()
-    ctx.details["demo"] = {"cores": cores, "serial": serial, "default": default, "quick": ctx.quick,
+    workers = with_default_workers(RunOptions(stage="base"), given=False).execution.task_jobs
+    ctx.details["demo"] = {"cores": cores, "default_task_jobs": workers, "serial": serial, "default": default, "quick": ctx.quick,
                            "tasks_per_sequence": QUICK_TASKS if ctx.quick else "all"}
     target, ok = ratio_at_least(speedup, 1.6)
     if cores < 2:  # one core: the default is the serial run, nothing to gain
@@ -78,7 +80,7 @@ def run(ctx: Context) -> list[Result]:
                reference=f"wall / CPU ({serial['cpu_s']:.1f} CPU-s); --jobs 1 --task-jobs 1"),
         Result("demo_suite_default", default["wall_s"], "s", speedup, target, ok,
                reference=f"speed-up: the serial run's wall ({serial['wall_s']:.1f} s) / this one's; "
-                         f"default on {cores} cores (--task-jobs {cores})"),
+                         f"default on {cores} cores (--task-jobs {workers})"),
         Result("demo_suite_default_wall_per_cpu", default["wall_per_cpu"], "x", default["wall_per_cpu"], None, None,
                reference=f"wall / CPU ({default['cpu_s']:.1f} CPU-s) of the default run"),
     ]
