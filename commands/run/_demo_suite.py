@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 
 import msgspec
 
@@ -38,7 +39,57 @@ def run_demo_suite(folder: ExperimentFolder, opts: RunOptions, reporter: Reporte
     against the same blank substrate. Repeat i seeds from repeat i's plugin-blank, so each
     repeat replicates the whole chain independently.
     """
+    chosen = with_default_workers(opts, given=workers_given())
+    if chosen is not opts:
+        opts = chosen
+        reporter.note(f"the demo suite runs {opts.execution.task_jobs} tasks at once (--task-jobs "
+                      f"{opts.execution.task_jobs}, one per core; --task-jobs 1 runs them one at a time)")
     return _run_invocation(folder, opts, DEMO_SUITE, count, reporter)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which a container or `taskset`
+    may narrow), else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+# The most workers the default takes: with 8 the demo's matrix is within 1.3x of its
+# critical path (docs/benchmarks.md, scheduling), and each worker is a worktree slot.
+MAX_DEFAULT_WORKERS = 8
+
+
+def with_default_workers(opts: RunOptions, *, given: bool, cores: int | None = None) -> RunOptions:
+    """The demo suite's workers when the command line gave neither --jobs nor --task-jobs:
+    `--task-jobs C` on C usable cores (C >= 2; at most `MAX_DEFAULT_WORKERS`), the suite's
+    sequences sharing the C workers of one process. Nothing scored depends on it: only a memory stage's initial pass is
+    ordered, and it stays a chain; every other task reads nothing its pass writes (see
+    `_schedule`), so the outcomes, metrics and memory items are a serial run's, in
+    another event order. The stages still run one after the other (the seeded ones take
+    plugin-blank's memory). Recorded as given (`run.started.config`: `jobs`, `task_jobs`).
+    One core, the Ray executor, or workers given: the options unchanged."""
+    if given or opts.execution.executor != "local":
+        return opts
+    cores = usable_cores() if cores is None else cores
+    if cores < 2:
+        return opts
+    workers = min(cores, MAX_DEFAULT_WORKERS)
+    return msgspec.structs.replace(opts, execution=msgspec.structs.replace(opts.execution, task_jobs=workers))
+
+
+def workers_given() -> bool:
+    """Whether this `swecl run` command line gave --jobs or --task-jobs. The CLI passes 1
+    for either when it is not given, so its parameter sources tell; called outside a
+    command line (the library), the options are taken as given."""
+    import click  # lazy: only a demo suite asks
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or "jobs" not in ctx.params or "task_jobs" not in ctx.params:
+        return True
+    return any(ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+               for name in ("jobs", "task_jobs"))
 
 
 def continue_invocation(folder: ExperimentFolder, version: str, reporter: Reporter,

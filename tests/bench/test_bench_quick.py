@@ -18,7 +18,7 @@ from tests.conftest import REPO_ROOT
 
 KEYS = {"name", "value", "unit", "ratio", "target", "ok"}
 GROUPS = ("append_", "rebuild_", "replay_", "catchup_", "peak_memory_", "grading_", "parallel_passes_", "matrix_",
-          "provider_")
+          "provider_", "demo_suite_")
 
 
 @pytest.mark.slow

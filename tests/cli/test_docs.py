@@ -211,3 +211,24 @@ def test_the_tour_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
             code = int(exc.code or 0)
         out = capsys.readouterr()
         assert code == 0 and out.out.strip(), (argv, out.err)
+
+
+GLOSSARY_TERMS = (
+    "ledger", "event", "stream", "run version", "stage", "pass", "a(i,j)", "daydream", "dream pass", "copy-seeded",
+    "recall", "substrate", "memory server", "reference arm", "ACC", "F", "BWT", "FWT", "AULC", "CL-P", "CL-S", "CL-F1",
+    "CL-Score", "normalized gain", "memory efficiency", "memory funnel", "verdict line", "McNemar", "leakage flag",
+    "fork", "counterfactual", "validation", "gold/no-op", "task name",
+)
+
+
+def test_the_glossary_has_an_entry_per_term_and_each_readme_link_into_the_concepts_names_a_heading() -> None:
+    concepts = ROOT / "docs" / "concepts.md"
+    glossary = concepts.read_text().split("\n## Glossary\n", 1)[1].split("\n## ", 1)[0]
+    entries = {h.strip().lower() for h in re.findall(r"^### (.+)$", glossary, re.M)}
+    assert {t.lower() for t in GLOSSARY_TERMS} <= entries, sorted({t.lower() for t in GLOSSARY_TERMS} - entries)
+    headings = anchors(concepts)
+    into = [t for t in LINK.findall(without_code(README)) if t.split("#")[0] == "docs/concepts.md"]
+    assert len(into) > len(GLOSSARY_TERMS) // 2, into  # the README links its terms to their entries
+    bad = [t for t in into if "#" in t and t.split("#", 1)[1] not in headings]
+    assert bad == [], f"README links into docs/concepts.md with no such heading: {bad}"
+    assert "docs/concepts.md#goldno-op" in into and "docs/concepts.md#aij" in into  # the anchors GitHub makes

@@ -113,3 +113,39 @@ def test_a_ctrl_c_after_the_run_was_recorded_says_the_run_is_complete(tmp_path: 
         "swecl: interrupted after run last was recorded as finished; its record is complete"
     )
     assert run_finished(results, "last") == ["finished"]
+
+
+def test_ctrl_c_stops_the_demo_suite_on_its_default_workers_and_resume_finishes_it(tmp_path: Path, cache: Path) -> None:
+    """`swecl run` with no worker options runs the demo suite's tasks on one worker per core
+    (`--task-jobs C`): Ctrl-C in its second run ends that run interrupted, and `--resume`
+    finishes the invocation, every task once."""
+    from collections import Counter
+
+    from commands.run import RunOptions
+    from commands.run._demo_suite import with_default_workers
+    from tests.run.support import SPANS, first_of
+
+    results, log = tmp_path / "results", tmp_path / "swecl.log"
+    args = ("run", "--sequence", SPANS, *first_of(4, SPANS), "--passes", "initial,baseline", "--quiet")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(swecl_argv(results, *args), cwd=REPO_ROOT, env=swecl_env(cache), stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not in_flight(results, "2") and time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        time.sleep(0.005)
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=120) == 130, log.read_text()
+    assert log.read_text().strip().splitlines()[-1] == "swecl: interrupted"
+    assert run_finished(results, "1") == ["finished"] and run_finished(results, "2") == ["interrupted"]
+    started = [e["payload"]["config"] for e in read_events(results) if e["type"] == "run.started"]
+    workers = with_default_workers(RunOptions(stage="base"), given=False).execution.task_jobs  # 1 on one core
+    assert [c["task_jobs"] for c in started] == [workers] * 2  # what the run used, recorded
+    done = subprocess.run(swecl_argv(results, "run", "--resume", "2", "--quiet"), cwd=REPO_ROOT, env=swecl_env(cache),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert [run_finished(results, v) for v in "1234"] == [["finished"], ["interrupted", "finished"], ["finished"],
+                                                          ["finished"]]
+    once = Counter((e["stream"].split("/")[1], e["payload"]["pass"], e["payload"]["order"])
+                   for e in read_events(results) if e["type"] == "task.finished")
+    assert set(once.values()) == {1} and len(once) == 4 * 4 * 2  # 4 runs, 4 tasks, 2 passes

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from commands.inputs import demo_benchmark
+from commands.run import RunOptions
+from commands.run._demo_suite import with_default_workers
 
-from .support import SPANS, events, swecl, swecl_json
+from .support import SPANS, comparable, events, swecl, swecl_json
 
 pytestmark = pytest.mark.slow
 
@@ -163,3 +166,31 @@ def test_a_dream_decision_changes_what_plugin_dreamed_recalls(suite: tuple[Path,
     assert _reused(fixed) == []
     runs = {r["stage"]: r for r in swecl_json(results, "runs", cache=cache)}
     assert runs["plugin-dreamed"]["resolved"]["initial"] == runs["plugin-accum"]["resolved"]["initial"] + 1
+
+
+def _memory_items(results: Path) -> dict[str, dict[str, str]]:
+    """Each run's memory items as its folder shows them (file name -> text), without where
+    and when in the ledger each was written (`written_seq`, `written_at`, the origins'
+    `seq`): positions another event order moves, and times."""
+    def item(path: Path) -> str:
+        text = re.sub(r"^written_(seq|at): .*\n", "", path.read_text(), flags=re.M)
+        return re.sub(r'"seq": \d+', '"seq": _', text)
+
+    return {folder.name: {p.name: item(p) for p in sorted((folder / "_memory" / ".cookbook-memory").glob("*.md"))}
+            for folder in sorted(results.glob("v*")) if (folder / "_memory").is_dir()}
+
+
+def test_the_default_workers_score_exactly_what_a_serial_run_scores(
+    suite: tuple[Path, str], tmp_path: Path, cache: Path,
+) -> None:
+    results, _ = suite  # `swecl run` as given: the tasks of a stage on one worker per core
+    serial = tmp_path / "serial"
+    swecl(serial, "run", "--jobs", "1", "--task-jobs", "1", "--quiet", cache=cache, timeout=900)
+    started = [p["config"] for _, _, _, p in events(results, "run.started")]
+    workers = with_default_workers(RunOptions(stage="base"), given=False).execution.task_jobs  # 1 on one core
+    assert {(c["jobs"], c["task_jobs"]) for c in started} == {(1, workers)}  # recorded
+    assert {(c["jobs"], c["task_jobs"]) for c in (p["config"] for _, _, _, p in events(serial, "run.started"))} == {(1, 1)}
+    assert swecl_json(results, "metrics", cache=cache)["versions"] == swecl_json(serial, "metrics", cache=cache)["versions"]
+    assert _memory_items(results) == _memory_items(serial) != {}
+    # every event (outcomes, memory writes, recalls, seeds, dreams) as the serial run has it, in another order
+    assert comparable(results) == comparable(serial)
