@@ -46,7 +46,7 @@ def _first_tasks(n: int) -> list[str]:
 
 def run(ctx: Context) -> list[Result]:
     from commands.run import RunOptions
-    from commands.run._demo_suite import usable_cores, with_default_workers
+    from commands.run import usable_cores, with_default_workers
 
     cache = ctx.work / "swecl-cache"
     subset: tuple[str, ...] = ()

@@ -116,9 +116,12 @@ class RunJobs(ExperimentFolder):
         opts.validate()
         return opts
 
-    def run(self, opts: RunOptions, reporter: Reporter, *, repeat: int = 1, demo_suite: bool = False) -> Runs:
+    def run(self, opts: RunOptions, reporter: Reporter, *, repeat: int = 1, demo_suite: bool = False,
+            workers_given: bool = True) -> Runs:
         """Start `opts.stage` (`demo_suite`: the four stages of the demo suite, in order)
-        `repeat` times, each run its own version; progress goes to `reporter`."""
+        `repeat` times, each run its own version; progress goes to `reporter`.
+        `workers_given` False (the CLI, when neither --jobs nor --task-jobs was typed): the
+        demo suite runs on the machine's cores."""
         # lazy: the run machinery (agents, graders, multiprocessing) costs about 0.25 s at start-up
         from .run import run_demo_suite, run_repeats
 
@@ -126,7 +129,7 @@ class RunJobs(ExperimentFolder):
         repeat = opts.orders or repeat  # --orders N: N runs of one group, one per permutation
         with _executor_session(opts):
             if demo_suite:
-                reports = run_demo_suite(self, opts, reporter, repeat)
+                reports = run_demo_suite(self, opts, reporter, repeat, workers_given=workers_given)
             else:
                 reports = run_repeats(self, opts, reporter, repeat)
         return Runs(tuple(reports), grouped=repeat > 1)

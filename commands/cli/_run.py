@@ -212,7 +212,10 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             else:
                 exp.check_run(opts, repeat=repeat, demo_suite=stage is None)  # refused before the warning
                 warn_if_unconfined(opts.sandbox.mode)
-                done = exp.run(opts, reporter, repeat=repeat, demo_suite=stage is None)
+                # Typed or not: the CLI's default --jobs 1 reads the same as a typed one.
+                typed = ctx.get_parameter_source("jobs") not in (None, click.core.ParameterSource.DEFAULT)
+                done = exp.run(opts, reporter, repeat=repeat, demo_suite=stage is None,
+                               workers_given=typed or task_jobs is not None)
     finally:
         reporter.close()
     _print_summary(exp.run_summary(done.versions, grouped=done.grouped), quiet=quiet, as_json=as_json)

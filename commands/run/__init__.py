@@ -14,6 +14,8 @@ _EXPORTS = {
     "continue_invocation": "_demo_suite",
     "run_demo_suite": "_demo_suite",
     "run_repeats": "_demo_suite",
+    "usable_cores": "_demo_suite",
+    "with_default_workers": "_demo_suite",
     "EXECUTORS": "_options",
     "BudgetOptions": "_options",
     "ExecutionOptions": "_options",
@@ -55,7 +57,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from ._demo_suite import continue_invocation, run_demo_suite, run_repeats
+    from ._demo_suite import continue_invocation, run_demo_suite, run_repeats, usable_cores, with_default_workers
     from ._options import (
         EXECUTORS, BudgetOptions, ExecutionOptions, MemoryOptions, ResumeOverrides, RunOptions, SandboxOptions,
         parse_fork,

@@ -30,16 +30,19 @@ def run_repeats(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, 
     return _run_invocation(folder, opts, (opts.stage,), count, reporter)
 
 
-def run_demo_suite(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, count: int = 1) -> list[RunReport]:
+def run_demo_suite(folder: ExperimentFolder, opts: RunOptions, reporter: Reporter, count: int = 1, *,
+                   workers_given: bool = True) -> list[RunReport]:
     """base, plugin-blank, then plugin-accum and plugin-dreamed seeded from plugin-blank;
     the whole suite `count` times (--repeat), each stage's repeats one group.
 
     The seeds are named explicitly: left to choose, plugin-dreamed would take the
     newest prior run (plugin-accum's), and the suite means to compare both seeded stages
     against the same blank substrate. Repeat i seeds from repeat i's plugin-blank, so each
-    repeat replicates the whole chain independently.
+    repeat replicates the whole chain independently. `workers_given` False: the command
+    line named neither --jobs nor --task-jobs, so the suite takes the cores'
+    (`with_default_workers`); a library caller's options are taken as given.
     """
-    chosen = with_default_workers(opts, given=workers_given())
+    chosen = with_default_workers(opts, given=workers_given)
     if chosen is not opts:
         opts = chosen
         reporter.note(f"the demo suite runs {opts.execution.task_jobs} tasks at once (--task-jobs "
@@ -77,19 +80,6 @@ def with_default_workers(opts: RunOptions, *, given: bool, cores: int | None = N
         return opts
     workers = min(cores, MAX_DEFAULT_WORKERS)
     return msgspec.structs.replace(opts, execution=msgspec.structs.replace(opts.execution, task_jobs=workers))
-
-
-def workers_given() -> bool:
-    """Whether this `swecl run` command line gave --jobs or --task-jobs. The CLI passes 1
-    for either when it is not given, so its parameter sources tell; called outside a
-    command line (the library), the options are taken as given."""
-    import click  # lazy: only a demo suite asks
-
-    ctx = click.get_current_context(silent=True)
-    if ctx is None or "jobs" not in ctx.params or "task_jobs" not in ctx.params:
-        return True
-    return any(ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
-               for name in ("jobs", "task_jobs"))
 
 
 def continue_invocation(folder: ExperimentFolder, version: str, reporter: Reporter,

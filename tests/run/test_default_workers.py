@@ -3,13 +3,11 @@ line gives neither --jobs nor --task-jobs; nothing parallel on one core."""
 
 from __future__ import annotations
 
-import click
 import pytest
-from click.testing import CliRunner
 
 from commands.run import ExecutionOptions, RunOptions
 from commands.run import _demo_suite
-from commands.run._demo_suite import usable_cores, with_default_workers, workers_given
+from commands.run._demo_suite import usable_cores, with_default_workers
 
 
 def test_two_cores_run_two_tasks_at_once_in_one_process() -> None:
@@ -33,24 +31,3 @@ def test_the_cores_are_the_affinity_not_the_machine(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(_demo_suite.os, "sched_getaffinity", lambda pid: {3}, raising=False)
     monkeypatch.setattr(_demo_suite.os, "cpu_count", lambda: 64)
     assert usable_cores() == 1
-
-
-@pytest.mark.parametrize(("args", "given"), [
-    ((), False), (("--jobs", "1"), True), (("--task-jobs", "1"), True), (("--jobs", "2"), True),
-])
-def test_workers_are_given_when_the_command_line_names_them(args: tuple[str, ...], given: bool) -> None:
-    seen: list[bool] = []
-
-    @click.command()
-    @click.option("--jobs", type=int, default=1)
-    @click.option("--task-jobs", type=int, default=None)
-    def run(jobs: int, task_jobs: int | None) -> None:
-        seen.append(workers_given())
-
-    result = CliRunner().invoke(run, list(args))
-    assert result.exit_code == 0, result.output
-    assert seen == [given]
-
-
-def test_outside_a_command_line_the_options_are_as_given() -> None:
-    assert workers_given() is True
