@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from projections import VersionMetrics, spend_cell, task_label
+from projections import VersionMetrics, spend_cell, task_heading, task_label
 from projections.metrics import LEGEND, marked
 from projections.audit import DatasetNote, Flag
 from projections.report import (Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, funnel_table,
@@ -220,28 +220,33 @@ def runs_page(listings: list[RunListing], head: int, ledger_path: str) -> str:
 # -- one run -------------------------------------------------------------------------------
 
 
-def _matrix_cell(version: str, matrix: Matrix, j: int, cell: MatrixCell) -> str:
+def _matrix_cell(version: str, matrix: Matrix, j: int, cell: MatrixCell, names: Sequence[str]) -> str:
     text = STATE_TEXT[cell.state]
     if cell.pass_ is None:
         return f'<td class="{STATE_CLASS[cell.state]}"></td>'
-    title = f"{matrix.instance_ids[j]} · {cell.pass_}: {cell.state}" + (f" ({cell.status})" if cell.status else "")
+    title = f"{names[j]} · {cell.pass_}: {cell.state}" + (f" ({cell.status})" if cell.status else "")
     href = task_href(version, matrix.instance_ids[j], cell.pass_)
     return (f'<td class="{STATE_CLASS[cell.state]}" data-pass="{esc(cell.pass_)}" title="{esc(title)}">'
             f'<a class="cell" href="{esc(href)}">{text or "&nbsp;"}</a></td>')
 
 
-def matrix_html(version: str, matrix: Matrix) -> str:
-    """a(i,j) with every evaluated cell a link to that task's attempt in that pass."""
+def matrix_html(version: str, matrix: Matrix, sequence_id: str, sequences: Sequence[str]) -> str:
+    """a(i,j) with every evaluated cell a link to that task's attempt in that pass, each
+    task named as every output names it (`spans#4 swecl-demo__spans-24`)."""
     if not matrix.orders:
         return '<p class="note">No tasks planned in this sequence.</p>'
+    names = [task_heading(sequence_id, order, iid, sequences)
+             for order, iid in zip(matrix.orders, matrix.instance_ids, strict=True)]
     head = "<tr><th>i \\ j</th>" + "".join(
-        f'<th title="{esc(iid)}">{_a(task_href(version, iid), f"t{order}")}</th>'
-        for order, iid in zip(matrix.orders, matrix.instance_ids, strict=True)
+        f'<th title="{esc(name)}">{_a(task_href(version, iid), f"t{order}")}</th>'
+        for order, iid, name in zip(matrix.orders, matrix.instance_ids, names, strict=True)
     ) + "</tr>"
-    body = [f"<tr><th>a({esc(row.label)},·)</th>{''.join(_matrix_cell(version, matrix, j, c) for j, c in enumerate(row.cells))}</tr>"
+    body = [f"<tr><th>a({esc(row.label)},·)</th>"
+            f"{''.join(_matrix_cell(version, matrix, j, c, names) for j, c in enumerate(row.cells))}</tr>"
             for row in matrix.rows]
     if matrix.baseline is not None:
-        body.append(f"<tr><th>b(·)</th>{''.join(_matrix_cell(version, matrix, j, c) for j, c in enumerate(matrix.baseline.cells))}</tr>")
+        body.append(f"<tr><th>b(·)</th>"
+                    f"{''.join(_matrix_cell(version, matrix, j, c, names) for j, c in enumerate(matrix.baseline.cells))}</tr>")
     return f'<table class="matrix"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
 
 
@@ -354,7 +359,8 @@ def run_page(vr: VersionReport, status: str, progress: Progress, head: int) -> s
              '<p class="meta">' + _a("/funnels", "every run's funnel side by side") + "</p>"]
     for sequence_id, seq in vr.sequences.items():
         parts.append(f"<h2>{_a(sequence_href(version, sequence_id), sequence_id)} "
-                     f'<span class="meta">{len(seq.plan)} tasks</span></h2>{matrix_html(version, seq.matrix)}')
+                     f'<span class="meta">{len(seq.plan)} tasks</span></h2>'
+                     f"{matrix_html(version, seq.matrix, sequence_id, list(vr.sequences))}")
     return layout(vr.label, [("runs", "/"), (vr.label, None)], head, "".join(parts))
 
 
@@ -390,7 +396,7 @@ def sequence_page(vr: VersionReport, seq: SequenceReport, status: str, head: int
     body = (
         f'<h1>{esc(seq.sequence_id)} <span class="meta">in {esc(vr.label)} ({esc(status)})</span></h1>'
         f"{_metrics_table(vr, [seq.sequence_id])}"
-        f"<h2>a(i,j)</h2>{_LEGEND}{matrix_html(version, seq.matrix)}"
+        f"<h2>a(i,j)</h2>{_LEGEND}{matrix_html(version, seq.matrix, seq.sequence_id, list(vr.sequences))}"
         f'<h2>Tasks (initial pass)</h2><table class="tasks"><thead><tr>{head_cells}</tr></thead><tbody>{tasks}</tbody></table>'
     )
     return layout(f"{seq.sequence_id} · {vr.label}", [("runs", "/"), (vr.label, run_href(version)), (seq.sequence_id, None)],

@@ -193,6 +193,7 @@ def test_two_runs_funnels_side_by_side_in_the_report_and_the_view(demo: Path, ca
         assert "Runs without a funnel" in page and "a run without memory" in page
         status, _, run = get(base_url + "/run/1")
         assert status == 200 and "data-funnel-svg" in run and 'href="/funnels"' in run
+        assert 'title="textkit#1 swecl-demo__textkit-11"' in run  # a task named as every output names it
 
 
 # -- a ledger built event by event: each label, the live-item rule and the override -------------------
