@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import Any
 
-__all__ = ["TEST_CONFIG_FILES", "PatchFile", "is_test_config_path", "is_test_path", "parse_patch_files", "patch_paths",
+__all__ = ["TEST_CONFIG_FILES", "PatchFile", "hunk_functions", "patched_path", "is_test_config_path", "is_test_path", "parse_patch_files", "patch_paths",
            "strip_prefix"]
 
 # Files that configure pytest (plugins, addopts, conftest hooks): reverted like test files.
@@ -177,3 +178,34 @@ def is_test_config_path(path: str) -> bool:
     """Files that configure the test run (`TEST_CONFIG_FILES`, at any depth): a
     `[pytest] addopts = -p plugin` in any of them loads code that can report any result."""
     return PurePosixPath(path).name in TEST_CONFIG_FILES
+
+
+# -- what a parsed patch changes (unidiff's objects, read by attribute) ---------------------
+
+_DEF = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
+
+
+def patched_path(pf: Any) -> str:
+    """A unidiff `PatchedFile`'s path in the repository: the target's, the source's for a
+    deleted file, without git's `a/`/`b/` prefix."""
+    target = pf.target_file if pf.target_file != "/dev/null" else pf.source_file
+    return target[2:] if target.startswith(("a/", "b/")) else target
+
+
+def hunk_functions(hunk: Any) -> set[str]:
+    """The functions and classes a unidiff `Hunk` changes: each `def`/`class` a changed line
+    is in (from the hunk's header or an earlier line of it) or defines. The daydream's item
+    `symbols` and the funnel's `used` read a patch the same way, through this."""
+    names: set[str] = set()
+    header = _DEF.match(hunk.section_header or "")
+    enclosing = header.group(1) if header else None
+    for line in hunk:
+        defined = _DEF.match(line.value)
+        if defined:
+            enclosing = defined.group(1)
+            if line.is_added or line.is_removed:
+                names.add(enclosing)
+            continue
+        if (line.is_added or line.is_removed) and line.value.strip() and enclosing:
+            names.add(enclosing)
+    return names

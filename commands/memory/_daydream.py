@@ -23,7 +23,7 @@ import unidiff
 
 from ledger import Ledger, NewEvent, Recorded, SweclError, event_id_for
 from ledger.events import MemoryRejected, MemoryWritten
-from ledger.patches import is_test_path, patch_paths
+from ledger.patches import hunk_functions, is_test_path, patch_paths, patched_path
 from projections.show import agent_commands, final_message, is_json_lines
 
 from ._governance import DEFAULT_POLICY, Checker, GovernancePolicy, GradingSecrets, Violation
@@ -34,7 +34,6 @@ ACCOUNT_CHARS = 400  # the agent's final explanation, in the view and in a lesso
 COMMANDS_KEPT = 20  # the last commands the agent ran, in the view
 COMMAND_CHARS = 200
 
-_DEF = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 # A fenced block in the agent's last words (a blind answer's diff): the patch is kept apart.
 _FENCED = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 
@@ -107,29 +106,6 @@ Extractor = Callable[[DaydreamInput], Sequence[MemoryDraft]]
 # -- patch facts --------------------------------------------------------------------------
 
 
-def _file_path(pf: unidiff.PatchedFile) -> str:
-    target = pf.target_file
-    if target == "/dev/null":
-        target = pf.source_file
-    return target[2:] if target.startswith(("a/", "b/")) else target
-
-
-def _hunk_symbols(hunk: unidiff.Hunk) -> set[str]:
-    names: set[str] = set()
-    header = _DEF.match(hunk.section_header or "")
-    enclosing = header.group(1) if header else None
-    for line in hunk:
-        defined = _DEF.match(line.value)
-        if defined:
-            enclosing = defined.group(1)
-            if line.is_added or line.is_removed:
-                names.add(defined.group(1))
-            continue
-        if (line.is_added or line.is_removed) and line.value.strip() and enclosing:
-            names.add(enclosing)
-    return names
-
-
 def patch_facts(patch: str | None, *, drop: Sequence[str] = ()) -> PatchFacts:
     """Files, symbols and size of `patch`, keeping only non-test files' hunks.
 
@@ -156,7 +132,7 @@ def patch_facts(patch: str | None, *, drop: Sequence[str] = ()) -> PatchFacts:
     dropped: list[str] = []
     added = removed = 0
     for pf in parsed:
-        path = _file_path(pf)
+        path = patched_path(pf)
         if is_test_path(path) or path in drop_set:
             dropped.append(path)
             continue
@@ -165,7 +141,7 @@ def patch_facts(patch: str | None, *, drop: Sequence[str] = ()) -> PatchFacts:
         added += pf.added
         removed += pf.removed
         for hunk in pf:
-            symbols |= _hunk_symbols(hunk)
+            symbols |= hunk_functions(hunk)
     return PatchFacts(
         tuple(sorted(set(files))),
         tuple(sorted(symbols)),

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from projections.compare._gain import _ids, resolve_rate
+from projections.compare._gain import _ids, resolve_rate, stage_candidates
 from projections.compare._stats import CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, draw_indices, percentile_interval
 
 if TYPE_CHECKING:
@@ -105,10 +105,7 @@ class Efficiency(msgspec.Struct, frozen=True, kw_only=True):
 
 def oracle_candidates(run: RunSummary, known: Mapping[str, RunSummary]) -> list[str]:
     """The oracle-stage runs that may be `run`'s oracle (before the per-sequence task check), newest last."""
-    return [v for v, o in known.items()
-            if o.stage == ORACLE_STAGE and v != run.version and o.status != "failed" and "initial" in o.passes
-            and (o.agent, o.model, o.code_mode, o.dataset_hash) == (run.agent, run.model, run.code_mode,
-                                                                     run.dataset_hash)]
+    return stage_candidates(ORACLE_STAGE, run, known)
 
 
 def pick_oracle(run: RunSummary, outcomes: RunOutcomes, sequence: str, known: Mapping[str, RunSummary],

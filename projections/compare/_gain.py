@@ -72,12 +72,19 @@ def _ids(outcomes: RunOutcomes, sequence: str) -> tuple[str, ...]:
     return () if seq is None else tuple(t.instance_id for t in seq.plan)
 
 
-def base_candidates(run: RunSummary, known: Mapping[str, RunSummary]) -> list[str]:
-    """The base-stage runs that may be `run`'s base (before the per-sequence task check), newest last."""
+def stage_candidates(stage: str, run: RunSummary, known: Mapping[str, RunSummary]) -> list[str]:
+    """The runs of `stage` that may stand beside `run` (its base, its oracle) before the
+    per-sequence task check, newest last: not failed, with an initial pass, the same agent,
+    model, code mode and dataset."""
     return [v for v, b in known.items()
-            if b.stage == BASE_STAGE and v != run.version and b.status != "failed" and "initial" in b.passes
+            if b.stage == stage and v != run.version and b.status != "failed" and "initial" in b.passes
             and (b.agent, b.model, b.code_mode, b.dataset_hash) == (run.agent, run.model, run.code_mode,
                                                                      run.dataset_hash)]
+
+
+def base_candidates(run: RunSummary, known: Mapping[str, RunSummary]) -> list[str]:
+    """The base-stage runs that may be `run`'s base (before the per-sequence task check), newest last."""
+    return stage_candidates(BASE_STAGE, run, known)
 
 
 def pick_base(run: RunSummary, outcomes: RunOutcomes, sequence: str, known: Mapping[str, RunSummary],

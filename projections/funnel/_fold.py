@@ -17,12 +17,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger import Ledger, LedgerError, Recorded, StreamRange
+from ledger import Ledger, Recorded, StreamRange
 from ledger.events import RunStarted
 from projections._counterfactuals import HARMFUL, NECESSARY, NO_EFFECT, counterfactual_verdicts
 from projections._fork import ForkLink, Splice, fork_links, read_run
 from projections._outcomes import Cell, outcome_projection
-from projections._provider_calls import memory_server_named
+from projections._provider_calls import blob_text, memory_server_named
 from projections._runner import Projector
 from projections._runs import run_started_record
 from projections.audit import iter_provider_recalls, seeded_server_writes, server_calls, server_tools
@@ -76,15 +76,6 @@ def field_of(event: Any, name: str) -> Any:
     if isinstance(raw, dict):
         return raw.get("pass" if name == "pass_" else name)
     return getattr(event, name, None)
-
-
-def _blob_text(ledger: Ledger, digest: str | None) -> str | None:
-    if not digest:
-        return None
-    try:
-        return ledger.get_blob(digest).decode("utf-8", errors="replace")
-    except LedgerError:
-        return None
 
 
 class _Upto:
@@ -209,7 +200,7 @@ def _substrate(ledger: Ledger, version: str, cursor: int, splice: Splice, tasks:
 
 def _with_patch(ledger: Ledger, source: Source, patch: str | None) -> Source:
     """An item's files and functions, with those of the patch it holds."""
-    held = touched(_blob_text(ledger, patch))
+    held = touched(blob_text(ledger, patch))
     if not held.files and not held.functions:
         return source
     return Source(kind=source.kind, ref=source.ref, instance_id=source.instance_id,
@@ -266,7 +257,7 @@ def _history(ledger: Ledger, history: list[Recorded], tasks: list[_Task], plan: 
         task = by_key.get((field_of(ev, "sequence_id"), field_of(ev, "order"), field_of(ev, "attempt")))
         if task is None:
             continue
-        text = _blob_text(ledger, field_of(ev, "text")) or ""
+        text = blob_text(ledger, field_of(ev, "text")) or ""
         for dep in field_of(ev, "entries") or []:
             if dep in task.deps and all(s.instance_id != dep for s in task.retrieved):
                 ref = f"history@{rec.seq}:{dep}"
@@ -289,7 +280,7 @@ def _patches(ledger: Ledger, version: str, cursor: int, tasks: Iterable[_Task]) 
         ev = rec.event
         key = (ev.sequence_id, ev.order, ev.attempt)
         if ev.pass_ == "initial" and key in keys:
-            out[key] = touched(_blob_text(ledger, ev.patch))
+            out[key] = touched(blob_text(ledger, ev.patch))
     return out
 
 

@@ -5,14 +5,12 @@ line is in (or defines); a patch unidiff cannot parse gives its files alone."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import unidiff
 
-from ledger.patches import is_test_path, patch_paths
+from ledger.patches import hunk_functions, is_test_path, patch_paths, patched_path
 
-_DEF = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 
 
 @dataclass(frozen=True)
@@ -22,27 +20,6 @@ class Touched:
 
     def listed(self) -> list[str]:
         return sorted(self.files) + sorted(f"{name}()" for name in self.functions)
-
-
-def _path(pf: unidiff.PatchedFile) -> str:
-    target = pf.target_file if pf.target_file != "/dev/null" else pf.source_file
-    return target[2:] if target.startswith(("a/", "b/")) else target
-
-
-def _functions(hunk: unidiff.Hunk) -> set[str]:
-    names: set[str] = set()
-    header = _DEF.match(hunk.section_header or "")
-    enclosing = header.group(1) if header else None
-    for line in hunk:
-        defined = _DEF.match(line.value)
-        if defined:
-            enclosing = defined.group(1)
-            if line.is_added or line.is_removed:
-                names.add(enclosing)
-            continue
-        if (line.is_added or line.is_removed) and line.value.strip() and enclosing:
-            names.add(enclosing)
-    return names
 
 
 def touched(patch: str | None) -> Touched:
@@ -56,12 +33,12 @@ def touched(patch: str | None) -> Touched:
     files: set[str] = set()
     functions: set[str] = set()
     for pf in parsed:
-        path = _path(pf)
+        path = patched_path(pf)
         if is_test_path(path):
             continue
         files.add(path)
         for hunk in pf:
-            functions |= _functions(hunk)
+            functions |= hunk_functions(hunk)
     return Touched(frozenset(files), frozenset(functions))
 
 
