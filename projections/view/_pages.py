@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from projections import VersionMetrics, spend_cell, task_heading, task_label
+from projections import VersionMetrics, sequence_short_names, spend_cell, task_heading, task_label
 from projections.metrics import LEGEND, marked
 from projections.audit import DatasetNote, Flag
 from projections.report import (Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, funnel_table,
@@ -174,7 +174,10 @@ def _run_row(item: RunListing) -> str:
     seeded = r["seeded_from"]
     started = str(r["started_at"])[:19].replace("T", " ")
     leaks = r["leakage"]["flagged"]
-    sequences = "".join(f'<a href="{esc(sequence_href(version, s))}">{_breakable(s)}</a>' for s in r["sequences"])
+    # Short names (`spans`), the full id in the link's title: a full id wrapped over three lines a row.
+    short = sequence_short_names(list(r["sequences"]))
+    sequences = "".join(f'<a href="{esc(sequence_href(version, s))}" title="{esc(s)}">{_breakable(short.get(s, s))}</a>'
+                        for s in r["sequences"])
     if r.get("order"):  # not the dataset's order (--order, --orders)
         sequences += f'<span class="sub" data-order="{esc(str(r["order"]))}">order {_breakable(str(r["order"]))}</span>'
     resolved = "".join(f"<span>{esc(p)}={n}</span>" for p, n in r["resolved"].items())
@@ -185,7 +188,7 @@ def _run_row(item: RunListing) -> str:
         f'data-total="{item.progress.total}">'
         f'<td class="ids"><a href="{esc(run_href(version))}">{_breakable(version)}</a>'
         + (f'<span class="sub">seeded from {_breakable(seeded)}</span>' if seeded else "") + "</td>"
-        f'<td class="ids">{_breakable(r["stage"])}<span class="sub">{_breakable(r["agent"])}</span></td>'
+        f'<td class="ids stage">{esc(r["stage"])}<span class="sub">{_breakable(r["agent"])}</span></td>'
         f'<td class="progress-cell"><b class="status">{esc(r["status"])}</b> '
         f"{progress_html(item.progress, r['status'], say_status=False)}{_spend_line(r.get('spend'))}</td>"
         f"{_headline_cells(vm)}"

@@ -15,7 +15,7 @@ header.bar nav.crumbs a { margin-right: .2rem; } header.bar nav.crumbs span.sep 
 a.cell { display: block; color: inherit; text-decoration: none; } a.cell:hover { outline: 2px solid #333; }
 td.cell-resolved a.cell { color: #fff; }
 progress { width: 9rem; vertical-align: middle; }
-table.runs { width: 100%; } table.runs td.ids { overflow-wrap: anywhere; }
+table.runs { width: 100%; } table.runs td.ids { overflow-wrap: anywhere; } table.runs td.stage { overflow-wrap: normal; white-space: nowrap; }
 table.runs td.num, table.runs td.started, table.runs td.passes { white-space: nowrap; }
 table.runs td.progress-cell { width: 14rem; } table.runs progress { width: 100%; max-width: 7rem; }
 .progress .count { white-space: nowrap; }

@@ -91,6 +91,8 @@ def test_runs_page_lists_what_swecl_runs_lists_with_metrics(view: str, demo: Pat
     macro = swecl_json(demo, "metrics", cache=cache)["versions"][0]["macro"]
     assert f"{macro['ACC']:.3f}" in page and f"{macro['CL-Score']:.3f}" in page
     assert 'href="/run/1"' in page and f'href="/run/1/seq/{TEXTKIT}"' in page
+    # a sequence by its short name, the full id in the link's title (a full id wrapped over three lines a row)
+    assert f'href="/run/1/seq/{TEXTKIT}" title="{TEXTKIT}">textkit</a>' in page
     # what the run cost, beside its counts: no cost reported (not $0), its attempts and wall time
     wall = listed[0]["spend"]["wall_s"]
     assert wall > 0 and f'data-wall="{wall}"' in page and f"<span>-</span><span>{cells} att " in page
