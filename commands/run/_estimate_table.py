@@ -63,15 +63,27 @@ _CLAUDE_DEFAULT = "sonnet"  # the claude CLI's default model when --model is not
 _NO_MODEL = "no model: the agent calls none"
 
 
+# The agents that call no model: what an attempt of theirs takes (seconds), and why.
+_NO_MODEL_AGENTS = {
+    "demo": (f"demo agent ({_NO_MODEL}); 0.8 s a task measured on the built-in demo", 0.8),
+    "oracle": (f"oracle agent ({_NO_MODEL}): grading time only, taken as 120 s (rough)", 120.0),
+    "predictions": (f"predictions agent ({_NO_MODEL}): grading time only, taken as 120 s (rough)", 120.0),
+}
+# The agents whose --model may name a Claude model (priced by its family), and the model a
+# CLI takes when --model is not given.
+_CLAUDE_MODEL_AGENTS = frozenset({"claude", "opencode", "mini-swe-agent"})
+_DEFAULT_FAMILY = {"claude": _CLAUDE_DEFAULT}
+
+
 def table_rate(agent: str, model: str | None) -> TableRate:
-    """The table's figures for `agent` with `model` (tokens and dollars None: not known)."""
-    if agent == "demo":
-        return TableRate(f"demo agent ({_NO_MODEL}); 0.8 s a task measured on the built-in demo", 0.8, 0, 0, 0.0, 0.0)
-    if agent in ("oracle", "predictions"):
-        return TableRate(f"{agent} agent ({_NO_MODEL}): grading time only, taken as 120 s (rough)", 120.0, 0, 0, 0.0, 0.0)
-    family = _claude_family(model) if agent in ("claude", "opencode", "mini-swe-agent") else None
-    if agent == "claude" and family is None and model is None:
-        family = _CLAUDE_DEFAULT
+    """The table's figures for `agent` with `model` (tokens and dollars None: not known).
+    A table keyed by the agent's name, not a branch on it: an agent is added by a row."""
+    if agent in _NO_MODEL_AGENTS:
+        said, seconds = _NO_MODEL_AGENTS[agent]
+        return TableRate(said, seconds, 0, 0, 0.0, 0.0)
+    family = _claude_family(model) if agent in _CLAUDE_MODEL_AGENTS else None
+    if family is None and model is None:
+        family = _DEFAULT_FAMILY.get(agent)
     if family is not None:
         usd_in, usd_out = _CLAUDE[family]
         return TableRate(f"table: claude {family} list price ${usd_in:g}/${usd_out:g} per M tokens in/out (2025-11), "

@@ -39,7 +39,8 @@ def wilson(resolved: int, tasks: int, z: float = Z95) -> tuple[float, float] | N
     denominator = 1 + z * z / tasks
     centre = (p + z * z / (2 * tasks)) / denominator
     half = z * math.sqrt(p * (1 - p) / tasks + z * z / (4 * tasks * tasks)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # The interval holds p: at p = 0 or 1 the bound equals p, and rounding must not put it past p.
+    return min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half))
 
 
 @dataclass(frozen=True)

@@ -226,7 +226,8 @@ def headline_figure(found: Headline) -> Figure:
                                  edgecolor="#444444", linewidth=0.6, hatch=_HEADLINE_HATCH.get(role))
                 seen.setdefault(role, rect)
                 if ci is not None:
-                    ax.errorbar(start + k * bar_w, rate or 0.0, yerr=[[(rate or 0.0) - ci[0]], [ci[1] - (rate or 0.0)]],
+                    low, high = max(0.0, (rate or 0.0) - ci[0]), max(0.0, ci[1] - (rate or 0.0))  # never below 0
+                    ax.errorbar(start + k * bar_w, rate or 0.0, yerr=[[low], [high]],
                                 color="#222222", capsize=3, linewidth=1)
                 ax.text(start + k * bar_w, 0.02, f"{bar.resolved}/{bar.tasks}", ha="center", va="bottom", fontsize=8,
                         color="white" if role == "memory" else "#111111")

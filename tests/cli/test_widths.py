@@ -77,7 +77,7 @@ def test_tables_at_80_keep_their_header_words(rendered: dict[tuple[str, int], li
     text = "\n".join(rendered[name, 80])
     assert "…" not in text
     headers = {
-        "runs": ["stage", "agent", "status", "sequences", "resolved", "leaks", "spend", "from"],
+        "runs": ["stage", "agent", "status", "sequences", "resolved", "leaks", "cost", "from"],
         "metrics": ["run / sequence", "ACC↑", "CL-Score↑", "solved", "miss"],
         "compare": ["sequence", "metric", "B - A", "McNemar"],
         "audit": ["audit of v2"],

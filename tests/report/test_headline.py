@@ -63,3 +63,12 @@ def test_without_a_base_in_the_report(realistic: Realistic, tmp_path: Path) -> N
     text = read(summary.index)
     assert "No memory run compared with a base run in this report." in text
     assert [a["src"] for a, _ in Page(text).with_attr("img", "data-headline-chart")] == ["plots/headline.png"]
+
+
+def test_the_wilson_interval_holds_its_rate_at_none_and_all_resolved() -> None:
+    """At 0 or N of N the bound equals the rate: rounding once put the lower bound of 0/3 at
+    5.6e-17, above the bar, and matplotlib refused the negative error bar."""
+    for n in range(1, 300):
+        for resolved in (0, n):
+            low, high = wilson(resolved, n)
+            assert low <= resolved / n <= high
