@@ -293,13 +293,6 @@ def costs_for(ledger: Ledger, found: list[VersionMetrics]) -> dict[str, RunCost]
                                                               for name in vm.result.sequences}) for vm in found}
 
 
-def _funnel_difference(ledger: Ledger, a: str, b: str) -> FunnelDifference:
-    """A's and B's memory funnels side by side (its `na` says why there is no difference)."""
-    from projections.funnel import funnel, funnel_difference  # lazy: loads when the job runs
-
-    return funnel_difference(funnel(ledger, a), funnel(ledger, b))
-
-
 def _compare_extras(ledger: Ledger, projector: Any, found: list[VersionMetrics], oracle: str | None) -> tuple[Any, ...]:
     """What `compare` adds for two runs: the runs, the oracle runs' outcomes, B's flagged recalls, both costs."""
     from projections.audit import leakage_of
@@ -418,6 +411,7 @@ class ReadJobs(ExperimentFolder):
         if grouped and oracle is not None:
             raise SweclError("--oracle gives the memory efficiency of two runs; it does not combine with --group")
         from projections.compare import compare_groups, from_order, shared_before, side_of
+        from projections.funnel import funnel, funnel_difference
 
         with self.reading() as r:
             members = [[a], [b]]
@@ -436,7 +430,7 @@ class ReadJobs(ExperimentFolder):
             # A fork and its source (or two forks of one run) share their tasks before K.
             shared = shared_before(r.ledger, a, b) if not grouped else None
             extra = None if grouped else _compare_extras(r.ledger, r.projector, found, oracle)
-            funnels = None if grouped else _funnel_difference(r.ledger, a, b)
+            funnels = None if grouped else funnel_difference(funnel(r.ledger, a), funnel(r.ledger, b))
         sides = [side_of(vm, version_label(vm)) for vm in found]
         if shared is not None:
             sides = [from_order(s, {n: [t.order for t in c.plan] for n, c in vm.outcomes.sequences.items()}, shared)

@@ -155,7 +155,16 @@ def print_comparison(comparison: Comparison, console: Any = None, *, assessment:
     for cells, end in rows:
         table.add_row(*cells, end_section=end)
     console.print(table)
-    width = min(console.width, 100)
+    for line in _notes(comparison, blocks, gaps, flags, undefined, assessment, short, costs or {}):
+        # Wrapped to the table's own 100 columns even when piped (the console is then 200 wide).
+        console.print(textwrap.fill(line, width=min(console.width, 100), subsequent_indent="  "), markup=False,
+                      highlight=False)
+
+
+def _notes(comparison: Comparison, blocks: list[Any], gaps: dict[Any, list[str]], flags: dict[str, list[str]],
+           undefined: list[str], assessment: Assessment | None, short: Any, costs: dict[str, Any]) -> list[str]:
+    """The lines under the table: the direction legend, the gain and efficiency, what is
+    n/a and why, the flags, the method and both runs' cost per solved task."""
     every = len(blocks)
     gains = ", ".join(f"{label}={_num(r.gain)}" for label, r in blocks)
     lines = [f"{LEGEND} (of B - A too: F↓ means B forgetting less is a negative difference)",
@@ -172,10 +181,8 @@ def print_comparison(comparison: Comparison, console: Any = None, *, assessment:
     lines.extend(undefined)
     lines.extend(comparison.notes)
     lines.append(_method_line(comparison))
-    lines.extend(cost_lines(comparison, costs or {}))
-    for line in lines:
-        # Wrapped to the table's own 100 columns even when piped (the console is then 200 wide).
-        console.print(textwrap.fill(line, width=width, subsequent_indent="  "), markup=False, highlight=False)
+    lines.extend(cost_lines(comparison, costs))
+    return lines
 
 
 def _method_line(comparison: Comparison) -> str:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from projections.compare._gain import _ids, resolve_rate, stage_candidates
+from projections.compare._gain import _ids, pick_beside, resolve_rate, stage_candidates
 from projections.compare._stats import CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, draw_indices, percentile_interval
 
 if TYPE_CHECKING:
@@ -110,20 +110,11 @@ def oracle_candidates(run: RunSummary, known: Mapping[str, RunSummary]) -> list[
 
 def pick_oracle(run: RunSummary, outcomes: RunOutcomes, sequence: str, known: Mapping[str, RunSummary],
                 oracle_outcomes: Mapping[str, RunOutcomes]) -> str | None:
-    """The oracle run of `run`'s `sequence` (see the module doc), or None."""
-    ids = _ids(outcomes, sequence)
-    same_tasks = [v for v in oracle_candidates(run, known)
-                  if v in oracle_outcomes and sorted(_ids(oracle_outcomes[v], sequence)) == sorted(ids)]
-    if not same_tasks:
-        return None
+    """The oracle run of `run`'s `sequence` (see the module doc), or None: the base's rules,
+    an oracle of the same memory system (the same --memory-server, or none) first."""
     server = run.config.get("memory_server") or None
-
-    def preference(v: str) -> tuple[bool, bool, bool, int]:
-        same_memory = (known[v].config.get("memory_server") or None) == server
-        same_suite = run.suite is not None and known[v].suite == run.suite
-        return same_memory, same_suite, _ids(oracle_outcomes[v], sequence) == ids, same_tasks.index(v)
-
-    return max(same_tasks, key=preference)
+    return pick_beside(run, outcomes, sequence, known, oracle_candidates(run, known), oracle_outcomes,
+                       first=lambda v: (known[v].config.get("memory_server") or None) == server)
 
 
 # -- the values and their intervals --------------------------------------------------------

@@ -16,7 +16,7 @@ else the newest. `swecl compare A B` uses A as the base (the runs it pairs).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -87,20 +87,29 @@ def base_candidates(run: RunSummary, known: Mapping[str, RunSummary]) -> list[st
     return stage_candidates(BASE_STAGE, run, known)
 
 
-def pick_base(run: RunSummary, outcomes: RunOutcomes, sequence: str, known: Mapping[str, RunSummary],
-              base_outcomes: Mapping[str, RunOutcomes]) -> str | None:
-    """The base run of `run`'s `sequence` (see the module doc), or None."""
+def pick_beside(run: RunSummary, outcomes: RunOutcomes, sequence: str, known: Mapping[str, RunSummary],
+                candidates: Sequence[str], their_outcomes: Mapping[str, RunOutcomes],
+                first: Callable[[str], bool] = lambda v: True) -> str | None:
+    """Of `candidates` (runs of the stage that stands beside `run`: its base, its oracle),
+    the one over the same tasks of `sequence`, preferring those `first` picks, then one
+    started by the same `swecl run`, then the same order, then the newest; None if none."""
     ids = _ids(outcomes, sequence)
-    same_tasks = [v for v in base_candidates(run, known)
-                  if v in base_outcomes and sorted(_ids(base_outcomes[v], sequence)) == sorted(ids)]
+    same_tasks = [v for v in candidates
+                  if v in their_outcomes and sorted(_ids(their_outcomes[v], sequence)) == sorted(ids)]
     if not same_tasks:
         return None
 
-    def preference(v: str) -> tuple[bool, bool, int]:
+    def preference(v: str) -> tuple[bool, bool, bool, int]:
         same_suite = run.suite is not None and known[v].suite == run.suite
-        return same_suite, _ids(base_outcomes[v], sequence) == ids, same_tasks.index(v)
+        return first(v), same_suite, _ids(their_outcomes[v], sequence) == ids, same_tasks.index(v)
 
     return max(same_tasks, key=preference)
+
+
+def pick_base(run: RunSummary, outcomes: RunOutcomes, sequence: str, known: Mapping[str, RunSummary],
+              base_outcomes: Mapping[str, RunOutcomes]) -> str | None:
+    """The base run of `run`'s `sequence` (see the module doc), or None."""
+    return pick_beside(run, outcomes, sequence, known, base_candidates(run, known), base_outcomes)
 
 
 def gain_of(run: RunSummary, outcomes: RunOutcomes, excluded: Mapping[str, str], known: Mapping[str, RunSummary],
