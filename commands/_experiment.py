@@ -13,6 +13,7 @@ user can fix; nothing here prints.
 from __future__ import annotations
 
 from ._folder import ExperimentFolder
+from ._jobs_bundle import BundleJobs
 from ._jobs_counterfactual import CounterfactualJobs
 from ._jobs_estimate import EstimateJobs
 from ._jobs_grade import GradeJobs
@@ -23,5 +24,5 @@ from ._jobs_output import OutputJobs
 __all__ = ["Experiment"]
 
 
-class Experiment(EstimateJobs, RunJobs, GradeJobs, ReadJobs, OutputJobs, CounterfactualJobs, ExperimentFolder):
+class Experiment(BundleJobs, EstimateJobs, RunJobs, GradeJobs, ReadJobs, OutputJobs, CounterfactualJobs, ExperimentFolder):
     """The jobs over one results folder (see the module doc)."""

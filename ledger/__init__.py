@@ -16,6 +16,8 @@ _EXPORTS = {
     "merge_branch": "_merge",
     "merge_ledgers": "_merge",
     "check_references": "_references",
+    "SubsetReport": "_subset",
+    "copy_subset": "_subset",
     "GENESIS_HASH": "_schema",
     "STORE_DDL": "_schema",
     "STORE_SCHEMA": "_schema",
@@ -77,6 +79,7 @@ if TYPE_CHECKING:
     from ._verify import VerifyReport
     from ._merge import MergeReport, ShardReport, merge_branch, merge_ledgers
     from ._references import check_references
+    from ._subset import SubsetReport, copy_subset
     from ._upcasting import upcast, upcaster
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

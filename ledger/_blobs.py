@@ -49,6 +49,7 @@ _BLOB_FIELDS: dict[str, tuple[str, ...]] = {
     "memory.provider.started": ("tools_listing",),
     "memory.provider.called": ("arguments", "result", "structured"),
     "counterfactual.finished": ("patch",),
+    "bundle.sealed": ("manifest",),
 }
 # Events whose blobs sit in a list of structs: type -> (list field, blob field, and the
 # field of each struct's list of chunks, each a struct with a `blob`, or "").

@@ -247,3 +247,22 @@ class CounterfactualFinished(Event, tag="counterfactual.finished", kw_only=True)
     tokens: dict[str, int] = msgspec.field(default_factory=dict)
     duration_s: float = 0.0  # the agent's
     error: str | None = None
+
+
+class BundleSealed(Event, tag="bundle.sealed", kw_only=True):
+    """The last event of a run bundle (`swecl bundle`): what the bundle claims, and who
+    signs it.
+
+    `manifest` is a blob: canonical JSON naming the runs, the head it seals (the seq and
+    hash of the event just before this one), the source ledger's id and head, the
+    dataset's hashes, the metrics as printed, and the other blobs the bundle carries
+    (task rows, environment locks, ATIF trajectories). `signature` is Ed25519 over the
+    manifest's bytes, by `public_key` (both hex; none when unsigned); `key_fingerprint`
+    is the SHA-256 of the raw public key, hex. The signature binds every event through
+    the head hash, and every blob through the hashes the events and manifest hold.
+    """
+
+    manifest: str  # blob
+    signature: str | None = None
+    public_key: str | None = None
+    key_fingerprint: str | None = None

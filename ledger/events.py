@@ -56,6 +56,7 @@ from ._events_memory import (
 from ._events_run import (
     AgentEgress,
     AgentFinished,
+    BundleSealed,
     CounterfactualFinished,
     CounterfactualStarted,
     EgressConnection,
@@ -113,6 +114,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     CounterfactualStarted,
     CounterfactualFinished,
     EnvVerified,
+    BundleSealed,
 )
 
 AnyEvent = Union[EVENT_TYPES]  # type: ignore[valid-type]
@@ -128,6 +130,7 @@ __all__ = [
     "AgentEgress",
     "AgentFinished",
     "AnyEvent",
+    "BundleSealed",
     "CounterfactualFinished",
     "CounterfactualStarted",
     "DreamFinished",
