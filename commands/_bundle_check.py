@@ -164,10 +164,12 @@ def check_bundle(path: Path, *, keys: Sequence[str] = (), regrade: bool = False,
                 if report.problem:
                     return report
         except (IntegrityError, LedgerDamaged) as exc:
-            report.problem = f"the bundle does not verify: {' '.join(str(exc).split())}"
+            said = ' '.join(str(exc).split()).replace(str(scratch / "ledger.db"), str(path))
+            report.problem = f"the bundle does not verify: {said}"
             return report
         except LedgerError as exc:
-            report.problem = f"not a swecl bundle: {' '.join(str(exc).split())}"
+            said = ' '.join(str(exc).split()).replace(str(scratch / "ledger.db"), str(path))
+            report.problem = f"not a swecl bundle: {said}"
             return report
         _metrics(scratch, report)
         if report.problem is None and regrade:

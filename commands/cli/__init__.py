@@ -38,6 +38,9 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("_replay", "replay_cmd"),
     "export": ("_export", "export_cmd"),
     "merge": ("_merge", "merge_cmd"),
+    "bundle": ("_bundle", "bundle_cmd"),
+    "check": ("_bundle", "check_cmd"),
+    "keygen": ("_bundle", "keygen_cmd"),
     "sequences": ("_inputs", "sequences_cmd"),
     "show": ("_show", "show_cmd"),  # `show VERSION TASK` (an attempt), or `show TASK` (_inputs' benchmark task)
     "agents": ("_inputs", "agents_cmd"),
