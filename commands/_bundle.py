@@ -29,7 +29,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +43,9 @@ if TYPE_CHECKING:
     from projections import RunSummary
 
 BUNDLE_FORMAT = "swecl-bundle/1"
+# The application over a results folder (`Experiment`), handed in by its own bundle jobs:
+# imported here it would close a cycle (the application imports these jobs).
+FolderOf = Callable[[Path], Any]
 SEAL_STREAM = "bundle"
 
 
@@ -170,11 +173,9 @@ def first_difference(a: Any, b: Any, path: str = "") -> str | None:
     return None if a == b else f"{path or '.'}: recorded {a!r}, rebuilt {b!r}"
 
 
-def metrics_document(folder: Path, versions: Sequence[str]) -> dict[str, Any]:
+def metrics_document(folder_of: FolderOf, folder: Path, versions: Sequence[str]) -> dict[str, Any]:
     """`swecl metrics --version V... --json` of the folder, as a plain JSON value."""
-    from ._experiment import Experiment
-
-    document = Experiment(folder).metrics(versions=list(versions)).document()
+    document = folder_of(folder).metrics(versions=list(versions)).document()
     return json.loads(json.dumps(document, default=str))
 
 
@@ -191,14 +192,13 @@ def _manifest_blobs(copy: Ledger, source: Ledger, known: dict[str, RunSummary], 
     return parts
 
 
-def make_bundle(results: Path, versions: Sequence[str], out: str | os.PathLike[str], *,
+def make_bundle(folder_of: FolderOf, results: Path, versions: Sequence[str], out: str | os.PathLike[str], *,
                 with_runs: Sequence[str] = (), key: str | os.PathLike[str] | None = None,
                 dataset: str | None = None, rows: str | None = None, cache_dir: str | None = None) -> BundleReport:
     """Write the bundle of `versions` of the results folder `results` to `out` (see the
     module doc). Nothing is written to `out` unless the whole bundle is made and verified."""
     from projections import runs as list_runs
 
-    from ._experiment import Experiment
     from ._provenance import git_sha, package_version
 
     target = Path(out)
@@ -206,7 +206,7 @@ def make_bundle(results: Path, versions: Sequence[str], out: str | os.PathLike[s
         raise SweclError(f"{target} exists already; a bundle is never overwritten")
     if not target.parent.is_dir():
         raise SweclError(f"{target.parent}: no such directory")
-    experiment = Experiment(results)
+    experiment = folder_of(results)
     with experiment.reading() as r:
         known = list_runs(r.ledger, r.projector)
         for v in [*versions, *with_runs]:
@@ -220,7 +220,7 @@ def make_bundle(results: Path, versions: Sequence[str], out: str | os.PathLike[s
         source_head = r.ledger.head()
         source_hash = (r.ledger.hash_at(source_head) or b"").hex()
         source_id = r.ledger.ledger_id
-        recorded = metrics_document(results, versions)
+        recorded = metrics_document(folder_of, results, versions)
         scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
             copy_path = scratch / "ledger.db"
@@ -232,7 +232,7 @@ def make_bundle(results: Path, versions: Sequence[str], out: str | os.PathLike[s
                 _not_a_secret(copy)
                 parts = _manifest_blobs(copy, r.ledger, known, carried, versions, dataset=dataset, rows=rows,
                                         cache_dir=cache_dir)
-            rebuilt = metrics_document(scratch, versions)
+            rebuilt = metrics_document(folder_of, scratch, versions)
             if (diff := first_difference(recorded, rebuilt)) is not None:
                 raise SweclError(f"the bundle's own events give other metrics than the source ({diff}); nothing was "
                                  "bundled: name the runs they are computed against with --with")

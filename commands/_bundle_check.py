@@ -31,7 +31,7 @@ from typing import Any
 
 from ledger import IntegrityError, Ledger, LedgerDamaged, LedgerError, SweclError
 
-from ._bundle import BUNDLE_FORMAT, canonical_json, first_difference, metrics_document
+from ._bundle import BUNDLE_FORMAT, FolderOf, canonical_json, first_difference, metrics_document
 from ._bundle_keys import normalise_fingerprint, signature_problem
 from ._bundle_regrade import Regraded, regrade_bundle
 
@@ -138,7 +138,7 @@ def _rows(ledger: Ledger, scratch: Path, report: CheckReport) -> list[tuple[dict
     return written
 
 
-def check_bundle(path: Path, *, keys: Sequence[str] = (), regrade: bool = False,
+def check_bundle(folder_of: FolderOf, path: Path, *, keys: Sequence[str] = (), regrade: bool = False,
                  repo_sources: Mapping[str, str] | None = None, cache_dir: str | None = None, jobs: int = 1,
                  python_paths: Mapping[str, str] | None = None) -> CheckReport:
     """Check the bundle at `path` (see the module doc); the report says what held and the
@@ -171,19 +171,19 @@ def check_bundle(path: Path, *, keys: Sequence[str] = (), regrade: bool = False,
             said = ' '.join(str(exc).split()).replace(str(scratch / "ledger.db"), str(path))
             report.problem = f"not a swecl bundle: {said}"
             return report
-        _metrics(scratch, report)
+        _metrics(folder_of, scratch, report)
         if report.problem is None and regrade:
-            report.regraded = regrade_bundle(scratch, report.runs, rows, repo_sources=repo_sources or {},
+            report.regraded = regrade_bundle(folder_of, scratch, report.runs, rows, repo_sources=repo_sources or {},
                                              cache_dir=cache_dir, jobs=jobs, python_paths=python_paths or {})
         return report
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _metrics(scratch: Path, report: CheckReport) -> None:
+def _metrics(folder_of: FolderOf, scratch: Path, report: CheckReport) -> None:
     recorded = report.manifest.get("metrics")
     try:
-        rebuilt = metrics_document(scratch, report.runs)
+        rebuilt = metrics_document(folder_of, scratch, report.runs)
     except SweclError as exc:
         report.problem = f"the metrics cannot be rebuilt from the bundle: {exc}"
         return

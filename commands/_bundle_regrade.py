@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,7 +87,7 @@ def _rounds(patches: dict[str, list[str]]) -> list[dict[str, str]]:
     return [{iid: ps[k] for iid, ps in patches.items() if k < len(ps)} for k in range(depth)]
 
 
-def regrade_bundle(bundle_dir: Path, runs: Sequence[str], rows: Sequence[tuple[dict[str, Any], Path]], *,
+def regrade_bundle(folder_of: Callable[[Path], Any], bundle_dir: Path, runs: Sequence[str], rows: Sequence[tuple[dict[str, Any], Path]], *,
                    repo_sources: Mapping[str, str], cache_dir: str | None, jobs: int,
                    python_paths: Mapping[str, str]) -> Regraded:
     """Grade again every bundled run's patches (see the module doc). `bundle_dir` holds the
@@ -95,9 +95,7 @@ def regrade_bundle(bundle_dir: Path, runs: Sequence[str], rows: Sequence[tuple[d
     from projections import pass_statuses, predictions
     from projections import runs as list_runs
 
-    from ._experiment import Experiment
-
-    source = Experiment(bundle_dir)
+    source = folder_of(bundle_dir)
     wanted: list[tuple[str, str, str, str, str]] = []  # run, pass, instance, recorded status, patch
     with source.reading() as r:
         known = list_runs(r.ledger, r.projector)
@@ -114,7 +112,7 @@ def regrade_bundle(bundle_dir: Path, runs: Sequence[str], rows: Sequence[tuple[d
         scratch = Path(tmp)
         sources = {**_demo_sources(rows, scratch), **repo_sources}
         cache = cache_dir or str(scratch / "cache")
-        grader = Experiment(scratch / "results")
+        grader = folder_of(scratch / "results")
         verdicts: dict[tuple[Path, str, str], str] = {}
         for dataset in sorted({dataset_of[v] for v in runs}):
             patches: dict[str, list[str]] = {}

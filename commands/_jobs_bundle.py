@@ -27,18 +27,18 @@ class BundleJobs(ExperimentFolder):
         """`swecl bundle`: runs `versions` and everything their numbers stand on, in one file."""
         from ._bundle import make_bundle  # lazy: only `swecl bundle` pays for it
 
-        return make_bundle(self.results.root, versions, out, with_runs=with_runs, key=key, dataset=dataset,
+        return make_bundle(type(self), self.results.root, versions, out, with_runs=with_runs, key=key, dataset=dataset,
                            rows=rows, cache_dir=cache_dir)
 
-    @staticmethod
-    def check(path: str | os.PathLike[str], *, keys: Sequence[str] = (), regrade: bool = False,
+    @classmethod
+    def check(cls, path: str | os.PathLike[str], *, keys: Sequence[str] = (), regrade: bool = False,
               repo_sources: Mapping[str, str] | None = None, cache_dir: str | None = None, jobs: int = 1,
               python_paths: Mapping[str, str] | None = None) -> CheckReport:
         """`swecl check`: the bundle's signature, chain and numbers; with `regrade`, every
         bundled patch graded again on this host."""
         from ._bundle_check import check_bundle
 
-        return check_bundle(Path(path), keys=keys, regrade=regrade, repo_sources=repo_sources,
+        return check_bundle(cls, Path(path), keys=keys, regrade=regrade, repo_sources=repo_sources,
                             cache_dir=cache_dir, jobs=jobs, python_paths=python_paths)
 
     @staticmethod
