@@ -53,8 +53,13 @@ def _key(event: Any) -> Key:
 
 def _attempts(ledger: Ledger, version: str) -> dict[Key, _Attempt]:
     attempts: dict[Key, _Attempt] = {}
+    memory: dict[Key, list[Recorded]] = {}
     for rec in read_run(ledger, version, _TYPES):  # a fork's tasks before K: its source's
         key = _key(rec.event)
+        if rec.type.startswith("memory."):
+            # by key, whenever recorded: an attempt's own key names it, whatever came first
+            memory.setdefault(key, []).append(rec)
+            continue
         if rec.type == "task.started":
             attempts[key] = _Attempt(rec)
             continue
@@ -65,10 +70,10 @@ def _attempts(ledger: Ledger, version: str) -> dict[Key, _Attempt]:
             attempt.finished = rec
         elif rec.type == "agent.finished":
             attempt.agent = rec
-        elif rec.type.startswith("grade."):
-            attempt.grade = rec  # a correction comes after what it corrects: the last is in force
         else:
-            attempt.memory.append(rec)
+            attempt.grade = rec  # a correction comes after what it corrects: the last is in force
+    for key, attempt in attempts.items():
+        attempt.memory = memory.get(key, [])
     return attempts
 
 
