@@ -144,13 +144,20 @@ class OutputJobs(ExperimentFolder):
                stdout: TextIO | None = None) -> ExportReport:
         """Write `version` as `fmt` to the file `out`; `out` "-" writes the JSON-lines
         formats to `stdout` (the process's when not given)."""
-        from projections import FORMATS, ExportReport, events_frame, export_lines, parquet_bytes
+        from projections import FORMATS, ExportReport, events_frame, export_lines, parquet_bytes, write_atif
 
         with self.open_ledger(readonly=True) as ledger:
             if fmt not in FORMATS:
                 raise SweclError(f"--format {fmt!r}: one of {', '.join(FORMATS)}")
             if with_blobs and fmt != "events":
                 raise SweclError("--with-blobs inlines blobs into the events format only")
+            if fmt == "atif":
+                if out == "-":
+                    raise SweclError("--format atif writes a directory of trajectories: give --out DIR")
+                if pass_ is not None:
+                    raise SweclError("--format atif writes every pass's attempts; --pass is not for it")
+                written = write_atif(ledger, version, Path(out))
+                return ExportReport(version, fmt, out, len(written))
             if fmt == "parquet":
                 if out == "-":
                     raise SweclError("--format parquet writes a file: give --out FILE.parquet")

@@ -130,6 +130,9 @@ _EXPORTS = {
     "events_frame": "_export",
     "parquet_bytes": "_export",
     "export_lines": "_export",
+    "ATIF_SCHEMA_VERSION": "atif",
+    "atif_trajectories": "atif",
+    "write_atif": "atif",
 }
 __all__ += sorted(_EXPORTS)
 
@@ -207,5 +210,6 @@ if TYPE_CHECKING:
         parquet_bytes,
         export_lines,
     )
+    from .atif import ATIF_SCHEMA_VERSION, atif_trajectories, write_atif
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

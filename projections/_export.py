@@ -19,6 +19,8 @@
 
 `--pass P` keeps, for events and parquet, only events of that pass (events without one,
 like run.started, are dropped); for predictions it picks the pass.
+
+- `atif`: one ATIF trajectory per attempt, written to a directory (`projections.atif`).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from ._outcomes import outcome_projection
 from ._runs import run_started_record
 from ._runner import Projector
 
-FORMATS = ("predictions", "events", "parquet")
+FORMATS = ("predictions", "events", "parquet", "atif")
 
 # The typed columns of the parquet table, in order (polars dtype names).
 EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -70,7 +72,8 @@ class ExportReport:
     missing: tuple[str, ...] = ()  # predictions: tasks of the plan with no agent result
 
     def lines(self) -> list[str]:
-        what = {"predictions": "prediction(s)", "events": "event(s)", "parquet": "row(s)"}[self.format]
+        what = {"predictions": "prediction(s)", "events": "event(s)", "parquet": "row(s)",
+                "atif": "trajectory file(s)"}[self.format]
         head = f"exported {self.rows} {what} of v{self.version} to {self.out}"
         if self.missing:
             more = f" and {len(self.missing) - 3} more" if len(self.missing) > 3 else ""

@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from bench.processes import pycache_prefix
 from graders._bytecode import ENV_PYCACHE
+from tests.atif_check import AtifValidator, harbor_python, uv_binary
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -123,6 +124,18 @@ def shared() -> Path:
     if found is None:
         pytest.skip("SKIPPED LOUDLY: ../shared (real logs, manifests, CLI captures) is not beside this checkout; set SWECL_SHARED")
     return found
+
+
+@pytest.fixture(scope="session")
+def atif_validator() -> Iterator[AtifValidator]:
+    """Harbor's ATIF validator, one process for the session (`tests.atif_check`)."""
+    uv = uv_binary()
+    python = harbor_python(uv) if uv else None
+    if uv is None or python is None:
+        pytest.skip("SKIPPED LOUDLY: no uv or no Python 3.12+ to load harbor's ATIF models (set SWECL_HARBOR_PYTHON)")
+    validator = AtifValidator(uv, python)
+    yield validator
+    validator.close()
 
 
 @pytest.fixture(scope="session")

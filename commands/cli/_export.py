@@ -1,4 +1,4 @@
-"""`swecl export`: predictions JSONL, events JSON lines, or a parquet table of a run."""
+"""`swecl export`: predictions JSONL, events JSON lines, a parquet table, or ATIF trajectories of a run."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from ._common import PassParam, experiment_of, results_option, run_version
 @click.command("export")
 @results_option
 @click.argument("version", callback=run_version)
-@click.option("--format", "fmt", type=click.Choice(["predictions", "events", "parquet"]), required=True,
-              help="predictions: SWE-bench JSONL; events: JSON lines as `swecl log --json`; parquet: one row per event.")
-@click.option("--out", "out", required=True, metavar="FILE", help="Output file ('-' for stdout, not for parquet).")
+@click.option("--format", "fmt", type=click.Choice(["predictions", "events", "parquet", "atif"]), required=True,
+              help="predictions: SWE-bench JSONL; events: JSON lines as `swecl log --json`; parquet: one row per "
+                   "event; atif: one ATIF trajectory JSON per attempt.")
+@click.option("--out", "out", required=True, metavar="FILE",
+              help="Output file ('-' for stdout, not for parquet); for atif a directory.")
 @click.option("--pass", "pass_", type=PassParam(), default=None, metavar="P",
               help="predictions: the pass to export (default initial); events/parquet: only that pass's events.")
 @click.option("--with-blobs", is_flag=True, help="events: inline the blobs each event refers to (patches, logs).")
@@ -27,6 +29,10 @@ def export_cmd(ctx: click.Context, version: str, fmt: str, out: str, pass_: str 
     events: the run's events, exactly as `swecl log --json` prints them.
     parquet: the same events as a table (envelope columns, sequence_id, instance_id,
     order, pass, attempt promoted, payload as JSON text).
+    atif: a directory of ATIF (Harbor's Agent Trajectory Interchange Format) trajectories,
+    SEQUENCE/ORDER-INSTANCE-PASS-aATTEMPT.json for every attempt of every pass, and
+    index.json: the agent's transcript as steps, swecl's memory calls as marked system
+    steps, tokens, cost and the graded outcome.
     """
     report = experiment_of(ctx).export(version=version, fmt=fmt, out=out, pass_=pass_, with_blobs=with_blobs,
                                        stdout=sys.stdout)

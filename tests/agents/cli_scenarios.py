@@ -25,7 +25,9 @@ from agents._opencode import OpencodeAgent
 from agents._protocol import AgentInput, AgentResult
 from agents._recall import RecallService
 from ledger import Ledger
-from ledger.events import MemoryRecalled, MemoryWritten
+from ledger.events import MemoryRecalled, MemoryWritten, RunStarted, TaskFinished, TaskStarted
+from projections import write_atif
+from tests.atif_check import AtifValidator
 
 from . import fake_anthropic, fake_chat, fake_gemini, fake_openai
 from .fake_api import FakeAPI, Step
@@ -239,3 +241,39 @@ def the_lesson_was_recalled(ledger_path: Path, query: str) -> None:
     assert isinstance(event, MemoryRecalled) and event.via == "mcp"
     assert event.instance_id == "demo__pkg-1" and event.order == 2 and event.query == query
     assert [h.item_id for h in event.results] == ["item-1"]
+
+
+def exported_trajectory(ledger_path: Path, result: AgentResult, agent: str, validator: AtifValidator,
+                        out_dir: Path) -> dict[str, Any]:
+    """`result` recorded as task 2 of run v1 (the task `ledger_with_a_lesson`'s recall
+    service serves: its memory.recalled events are this attempt's), exported as ATIF,
+    held to harbor's models, and the one trajectory returned."""
+    task = {"sequence_id": "seq1", "instance_id": "demo__pkg-1", "order": 2, "pass_": "initial", "attempt": 1}
+    with Ledger.open(ledger_path, create=True) as ledger:
+        ledger.append("run/v1", [RunStarted(version="v1", benchmark="demo", dataset_hash="0", sequences=["seq1"],
+                                            stage="plugin-blank", memory_mode="plugin-real", agent=agent)])
+        ledger.append("run/v1/seq1", [
+            TaskStarted(repo="demo/pkg", **task),
+            result.to_event(ledger.put_blob, agent=agent, **task),
+            TaskFinished(resolved=True, status="resolved", **{k: v for k, v in task.items() if k != "repo"}),
+        ])
+        files = write_atif(ledger, "v1", out_dir)
+    assert [f.relative_to(out_dir).as_posix() for f in files] == ["seq1/0002-demo__pkg-1-initial-a1.json"]
+    assert validator.errors(files) == {}
+    trajectory: dict[str, Any] = json.loads(files[0].read_text())
+    assert trajectory["agent"]["name"] == agent and trajectory["extra"]["swecl"]["resolved"] is True
+    return trajectory
+
+
+def recall_call_and_memory_steps(trajectory: dict[str, Any]) -> None:
+    """The agent's recall tool call has its result on its step, and swecl's record of the
+    same recall (memory.recalled, via mcp) is a step of its own, marked."""
+    steps = trajectory["steps"]
+    calls = [(s, c) for s in steps for c in s.get("tool_calls", []) if "recall" in c["function_name"]]
+    assert calls, [s.get("tool_calls") for s in steps]
+    step, call = calls[0]
+    results = {r.get("source_call_id"): r["content"] for r in step["observation"]["results"]}
+    assert LESSON in results[call["tool_call_id"]]
+    memory = [s for s in steps if s.get("extra", {}).get("swecl_memory")]
+    assert [s["extra"]["swecl_memory"]["via"] for s in memory] == ["mcp"]
+    assert memory[0]["observation"]["results"][0]["content"] == "item-1"

@@ -15,14 +15,17 @@ import pytest
 from agents._claude import ClaudeAgent, hook_records
 from agents._protocol import AgentInput, AgentResult, Budget
 from ledger.events import ToolCall
+from tests.atif_check import AtifValidator
 
 from .cli_scenarios import (
     LESSON,
     BrokenRecall,
     isolate,
+    exported_trajectory,
     ledger_with_a_lesson,
     no_secret_anywhere,
     processes_mentioning,
+    recall_call_and_memory_steps,
     start_fakes,
     the_lesson_was_recalled,
     time_out_while_the_api_hangs,
@@ -58,6 +61,7 @@ def fakes() -> Iterator[Callable[..., FakeAnthropic]]:
 def test_recall_edit_and_hooks_end_to_end(
     claude_bin: str, make_input: Callable[..., AgentInput], repo: Path, tmp_path: Path,
     fakes: Callable[..., FakeAnthropic], claude_env: Callable[[FakeAnthropic], None], api_key: str,
+    atif_validator: AtifValidator,
 ) -> None:
     issue = "greet() crashes on None: greet(None) raises AttributeError: 'NoneType' object has no attribute 'title'."
     util = str(repo / "pkg" / "util.py")
@@ -116,6 +120,23 @@ def test_recall_edit_and_hooks_end_to_end(
     assert all(r.credential == api_key for r in fake.api_requests)
     # and the key is nowhere we keep anything
     no_secret_anywhere(result, inp.scratch_dir, api_key, tmp_path / "home")
+    # its transcript as ATIF: the prompt, then each call with its result on its step, usage per step
+    trajectory = exported_trajectory(tmp_path / "ledger.db", result, "claude", atif_validator, tmp_path / "atif")
+    steps = trajectory["steps"]
+    assert steps[0]["source"] == "user" and "mcp__memory__recall" in steps[0]["message"]
+    calls = [c["function_name"] for s in steps for c in s.get("tool_calls", [])]
+    assert calls == ["mcp__memory__recall", "Edit", "Read", "Edit", "Write"]
+    for step in steps:
+        if step.get("tool_calls"):
+            assert [r["source_call_id"] for r in step["observation"]["results"]] == \
+                [c["tool_call_id"] for c in step["tool_calls"]]
+    assert "File has not been read yet" in json.dumps(steps)
+    assert steps[-1]["message"] == "Fixed greet() for None."
+    assert trajectory["agent"]["model_name"] == "claude-fake" and trajectory["agent"]["version"] != "unrecorded"
+    final = trajectory["final_metrics"]
+    assert (final["total_prompt_tokens"], final["total_completion_tokens"]) == (600, 120)
+    assert final["total_cost_usd"] == result.cost_usd
+    assert sum(s.get("metrics", {}).get("completion_tokens", 0) for s in steps) == 120
 
 
 def test_not_logged_in_is_auth_failed(
@@ -276,7 +297,7 @@ def test_builtin_native_memory_carries_across_tasks(
 
 def test_ledger_recall_through_the_project_recall_service(
     claude_bin: str, make_input: Callable[..., AgentInput], tmp_path: Path, fakes: Callable[..., FakeAnthropic],
-    claude_env: Callable[[FakeAnthropic], None],
+    claude_env: Callable[[FakeAnthropic], None], atif_validator: AtifValidator,
 ) -> None:
     ledger_path = tmp_path / "ledger.db"
     service = ledger_with_a_lesson(ledger_path)
@@ -291,6 +312,7 @@ def test_ledger_recall_through_the_project_recall_service(
     the_lesson_was_recalled(ledger_path, issue)
     tool_result = json.dumps(fake.api_requests[1].body["messages"])
     assert LESSON in tool_result
+    recall_call_and_memory_steps(exported_trajectory(ledger_path, result, "claude", atif_validator, tmp_path / "atif"))
 
 
 def test_stream_and_stderr_files_are_scrubbed_even_when_the_cli_echoes_the_key(

@@ -26,11 +26,15 @@ from .cli_scenarios import (
     Case,
     Harness,
     harness,
+    exported_trajectory,
     ledger_with_a_lesson,
     no_secret_anywhere,
+    recall_call_and_memory_steps,
     the_lesson_was_recalled,
     time_out_while_the_api_hangs,
 )
+from tests.atif_check import AtifValidator
+
 from .fake_api import FakeAPI
 from .mini_recall import Item, MiniRecall
 
@@ -108,7 +112,7 @@ def test_primed_natural_prompt_holds_the_recalled_notes(
 
 
 def test_ledger_recall_through_the_project_recall_service(
-    mcp_cli: Harness, make_input: Callable[..., AgentInput], tmp_path: Path,
+    mcp_cli: Harness, make_input: Callable[..., AgentInput], tmp_path: Path, atif_validator: AtifValidator,
 ) -> None:
     cli = mcp_cli
     ledger_path = tmp_path / "ledger.db"
@@ -122,6 +126,9 @@ def test_ledger_recall_through_the_project_recall_service(
     assert result.tool_calls == [ToolCall("mcp__memory__recall")]
     the_lesson_was_recalled(ledger_path, issue)
     assert LESSON in cli.case.returned(fake.api_requests[-1].body)
+    # its transcript, exported as ATIF, is valid and holds the recall with its result
+    trajectory = exported_trajectory(ledger_path, result, cli.case.name, atif_validator, tmp_path / "atif")
+    recall_call_and_memory_steps(trajectory)
 
 
 def test_a_memory_server_that_fails_to_start_makes_the_run_an_error(

@@ -17,9 +17,10 @@ from agents._protocol import AgentInput, Budget
 from graders.host import sandbox_for
 from ledger.events import ToolCall
 from projections.show import final_message
+from tests.atif_check import AtifValidator
 
 from .conftest import GREET_FIX
-from .cli_scenarios import CASES, Harness, harness, no_secret_anywhere, processes_mentioning
+from .cli_scenarios import CASES, Harness, exported_trajectory, harness, no_secret_anywhere, processes_mentioning
 from .fake_chat import MODEL, SUBMIT, bash, text, tool_results
 from .mini_recall import Item, MiniRecall
 
@@ -36,6 +37,7 @@ def cli(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_pat
 
 def test_recalled_notes_a_patch_tokens_and_cost(
     cli: Harness, make_input: Callable[..., AgentInput], repo: Path, tmp_path: Path, api_key: str,
+    atif_validator: AtifValidator,
 ) -> None:
     fake = cli.fake([
         [bash('echo "key=[$OPENAI_API_KEY]"; cat pkg/util.py')],
@@ -69,6 +71,12 @@ def test_recalled_notes_a_patch_tokens_and_cost(
     assert result.cost_usd is not None and result.cost_usd > 0 and result.cost_usd == pytest.approx(sum(priced))
     assert json.loads(result.transcript) == trajectory and final_message(result.transcript.decode()) == "Fixed greet() for None."
     no_secret_anywhere(result, inp.scratch_dir, api_key, tmp_path / "home")
+    # its trajectory as ATIF: bash calls with their results, LiteLLM's usage and price per step
+    exported = exported_trajectory(tmp_path / "ledger.db", result, "mini-swe-agent", atif_validator, tmp_path / "atif")
+    steps = exported["steps"]
+    assert [c["function_name"] for s in steps for c in s.get("tool_calls", [])] == ["bash", "bash", "bash"]
+    assert "key=[]" in json.dumps([s.get("observation") for s in steps])
+    assert sum(s.get("metrics", {}).get("cost_usd", 0) for s in steps) == pytest.approx(result.cost_usd)
 
 
 def test_a_crash_is_crashed_and_keeps_the_steps_before_it(
