@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,7 +140,8 @@ def _rows(ledger: Ledger, scratch: Path, report: CheckReport) -> list[tuple[dict
 
 def check_bundle(folder_of: FolderOf, path: Path, *, keys: Sequence[str] = (), regrade: bool = False,
                  repo_sources: Mapping[str, str] | None = None, cache_dir: str | None = None, jobs: int = 1,
-                 python_paths: Mapping[str, str] | None = None) -> CheckReport:
+                 python_paths: Mapping[str, str] | None = None,
+                 say: Callable[[str], object] = lambda line: None) -> CheckReport:
     """Check the bundle at `path` (see the module doc); the report says what held and the
     first thing that did not."""
     if not path.is_file():
@@ -174,10 +175,18 @@ def check_bundle(folder_of: FolderOf, path: Path, *, keys: Sequence[str] = (), r
         _metrics(folder_of, scratch, report)
         if report.problem is None and regrade:
             report.regraded = regrade_bundle(folder_of, scratch, report.runs, rows, repo_sources=repo_sources or {},
-                                             cache_dir=cache_dir, jobs=jobs, python_paths=python_paths or {})
+                                             cache_dir=cache_dir, jobs=jobs, python_paths=python_paths or {},
+                                             locks=_locks(scratch, report.manifest), say=say)
         return report
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _locks(scratch: Path, manifest: dict[str, Any]) -> dict[str, bytes]:
+    """env_key -> the lock the bundle carries for it."""
+    with Ledger.open(scratch / "ledger.db", readonly=True) as ledger:
+        return {key: ledger.get_blob(entry["lock"]) for key, entry in (manifest.get("environments") or {}).items()
+                if isinstance(entry, dict) and entry.get("lock")}
 
 
 def _metrics(folder_of: FolderOf, scratch: Path, report: CheckReport) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger import Ledger, SweclError
+from ledger import Ledger, StreamRange, SweclError
 
 if TYPE_CHECKING:
     from projections import RunSummary
@@ -84,7 +84,7 @@ def locks_part(copy: Ledger, source: Ledger, carried: Sequence[str], *, cache_di
     host's environment cache, or null with why when the cache no longer holds it."""
     keys: set[str] = set()
     for v in carried:
-        for rec in source.read(types=["grade.finished"], streams=[f"run/{v}"]):
+        for rec in source.read(types=["grade.finished"], ranges=[StreamRange(f"run/{v}")]):
             if rec.event.env_key:
                 keys.add(rec.event.env_key)
     cache = _cache_of(cache_dir)
@@ -103,7 +103,7 @@ def servers_part(source: Ledger, carried: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for v in carried:
         seen = {}
-        for rec in source.read(types=["memory.provider.started"], streams=[f"run/{v}"]):
+        for rec in source.read(types=["memory.provider.started"], ranges=[StreamRange(f"run/{v}")]):
             ev = rec.event
             seen[(ev.server_name, ev.server_version)] = {
                 "server_name": ev.server_name, "server_version": ev.server_version,
@@ -115,5 +115,14 @@ def servers_part(source: Ledger, carried: Sequence[str]) -> dict[str, Any]:
 
 
 def trajectories_part(copy: Ledger, versions: Sequence[str]) -> dict[str, dict[str, str]]:
-    """run -> ATIF file name -> blob of the trajectory (one per attempt)."""
-    return {}
+    """run -> ATIF file name -> blob of the trajectory (one per attempt, as `swecl export
+    --format atif` writes them), so a bundle's attempts are read by any tool that reads ATIF."""
+    import json
+
+    from projections import atif_trajectories
+
+    out: dict[str, dict[str, str]] = {}
+    for v in versions:
+        out[v] = {name: copy.put_blob(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+                  for name, doc in atif_trajectories(copy, v)}
+    return out

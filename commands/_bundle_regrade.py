@@ -37,6 +37,9 @@ class TaskAgreement:
 class Regraded:
     tasks: list[TaskAgreement] = field(default_factory=list)
     grades: int = 0  # grades run (distinct patches)
+    # env_key -> "same lock" | "another lock" | "not rebuilt here": each recorded lock
+    # against the environment this host built for the regrade
+    environments: dict[str, str] = field(default_factory=dict)
 
     @property
     def agrees(self) -> bool:
@@ -51,7 +54,8 @@ class Regraded:
     def document(self) -> dict[str, Any]:
         return {"agrees": self.agrees, "grades": self.grades, "counts": self.counts(),
                 "tasks": [{"run": t.run, "pass": t.pass_, "instance_id": t.instance_id, "recorded": t.recorded,
-                           "regraded": t.regraded, "agreement": t.agreement} for t in self.tasks]}
+                           "regraded": t.regraded, "agreement": t.agreement} for t in self.tasks],
+                "environments": self.environments}
 
 
 def _agreement(recorded: str, regraded: str) -> str:
@@ -89,7 +93,8 @@ def _rounds(patches: dict[str, list[str]]) -> list[dict[str, str]]:
 
 def regrade_bundle(folder_of: Callable[[Path], Any], bundle_dir: Path, runs: Sequence[str], rows: Sequence[tuple[dict[str, Any], Path]], *,
                    repo_sources: Mapping[str, str], cache_dir: str | None, jobs: int,
-                   python_paths: Mapping[str, str]) -> Regraded:
+                   python_paths: Mapping[str, str], locks: Mapping[str, bytes] | None = None,
+                   say: Callable[[str], object] = lambda line: None) -> Regraded:
     """Grade again every bundled run's patches (see the module doc). `bundle_dir` holds the
     bundle as its ledger.db; `rows` are the checked task rows, one file per dataset."""
     from projections import pass_statuses, predictions
@@ -121,7 +126,10 @@ def regrade_bundle(folder_of: Callable[[Path], Any], bundle_dir: Path, runs: Seq
                     patches.setdefault(iid, [])
                     if patch not in patches[iid]:
                         patches[iid].append(patch)
-            for k, round_ in enumerate(_rounds(patches)):
+            rounds = _rounds(patches)
+            for k, round_ in enumerate(rounds):
+                say(f"grading {len(round_)} patch{'es' if len(round_) != 1 else ''} again (round {k + 1} of "
+                    f"{len(rounds)}, {dataset.stem})")
                 preds = scratch / f"predictions-{dataset.stem}-{k}.jsonl"
                 preds.write_text("".join(json.dumps({"instance_id": iid, "model_name_or_path": "bundle",
                                                      "model_patch": patch}) + "\n" for iid, patch in round_.items()))
@@ -131,6 +139,13 @@ def regrade_bundle(folder_of: Callable[[Path], Any], bundle_dir: Path, runs: Seq
                 result.grades += len(round_)
                 for iid, status in graded.statuses.items():
                     verdicts[(dataset, iid, round_[iid])] = status
+        for key, lock in (locks or {}).items():
+            try:
+                here = (Path(cache) / "envs" / key / "lock.txt").read_bytes()
+            except OSError:
+                result.environments[key] = "not rebuilt here"
+                continue
+            result.environments[key] = "same lock" if here == lock else "another lock"
         for v, p, iid, recorded, patch in wanted:
             now = verdicts.get((dataset_of[v], iid, patch), "not graded")
             agreement = _agreement(recorded, now) if now != "not graded" else "not graded"

@@ -6,7 +6,7 @@ bundle), `swecl check` (check one, optionally grading it again), `swecl keygen` 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,13 +33,14 @@ class BundleJobs(ExperimentFolder):
     @classmethod
     def check(cls, path: str | os.PathLike[str], *, keys: Sequence[str] = (), regrade: bool = False,
               repo_sources: Mapping[str, str] | None = None, cache_dir: str | None = None, jobs: int = 1,
-              python_paths: Mapping[str, str] | None = None) -> CheckReport:
+              python_paths: Mapping[str, str] | None = None,
+              say: Callable[[str], object] = lambda line: None) -> CheckReport:
         """`swecl check`: the bundle's signature, chain and numbers; with `regrade`, every
         bundled patch graded again on this host."""
         from ._bundle_check import check_bundle
 
         return check_bundle(cls, Path(path), keys=keys, regrade=regrade, repo_sources=repo_sources,
-                            cache_dir=cache_dir, jobs=jobs, python_paths=python_paths)
+                            cache_dir=cache_dir, jobs=jobs, python_paths=python_paths, say=say)
 
     @staticmethod
     def keygen(path: str | os.PathLike[str]) -> KeyPair:

@@ -81,7 +81,8 @@ def check_cmd(path: Path, keys: tuple[str, ...], regrade: bool, repo_sources: tu
     if jobs < 1:
         raise click.BadParameter("must be 1 or more", param_hint="--jobs")
     report = Experiment.check(path, keys=keys, regrade=regrade, repo_sources=parse_repo_sources(repo_sources),
-                              cache_dir=cache_dir, jobs=jobs, python_paths=parse_python_paths(pythons))
+                              cache_dir=cache_dir, jobs=jobs, python_paths=parse_python_paths(pythons),
+                              say=lambda line: click.echo(f"swecl: {line}", err=True))
     if as_json:
         echo_json(report.document())
     else:
@@ -103,6 +104,11 @@ def _print_regrade(regraded: Any) -> None:
         if t.agreement != "same":
             click.echo(f"    run {t.run} {t.pass_} {t.instance_id}: {t.agreement} (recorded {t.recorded}, "
                        f"here {t.regraded})")
+    envs: dict[str, int] = {}
+    for state in regraded.environments.values():
+        envs[state] = envs.get(state, 0) + 1
+    if envs:
+        click.echo("    environments against the bundle's locks: " + ", ".join(f"{n} {s}" for s, n in sorted(envs.items())))
     counts = ", ".join(f"{n} {what}" for what, n in sorted(regraded.counts().items()))
     mark = "ok " if regraded.agrees else "BAD"
     click.echo(f"{mark} regraded {regraded.grades} distinct patches on this host: {counts}")
