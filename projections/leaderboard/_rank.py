@@ -22,7 +22,7 @@ from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from projections.report import wilson
+from projections.metrics import wilson
 
 from ._model import BoardEntry, Figure, Group, GroupKey, Leaderboard, Ranking, Row
 
