@@ -1,6 +1,7 @@
 """The read side: pure folds over the ledger (memory substrate, a(i,j) matrices, metrics),
 and what reads them: the queries behind `swecl runs`/`metrics`, replay, export, the recall
-audit (`projections.audit`) and the HTML report (`projections.report`).
+audit (`projections.audit`), the HTML report (`projections.report`) and the leaderboard
+page of shared bundles (`projections.leaderboard`).
 
 Nothing here appends events; everything here can be rebuilt from the ledger as of any seq.
 The results folder (`Results`) opens the ledger for the write side too.
@@ -133,10 +134,15 @@ _EXPORTS = {
     "ATIF_SCHEMA_VERSION": "atif",
     "atif_trajectories": "atif",
     "write_atif": "atif",
+    "BoardEntry": "leaderboard",
+    "Leaderboard": "leaderboard",
+    "build_leaderboard": "leaderboard",
+    "write_leaderboard": "leaderboard",
 }
 __all__ += sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from .leaderboard import BoardEntry, Leaderboard, build_leaderboard, write_leaderboard
     from ._estimate import Basis, Estimate, PlannedPass, PlannedRun, estimate_plan, recorded_rates
     from ._spend import RunCost, RunSpend, cost_line, cost_text, duration_text, run_cost, spend_cell, spend_of, tokens_text
     from ._task_names import resolve_task_name, sequence_short_names, task_heading, task_label

@@ -36,6 +36,7 @@ from projections.metrics._extras import (
 )
 from projections.metrics._measured import NEEDS_BASELINE, NEEDS_RETEST, macro_unmeasured, unmeasured
 from projections.metrics._registry import DEFAULT_FORMULA, FORMULAS, FormulaSet, get_formula
+from projections.metrics._wilson import Z95, wilson
 from projections.metrics._vectors import (
     DIFFICULTY_LEVELS,
     METRIC_NAMES,
@@ -47,6 +48,8 @@ from projections.metrics._vectors import (
 )
 
 __all__ = [
+    "Z95",
+    "wilson",
     "BETTER",
     "LEGEND",
     "ScoredRun",

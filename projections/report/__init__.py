@@ -21,6 +21,7 @@ from ._build import INDEX_FILE, PLOTS_DIR, ReportPages, ReportSummary, render_re
 from ._data import ReportData, assessment_runs, collect, run_assessment
 from ._funnel import funnel_table, funnels_compared
 from ._funnel_svg import funnels_svg
+from ._headline import wilson
 from ._matrix import CellState, Matrix, MatrixCell, planned_passes
 from ._rates import Tally, tally
 from ._run_report import SequenceReport, TaskLeak, TaskRow, VersionReport, memory_items, memory_on, run_label
@@ -51,4 +52,5 @@ __all__ = [
     "run_assessment",
     "run_label",
     "tally",
+    "wilson",
 ]

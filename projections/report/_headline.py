@@ -14,12 +14,12 @@ beside them, from the efficiency's rates, and its gain.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from projections.compare import ORACLE_STAGE
+from projections.metrics import wilson
 
 if TYPE_CHECKING:
     from projections.compare import Assessment
@@ -28,19 +28,6 @@ if TYPE_CHECKING:
     from ._run_report import VersionReport
 
 Role = Literal["base", "memory", "oracle", "run"]
-Z95 = 1.959963984540054
-
-
-def wilson(resolved: int, tasks: int, z: float = Z95) -> tuple[float, float] | None:
-    """The Wilson score interval of `resolved` / `tasks` (None without tasks)."""
-    if tasks <= 0:
-        return None
-    p = resolved / tasks
-    denominator = 1 + z * z / tasks
-    centre = (p + z * z / (2 * tasks)) / denominator
-    half = z * math.sqrt(p * (1 - p) / tasks + z * z / (4 * tasks * tasks)) / denominator
-    # The interval holds p: at p = 0 or 1 the bound equals p, and rounding must not put it past p.
-    return min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half))
 
 
 @dataclass(frozen=True)
