@@ -14,6 +14,7 @@ from ._folder import ExperimentFolder
 
 if TYPE_CHECKING:
     from ._bundle import BundleReport
+    from ._bundle_board import BoardReport
     from ._bundle_check import CheckReport
     from ._bundle_keys import KeyPair
 
@@ -41,6 +42,14 @@ class BundleJobs(ExperimentFolder):
 
         return check_bundle(cls, Path(path), keys=keys, regrade=regrade, repo_sources=repo_sources,
                             cache_dir=cache_dir, jobs=jobs, python_paths=python_paths, say=say)
+
+    @classmethod
+    def leaderboard(cls, bundles: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str],
+                    keys: Sequence[str] = (), say: Callable[[str], object] = lambda line: None) -> BoardReport:
+        """`swecl leaderboard`: check the bundles and rank their runs on one static page."""
+        from ._bundle_board import build_board
+
+        return build_board(cls, [Path(b) for b in bundles], Path(out), keys=keys, say=say)
 
     @staticmethod
     def keygen(path: str | os.PathLike[str]) -> KeyPair:

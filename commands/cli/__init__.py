@@ -41,6 +41,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "bundle": ("_bundle", "bundle_cmd"),
     "check": ("_bundle", "check_cmd"),
     "keygen": ("_bundle", "keygen_cmd"),
+    "leaderboard": ("_bundle", "leaderboard_cmd"),
     "sequences": ("_inputs", "sequences_cmd"),
     "show": ("_show", "show_cmd"),  # `show VERSION TASK` (an attempt), or `show TASK` (_inputs' benchmark task)
     "agents": ("_inputs", "agents_cmd"),

@@ -128,3 +128,31 @@ def keygen_cmd(path: Path) -> None:
     click.echo(f"private key: {pair.private} (keep it to yourself)")
     click.echo(f"public key:  {pair.public}")
     click.echo(f"fingerprint: {pair.fingerprint}")
+
+
+@click.command("leaderboard")
+@click.argument("bundles", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path), metavar="FILE...")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="The directory to write index.html, the bundles and their reports into.")
+@click.option("--key", "keys", multiple=True, metavar="FINGERPRINT",
+              help="Only bundles signed by this key pass their check (repeatable); others show unranked.")
+def leaderboard_cmd(bundles: tuple[Path, ...], out: Path, keys: tuple[str, ...]) -> None:
+    """Rank the runs of bundles on one static, offline page: DIR/index.html.
+
+    Every bundle is checked first (as `swecl check` without --regrade); its runs are
+    ranked per dataset and sequence by the initial-pass resolve rate with its Wilson
+    interval (CL-Score beside it), each row with its memory system, agent, model, cost
+    per solved task, whether its bundle was checked and by which key, and links to the
+    bundle and its report. Runs of different datasets, passes or formula versions are
+    never ranked together; the page says why. A bundle that fails its check is listed
+    unranked, with why.
+    """
+    from commands import Experiment
+
+    board = Experiment.leaderboard(list(bundles), out=out, keys=keys,
+                                   say=lambda line: click.echo(f"swecl: {line}", err=True))
+    for line in board.failed:
+        click.echo(f"swecl: check failed: {line}", err=True)
+    click.echo(f"{board.page}: {board.rows} run{'s' if board.rows != 1 else ''} of {board.bundles} "
+               f"bundle{'s' if board.bundles != 1 else ''}" + (f", {len(board.failed)} failed their check"
+                                                               if board.failed else ""))
