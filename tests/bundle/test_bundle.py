@@ -199,3 +199,26 @@ def test_bad_bundle_input_is_one_line(demo_results: Path, cache: Path, tmp_path:
     out.write_bytes(b"")
     assert_one_line_error(swecl(demo_results, "bundle", "2", "--out", str(out), cache=cache, check=False),
                           "exists already")
+
+
+def test_the_by_hand_check_of_the_docs_holds_and_catches_a_change(signed_bundle: Path, bundle_copy: Path,
+                                                                  tmp_path: Path) -> None:
+    """docs/bundles.md's script, run as a reader would: it holds on a real bundle, and a
+    changed event with its chain rebuilt fails it."""
+    import subprocess
+    import sys
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "bundles.md").read_text()
+    script = text.split("## Checking one by hand", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "by_hand.py").write_text(script)
+    done = subprocess.run([sys.executable, str(tmp_path / "by_hand.py"), str(signed_bundle)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "the bundle holds: runs ['2'] signed by" in done.stdout, done.stderr
+    conn = sqlite3.connect(bundle_copy)
+    seq = conn.execute("SELECT max(seq) FROM events WHERE type = 'task.finished'").fetchone()[0]
+    conn.close()
+    raw(bundle_copy, TAMPER + f"WHERE seq = {seq}")
+    rechain(bundle_copy, seq - 1)
+    done = subprocess.run([sys.executable, str(tmp_path / "by_hand.py"), str(bundle_copy)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode != 0 and "the events changed after sealing" in done.stderr
