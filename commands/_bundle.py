@@ -179,6 +179,22 @@ def metrics_document(folder_of: FolderOf, folder: Path, versions: Sequence[str])
     return json.loads(json.dumps(document, default=str))
 
 
+def outcomes_document(folder_of: FolderOf, folder: Path, versions: Sequence[str]) -> dict[str, Any]:
+    """run -> sequence -> pass -> order -> [instance, attempt in force, status, resolved]:
+    each verdict the a(i,j) matrices and the resolved counts are made of."""
+    from projections import outcomes
+
+    out: dict[str, Any] = {}
+    with folder_of(folder).reading() as r:
+        for v in versions:
+            state = outcomes(r.ledger, r.projector, v)
+            out[v] = {seq_id: {pass_: {str(order): [c.instance_id, c.attempt, c.status, c.resolved]
+                                       for order, c in sorted(cells.items())}
+                               for pass_, cells in seq.passes.items()}
+                      for seq_id, seq in state.sequences.items()}
+    return out
+
+
 def _manifest_blobs(copy: Ledger, source: Ledger, known: dict[str, RunSummary], carried: dict[str, str],
                     versions: Sequence[str], *, dataset: str | None, rows: str | None,
                     cache_dir: str | None) -> dict[str, Any]:
@@ -221,6 +237,7 @@ def make_bundle(folder_of: FolderOf, results: Path, versions: Sequence[str], out
         source_hash = (r.ledger.hash_at(source_head) or b"").hex()
         source_id = r.ledger.ledger_id
         recorded = metrics_document(folder_of, results, versions)
+        verdicts = outcomes_document(folder_of, results, versions)
         scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
             copy_path = scratch / "ledger.db"
@@ -233,7 +250,9 @@ def make_bundle(folder_of: FolderOf, results: Path, versions: Sequence[str], out
                 parts = _manifest_blobs(copy, r.ledger, known, carried, versions, dataset=dataset, rows=rows,
                                         cache_dir=cache_dir)
             rebuilt = metrics_document(folder_of, scratch, versions)
-            if (diff := first_difference(recorded, rebuilt)) is not None:
+            diff = first_difference(recorded, rebuilt) or first_difference(
+                verdicts, outcomes_document(folder_of, scratch, versions))
+            if diff is not None:
                 raise SweclError(f"the bundle's own events give other metrics than the source ({diff}); nothing was "
                                  "bundled: name the runs they are computed against with --with")
             for v in prefix_runs:
@@ -245,7 +264,7 @@ def make_bundle(folder_of: FolderOf, results: Path, versions: Sequence[str], out
                     "head": {"seq": head, "hash": (copy.hash_at(head) or b"").hex()},
                     "source": {"ledger_id": source_id, "head_seq": source_head, "head_hash": source_hash},
                     "runs": list(versions), "carried": carried, "prefix_seq": prefix,
-                    "metrics": recorded, **parts,
+                    "metrics": recorded, "outcomes": verdicts, **parts,
                 }
                 report = _seal(copy, manifest, key)
             os.replace(copy_path, target)  # one rename: the bundle appears whole or not at all

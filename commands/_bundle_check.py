@@ -31,7 +31,7 @@ from typing import Any
 
 from ledger import IntegrityError, Ledger, LedgerDamaged, LedgerError, SweclError
 
-from ._bundle import BUNDLE_FORMAT, FolderOf, canonical_json, first_difference, metrics_document
+from ._bundle import BUNDLE_FORMAT, FolderOf, canonical_json, first_difference, metrics_document, outcomes_document
 from ._bundle_keys import normalise_fingerprint, signature_problem
 from ._bundle_regrade import Regraded, regrade_bundle
 
@@ -198,6 +198,10 @@ def _metrics(folder_of: FolderOf, scratch: Path, report: CheckReport) -> None:
         return
     if (diff := first_difference(recorded, rebuilt)) is not None:
         report.problem = f"a recorded number differs from the one its events give: metrics{diff}"
+        return
+    verdicts = outcomes_document(folder_of, scratch, report.runs)
+    if (diff := first_difference(report.manifest.get("outcomes"), verdicts)) is not None:
+        report.problem = f"a recorded verdict differs from the one its events give: outcomes{diff}"
         return
     n = len(report.runs)
     report.passed.append(f"metrics, outcomes and verdicts of {n} run{'s' if n != 1 else ''} rebuilt from the "

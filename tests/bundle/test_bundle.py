@@ -156,6 +156,15 @@ def test_a_changed_metric_is_refused_signed_or_not(bundle_copy: Path, cache: Pat
                                        ".macro.ACC")
 
 
+def test_a_changed_verdict_in_the_manifest_is_refused(bundle_copy: Path, cache: Path) -> None:
+    _, manifest = manifest_of(bundle_copy)
+    (cells,) = manifest["outcomes"]["2"][SPANS].values()
+    cells["1"][2] = "resolved" if cells["1"][2] != "resolved" else "unresolved"
+    reseal(bundle_copy, manifest, signature=None, public_key=None, key_fingerprint=None)
+    assert_refused(bundle_copy, cache, f"a recorded verdict differs from the one its events give: outcomes.2.{SPANS}"
+                                       ".initial.1[2]")
+
+
 def test_a_signature_by_another_key_is_refused(bundle_copy: Path, keys: Path, cache: Path) -> None:
     from commands._bundle import canonical_json
     from commands._bundle_keys import sign
