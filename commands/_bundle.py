@@ -241,7 +241,7 @@ def make_bundle(folder_of: FolderOf, results: Path, versions: Sequence[str], out
         scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
             copy_path = scratch / "ledger.db"
-            subset = copy_subset(r.ledger, copy_path, _keep(carried, repos), prefix=prefix)
+            copy_subset(r.ledger, copy_path, _keep(carried, repos), prefix=prefix)
             prefix_runs = {v for v in known if v not in carried and known[v].started_seq <= prefix}
             with Ledger.open(copy_path) as copy:
                 # What the runs recorded, not the task rows added next: those are the
