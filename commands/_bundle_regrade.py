@@ -112,6 +112,7 @@ def regrade_bundle(folder_of: Callable[[Path], Any], bundle_dir: Path, runs: Seq
                     wanted.append((v, p, row["instance_id"], statuses.get(row["instance_id"], "missing"),
                                    row["model_patch"]))
     dataset_of = {v: path for part, path in rows for v in part.get("runs", [])}
+    name_of = {path: str(part.get("name")) for part, path in rows}
     result = Regraded()
     with tempfile.TemporaryDirectory(prefix="swecl-regrade-") as tmp:
         scratch = Path(tmp)
@@ -129,7 +130,7 @@ def regrade_bundle(folder_of: Callable[[Path], Any], bundle_dir: Path, runs: Seq
             rounds = _rounds(patches)
             for k, round_ in enumerate(rounds):
                 say(f"grading {len(round_)} patch{'es' if len(round_) != 1 else ''} again (round {k + 1} of "
-                    f"{len(rounds)}, {dataset.stem})")
+                    f"{len(rounds)}, {name_of[dataset]})")
                 preds = scratch / f"predictions-{dataset.stem}-{k}.jsonl"
                 preds.write_text("".join(json.dumps({"instance_id": iid, "model_name_or_path": "bundle",
                                                      "model_patch": patch}) + "\n" for iid, patch in round_.items()))
