@@ -207,6 +207,14 @@ class ProviderStarted(Event, tag="memory.provider.started", kw_only=True):
     tools_listing: str | None = None  # blob
     confined: bool = False  # started inside bubblewrap (no network unless allowed)
     network: bool = False
+    # `--memory-server NAME`: the preset and the version of its package that ran (None: a
+    # command line or URL given as is); the recall and write tools the harness calls, and
+    # where they came from (None: the flags; preset; discovered from the tool list).
+    preset: str | None = None
+    preset_version: str | None = None
+    recall_tool: str | None = None
+    write_tool: str | None = None
+    tools_from: str | None = None
 
 
 class ProviderCalled(Event, tag="memory.provider.called", kw_only=True):

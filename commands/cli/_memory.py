@@ -1,12 +1,15 @@
-"""`swecl dream`, `swecl memory export|import|materialise|snapshots`: the memory substrate by hand."""
+"""`swecl dream`, `swecl memory export|import|materialise|snapshots`: the memory substrate by hand;
+`swecl memory servers`: the memory servers swecl knows by name."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ._common import echo_json, experiment_of, results_option, run_version
+from ._tables import prose_width
 
 
 @click.command("dream")
@@ -30,8 +33,8 @@ def dream_cmd(ctx: click.Context, version: str, as_json: bool) -> None:
 
 @click.group("memory")
 def memory_group() -> None:
-    """Export a run's memory, import one as a seed, materialise it to files, or list a
-    --memory-server run's snapshots of its server's data."""
+    """Export a run's memory, import one as a seed, materialise it to files, list a
+    --memory-server run's snapshots of its server's data, or the servers known by name."""
 
 
 @memory_group.command("export")
@@ -95,3 +98,43 @@ def memory_snapshots_cmd(ctx: click.Context, version: str, sequence: str | None,
         return
     for line in snapshots.lines():
         click.echo(line)
+
+
+@memory_group.command("servers")
+@click.option("--json", "as_json", is_flag=True, help="Every preset as JSON, all its fields.")
+def memory_servers_cmd(as_json: bool) -> None:
+    """The memory servers swecl knows by name (`swecl run --memory-server NAME`): what each
+    is, its package and the version swecl tested, what it needs from you (--memory-env),
+    and the recall and write tools swecl calls."""
+    from commands.run.memory import presets_document  # lazy: the run's memory package
+
+    presets = presets_document()
+    if as_json:
+        echo_json(presets)
+        return
+    for line in preset_lines(presets, prose_width()):
+        click.echo(line)
+
+
+def preset_lines(presets: list[dict[str, Any]], width: int) -> list[str]:
+    """One row per preset (name, version, whether tested, needs, recall and write tools),
+    and under it, indented, what it is and how to install it, wrapped at `width`."""
+    import textwrap
+
+    row = "{:<13}  {:<10}  {:<6}  {:<14}  {:<15}  {}"
+    lines = [row.format("name", "version", "tested", "needs", "recall", "write")]
+    for p in presets:
+        needs = ", ".join(p["needs"]) or "-"
+        lines.append(row.format(p["name"], p["version"], "yes" if p["tested"] else "no", needs,
+                                p["recall_tool"] or "-", p["write_tool"] or "-"))
+        about = f"{p['about']}; {p['source']} {p['package']}; install: {p['install']}"
+        if p["python"]:
+            about += f"; Python {p['python']} or newer"
+        if p["remote"]:
+            about += "; its memory lives in the service (not in the snapshots)"
+        if p["notes"]:
+            about += f"; {p['notes']}"
+        if p["model_endpoint"]:
+            about += f"; model API {p['model_endpoint']}"
+        lines += textwrap.wrap(about, width=width, initial_indent="  ", subsequent_indent="    ")
+    return lines

@@ -91,9 +91,11 @@ if TYPE_CHECKING:
 @click.option("--allow-web", is_flag=True,
               help="Leave the agents' own web tools on (claude's WebFetch and WebSearch, codex's web search, "
                    "gemini's google_web_search and web_fetch): off by default, a search finds a task's fix upstream.")
-@click.option("--memory-server", default=None, metavar="SPEC",
-              help="A user's MCP memory server as the memory under test (memory stages): a command line (stdio) "
-                   "or an http(s) URL. Started per sequence outside the agent's sandbox; every call recorded.")
+@click.option("--memory-server", default=None, metavar="SPEC|NAME",
+              help="A user's MCP memory server as the memory under test (memory stages): a command line (stdio), "
+                   "an http(s) URL, or a preset's NAME (`swecl memory servers`). Started per sequence outside the "
+                   "agent's sandbox; every call recorded. Without tool flags or preset, its tools are proposed "
+                   "from its tool list.")
 @click.option("--memory-env", multiple=True, metavar="NAME=VALUE",
               help="A variable for the --memory-server command ({data}: its data directory, snapshotted after "
                    "each task); repeatable. Only the names are recorded: --resume of such a run takes them again.")
@@ -108,6 +110,9 @@ if TYPE_CHECKING:
 @click.option("--memory-write-args", default=None, metavar="JSON",
               help="Its arguments: a JSON template with {instance_id}, {repo}, {order}, {outcome}, {files}, "
                    "{summary}, {patch}, {lesson} (default for create_entities: one entity per task).")
+@click.option("--memory-agent-only", is_flag=True,
+              help="With --memory-server: swecl calls none of its tools (no recall, no write, no discovery); "
+                   "the agent alone uses them.")
 @click.option("--memory-dream-tool", default=None, metavar="NAME",
               help="plugin-dreamed: the server's consolidation tool, called once per sequence on the seed before "
                    "the initial pass (its dream pass), then snapshotted.")
@@ -151,7 +156,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             allow_hosts: tuple[str, ...], expose: tuple[str, ...], allow_web: bool, memory_server: str | None,
             memory_env: tuple[str, ...],
             memory_recall_tool: str | None, memory_recall_args: str | None, memory_write_tool: str | None,
-            memory_write_args: str | None, memory_dream_tool: str | None, memory_dream_args: str | None,
+            memory_write_args: str | None, memory_agent_only: bool, memory_dream_tool: str | None, memory_dream_args: str | None,
             memory_call_timeout: float, history_tokens: int | None, repeat: int, task_order: str | None, orders: int | None, fork: str | None,
             dream_at_fork: bool, estimate: bool, quiet: bool, as_json: bool) -> None:
     """Run a stage of the stage matrix over sequences, task by task, in three passes.
@@ -190,11 +195,11 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 code_mode=code_mode, predictions=list(predictions), command=command_template,
                 repo_sources=parse_repo_sources(repo_sources), cache_dir=str(Path(cache_dir).resolve()) if cache_dir else None,
                 python_paths=parse_python_paths(pythons), order=task_order, orders=orders,
-                memory=MemoryOptions(
+                memory=_memory_options(MemoryOptions(
                     server=memory_server, env=list(memory_env), recall_tool=memory_recall_tool,
                     recall_args=memory_recall_args, write_tool=memory_write_tool, write_args=memory_write_args,
                     dream_tool=memory_dream_tool, dream_args=memory_dream_args, call_timeout_s=memory_call_timeout,
-                    history_tokens=history_tokens),
+                    history_tokens=history_tokens, tools_from="agent" if memory_agent_only else None), sandbox),
                 budget=BudgetOptions(usd=budget_usd, max_tokens_per_task=max_tokens_per_task, max_turns=max_turns,
                                      agent_timeout_s=agent_timeout, test_timeout_s=test_timeout),
                 sandbox=SandboxOptions(mode=sandbox, allow_hosts=list(allow_hosts), allow_web=allow_web,
@@ -211,6 +216,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                 done = exp.fork(fork, reporter, repeat=repeat, **given, dream_at_fork=dream_at_fork)
             else:
                 exp.check_run(opts, repeat=repeat, demo_suite=stage is None)  # refused before the warning
+                opts = _discovered_tools(opts)
                 warn_if_unconfined(opts.sandbox.mode)
                 # Typed or not: the CLI's default --jobs 1 reads the same as a typed one.
                 typed = ctx.get_parameter_source("jobs") not in (None, click.core.ParameterSource.DEFAULT)
@@ -219,6 +225,29 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
     finally:
         reporter.close()
     _print_summary(exp.run_summary(done.versions, grouped=done.grouped), quiet=quiet, as_json=as_json)
+
+
+def _memory_options(memory: MemoryOptions, sandbox: str) -> MemoryOptions:
+    """--memory-server NAME (a preset) as the options it stands for, said on stderr."""
+    from commands.run.memory import expand_preset  # lazy: a run without --memory-server never loads it
+
+    expanded, said = expand_preset(memory, confined=sandbox != "none")
+    if said:
+        click.echo(said, err=True)
+    return expanded
+
+
+def _discovered_tools(opts: RunOptions) -> RunOptions:
+    """A --memory-server given no tools (flags or preset): its recall and write tools from
+    its own tool list (the server started once, before anything is written), said on stderr."""
+    if opts.memory.server is None:
+        return opts
+    from commands.run.memory import discover_tools  # lazy: starts the MCP client only when needed
+
+    found, said = discover_tools(opts)
+    if said:
+        click.echo(said, err=True)
+    return found
 
 
 # `swecl run` parameters whose RunOptions field has another name (a fork takes the given ones).

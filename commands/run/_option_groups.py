@@ -40,6 +40,13 @@ class MemoryOptions(msgspec.Struct, kw_only=True):
     dream_tool: str | None = None
     dream_args: str | None = None  # JSON template; None: {}
     call_timeout_s: float = 60.0
+    # --memory-server NAME (a preset, `memory._presets`): its name and the version that ran;
+    # `server` and the rest hold what it expanded to, as if typed.
+    preset: str | None = None
+    preset_version: str | None = None
+    # Where the recall and write tools came from: None (the flags), preset, or discovered
+    # (proposed from the server's tool list before the run, `memory._server_discover`).
+    tools_from: str | None = None
     # --history-tokens: the full-history stage's budget for the earlier tasks in a prompt
     # (characters / 4); None: not given (8000).
     history_tokens: int | None = None

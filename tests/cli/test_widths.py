@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "funnel": ("funnel", "2"),
     "agents": ("agents",),
     "show": ("show", "2", "spans#2", "--tail", "0"),
+    "memory-servers": ("memory", "servers"),
 }
 
 

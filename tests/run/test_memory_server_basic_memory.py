@@ -31,18 +31,21 @@ WRITE_ARGS = '{"title": "{instance_id}", "directory": "swecl", "content": "{summ
 
 
 def command_line(binary: str) -> list[str]:
-    """The options of the README's example, with the install's path."""
+    """The options the basic-memory preset stands for, given by hand, with the install's path."""
     env = [arg for value in SERVER_ENV for arg in ("--memory-env", value)]
     return ["--memory-server", f"{binary} mcp", *env, "--memory-recall-tool", "search_notes",
             "--memory-recall-args", RECALL_ARGS, "--memory-write-tool", "write_note", "--memory-write-args", WRITE_ARGS]
 
 
-def test_the_readme_gives_this_command_line() -> None:
+def test_the_readme_gives_the_preset_which_is_this_command_line() -> None:
+    from commands.run.memory import PRESETS
+
     readme = " ".join((REPO_ROOT / "README.md").read_text().replace("\\\n", " ").split())
-    # Quoted as the README does: the command line in double quotes, JSON in single ones.
-    options = " ".join(f"'{a}'" if a.startswith("{") else f'"{a}"' if " " in a else a
-                       for a in command_line("basic-memory"))
-    assert f"swecl run --stage plugin-blank --sequence {SPANS} {options}" in readme
+    assert f"swecl run --stage plugin-blank --sequence {SPANS} --memory-server basic-memory" in readme
+    # The preset stands for the options this file's run gives by hand.
+    preset = PRESETS["basic-memory"]
+    assert ([f"{k}={v}" for k, v in preset.env], preset.recall_tool, preset.recall_args, preset.write_tool,
+            preset.write_args) == (list(SERVER_ENV), "search_notes", RECALL_ARGS, "write_note", WRITE_ARGS)
 
 
 def _payloads(results: Path, type_: str) -> list[dict[str, Any]]:

@@ -98,7 +98,7 @@ def _blob(results: Path, digest: str) -> str:
 
 def provider_run(results: Path, cache: Path, agent: str, model: str, env: dict[str, str], server: str) -> None:
     swecl(results, "run", "--stage", "plugin-blank", "--agent", agent, "--model", model, "--sequence", SPANS,
-          *first_of(TASKS, SPANS), "--passes", "initial", "--memory-server", server,
+          *first_of(TASKS, SPANS), "--passes", "initial", "--memory-server", server, "--memory-agent-only",
           "--memory-env", "MEMORY_FILE_PATH={data}/memory.jsonl", "--quiet", cache=cache, env=env, timeout=900)
 
 
@@ -252,7 +252,8 @@ def test_gemini_calls_the_tools_it_had_to_rename(tmp_path: Path, cache: Path, ge
                "HOME": str(_home(tmp_path))}
         swecl(results, "run", "--stage", "plugin-blank", "--agent", "gemini", "--model", fake_gemini.MODEL,
               "--sequence", SPANS, *first_of(1, SPANS), "--passes", "initial", "--memory-server",
-              f"{sys.executable} -c {shlex.quote(ODD_SERVER)}", "--quiet", cache=cache, env=env, timeout=900)
+              f"{sys.executable} -c {shlex.quote(ODD_SERVER)}", "--memory-agent-only", "--quiet", cache=cache, env=env,
+              timeout=900)
     offered = {n for r in fake.api_requests for n in fake_gemini.declared_tools(r.body)}
     assert {odd, long} <= offered
     calls = [p for *_, p in events(results, "memory.provider.called")]

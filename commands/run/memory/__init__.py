@@ -27,6 +27,14 @@ from ._server_policy import NOT_INHERITED, recalled_items, recorded_memory_optio
 from ._server_resume import resume_memory_options
 
 _EXPORTS = {
+    "PRESETS": "_presets",
+    "Preset": "_presets",
+    "expand_preset": "_presets",
+    "get_preset": "_presets",
+    "presets_document": "_presets",
+    "Proposal": "_server_discover",
+    "discover_tools": "_server_discover",
+    "propose_tools": "_server_discover",
     "ServerHost": "_server_host",
     "CallContext": "_server_record",
     "LedgerRecorder": "_server_record",
@@ -63,6 +71,8 @@ __all__ = sorted([
 ])
 
 if TYPE_CHECKING:
+    from ._presets import PRESETS, Preset, expand_preset, get_preset, presets_document
+    from ._server_discover import Proposal, discover_tools, propose_tools
     from ._server_host import ServerHost
     from ._server_record import CallContext, LedgerRecorder, ServerFailure, ServerInfo
     from ._server_snapshot import SNAPSHOT_CHUNK_ABOVE, restore_server_data, server_snapshot_event, snapshot_server_data

@@ -97,6 +97,7 @@ class ServerHost:
         sandbox: Any = None,  # graders.host.Sandbox: confined when given and not mode none
         network: bool = False,
         environ: dict[str, str] | None = None,
+        about: dict[str, str | None] | None = None,  # recorded with the handshake (`started_event`)
     ) -> None:
         self.spec = spec
         self.data_dir = Path(data_dir).resolve()
@@ -106,6 +107,7 @@ class ServerHost:
         self.start_timeout_s = start_timeout_s
         self.sandbox = sandbox
         self.network = network
+        self.about = dict(about or {})
         self.log_path = self.data_dir.parent / "server.log"
         self.info: ServerInfo | None = None
         self.failures: list[ServerFailure] = []
@@ -351,7 +353,7 @@ class ServerHost:
         if self.recorder is None or self.info is None:
             return
         event, listing = started_event(self.spec, self.info, sequence_id=self.sequence_id, scrubber=self._scrubber,
-                                       confined=self.confined, network=self.network)
+                                       confined=self.confined, network=self.network, about=self.about)
         self.run_on_loop(self._record(event, [listing]))
 
     async def _record(self, event: Event, blobs: Sequence[bytes]) -> None:

@@ -135,7 +135,8 @@ class SequenceServers:
             restore_server_data(ledger, seed, data)
         recorder = LedgerRecorder(self.ledger_path, self.version, self.sequence_id)
         host = ServerHost(self.policy.spec, data, recorder, sequence_id=self.sequence_id,
-                          call_timeout_s=self.policy.call_timeout_s, sandbox=self.sandbox, network=self.network)
+                          call_timeout_s=self.policy.call_timeout_s, sandbox=self.sandbox, network=self.network,
+                          about=self.policy.about())
         host.__enter__()
         offered = host.info.tool_names if host.info else []
         for tool in (self.policy.recall_tool, self.policy.write_tool, self.policy.dream_tool if self.dream else None):

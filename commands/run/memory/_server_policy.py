@@ -39,6 +39,8 @@ DEFAULT_WRITE_ARGS = {
         "observations": ["repo {repo}", "outcome {outcome}", "files {files}", "{summary}", "{lesson}"],
     }]}),
 }
+# The text a write tool's text parameter gets (basic-memory's note, a discovered tool's).
+LESSON_TEMPLATE = "{summary}\n\n{lesson}"
 # What `{lesson}` starts with: a task's lesson as one line of JSON, which recall reads back
 # (a fix the demo agent can reuse) wherever the server's answer quotes it.
 LESSON_MARK = "swecl-lesson "
@@ -66,6 +68,15 @@ class MemoryPolicy:
     call_timeout_s: float
     dream_tool: str | None = None  # plugin-dreamed: called once per sequence before the initial pass
     dream_args: Any = None
+    # What memory.provider.started records of where the server and its tools came from.
+    preset: str | None = None
+    preset_version: str | None = None
+    tools_from: str | None = None  # None: the flags; preset; discovered
+
+    def about(self) -> dict[str, str | None]:
+        """What `memory.provider.started` records of the server's preset and the tools."""
+        return {"preset": self.preset, "preset_version": self.preset_version, "recall_tool": self.recall_tool,
+                "write_tool": self.write_tool, "tools_from": self.tools_from}
 
 
 def _flag(name: str) -> str:
@@ -102,8 +113,14 @@ def check_memory_options(opts: Any, stage: Any) -> None:
     --memory-server outside the memory stages, refused in one line."""
     if opts.memory.server is None:
         given = [name for name in _MEMORY_OPTIONS if getattr(opts.memory, name.removeprefix("memory_"))]
+        if opts.memory.tools_from == "agent":
+            given.append("memory_agent_only")
         if given:
             raise SweclError(f"{_flag(given[0])} is for --memory-server: add --memory-server SPEC or drop it")
+    elif opts.memory.tools_from == "agent":
+        named = [f for f in ("recall_tool", "write_tool") if getattr(opts.memory, f)]
+        if named:
+            raise SweclError(f"--memory-agent-only calls none of the server's tools: drop {_flag('memory_' + named[0])}")
     elif not stage.plugin:
         raise SweclError(f"--memory-server is for the memory stages (plugin-blank, plugin-accum, plugin-dreamed, "
                          f"plugin-primed, oracle), not {stage.name!r}")
@@ -142,7 +159,8 @@ def policy_of(opts: Any) -> MemoryPolicy:
     return MemoryPolicy(spec=spec, recall_tool=opts.memory.recall_tool, recall_args=recall_args,
                         write_tool=opts.memory.write_tool, write_args=write_args,
                         call_timeout_s=opts.memory.call_timeout_s, dream_tool=opts.memory.dream_tool,
-                        dream_args=dream_args)
+                        dream_args=dream_args, preset=opts.memory.preset, preset_version=opts.memory.preset_version,
+                        tools_from=opts.memory.tools_from)
 
 
 # -- what a task taught, and reading it back ------------------------------------------------

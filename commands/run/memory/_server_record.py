@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -95,15 +95,16 @@ def tool_error(text: str) -> dict[str, Any]:
 
 
 def started_event(spec: ServerSpec, info: ServerInfo, *, sequence_id: str, scrubber: Scrubber, confined: bool,
-                  network: bool) -> tuple[Event, bytes]:
-    """The server's handshake as recorded, and the blob of its tool listing."""
+                  network: bool, about: Mapping[str, str | None] | None = None) -> tuple[Event, bytes]:
+    """The server's handshake as recorded, and the blob of its tool listing; `about`: the
+    preset, its version and the tools the harness calls (`ProviderStarted`'s fields)."""
     listing = json.dumps(info.tools, ensure_ascii=False, sort_keys=True).encode()
     event = ProviderStarted(
         sequence_id=sequence_id, transport=spec.transport, spec=scrubber.text(spec.redacted()),
         env_names=[name for name, _ in spec.env], server_name=info.server_name,
         server_version=info.server_version, protocol_version=info.protocol_version,
         tools=info.tool_names, tools_listing=blob_hash(listing), confined=confined,
-        network=network or not confined,
+        network=network or not confined, **dict(about or {}),
     )
     return event, listing
 

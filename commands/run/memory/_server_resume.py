@@ -5,7 +5,7 @@ A run records its server's spec (a URL without its credentials and query values)
 `--memory-env NAME=VALUE` only the names: a value may be a token. The resume takes the
 spec and the templates from the run's options and asks the values again
 (`--resume V --memory-env NAME=VALUE ...`), the same names as recorded, no more, no
-fewer. A URL the ledger keeps redacted is given again with `--memory-server URL`, which
+fewer (a preset's own variables, `memory_preset`, come from the preset again). A URL the ledger keeps redacted is given again with `--memory-server URL`, which
 must redact to the recorded form (the same server). Where the server starts is the
 sequence's business (`SequenceServers`: the last snapshot); which tasks run again,
 `_sequence._reopen_server_failures`.
@@ -19,6 +19,7 @@ import msgspec
 
 from ledger import SweclError
 
+from ._presets import get_preset
 from ._server_spec import parse_memory_server
 
 __all__ = ["resume_memory_options"]
@@ -35,6 +36,14 @@ def resume_memory_options(opts: Any, config: dict[str, Any], version: str, overr
         if given:
             raise SweclError(f"run {version} used no --memory-server: drop {given} (a resume keeps its own memory)")
         return opts
+    preset = get_preset(str(config.get("memory_preset") or ""))
+    if preset is not None:
+        # A preset's own variables are no secret: the resume takes them from it again,
+        # and asks only for what the user gave (its `needs`, and any of theirs).
+        given = {item.partition("=")[0] for item in memory_env}
+        memory_env = [f"{k}={v}" for k, v in preset.env if k not in given] + memory_env
+        if memory_server is not None and get_preset(memory_server) is preset:
+            memory_server = None  # the preset by name: the command it recorded
     names = [item.partition("=")[0] for item in memory_env]
     recorded_names = list(config.get("memory_env_names") or [])
     missing = [n for n in recorded_names if n not in names]

@@ -1,0 +1,205 @@
+"""Memory servers by name: `swecl run --memory-server NAME` for the MCP memory servers people
+use (`swecl memory servers` lists them; docs/design.md section 5, "Presets").
+
+A preset is what a user would otherwise type: the command, the `--memory-env` variables
+(`{data}`: the server's data directory, which swecl snapshots), the recall and write tools
+with their argument templates, and the version swecl was tested with. `expand_preset`
+turns a NAME into those option values; a flag given beside it wins over the preset's.
+Nothing else in swecl knows a preset's name: a new one is one entry of `PRESETS`.
+
+The command: an install the user has ($`bin_env`, else `executable` on PATH), else the
+package's own launcher at the pinned version (npx, uvx). A confined server (the default
+sandbox) sees only its own install and no network, so the launcher, which fetches the
+package, is refused there in one line that says how to install it.
+
+Model-needing servers (mem0, cognee) name what the model gateway needs: `model_endpoint`
+(the upstream API), `allow_hosts`, and env values with `{model_gateway}` (the gateway's
+URL, filled by the gateway's own code); `needs` is what the user must give
+(`--memory-env NAME=VALUE`, never recorded).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ledger import SweclError
+
+from ._server_policy import LESSON_TEMPLATE
+
+__all__ = ["PRESETS", "Preset", "expand_preset", "get_preset", "installed_version", "presets_document"]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One memory server swecl knows by name."""
+
+    name: str
+    about: str  # one line: what it is
+    source: str  # npm | pypi
+    package: str
+    version: str  # the version swecl's tests ran (or, `tested` False, the one read)
+    executable: str  # the installed command's name
+    args: tuple[str, ...]  # after the executable (basic-memory's `mcp`)
+    launcher: tuple[str, ...]  # the command without an install: fetches `package`==`version`
+    bin_env: str  # the variable naming an install (SWECL_SERVER_MEMORY_BIN, as the tests use)
+    env: tuple[tuple[str, str], ...] = ()
+    recall_tool: str | None = None
+    recall_args: str | None = None
+    write_tool: str | None = None
+    write_args: str | None = None
+    python: str | None = None  # the oldest Python it runs on, when newer than swecl's own
+    tested: bool = False  # run end to end by swecl's tests at `version`
+    remote: bool = False  # keeps its memory elsewhere: the snapshots of {data} hold none of it
+    needs: tuple[str, ...] = ()  # variables the user must give with --memory-env (keys)
+    model_endpoint: str | None = None  # the upstream model API the model gateway forwards to
+    allow_hosts: tuple[str, ...] = ()  # what the server itself must reach
+    notes: str = ""
+
+    @property
+    def install(self) -> str:
+        """How a user installs it where a confined server can run it."""
+        if self.source == "npm":
+            return f"npm install -g {self.package}@{self.version}"
+        python = f" --python {self.python}" if self.python else ""
+        return f"uv tool install{python} {self.package}=={self.version}"
+
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (
+    Preset(
+        name="server-memory", about="the reference MCP knowledge-graph memory (JSONL file)", source="npm",
+        package="@modelcontextprotocol/server-memory", version="2026.8.31", executable="mcp-server-memory", args=(),
+        launcher=("npx", "-y", "@modelcontextprotocol/server-memory@2026.8.31"), bin_env="SWECL_SERVER_MEMORY_BIN",
+        env=(("MEMORY_FILE_PATH", "{data}/memory.jsonl"),),
+        # It matches the query as a substring of names, types and observations: the issue's
+        # whole text matches nothing, its repo every lesson of the repo ("repo {repo}").
+        recall_tool="search_nodes", recall_args='{"query": "{repo}"}',
+        write_tool="create_entities", write_args=None,  # swecl's default for create_entities (`_server_policy`)
+        tested=True),
+    Preset(
+        name="basic-memory", about="markdown notes indexed in SQLite (Basic Machines)", source="pypi",
+        package="basic-memory", version="0.24.1", executable="basic-memory", args=("mcp",),
+        launcher=("uvx", "--python", "3.12", "--from", "basic-memory==0.24.1", "basic-memory", "mcp"),
+        bin_env="SWECL_BASIC_MEMORY_BIN", python="3.12",
+        # Notes, index and config in the snapshotted folder; no update checks (no network).
+        env=(("BASIC_MEMORY_HOME", "{data}/notes"), ("BASIC_MEMORY_CONFIG_DIR", "{data}/config"),
+             ("BASIC_MEMORY_AUTO_UPDATE", "false"), ("FASTMCP_CHECK_FOR_UPDATES", "off")),
+        # text search: its hybrid default needs an embedding model it cannot fetch offline;
+        # json: the text answer names notes without their content.
+        recall_tool="search_notes", recall_args='{"query": "swecl", "search_type": "text", "output_format": "json"}',
+        write_tool="write_note",
+        write_args=json.dumps({"title": "{instance_id}", "directory": "swecl", "content": LESSON_TEMPLATE}),
+        tested=True),
+    Preset(
+        name="mem0", about="Mem0's platform memory (an LLM extracts facts; hosted)", source="pypi",
+        package="mem0-mcp-server", version="0.2.1", executable="mem0-mcp-server", args=(),
+        launcher=("uvx", "--from", "mem0-mcp-server==0.2.1", "mem0-mcp-server"), bin_env="SWECL_MEM0_BIN",
+        env=(("MEM0_DEFAULT_USER_ID", "swecl"),),
+        recall_tool="search_memories", recall_args='{"query": "{query}"}',
+        # The lesson rides in metadata: the text goes through Mem0's fact extraction.
+        write_tool="add_memory", write_args=json.dumps({"text": "{summary}", "metadata": {"swecl_lesson": "{lesson}"}}),
+        remote=True, needs=("MEM0_API_KEY",), model_endpoint="https://api.mem0.ai", allow_hosts=("api.mem0.ai",),
+        notes="mem0ai 2.2.1's client takes no host from the environment: it reaches api.mem0.ai only"),
+    Preset(
+        name="cognee", about="cognee's knowledge graph and vectors (an LLM cognifies)", source="pypi",
+        package="cognee-mcp", version="0.5.7", executable="cognee-mcp", args=(),
+        launcher=("uvx", "--from", "cognee-mcp==0.5.7", "cognee-mcp"), bin_env="SWECL_COGNEE_BIN",
+        env=(("DATA_ROOT_DIRECTORY", "{data}/data"), ("SYSTEM_ROOT_DIRECTORY", "{data}/system"),
+             ("CACHE_ROOT_DIRECTORY", "{data}/cache"), ("COGNEE_LOGS_DIR", "{data}/logs"),
+             ("COGNEE_REPOS_DIR", "{data}/repos"), ("COGNEE_MCP_TOOL_MODE", "minimal"),
+             ("LLM_ENDPOINT", "{model_gateway}"), ("EMBEDDING_ENDPOINT", "{model_gateway}")),
+        recall_tool="recall", recall_args='{"query": "{query}"}',
+        write_tool="remember", write_args=json.dumps({"data": LESSON_TEMPLATE}),
+        needs=("LLM_API_KEY",), model_endpoint="https://api.openai.com/v1",
+        allow_hosts=("api.openai.com",), notes="Python 3.10 to 3.13; pulls torch (a large install)"),
+)}
+
+
+def get_preset(name: str) -> Preset | None:
+    return PRESETS.get(name.strip())
+
+
+def installed_version(preset: Preset, binary: str) -> str | None:
+    """The version of `preset`'s package that `binary` belongs to, read from its install
+    (an npm package's package.json, a venv's dist-info), or None if it cannot be told."""
+    path = Path(binary).resolve()
+    if preset.source == "npm":
+        for folder in path.parents:
+            try:
+                meta = json.loads((folder / "package.json").read_text())
+            except (OSError, ValueError):
+                continue
+            if meta.get("name") == preset.package:
+                return str(meta.get("version") or "") or None
+        return None
+    dist = re.sub(r"[-_.]+", "_", preset.package).lower()
+    for found in sorted(path.parent.parent.glob(f"lib/python*/site-packages/{dist}-*.dist-info")):
+        return found.name[len(dist) + 1:].removesuffix(".dist-info")
+    return None
+
+
+def _command(preset: Preset, confined: bool, environ: dict[str, str]) -> tuple[tuple[str, ...], str, str | None]:
+    """The preset's command line, where it came from, and the version it runs."""
+    given = environ.get(preset.bin_env)
+    binary = given or shutil.which(preset.executable, path=environ.get("PATH"))
+    if binary:
+        found = installed_version(preset, binary)
+        return (binary, *preset.args), f"${preset.bin_env}" if given else "PATH", found
+    if confined:
+        raise SweclError(f"--memory-server {preset.name}: no {preset.executable} installed (on PATH or "
+                         f"${preset.bin_env}), and the sandbox lets the server fetch nothing: `{preset.install}`, "
+                         "or --sandbox none")
+    return preset.launcher, preset.launcher[0], preset.version
+
+
+def expand_preset(memory: Any, *, confined: bool, environ: dict[str, str] | None = None) -> tuple[Any, str | None]:
+    """`memory` (MemoryOptions) with a preset NAME in `server` made the options it stands
+    for (flags given beside it win: a tool, a template, a variable of the same name), and
+    a line saying what runs; `memory` as is when `server` names no preset."""
+    preset = get_preset(memory.server) if memory.server else None
+    if preset is None:
+        return memory, None
+    env_vars = dict(os.environ if environ is None else environ)
+    given_names = [item.partition("=")[0] for item in memory.env]
+    missing = [name for name in preset.needs if name not in given_names]
+    if missing:
+        raise SweclError(f"--memory-server {preset.name} needs --memory-env {missing[0]}=VALUE (never recorded)")
+    argv, origin, version = _command(preset, confined, env_vars)
+    env = [f"{k}={v}" for k, v in preset.env if k not in given_names] + list(memory.env)
+    replace = msgspec.structs.replace
+    # A template goes with its tool: a tool given beside the preset takes the user's
+    # template, or none (the write tool's default, if swecl knows one). --memory-agent-only
+    # takes none of the preset's tools.
+    own = memory.tools_from == "agent"
+    recall_tool = memory.recall_tool or (None if own else preset.recall_tool)
+    recall_args = memory.recall_args if own or memory.recall_tool or memory.recall_args else preset.recall_args
+    write_tool = memory.write_tool or (None if own else preset.write_tool)
+    write_args = memory.write_args if own or memory.write_tool or memory.write_args else preset.write_args
+    expanded = replace(memory, server=shlex.join(argv), env=env, recall_tool=recall_tool,
+                       recall_args=recall_args, write_tool=write_tool, write_args=write_args, preset=preset.name,
+                       preset_version=version, tools_from=memory.tools_from or "preset")
+    tested = "" if version == preset.version and preset.tested else \
+        f" (swecl tested {preset.version})" if preset.tested else " (not tested end to end by swecl)"
+    line = (f"swecl: --memory-server {preset.name}: {' '.join(argv)} ({preset.package} {version or '?'}, "
+            f"from {origin}){tested}; recall {recall_tool}, write {write_tool}")
+    return expanded, line
+
+
+def presets_document() -> list[dict[str, Any]]:
+    """Every preset as JSON (`swecl memory servers --json`)."""
+    return [{
+        "name": p.name, "about": p.about, "source": p.source, "package": p.package, "version": p.version,
+        "tested": p.tested, "install": p.install, "command": list(p.launcher), "installed_command": [p.executable, *p.args],
+        "bin_env": p.bin_env, "python": p.python, "env": dict(p.env), "needs": list(p.needs),
+        "recall_tool": p.recall_tool, "recall_args": p.recall_args, "write_tool": p.write_tool,
+        "write_args": p.write_args, "remote": p.remote, "model_endpoint": p.model_endpoint,
+        "allow_hosts": list(p.allow_hosts), "notes": p.notes,
+    } for p in PRESETS.values()]
