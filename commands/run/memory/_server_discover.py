@@ -168,8 +168,9 @@ def discover_tools(opts: Any) -> tuple[Any, str | None]:
     `opts` as is otherwise. The server starts once, confined as the run's would be, in a
     temporary folder, and is stopped."""
     memory = opts.memory
-    if memory.server is None or memory.preset or any(getattr(memory, f) for f in _TOOL_FLAGS):
-        return opts, None
+    if memory.server is None or memory.preset or memory.tools_from == "agent" or \
+            any(getattr(memory, f) for f in _TOOL_FLAGS):
+        return opts, None  # the user's choice: a preset's tools, their flags, or the agent alone
     from graders.host import sandbox_for
 
     from ._server_host import ServerHost  # lazy: asyncio, the MCP SDK
