@@ -40,6 +40,11 @@ class MemoryOptions(msgspec.Struct, kw_only=True):
     dream_tool: str | None = None
     dream_args: str | None = None  # JSON template; None: {}
     call_timeout_s: float = 60.0
+    # The server's own model API (--memory-model-endpoint URL, OpenAI-compatible): what
+    # swecl's recording gateway, `{model_gateway}` in a --memory-env value, forwards to.
+    model_endpoint: str | None = None
+    # What a confined server may reach beside the gateway (--memory-allow-host HOST[:PORT]).
+    allow_hosts: list[str] = msgspec.field(default_factory=list)
     # --history-tokens: the full-history stage's budget for the earlier tasks in a prompt
     # (characters / 4); None: not given (8000).
     history_tokens: int | None = None

@@ -27,6 +27,10 @@ from ._server_policy import NOT_INHERITED, recalled_items, recorded_memory_optio
 from ._server_resume import resume_memory_options
 
 _EXPORTS = {
+    "ModelGateway": "_model_gateway",
+    "MODEL_PRICES": "_model_prices",
+    "model_cost": "_model_prices",
+    "price_of": "_model_prices",
     "ServerHost": "_server_host",
     "CallContext": "_server_record",
     "LedgerRecorder": "_server_record",
@@ -63,6 +67,8 @@ __all__ = sorted([
 ])
 
 if TYPE_CHECKING:
+    from ._model_gateway import ModelGateway
+    from ._model_prices import MODEL_PRICES, model_cost, price_of
     from ._server_host import ServerHost
     from ._server_record import CallContext, LedgerRecorder, ServerFailure, ServerInfo
     from ._server_snapshot import SNAPSHOT_CHUNK_ABOVE, restore_server_data, server_snapshot_event, snapshot_server_data

@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import agents
 from ledger import SweclError
@@ -47,7 +48,7 @@ LESSON_MARK = "swecl-lesson "
 ITEM_PREFIX = "provider:"
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MEMORY_OPTIONS = ("memory_recall_tool", "memory_recall_args", "memory_write_tool", "memory_write_args", "memory_env",
-                   "memory_dream_tool", "memory_dream_args")
+                   "memory_dream_tool", "memory_dream_args", "memory_model_endpoint", "memory_allow_hosts")
 DREAM_FIELDS = ("sequence_id",)
 # What a fork never takes from its source's recorded options: the server is given again
 # (its URL may have lost credentials), and its mapped values were never recorded.
@@ -66,6 +67,8 @@ class MemoryPolicy:
     call_timeout_s: float
     dream_tool: str | None = None  # plugin-dreamed: called once per sequence before the initial pass
     dream_args: Any = None
+    model_endpoint: str | None = None  # the server's model API, behind swecl's recording gateway
+    allow_hosts: tuple[str, ...] = ()  # what a confined server reaches beside the gateway
 
 
 def _flag(name: str) -> str:
@@ -142,7 +145,40 @@ def policy_of(opts: Any) -> MemoryPolicy:
     return MemoryPolicy(spec=spec, recall_tool=opts.memory.recall_tool, recall_args=recall_args,
                         write_tool=opts.memory.write_tool, write_args=write_args,
                         call_timeout_s=opts.memory.call_timeout_s, dream_tool=opts.memory.dream_tool,
-                        dream_args=dream_args)
+                        dream_args=dream_args, model_endpoint=_model_endpoint(spec, opts.memory.model_endpoint),
+                        allow_hosts=tuple(_allow_host(h) for h in opts.memory.allow_hosts))
+
+
+def _model_endpoint(spec: ServerSpec, endpoint: str | None) -> str | None:
+    """--memory-model-endpoint, checked against the spec: an http(s) URL without
+    credentials (it is recorded), for a command-line server that names `{model_gateway}`."""
+    if endpoint is None:
+        if spec.uses_model_gateway:
+            raise SweclError("--memory-env names {model_gateway}: give the model API it stands for with "
+                             "--memory-model-endpoint URL (e.g. https://api.openai.com/v1)")
+        return None
+    if spec.url is not None:
+        raise SweclError("--memory-model-endpoint is for a command-line --memory-server (swecl starts it with "
+                         "{model_gateway}); an HTTP server runs elsewhere")
+    try:
+        parts = urlsplit(endpoint.strip())
+        host, _ = parts.hostname, parts.port
+    except ValueError as exc:
+        raise SweclError(f"--memory-model-endpoint {endpoint!r} is not a valid URL: {exc}") from None
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        raise SweclError(f"--memory-model-endpoint {endpoint!r}: give an http(s) URL with a host "
+                         "(e.g. https://api.openai.com/v1)")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise SweclError(f"--memory-model-endpoint {endpoint!r}: no credentials, query or fragment (it is recorded; "
+                         "the key goes in --memory-env OPENAI_API_KEY=...)")
+    return endpoint.strip()
+
+
+def _allow_host(item: str) -> str:
+    try:
+        return agents.parse_allow_host(item)
+    except ValueError as exc:
+        raise SweclError(str(exc).replace("--allow-host", "--memory-allow-host", 1)) from None
 
 
 # -- what a task taught, and reading it back ------------------------------------------------
