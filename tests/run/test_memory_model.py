@@ -143,5 +143,11 @@ def test_metrics_show_the_agents_and_the_memorys_spend_apart_and_together(
     assert spend["memory_tokens_out"] == sum(c["tokens_out"] or 0 for c in calls)
     assert spend["cost_usd"] is None  # the demo agent reports no cost: the agent's stays unknown
     assert spend["total_cost_usd"] == pytest.approx(spend["memory_cost_usd"])
-    (cost,) = doc["cost_per_solved"].values()
+    (version,) = doc["versions"]
+    cost = version["cost_per_solved"]
     assert cost["memory_whole_run"]["cost_usd"] == pytest.approx(spend["memory_cost_usd"], abs=1e-6)
+    assert cost["memory_whole_run"]["attempts"] == len(calls)
+    assert cost["whole_run"]["cost_usd"] is None  # the agents' stays apart
+    assert cost["total_run"]["spend"]["cost_usd"] == pytest.approx(cost["memory_run"]["spend"]["cost_usd"])
+    text = swecl(results, "metrics", cache=cache).stdout
+    assert "memory model $" in text and "agents and memory together" in text
