@@ -6,13 +6,14 @@ format checked with the official `openai` client), the recording gateway in fron
 from __future__ import annotations
 
 import urllib.error
+from pathlib import Path
 import urllib.request
 from typing import Any
 
 import pytest
 
 from commands.run.memory import MODEL_PRICES, ModelGateway, model_cost, parse_memory_server, price_of
-from ledger import SweclError
+from ledger import Ledger, SweclError
 from ledger.events import MemoryModelCalled
 from tests.fake_openai_compat import DIMENSIONS, embed, fake_openai_compat
 
@@ -95,7 +96,32 @@ def test_prices_come_from_the_table_and_an_unknown_model_has_none() -> None:
 def test_the_model_gateway_placeholder_and_its_endpoint_are_checked() -> None:
     spec = parse_memory_server("srv", ["OPENAI_BASE_URL={model_gateway}", "F={data}/f"])
     assert spec.uses_model_gateway
-    assert spec.env_for(__import__("pathlib").Path("/d"), "http://127.0.0.1:9") == {
+    assert spec.env_for(Path("/d"), "http://127.0.0.1:9") == {
         "OPENAI_BASE_URL": "http://127.0.0.1:9", "F": "/d/f"}
     with pytest.raises(SweclError, match="unknown placeholder"):
         parse_memory_server("srv", ["X={gateway}"])
+
+
+def test_the_memorys_priced_calls_count_toward_the_budget_and_apart_in_the_spend(tmp_path: Path) -> None:
+    from commands.run._budget import BudgetReached, check_budget, spent_usd
+    from projections import run_cost, spend_of
+
+    def call(cost: float | None, order: int, pass_: str = "initial") -> MemoryModelCalled:
+        return MemoryModelCalled(sequence_id="s", instance_id=f"t{order}", order=order, pass_=pass_, model="m",
+                                 tokens_in=100, tokens_out=10, cost_usd=cost, status=200)
+
+    with Ledger.open(tmp_path / "ledger.db", create=True) as led:
+        led.append("run/v1/s", [call(0.25, 1), call(None, 1), call(0.5, 2, "retest")])
+        assert spent_usd(led, "v1") == pytest.approx(0.75)
+        assert check_budget(led, "v1", 1.0) == pytest.approx(0.25)
+        with pytest.raises(BudgetReached):
+            check_budget(led, "v1", 0.7)
+        spend = spend_of(led, "v1")
+        assert (spend.memory_calls, spend.memory_tokens_in, spend.memory_tokens_out) == (3, 300, 30)
+        assert spend.cost_usd is None and spend.total_cost_usd == pytest.approx(0.75)
+        assert spend.document()["memory_cost_usd"] == 0.75
+        cost = run_cost(led, "v1", {"s": 2})
+        assert cost.run.usd_per_solved is None and cost.memory_run is not None
+        assert cost.memory_run.usd_per_solved == pytest.approx(0.125)  # the initial pass's calls, per solved task
+        assert cost.memory_whole_run is not None and cost.memory_whole_run.cost_usd == pytest.approx(0.75)
+        assert run_cost(led, "v2", {}).memory_run is None  # a run without model calls shows nothing apart

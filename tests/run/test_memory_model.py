@@ -151,3 +151,20 @@ def test_metrics_show_the_agents_and_the_memorys_spend_apart_and_together(
     assert cost["total_run"]["spend"]["cost_usd"] == pytest.approx(cost["memory_run"]["spend"]["cost_usd"])
     text = swecl(results, "metrics", cache=cache).stdout
     assert "memory model $" in text and "agents and memory together" in text
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--memory-env", "OPENAI_BASE_URL={model_gateway}"], "give the model API it stands for with --memory-model-endpoint"),
+    (["--memory-model-endpoint", "ftp://example.com/v1"], "give an http(s) URL with a host"),
+    (["--memory-model-endpoint", "https://example.com/v1#x"], "no credentials, query or fragment"),
+    (["--memory-allow-host", "a b"], "--memory-allow-host 'a b' is not a HOST"),
+])
+def test_bad_model_gateway_options_are_one_line_errors_and_write_nothing(
+    tmp_path: Path, cache: Path, args: list[str], says: str
+) -> None:
+    results = tmp_path / "results"
+    proc = swecl(results, "run", "--stage", "plugin-blank", "--memory-server", "srv", *args, "--sequence", SPANS,
+                 cache=cache, check=False)
+    assert proc.returncode != 0 and says in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not (results / "ledger.db").exists()
