@@ -158,12 +158,14 @@ def test_metrics_show_the_agents_and_the_memorys_spend_apart_and_together(
     (["--memory-model-endpoint", "ftp://example.com/v1"], "give an http(s) URL with a host"),
     (["--memory-model-endpoint", "https://example.com/v1#x"], "no credentials, query or fragment"),
     (["--memory-allow-host", "a b"], "--memory-allow-host 'a b' is not a HOST"),
+    (["--memory-allow-host", "db.local"], "is for a command-line --memory-server"),
 ])
 def test_bad_model_gateway_options_are_one_line_errors_and_write_nothing(
     tmp_path: Path, cache: Path, args: list[str], says: str
 ) -> None:
     results = tmp_path / "results"
-    proc = swecl(results, "run", "--stage", "plugin-blank", "--memory-server", "srv", *args, "--sequence", SPANS,
+    server = "http://127.0.0.1:9/mcp" if "db.local" in args else "srv"
+    proc = swecl(results, "run", "--stage", "plugin-blank", "--memory-server", server, *args, "--sequence", SPANS,
                  cache=cache, check=False)
     assert proc.returncode != 0 and says in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

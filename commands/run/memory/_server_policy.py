@@ -142,6 +142,9 @@ def policy_of(opts: Any) -> MemoryPolicy:
     if opts.memory.dream_args and not opts.memory.dream_tool:
         raise SweclError("--memory-dream-args is the template of --memory-dream-tool: name the tool too")
     dream_args = _template(opts.memory.dream_args or "{}", "--memory-dream-args", DREAM_FIELDS)
+    if opts.memory.allow_hosts and spec.url is not None:
+        raise SweclError("--memory-allow-host is for a command-line --memory-server (swecl confines it); "
+                         "an HTTP server runs elsewhere")
     return MemoryPolicy(spec=spec, recall_tool=opts.memory.recall_tool, recall_args=recall_args,
                         write_tool=opts.memory.write_tool, write_args=write_args,
                         call_timeout_s=opts.memory.call_timeout_s, dream_tool=opts.memory.dream_tool,
