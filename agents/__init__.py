@@ -41,6 +41,8 @@ _EXPORTS = {
     "worktree_patch": "_diff",
     "Scrubber": "_scrub",
     "Egress": "_egress",
+    "EgressProxy": "_egress",
+    "EgressRules": "_egress",
     "parse_allow_host": "_egress",
     "find_claude": "_claude",
     "preflight": "_startup",
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
     from ._claude import find_claude
     from ._confine import stdlib_script_argv
     from ._diff import worktree_patch
-    from ._egress import Egress, parse_allow_host
+    from ._egress import Egress, EgressProxy, EgressRules, parse_allow_host
     from ._protocol import (
         CODE_MODES,
         EXIT_KINDS,

@@ -37,7 +37,7 @@ from ledger.events import EgressConnection
 
 from ._confine import stdlib_script_argv, unix_listener
 
-__all__ = ["API_ENDPOINTS", "Egress", "EgressConnection", "EgressProxy", "Rules", "endpoint_of", "endpoint_urls", "parse_allow_host"]
+__all__ = ["API_ENDPOINTS", "Egress", "EgressConnection", "EgressProxy", "EgressRules", "Rules", "endpoint_of", "endpoint_urls", "parse_allow_host"]
 
 # Each CLI's endpoint variable and its default (the adapters read the same ones).
 API_ENDPOINTS: dict[str, str] = {
@@ -117,6 +117,9 @@ class Rules:
         """The allowed host:ports on the host's loopback: the launcher serves each on the
         same port of the namespace's loopback."""
         return sorted((h, p) for (h, p) in self.exact if h in _LOOPBACK)
+
+
+EgressRules = Rules  # as the package exports it (a memory server's egress is built from the same rules)
 
 
 def _split_host(item: str) -> tuple[str, int | None]:

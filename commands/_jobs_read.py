@@ -313,8 +313,13 @@ def cost_difference(a: RunCost, b: RunCost) -> dict[str, float | None]:
     def diff(x: float | None, y: float | None) -> float | None:
         return None if x is None or y is None else y - x
 
-    return {"usd_per_solved": diff(a.run.usd_per_solved, b.run.usd_per_solved),
-            "tokens_per_solved": diff(a.run.tokens_per_solved, b.run.tokens_per_solved)}
+    out = {"usd_per_solved": diff(a.run.usd_per_solved, b.run.usd_per_solved),
+           "tokens_per_solved": diff(a.run.tokens_per_solved, b.run.tokens_per_solved)}
+    if a.total_run is not None or b.total_run is not None:
+        # A memory server's model calls on either side: the agents' and the memory's together too.
+        ta, tb = a.total_run or a.run, b.total_run or b.run
+        out["total_usd_per_solved"] = diff(ta.usd_per_solved, tb.usd_per_solved)
+    return out
 
 
 def expand_to_groups(known: dict[str, RunSummary], versions: list[str], include_failed: bool) -> list[str]:

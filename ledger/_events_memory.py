@@ -273,3 +273,35 @@ class ProviderSnapshot(Event, tag="memory.provider.snapshot", kw_only=True):
     attempt: int = 1
     files: list[SnapshotFile] = msgspec.field(default_factory=list)
     total_bytes: int = 0
+
+
+class MemoryModelCalled(Event, tag="memory.model.called", kw_only=True):
+    """One request of a memory server to its own model API (an OpenAI-compatible endpoint,
+    `--memory-model-endpoint`), seen by swecl's recording gateway, which the server reaches
+    as `{model_gateway}`: recorded under the task in flight (the provider call it came
+    during, or the last one), as `memory.provider.called` is. No header, key or body is
+    kept: the endpoint's host, the path, the model the request named, the kind (chat,
+    embeddings, other), the answer's status and the tokens its `usage` reported (a
+    streamed answer's last chunk with one). `cost_usd` is priced from swecl's table
+    (`commands.run.memory`'s model prices) and None for a model it does not know or an
+    answer without usage: never a false 0. `error` says why no answer came (`status` None)."""
+
+    sequence_id: str
+    instance_id: str
+    order: int
+    pass_: str = PASS
+    attempt: int = 1
+    via: str = "agent"  # the provider call's in flight: agent | recall | write | dream | replay | start
+    call: int = 0  # 1, 2, ... per gateway (a provider host)
+    host: str = ""  # upstream host[:port]
+    method: str = "POST"
+    path: str = ""  # upstream path, without its query
+    model: str | None = None
+    kind: str = "other"  # chat | embeddings | other
+    stream: bool = False
+    status: int | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    duration_s: float = 0.0
+    error: str | None = None

@@ -68,6 +68,7 @@ _EXPORTS = {
     "cost_line": "_spend",
     "cost_text": "_spend",
     "spend_cell": "_spend",
+    "money": "_spend",
     "duration_text": "_spend",
     "tokens_text": "_spend",
     "Basis": "_estimate",
@@ -144,7 +145,18 @@ __all__ += sorted(_EXPORTS)
 if TYPE_CHECKING:
     from .leaderboard import BoardEntry, Leaderboard, build_leaderboard, write_leaderboard
     from ._estimate import Basis, Estimate, PlannedPass, PlannedRun, estimate_plan, recorded_rates
-    from ._spend import RunCost, RunSpend, cost_line, cost_text, duration_text, run_cost, spend_cell, spend_of, tokens_text
+    from ._spend import (
+        RunCost,
+        RunSpend,
+        cost_line,
+        cost_text,
+        duration_text,
+        money,
+        run_cost,
+        spend_cell,
+        spend_of,
+        tokens_text,
+    )
     from ._task_names import resolve_task_name, sequence_short_names, task_heading, task_label
     from ._cut import OrderCut, order_cut, sequence_cutoffs
     from ._passes import pass_rank, retest_row

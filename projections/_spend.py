@@ -1,10 +1,16 @@
-"""What a run spent: its agents' reported tokens, dollars and seconds, and its budget.
+"""What a run spent: its agents' reported tokens, dollars and seconds, its memory server's
+own model calls, and its budget.
 
 Summed over every `agent.finished` of the run, abandoned attempts included (they were
 paid), across resumes: the same sum `swecl run --budget-usd` stops on. An agent that
 reports no cost (demo, codex, gemini) leaves `cost_usd` None rather than a false $0: a
 cost of exactly 0 with no tokens reported is taken as not reported (`reported_cost`; the
 demo agent records 0.0 and no tokens, and no priced model answers for nothing).
+
+A `--memory-server`'s own model calls (`memory.model.called`, through swecl's gateway) are
+counted apart: `memory_*` beside the agents' numbers, and `total_cost_usd` of both. A
+call's cost is None when its model is not in swecl's price table: the memory's cost is
+then what the priced calls cost, and None when none was priced.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ import msgspec
 
 from ledger import Ledger, StreamRange
 
-__all__ = ["RunCost", "RunSpend", "SolvedCost", "SpendSum", "cost_line", "cost_text", "per_solved", "reported_cost",
+__all__ = ["RunCost", "RunSpend", "SolvedCost", "SpendSum", "add_known", "cost_line", "cost_text", "money", "per_solved",
+           "reported_cost",
            "run_cost", "run_wall_s", "spend_cell", "spend_of", "duration_text"]
 
 
@@ -34,13 +41,32 @@ class RunSpend(msgspec.Struct, kw_only=True):
     agent_s: float = 0.0  # wall time of the agents' attempts
     over_limit: int = 0  # attempts recorded over --max-tokens-per-task or --max-turns
     budget_usd: float | None = None  # in force now: the last resume's, else the run's own
+    # The memory server's own model calls (memory.model.called): apart from the agents'.
+    memory_calls: int = 0
+    memory_cost_usd: float | None = None  # None: no call was priced
+    memory_tokens_in: int | None = None  # None: no call reported usage
+    memory_tokens_out: int | None = None
+
+    @property
+    def total_cost_usd(self) -> float | None:
+        """The agents' and the memory's costs together; None when neither reported one."""
+        return add_known(self.cost_usd, self.memory_cost_usd)
 
     def document(self) -> dict[str, Any]:
         doc = msgspec.to_builtins(self)
         # Summed floats: rounded, so $0.4 * 8 reads 3.2 (no cost is finer than a millionth).
-        doc["cost_usd"] = None if self.cost_usd is None else round(self.cost_usd, 6)
+        for name, value in (("cost_usd", self.cost_usd), ("memory_cost_usd", self.memory_cost_usd),
+                            ("total_cost_usd", self.total_cost_usd)):
+            doc[name] = None if value is None else round(value, 6)
         doc["agent_s"] = round(self.agent_s, 3)
         return doc
+
+    def add_memory_call(self, cost_usd: float | None, tokens_in: int | None, tokens_out: int | None) -> None:
+        self.memory_calls += 1
+        self.memory_cost_usd = add_known(self.memory_cost_usd, cost_usd)
+        if tokens_in is not None or tokens_out is not None:
+            self.memory_tokens_in = (self.memory_tokens_in or 0) + (tokens_in or 0)
+            self.memory_tokens_out = (self.memory_tokens_out or 0) + (tokens_out or 0)
 
     def line(self) -> str:
         cost = "no cost reported" if self.cost_usd is None else f"${self.cost_usd:.2f}"
@@ -48,15 +74,41 @@ class RunSpend(msgspec.Struct, kw_only=True):
         over = f", {self.over_limit} over a per-task limit" if self.over_limit else ""
         tokens = ("no tokens reported" if self.tokens_in is None and self.tokens_out is None
                   else f"tokens in {self.tokens_in or 0} out {self.tokens_out or 0}")
-        return (f"{cost}{budget}, {tokens}, "
-                f"agents {self.agent_s:.0f}s over {self.attempts} attempts{over}")
+        out = f"{cost}{budget}, {tokens}, agents {self.agent_s:.0f}s over {self.attempts} attempts{over}"
+        if not self.memory_calls:
+            return out
+        return f"agents {out}; {self.memory_line()}; total {money(self.total_cost_usd)}"
+
+    def memory_line(self) -> str:
+        """`memory model $0.01 (12 calls, tokens in 3400 out 200)`."""
+        tokens = ("no tokens reported" if self.memory_tokens_in is None
+                  else f"tokens in {self.memory_tokens_in} out {self.memory_tokens_out or 0}")
+        return f"memory model {money(self.memory_cost_usd)} ({self.memory_calls} calls, {tokens})"
+
+
+def add_known(a: float | None, b: float | None) -> float | None:
+    """a + b of what is known: None only when neither is."""
+    return None if a is None and b is None else (a or 0.0) + (b or 0.0)
+
+
+def money(value: float | None) -> str:
+    """`$0.12`, `$0.0031` below a cent, `$2.4e-05` below a hundredth of one (a memory's embeddings
+    cost fractions of a cent), or `not priced`."""
+    if value is None:
+        return "not priced"
+    if value >= 0.01 or value == 0:
+        return f"${value:.2f}"
+    return f"${value:.4f}" if value >= 0.0001 else f"${value:.1e}"
 
 
 def spend_of(ledger: Ledger, version: str) -> RunSpend:
     spend = RunSpend()
-    for rec in ledger.read(types=["run.started", "run.resumed", "agent.finished"], ranges=[StreamRange(f"run/{version}")]):
+    for rec in ledger.read(types=["run.started", "run.resumed", "agent.finished", "memory.model.called"],
+                           ranges=[StreamRange(f"run/{version}")]):
         ev = rec.event
-        if rec.type == "run.started":
+        if rec.type == "memory.model.called":
+            spend.add_memory_call(ev.cost_usd, ev.tokens_in, ev.tokens_out)
+        elif rec.type == "run.started":
             spend.budget_usd = ev.config.get("budget_usd")
         elif rec.type == "run.resumed":
             spend.budget_usd = ev.budget_usd if ev.budget_usd is not None else spend.budget_usd
@@ -127,13 +179,17 @@ def tokens_text(n: float | None) -> str:
 
 def spend_cell(spend: dict[str, Any]) -> str:
     """`swecl runs`' cost cell, one short line each: dollars spent (of the budget; `-`: no
-    agent reported a cost, never $0), tokens where reported, attempts, wall time."""
+    agent reported a cost, never $0), tokens where reported, attempts, wall time; with a
+    memory server's model calls, their cost (`mem`) and the total (`tot`)."""
     cost = "-" if spend["cost_usd"] is None else f"${spend['cost_usd']:.2f}"
     lines = [cost if spend.get("budget_usd") is None else f"{cost}/${spend['budget_usd']:.2f}"]
     if spend.get("tokens_in") is not None or spend.get("tokens_out") is not None:
         lines.append(f"{tokens_text((spend.get('tokens_in') or 0) + (spend.get('tokens_out') or 0))} tok")
     wall = "" if spend.get("wall_s") is None else f" {duration_text(spend['wall_s'])}"
     lines.append(f"{spend['attempts']} att{wall}")
+    if spend.get("memory_calls"):  # the memory server's own model calls, then both together
+        lines.append(f"mem {money(spend.get('memory_cost_usd'))}")
+        lines.append(f"tot {money(spend.get('total_cost_usd'))}")
     return "\n".join(lines)
 
 
@@ -156,8 +212,20 @@ class SpendSum(msgspec.Struct, kw_only=True):
         if tokens:
             self.tokens = (self.tokens or 0) + int(tokens.get("input", 0)) + int(tokens.get("output", 0))
 
+    def add_model_call(self, cost_usd: float | None, tokens_in: int | None, tokens_out: int | None) -> None:
+        """A memory server's model call (`attempts` counts the calls)."""
+        self.attempts += 1
+        self.cost_usd = add_known(self.cost_usd, cost_usd)
+        if tokens_in is not None or tokens_out is not None:
+            self.tokens = (self.tokens or 0) + (tokens_in or 0) + (tokens_out or 0)
 
-NOT_REPORTED = "not reported: the agent reported no {what}"
+    def plus(self, other: SpendSum) -> SpendSum:
+        """Both together (`attempts` this one's: the other's are calls, not attempts)."""
+        tokens = None if self.tokens is None and other.tokens is None else (self.tokens or 0) + (other.tokens or 0)
+        return SpendSum(attempts=self.attempts, cost_usd=add_known(self.cost_usd, other.cost_usd), tokens=tokens)
+
+
+NOT_REPORTED = "not reported: {who} reported no {what}"
 NOTHING_SOLVED = "nothing solved in the initial pass"
 
 
@@ -172,11 +240,11 @@ class SolvedCost(msgspec.Struct, frozen=True, kw_only=True):
     tokens_na: str | None = None
 
 
-def per_solved(spend: SpendSum, solved: int) -> SolvedCost:
+def per_solved(spend: SpendSum, solved: int, who: str = "the agent") -> SolvedCost:
     """`spend` / `solved`, None with the reason where nothing was reported or solved (never a false 0)."""
     def one(total: float | None, what: str) -> tuple[float | None, str | None]:
         if total is None:
-            return None, NOT_REPORTED.format(what=what)
+            return None, NOT_REPORTED.format(who=who, what=what)
         if solved == 0:
             return None, NOTHING_SOLVED
         return total / solved, None
@@ -194,6 +262,14 @@ class RunCost(msgspec.Struct, frozen=True, kw_only=True):
     run: SolvedCost
     whole_run: SpendSum
     """Every pass, every attempt."""
+    # A --memory-server's own model calls (memory.model.called), apart, and with the agents'.
+    # None: the run made none (no gateway), so nothing to show apart.
+    memory_run: SolvedCost | None = None
+    """The initial pass's model calls per task it resolved."""
+    total_run: SolvedCost | None = None
+    """The agents' and the memory's initial-pass spend together, per task resolved."""
+    memory_whole_run: SpendSum | None = None
+    """Every model call of the run, every pass (`attempts`: the calls)."""
 
     def document(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)  # type: ignore[no-any-return]
@@ -203,8 +279,14 @@ def run_cost(ledger: Ledger, version: str, solved: dict[str, int]) -> RunCost:
     """`solved`: sequence -> tasks the run resolved in its initial pass (as `swecl metrics` counts them)."""
     initial = {name: SpendSum() for name in solved}
     whole = SpendSum()
-    for rec in ledger.read(types=["agent.finished"], ranges=[StreamRange(f"run/{version}")]):
+    memory, memory_whole = SpendSum(), SpendSum()
+    for rec in ledger.read(types=["agent.finished", "memory.model.called"], ranges=[StreamRange(f"run/{version}")]):
         ev = rec.event
+        if rec.type == "memory.model.called":
+            memory_whole.add_model_call(ev.cost_usd, ev.tokens_in, ev.tokens_out)
+            if ev.pass_ == "initial" and ev.sequence_id in initial:
+                memory.add_model_call(ev.cost_usd, ev.tokens_in, ev.tokens_out)
+            continue
         whole.add(ev.cost_usd, ev.tokens)
         if ev.pass_ == "initial" and ev.sequence_id in initial:
             initial[ev.sequence_id].add(ev.cost_usd, ev.tokens)
@@ -215,12 +297,20 @@ def run_cost(ledger: Ledger, version: str, solved: dict[str, int]) -> RunCost:
             total.cost_usd = (total.cost_usd or 0.0) + s.cost_usd
         if s.tokens is not None:
             total.tokens = (total.tokens or 0) + s.tokens
+    n = sum(solved.values())
+    if not memory_whole.attempts:
+        return RunCost(sequences={name: per_solved(s, solved[name]) for name, s in initial.items()},
+                       run=per_solved(total, n), whole_run=whole)
     return RunCost(sequences={name: per_solved(s, solved[name]) for name, s in initial.items()},
-                   run=per_solved(total, sum(solved.values())), whole_run=whole)
+                   run=per_solved(total, n), whole_run=whole, memory_run=per_solved(memory, n, "the memory's model"),
+                   total_run=per_solved(total.plus(memory), n, "neither the agent nor the memory's model"),
+                   memory_whole_run=memory_whole)
 
 
 def _money(value: float | None, na: str | None) -> str:
-    return f"${value:.4f}" if value is not None else f"n/a ({na})"
+    if value is None:
+        return f"n/a ({na})"
+    return f"${value:.1e}" if 0 < value < 0.0001 else f"${value:.4f}"  # a memory's fractions of a cent
 
 
 def _tokens(value: float | None, na: str | None) -> str:
@@ -232,7 +322,8 @@ def cost_text(cost: SolvedCost) -> str:
     if cost.usd_na is not None and cost.usd_na == NOTHING_SOLVED and cost.tokens_na in (None, NOTHING_SOLVED):
         return f"n/a ({NOTHING_SOLVED})"
     if cost.usd_na is not None and cost.tokens_na is not None and cost.usd_na != NOTHING_SOLVED:
-        return f"not reported (the agent reported no cost or tokens; {cost.solved} solved)"
+        who = cost.usd_na.removeprefix("not reported: ").split(" reported no ")[0]
+        return f"not reported ({who} reported no cost or tokens; {cost.solved} solved)"
     return (f"{_money(cost.usd_per_solved, cost.usd_na)} and {_tokens(cost.tokens_per_solved, cost.tokens_na)} "
             f"tokens per solved task ({cost.solved} solved)")
 
@@ -243,5 +334,12 @@ def cost_line(label: str, cost: RunCost) -> str:
     spent = "no cost or tokens reported" if whole.cost_usd is None and whole.tokens is None else ", ".join(
         x for x in ("" if whole.cost_usd is None else f"${whole.cost_usd:.2f}",
                     "" if whole.tokens is None else f"{whole.tokens:,} tokens") if x)
-    return (f"cost per solved task of {label} (initial pass, every attempt): {cost_text(cost.run)}; "
+    line = (f"cost per solved task of {label} (initial pass, every attempt): {cost_text(cost.run)}; "
             f"whole run ({whole.attempts} attempts): {spent}")
+    if cost.memory_run is None or cost.total_run is None or cost.memory_whole_run is None:
+        return line
+    mem = cost.memory_whole_run
+    mem_spent = ", ".join(x for x in ("" if mem.cost_usd is None else money(mem.cost_usd),
+                                      "" if mem.tokens is None else f"{mem.tokens:,} tokens") if x) or "not priced"
+    return (f"{line}; the memory's own model calls: {cost_text(cost.memory_run)}; whole run ({mem.attempts} "
+            f"calls): {mem_spent}; agents and memory together: {cost_text(cost.total_run)}")

@@ -210,9 +210,12 @@ def cost_lines(comparison: Comparison, costs: dict[str, RunCost]) -> list[str]:
         return []
     ca, cb = costs[a.version], costs[b.version]
     lines = [cost_line(f"A = {a.label}", ca), cost_line(f"B = {b.label}", cb)]
-    diffs = [f"{what} {_signed_any(y - x, money)}" for what, x, y, money in (
-        ("$", ca.run.usd_per_solved, cb.run.usd_per_solved, True),
-        ("tokens", ca.run.tokens_per_solved, cb.run.tokens_per_solved, False)) if x is not None and y is not None]
+    rows = [("$", ca.run.usd_per_solved, cb.run.usd_per_solved, True),
+            ("tokens", ca.run.tokens_per_solved, cb.run.tokens_per_solved, False)]
+    if ca.total_run is not None or cb.total_run is not None:  # a memory server's model calls: with them too
+        ta, tb = ca.total_run or ca.run, cb.total_run or cb.run
+        rows += [("total $ (agents and memory)", ta.usd_per_solved, tb.usd_per_solved, True)]
+    diffs = [f"{what} {_signed_any(y - x, money)}" for what, x, y, money in rows if x is not None and y is not None]
     lines.append("cost per solved task, B - A: " + (", ".join(diffs) if diffs else
                                                     "n/a (not reported, or nothing solved, in A or B)"))
     return lines

@@ -234,7 +234,7 @@ def cost_lines(found: list[VersionMetrics], costs: dict[str, RunCost]) -> list[s
         cost = costs.get(vm.run.version)
         if cost is None:
             continue
-        if cost.whole_run.cost_usd is None and cost.whole_run.tokens is None:
+        if cost.whole_run.cost_usd is None and cost.whole_run.tokens is None and cost.memory_whole_run is None:
             silent.append(version_label(vm))
         else:
             lines.append(cost_line(version_label(vm), cost))

@@ -99,6 +99,13 @@ if TYPE_CHECKING:
 @click.option("--memory-env", multiple=True, metavar="NAME=VALUE",
               help="A variable for the --memory-server command ({data}: its data directory, snapshotted after "
                    "each task); repeatable. Only the names are recorded: --resume of such a run takes them again.")
+@click.option("--memory-model-endpoint", default=None, metavar="URL",
+              help="The memory server's own model API (OpenAI-compatible, e.g. https://api.openai.com/v1): "
+                   "swecl's recording gateway forwards to it; the server gets the gateway's URL as "
+                   "{model_gateway} in a --memory-env value. Every model call recorded, priced and counted.")
+@click.option("--memory-allow-host", "memory_allow_hosts", multiple=True, metavar="HOST[:PORT]",
+              help="Let a sandboxed memory server reach HOST (any port, or just PORT) beside the model gateway; "
+                   "repeatable. Everything else is refused.")
 @click.option("--memory-recall-tool", default=None, metavar="NAME",
               help="The server's tool swecl calls before each task for the agent's recall (the demo agent, "
                    "plugin-primed's notes).")
@@ -154,7 +161,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
             cache_dir: str | None, resume: str | None, executor: str | None, ray_address: str | None,
             shard_dir: str | None, ray_cpus: float | None, max_retries: int | None, sandbox: str,
             allow_hosts: tuple[str, ...], expose: tuple[str, ...], allow_web: bool, memory_server: str | None,
-            memory_env: tuple[str, ...],
+            memory_env: tuple[str, ...], memory_model_endpoint: str | None, memory_allow_hosts: tuple[str, ...],
             memory_recall_tool: str | None, memory_recall_args: str | None, memory_write_tool: str | None,
             memory_write_args: str | None, memory_agent_only: bool, memory_dream_tool: str | None, memory_dream_args: str | None,
             memory_call_timeout: float, history_tokens: int | None, repeat: int, task_order: str | None, orders: int | None, fork: str | None,
@@ -199,6 +206,7 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                     server=memory_server, env=list(memory_env), recall_tool=memory_recall_tool,
                     recall_args=memory_recall_args, write_tool=memory_write_tool, write_args=memory_write_args,
                     dream_tool=memory_dream_tool, dream_args=memory_dream_args, call_timeout_s=memory_call_timeout,
+                    model_endpoint=memory_model_endpoint, allow_hosts=list(memory_allow_hosts),
                     history_tokens=history_tokens, tools_from="agent" if memory_agent_only else None), sandbox),
                 budget=BudgetOptions(usd=budget_usd, max_tokens_per_task=max_tokens_per_task, max_turns=max_turns,
                                      agent_timeout_s=agent_timeout, test_timeout_s=test_timeout),

@@ -2,7 +2,9 @@
 
 Spent is read from the ledger, never kept elsewhere: the sum of `agent.finished.cost_usd`
 over every attempt of the run, across its resumes (an abandoned attempt's cost was paid
-too). An agent that reports no cost adds nothing. The check runs before each task: the
+too), and of `memory.model.called.cost_usd`, a memory server's own model calls through
+swecl's gateway (priced from its table). An agent that reports no cost, and a model call
+the table cannot price, add nothing. The check runs before each task: the
 task in flight always finishes (and is graded), so a run stops after the task that
 crosses its budget, recorded as `run.budget_reached` and `run.finished` with status
 `budget_reached`; `swecl run --resume V --budget-usd Y` raises the budget and goes on.
@@ -16,9 +18,10 @@ from ledger.errors import BUDGET_EXIT_CODE, BudgetReached
 __all__ = ["BUDGET_EXIT_CODE", "BudgetReached", "budget_of", "check_budget", "spent_usd"]
 
 def spent_usd(ledger: Ledger, version: str) -> float:
-    """What run `version`'s agents have reported spending, every attempt counted."""
-    return sum(rec.event.cost_usd or 0.0
-               for rec in ledger.read(types=["agent.finished"], ranges=[StreamRange(f"run/{version}")]))
+    """What run `version` has spent: its agents' reported costs, every attempt counted, and
+    its memory server's priced model calls."""
+    return sum(rec.event.cost_usd or 0.0 for rec in ledger.read(types=["agent.finished", "memory.model.called"],
+                                                                ranges=[StreamRange(f"run/{version}")]))
 
 
 def budget_of(ledger: Ledger, version: str, recorded: float | None) -> float | None:

@@ -47,6 +47,11 @@ class MemoryOptions(msgspec.Struct, kw_only=True):
     # Where the recall and write tools came from: None (the flags), preset, or discovered
     # (proposed from the server's tool list before the run, `memory._server_discover`).
     tools_from: str | None = None
+    # The server's own model API (--memory-model-endpoint URL, OpenAI-compatible): what
+    # swecl's recording gateway, `{model_gateway}` in a --memory-env value, forwards to.
+    model_endpoint: str | None = None
+    # What a confined server may reach beside the gateway (--memory-allow-host HOST[:PORT]).
+    allow_hosts: list[str] = msgspec.field(default_factory=list)
     # --history-tokens: the full-history stage's budget for the earlier tasks in a prompt
     # (characters / 4); None: not given (8000).
     history_tokens: int | None = None

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from projections._task_names import task_label
 from projections.metrics import MetricsResult
+from projections import money
 
 from ._comparisons import render_comparisons, render_groups
 from ._data import ReportData
@@ -185,9 +186,11 @@ def _runs_table(data: ReportData) -> str:
 def _spend_text(vr: VersionReport) -> str:
     """The run's reported cost against its budget: "-" where no agent reported a cost."""
     spend = vr.spend
-    if spend is None or (spend.cost_usd is None and spend.budget_usd is None):
+    if spend is None or (spend.cost_usd is None and spend.budget_usd is None and not spend.memory_calls):
         return "-"
     cost = "no cost reported" if spend.cost_usd is None else f"${spend.cost_usd:.2f}"
+    if spend.memory_calls:  # a memory server's own model calls: apart, then both together
+        cost = f"agents {cost}, {spend.memory_line()}, total {money(spend.total_cost_usd)}"
     return cost + ("" if spend.budget_usd is None else f" of ${spend.budget_usd:.2f}")
 
 

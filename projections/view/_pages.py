@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from projections import VersionMetrics, sequence_short_names, spend_cell, task_heading, task_label
+from projections import VersionMetrics, money, sequence_short_names, spend_cell, task_heading, task_label
 from projections.metrics import LEGEND, marked
 from projections.audit import DatasetNote, Flag
 from projections.report import (Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, funnel_table,
@@ -153,9 +153,12 @@ def _headline_cells(vm: VersionMetrics) -> str:
 def _spend_line(spend: Mapping[str, Any] | None) -> str:
     """What the run's agents reported spending, against its budget (`swecl runs`' spend);
     nothing for a run with no cost reported and no budget (demo, codex, gemini)."""
-    if not spend or (spend.get("cost_usd") is None and spend.get("budget_usd") is None):
+    if not spend or (spend.get("cost_usd") is None and spend.get("budget_usd") is None and not spend.get("memory_calls")):
         return ""
     cost = "no cost reported" if spend.get("cost_usd") is None else f"${spend['cost_usd']:.2f}"
+    if spend.get("memory_calls"):  # a memory server's own model calls: apart, then both together
+        cost = (f"agents {cost}, memory model {money(spend.get('memory_cost_usd'))}, "
+                f"total {money(spend.get('total_cost_usd'))}")
     budget = "" if spend.get("budget_usd") is None else f" of ${spend['budget_usd']:.2f}"
     return f'<span class="sub" data-spend="{value_attr(spend.get("cost_usd"))}">spent {esc(cost + budget)}</span>'
 

@@ -35,6 +35,10 @@ _EXPORTS = {
     "Proposal": "_server_discover",
     "discover_tools": "_server_discover",
     "propose_tools": "_server_discover",
+    "ModelGateway": "_model_gateway",
+    "MODEL_PRICES": "_model_prices",
+    "model_cost": "_model_prices",
+    "price_of": "_model_prices",
     "ServerHost": "_server_host",
     "CallContext": "_server_record",
     "LedgerRecorder": "_server_record",
@@ -73,6 +77,8 @@ __all__ = sorted([
 if TYPE_CHECKING:
     from ._presets import PRESETS, Preset, expand_preset, get_preset, presets_document
     from ._server_discover import Proposal, discover_tools, propose_tools
+    from ._model_gateway import ModelGateway
+    from ._model_prices import MODEL_PRICES, model_cost, price_of
     from ._server_host import ServerHost
     from ._server_record import CallContext, LedgerRecorder, ServerFailure, ServerInfo
     from ._server_snapshot import SNAPSHOT_CHUNK_ABOVE, restore_server_data, server_snapshot_event, snapshot_server_data

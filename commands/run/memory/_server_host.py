@@ -21,6 +21,11 @@ is not JSON-RPC on stdout: the caller gets a tool error, the call is recorded wi
 (never the agent's 0). After a crash or garbage the server is gone: every later call
 fails the same way at once.
 
+With a model endpoint, the host runs the server's recording model gateway
+(`_model_gateway`) from before the server starts until after it stopped, tells it the
+task in flight before each call, and records its calls through a recorder of its own
+(`model_recorder`: the gateway's requests come on threads of its own).
+
 The SDK is asynchronous; the host runs its own event loop on a thread, and the ledger
 connection of its recorder is used on that thread only.
 """
@@ -53,6 +58,7 @@ from agents import Scrubber
 from graders.host import kill_group, session_leader_reaped
 from ledger.events import Event
 
+from ._model_gateway import ModelGateway
 from ._server_door import Door
 from ._server_record import (
     CallContext,
@@ -98,6 +104,9 @@ class ServerHost:
         network: bool = False,
         environ: dict[str, str] | None = None,
         about: dict[str, str | None] | None = None,  # recorded with the handshake (`started_event`)
+        model_endpoint: str | None = None,
+        model_recorder: Recorder | None = None,
+        allow_hosts: tuple[str, ...] = (),
     ) -> None:
         self.spec = spec
         self.data_dir = Path(data_dir).resolve()
@@ -115,7 +124,10 @@ class ServerHost:
         # A URL server is the user's to run: no process of swecl's.
         self._stdio = None if spec.url is not None else StdioServer(
             spec, self.data_dir, self.log_path, environ=environ, sandbox=sandbox if self.confined else None,
-            network=network)
+            network=network, allow_hosts=allow_hosts)
+        self.model_recorder = model_recorder
+        self.gateway: ModelGateway | None = None if model_endpoint is None else ModelGateway(
+            model_endpoint, self._record_model_call, sequence_id=sequence_id)
         self._dead: ServerFailure | None = None
         self._scrubber = Scrubber()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -140,6 +152,10 @@ class ServerHost:
     def __enter__(self) -> ServerHost:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir.parent / "tmp").mkdir(parents=True, exist_ok=True)
+        if self.gateway is not None:
+            self.gateway.__enter__()
+            if self._stdio is not None:
+                self._stdio.model_gateway = self.gateway.url
         self._thread = threading.Thread(target=self._thread_main, name="memory-server", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -165,9 +181,12 @@ class ServerHost:
             self._thread.join(timeout=STOP_GRACE_S + 15)
             self._thread = None
         self._kill_group()
-        if self.recorder is not None:
-            with contextlib.suppress(Exception):
-                self.recorder.close()
+        if self.gateway is not None:
+            self.gateway.close()  # after the server: its last calls are answered and recorded
+        for recorder in (self.recorder, self.model_recorder):
+            if recorder is not None:
+                with contextlib.suppress(Exception):
+                    recorder.close()
 
     def _kill_group(self) -> None:
         """The last word: whatever is left of the server's process group dies."""
@@ -304,6 +323,8 @@ class ServerHost:
             self.calls += 1
             number = self.calls
             started = time.monotonic()
+            if self.gateway is not None:
+                self.gateway.set_context(context)  # its model calls now are this call's task's
             if self._dead is not None:
                 result, failure = None, ServerFailure(
                     "unavailable", f"the memory server is gone ({self._dead.message})", number, context)
@@ -359,6 +380,10 @@ class ServerHost:
     async def _record(self, event: Event, blobs: Sequence[bytes]) -> None:
         assert self.recorder is not None
         self.recorder.record(event, blobs)
+
+    def _record_model_call(self, event: Event) -> None:
+        if self.model_recorder is not None:
+            self.model_recorder.record(event, [])
 
     def _record_call(self, context: CallContext, number: int, tool: str, arguments: Any, result: dict[str, Any],
                      failure: ServerFailure | None, duration: float) -> None:

@@ -134,9 +134,14 @@ class SequenceServers:
             # initial-pass task left it (or as the seed gave it).
             restore_server_data(ledger, seed, data)
         recorder = LedgerRecorder(self.ledger_path, self.version, self.sequence_id)
+        # The model gateway records from threads of its own: a connection of its own.
+        model_recorder = LedgerRecorder(self.ledger_path, self.version, self.sequence_id) \
+            if self.policy.model_endpoint is not None else None
         host = ServerHost(self.policy.spec, data, recorder, sequence_id=self.sequence_id,
                           call_timeout_s=self.policy.call_timeout_s, sandbox=self.sandbox, network=self.network,
-                          about=self.policy.about())
+                          about=self.policy.about(),
+                          model_endpoint=self.policy.model_endpoint, model_recorder=model_recorder,
+                          allow_hosts=self.policy.allow_hosts)
         host.__enter__()
         offered = host.info.tool_names if host.info else []
         for tool in (self.policy.recall_tool, self.policy.write_tool, self.policy.dream_tool if self.dream else None):

@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import agents
 from ledger import SweclError
@@ -49,7 +50,7 @@ LESSON_MARK = "swecl-lesson "
 ITEM_PREFIX = "provider:"
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MEMORY_OPTIONS = ("memory_recall_tool", "memory_recall_args", "memory_write_tool", "memory_write_args", "memory_env",
-                   "memory_dream_tool", "memory_dream_args")
+                   "memory_dream_tool", "memory_dream_args", "memory_model_endpoint", "memory_allow_hosts")
 DREAM_FIELDS = ("sequence_id",)
 # What a fork never takes from its source's recorded options: the server is given again
 # (its URL may have lost credentials), and its mapped values were never recorded.
@@ -72,6 +73,8 @@ class MemoryPolicy:
     preset: str | None = None
     preset_version: str | None = None
     tools_from: str | None = None  # None: the flags; preset; discovered
+    model_endpoint: str | None = None  # the server's model API, behind swecl's recording gateway
+    allow_hosts: tuple[str, ...] = ()  # what a confined server reaches beside the gateway
 
     def about(self) -> dict[str, str | None]:
         """What `memory.provider.started` records of the server's preset and the tools."""
@@ -156,11 +159,48 @@ def policy_of(opts: Any) -> MemoryPolicy:
     if opts.memory.dream_args and not opts.memory.dream_tool:
         raise SweclError("--memory-dream-args is the template of --memory-dream-tool: name the tool too")
     dream_args = _template(opts.memory.dream_args or "{}", "--memory-dream-args", DREAM_FIELDS)
+    if opts.memory.allow_hosts and spec.url is not None:
+        raise SweclError("--memory-allow-host is for a command-line --memory-server (swecl confines it); "
+                         "an HTTP server runs elsewhere")
     return MemoryPolicy(spec=spec, recall_tool=opts.memory.recall_tool, recall_args=recall_args,
                         write_tool=opts.memory.write_tool, write_args=write_args,
                         call_timeout_s=opts.memory.call_timeout_s, dream_tool=opts.memory.dream_tool,
                         dream_args=dream_args, preset=opts.memory.preset, preset_version=opts.memory.preset_version,
-                        tools_from=opts.memory.tools_from)
+                        tools_from=opts.memory.tools_from, model_endpoint=_model_endpoint(spec, opts.memory.model_endpoint),
+                        allow_hosts=tuple(_allow_host(h) for h in opts.memory.allow_hosts))
+
+
+
+def _model_endpoint(spec: ServerSpec, endpoint: str | None) -> str | None:
+    """--memory-model-endpoint, checked against the spec: an http(s) URL without
+    credentials (it is recorded), for a command-line server that names `{model_gateway}`."""
+    if endpoint is None:
+        if spec.uses_model_gateway:
+            raise SweclError("--memory-env names {model_gateway}: give the model API it stands for with "
+                             "--memory-model-endpoint URL (e.g. https://api.openai.com/v1)")
+        return None
+    if spec.url is not None:
+        raise SweclError("--memory-model-endpoint is for a command-line --memory-server (swecl starts it with "
+                         "{model_gateway}); an HTTP server runs elsewhere")
+    try:
+        parts = urlsplit(endpoint.strip())
+        host, _ = parts.hostname, parts.port
+    except ValueError as exc:
+        raise SweclError(f"--memory-model-endpoint {endpoint!r} is not a valid URL: {exc}") from None
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        raise SweclError(f"--memory-model-endpoint {endpoint!r}: give an http(s) URL with a host "
+                         "(e.g. https://api.openai.com/v1)")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise SweclError(f"--memory-model-endpoint {endpoint!r}: no credentials, query or fragment (it is recorded; "
+                         "the key goes in --memory-env OPENAI_API_KEY=...)")
+    return endpoint.strip()
+
+
+def _allow_host(item: str) -> str:
+    try:
+        return agents.parse_allow_host(item)
+    except ValueError as exc:
+        raise SweclError(str(exc).replace("--allow-host", "--memory-allow-host", 1)) from None
 
 
 # -- what a task taught, and reading it back ------------------------------------------------

@@ -5,6 +5,8 @@ SPEC is a command line (a stdio server: `npx -y @modelcontextprotocol/server-mem
 (a streamable-HTTP server). `{data}` in a mapped variable's value is the server's
 private data directory, made by swecl per run and sequence: what it holds is what gets
 snapshotted, so a server keeps its state there (`MEMORY_FILE_PATH={data}/memory.jsonl`).
+`{model_gateway}` is the base URL of swecl's recording gateway to the server's own model
+API (`--memory-model-endpoint`, `_model_gateway`): `OPENAI_BASE_URL={model_gateway}`.
 A stdio server's process gets those and a few neutral variables (`server_environment`).
 """
 
@@ -27,6 +29,8 @@ __all__ = ["ServerSpec", "parse_memory_env", "parse_memory_server", "server_envi
 _ENV_KEPT = ("HOME", "PATH", "LANG", "LC_ALL", "LOGNAME", "USER", "SHELL", "TERM", "PYTHONPYCACHEPREFIX")
 
 DATA = "{data}"
+MODEL_GATEWAY = "{model_gateway}"
+_PLACEHOLDERS = ("data", "model_gateway")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _EXAMPLE = "e.g. --memory-server 'npx -y @modelcontextprotocol/server-memory' or --memory-server http://127.0.0.1:8000/mcp"
@@ -46,9 +50,17 @@ class ServerSpec:
     def transport(self) -> str:
         return "http" if self.url is not None else "stdio"
 
-    def env_for(self, data_dir: Path) -> dict[str, str]:
-        """The mapped variables with `{data}` made the data directory."""
-        return {name: value.replace(DATA, str(data_dir)) for name, value in self.env}
+    @property
+    def uses_model_gateway(self) -> bool:
+        """Whether a mapped value names `{model_gateway}`: the server's model calls go through swecl."""
+        return any(MODEL_GATEWAY in value for _, value in self.env)
+
+    def env_for(self, data_dir: Path, model_gateway: str | None = None) -> dict[str, str]:
+        """The mapped variables with `{data}` made the data directory, `{model_gateway}` the gateway's URL."""
+        out = {name: value.replace(DATA, str(data_dir)) for name, value in self.env}
+        if model_gateway is not None:
+            out = {name: value.replace(MODEL_GATEWAY, model_gateway) for name, value in out.items()}
+        return out
 
     def redacted(self) -> str:
         """SPEC as recorded: a URL without its credentials and query values (tokens ride
@@ -66,15 +78,16 @@ class ServerSpec:
 
 
 def parse_memory_env(items: Iterable[str]) -> tuple[tuple[str, str], ...]:
-    """`--memory-env NAME=VALUE` values, checked; `{data}` is the one placeholder."""
+    """`--memory-env NAME=VALUE` values, checked; `{data}` and `{model_gateway}` the placeholders."""
     out: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not _NAME.match(name):
             raise SweclError(f"--memory-env {item!r} is not NAME=VALUE (e.g. MEMORY_FILE_PATH={DATA}/memory.jsonl)")
-        unknown = sorted({m for m in _PLACEHOLDER.findall(value) if m != "data"})
+        unknown = sorted({m for m in _PLACEHOLDER.findall(value) if m not in _PLACEHOLDERS})
         if unknown:
-            raise SweclError(f"--memory-env {item!r}: unknown placeholder {{{unknown[0]}}} (only {DATA}, the server's data directory)")
+            raise SweclError(f"--memory-env {item!r}: unknown placeholder {{{unknown[0]}}} (only {DATA}, the server's "
+                             f"data directory, and {MODEL_GATEWAY}, swecl's gateway to its model API)")
         out[name] = value
     return tuple(out.items())
 
@@ -108,11 +121,12 @@ def parse_memory_server(text: str, env: Iterable[str] | Mapping[str, str] = ()) 
     return ServerSpec(text=spec, argv=argv, env=mapped)
 
 
-def server_environment(spec: ServerSpec, data_dir: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+def server_environment(spec: ServerSpec, data_dir: Path, environ: dict[str, str] | None = None,
+                       model_gateway: str | None = None) -> dict[str, str]:
     """What a stdio server's process gets: a few neutral variables (none of swecl's keys),
-    a temporary directory beside its data, the mapped ones."""
+    a temporary directory beside its data, the mapped ones (`model_gateway`: the gateway's URL)."""
     base = os.environ if environ is None else environ
     env = {k: base[k] for k in _ENV_KEPT if k in base}
     env["TMPDIR"] = str(data_dir.parent / "tmp")
-    env.update(spec.env_for(data_dir))
+    env.update(spec.env_for(data_dir, model_gateway))
     return env

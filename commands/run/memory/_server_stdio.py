@@ -7,6 +7,12 @@ stdout. The process starts in a session of its own, cwd its data directory, with
 directory's folder writable and no network unless asked. On leaving `streams`, stdin is
 closed, the process has `STOP_GRACE_S` to exit, then its whole group is killed and reaped.
 
+A confined server without a network of its own that has a model gateway (`_model_gateway`)
+or hosts it may reach (`--memory-allow-host`) gets the agents' egress (`agents.EgressProxy`):
+a stdlib launcher starts it behind a Unix socket to swecl's proxy, which lets through only
+the gateway (served on the same loopback port inside its namespace) and those hosts. Its
+`{model_gateway}` URL then works unchanged, and its model API itself is out of reach.
+
 Runs on the host's event loop (anyio, the MCP SDK): imported by `_server_host` only.
 """
 
@@ -15,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO, Any
@@ -38,11 +45,15 @@ class StdioServer:
     that was not JSON-RPC, which ends the stream), `exited()` with `returncode`."""
 
     def __init__(self, spec: ServerSpec, data_dir: Path, log_path: Path, *, environ: dict[str, str] | None,
-                 sandbox: Any, network: bool) -> None:
+                 sandbox: Any, network: bool, model_gateway: str | None = None,
+                 allow_hosts: tuple[str, ...] = ()) -> None:
         self.spec, self.data_dir, self.log_path = spec, data_dir, log_path
         self.environ = environ
         self.sandbox = sandbox  # a confined graders.host.Sandbox, or None: unconfined
         self.network = network
+        self.model_gateway = model_gateway  # the gateway's URL (`{model_gateway}`), set before `streams`
+        self.allow_hosts = allow_hosts
+        self.egress: Any = None  # agents.Egress: what the confined server's egress proxy saw
         self.pid: int | None = None
         self.garbage: str | None = None
         self.returncode: int | None = None
@@ -61,26 +72,48 @@ class StdioServer:
     @contextlib.asynccontextmanager
     async def streams(self) -> AsyncIterator[tuple[Any, Any]]:
         """The server started, and (read stream, write stream) of SessionMessages."""
-        argv, env = self._command()
-        log = open(self.log_path, "ab")  # noqa: SIM115 - closed below
-        try:
-            process = await self._start(argv, env, log)
-            async with self._pumps(process) as streams:
-                yield streams
-        finally:
-            log.close()
+        with contextlib.ExitStack() as doors:  # the egress proxy, closed once the process is gone
+            argv, env = self._command(doors)
+            log = open(self.log_path, "ab")  # noqa: SIM115 - closed below
+            try:
+                process = await self._start(argv, env, log)
+                async with self._pumps(process) as streams:
+                    yield streams
+            finally:
+                log.close()
 
-    def _command(self) -> tuple[list[str], dict[str, str]]:
+    def _command(self, doors: contextlib.ExitStack) -> tuple[list[str], dict[str, str]]:
         """The argv (its program found on the server's PATH) and environment to start."""
         argv = list(self.spec.argv)
-        env = server_environment(self.spec, self.data_dir, self.environ)
-        if self.sandbox is not None:
+        env = server_environment(self.spec, self.data_dir, self.environ, self.model_gateway)
+        if self.sandbox is not None and not self.network and (self.model_gateway or self.allow_hosts):
+            argv, env = self._behind_egress(argv, env, doors)
+        elif self.sandbox is not None:
             argv, env = self.sandbox.wrap(argv, cwd=self.data_dir, env=env, writable=[self.data_dir.parent],
                                           network=self.network, exposed=True)
-        exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
+        return [self._program(argv[0], env), *argv[1:]], env
+
+    def _program(self, name: str, env: dict[str, str]) -> str:
+        exe = name if os.sep in name else shutil.which(name, path=env.get("PATH"))
         if exe is None:
-            raise MemoryServerError(f"memory server {self.spec.redacted()!r}: command {argv[0]!r} not found on PATH")
-        return [exe, *argv[1:]], env
+            raise MemoryServerError(f"memory server {self.spec.redacted()!r}: command {name!r} not found on PATH")
+        return exe
+
+    def _behind_egress(self, argv: list[str], env: dict[str, str],
+                       doors: contextlib.ExitStack) -> tuple[list[str], dict[str, str]]:
+        """`argv` in the sandbox behind the agents' egress: only the gateway and the allowed
+        hosts reachable. The proxy's socket and launcher in a folder of their own, read-only
+        inside (not the data directory: a socket there would be snapshotted)."""
+        from agents import Egress, EgressProxy, EgressRules  # lazy: only a confined server with a gateway
+
+        exe = self._program(argv[0], env)
+        door = Path(doors.enter_context(tempfile.TemporaryDirectory(prefix="swecl-memory-egress-")))
+        self.egress = Egress(allow_hosts=self.allow_hosts)
+        rules = EgressRules([self.model_gateway] if self.model_gateway else [], self.allow_hosts)
+        proxy = doors.enter_context(EgressProxy(rules, self.egress, door))
+        return self.sandbox.wrap(proxy.launcher_argv([exe, *argv[1:]]), cwd=self.data_dir, env=env,
+                                 writable=[self.data_dir.parent], readable=[door], network=False, programs=[exe],
+                                 exposed=True)
 
     async def _start(self, argv: list[str], env: dict[str, str], log: IO[bytes]) -> Any:
         try:
