@@ -226,4 +226,4 @@ def test_swecl_memory_servers_lists_the_presets_as_a_table_and_as_json(tmp_path:
     assert [p["name"] for p in listed] == list(PRESETS)
     (cognee,) = [p for p in listed if p["name"] == "cognee"]
     assert cognee["model_endpoint"] == "https://api.openai.com/v1" and cognee["needs"] == ["LLM_API_KEY"]
-    assert cognee["env"]["LLM_ENDPOINT"] == "{model_gateway}" and cognee["allow_hosts"] == ["api.openai.com"]
+    assert cognee["env"]["LLM_ENDPOINT"] == "{model_gateway}" and cognee["allow_hosts"] == []  # every model call through the gateway

@@ -22,7 +22,8 @@ RECORDED = {
     "max_retries": 4, "memory_server": "srv --flag", "memory_env_names": ["TOKEN"], "memory_recall_tool": "search",
     "memory_recall_args": '{"q": "{query}"}', "memory_write_tool": "add", "memory_write_args": '{"t": "{summary}"}',
     "memory_dream_tool": None, "memory_dream_args": None, "memory_call_timeout_s": 30.0, "memory_preset": None,
-    "memory_preset_version": None, "memory_tools_from": None, "order": None,
+    "memory_preset_version": None, "memory_tools_from": None, "memory_model_endpoint": None,
+    "memory_allow_hosts": [], "order": None,
     "orders": None, "fork": None, "dream_at_fork": False,
     "history_tokens": None,  # recorded since the full-history stage (a run before it reads as not given)
 }

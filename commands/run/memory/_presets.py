@@ -106,7 +106,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         recall_tool="search_memories", recall_args='{"query": "{query}"}',
         # The lesson rides in metadata: the text goes through Mem0's fact extraction.
         write_tool="add_memory", write_args=json.dumps({"text": "{summary}", "metadata": {"swecl_lesson": "{lesson}"}}),
-        remote=True, needs=("MEM0_API_KEY",), model_endpoint="https://api.mem0.ai", allow_hosts=("api.mem0.ai",),
+        # Hosted: its model calls happen at Mem0, beyond the gateway; the server reaches only its API.
+        remote=True, needs=("MEM0_API_KEY",), allow_hosts=("api.mem0.ai",),
         notes="mem0ai 2.2.1's client takes no host from the environment: it reaches api.mem0.ai only"),
     Preset(
         name="cognee", about="cognee's knowledge graph and vectors (an LLM cognifies)", source="pypi",
@@ -118,8 +119,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
              ("LLM_ENDPOINT", "{model_gateway}"), ("EMBEDDING_ENDPOINT", "{model_gateway}")),
         recall_tool="recall", recall_args='{"query": "{query}"}',
         write_tool="remember", write_args=json.dumps({"data": LESSON_TEMPLATE}),
+        # Every model call through the recording gateway (LLM_ENDPOINT, EMBEDDING_ENDPOINT): no host of its own.
         needs=("LLM_API_KEY",), model_endpoint="https://api.openai.com/v1",
-        allow_hosts=("api.openai.com",), notes="Python 3.10 to 3.13; pulls torch (a large install)"),
+        notes="Python 3.10 to 3.13; pulls torch (a large install)"),
 )}
 
 
@@ -185,6 +187,8 @@ def expand_preset(memory: Any, *, confined: bool, environ: dict[str, str] | None
     write_args = memory.write_args if own or memory.write_tool or memory.write_args else preset.write_args
     expanded = replace(memory, server=shlex.join(argv), env=env, recall_tool=recall_tool,
                        recall_args=recall_args, write_tool=write_tool, write_args=write_args, preset=preset.name,
+                       model_endpoint=memory.model_endpoint or preset.model_endpoint,
+                       allow_hosts=list(memory.allow_hosts) or list(preset.allow_hosts),
                        preset_version=version, tools_from=memory.tools_from or "preset")
     tested = "" if version == preset.version and preset.tested else \
         f" (swecl tested {preset.version})" if preset.tested else " (not tested end to end by swecl)"

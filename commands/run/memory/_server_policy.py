@@ -170,7 +170,6 @@ def policy_of(opts: Any) -> MemoryPolicy:
                         allow_hosts=tuple(_allow_host(h) for h in opts.memory.allow_hosts))
 
 
-
 def _model_endpoint(spec: ServerSpec, endpoint: str | None) -> str | None:
     """--memory-model-endpoint, checked against the spec: an http(s) URL without
     credentials (it is recorded), for a command-line server that names `{model_gateway}`."""
