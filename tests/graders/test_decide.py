@@ -269,3 +269,18 @@ def test_a_duplicate_id_of_pytest_8_matches_the_older_pytests_spelling() -> None
     assert match_test("t.py::test_x[a_0]", {"t.py::test_x[a0]": "PASSED"}) == MISSING
     both = {"t.py::test_y[1_0]": "FAILED", "t.py::test_y[10]": "PASSED"}
     assert match_test("t.py::test_y[1_0]", both) == "FAILED"
+
+
+def test_an_empty_parameter_id_matches_the_id_pytest_generates_for_it() -> None:
+    # astropy 7606's list names `test_compose_roundtrip[]`; its log (the official image's
+    # pytest, as ours) writes the generated `[unit0]` for the unit whose str() is empty
+    head = "astropy/units/tests/test_units.py::test_compose_roundtrip"
+    log = {f"{head}[unit0]": "PASSED", f"{head}[%]": "PASSED", f"{head}[A]": "FAILED"}
+    assert match_test(f"{head}[]", log) == "PASSED"
+    assert match_test(f"{head}[]", {**log, f"{head}[unit0]": "FAILED"}) == "FAILED"
+    # two generated ids that disagree tell nothing; none at all is absence
+    assert match_test(f"{head}[]", {**log, f"{head}[unit7]": "FAILED"}) == AMBIGUOUS
+    assert match_test(f"{head}[]", {f"{head}[%]": "PASSED"}) == MISSING
+    # a real parameter id is never taken for it, nor another test's generated id
+    assert match_test(f"{head}[]", {f"{head}[m2]": "PASSED", f"{head}x[unit0]": "PASSED"}) == "PASSED"
+    assert match_test(f"{head}[]", {f"{head}x[unit0]": "PASSED", f"{head}[1e3]": "PASSED"}) == MISSING

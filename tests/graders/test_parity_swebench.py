@@ -37,7 +37,7 @@ from graders._parsers import (  # noqa: E402
     parser_for_repo,
 )
 from ledger.errors import SweclError  # noqa: E402
-from tests.graders.test_official_logs import OfficialLog, load_official_logs  # noqa: E402
+from tests.graders.test_official_logs import EXPECTED_RESOLVED_DISAGREEMENTS, OfficialLog, load_official_logs  # noqa: E402
 from tests.graders.test_parsers import DJANGO, PYTEST_RA, SYMPY  # noqa: E402
 
 V2_LOG = (
@@ -138,6 +138,8 @@ def test_parsers_agree_on_every_official_log(everything: list[OfficialLog], pars
 
 
 def test_reports_and_verdicts_agree_on_every_official_log(everything: list[OfficialLog], parses: dict) -> None:
+    """Equal on every log but those tests/graders/test_official_logs.py names, where a rule
+    of ours grades a listed test swebench cannot find (and there, only on that test)."""
     applied = [entry for entry in everything if entry.report["patch_successfully_applied"]]
     assert len(applied) == 440
     for entry in applied:
@@ -145,6 +147,11 @@ def test_reports_and_verdicts_agree_on_every_official_log(everything: list[Offic
         theirs, ours_parsed = parses[entry.dir]
         report, resolved = swebench_report(theirs, f2p, p2p)
         ours = decide(ours_parsed, f2p, p2p)
+        if entry.dir in EXPECTED_RESOLVED_DISAGREEMENTS:
+            assert (ours.resolved, resolved) == (True, False), entry.dir
+            mine, swebench = our_lists(ours), their_lists(report)
+            assert mine != swebench and mine["FAIL_TO_PASS"] == swebench["FAIL_TO_PASS"], entry.dir
+            continue
         assert ours.resolved == resolved, entry.dir
         assert our_lists(ours) == their_lists(report), entry.dir
 
