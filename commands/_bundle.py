@@ -222,6 +222,8 @@ def make_bundle(folder_of: FolderOf, results: Path, versions: Sequence[str], out
         raise SweclError(f"{target} exists already; a bundle is never overwritten")
     if not target.parent.is_dir():
         raise SweclError(f"{target.parent}: no such directory")
+    if key is not None:
+        sign(key, b"")  # a key that cannot sign is refused before any work, not after
     experiment = folder_of(results)
     with experiment.reading() as r:
         known = list_runs(r.ledger, r.projector)

@@ -208,6 +208,12 @@ def test_bad_bundle_input_is_one_line(demo_results: Path, cache: Path, tmp_path:
     out.write_bytes(b"")
     assert_one_line_error(swecl(demo_results, "bundle", "2", "--out", str(out), cache=cache, check=False),
                           "exists already")
+    not_a_key = tmp_path / "not-a-key"
+    not_a_key.write_text("hello\n")
+    proc = swecl(demo_results, "bundle", "2", "--out", str(tmp_path / "y.bundle"), "--sign", str(not_a_key),
+                 cache=cache, check=False)
+    assert_one_line_error(proc, "not an unencrypted PEM private key")
+    assert not (tmp_path / "y.bundle").exists()
 
 
 def test_the_by_hand_check_of_the_docs_holds_and_catches_a_change(signed_bundle: Path, bundle_copy: Path,
