@@ -70,7 +70,12 @@ def test_verdict_on_official_logs(tmp_path: Path, cache: Path, shared: Path) -> 
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     out = [json.loads(x) for x in swecl(tmp_path, "verdict", "--input", str(path), "--json", cache=cache).stdout.splitlines()]
     assert [o["instance_id"] for o in out] == [e["instance_id"] for e in index]
-    assert [o["resolved"] for o in out] == [e["resolved"] for e in index]
+    # the official verdicts, but where swecl grades a test the official harness could not
+    # find (tests/graders/test_official_logs.py names each)
+    from tests.graders.test_official_logs import EXPECTED_RESOLVED_DISAGREEMENTS
+
+    assert [o["resolved"] for o in out] == [e["resolved"] != (e["dir"] in EXPECTED_RESOLVED_DISAGREEMENTS)
+                                            for e in index]
     assert all(set(o) >= {"instance_id", "resolved", "status", "tests"} for o in out)
     path.write_text('{"instance_id": "x"}\n')
     bad = swecl(tmp_path, "verdict", "--input", str(path), cache=cache, check=False)
