@@ -54,6 +54,10 @@ def pytest_configure(config: pytest.Config) -> None:
 # piece of work that cannot be split between the workers.
 SLOWEST_FIRST = (
     "tests/run/test_demo_suite.py",  # 91 s
+    "tests/leaderboard/test_leaderboard.py",  # 25 s
+    "tests/bundle/test_leaderboard.py",  # 22 s
+    "tests/run/test_memory_server_presets.py",  # 17 s
+    "tests/bundle/test_bundle.py",  # 15 s
     "tests/agents/test_cli_agents_shared.py",  # 100 s
     "tests/graders/test_env_install.py",  # 92 s
     "tests/scale/test_ray_executor.py",  # 78 s

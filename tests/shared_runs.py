@@ -19,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,22 @@ def shared_run(tmp_path_factory: pytest.TempPathFactory, cache: Path, name: str)
             building.mkdir(parents=True)
             swecl(building, "run", *RUNS[name], "--quiet", cache=cache)
             building.rename(done)  # only a finished run is ever seen under `results`
+    return done
+
+
+def shared_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder `build(folder)` fills, built once per session (whichever worker asks first,
+    under the same lock as the shared runs); read-only for callers."""
+    root = _session_root(tmp_path_factory)
+    done = root / name / "done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.is_dir():
+            building = root / name / "building"
+            shutil.rmtree(building, ignore_errors=True)
+            building.mkdir(parents=True)
+            build(building)
+            building.rename(done)
     return done
 
 

@@ -5,6 +5,7 @@ only: ranked apart); the metrics in both formulas (ranked apart too)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from bench.processes import SPANS, swecl, swecl_json
 from projections.leaderboard import BoardEntry
 from tests.report.conftest import chromium  # noqa: F401 (a fixture: the report tests' headless Chromium)
-from tests.shared_runs import demo_run_copy
+from tests.shared_runs import copy_of, shared_once, shared_run
 
 DATASET = "0f3c9e1d2b7a4c6e8d0f1a2b3c4d5e6f"  # what a bundle's manifest would carry: the dataset's content hash
 
@@ -33,10 +34,18 @@ class DemoMetrics:
 
 @pytest.fixture(scope="session")
 def demo_metrics(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> DemoMetrics:
-    results = demo_run_copy(tmp_path_factory, cache, "blank-spans")
-    for stage in ("plugin-accum", "base"):
-        swecl(results, "run", "--stage", stage, "--sequence", SPANS, "--quiet", cache=cache)
-    return DemoMetrics({f: swecl_json(results, "metrics", "--formula", f, cache=cache) for f in ("native", "eval-v1")})
+    """Built once per test session, whichever worker asks first (the runs cost some 20 s)."""
+    formulas = ("native", "eval-v1")
+
+    def build(folder: Path) -> None:
+        results = copy_of(shared_run(tmp_path_factory, cache, "blank-spans"), folder / "results")
+        for stage in ("plugin-accum", "base"):
+            swecl(results, "run", "--stage", stage, "--sequence", SPANS, "--quiet", cache=cache)
+        for f in formulas:
+            (folder / f"{f}.json").write_text(json.dumps(swecl_json(results, "metrics", "--formula", f, cache=cache)))
+
+    done = shared_once(tmp_path_factory, "leaderboard-metrics", build)
+    return DemoMetrics({f: json.loads((done / f"{f}.json").read_text()) for f in formulas})
 
 
 def entry(metrics: DemoMetrics, stage: str, *, formula: str = "native", bundle: str | None = None,
