@@ -152,7 +152,8 @@ class ValidateReport:
             "validation": self.slug, "runs": self.outcome.runs,
             "tasks": [{"instance_id": r.instance_id, "repo": self.repo_of[r.instance_id], "gradeable": r.gradeable,
                        "gold": r.gold, "noop": r.noop, "empty": r.empty, "reason": r.reason,
-                       "p2p_excluded": r.p2p_excluded} for r in self.outcome.rows],
+                       "p2p_excluded": r.p2p_excluded, "p2p_excluded_why": r.p2p_excluded_why}
+                      for r in self.outcome.rows],
             "repositories": {repo: asdict(counts) for repo, counts in self.table.items()},
         }
 

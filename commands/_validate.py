@@ -84,6 +84,37 @@ def failing_either_way(gold: Verdict, noop: Verdict | None) -> list[str]:
     return failing
 
 
+# What a test's failure says when the host, not the code, made it fail.
+_NETWORK = re.compile(r"ConnectionError|ConnectTimeout|URLError|urlopen error|gaierror|Name or service not known|"
+                      r"Temporary failure in name resolution|Network is unreachable|No route to host|"
+                      r"Connection refused|NewConnectionError|MaxRetryError|socket\.timeout|ProxyError", re.I)
+_SYSTEM = re.compile(r"ExecutableNotFound|command not found|No such file or directory: '[^'/]+'|"
+                     r"failed to execute|not installed|cannot find -l|lib\S+\.so|graphviz|\bdot\b.*not found|"
+                     r"latex|dvipng|ImageMagick|convert.*not found", re.I)
+
+
+def why_left_out(tests: list[str], gold: GradeFinished | GradeCorrected, log: str) -> dict[str, str]:
+    """Why each of `tests` fails here with and without the fix, in one short phrase with the
+    log's own words: the network (the sandbox has none), a system package, a naming
+    difference (the log holds no test of that name), or just that it fails here."""
+    from ._env_verify import failure_causes
+
+    causes = {f.test: f.cause for f in failure_causes(log, gold.tests)} if log else {}
+    out: dict[str, str] = {}
+    for test in tests:
+        status = gold.p2p.get(test, MISSING)
+        cause = causes.get(test, "")
+        if status == MISSING and test not in gold.tests:
+            out[test] = "naming: the log holds no test of this name (not collected, or named otherwise here)"
+        elif _NETWORK.search(cause):
+            out[test] = f"network: {cause}"
+        elif _SYSTEM.search(cause):
+            out[test] = f"system package: {cause}"
+        else:
+            out[test] = f"fails here: {cause or status}"
+    return out
+
+
 def setup_not_run(task: Task) -> list[str]:
     """The lines of the task's set-up that this host does not run (system packages:
     `apt-get install -y graphviz` for sphinx 7.x, whose tests then skip)."""
@@ -195,6 +226,7 @@ def validate(
     with results.open_ledger() as ledger:
         projector = results.projector(ledger)
         excluded: dict[str, list[str]] = {}
+        excluded_why: dict[str, dict[str, str]] = {}
         noop_verdicts: dict[str, Verdict] = {}
         if versions:
             gold_verdicts = verdicts_in_force(ledger, projector, versions["gold"])
@@ -202,6 +234,9 @@ def validate(
             for iid, verdict in gold_verdicts.items():
                 if tests := failing_either_way(verdict, noop_verdicts.get(iid)):
                     excluded[iid] = tests
+                    log = ledger.get_blob(verdict.log).decode("utf-8", "replace") \
+                        if isinstance(verdict, GradeFinished) and verdict.log else ""
+                    excluded_why[iid] = why_left_out(tests, verdict, log)
             # the two runs' grades, decided as this host's grades will be (FAIL_TO_PASS
             # statuses stay as they are, so `noop_verdicts` still holds for them)
             for kind in ("gold", "noop"):
@@ -221,6 +256,7 @@ def validate(
                 instance_id=task.instance_id, gradeable=gradeable, gold=got["gold"][0], noop=got["noop"][0],
                 empty=got["empty"][0], reason=reason,
                 p2p_excluded=excluded.get(task.instance_id, []) if gradeable else [],
+                p2p_excluded_why=excluded_why.get(task.instance_id, {}) if gradeable else {},
             ))
         for iid, why in sorted((incomplete or {}).items()):
             validation.rows.append(TaskValidity(instance_id=iid, gradeable=False, gold="ungraded", noop="ungraded",

@@ -155,6 +155,9 @@ class TaskValidity(msgspec.Struct, frozen=True, kw_only=True):
     # SWE-bench's own validation keeps a test in PASS_TO_PASS only if it passes before and
     # after the fix, so grades on this host leave these out (recorded on each grade)
     p2p_excluded: list[str] = msgspec.field(default_factory=list)
+    # why each was left out, as the gold run's log says: `network: ...`, `system package:
+    # ...`, `naming: ...` (the log holds no test of that name), or `fails here: ...`
+    p2p_excluded_why: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class TasksValidated(Event, tag="tasks.validated", kw_only=True):

@@ -176,6 +176,8 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
             click.echo(f"not gradeable: {row.instance_id}: {row.reason}")
         elif row.p2p_excluded:
             click.echo(f"graded without {len(row.p2p_excluded)} PASS_TO_PASS test(s) that fail here with and without "
-                       f"the fix: {row.instance_id}: {', '.join(row.p2p_excluded)}")
+                       f"the fix: {row.instance_id}: " + ", ".join(
+                           f"{t} ({row.p2p_excluded_why[t]})" if t in row.p2p_excluded_why else t
+                           for t in row.p2p_excluded))
     click.echo(f"validation {report.slug}: {report.gradeable} of {len(report.outcome.rows)} task(s) gradeable on "
                f"this host (runs {', '.join(report.outcome.runs.values()) or 'none'})")

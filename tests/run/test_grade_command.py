@@ -237,6 +237,7 @@ def test_validate_leaves_out_pass_to_pass_tests_this_host_fails_either_way(tmp_p
                  "--json", cache=cache)
     rows = {row["instance_id"]: row for row in json.loads(done.stdout)["tasks"]}
     assert rows[online]["gradeable"] and rows[online]["p2p_excluded"] == [ONLINE]
+    assert rows[online]["p2p_excluded_why"][ONLINE].startswith("network: "), rows[online]["p2p_excluded_why"]
     assert rows[online]["gold"] == "resolved"  # the gold run's grade, re-decided without it
     assert not rows[regress]["gradeable"] and rows[regress]["p2p_excluded"] == []
     assert rows[regress]["reason"].startswith("gold patch unresolved")

@@ -4,7 +4,7 @@ runs them end to end)."""
 
 from __future__ import annotations
 
-from commands._validate import failing_either_way, judge, setup_not_run
+from commands._validate import failing_either_way, judge, setup_not_run, why_left_out
 from commands.inputs import Task
 from ledger.events import GradeFinished
 
@@ -73,3 +73,20 @@ def test_a_task_whose_python_this_host_lacks_is_not_gradeable_and_says_why() -> 
     ok, why = judge(("env_failed", message), ("env_failed", message))
     assert not ok and why is not None
     assert why.startswith("gold patch env_failed: Python 3.4 not found") and "uv provides no Python before 3.6" in why
+
+
+def test_why_a_test_is_left_out_in_the_logs_own_words() -> None:
+    """The network, a system package, a naming difference, or just that it fails here."""
+    dot, other, gone = "t.py::test_graph", "t.py::test_other", "t.py::test_compose[]"
+    gold = GradeFinished(sequence_id="s", instance_id="i", order=1, pass_="initial", grader="swebench",
+                         status="unresolved", resolved=False,
+                         p2p={NET: "FAILED", dot: "FAILED", other: "FAILED", gone: "MISSING"},
+                         tests={NET: "FAILED", dot: "FAILED", other: "FAILED"})
+    log = (f"FAILED {NET} - socket.gaierror: [Errno -3] Temporary failure in name resolution\n"
+           f"FAILED {dot} - graphviz.backend.execute.ExecutableNotFound: failed to execute 'dot'\n"
+           f"FAILED {other} - AssertionError: 3 != 4\n")
+    why = why_left_out([NET, dot, other, gone], gold, log)
+    assert why[NET] == "network: socket.gaierror: [Errno -3] Temporary failure in name resolution"
+    assert why[dot].startswith("system package: graphviz")
+    assert why[other] == "fails here: AssertionError: 3 != 4"
+    assert why[gone].startswith("naming: the log holds no test of this name")
