@@ -132,7 +132,7 @@ def _print_outcome(shown: AttemptShow) -> None:
 
 def _print_memory(shown: AttemptShow) -> None:
     """The items the attempt recalled and, in a --memory-server run, its calls to the server."""
-    from projections.show import provider_call_line  # lazy: as above
+    from projections.show import model_call_line, provider_call_line  # lazy: as above
 
     _section("recalled memory")
     if shown.history is not None:
@@ -163,6 +163,10 @@ def _print_memory(shown: AttemptShow) -> None:
             click.echo(f"  {provider_call_line(c)}")
             click.echo(f"      asked: {c.arguments if c.arguments is not None else '(not recorded)'}")
             click.echo(f"      got:   {c.result if c.result is not None else '(not recorded)'}")
+        if shown.model_calls:
+            _section("the memory server's own model calls (through swecl's gateway)")
+            for m in shown.model_calls:
+                click.echo(f"  {model_call_line(m)}")
 
 
 def _print_sandbox_and_agent(shown: AttemptShow) -> None:

@@ -25,8 +25,8 @@ from projections._provider_calls import blob_text, excerpt, memory_server_named,
 from projections.audit import Flag, fold_with_snapshots, integrity_flags, pass_rank, resolve_task
 
 __all__ = [
-    "AttemptShow", "ShownHistory", "ShownProviderCall", "ShownRecall", "ShownTest", "agent_numbers", "attempt_files", "agent_commands", "egress_lines", "final_message", "grade_report", "is_json_lines",
-    "provider_call_line", "show_attempt", "tail_lines", "visible_lines",
+    "AttemptShow", "ShownHistory", "ShownModelCall", "ShownProviderCall", "ShownRecall", "ShownTest", "agent_numbers", "attempt_files", "agent_commands", "egress_lines", "final_message", "grade_report", "is_json_lines",
+    "model_call_line", "provider_call_line", "show_attempt", "tail_lines", "visible_lines",
 ]
 
 PASS = msgspec.field(name="pass")
@@ -72,6 +72,23 @@ class ShownProviderCall(msgspec.Struct, kw_only=True):
     result_blob: str | None = None
     arguments: str | None = None  # an excerpt, one line
     result: str | None = None  # an excerpt, one line
+
+
+class ShownModelCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One call of the memory server to its own model, through swecl's gateway (`memory.model.called`)."""
+
+    seq: int
+    call: int
+    via: str
+    kind: str
+    model: str | None
+    host: str
+    status: int | None
+    tokens_in: int | None
+    tokens_out: int | None
+    cost_usd: float | None
+    duration_s: float
+    error: str | None
 
 
 class ShownHistory(msgspec.Struct, frozen=True, kw_only=True):
@@ -134,6 +151,7 @@ class AttemptShow(msgspec.Struct, kw_only=True):
     # it, in order; None and empty for every other run.
     memory_server: str | None = None
     provider_calls: list[ShownProviderCall] = msgspec.field(default_factory=list)
+    model_calls: list[ShownModelCall] = msgspec.field(default_factory=list)  # the memory server's own model
     # What the run's sandbox showed its agent and tests (run.started.visible); None:
     # unconfined, or a ledger from before it was recorded.
     visible: dict[str, list[dict[str, str]]] | None = None
@@ -342,6 +360,7 @@ def show_attempt(ledger: Ledger, version: str, task_id: str, *, pass_: str = "in
     shown.memory_server = memory_server_named(ledger, version, started.config, started.sequences)
     if shown.memory_server is not None:
         shown.provider_calls = _provider_calls(ledger, version, sequence_id, task.order, pass_, attempt)
+        shown.model_calls = _model_calls(ledger, version, sequence_id, task.order, pass_, attempt)
     return shown
 
 
@@ -421,6 +440,27 @@ def _provider_calls(ledger: Ledger, version: str, sequence_id: str, order: int, 
         for seq, ev in provider_calls(ledger, version, sequence_id)
         if ev.order == order and ev.pass_ == pass_ and ev.attempt == attempt
     ]
+
+
+def _model_calls(ledger: Ledger, version: str, sequence_id: str, order: int, pass_: str,
+                 attempt: int) -> list[ShownModelCall]:
+    return [
+        ShownModelCall(seq=rec.seq, call=ev.call, via=ev.via, kind=ev.kind, model=ev.model, host=ev.host,
+                       status=ev.status, tokens_in=ev.tokens_in, tokens_out=ev.tokens_out, cost_usd=ev.cost_usd,
+                       duration_s=ev.duration_s, error=ev.error)
+        for rec in ledger.read(types=["memory.model.called"], streams=[f"run/{version}/{sequence_id}"])
+        if (ev := rec.event).order == order and ev.pass_ == pass_ and ev.attempt == attempt
+    ]
+
+
+def model_call_line(c: ShownModelCall) -> str:
+    """One model call as `swecl show` prints it: number, kind and model, for which call, tokens, cost."""
+    tokens = "tokens not reported" if c.tokens_in is None and c.tokens_out is None else \
+        f"{c.tokens_in or 0} in, {c.tokens_out or 0} out"
+    cost = "cost unknown" if c.cost_usd is None else f"${c.cost_usd:.6f}"
+    end = f"failed ({c.error})" if c.status is None else f"HTTP {c.status}"
+    return f"#{c.call} {c.kind} {c.model or '?'} at {c.host} during swecl's {c.via}: {end}, {tokens}, {cost}, " \
+           f"{c.duration_s:.2f}s"
 
 
 def provider_call_line(c: ShownProviderCall) -> str:

@@ -10,6 +10,7 @@ server reaches it only through swecl's recording gateway (`{model_gateway}`).
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 import textwrap
@@ -170,3 +171,14 @@ def test_bad_model_gateway_options_are_one_line_errors_and_write_nothing(
     assert proc.returncode != 0 and says in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert not (results / "ledger.db").exists()
+
+
+def test_show_lists_the_attempts_model_calls(model_run: tuple[Path, list[Any]], cache: Path) -> None:
+    results, _ = model_run
+    task = first_tasks(SPANS, TASKS)[1]
+    shown = json.loads(swecl(results, "show", "1", task, "--json", cache=cache).stdout)
+    assert [(m["via"], m["kind"]) for m in shown["model_calls"]] == [
+        ("recall", "embeddings"), ("write", "chat"), ("write", "chat"), ("write", "embeddings")]
+    text = swecl(results, "show", "1", task, cache=cache).stdout
+    assert "the memory server's own model calls (through swecl's gateway)" in text
+    assert "#" in text and "embeddings text-embedding-3-small" in text and "during swecl's recall: HTTP 200" in text
