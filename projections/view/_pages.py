@@ -27,7 +27,7 @@ from projections.audit import DatasetNote, Flag
 from projections.report import (Matrix, MatrixCell, SequenceReport, Tally, TaskRow, VersionReport, funnel_table,
                                 funnels_compared, funnels_svg, memory_on, tally)
 from projections.report.present import STATE_CLASS, STATE_TEXT, esc, metric_cells, metric_head, sandbox_of, value_attr
-from projections.show import AttemptShow, ShownRecall, agent_numbers, egress_lines, is_json_lines
+from projections.show import AttemptShow, ShownRecall, agent_numbers, egress_lines, is_json_lines, model_call_line
 
 from ._progress import Progress, duration_text
 
@@ -507,8 +507,11 @@ def _agent_html(shown: AttemptShow) -> str:
     final = (f'<pre class="wrap">{esc(shown.final_message.rstrip())}</pre>' if shown.final_message
              else '<p class="note">No final message recorded.</p>')
     network = "".join(f"<li>{esc(line)}</li>" for line in egress_lines(shown))
+    # A memory server's own model calls (through swecl's gateway): the memory's spend, beside the agent's.
+    models = "".join(f"<li>{esc(model_call_line(m))}</li>" for m in shown.model_calls)
+    memory = f'<h3>The memory server\'s own model calls</h3><ul class="model-calls">{models}</ul>' if models else ""
     return (f"<p>{esc(', '.join(agent_numbers(shown)))}</p>{error}<h3>Final message</h3>{final}"
-            f'<h3>Network</h3><ul class="egress">{network}</ul>')
+            f'<h3>Network</h3><ul class="egress">{network}</ul>{memory}')
 
 
 def task_page(shown: AttemptShow, label: str, flags: Mapping[tuple[int, int], list[Flag]], dataset: DatasetNote,

@@ -182,3 +182,13 @@ def test_show_lists_the_attempts_model_calls(model_run: tuple[Path, list[Any]], 
     text = swecl(results, "show", "1", task, cache=cache).stdout
     assert "the memory server's own model calls (through swecl's gateway)" in text
     assert "#" in text and "embeddings text-embedding-3-small" in text and "during swecl's recall: HTTP 200" in text
+
+
+def test_the_views_task_page_lists_the_model_calls(model_run: tuple[Path, list[Any]], cache: Path) -> None:
+    from tests.cli.test_view import get, serving, task_url
+
+    results, _ = model_run
+    with serving(results, cache) as (base, _proc):
+        status, _, page = get(task_url(base, "1", first_tasks(SPANS, TASKS)[1]))
+    assert status == 200 and "The memory server's own model calls" in page
+    assert page.count("<li>#") >= 4 and "during swecl&#x27;s write: HTTP 200" in page
