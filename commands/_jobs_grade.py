@@ -155,6 +155,7 @@ class ValidateReport:
                        "p2p_excluded": r.p2p_excluded, "p2p_excluded_why": r.p2p_excluded_why}
                       for r in self.outcome.rows],
             "repositories": {repo: asdict(counts) for repo, counts in self.table.items()},
+            "installs": self.outcome.installs,
         }
 
 

@@ -26,13 +26,14 @@ import json
 import re
 import shutil
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from graders import (
     MISSING, UnknownEnvSpec, f2p_passes, missing_packages, p2p_passes, pre_install_plan, spec_for, spec_system_packages,
 )
-from ledger import SweclError
+from ledger import StreamRange, SweclError
 from ledger.events import GradeCorrected, GradeFinished, TasksValidated, TaskValidity
 from projections import Results, grade_reasons, pass_statuses, verdicts_in_force
 
@@ -115,6 +116,30 @@ def why_left_out(tests: list[str], gold: GradeFinished | GradeCorrected, log: st
     return out
 
 
+_INSTALL = re.compile(r"^\[swecl\] install: (?P<how>[\w ]+?) \((?:ok|FAILED)\)$", re.M)
+_WHY_RAN = re.compile(r"^\[swecl\] (the install's record (?:does not fit|is of another format|could not be put back).*)$",
+                      re.M)
+
+
+def installs_of(ledger: Any, version: str) -> dict[str, Any]:
+    """How the repository's installs of one graded run went, from its grades' logs: how
+    many ran, were put back from a record (`restored`) or stayed from the task before
+    (`reused`), and why each one ran (a record that did not fit, or none made yet)."""
+    counts: dict[str, int] = {}
+    why: dict[str, str] = {}
+    for rec in ledger.read(types=["grade.finished"], ranges=[StreamRange(f"run/{version}")]):
+        log = ledger.get_blob(rec.event.log).decode("utf-8", "replace") if rec.event.log else ""
+        found = _INSTALL.search(log)
+        if found is None:
+            continue
+        how = found["how"]
+        counts[how] = counts.get(how, 0) + 1
+        if how == "ran":
+            reason = _WHY_RAN.search(log)
+            why[rec.event.instance_id] = reason.group(1) if reason else "no record of it yet"
+    return {"counts": counts, "why_ran": why}
+
+
 def setup_not_run(task: Task) -> list[str]:
     """The lines of the task's set-up that this host does not run (system packages:
     `apt-get install -y graphviz` for sphinx 7.x, whose tests then skip)."""
@@ -180,6 +205,8 @@ class Validation:
 
     runs: dict[str, str]
     rows: list[TaskValidity] = field(default_factory=list)
+    # per patch kind (pass): how its installs went (`installs_of`)
+    installs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def by_repo(self, repo_of: dict[str, str]) -> dict[str, RepoCounts]:
         """Per repository: tasks, gold resolved, no-op resolved, and failures by cause."""
@@ -262,6 +289,7 @@ def validate(
             validation.rows.append(TaskValidity(instance_id=iid, gradeable=False, gold="ungraded", noop="ungraded",
                                                 empty="ungraded", reason=why))
         ledger.append(f"validation/{slug}", [TasksValidated(runs=versions, tasks=validation.rows)], durable=True)
+        validation.installs = {kind: installs_of(ledger, version) for kind, version in versions.items()}
     return validation
 
 

@@ -26,7 +26,9 @@ which other grade holds which, so without this a warm pass ran installs again.
 Taken only where it gives exactly what the install gave: the venv, back at the build's
 packages, must hold the same files at the same sizes as when the record was made (a file
 another install left behind makes a difference), but the files the install itself writes or
-removes, and an install that changed tracked files is not recorded. Anything else, or a record found damaged, and the install runs.
+removes and bytecode caches (written by whatever imported a module, removed by `guard_env`:
+they made every record of an environment's first installs unfit), and an install that
+changed tracked files is not recorded. A record that does not fit says which files differ. Anything else, or a record found damaged, and the install runs.
 
 SWE-bench's cached instance images hold the same: an environment with the repository
 installed at the instance's commit.
@@ -57,7 +59,16 @@ INSTALLS = "installs"  # beside the environment's venv
 # are up to 85 MB a commit)
 KEEP = 64
 _META = "record.json"
-_FORMAT = 3  # 2: keyed by the edits to the manifests alone, not to every tracked file; 3: not by the slot
+_FORMAT = 4  # 2: keyed by the edits to the manifests alone, not to every tracked file; 3: not by the slot;
+# 4: the venv compared without its bytecode caches, and the listing kept to say what differs
+
+
+def _bytecode(rel: str) -> bool:
+    """A bytecode cache: written by whatever imported the module (an install's setup, a
+    test run), removed by `guard_env` before an unconfined grade, rebuilt by Python as
+    needed. Whether one is there says nothing of the packages: astropy 5.0's records, made
+    with hypothesis's caches in the venv, never fitted once `guard_env` had removed them."""
+    return "/__pycache__/" in f"/{rel}" or rel.endswith((".pyc", ".pyo"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,15 +93,35 @@ def install_key(env: EnvInfo, parts: Mapping[str, object]) -> str:
 
 def venv_listing(venv_files: Manifest, written: Collection[str] = ()) -> str:
     """A hash of the venv's file names with their sizes (symlinks: their targets), from a
-    `venv_manifest`, but the files the install wrote or removed (`written`): what must be
+    `venv_manifest`, but bytecode caches and the files the install wrote or removed (`written`): what must be
     the same before a record is put back. (An uninstall leaves `easy-install.pth` behind,
     empty, where the build had none: the install writes it, and so does its record.)"""
     digest = hashlib.sha256()
     skip = set(written)
     for rel in sorted(venv_files.keys() - skip):
+        if _bytecode(rel):
+            continue
         value = venv_files[rel]
         digest.update(f"{rel}\0{value[1] if value[0] == '->' else value[0]}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
+
+
+def _listed(venv_files: Manifest, written: Collection[str] = ()) -> dict[str, str]:
+    """What `venv_listing` hashes, as a table (file -> size, or `-> target`): kept in the
+    record so that a record that does not fit can say which files differ."""
+    skip = set(written)
+    return {rel: (f"-> {value[1]}" if value[0] == "->" else str(value[0]))
+            for rel, value in sorted(venv_files.items()) if rel not in skip and not _bytecode(rel)}
+
+
+def _difference(was: Mapping[str, str], now: Mapping[str, str], most: int = 3) -> str:
+    """`+a, -b, ~c (size 1 -> 2)` of the first `most` files that differ, and how many in all."""
+    added = [f"+{rel}" for rel in now.keys() - was.keys()]
+    gone = [f"-{rel}" for rel in was.keys() - now.keys()]
+    changed = [f"~{rel} ({was[rel]} -> {now[rel]})" for rel in was.keys() & now.keys() if was[rel] != now[rel]]
+    every = sorted(added) + sorted(gone) + sorted(changed)
+    more = f" and {len(every) - most} more" if len(every) > most else ""
+    return ", ".join(every[:most]) + more
 
 
 def _copy_hashed(source: str, target: str, *, hashed: bool = True) -> str:
@@ -163,6 +194,7 @@ def record_install(env: EnvInfo, key: str, worktree: Path, before: Manifest, aft
                 return f"install not recorded: {rel} changed while it was recorded"
         meta = {"format": _FORMAT, "key": key, "made_at": time.time(), "worktree": os.fspath(worktree),
                 "before": venv_listing(before, [*venv_files, *diff.removed]),
+                "before_files": _listed(before, [*venv_files, *diff.removed]),
                 "venv_files": venv_files, "venv_removed": diff.removed, "products": dict(products),
                 "log": log[-20000:], "notes": list(notes)}
         (work / _META).write_text(json.dumps(meta) + "\n", encoding="utf-8")
@@ -210,7 +242,10 @@ def restore_install(env: EnvInfo, key: str, worktree: Path, before: Manifest) ->
     venv_files, products = meta.get("venv_files") or {}, meta.get("products") or {}
     removed = meta.get("venv_removed") or []
     if meta.get("before") != venv_listing(before, [*venv_files, *removed]):
-        return None, "the install's record does not fit: the venv, back at its build, differs from when it was made"
+        was = meta.get("before_files")
+        which = f" ({_difference(was, _listed(before, [*venv_files, *removed]))})" if isinstance(was, dict) else ""
+        return None, ("the install's record does not fit: the venv, back at its build, differs from when it was "
+                      f"made{which}")
     wanted = [(folder / "venv" / rel, env.venv / rel, expected) for rel, expected in venv_files.items()]
     wanted += [(folder / "worktree" / rel, worktree / rel, "-> " + str(value[1]) if value[0] == "->" else str(value[1]))
                for rel, value in products.items()]

@@ -179,5 +179,12 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
                        f"the fix: {row.instance_id}: " + ", ".join(
                            f"{t} ({row.p2p_excluded_why[t]})" if t in row.p2p_excluded_why else t
                            for t in row.p2p_excluded))
+    for kind, went in report.outcome.installs.items():
+        counts = went["counts"]
+        if counts:
+            click.echo(f"{kind} pass installs: {counts.get('ran', 0)} ran, {counts.get('restored', 0)} put back from "
+                       f"a record, {counts.get('reused', 0)} kept from the task before")
+            for iid, why in sorted(went["why_ran"].items()):
+                click.echo(f"  ran: {iid}: {why}")
     click.echo(f"validation {report.slug}: {report.gradeable} of {len(report.outcome.rows)} task(s) gradeable on "
                f"this host (runs {', '.join(report.outcome.runs.values()) or 'none'})")

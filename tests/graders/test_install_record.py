@@ -25,6 +25,21 @@ def test_the_venv_must_match_but_for_what_the_install_itself_writes() -> None:
     assert _install_record.venv_listing(built) != _install_record.venv_listing({**built, "bin/tool": ["->", "python3"]})
 
 
+def test_bytecode_caches_never_decide_whether_a_record_fits() -> None:
+    """astropy 5.0: a record made while hypothesis's bytecode caches were in the venv never
+    fitted once they were removed (guard_env removes new caches before a grade), so every
+    install of the environment's first pass ran again in the next."""
+    built = {"lib/python3.9/site-packages/hypothesis/core.py": [10, 1]}
+    cached = {**built, "lib/python3.9/site-packages/hypothesis/__pycache__/core.cpython-39.pyc": [7, 2],
+              "lib/python3.9/site-packages/old.pyc": [3, 3]}
+    assert _install_record.venv_listing(built) == _install_record.venv_listing(cached)
+    assert _install_record._difference(_install_record._listed(built), _install_record._listed(cached)) == ""
+    # what differs otherwise is named, for the line that says why an install ran again
+    other = {**built, "lib/python3.9/site-packages/extra.py": [1, 1]}
+    assert _install_record._difference(_install_record._listed(built), _install_record._listed(other)) == \
+        "+lib/python3.9/site-packages/extra.py"
+
+
 def test_the_most_recently_used_records_are_kept_and_a_crashed_recording_goes(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_install_record, "KEEP", 2)

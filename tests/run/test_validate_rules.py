@@ -90,3 +90,28 @@ def test_why_a_test_is_left_out_in_the_logs_own_words() -> None:
     assert why[dot].startswith("system package: graphviz")
     assert why[other] == "fails here: AssertionError: 3 != 4"
     assert why[gone].startswith("naming: the log holds no test of this name")
+
+
+def test_how_a_passs_installs_went_and_why_each_ran(tmp_path) -> None:  # noqa: ANN001
+    """From the grades' own log lines: ran (and why: a record that did not fit, or none
+    yet), put back from a record, or kept from the task before."""
+    from commands._validate import installs_of
+    from ledger import Ledger
+
+    logs = {
+        "a": "[swecl] install: ran (ok)\n[swecl] install recorded (2 venv file(s)) as k1\n",
+        "b": "[swecl] install: ran (ok)\n[swecl] the install's record does not fit: the venv, back at its build, "
+             "differs from when it was made (+lib/x.py)\n",
+        "c": "[swecl] install: restored (ok)\n",
+        "d": "[swecl] install: reused (ok)\n",
+        "e": "no install line: a spec without one\n",
+    }
+    with Ledger.open(tmp_path / "ledger.db", create=True) as ledger:
+        for order, (iid, log) in enumerate(logs.items(), 1):
+            ledger.append("run/v-gold/seq", [GradeFinished(
+                sequence_id="seq", instance_id=iid, order=order, pass_="initial", grader="swebench",
+                status="resolved", resolved=True, log=ledger.put_blob(log))])
+        went = installs_of(ledger, "v-gold")
+    assert went["counts"] == {"ran": 2, "restored": 1, "reused": 1}
+    assert went["why_ran"] == {"a": "no record of it yet", "b": "the install's record does not fit: the venv, back "
+                               "at its build, differs from when it was made (+lib/x.py)"}
