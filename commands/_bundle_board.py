@@ -45,19 +45,18 @@ def _dataset_of(manifest: dict[str, Any], version: str) -> tuple[str, str]:
     return "unknown", "unknown"
 
 
-def _entries(folder_of: FolderOf, bundle: Path, check: CheckReport, report_href: str | None,
+def _entries(folder_of: FolderOf, opened: Path, bundle: Path, check: CheckReport, report_href: str | None,
              bundle_href: str) -> list[Any]:
-    """One board entry per run the bundle was made for."""
+    """One board entry per run the bundle was made for (`opened`: a folder holding a copy
+    of the bundle as its ledger)."""
     from projections import BoardEntry
     from projections import runs as list_runs
 
     manifest = check.manifest
     metrics = manifest.get("metrics") or {}
     by_version = {str(v.get("version")): v for v in metrics.get("versions", [])}
-    with tempfile.TemporaryDirectory(prefix="swecl-board-") as tmp:
-        shutil.copyfile(bundle, Path(tmp) / "ledger.db")
-        with folder_of(Path(tmp)).reading() as r:
-            known = list_runs(r.ledger, r.projector)
+    with folder_of(opened).reading() as r:
+        known = list_runs(r.ledger, r.projector)
     entries = []
     for version in check.runs:
         if version not in by_version or version not in known:
@@ -94,20 +93,20 @@ def build_board(folder_of: FolderOf, bundles: Sequence[Path], out: Path, *, keys
         say(f"checking {bundle.name}")
         check = check_bundle(folder_of, bundle, keys=keys)
         shutil.copyfile(bundle, out / "bundles" / bundle.name)
-        report_href = None
-        if check.problem is None:
-            report_href = _report(folder_of, bundle, out / "reports" / bundle.stem, check.runs)
-        else:
+        if check.problem is not None:
             failed.append(f"{bundle.name}: {check.problem}")
-        entries += _entries(folder_of, bundle, check, report_href, f"bundles/{bundle.name}") if check.manifest else []
+        if not check.manifest:
+            continue
+        # One copy opened as a results folder serves the report and the entries.
+        with tempfile.TemporaryDirectory(prefix="swecl-board-") as tmp:
+            opened = Path(tmp)
+            shutil.copyfile(bundle, opened / "ledger.db")
+            report_href = None
+            if check.problem is None:
+                folder_of(opened).report(versions=check.runs, out_dir=out / "reports" / bundle.stem)
+                report_href = f"reports/{bundle.stem}/index.html"
+            entries += _entries(folder_of, opened, bundle, check, report_href, f"bundles/{bundle.name}")
     board = build_leaderboard(entries)
     page = write_leaderboard(board, out)
     return BoardReport(page, len(entries), len(bundles), failed)
 
-
-def _report(folder_of: FolderOf, bundle: Path, out: Path, versions: list[str]) -> str:
-    """The bundle's HTML report (its bundled runs), as a link relative to the page."""
-    with tempfile.TemporaryDirectory(prefix="swecl-board-") as tmp:
-        shutil.copyfile(bundle, Path(tmp) / "ledger.db")
-        folder_of(Path(tmp)).report(versions=versions, out_dir=out)
-    return f"reports/{out.name}/index.html"

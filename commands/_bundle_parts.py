@@ -23,12 +23,9 @@ def _benchmark_of(run: RunSummary, dataset: str | None, rows: str | None) -> Ben
     """The benchmark run `run` was recorded over: `dataset`/`rows` when given, else the
     source its options recorded (the built-in demo when none); its content hash must be
     the run's."""
-    from .inputs import demo_benchmark, load_benchmark
+    from .inputs import demo_benchmark, load_benchmark, run_dataset_source
 
-    config = run.config or {}
-    source, rows_source = (dataset, rows) if dataset is not None else (config.get("dataset"), config.get("rows"))
-    if source is None and run.benchmark != "demo" and "dataset" not in config:
-        source = run.benchmark
+    source, rows_source = run_dataset_source(run.config or {}, run.benchmark, dataset, rows)
     label = source or "the built-in demo benchmark"
     try:
         benchmark = demo_benchmark(materialise=False) if source is None else load_benchmark(source, rows_source)

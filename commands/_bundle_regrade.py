@@ -75,6 +75,12 @@ def _agreement(recorded: str, regraded: str) -> str:
     return "same" if before.resolved == now.resolved else "different"
 
 
+def _graded(recorded: str) -> bool:
+    """Whether a recorded status stands for a grade worth making again: not an attempt
+    the agent never finished (agent_error, ungraded, missing)."""
+    return _agreement(recorded, recorded) != "not graded"
+
+
 def _demo_sources(rows: Sequence[tuple[dict[str, Any], Path]], scratch: Path) -> dict[str, str]:
     """The demo's repositories, built on the spot, when a bundled dataset is the demo."""
     from .inputs import demo_benchmark
@@ -123,7 +129,7 @@ def regrade_bundle(folder_of: Callable[[Path], Any], bundle_dir: Path, runs: Seq
         for dataset in sorted({dataset_of[v] for v in runs}):
             patches: dict[str, list[str]] = {}
             for v, _, iid, recorded, patch in wanted:
-                if dataset_of[v] == dataset and _agreement(recorded, recorded) != "not graded":
+                if dataset_of[v] == dataset and _graded(recorded):
                     patches.setdefault(iid, [])
                     if patch not in patches[iid]:
                         patches[iid].append(patch)

@@ -149,7 +149,8 @@ class CompareResult:
                                          else list(self.assessment.gain_macro_ci)}
         if self.costs:
             doc["cost_per_solved"] = {v: c.document() for v, c in self.costs.items()}
-            doc["cost_per_solved_diff"] = cost_difference(*self.costs.values()) if len(self.costs) == 2 else None
+            pair = list(self.costs.values())
+            doc["cost_per_solved_diff"] = pair[0].difference(pair[1]) if len(pair) == 2 else None
         if self.funnel is not None:
             from projections.funnel import funnel_difference_document  # lazy: as the job's imports
 
@@ -306,20 +307,6 @@ def _compare_extras(ledger: Ledger, projector: Any, found: list[VersionMetrics],
     others, excluded = _others(ledger, projector, known, wanted, None)
     leak = leakage_of(ledger, vm_b.run.version, None)
     return known, others, excluded, None if leak is None else leak["flagged"], costs_for(ledger, found)
-
-
-def cost_difference(a: RunCost, b: RunCost) -> dict[str, float | None]:
-    """B - A of the cost per solved task over the run (None where either side's is not defined)."""
-    def diff(x: float | None, y: float | None) -> float | None:
-        return None if x is None or y is None else y - x
-
-    out = {"usd_per_solved": diff(a.run.usd_per_solved, b.run.usd_per_solved),
-           "tokens_per_solved": diff(a.run.tokens_per_solved, b.run.tokens_per_solved)}
-    if a.total_run is not None or b.total_run is not None:
-        # A memory server's model calls on either side: the agents' and the memory's together too.
-        ta, tb = a.total_run or a.run, b.total_run or b.run
-        out["total_usd_per_solved"] = diff(ta.usd_per_solved, tb.usd_per_solved)
-    return out
 
 
 def expand_to_groups(known: dict[str, RunSummary], versions: list[str], include_failed: bool) -> list[str]:

@@ -274,6 +274,19 @@ class RunCost(msgspec.Struct, frozen=True, kw_only=True):
     def document(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)  # type: ignore[no-any-return]
 
+    def difference(self, other: RunCost) -> dict[str, float | None]:
+        """`other` minus this run, per solved task (`swecl compare`'s B - A); with a memory
+        server's model calls on either side, the agents' and the memory's together too."""
+        def diff(x: float | None, y: float | None) -> float | None:
+            return None if x is None or y is None else y - x
+
+        out = {"usd_per_solved": diff(self.run.usd_per_solved, other.run.usd_per_solved),
+               "tokens_per_solved": diff(self.run.tokens_per_solved, other.run.tokens_per_solved)}
+        if self.total_run is not None or other.total_run is not None:
+            ta, tb = self.total_run or self.run, other.total_run or other.run
+            out["total_usd_per_solved"] = diff(ta.usd_per_solved, tb.usd_per_solved)
+        return out
+
 
 def run_cost(ledger: Ledger, version: str, solved: dict[str, int]) -> RunCost:
     """`solved`: sequence -> tasks the run resolved in its initial pass (as `swecl metrics` counts them)."""

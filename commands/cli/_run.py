@@ -182,15 +182,10 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
                          "or forks a recorded one: drop one of them")
     reporter = make_reporter(quiet=True, as_json=False) if estimate else make_reporter(quiet=quiet, as_json=as_json)
     try:
-        if fork is not None and resume is not None:
-            raise SweclError("--fork starts a new run; --resume continues one: give one of them")
-        if dream_at_fork and fork is None:
-            raise SweclError("--dream-at-fork dreams at the fork point: add --fork V@K")
+        _refuse_misplaced(resume=resume, fork=fork, dream_at_fork=dream_at_fork,
+                          ordered=task_order is not None or orders is not None,
+                          token_limit=max_tokens_per_task is not None)
         if resume is not None:
-            if task_order is not None or orders is not None:
-                raise SweclError("--resume continues a run in its recorded order: drop --order/--orders")
-            if max_tokens_per_task is not None:
-                raise SweclError("--resume continues a run with its own limits: drop --max-tokens-per-task")
             done = exp.resume(resume, reporter, ResumeOverrides(
                 jobs=jobs if jobs != 1 else None, task_jobs=task_jobs, executor=placement, budget_usd=budget_usd,
                 memory_server=memory_server, memory_env=tuple(memory_env)), repeat=repeat)
@@ -233,6 +228,20 @@ def run_cmd(ctx: click.Context, stage: str | None, sequences: tuple[str, ...], i
     finally:
         reporter.close()
     _print_summary(exp.run_summary(done.versions, grouped=done.grouped), quiet=quiet, as_json=as_json)
+
+
+def _refuse_misplaced(*, resume: str | None, fork: str | None, dream_at_fork: bool, ordered: bool,
+                      token_limit: bool) -> None:
+    """Options that do not go together, refused in one line (inside the reporter's
+    `try`, as they always were, so its close still runs)."""
+    if fork is not None and resume is not None:
+        raise SweclError("--fork starts a new run; --resume continues one: give one of them")
+    if dream_at_fork and fork is None:
+        raise SweclError("--dream-at-fork dreams at the fork point: add --fork V@K")
+    if resume is not None and ordered:
+        raise SweclError("--resume continues a run in its recorded order: drop --order/--orders")
+    if resume is not None and token_limit:
+        raise SweclError("--resume continues a run with its own limits: drop --max-tokens-per-task")
 
 
 def _memory_options(memory: MemoryOptions, sandbox: str) -> MemoryOptions:

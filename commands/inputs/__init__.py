@@ -28,7 +28,7 @@ from ._load import (
 from ._model import DIFFICULTY_LABELS, RUNNABLE_FIELDS, Benchmark, Prediction, Sequence, Task, canonical_content
 from ._predictions import load_predictions
 from ._rows import read_rows
-from ._secrets import load_task_secrets
+from ._secrets import load_task_secrets, run_dataset_source
 from .demo import (
     DEMO_ATTEMPTS,
     DEMO_DESIGN,
@@ -42,6 +42,7 @@ from .demo import (
 
 __all__ = [
     "load_task_secrets",
+    "run_dataset_source",
     "DEMO_ATTEMPTS",
     "DEMO_DESIGN",
     "DEMO_ENVIRONMENT",

@@ -3,7 +3,7 @@ read from the dataset the run recorded, for the recall audit's test-content chec
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ledger import SweclError
 from projections.audit import DatasetNote, run_started
@@ -16,6 +16,18 @@ if TYPE_CHECKING:
     from ledger import Ledger
 
 
+def run_dataset_source(config: dict[str, Any], benchmark: str, dataset: str | None = None,
+                       rows: str | None = None) -> tuple[str | None, str | None]:
+    """Where a run's tasks come from: `dataset`/`rows` when given, else the source its
+    options recorded, else (a run that recorded no options) its benchmark's name; None is
+    the built-in demo."""
+    if dataset is not None:
+        return dataset, rows
+    if "dataset" in config:
+        return config.get("dataset"), config.get("rows")
+    return (None if benchmark == "demo" else benchmark), None
+
+
 def load_task_secrets(
     ledger: Ledger, version: str, *, dataset: str | None = None, rows: str | None = None
 ) -> tuple[dict[str, GradingSecrets] | None, DatasetNote]:
@@ -23,13 +35,7 @@ def load_task_secrets(
     (or `dataset`/`rows` given instead). Never raises for an unavailable dataset: the
     note says why the test-content check cannot run."""
     started = run_started(ledger, version)
-    config = started.config or {}
-    if dataset is not None:
-        source, rows_source = dataset, rows
-    elif "dataset" in config:
-        source, rows_source = config.get("dataset"), config.get("rows")
-    else:  # a run that recorded no options: its benchmark name is all there is
-        source, rows_source = (None if started.benchmark == "demo" else started.benchmark), None
+    source, rows_source = run_dataset_source(started.config or {}, started.benchmark, dataset, rows)
     label = source or "the built-in demo benchmark"
     try:
         if source is None:

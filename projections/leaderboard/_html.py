@@ -8,9 +8,9 @@ own box, so a phone's page never scrolls sideways.
 Every string of the data is untrusted (bundles come from anyone): it goes through `esc`,
 and a link is kept only when it is relative (no scheme, no absolute path).
 
-The style follows the report's (`projections.report.present.CSS`: its fonts, colours and
-table rules, copied in `BASE_CSS`) without importing it: the report package imports the
-`projections` package, which exports this one, and the import would close a circle.
+The style is the report's (`projections._page_css.PAGE_CSS`, which both take: the report
+package imports the `projections` package, which exports this one, so importing the
+report here would close a circle).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import html
 import re
 from pathlib import Path
 
+from projections._page_css import PAGE_CSS
 from projections.metrics import LEGEND, marked
 
 from ._model import Figure, Group, Leaderboard, Ranking, Row
@@ -30,19 +31,6 @@ def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-BASE_CSS = """
-:root { color-scheme: light; --ok: #2c7fb8; --no: #f4a261; --ink: #1d1d1f; --mute: #666; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--ink);
-       margin: 0 auto; padding: 1.5rem 2rem 4rem; max-width: 1400px; }
-h1 { font-size: 1.6rem; margin: 0 0 .3rem; } h2 { margin-top: 2.2rem; border-bottom: 2px solid #ddd; padding-bottom: .2rem; }
-.meta, .note { color: var(--mute); font-size: .86rem; }
-code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: .86rem; }
-table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .88rem; }
-th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
-th { background: #f6f6f6; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-details { margin: .3rem 0 1rem; } summary { cursor: pointer; color: #333; }
-"""
 
 BOARD_CSS = """
 body.board { overflow-wrap: anywhere; }
@@ -209,7 +197,7 @@ def render(board: Leaderboard) -> str:
     parts = [
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">', '<link rel="icon" href="data:,">',
-        "<title>swecl leaderboard</title>", f"<style>{BASE_CSS}{BOARD_CSS}</style>", "</head>", '<body class="board">',
+        "<title>swecl leaderboard</title>", f"<style>{PAGE_CSS}{BOARD_CSS}</style>", "</head>", '<body class="board">',
         f'<header><h1>swecl leaderboard</h1><p class="meta">{board.entries} run(s) in {len(board.groups)} '
         "ranking(s)</p></header>",
         f'<section id="answer">{leads}<p class="rule note">{esc(board.rule)}</p></section>',

@@ -13,6 +13,7 @@ import html
 import re
 from collections.abc import Iterable, Mapping
 
+from projections._page_css import PAGE_CSS
 from projections.metrics import METRIC_NAMES, marked
 
 from ._matrix import CellState
@@ -30,18 +31,11 @@ def value_attr(value: float | None) -> str:
     return "" if value is None else repr(float(value))
 
 
-CSS = """
-:root { color-scheme: light; --ok: #2c7fb8; --no: #f4a261; --miss: #d9d9d9; --ink: #1d1d1f; --mute: #666; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--ink);
-       margin: 0 auto; padding: 1.5rem 2rem 4rem; max-width: 1400px; }
-h1 { font-size: 1.6rem; margin: 0 0 .3rem; } h2 { margin-top: 2.2rem; border-bottom: 2px solid #ddd; padding-bottom: .2rem; }
-h3 { margin: 1.6rem 0 .5rem; } .meta, figcaption, .note { color: var(--mute); font-size: .86rem; }
+CSS = PAGE_CSS + """
+:root { --miss: #d9d9d9; }
+h3 { margin: 1.6rem 0 .5rem; } figcaption { color: var(--mute); font-size: .86rem; }
 td.iid { white-space: nowrap; }
-nav a { margin-right: .9rem; } code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: .86rem; }
-table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .88rem; }
-th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
-th { background: #f6f6f6; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+nav a { margin-right: .9rem; } .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: .86rem; }
 figure { margin: .5rem 0 1rem; } img { max-width: 100%; height: auto; border: 1px solid #eee; }
 article.version { border-left: 4px solid #e6e6e6; padding-left: 1rem; margin: 1.2rem 0 2rem; }
 .cell-resolved { background: var(--ok); color: #fff; text-align: center; }
@@ -52,7 +46,6 @@ table.matrix td, table.matrix th { padding: .1rem .35rem; min-width: 1.6rem; }
 .recall { margin: 0 0 .35rem; } .recall ol { margin: .15rem 0 0; padding-left: 1.3rem; }
 .unknown { color: #a33; font-style: italic; } .via { color: var(--mute); font-size: .8rem; }
 .legend span { display: inline-block; padding: 0 .5rem; margin-right: .4rem; border: 1px solid #ddd; }
-details { margin: .3rem 0 1rem; } summary { cursor: pointer; color: #333; }
 nav#toc { background: #fafafa; border: 1px solid #e6e6e6; padding: .5rem 1rem; margin: .8rem 0; }
 nav#toc ol { margin: .2rem 0; padding-left: 1.4rem; } nav#toc li { margin: .1rem 0; }
 nav#toc .runs a { margin-right: .5rem; font-size: .86rem; }
