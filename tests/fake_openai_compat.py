@@ -3,12 +3,17 @@ cognee, graphiti call one): `POST /v1/chat/completions`, whole or streamed, and
 `POST /v1/embeddings`, answered deterministically with `usage`.
 
 - chat: one assistant message that echoes the last user message's first words
-  (`ok: ...`); usage from a word count: prompt tokens = words of every message + 3 per
+  (`ok: ...`). In JSON mode (`response_format` `json_object`) the answer is the JSON the
+  prompt asks for, as a model would give it: mem0's extraction prompt (its `## New
+  Messages` section, answered `{"memory": [{"id", "text"}]}`) gets one memory per line of
+  the new messages (their `user: ` prefix off, at most `MEMORIES`); any other, `{}`. Usage from a word count: prompt tokens = words of every message + 3 per
   message, completion tokens = the answer's words. Streamed (`"stream": true`): server-sent
   events of `chat.completion.chunk`s (role, then the words, then `finish_reason`), a last
   chunk with empty `choices` and the `usage` when `stream_options.include_usage` asks for
   it (as the API does), then `data: [DONE]`.
-- embeddings: one vector per input of `DIMENSIONS` floats, a hashed bag of its words,
+- embeddings: one vector per input (a hashed bag of its alphanumeric words), of the model's own length (`text-embedding-3-small`
+  1536, as the API gives; `dimensions` when the request names it; `DIMENSIONS` for a model
+  the fake does not know), a hashed bag of its words,
   L2-normalised (the same text, the same vector; texts sharing words are near); usage:
   prompt tokens = words of the inputs.
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,10 +36,28 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["DIMENSIONS", "FakeOpenAICompat", "chat_usage", "embed", "fake_openai_compat"]
+__all__ = ["DIMENSIONS", "FakeOpenAICompat", "chat_usage", "dimensions_of", "embed", "fake_openai_compat"]
 
 DIMENSIONS = 64
+MODEL_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 CREATED = 1_700_000_000
+MEMORIES = 8
+_NEW_MESSAGES = re.compile(r"^## New Messages\n(.*?)(?=^## |\Z)", re.S | re.M)
+
+
+def dimensions_of(model: str | None) -> int:
+    return MODEL_DIMENSIONS.get(model or "", DIMENSIONS)
+
+
+def json_answer(messages: list[Any]) -> str:
+    """JSON mode's answer: what the prompt's schema asks for (see the module's text)."""
+    prompt = "\n".join(_content(m) for m in messages if isinstance(m, dict) and m.get("role") == "user")
+    found = _NEW_MESSAGES.search(prompt)
+    if found is None:
+        return "{}"
+    lines = [line.strip().removeprefix("user: ").strip() for line in found.group(1).splitlines()]
+    texts = [line for line in lines if line][:MEMORIES]
+    return json.dumps({"memory": [{"id": str(i), "text": text} for i, text in enumerate(texts)]})
 
 
 def _words(text: str) -> list[str]:
@@ -43,7 +67,7 @@ def _words(text: str) -> list[str]:
 def embed(text: str, dimensions: int = DIMENSIONS) -> list[float]:
     """A hashed bag of words, L2-normalised: deterministic, and near for texts that share words."""
     vector = [0.0] * dimensions
-    for word in _words(text):
+    for word in re.findall(r"[a-z0-9]+", text.lower()):  # `spans/interval.py` shares `interval` with a query
         digest = hashlib.sha256(word.encode()).digest()
         vector[int.from_bytes(digest[:4], "big") % dimensions] += 1.0 if digest[4] % 2 else -1.0
     norm = math.sqrt(sum(v * v for v in vector)) or 1.0
@@ -79,7 +103,9 @@ class FakeOpenAICompat:
     def answer_chat(self, body: dict[str, Any]) -> tuple[str, dict[str, int]]:
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
         last = next((_content(m) for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "user"), "")
-        answer = "ok: " + " ".join(last.split()[:8])
+        response_format = body.get("response_format")
+        json_mode = isinstance(response_format, dict) and response_format.get("type") == "json_object"
+        answer = json_answer(messages) if json_mode else "ok: " + " ".join(last.split()[:8])
         return answer, chat_usage(messages, answer)
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
@@ -161,7 +187,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, "'input' must be a string or a list of strings")
             return
         tokens = sum(len(_words(t)) for t in inputs)
-        dims = body.get("dimensions") if isinstance(body.get("dimensions"), int) else DIMENSIONS
+        dims = body.get("dimensions") if isinstance(body.get("dimensions"), int) else dimensions_of(body.get("model"))
         self._send(200, {"object": "list", "model": str(body.get("model") or "embedding-fake"),
                          "data": [{"object": "embedding", "index": i, "embedding": embed(t, dims)}
                                   for i, t in enumerate(inputs)],

@@ -238,7 +238,7 @@ def _pypi_installed(binary: Path, package: str, version: str) -> bool:
 
 
 def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: str = sys.executable,
-             imports: tuple[str, ...] = ()) -> str:
+             imports: tuple[str, ...] = (), extra: tuple[str, ...] = ()) -> str:
     """The real `command` CLI of PyPI `package`@`version` ($`env_var`: another install),
     installed once with uv into a cached venv of `python` (`$SWECL_PYPI_CACHE`, else
     `.dev/pypi`) and reused by every later session. No PyPI: the test is skipped, loudly.
@@ -249,14 +249,14 @@ def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: 
     (PYTHONPYCACHEPREFIX, conftest, which it drops), so a large package would otherwise
     compile at every start. Not uv's `--compile-bytecode`: compiling every module of the
     package and its dependencies cost more CPU (basic-memory's: 24 s) than all the starts
-    of the tests."""
+    of the tests. `extra`: requirements installed beside it (in the venv's name too)."""
     explicit = os.environ.get(env_var)
     if explicit:
         return explicit
     from graders._interpreters import uv_bin
 
     root = Path(os.environ.get("SWECL_PYPI_CACHE") or REPO_ROOT / ".dev" / "pypi")
-    prefix = root / f"{package}-{version}"
+    prefix = root / "+".join([f"{package}-{version}", *extra])
     binary = prefix / "bin" / command
     warmed = prefix / ".swecl-warm"  # the imports' bytecode is in the venv (see above)
     if _pypi_installed(binary, package, version) and (warmed.exists() or not imports):
@@ -273,7 +273,7 @@ def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: 
             shutil.rmtree(prefix, ignore_errors=True)
             for argv in ([uv_bin(), "venv", "--quiet", "--no-python-downloads", "--python", python, str(prefix)],
                          [uv_bin(), "pip", "install", "--quiet", "--python",
-                          str(prefix / "bin" / "python"), f"{package}=={version}"]):
+                          str(prefix / "bin" / "python"), f"{package}=={version}", *extra]):
                 try:
                     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env,
                                           stdin=subprocess.DEVNULL)
@@ -305,6 +305,21 @@ def mini_bin() -> str:
     (`pypi_cli`; LiteLLM is large, hence its import at install)."""
     return pypi_cli("mini-swe-agent", MINI_VERSION, "mini", "SWECL_MINI_BIN",
                     imports=("minisweagent.run.mini", "minisweagent.models.litellm_model", "litellm"))
+
+
+# --- mem0 (the mem0ai library, served by swecl's bridge) from PyPI --------------------------
+
+MEM0_VERSION = "2.2.1"  # the mem0ai the `mem0` preset's bridge was written against
+MEM0_MCP = "mcp==2.3.0"
+
+
+@pytest.fixture(scope="session")
+def mem0_python() -> str:
+    """A Python with the real mem0ai of MEM0_VERSION and the MCP SDK from PyPI
+    ($SWECL_MEM0_PYTHON: another), the install the `mem0` preset runs its bridge with."""
+    return pypi_cli("mem0ai", MEM0_VERSION, "python", "SWECL_MEM0_PYTHON", extra=(MEM0_MCP,),
+                    imports=("mem0", "mem0.memory.main", "mem0.vector_stores.qdrant", "mem0.llms.openai",
+                             "mem0.embeddings.openai", "qdrant_client", "openai", "mcp.server.mcpserver"))
 
 
 # --- basic-memory from PyPI ---------------------------------------------------------------

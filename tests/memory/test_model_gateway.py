@@ -5,9 +5,10 @@ format checked with the official `openai` client), the recording gateway in fron
 
 from __future__ import annotations
 
+import json
 import urllib.error
-from pathlib import Path
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from commands.run.memory import MODEL_PRICES, ModelGateway, model_cost, parse_memory_server, price_of
 from ledger import Ledger, SweclError
 from ledger.events import MemoryModelCalled
-from tests.fake_openai_compat import DIMENSIONS, embed, fake_openai_compat
+from tests.fake_openai_compat import embed, fake_openai_compat
 
 openai = pytest.importorskip("openai")
 KEY = "sk-test-gateway-0123456789abcdef"
@@ -36,8 +37,17 @@ def test_the_official_client_parses_the_fakes_answers() -> None:
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "ok: a b c"
         assert chunks[-1].usage.completion_tokens == 4 and not chunks[-1].choices
         emb = client.embeddings.create(model="text-embedding-3-small", input=["one two", "one two"])
-        assert len(emb.data[0].embedding) == DIMENSIONS and emb.data[0].embedding == emb.data[1].embedding
-        assert emb.data[0].embedding == embed("one two") and emb.usage.prompt_tokens == 4
+        assert len(emb.data[0].embedding) == 1536 and emb.data[0].embedding == emb.data[1].embedding  # the API's length
+        assert emb.data[0].embedding == embed("one two", 1536) and emb.usage.prompt_tokens == 4
+        short = client.embeddings.create(model="text-embedding-3-small", input="one two", dimensions=64)
+        assert short.data[0].embedding == embed("one two", 64)
+        extraction = client.chat.completions.create(  # JSON mode: mem0's extraction prompt, as mem0 sends it
+            model="gpt-4.1-nano", response_format={"type": "json_object"},
+            messages=[{"role": "system", "content": "You are a Memory Extractor"},
+                      {"role": "user", "content": "## Existing Memories\n[]\n\n## New Messages\nuser: Fixed the "
+                                                  "parser.\nIt needed a guard.\n\n## Observation Date\n2026-12-02"}])
+        assert json.loads(extraction.choices[0].message.content) == {"memory": [
+            {"id": "0", "text": "Fixed the parser."}, {"id": "1", "text": "It needed a guard."}]}
         with pytest.raises(urllib.error.HTTPError) as caught:  # no key: the API's own 401
             urllib.request.urlopen(urllib.request.Request(url + "/embeddings", data=b'{"input": "x"}'), timeout=10)
         assert caught.value.code == 401

@@ -44,7 +44,7 @@ def _memory_config(results: Path) -> dict[str, Any]:
 def test_the_presets_are_pinned_to_the_versions_the_tests_install() -> None:
     assert PRESETS["server-memory"].version == SERVER_MEMORY_VERSION
     assert PRESETS["basic-memory"].version == BASIC_MEMORY_VERSION
-    assert all(p.tested == (p.name in ("server-memory", "basic-memory")) for p in PRESETS.values())
+    assert all(p.tested == (p.name in ("server-memory", "basic-memory", "mem0")) for p in PRESETS.values())
 
 
 # -- presets, end to end --------------------------------------------------------------------
@@ -115,10 +115,13 @@ def test_a_flag_beside_a_preset_wins_and_what_it_needs_is_asked_for_in_one_line(
         ["MEMORY_FILE_PATH"]
     (snapshot,) = _payloads(results, "memory.provider.snapshot")
     assert [f["path"] for f in snapshot["files"]] == ["other.jsonl"]
-    for args, says in ((("--memory-server", "mem0"), "--memory-server mem0 needs --memory-env MEM0_API_KEY=VALUE"),
-                       (("--memory-server", "mem0", "--memory-env", "MEM0_API_KEY=k"),
-                        "no mem0-mcp-server installed (on PATH or $SWECL_MEM0_BIN)")):
-        proc = swecl(tmp_path / "refused", "run", *plan, *args, cache=cache, check=False)
+    for args, says in ((("--memory-server", "mem0"), "--memory-server mem0 needs --memory-env OPENAI_API_KEY=VALUE"),
+                       (("--memory-server", "mem0", "--memory-env", "OPENAI_API_KEY=k"),
+                        "no Python with mem0ai given ($SWECL_MEM0_PYTHON)"),
+                       (("--memory-server", "mem0-platform", "--memory-env", "MEM0_API_KEY=k"),
+                        "no mem0-mcp-server installed (on PATH or $SWECL_MEM0_PLATFORM_BIN)")):
+        proc = swecl(tmp_path / "refused", "run", *plan, *args, cache=cache, check=False,
+                     env={"SWECL_MEM0_PYTHON": ""})
         assert proc.returncode == 2 and says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
         assert not (tmp_path / "refused" / "ledger.db").exists()
 
@@ -220,7 +223,8 @@ def test_swecl_memory_servers_lists_the_presets_as_a_table_and_as_json(tmp_path:
     assert lines[0].split() == ["name", "version", "tested", "needs", "recall", "write"]
     rows = {line.split()[0]: line.split() for line in lines if not line.startswith(" ")}
     assert rows["server-memory"][1:] == [SERVER_MEMORY_VERSION, "yes", "-", "search_nodes", "create_entities"]
-    assert rows["mem0"][1:4] == ["0.2.1", "no", "MEM0_API_KEY"]
+    assert rows["mem0"][1:4] == ["2.2.1", "yes", "OPENAI_API_KEY"]
+    assert rows["mem0-platform"][1:4] == ["0.2.1", "no", "MEM0_API_KEY"]
     assert all(len(line) <= 100 for line in lines)
     listed = json.loads(swecl_here(tmp_path, "memory", "servers", "--json", cache=cache).stdout)
     assert [p["name"] for p in listed] == list(PRESETS)

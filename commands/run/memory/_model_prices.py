@@ -1,6 +1,7 @@
 """What a memory server's model calls cost: list prices of common OpenAI models, in USD
 per million tokens (input, output), as OpenAI published them (standard tier, no batch or
-cache discount) when this table was written (2025-06). A price changes; the table is
+cache discount) when this table was written (2025-06; the GPT-5 family as published at its
+release, 2025-08: mem0's default extraction model is `gpt-5-mini`). A price changes; the table is
 swecl's and named in docs/design.md (`memory.model.called.cost_usd`), so a recorded cost
 says which prices it used: the model as the request named it, this table.
 
@@ -16,6 +17,9 @@ __all__ = ["MODEL_PRICES", "model_cost", "price_of"]
 
 # model -> (USD per 1M input tokens, USD per 1M output tokens); embeddings bill input only.
 MODEL_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
     "gpt-4.1": (2.00, 8.00),
     "gpt-4.1-mini": (0.40, 1.60),
     "gpt-4.1-nano": (0.10, 0.40),

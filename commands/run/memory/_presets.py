@@ -63,15 +63,29 @@ class Preset:
     model_endpoint: str | None = None  # the upstream model API the model gateway forwards to
     allow_hosts: tuple[str, ...] = ()  # what the server itself must reach
     notes: str = ""
+    # A program swecl ships (`bridges/`), run by the install's Python (`bin_env` names that
+    # Python; never one found on PATH, which may lack the package): for a memory library
+    # whose makers publish no MCP server of it. `extra`: what it needs beside `package`.
+    script: str | None = None
+    extra: tuple[str, ...] = ()
 
     @property
     def install(self) -> str:
         """How a user installs it where a confined server can run it."""
+        if self.script:
+            packages = " ".join([f"{self.package}=={self.version}", *self.extra])
+            return (f"uv venv DIR && uv pip install --python DIR/bin/python {packages}, "
+                    f"then {self.bin_env}=DIR/bin/python")
         if self.source == "npm":
             return f"npm install -g {self.package}@{self.version}"
         python = f" --python {self.python}" if self.python else ""
         return f"uv tool install{python} {self.package}=={self.version}"
 
+
+BRIDGES = Path(__file__).resolve().parent / "bridges"
+_MEM0 = str(BRIDGES / "mem0_mcp.py")
+_MEM0_VERSION = "2.2.1"
+_MEM0_MCP = "mcp==2.3.0"
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset(
@@ -99,9 +113,23 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         write_args=json.dumps({"title": "{instance_id}", "directory": "swecl", "content": LESSON_TEMPLATE}),
         tested=True),
     Preset(
-        name="mem0", about="Mem0's platform memory (an LLM extracts facts; hosted)", source="pypi",
-        package="mem0-mcp-server", version="0.2.1", executable="mem0-mcp-server", args=(),
-        launcher=("uvx", "--from", "mem0-mcp-server==0.2.1", "mem0-mcp-server"), bin_env="SWECL_MEM0_BIN",
+        name="mem0", about="mem0's open-source memory (an LLM extracts memories; Qdrant embedded)", source="pypi",
+        package="mem0ai", version=_MEM0_VERSION, executable="python", args=(_MEM0,),
+        launcher=("uv", "run", "--no-project", "--quiet", "--with", f"mem0ai=={_MEM0_VERSION}", "--with", _MEM0_MCP,
+                  "python", _MEM0), bin_env="SWECL_MEM0_PYTHON", script=_MEM0, extra=(_MEM0_MCP,),
+        # Its vector store, history and home in the snapshotted folder; no telemetry; every
+        # model call (extraction, embeddings) through the recording gateway.
+        env=(("MEM0_DATA", "{data}/mem0"), ("MEM0_DIR", "{data}/mem0-home"), ("MEM0_TELEMETRY", "false"),
+             ("OPENAI_BASE_URL", "{model_gateway}")),
+        recall_tool="search_memories", recall_args='{"query": "{query}"}',
+        write_tool="add_memory", write_args=json.dumps({"text": LESSON_TEMPLATE}),
+        needs=("OPENAI_API_KEY",), model_endpoint="https://api.openai.com/v1", tested=True,
+        notes="Mem0 publishes MCP servers of its hosted platform only: swecl serves the mem0ai library "
+              "(commands/run/memory/bridges/mem0_mcp.py)"),
+    Preset(
+        name="mem0-platform", about="Mem0's hosted platform (its MCP server; memory and model calls at Mem0)",
+        source="pypi", package="mem0-mcp-server", version="0.2.1", executable="mem0-mcp-server", args=(),
+        launcher=("uvx", "--from", "mem0-mcp-server==0.2.1", "mem0-mcp-server"), bin_env="SWECL_MEM0_PLATFORM_BIN",
         env=(("MEM0_DEFAULT_USER_ID", "swecl"),),
         recall_tool="search_memories", recall_args='{"query": "{query}"}',
         # The lesson rides in metadata: the text goes through Mem0's fact extraction.
@@ -143,18 +171,25 @@ def installed_version(preset: Preset, binary: str) -> str | None:
                 return str(meta.get("version") or "") or None
         return None
     dist = re.sub(r"[-_.]+", "_", preset.package).lower()
-    for found in sorted(path.parent.parent.glob(f"lib/python*/site-packages/{dist}-*.dist-info")):
-        return found.name[len(dist) + 1:].removesuffix(".dist-info")
+    # A script preset's binary is a venv's python, a link to the interpreter it was made
+    # from: the venv is where the link is, not where it leads.
+    for venv in (Path(binary).absolute().parent.parent, path.parent.parent):
+        for found in sorted(venv.glob(f"lib/python*/site-packages/{dist}-*.dist-info")):
+            return found.name[len(dist) + 1:].removesuffix(".dist-info")
     return None
 
 
 def _command(preset: Preset, confined: bool, environ: dict[str, str]) -> tuple[tuple[str, ...], str, str | None]:
     """The preset's command line, where it came from, and the version it runs."""
     given = environ.get(preset.bin_env)
-    binary = given or shutil.which(preset.executable, path=environ.get("PATH"))
+    binary = given or (None if preset.script else shutil.which(preset.executable, path=environ.get("PATH")))
     if binary:
         found = installed_version(preset, binary)
         return (binary, *preset.args), f"${preset.bin_env}" if given else "PATH", found
+    if confined and preset.script:
+        raise SweclError(f"--memory-server {preset.name}: no Python with {preset.package} given "
+                         f"(${preset.bin_env}), and the sandbox lets the server fetch nothing: {preset.install}, "
+                         "or --sandbox none")
     if confined:
         raise SweclError(f"--memory-server {preset.name}: no {preset.executable} installed (on PATH or "
                          f"${preset.bin_env}), and the sandbox lets the server fetch nothing: `{preset.install}`, "

@@ -90,7 +90,7 @@ class StdioServer:
             argv, env = self._behind_egress(argv, env, doors)
         elif self.sandbox is not None:
             argv, env = self.sandbox.wrap(argv, cwd=self.data_dir, env=env, writable=[self.data_dir.parent],
-                                          network=self.network, exposed=True)
+                                          readable=named_files(argv), network=self.network, exposed=True)
         return [self._program(argv[0], env), *argv[1:]], env
 
     def _program(self, name: str, env: dict[str, str]) -> str:
@@ -112,7 +112,8 @@ class StdioServer:
         rules = EgressRules([self.model_gateway] if self.model_gateway else [], self.allow_hosts)
         proxy = doors.enter_context(EgressProxy(rules, self.egress, door))
         return self.sandbox.wrap(proxy.launcher_argv([exe, *argv[1:]]), cwd=self.data_dir, env=env,
-                                 writable=[self.data_dir.parent], readable=[door], network=False, programs=[exe],
+                                 writable=[self.data_dir.parent], readable=[door, *named_files(argv)],
+                                 network=False, programs=[exe],
                                  exposed=True)
 
     async def _start(self, argv: list[str], env: dict[str, str], log: IO[bytes]) -> Any:
@@ -184,3 +185,11 @@ class StdioServer:
         # `_server_host._load_sdk`).
         with contextlib.suppress(Exception), anyio.move_on_after(5):
             await process.aclose()
+
+
+def named_files(argv: list[str]) -> list[str]:
+    """The files the command line names by absolute path after its program (a script the
+    program runs: `python /opt/mem0_mcp.py`, `node /srv/server/index.js`): shown read-only
+    to a confined server, which otherwise sees its program's install only. The file alone,
+    not its folder: what lies beside it stays unseen."""
+    return [arg for arg in argv[1:] if os.path.isabs(arg) and os.path.isfile(arg)]
