@@ -130,8 +130,6 @@ def preset_lines(presets: list[dict[str, Any]], width: int) -> list[str]:
         about = f"{p['about']}; {p['source']} {p['package']}; install: {p['install']}"
         if p["python"]:
             about += f"; Python {p['python']} or newer"
-        if p["remote"]:
-            about += "; its memory lives in the service (not in the snapshots)"
         if p["notes"]:
             about += f"; {p['notes']}"
         if p["model_endpoint"]:

@@ -118,8 +118,8 @@ def test_a_flag_beside_a_preset_wins_and_what_it_needs_is_asked_for_in_one_line(
     for args, says in ((("--memory-server", "mem0"), "--memory-server mem0 needs --memory-env OPENAI_API_KEY=VALUE"),
                        (("--memory-server", "mem0", "--memory-env", "OPENAI_API_KEY=k"),
                         "no Python with mem0ai given ($SWECL_MEM0_PYTHON)"),
-                       (("--memory-server", "mem0-platform", "--memory-env", "MEM0_API_KEY=k"),
-                        "no mem0-mcp-server installed (on PATH or $SWECL_MEM0_PLATFORM_BIN)")):
+                       (("--memory-server", "cognee", "--memory-env", "LLM_API_KEY=k"),
+                        "no cognee-mcp installed (on PATH or $SWECL_COGNEE_BIN)")):
         proc = swecl(tmp_path / "refused", "run", *plan, *args, cache=cache, check=False,
                      env={"SWECL_MEM0_PYTHON": ""})
         assert proc.returncode == 2 and says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
@@ -224,7 +224,6 @@ def test_swecl_memory_servers_lists_the_presets_as_a_table_and_as_json(tmp_path:
     rows = {line.split()[0]: line.split() for line in lines if not line.startswith(" ")}
     assert rows["server-memory"][1:] == [SERVER_MEMORY_VERSION, "yes", "-", "search_nodes", "create_entities"]
     assert rows["mem0"][1:4] == ["2.2.1", "yes", "OPENAI_API_KEY"]
-    assert rows["mem0-platform"][1:4] == ["0.2.1", "no", "MEM0_API_KEY"]
     assert all(len(line) <= 100 for line in lines)
     listed = json.loads(swecl_here(tmp_path, "memory", "servers", "--json", cache=cache).stdout)
     assert [p["name"] for p in listed] == list(PRESETS)

@@ -58,7 +58,6 @@ class Preset:
     write_args: str | None = None
     python: str | None = None  # the oldest Python it runs on, when newer than swecl's own
     tested: bool = False  # run end to end by swecl's tests at `version`
-    remote: bool = False  # keeps its memory elsewhere: the snapshots of {data} hold none of it
     needs: tuple[str, ...] = ()  # variables the user must give with --memory-env (keys)
     model_endpoint: str | None = None  # the upstream model API the model gateway forwards to
     allow_hosts: tuple[str, ...] = ()  # what the server itself must reach
@@ -126,17 +125,6 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         needs=("OPENAI_API_KEY",), model_endpoint="https://api.openai.com/v1", tested=True,
         notes="Mem0 publishes MCP servers of its hosted platform only: swecl serves the mem0ai library "
               "(commands/run/memory/bridges/mem0_mcp.py)"),
-    Preset(
-        name="mem0-platform", about="Mem0's hosted platform (its MCP server; memory and model calls at Mem0)",
-        source="pypi", package="mem0-mcp-server", version="0.2.1", executable="mem0-mcp-server", args=(),
-        launcher=("uvx", "--from", "mem0-mcp-server==0.2.1", "mem0-mcp-server"), bin_env="SWECL_MEM0_PLATFORM_BIN",
-        env=(("MEM0_DEFAULT_USER_ID", "swecl"),),
-        recall_tool="search_memories", recall_args='{"query": "{query}"}',
-        # The lesson rides in metadata: the text goes through Mem0's fact extraction.
-        write_tool="add_memory", write_args=json.dumps({"text": "{summary}", "metadata": {"swecl_lesson": "{lesson}"}}),
-        # Hosted: its model calls happen at Mem0, beyond the gateway; the server reaches only its API.
-        remote=True, needs=("MEM0_API_KEY",), allow_hosts=("api.mem0.ai",),
-        notes="mem0ai 2.2.1's client takes no host from the environment: it reaches api.mem0.ai only"),
     Preset(
         name="cognee", about="cognee's knowledge graph and vectors (an LLM cognifies)", source="pypi",
         package="cognee-mcp", version="0.5.7", executable="cognee-mcp", args=(),
@@ -239,6 +227,6 @@ def presets_document() -> list[dict[str, Any]]:
         "tested": p.tested, "install": p.install, "command": list(p.launcher), "installed_command": [p.executable, *p.args],
         "bin_env": p.bin_env, "python": p.python, "env": dict(p.env), "needs": list(p.needs),
         "recall_tool": p.recall_tool, "recall_args": p.recall_args, "write_tool": p.write_tool,
-        "write_args": p.write_args, "remote": p.remote, "model_endpoint": p.model_endpoint,
+        "write_args": p.write_args, "model_endpoint": p.model_endpoint,
         "allow_hosts": list(p.allow_hosts), "notes": p.notes,
     } for p in PRESETS.values()]
