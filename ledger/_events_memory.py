@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from ._event_base import PASS, Event
+from ._events_run import EgressConnection
 
 
 # --- memory ----------------------------------------------------------------------------
@@ -223,7 +224,10 @@ class ProviderCalled(Event, tag="memory.provider.called", kw_only=True):
     arguments; the result's text contents joined by newlines); `structured` the
     structured content when the tool gave one. `is_error` is the tool's own error
     answer; `error` an infrastructure failure (crash, hang, garbage, gone): the task's
-    outcome is then the harness's, never the agent's."""
+    outcome is then the harness's, never the agent's. `egress`: the connections a confined
+    server behind the egress proxy (a model gateway, `--memory-allow-host`) asked for that
+    ended since its previous call (those of its start with its first call), allowed or
+    refused: where else it tried to go."""
 
     sequence_id: str
     instance_id: str
@@ -240,6 +244,7 @@ class ProviderCalled(Event, tag="memory.provider.called", kw_only=True):
     failure: str | None = None  # crashed | timeout | garbage | unavailable (with `error`)
     duration_s: float = 0.0
     via: str = "agent"
+    egress: list[EgressConnection] = msgspec.field(default_factory=list)
 
 
 class SnapshotChunk(msgspec.Struct, frozen=True, array_like=True):

@@ -32,7 +32,7 @@ KEY = "sk-test-memorymodel-5f3c9a1e7b2d4c6f8a0b"
 # Given inline (-c): a confined server sees no file under /tmp, where the test's files are.
 # `direct`: whether it can open a connection to the API itself, past the gateway.
 MODEL_SERVER = textwrap.dedent('''
-    import json, math, os, socket
+    import json, math, os, socket, urllib.request
     from pathlib import Path
     from mcp.server.mcpserver import MCPServer
     from openai import OpenAI
@@ -52,6 +52,13 @@ MODEL_SERVER = textwrap.dedent('''
         except OSError:
             return "direct=blocked"
 
+    def elsewhere():  # as a telemetry client would: through the proxy the environment names
+        try:
+            urllib.request.urlopen("http://telemetry.example.com/ping", timeout=5).close()
+            return "elsewhere=reached"
+        except OSError:
+            return "elsewhere=refused"
+
     async def remember(text: str) -> str:
         summary = client.chat.completions.create(
             model="gpt-4o-mini", messages=[{"role": "user", "content": "summarise " + text[:200]}])
@@ -62,7 +69,7 @@ MODEL_SERVER = textwrap.dedent('''
         with notes.open("a") as fh:
             fh.write(json.dumps({"text": text, "vector": vector(text), "summary": summary.choices[0].message.content,
                                  "tags": tags}) + "\\n")
-        return "ok " + direct()
+        return "ok " + direct() + " " + elsewhere()
 
     async def search(query: str) -> str:
         q = vector(query)
@@ -129,7 +136,13 @@ def test_a_confined_server_reaches_its_api_only_through_the_gateway(model_run: t
     assert len(writes) == TASKS
     with Ledger.open(results / "ledger.db", readonly=True) as led:
         texts = [led.get_blob(w["result"]) for w in writes]
-    assert texts == [b"ok direct=blocked"] * TASKS
+    assert texts == [b"ok direct=blocked elsewhere=refused"] * TASKS
+    # Where else it tried to go is on the call: refused by the proxy, with the host it named.
+    for write in writes:
+        refused = [(c["host"], c["port"]) for c in write["egress"] if not c["allowed"]]
+        assert refused == [("telemetry.example.com", 80)]
+    assert all(c["allowed"] for p in _payloads(results, "memory.provider.called") if p["via"] == "recall"
+               for c in p["egress"])
 
 
 def test_metrics_show_the_agents_and_the_memorys_spend_apart_and_together(

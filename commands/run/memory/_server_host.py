@@ -121,6 +121,7 @@ class ServerHost:
         self.info: ServerInfo | None = None
         self.failures: list[ServerFailure] = []
         self.calls = 0
+        self._egress_seen = 0  # how many of the egress proxy's connections are recorded
         # A URL server is the user's to run: no process of swecl's.
         self._stdio = None if spec.url is not None else StdioServer(
             spec, self.data_dir, self.log_path, environ=environ, sandbox=sandbox if self.confined else None,
@@ -385,9 +386,19 @@ class ServerHost:
         if self.model_recorder is not None:
             self.model_recorder.record(event, [])
 
+    def _new_connections(self) -> list[Any]:
+        """The confined server's egress connections that ended since the last call recorded."""
+        egress = self._stdio.egress if self._stdio is not None else None
+        if egress is None:
+            return []
+        ended = list(egress.connections[self._egress_seen:])  # the proxy's threads only append
+        self._egress_seen += len(ended)
+        return ended
+
     def _record_call(self, context: CallContext, number: int, tool: str, arguments: Any, result: dict[str, Any],
                      failure: ServerFailure | None, duration: float) -> None:
         if self.recorder is None:
             return
-        event, blobs = called_event(context, number, tool, arguments, result, failure, duration, self._scrubber)
+        event, blobs = called_event(context, number, tool, arguments, result, failure, duration, self._scrubber,
+                                    self._new_connections())
         self.recorder.record(event, blobs)

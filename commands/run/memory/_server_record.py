@@ -110,7 +110,8 @@ def started_event(spec: ServerSpec, info: ServerInfo, *, sequence_id: str, scrub
 
 
 def called_event(context: CallContext, number: int, tool: str, arguments: Any, result: dict[str, Any],
-                 failure: ServerFailure | None, duration: float, scrubber: Scrubber) -> tuple[Event, list[bytes]]:
+                 failure: ServerFailure | None, duration: float, scrubber: Scrubber,
+                 egress: Sequence[Any] = ()) -> tuple[Event, list[bytes]]:
     """One call as recorded: its arguments, result text and structured result as scrubbed
     blobs. `is_error` is the server's own error answer; a failure is `failure`'s kind."""
     blobs: list[bytes] = []
@@ -129,6 +130,6 @@ def called_event(context: CallContext, number: int, tool: str, arguments: Any, r
         structured=None if structured is None else blob(json.dumps(structured, ensure_ascii=False, sort_keys=True)),
         is_error=bool(result.get("isError")) and failure is None,
         error=None if failure is None else failure.message, failure=None if failure is None else failure.kind,
-        duration_s=round(duration, 6), via=context.via,
+        duration_s=round(duration, 6), via=context.via, egress=list(egress),
     )
     return event, blobs
