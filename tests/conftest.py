@@ -57,6 +57,7 @@ SLOWEST_FIRST = (
     "tests/leaderboard/test_leaderboard.py",  # 25 s
     "tests/bundle/test_leaderboard.py",  # 22 s
     "tests/run/test_memory_server_presets.py",  # 17 s
+    "tests/run/test_memory_server_mem0.py",  # 40 s (mem0ai's install from PyPI, once)
     "tests/bundle/test_bundle.py",  # 15 s
     "tests/agents/test_cli_agents_shared.py",  # 100 s
     "tests/graders/test_env_install.py",  # 92 s
