@@ -57,6 +57,7 @@ SLOWEST_FIRST = (
     "tests/leaderboard/test_leaderboard.py",  # 25 s
     "tests/bundle/test_leaderboard.py",  # 22 s
     "tests/run/test_memory_server_presets.py",  # 17 s
+    "tests/run/test_memory_server_cognee.py",  # 45 s (and cognee's install from PyPI, once)
     "tests/run/test_memory_server_mem0.py",  # 40 s (mem0ai's install from PyPI, once)
     "tests/bundle/test_bundle.py",  # 15 s
     "tests/agents/test_cli_agents_shared.py",  # 100 s

@@ -6,7 +6,9 @@ cognee, graphiti call one): `POST /v1/chat/completions`, whole or streamed, and
   (`ok: ...`). In JSON mode (`response_format` `json_object`) the answer is the JSON the
   prompt asks for, as a model would give it: mem0's extraction prompt (its `## New
   Messages` section, answered `{"memory": [{"id", "text"}]}`) gets one memory per line of
-  the new messages (their `user: ` prefix off, at most `MEMORIES`); any other, `{}`. Usage from a word count: prompt tokens = words of every message + 3 per
+  the new messages (their `user: ` prefix off, at most `MEMORIES`); any other, `{}`. A
+  `json_schema` response format (cognee's) gets an instance of the schema
+  (`tests.fake_structured`). Usage from a word count: prompt tokens = words of every message + 3 per
   message, completion tokens = the answer's words. Streamed (`"stream": true`): server-sent
   events of `chat.completion.chunk`s (role, then the words, then `finish_reason`), a last
   chunk with empty `choices` and the `usage` when `stream_options.include_usage` asks for
@@ -35,6 +37,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fake_structured import structured_answer
 
 __all__ = ["DIMENSIONS", "FakeOpenAICompat", "chat_usage", "dimensions_of", "embed", "fake_openai_compat"]
 
@@ -105,7 +109,9 @@ class FakeOpenAICompat:
         last = next((_content(m) for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "user"), "")
         response_format = body.get("response_format")
         json_mode = isinstance(response_format, dict) and response_format.get("type") == "json_object"
-        answer = json_answer(messages) if json_mode else "ok: " + " ".join(last.split()[:8])
+        structured = structured_answer(body)  # a json_schema response format: an instance of the schema
+        answer = structured if structured is not None else json_answer(messages) if json_mode else \
+            "ok: " + " ".join(last.split()[:8])
         return answer, chat_usage(messages, answer)
 
     def handler(self) -> type[BaseHTTPRequestHandler]:

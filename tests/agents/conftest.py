@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -238,7 +239,7 @@ def _pypi_installed(binary: Path, package: str, version: str) -> bool:
 
 
 def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: str = sys.executable,
-             imports: tuple[str, ...] = (), extra: tuple[str, ...] = ()) -> str:
+             imports: tuple[str, ...] = (), extra: tuple[str, ...] = (), no_deps: bool = False) -> str:
     """The real `command` CLI of PyPI `package`@`version` ($`env_var`: another install),
     installed once with uv into a cached venv of `python` (`$SWECL_PYPI_CACHE`, else
     `.dev/pypi`) and reused by every later session. No PyPI: the test is skipped, loudly.
@@ -249,14 +250,16 @@ def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: 
     (PYTHONPYCACHEPREFIX, conftest, which it drops), so a large package would otherwise
     compile at every start. Not uv's `--compile-bytecode`: compiling every module of the
     package and its dependencies cost more CPU (basic-memory's: 24 s) than all the starts
-    of the tests. `extra`: requirements installed beside it (in the venv's name too)."""
+    of the tests. `extra`: requirements installed beside it (in the venv's name too);
+    `no_deps`: `extra` stands for the package's own requirements, which are not installed."""
     explicit = os.environ.get(env_var)
     if explicit:
         return explicit
     from graders._interpreters import uv_bin
 
     root = Path(os.environ.get("SWECL_PYPI_CACHE") or REPO_ROOT / ".dev" / "pypi")
-    prefix = root / "+".join([f"{package}-{version}", *extra])
+    extras = "+" + hashlib.sha256("\n".join(extra).encode()).hexdigest()[:10] if extra else ""
+    prefix = root / f"{package}-{version}{extras}"
     binary = prefix / "bin" / command
     warmed = prefix / ".swecl-warm"  # the imports' bytecode is in the venv (see above)
     if _pypi_installed(binary, package, version) and (warmed.exists() or not imports):
@@ -271,9 +274,11 @@ def pypi_cli(package: str, version: str, command: str, env_var: str, *, python: 
             # Built in place (a venv's scripts name its path, so it cannot be renamed): a
             # half-built one of an interrupted session fails the check and is built again.
             shutil.rmtree(prefix, ignore_errors=True)
+            pip = [uv_bin(), "pip", "install", "--quiet", "--python", str(prefix / "bin" / "python")]
+            installs = [[*pip, *extra], [*pip, "--no-deps", f"{package}=={version}"]] if no_deps else \
+                [[*pip, f"{package}=={version}", *extra]]
             for argv in ([uv_bin(), "venv", "--quiet", "--no-python-downloads", "--python", python, str(prefix)],
-                         [uv_bin(), "pip", "install", "--quiet", "--python",
-                          str(prefix / "bin" / "python"), f"{package}=={version}", *extra]):
+                         *installs):
                 try:
                     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env,
                                           stdin=subprocess.DEVNULL)
@@ -320,6 +325,23 @@ def mem0_python() -> str:
     return pypi_cli("mem0ai", MEM0_VERSION, "python", "SWECL_MEM0_PYTHON", extra=(MEM0_MCP,),
                     imports=("mem0", "mem0.memory.main", "mem0.vector_stores.qdrant", "mem0.llms.openai",
                              "mem0.embeddings.openai", "qdrant_client", "openai", "mcp.server.mcpserver"))
+
+
+# --- cognee-mcp from PyPI, without torch ---------------------------------------------------
+
+COGNEE_MCP_VERSION = "0.5.7"  # the cognee-mcp whose tools (remember, recall) the preset calls
+
+
+@pytest.fixture(scope="session")
+def cognee_bin() -> str:
+    """The real `cognee-mcp` of COGNEE_MCP_VERSION ($SWECL_COGNEE_BIN: another install), with
+    cognee and its requirements but not torch, which its tools never import (the preset's
+    own install recipe: 1.3 GB rather than 7)."""
+    from commands.run.memory import PRESETS
+
+    preset = PRESETS["cognee"]
+    return pypi_cli("cognee-mcp", COGNEE_MCP_VERSION, "cognee-mcp", "SWECL_COGNEE_BIN", extra=preset.extra,
+                    no_deps=True, imports=("src.server", "cognee", "litellm", "lancedb"))
 
 
 # --- basic-memory from PyPI ---------------------------------------------------------------

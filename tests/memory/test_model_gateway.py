@@ -26,6 +26,36 @@ def _client(base_url: str) -> Any:
     return openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0, timeout=20)
 
 
+def test_the_official_client_parses_the_fakes_json_schema_answers_into_its_models() -> None:
+    from pydantic import BaseModel
+
+    class Node(BaseModel):
+        id: str
+        name: str
+        type: str
+        description: str
+
+    class Edge(BaseModel):
+        source_node_id: str
+        target_node_id: str
+        relationship_name: str
+        note: str | None
+
+    class KnowledgeGraph(BaseModel):  # the shape of cognee's: $defs, $ref, a nullable field
+        nodes: list[Node]
+        edges: list[Edge]
+
+    with fake_openai_compat() as (_fake, url):
+        parsed = _client(url).beta.chat.completions.parse(
+            model="gpt-4o-mini", response_format=KnowledgeGraph,
+            messages=[{"role": "user", "content": "spans#1 fixed Interval.overlaps\nfor touching spans"}])
+        graph = parsed.choices[0].message.parsed
+        assert isinstance(graph, KnowledgeGraph) and parsed.usage is not None and parsed.usage.completion_tokens
+        (node,), (edge,) = graph.nodes, graph.edges
+        assert node.name == "spans#1 fixed Interval.overlaps" and "touching spans" in node.description
+        assert edge.source_node_id == edge.target_node_id == node.id and edge.note is None
+
+
 def test_the_official_client_parses_the_fakes_answers() -> None:
     with fake_openai_compat() as (fake, url):
         client = _client(url)

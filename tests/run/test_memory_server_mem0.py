@@ -22,7 +22,6 @@ import pytest
 
 from commands import Experiment
 from commands.run.memory import PRESETS
-from ledger import Ledger
 from tests.agents.conftest import (  # noqa: F401  (the session fixtures: the PyPI and npm installs)
     MEM0_MCP, MEM0_VERSION, mem0_python, server_memory_bin,
 )

@@ -67,17 +67,28 @@ class Preset:
     # whose makers publish no MCP server of it. `extra`: what it needs beside `package`.
     script: str | None = None
     extra: tuple[str, ...] = ()
+    # `package` installed without its own requirements, `extra` standing for them: a
+    # requirement the server never imports (cognee-mcp names torch: 6 GB) left out.
+    no_deps: bool = False
+    # Variables whose value is a path inside the install's venv (a glob), set when an
+    # install is used: cognee's tokenizer reads litellm's bundled encodings, offline.
+    install_env: tuple[tuple[str, str], ...] = ()
 
     @property
     def install(self) -> str:
         """How a user installs it where a confined server can run it."""
+        python = f" --python {self.python}" if self.python else ""
         if self.script:
             packages = " ".join([f"{self.package}=={self.version}", *self.extra])
-            return (f"uv venv DIR && uv pip install --python DIR/bin/python {packages}, "
+            return (f"uv venv{python} DIR && uv pip install --python DIR/bin/python {packages}, "
                     f"then {self.bin_env}=DIR/bin/python")
+        if self.no_deps:
+            extra = " ".join(shlex.quote(e) for e in self.extra)
+            return (f"uv venv{python} DIR && uv pip install --python DIR/bin/python {extra} && uv pip install "
+                    f"--python DIR/bin/python --no-deps {self.package}=={self.version}, "
+                    f"then {self.bin_env}=DIR/bin/{self.executable}")
         if self.source == "npm":
             return f"npm install -g {self.package}@{self.version}"
-        python = f" --python {self.python}" if self.python else ""
         return f"uv tool install{python} {self.package}=={self.version}"
 
 
@@ -85,6 +96,10 @@ BRIDGES = Path(__file__).resolve().parent / "bridges"
 _MEM0 = str(BRIDGES / "mem0_mcp.py")
 _MEM0_VERSION = "2.2.1"
 _MEM0_MCP = "mcp==2.3.0"
+_COGNEE_MCP = "0.5.7"
+# cognee-mcp 0.5.7's requirements but torch (and cognee's docs, neo4j, postgres extras)
+_COGNEE_REQUIRES = ("cognee==1.6.5", "fastmcp>=3.4,<4", "mcp>=1.24,<2", "dateparser>=1.2,<2", "httpx>=0.27,<1",
+                    "uv>=0.6.3,<1")
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset(
@@ -127,17 +142,26 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
               "(commands/run/memory/bridges/mem0_mcp.py)"),
     Preset(
         name="cognee", about="cognee's knowledge graph and vectors (an LLM cognifies)", source="pypi",
-        package="cognee-mcp", version="0.5.7", executable="cognee-mcp", args=(),
-        launcher=("uvx", "--from", "cognee-mcp==0.5.7", "cognee-mcp"), bin_env="SWECL_COGNEE_BIN",
+        package="cognee-mcp", version=_COGNEE_MCP, executable="cognee-mcp", args=(),
+        launcher=("uvx", "--from", f"cognee-mcp=={_COGNEE_MCP}", "cognee-mcp"), bin_env="SWECL_COGNEE_BIN",
+        no_deps=True, extra=_COGNEE_REQUIRES,
+        # Its files (SQLite, LanceDB, its graph database) in the snapshotted folder; no
+        # telemetry, no price-list fetch, no session memory (answers would depend on earlier
+        # recalls); the model and the embedder named, both through the recording gateway.
         env=(("DATA_ROOT_DIRECTORY", "{data}/data"), ("SYSTEM_ROOT_DIRECTORY", "{data}/system"),
              ("CACHE_ROOT_DIRECTORY", "{data}/cache"), ("COGNEE_LOGS_DIR", "{data}/logs"),
              ("COGNEE_REPOS_DIR", "{data}/repos"), ("COGNEE_MCP_TOOL_MODE", "minimal"),
-             ("LLM_ENDPOINT", "{model_gateway}"), ("EMBEDDING_ENDPOINT", "{model_gateway}")),
-        recall_tool="recall", recall_args='{"query": "{query}"}',
-        write_tool="remember", write_args=json.dumps({"data": LESSON_TEMPLATE}),
-        # Every model call through the recording gateway (LLM_ENDPOINT, EMBEDDING_ENDPOINT): no host of its own.
-        needs=("LLM_API_KEY",), model_endpoint="https://api.openai.com/v1",
-        notes="Python 3.10 to 3.13; pulls torch (a large install)"),
+             ("TELEMETRY_DISABLED", "1"), ("LITELLM_OFFLINE_MODE", "true"), ("CACHING", "false"),
+             ("LLM_PROVIDER", "openai"), ("LLM_MODEL", "openai/gpt-4o-mini"), ("LLM_ENDPOINT", "{model_gateway}"),
+             ("EMBEDDING_PROVIDER", "openai"), ("EMBEDDING_MODEL", "openai/text-embedding-3-small"),
+             ("EMBEDDING_DIMENSIONS", "1536"), ("EMBEDDING_ENDPOINT", "{model_gateway}")),
+        install_env=(("TIKTOKEN_CACHE_DIR", "lib/python3*/site-packages/litellm/litellm_core_utils/tokenizers"),),
+        # CHUNKS: the stored text as it was written (no model call; the audit attributes
+        # it); its default routes to a graph completion, an answer its LLM writes.
+        recall_tool="recall", recall_args='{"query": "{query}", "search_type": "CHUNKS", "top_k": 5}',
+        write_tool="remember", write_args=json.dumps({"data": LESSON_TEMPLATE, "dataset_name": "swecl"}),
+        needs=("LLM_API_KEY",), model_endpoint="https://api.openai.com/v1", tested=True,
+        notes="cognee-mcp names torch, which its tools never import: installed without it (1.3 GB, not 7)"),
 )}
 
 
@@ -185,6 +209,15 @@ def _command(preset: Preset, confined: bool, environ: dict[str, str]) -> tuple[t
     return preset.launcher, preset.launcher[0], preset.version
 
 
+def _install_env(preset: Preset, binary: str | None) -> list[tuple[str, str]]:
+    """`install_env`'s variables, their globs found in the venv of `binary` (an install)."""
+    if binary is None:
+        return []
+    venv = Path(binary).absolute().parent.parent
+    found = [(name, sorted(venv.glob(pattern))) for name, pattern in preset.install_env]
+    return [(name, str(paths[0])) for name, paths in found if paths]
+
+
 def expand_preset(memory: Any, *, confined: bool, environ: dict[str, str] | None = None) -> tuple[Any, str | None]:
     """`memory` (MemoryOptions) with a preset NAME in `server` made the options it stands
     for (flags given beside it win: a tool, a template, a variable of the same name), and
@@ -198,7 +231,8 @@ def expand_preset(memory: Any, *, confined: bool, environ: dict[str, str] | None
     if missing:
         raise SweclError(f"--memory-server {preset.name} needs --memory-env {missing[0]}=VALUE (never recorded)")
     argv, origin, version = _command(preset, confined, env_vars)
-    env = [f"{k}={v}" for k, v in preset.env if k not in given_names] + list(memory.env)
+    own_env = [*preset.env, *_install_env(preset, argv[0] if origin != preset.launcher[0] else None)]
+    env = [f"{k}={v}" for k, v in own_env if k not in given_names] + list(memory.env)
     replace = msgspec.structs.replace
     # A template goes with its tool: a tool given beside the preset takes the user's
     # template, or none (the write tool's default, if swecl knows one). --memory-agent-only
@@ -228,5 +262,5 @@ def presets_document() -> list[dict[str, Any]]:
         "bin_env": p.bin_env, "python": p.python, "env": dict(p.env), "needs": list(p.needs),
         "recall_tool": p.recall_tool, "recall_args": p.recall_args, "write_tool": p.write_tool,
         "write_args": p.write_args, "model_endpoint": p.model_endpoint,
-        "allow_hosts": list(p.allow_hosts), "notes": p.notes,
+        "allow_hosts": list(p.allow_hosts), "notes": p.notes, "install_env": dict(p.install_env),
     } for p in PRESETS.values()]
