@@ -3,7 +3,7 @@
     python -m bench                 # full run (~ minutes; generated ledgers are cached)
     python -m bench --quick         # scaled down, under a minute (CI smoke)
     python -m bench --json          # {"results": [{name, value, unit, ratio, target, ok}], ...}
-    python -m bench --only replay   # one group: append, rebuild, replay, memory, grading, scheduling
+    python -m bench --only replay   # one group: append, rebuild, replay, memory, grading, scheduling, validation
 
 Results go to `bench/results/latest.json` and `bench/results/SUMMARY.md` (a quick run:
 `bench/results/quick.json`). Generated ledgers are kept in `bench/.cache/` (which ignores
@@ -22,6 +22,13 @@ itself in git), keyed by generator version, sizes and store schema.
 6. `scheduling`: `swecl run --task-jobs N` on the demo matrix with a simulated agent
    whose time dominates: 1 against 2 workers on the order-free passes and on the whole
    matrix, and the matrix with enough workers against its critical path (`_scheduling`).
+
+7. `provider`: a memory server's overhead per call (`_provider`).
+8. `demo`: `swecl run` with no arguments, the demo suite's wall time (`_demo`).
+9. `validation`: a warm `swecl validate` of two real tasks from each of five repositories
+   against the same tasks' test commands run bare in the same environments (target at most
+   1.1 times); skipped without `$SWECL_BENCH_REPO_SOURCES` (a mirror per repository) and
+   the grading rows of `../shared`, and in a quick run (`_validation`).
 
 `bench/soak.py` (a soak test of the runner) is separate and not run by `python -m bench`.
 """

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from . import _append, _demo, _grading, _peak_memory, _provider, _rebuild, _replay, _scheduling
+from . import _append, _demo, _grading, _peak_memory, _provider, _rebuild, _replay, _scheduling, _validation
 from ._core import RESULTS_DIR, Context, Result, document, machine_meta, save, summary_table
 from ._synth import cache_dir
 
@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, Callable[[Context], list[Result]]] = {
     "scheduling": _scheduling.run,
     "provider": _provider.run,
     "demo": _demo.run,
+    "validation": _validation.run,
 }
 """Benchmark groups by name (`--only`), in the order they run."""
 
@@ -32,7 +33,7 @@ BENCHMARKS: dict[str, Callable[[Context], list[Result]]] = {
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
-        description="swecl benchmarks: ledger appends, projection rebuilds, replay, memory, grading, scheduling, memory-server overhead, the demo suite's wall time",
+        description="swecl benchmarks: ledger appends, projection rebuilds, replay, memory, grading, scheduling, memory-server overhead, the demo suite's wall time, a warm validation of real tasks",
     )
     parser.add_argument("--quick", action="store_true", help="scaled-down sizes (CI smoke run, under a minute)")
     parser.add_argument("--json", action="store_true", help='print {"results": [...]} as JSON on stdout')
