@@ -49,6 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from commands import NOOP_PATCH
 from graders.host import Sandbox
 from ledger.sqlite import connect
 
@@ -70,16 +71,6 @@ SAMPLE: dict[str, tuple[str, ...]] = {
 }
 """Two tasks per repository, two versions each (docs/validation.md's sample)."""
 
-# The kind of patch `swecl validate` grades to run the tests without the fix: one new text
-# file (no code changed), as its own no-op patch.
-NOOP_PATCH = (
-    "diff --git a/SWECL_VALIDATION_NOOP.txt b/SWECL_VALIDATION_NOOP.txt\n"
-    "new file mode 100644\n"
-    "--- /dev/null\n"
-    "+++ b/SWECL_VALIDATION_NOOP.txt\n"
-    "@@ -0,0 +1 @@\n"
-    "+a patch that changes no code (swecl validate)\n"
-)
 
 PLUGIN = "swecl_results_channel"
 

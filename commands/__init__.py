@@ -19,6 +19,7 @@ from ledger.lazy import lazy_exports
 
 _EXPORTS = {
     "Experiment": "_experiment",
+    "NOOP_PATCH": "_validate",
     "ExperimentFolder": "_folder",
     "Reading": "_folder",
     "Runs": "_jobs_run",
@@ -35,6 +36,6 @@ if TYPE_CHECKING:
     from ._folder import ExperimentFolder, Reading
     from ._jobs_run import Runs, RunsSummary
     from ._regrade import regrade
-    from ._validate import check_slug, validate
+    from ._validate import NOOP_PATCH, check_slug, validate
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())
