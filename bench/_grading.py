@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,23 @@ def make_repo(root: Path, files: int) -> tuple[Path, list[str]]:
     return root, commits
 
 
+def bare_argv(argv: Sequence[str]) -> list[str]:
+    """The test command as a user types it: without swecl's results plugin (`-p swecl_...`)."""
+    out: list[str] = []
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if arg == "-p" and i + 1 < len(argv) and argv[i + 1].startswith("swecl"):
+            skip = True
+            continue
+        if arg.startswith("-pswecl"):
+            continue
+        out.append(arg)
+    return out
+
+
 def _bare_test_command(ctx: Context, repo: Path, base: str, argv: list[str]) -> float:
     """The grade's own test command run by hand in a plain clone with the fix and the test
     patch: no sandbox, no results plugin, no harness (fastest of 3)."""
@@ -163,9 +181,7 @@ def _bare_test_command(ctx: Context, repo: Path, base: str, argv: list[str]) -> 
     git(["checkout", "--quiet", "--detach", base], cwd=plain)
     for patch in (GOLD, TEST_PATCH):
         git(["apply", "-"], cwd=plain, input=patch.encode())
-    # without swecl's results plugin (`-p swecl_...`): the command as a user types it
-    program = [a for i, a in enumerate(argv)
-               if not (a.startswith("swecl") and argv[i - 1] == "-p") and not (a == "-p" and argv[i + 1].startswith("swecl"))]
+    program = bare_argv(argv)
     times = []
     for _ in range(3):
         t0 = time.perf_counter()

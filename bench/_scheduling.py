@@ -23,15 +23,11 @@ summary it prints are left out. Rows:
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ledger.sqlite import connect
-
 from ._core import Context, Result, ratio_at_least, ratio_at_most
-from .processes import swecl
+from .processes import ledger_rows, swecl
 
 SLEEP_S = 1.0
 QUICK_SLEEP_S = 0.3
@@ -83,25 +79,15 @@ def run(ctx: Context) -> list[Result]:
     ]
 
 
-def _when(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
-
-
 def spans(results: Path) -> dict[str, Any]:
     """From a finished run's ledger: its span (first pass.started to last pass.finished),
     each sequence's initial-pass span, the slowest task of the other passes, the task count."""
-    conn = connect(results / "ledger.db", readonly=True)
-    try:
-        rows = conn.execute("SELECT stream, type, time, payload FROM events WHERE type IN "
-                            "('pass.started', 'pass.finished', 'task.started', 'task.finished') ORDER BY seq").fetchall()
-    finally:
-        conn.close()
+    rows = ledger_rows(results, ("pass.started", "pass.finished", "task.started", "task.finished"))
     marks: list[float] = []
     initial: dict[str, list[float]] = {}
     started: dict[tuple[str, str, int], float] = {}
     free_max, tasks = 0.0, 0
-    for stream, type_, time, payload in rows:
-        p, at = json.loads(payload), _when(time)
+    for stream, type_, at, p in rows:
         if type_.startswith("pass."):
             marks.append(at)
             if p["pass"] == "initial":

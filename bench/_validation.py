@@ -45,16 +45,15 @@ import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from commands import NOOP_PATCH
 from graders.host import Sandbox
-from ledger.sqlite import connect
 
 from ._core import Context, Result
-from .processes import REPO_ROOT, swecl
+from ._grading import bare_argv
+from .processes import ledger_rows, shared_dir, swecl
 
 SOURCES_VAR = "SWECL_BENCH_REPO_SOURCES"
 ROWS_NAME = "SWE-Bench-CL-grading-rows.reconstructed.jsonl"
@@ -76,13 +75,6 @@ PLUGIN = "swecl_results_channel"
 
 
 # -- inputs --------------------------------------------------------------------------------
-
-
-def shared_dir() -> Path | None:
-    """`$SWECL_SHARED`, else `../shared` beside the checkout (as the tests find it)."""
-    explicit = os.environ.get("SWECL_SHARED")
-    candidate = Path(explicit) if explicit else REPO_ROOT.parent / "shared"
-    return candidate if (candidate / "docs" / "DESIGN.md").is_file() else None
 
 
 def repo_sources(text: str | None) -> dict[str, str]:
@@ -135,23 +127,6 @@ def _validation_cache(ctx: Context) -> tuple[Path, bool]:
 
 
 # -- the bare test commands ------------------------------------------------------------------
-
-
-def bare_argv(argv: Sequence[str]) -> list[str]:
-    """The test command as a user types it: without swecl's results plugin (`-p swecl_...`)."""
-    out: list[str] = []
-    skip = False
-    for i, arg in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        if arg == "-p" and i + 1 < len(argv) and argv[i + 1].startswith("swecl"):
-            skip = True
-            continue
-        if arg.startswith("-pswecl"):
-            continue
-        out.append(arg)
-    return out
 
 
 def bare_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -275,31 +250,21 @@ def _check(doc: Any, name: str) -> None:
                            f"no-op not: {'; '.join(wrong)}")
 
 
-def _when(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
-
-
 def ledger_times(results: Path) -> dict[str, dict[str, Any]]:
     """Per task, from a validation's ledger: its grades' phases by kind of patch
     (`grade.finished.timings`) and its busy time by kind (`task.started` to `task.finished`)."""
-    conn = connect(results / "ledger.db", readonly=True)
-    try:
-        rows = conn.execute("SELECT stream, type, time, payload FROM events WHERE type IN "
-                            "('task.started', 'task.finished', 'grade.finished') ORDER BY seq").fetchall()
-    finally:
-        conn.close()
+    rows = ledger_rows(results, ("task.started", "task.finished", "grade.finished"))
     out: dict[str, dict[str, Any]] = {}
     started: dict[tuple[str, str, str, int], float] = {}
-    for stream, type_, at, payload in rows:
-        p = json.loads(payload)
+    for stream, type_, at, p in rows:
         kind = stream.split("/")[1].rsplit("-", 1)[-1]
         iid = p["instance_id"]
         key = (stream, iid, p.get("pass", "initial"), p.get("attempt", 1))
         task = out.setdefault(iid, {"phases": {}, "busy_s": {}})
         if type_ == "task.started":
-            started[key] = _when(at)
+            started[key] = at
         elif type_ == "task.finished" and key in started:
-            task["busy_s"][kind] = round(task["busy_s"].get(kind, 0.0) + _when(at) - started.pop(key), 3)
+            task["busy_s"][kind] = round(task["busy_s"].get(kind, 0.0) + at - started.pop(key), 3)
         elif type_ == "grade.finished":
             task["phases"][kind] = {k: round(v, 3) for k, v in (p.get("timings") or {}).items()}
     return out

@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +253,29 @@ def kill_all(proc: subprocess.Popen[bytes]) -> None:
 
 def _read_only(results: Path) -> Connection:
     return connect(results / "ledger.db", readonly=True)
+
+
+def shared_dir() -> Path | None:
+    """`../shared` beside the checkout (CI always has it), or $SWECL_SHARED."""
+    explicit = os.environ.get("SWECL_SHARED")
+    candidate = Path(explicit) if explicit else REPO_ROOT.parent / "shared"
+    return candidate if (candidate / "docs" / "DESIGN.md").is_file() else None
+
+
+def event_time(text: str) -> float:
+    """An event's recorded `time` (ISO 8601, UTC) as seconds since the epoch."""
+    return datetime.fromisoformat(text).timestamp()
+
+
+def ledger_rows(results: Path, types: Sequence[str]) -> list[tuple[str, str, float, dict[str, Any]]]:
+    """(stream, type, time in seconds, payload) of the events of `types`, in order, read-only."""
+    conn = _read_only(results)
+    try:
+        rows = conn.execute(f"SELECT stream, type, time, payload FROM events WHERE type IN "
+                            f"({', '.join('?' * len(types))}) ORDER BY seq", tuple(types)).fetchall()
+    finally:
+        conn.close()
+    return [(stream, type_, event_time(at), json.loads(payload)) for stream, type_, at, payload in rows]
 
 
 def read_events(results: Path, *, prefix: str | None = None) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.processes import pycache_prefix
+from bench.processes import pycache_prefix, shared_dir
 from graders._bytecode import ENV_PYCACHE
 from tests.atif_check import AtifValidator, harbor_python, uv_binary
 
@@ -115,13 +115,6 @@ SLOWEST_FIRST = (
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {module: i for i, module in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep their order
-
-
-def shared_dir() -> Path | None:
-    """`../shared` beside the checkout (CI always has it), or $SWECL_SHARED."""
-    explicit = os.environ.get("SWECL_SHARED")
-    candidate = Path(explicit) if explicit else REPO_ROOT.parent / "shared"
-    return candidate if (candidate / "docs" / "DESIGN.md").is_file() else None
 
 
 @pytest.fixture(scope="session")

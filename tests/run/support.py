@@ -19,7 +19,7 @@ from tests.inprocess import swecl, swecl_json
 from commands.inputs import demo_benchmark, find_sequence
 from ledger import decode_blob
 
-__all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "a_missing_cli_is_said_before_the_run",
+__all__ = ["INICONF", "REPO_ROOT", "SPANS", "TEXTKIT", "a_missing_cli_is_said_before_the_run", "recalled_lessons",
            "a_plugin_run_recalled_and_was_graded", "builtin_versions_recorded", "comparable", "decided_ids", "demo_tasks",
            "events", "finished_cells", "first_of", "first_tasks",
            "no_secret_in_the_ledger", "no_secret_in_the_results", "run_a_stage", "swecl", "swecl_json",
@@ -211,3 +211,11 @@ def as_of(results: Path, order: int) -> tuple[Any, ...]:
         replayed = replay_state(ledger, "1", order)
         items = {i: (item.status, item.recall_count) for i, item in replayed.memory.items.items()}
         return cells, repr(metrics), leakage_of(ledger, "1", order), items, repr(replayed.metrics)
+
+
+def recalled_lessons(recall: Any) -> list[Any]:
+    """The lines of an audited server recall (`ProviderRecall`) that are swecl lessons, each
+    checked to be attributed to the task whose lesson it is."""
+    lessons = [line for line in recall.lines if line.text.startswith("swecl-lesson ")]
+    assert all(json.loads(line.text.split(" ", 1)[1])["instance_id"] == line.instance_id for line in lessons)
+    return lessons

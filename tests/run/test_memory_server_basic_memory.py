@@ -10,7 +10,6 @@ recalls through `search_notes` and has its lesson written with `write_note`; a r
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest
 from commands import Experiment
 from tests.agents.conftest import basic_memory_bin  # noqa: F401  (the session fixture: the PyPI install)
 
-from .support import REPO_ROOT, SPANS, events, first_of, first_tasks, swecl
+from .support import recalled_lessons, REPO_ROOT, SPANS, events, first_of, first_tasks, swecl
 
 TASKS = 3
 # The server's own update checks and banner off (it has no network in the sandbox anyway);
@@ -123,8 +122,7 @@ def test_audit_attributes_the_returned_notes_to_the_tasks_that_wrote_them(bm_run
     # The server ranks its results: the writes come in the order their lines came.
     assert sorted((w.order, w.instance_id) for w in recall.writes) == [(1, first), (2, second)]
     assert all(not w.flags for w in recall.writes)  # earlier tasks, in order, no test content
-    lessons = [line for line in recall.lines if line.text.startswith("swecl-lesson ")]
+    lessons = recalled_lessons(recall)
     assert sorted(line.instance_id or "" for line in lessons) == sorted([first, second])
-    assert all(json.loads(line.text.split(" ", 1)[1])["instance_id"] == line.instance_id for line in lessons)
     text = swecl(bm_run, "audit", "1", third, "--pass", "initial", "--no-dataset", cache=cache).stdout
     assert f"    {first} (task 1, initial attempt 1): write_note #2 at seq" in text

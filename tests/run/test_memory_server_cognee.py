@@ -14,7 +14,6 @@ demo agent; a real ledger.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from commands.run.memory import PRESETS
 from tests.agents.conftest import COGNEE_MCP_VERSION, cognee_bin  # noqa: F401  (the session fixture: the install)
 from tests.fake_openai_compat import fake_openai_compat
 
-from .support import SPANS, events, first_of, first_tasks, no_secret_in_the_results, swecl
+from .support import recalled_lessons, SPANS, events, first_of, first_tasks, no_secret_in_the_results, swecl
 
 TASKS = 3
 KEY = "sk-test-cogneepreset-7d41a9e2c5b8f036"
@@ -87,9 +86,8 @@ def test_a_later_task_recalls_earlier_lessons_and_the_audit_names_their_writers(
     first, second, third = first_tasks(SPANS, TASKS)
     (recall,) = Experiment(results).audit("1", third, pass_="initial").audit.provider_recalls
     assert {w.instance_id for w in recall.writes} == {first, second}
-    lessons = [line for line in recall.lines if line.text.startswith("swecl-lesson ")]
+    lessons = recalled_lessons(recall)
     assert sorted(line.instance_id or "" for line in lessons) == sorted([first, second])
-    assert all(json.loads(line.text.split(" ", 1)[1])["instance_id"] == line.instance_id for line in lessons)
 
 
 def _files(root: Path) -> dict[str, str]:

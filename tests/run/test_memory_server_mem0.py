@@ -27,7 +27,7 @@ from tests.agents.conftest import (  # noqa: F401  (the session fixtures: the Py
 )
 from tests.fake_openai_compat import fake_openai_compat
 
-from .support import SPANS, events, first_of, first_tasks, no_secret_in_the_results, swecl, swecl_json
+from .support import recalled_lessons, SPANS, events, first_of, first_tasks, no_secret_in_the_results, swecl, swecl_json
 
 pytest.importorskip("openai")
 
@@ -96,9 +96,7 @@ def test_a_later_task_recalls_what_mem0_extracted_and_the_audit_names_its_writer
     (recall,) = Experiment(results).audit("1", third, pass_="initial").audit.provider_recalls
     assert {w.instance_id for w in recall.writes} == {first, second}
     assert recall.unattributed == 0  # each memory mem0 returned is a line of an earlier lesson
-    lessons = [line for line in recall.lines if line.text.startswith("swecl-lesson ")]
-    assert lessons and all(json.loads(line.text.split(" ", 1)[1])["instance_id"] == line.instance_id
-                           for line in lessons)
+    assert recalled_lessons(recall)
 
 
 def _stored(mem0_python: str, data: Path) -> list[str]:
