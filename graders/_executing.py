@@ -38,13 +38,15 @@ from graders._install import (
     install_environment,
     install_fingerprint,
     install_products,
-    installed_slot,
     prepare_worktree,
+    slot_claims,
 )
 from graders._interpreters import PythonNotFound, find_python
 from graders._manifests import pre_install_plan
 from graders._parsers import parse_log, parser_for_repo
-from graders.host import GitError, RepoCache, Sandbox, Worktree, plan_lines, preferred_slot, sandbox_for
+from graders.host import (
+    GitError, RepoCache, Sandbox, Worktree, avoided_slots, plan_lines, preferred_slot, sandbox_for,
+)
 from graders._results_plugin import ResultsChannel, channel_overrides, check_against_channel
 from graders._run import (
     ProcessResult,
@@ -392,10 +394,12 @@ class SwebenchGrader(_ExecutingGrader):
         # The slot the environment's install was made in, tried first: another slot means
         # installing the repository again (tens of seconds for pytest), and which worker
         # grades a task, so which slot it would prefer, changes from task to task.
-        installed = installed_slot(env_path(self.cache_dir, req.repo, str(req.version), spec, interp, era.cutoff),
-                                   self.repos, req.repo) if spec.install else None
+        env_dir = env_path(self.cache_dir, req.repo, str(req.version), spec, interp, era.cutoff)
+        # ... and the slots of the other environments' installs last (their products stay)
+        installed, others = slot_claims(env_dir, self.repos, req.repo) if spec.install else (None, set())
         # with an install, ignored files stay until the env says which are its products
         with (preferred_slot(installed) if installed is not None else contextlib.nullcontext()), \
+                avoided_slots(others), \
                 self.repos.worktree(req.repo, req.base_commit, clean_ignored=not spec.install) as wt:
             notes.add(f"[swecl] worktree {wt.path} (slot {wt.slot})")
             notes.phase(None)

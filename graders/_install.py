@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graders._build_settings import build_settings, build_settings_environment
-from graders._env_info import EnvInfo, record_env_files
+from graders._env_info import FILES, EnvInfo, record_env_files
 from graders._era_deps import project_requirements, self_install_extras
-from graders._install_record import install_key, record_install, restore_install, tracked_state
-from graders._integrity import Manifest, products_manifest, venv_manifest
+from graders._install_record import install_key, record_install, restore_install, switch_install, tracked_state
+from graders._integrity import Manifest, load_manifest, products_manifest, venv_manifest
 from graders._interpreters import uv_bin
 from graders.host import RepoCache, Worktree, git, untracked_files
 from graders._run import LineResult, run_line
@@ -42,6 +42,7 @@ __all__ = [
     "install_products",
     "installed_slot",
     "prepare_worktree",
+    "slot_claims",
     "record_lock",
     "sync_from_lock",
 ]
@@ -135,7 +136,7 @@ def installed_slot(env_dir: Path, repos: RepoCache, repo: str) -> int | None:
     except (OSError, ValueError):
         return None
     where = state.get("worktree") if isinstance(state, dict) else None
-    if not isinstance(where, str):
+    if not isinstance(where, str) or state.get("products_gone"):  # another grade took that slot since
         return None
     name = os.path.basename(where)
     if not re.fullmatch(r"slot-\d+", name):
@@ -144,12 +145,33 @@ def installed_slot(env_dir: Path, repos: RepoCache, repo: str) -> int | None:
     return number if os.fspath(repos.slot_path(repo, number)) == where else None
 
 
+def slot_claims(env_dir: Path, repos: RepoCache, repo: str) -> tuple[int | None, set[int]]:
+    """(the worktree slot holding this environment's install, None when none does; the
+    slots holding the installs of the repository's other environments, under the same
+    `envs/OWNER__NAME/`): a grade tries the first first and the others last. A slot
+    holds the install made there last: an older one's products were removed since."""
+    owner: dict[int, tuple[float, Path]] = {}
+    for state_file in env_dir.parent.parent.glob("*/*/installed.json"):
+        number = installed_slot(state_file.parent, repos, repo)
+        if number is None:
+            continue
+        try:
+            at = float(json.loads(state_file.read_text(encoding="utf-8")).get("at") or 0)
+        except (OSError, ValueError, AttributeError, TypeError):
+            at = 0.0
+        if number not in owner or owner[number][0] < at:
+            owner[number] = (at, state_file.parent)
+    mine = [n for n, (_at, d) in owner.items() if d == env_dir]
+    return (mine[0] if mine else None), {n for n, (_at, d) in owner.items() if d != env_dir}
+
+
 def install_products(env: EnvInfo, worktree: Path) -> set[str]:
     """The files the env's recorded install made in `worktree` (none when it was made
     elsewhere or failed)."""
     state = _install_state(env)
     products = state.get("products")
-    if state.get("worktree") != os.fspath(worktree) or not state.get("ok") or not isinstance(products, dict):
+    if (state.get("worktree") != os.fspath(worktree) or not state.get("ok") or not isinstance(products, dict)
+            or state.get("products_gone")):
         return set()
     return set(products)
 
@@ -161,7 +183,8 @@ def prepare_worktree(env: EnvInfo, spec: EnvSpec, wt: Worktree) -> str:
     forgotten so it runs again. Call with the env's lock held. Returns a note for the log."""
     state = _install_state(env)
     products = state.get("products")
-    if not spec.install or state.get("worktree") != os.fspath(wt.path) or not state.get("ok") or not isinstance(products, dict):
+    if (not spec.install or state.get("worktree") != os.fspath(wt.path) or not state.get("ok")
+            or not isinstance(products, dict) or state.get("products_gone")):
         wt.clean()
         return "worktree cleaned (untracked and ignored files removed)"
     removed = wt.clean(keep=products)
@@ -169,9 +192,12 @@ def prepare_worktree(env: EnvInfo, spec: EnvSpec, wt: Worktree) -> str:
     damaged = sorted(p for p in products if now.get(p) != products[p])
     if damaged:
         wt.clean()
-        (env.path / "installed.json").unlink(missing_ok=True)
+        # Not kept in place any more; the venv's side is still what that install left, so
+        # its record's products alone can be put back (`_switched`): another environment's
+        # grade in this slot removes them at every turn
+        _save_state(env, {**state, "products_gone": True})
         return (f"worktree cleaned; {len(damaged)} install product(s) changed since the install "
-                f"({', '.join(damaged[:3])}): removed all, the install runs again")
+                f"({', '.join(damaged[:3])}): removed all, the install is made again")
     return f"worktree cleaned: {len(removed)} untracked/ignored file(s) removed, {len(products)} install product(s) kept"
 
 
@@ -200,10 +226,13 @@ def ensure_repo_installed(
     kept = _kept_install(env, spec, worktree, commit, fingerprint)
     if kept is not None:
         return kept
+    if (worktree / ".git").exists() and (switched := _switched(env, spec, worktree, commit, fingerprint)) is not None:
+        return switched
     (env.path / "installed.json").unlink(missing_ok=True)
     era_note, at_built = _back_to_built(env, timeout_s=timeout_s)
     # the same install recorded before (graders._install_record): put back, not run again
     recording = _Recording()
+    recorded = False
     if at_built and (worktree / ".git").exists():
         put_back, recording, era_note = _put_back(env, spec, worktree, commit, fingerprint, era_note,
                                                   timeout_s=timeout_s)
@@ -227,7 +256,9 @@ def ensure_repo_installed(
             said = f"[swecl] install not recorded: {exc}"
         text += said + "\n"
         notes = (*notes, said)
+        recorded = said.startswith("[swecl] install recorded")
     _write_state(env, spec, worktree, commit, fingerprint, ok=ok, products=products,
+                 **({"record": recording.key} if ok and recorded else {}),
                  # a failure's account, for the grades that take it as it was (`_kept_install`)
                  **({} if ok else {"log": text[-20000:], "notes": list(notes)}))
     if recording.why:  # why a record of this install was not put back
@@ -246,7 +277,7 @@ def _kept_install(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str,
         and state.get("settings", "") == _settings_text(env)
         and (not spec.install_per_task or state.get("commit") == commit)
     )
-    if same_place and state.get("ok") is True:
+    if same_place and state.get("ok") is True and not state.get("products_gone"):
         return InstallResult(ran=False, ok=True, log=f"(repo already installed from {worktree} at {state.get('commit')})\n")
     if (same_place and state.get("ok") is False and state.get("products") == {} and isinstance(state.get("log"), str)
             and (worktree / ".git").exists()):
@@ -271,17 +302,47 @@ class _Recording:
     why: str = ""
 
 
+def _record_key(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str, fingerprint: str | None) -> str:
+    return install_key(env, {"install": spec.install, "recipe": INSTALL_RECIPE,
+                             "settings": _settings_text(env), "fingerprint": fingerprint,
+                             "commit": commit if spec.install_per_task else None,
+                             # the manifests as pre_install left them: what else it edits, no install reads
+                             "pre_install": spec.pre_install, "manifests": manifest_edits(worktree)})
+
+
+def _switched(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str,
+              fingerprint: str | None) -> InstallResult | None:
+    """The record of this install put over the one the venv holds now, by their difference
+    (`switch_install`): when the env's last install in this slot worked and was recorded
+    or put back (`record` in installed.json), else None and nothing touched."""
+    state = _install_state(env)
+    current = state.get("record")
+    if (state.get("ok") is not True or not isinstance(current, str) or state.get("worktree") != os.fspath(worktree)
+            or state.get("recipe") != INSTALL_RECIPE):
+        return None
+    key = _record_key(env, spec, worktree, commit, fingerprint)
+    restored = switch_install(env, current, key, worktree, venv_manifest(env.venv), load_manifest(env.path / FILES))
+    if restored is None:
+        return None
+    record_env_files(env)
+    _write_state(env, spec, worktree, commit, fingerprint, ok=True, products=restored.products, restored=key,
+                 record=key)
+    made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(restored.made_at))
+    what = ("the venv held it still: its products put back" if current == key else
+            f"over the record {current} the venv held: the files the two differ in, each checked")
+    said = (f"[swecl] install put back from its record {key} of {made} (graders._install_record) {what}, "
+            f"{len(restored.products)} product(s) in the worktree")
+    return InstallResult(ran=False, ok=True, restored=True, notes=(said, *restored.notes),
+                         log=said + "; the recorded install's log:\n" + restored.log)
+
+
 def _put_back(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str, fingerprint: str | None, note: str, *,
               timeout_s: float) -> tuple[InstallResult | None, _Recording, str]:
     """The record of this same install put back, if there is one that fits: (its result,
     or None when it must run; what recording the run takes; `note`, the install log so
     far, with what putting back added)."""
     tracked = tracked_state(worktree)
-    key = install_key(env, {"install": spec.install, "recipe": INSTALL_RECIPE,
-                            "settings": _settings_text(env), "fingerprint": fingerprint,
-                            "commit": commit if spec.install_per_task else None,
-                            # the manifests as pre_install left them: what else it edits, no install reads
-                            "pre_install": spec.pre_install, "manifests": manifest_edits(worktree)})
+    key = _record_key(env, spec, worktree, commit, fingerprint)
     before = venv_manifest(env.venv)
     recording = _Recording(key, before, tracked)
     try:
@@ -295,7 +356,8 @@ def _put_back(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str, fingerpr
     if restored is None:
         return None, recording, note
     record_env_files(env)
-    _write_state(env, spec, worktree, commit, fingerprint, ok=True, products=restored.products, restored=key)
+    _write_state(env, spec, worktree, commit, fingerprint, ok=True, products=restored.products, restored=key,
+                 record=key)
     made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(restored.made_at))
     said = (f"[swecl] install put back from its record {key} of {made} (graders._install_record): "
             f"{len(restored.products)} product(s) in the worktree and the venv's files, each checked"
@@ -333,12 +395,13 @@ def _run_install(env: EnvInfo, install: str, worktree: Path, head: str, *, era_r
 def _write_state(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str, fingerprint: str | None, *, ok: bool,
                  products: Mapping[str, object], **more: object) -> None:
     """`installed.json`: where and how the env's install was last made, and its products."""
-    (env.path / "installed.json").write_text(
-        json.dumps({"worktree": os.fspath(worktree), "commit": commit, "install": spec.install, "ok": ok,
-                    "recipe": INSTALL_RECIPE, "settings": _settings_text(env), "fingerprint": fingerprint,
-                    "products": products, "at": time.time(), **more}) + "\n",
-        encoding="utf-8",
-    )
+    _save_state(env, {"worktree": os.fspath(worktree), "commit": commit, "install": spec.install, "ok": ok,
+                      "recipe": INSTALL_RECIPE, "settings": _settings_text(env), "fingerprint": fingerprint,
+                      "products": products, "at": time.time(), **more})
+
+
+def _save_state(env: EnvInfo, state: Mapping[str, object]) -> None:
+    (env.path / "installed.json").write_text(json.dumps(state) + "\n", encoding="utf-8")
 
 
 # 2: the repository's own requirements are installed under the era cut-off first;

@@ -16,7 +16,8 @@ install stay in place (`ensure_repo_installed`), and the rest. The next
 install of that key puts the files back instead: the venv goes back to the build's
 packages first, as before every install, then the recorded changes are written over it
 and the worktree's untracked files are replaced by the recorded products, every file
-checked against its recorded SHA-256 before any is put back. A record made in another
+checked against its recorded SHA-256 before any is put back (hashed
+once, then known by its inode, size and times while they stay the same: `_changed_file`). A record made in another
 worktree slot is put back with that slot's path written over with this one's, wherever
 it appears (the editable finder, `direct_url.json`, bytecode, a compiled extension's
 build directory): slot paths differ by their number alone, so nothing else moves (a
@@ -52,7 +53,8 @@ from graders._env_info import EnvInfo
 from graders._integrity import Manifest, diff_manifests, file_sha256
 from graders.host import git
 
-__all__ = ["INSTALLS", "Restored", "install_key", "record_install", "restore_install", "tracked_state", "venv_listing"]
+__all__ = ["INSTALLS", "Restored", "install_key", "record_install", "restore_install", "switch_install",
+           "tracked_state", "venv_listing"]
 
 INSTALLS = "installs"  # beside the environment's venv
 # records kept per environment, the least recently used dropped first (astropy's products
@@ -124,9 +126,9 @@ def _difference(was: Mapping[str, str], now: Mapping[str, str], most: int = 3) -
     return ", ".join(every[:most]) + more
 
 
-def _copy_hashed(source: str, target: str, *, hashed: bool = True) -> str:
+def _copy_hashed(source: str, target: str) -> str:
     """Copy a file (or a symlink) and return the SHA-256 of what was copied (`-> target`
-    for a symlink); with `hashed` false, "" (a record put back was checked before)."""
+    for a symlink)."""
     if os.path.islink(source):
         link = os.readlink(source)
         os.symlink(link, target)
@@ -134,11 +136,10 @@ def _copy_hashed(source: str, target: str, *, hashed: bool = True) -> str:
     digest = hashlib.sha256()
     with open(source, "rb") as src, open(target, "wb") as dst:
         for block in iter(lambda: src.read(1 << 20), b""):
-            if hashed:
-                digest.update(block)
+            digest.update(block)
             dst.write(block)
     _same_mode_and_time(source, target)
-    return digest.hexdigest() if hashed else ""
+    return digest.hexdigest()
 
 
 def _same_mode_and_time(source: str, target: str) -> None:
@@ -146,14 +147,6 @@ def _same_mode_and_time(source: str, target: str) -> None:
     os.chmod(target, stat.S_IMODE(st.st_mode))
     # the time too: bytecode compiled by the install names its source's
     os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
-
-
-def _place(target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if target.is_symlink() or target.is_file():
-        target.unlink()
-    elif target.is_dir():
-        shutil.rmtree(target)
 
 
 def tracked_state(worktree: Path) -> str | None:
@@ -226,6 +219,71 @@ def _hash_of(path: Path) -> str:
     return file_sha256(path)
 
 
+_CHECKED = "checked.json"  # beside record.json: the record's files as they were when last checked
+
+
+def _stat_key(path: Path) -> list[int]:
+    st = os.lstat(path)
+    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _changed_file(folder: Path, wanted: list[tuple[Path, Path, str]]) -> Path | None:
+    """The first file of the record that is not what was recorded (None: all are).
+
+    Each file is hashed once; then `checked.json` keeps its inode, size, modification and
+    change times, and a file whose four are the same is the file that was checked (the
+    change time cannot be set back: any write, chmod or utime moves it; git's index trusts
+    a file's stat the same way). A sphinx record is 4,200 files and 68 MB: hashed at
+    every put-back, that was half of a warm grade's own cost."""
+    try:
+        checked = json.loads((folder / _CHECKED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        checked = {}
+    checked = checked if isinstance(checked, dict) else {}
+    racy = time.time_ns() - 2_000_000_000
+    now: dict[str, list[int]] = {}
+    for source, _target, expected in wanted:
+        rel = os.fspath(source.relative_to(folder))
+        try:
+            key = _stat_key(source)
+            if checked.get(rel) != key:
+                if _hash_of(source) != expected:
+                    return source
+                key = _stat_key(source)
+        except OSError:
+            return source
+        if key[3] < racy:  # a change within the clock's grain of the check could keep its times
+            now[rel] = key
+    if now != checked:
+        try:
+            (folder / _CHECKED).write_text(json.dumps(now) + "\n", encoding="utf-8")
+        except OSError:
+            pass  # hashed again next time
+    return None
+
+
+def _clear(target: Path) -> None:
+    """Make room for a file at `target` (its folder exists)."""
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(target)
+    else:
+        os.unlink(target)
+
+
+def _copy_checked(source: str, target: str) -> None:
+    """Copy a record's file (or symlink) checked before, with its mode and times (the
+    kernel copies: `shutil.copyfile`)."""
+    if os.path.islink(source):
+        os.symlink(os.readlink(source), target)
+        return
+    shutil.copyfile(source, target)
+    _same_mode_and_time(source, target)
+
+
 def restore_install(env: EnvInfo, key: str, worktree: Path, before: Manifest) -> tuple[Restored | None, str]:
     """Put back the record `key` (venv at the build's packages, manifest `before`). Returns
     (the record, "") when put back, (None, why) when there is none, it does not fit, or it
@@ -249,14 +307,9 @@ def restore_install(env: EnvInfo, key: str, worktree: Path, before: Manifest) ->
     wanted = [(folder / "venv" / rel, env.venv / rel, expected) for rel, expected in venv_files.items()]
     wanted += [(folder / "worktree" / rel, worktree / rel, "-> " + str(value[1]) if value[0] == "->" else str(value[1]))
                for rel, value in products.items()]
-    for source, _target, expected in wanted:
-        try:
-            found = _hash_of(source)
-        except OSError:
-            found = None
-        if found != expected:
-            shutil.rmtree(folder, ignore_errors=True)
-            return None, f"the install's record of {source.relative_to(folder)} was changed since it was made: removed"
+    if (changed := _changed_file(folder, wanted)) is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+        return None, f"the install's record of {changed.relative_to(folder)} was changed since it was made: removed"
     made_in = os.fsencode(str(meta.get("worktree") or ""))
     here = os.fsencode(os.fspath(worktree))
     moved = made_in != here
@@ -270,10 +323,12 @@ def restore_install(env: EnvInfo, key: str, worktree: Path, before: Manifest) ->
             target.unlink()
     git(["clean", "-ffdx", "--quiet"], cwd=worktree)
     relocated: dict[str, list] = {}
+    for parent in sorted({target.parent for _source, target, _expected in wanted}):
+        parent.mkdir(parents=True, exist_ok=True)
     for source, target, _expected in wanted:
-        _place(target)
+        _clear(target)
         if not moved:
-            _copy_hashed(os.fspath(source), os.fspath(target), hashed=False)  # checked above
+            _copy_checked(os.fspath(source), os.fspath(target))  # checked above
         elif (digest := _copy_relocated(os.fspath(source), os.fspath(target), made_in, here)) is not None:
             rel = os.path.relpath(target, worktree)
             if rel in products:  # installed.json keeps what each product holds now
@@ -303,3 +358,73 @@ def _copy_relocated(source: str, target: str, old: bytes, new: bytes) -> str | N
         dst.write(changed)
     _same_mode_and_time(source, target)
     return hashlib.sha256(changed).hexdigest() if changed != data else None
+
+
+def _meta(env: EnvInfo, key: str) -> dict | None:
+    try:
+        meta = json.loads((env.path / INSTALLS / key / _META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) and meta.get("format") == _FORMAT else None
+
+
+def switch_install(env: EnvInfo, current: str, key: str, worktree: Path, venv_now: Manifest,
+                   harness_left: Manifest | None) -> Restored | None:
+    """Put back the record `key` over the venv as the record `current` left it, writing only
+    the files the two records hold differently; None (nothing touched) when that cannot be
+    done exactly, and the install goes the long way (`restore_install`).
+
+    The long way takes the venv back to its build's packages first (`uv pip sync`) and then
+    writes every file of the record: for sphinx, 4,200 files removed and then written
+    again, the same bytes, at every grade of a validation (0.9 to 1.7 s of a grade whose
+    tests take 1.5). Exact only when: the venv is as the harness left it after putting back
+    or recording `current` (`harness_left`: its manifest then, sizes and times, as
+    `guard_env` trusts it), both records were made in this slot, and every file `current`
+    wrote that `key` does not write was not there at the build (so it is removed, not
+    needed back as the build had it). Then the venv, at its build outside both records,
+    must fit `key` as `restore_install` requires, and each file of `key` is checked."""
+    if harness_left is None:
+        return None
+    was, meta = _meta(env, current), _meta(env, key)
+    here = os.fspath(worktree)
+    if was is None or meta is None or was.get("worktree") != here or meta.get("worktree") != here:
+        return None
+    if {k: v for k, v in venv_now.items() if not _bytecode(k)} != \
+            {k: v for k, v in harness_left.items() if not _bytecode(k)}:
+        return None
+    old_files, new_files = was.get("venv_files") or {}, meta.get("venv_files") or {}
+    old_written = {*old_files, *(was.get("venv_removed") or [])}
+    new_removed = meta.get("venv_removed") or []
+    new_written = {*new_files, *new_removed}
+    at_build = meta.get("before_files")
+    if not isinstance(at_build, dict):
+        return None
+    # files `current` wrote that `key` leaves alone: the build's must come back; only
+    # files the build did not have (removed) can be
+    undo = old_written - new_written
+    if any(rel in at_build for rel in undo):
+        return None
+    either = old_written | new_written
+    if ({rel: v for rel, v in _listed(venv_now).items() if rel not in either}
+            != {rel: v for rel, v in at_build.items() if rel not in old_written}):
+        return None  # outside both records, the venv is not the build `key` was made on
+    products = meta.get("products") or {}
+    wanted = [(env.path / INSTALLS / key / "venv" / rel, env.venv / rel, expected) for rel, expected in new_files.items()]
+    wanted += [(env.path / INSTALLS / key / "worktree" / rel, worktree / rel,
+                "-> " + str(value[1]) if value[0] == "->" else str(value[1])) for rel, value in products.items()]
+    if _changed_file(env.path / INSTALLS / key, wanted) is not None:
+        return None  # the long way says which, and removes it
+    for rel in [*undo, *new_removed]:
+        _clear(env.venv / rel)
+    git(["clean", "-ffdx", "--quiet"], cwd=worktree)
+    for parent in sorted({target.parent for _source, target, _expected in wanted}):
+        parent.mkdir(parents=True, exist_ok=True)
+    for source, target, expected in wanted:
+        rel = os.path.relpath(target, env.venv)
+        if target.is_relative_to(env.venv) and old_files.get(rel) == expected and rel in venv_now:
+            continue  # the same bytes are there: `current` wrote them, and nothing changed since
+        _clear(target)
+        _copy_checked(os.fspath(source), os.fspath(target))
+    os.utime(env.path / INSTALLS / key / _META)
+    return Restored(products=dict(products), log=str(meta.get("log") or ""), notes=tuple(meta.get("notes") or ()),
+                    made_at=float(meta.get("made_at") or 0))

@@ -49,6 +49,7 @@ _EXPORTS = {
     "RepoCache": "_repos",
     "Worktree": "_repos",
     "preferred_slot": "_repos",
+    "avoided_slots": "_repos",
     "default_cache_dir": "_mirrors",
     "repo_slug": "_mirrors",
     "GitError": "_git",
@@ -76,7 +77,7 @@ if TYPE_CHECKING:
         starting_session_leader,
         wait_for_exit,
     )
-    from ._repos import RepoCache, Worktree, preferred_slot
+    from ._repos import RepoCache, Worktree, avoided_slots, preferred_slot
     from ._sandbox import SANDBOX_MODES, Sandbox, SandboxUnavailable, sandbox_for
     from ._session import ProcessOutcome, kill_group, run_in_session
     from ._visible import Mount, as_records, plan_lines, shown_by, tests_view, under

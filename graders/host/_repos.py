@@ -39,11 +39,27 @@ from ._mirrors import repo_slug
 from ledger.errors import SweclError
 from ledger.locks import file_lock
 
-__all__ = ["MAX_SLOTS", "RepoCache", "Worktree", "preferred_slot"]
+__all__ = ["MAX_SLOTS", "RepoCache", "Worktree", "avoided_slots", "preferred_slot"]
 
 MAX_SLOTS = 64
 # The worktree slot this thread tries first (see `preferred_slot`).
 _PREFERRED_SLOT: contextvars.ContextVar[int | None] = contextvars.ContextVar("swecl_preferred_slot", default=None)
+# Slots this thread tries last (see `avoided_slots`).
+_AVOIDED_SLOTS: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar("swecl_avoided_slots",
+                                                                                 default=frozenset())
+
+
+@contextmanager
+def avoided_slots(numbers: Collection[int]) -> Iterator[None]:
+    """Within the block, `RepoCache.worktree` takes the slots `numbers` only when every other
+    is busy: the slots other environments installed the repository into. Taking one
+    removes the products of that install, which then has to be put back at its
+    environment's next grade; a slot of its own costs a checkout once."""
+    token = _AVOIDED_SLOTS.set(frozenset(numbers))
+    try:
+        yield
+    finally:
+        _AVOIDED_SLOTS.reset(token)
 
 
 @contextmanager
@@ -76,8 +92,9 @@ class Worktree:
                    or git(["rev-parse", "--absolute-git-dir"], cwd=self.path).stdout.decode().strip())
         for name in ("index.lock", "HEAD.lock", "ORIG_HEAD.lock"):
             Path(git_dir, name).unlink(missing_ok=True)
+        # `checkout --force` leaves index and tracked files as `reset --hard` would (staged
+        # new files removed too): a reset after it only refreshed the index again
         git(["checkout", "--detach", "--force", target], cwd=self.path)
-        git(["reset", "--hard", "--quiet", target], cwd=self.path)
         git(["clean", "-ffd", "--quiet"], cwd=self.path)
         paths = cleanable_paths(extra_paths)
         if paths:
@@ -139,11 +156,9 @@ class RepoCache(AgentCheckouts):
         if slot is not None:
             candidates = [slot]
         else:
-            first = _PREFERRED_SLOT.get()
-            candidates = list(range(MAX_SLOTS))
-            if first is not None and 0 <= first < MAX_SLOTS:
-                candidates.remove(first)
-                candidates.insert(0, first)
+            first, avoided = _PREFERRED_SLOT.get(), _AVOIDED_SLOTS.get()
+            # the slots not avoided, then the avoided ones; in each, the preferred one first
+            candidates = sorted(range(MAX_SLOTS), key=lambda n: (n in avoided, n != first))
         with self._take_slot(repo, candidates, blocking=slot is not None) as taken:
             path = self.slot_path(repo, taken)
             with file_lock(self._mirror_lock(repo)):

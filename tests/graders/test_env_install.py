@@ -3,7 +3,9 @@ everything else untracked or ignored removed, re-run when the dependency manifes
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -104,7 +106,10 @@ def test_install_products_are_kept_and_the_rest_goes(tmp_path: Path) -> None:
     status, log = _grade(grader, base, GOLD_PATCH, base)
     assert status == "resolved", log
     assert "install product(s) changed" in log and "install: restored (ok)" in log
+    # the venv is still what the install left: the products alone are put back, no uv sync
+    assert "the venv held it still: its products put back" in log and "pip sync" not in log, log
     assert "Name: calc" in (slot / "calc.egg-info" / "PKG-INFO").read_text()
+    assert _state(cache)["products"] == state["products"]
 
 
 def test_changed_dependency_manifests_reinstall_and_others_do_not(tmp_path: Path) -> None:
@@ -134,6 +139,14 @@ def _sizes(cache: Path) -> dict:
             if "__pycache__" not in rel}
 
 
+def _contents(cache: Path) -> dict:
+    """The venv's files now: name -> SHA-256 (or link target), bytecode caches aside."""
+    [venv] = list((cache / "envs").rglob("venv/bin/python"))
+    root = venv.parent.parent
+    return {os.fspath(p.relative_to(root)): os.readlink(p) if p.is_symlink() else hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*") if (p.is_file() or p.is_symlink()) and "__pycache__" not in p.parts}
+
+
 def _calc_version(cache: Path) -> str:
     [python] = list((cache / "envs").rglob("venv/bin/python"))
     return subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('calc'))"],
@@ -160,10 +173,13 @@ def test_an_install_made_before_is_put_back_not_run_again(tmp_path: Path) -> Non
         assert _calc_version(cache) == version
         slot = Path(_state(cache)["worktree"])
         assert f"Version: {version}" in (slot / "calc.egg-info" / "PKG-INFO").read_text()
-        assert seen.setdefault(commit, _sizes(cache)) == _sizes(cache)  # the venv as that install left it
+        # the venv as that install left it, byte for byte
+        assert seen.setdefault(commit, (_sizes(cache), _contents(cache))) == (_sizes(cache), _contents(cache))
         assert "pre_install [ok] sed -i '1i # pinned by the spec' setup.py" in log, log
         if how == "ran":
             assert "[swecl] install recorded" in log, log
+        else:  # the venv held the other record: only what the two differ in is written
+            assert "over the record" in log, log
     assert "install put back from its record" in log and _state(cache)["restored"]
 
     # a record changed on disk: found while put back, removed, and the install runs
@@ -173,7 +189,7 @@ def test_an_install_made_before_is_put_back_not_run_again(tmp_path: Path) -> Non
     status, log = _grade(grader, first, GOLD_PATCH, first, spec)
     assert status == "resolved" and "install: ran (ok)" in log, log
     assert "the install's record of worktree/calc.egg-info/PKG-INFO was changed since it was made: removed" in log
-    assert _calc_version(cache) == "0.1" and _sizes(cache) == seen[first]
+    assert _calc_version(cache) == "0.1" and (_sizes(cache), _contents(cache)) == seen[first]
     status, log = _grade(grader, second, GOLD_PATCH, first, spec)
     status, log = _grade(grader, first, GOLD_PATCH, first, spec)  # recorded again by the install above
     assert status == "resolved" and "install: restored (ok)" in log, log
@@ -223,6 +239,30 @@ def test_a_grade_takes_the_slot_its_environment_installed_into(tmp_path: Path) -
         status, log = _grade(grader, setup, GOLD_PATCH, setup)
     # the next slot: the install is slot 0's record, put back there (see below)
     assert status == "resolved" and "install: restored (ok)" in log and "(slot 1)" in log, log
+
+
+def test_a_grade_leaves_the_slots_of_other_environments_installs_alone(tmp_path: Path) -> None:
+    """Two environments of one repository (two versions) graded in turn by one worker: the
+    second takes a slot of its own rather than the first's, whose install products would
+    go; so each finds its install in place when its turn comes again, checked out already."""
+    from graders.host import preferred_slot
+
+    src, setup = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
+    grader = SwebenchGrader(cache_dir=tmp_path / "cache", repo_sources={PKG: str(src)}, timeout_s=120)
+
+    def grade(version: str) -> str:
+        with preferred_slot(0):  # the worker's own slot
+            out = grader.grade(GradeRequest(
+                instance_id=f"acme__calcpkg-{version}", repo=PKG, version=version, base_commit=setup,
+                model_patch=GOLD_PATCH, test_patch=TEST_PATCH, fail_to_pass=F2P, pass_to_pass=P2P,
+                environment=SPEC, environment_setup_commit=setup))
+        assert out.status == "resolved", out.log.decode()
+        return out.log.decode()
+
+    assert "install: ran (ok)" in (log := grade("0.1")) and "(slot 0)" in log, log
+    assert "install: ran (ok)" in (log := grade("0.2")) and "(slot 1)" in log, log
+    assert "install: reused (ok)" in (log := grade("0.1")) and "(slot 0)" in log, log
+    assert "install: reused (ok)" in (log := grade("0.2")) and "(slot 1)" in log, log
 
 
 def test_a_record_made_in_one_slot_is_put_back_in_another_with_its_path(tmp_path: Path) -> None:

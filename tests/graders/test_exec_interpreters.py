@@ -72,3 +72,28 @@ def test_missing_python_names_every_way_to_provide_it(tmp_path: Path, monkeypatc
 def test_malformed_version_is_rejected() -> None:
     with pytest.raises(PythonNotFound, match="not of the form"):
         find_python("three")
+
+
+def test_a_binary_found_is_kept_for_the_process_and_asked_again_once_it_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every grade looks its interpreter up; running the candidates each time cost 0.2 s a
+    grade. A binary's answer is kept; a changed file (here: the path now a script that is
+    another Python) is run again."""
+    from graders import _interpreters
+
+    link = tmp_path / "python-here"
+    link.symlink_to(os.path.realpath(sys.executable))
+    ran: list[str] = []
+    real = _interpreters.python_version_of
+    monkeypatch.setattr(_interpreters, "python_version_of", lambda p, **kw: ran.append(os.fspath(p)) or real(p, **kw))
+    first = find_python(CURRENT, explicit={CURRENT: link})
+    assert first.path == link and len(ran) == 1
+    assert find_python(CURRENT, explicit={CURRENT: link}) == first and len(ran) == 1
+    script = tmp_path / "other"
+    script.write_text("#!/bin/sh\necho 2.7.18\n")
+    script.chmod(0o755)
+    link.unlink()
+    link.symlink_to(script)
+    with pytest.raises(PythonNotFound, match="is Python 2.7.18"):
+        find_python(CURRENT, explicit={CURRENT: link})
+    assert len(ran) == 2

@@ -4,7 +4,9 @@ installs in `test_env_install.py`."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -52,3 +54,39 @@ def test_the_most_recently_used_records_are_kept_and_a_crashed_recording_goes(tm
     (root / ".tmp-crashed").mkdir()
     _install_record._drop_oldest(root)
     assert sorted(p.name for p in root.iterdir()) == ["newest", "old"]
+
+
+def test_a_records_files_are_hashed_once_then_known_by_their_stat(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record is checked before every put-back; hashing a sphinx record's 4,200 files each
+    time was half a warm grade's own cost. A file hashed once is known by its inode, size
+    and times, and any change (content, even with the same size and the old modification
+    time) moves its change time, so it is hashed again and caught."""
+    folder = tmp_path / "record"
+    (folder / "venv").mkdir(parents=True)
+    files = {"venv/a.py": b"alpha\n", "venv/b.py": b"beta\n"}
+    for rel, data in files.items():
+        (folder / rel).write_bytes(data)
+    wanted = [(folder / rel, tmp_path / "target" / rel, hashlib.sha256(data).hexdigest()) for rel, data in files.items()]
+    hashed: list[str] = []
+    real_hash = _install_record._hash_of
+    monkeypatch.setattr(_install_record, "_hash_of", lambda p: hashed.append(p.name) or real_hash(p))
+    # files written just now are within the clock's grain: hashed every time until they are not
+    assert _install_record._changed_file(folder, wanted) is None
+    assert _install_record._changed_file(folder, wanted) is None
+    assert hashed == ["a.py", "b.py", "a.py", "b.py"]
+    real_ns = _install_record.time.time_ns
+    monkeypatch.setattr(_install_record.time, "time_ns", lambda: real_ns() + 10_000_000_000)
+    hashed.clear()
+    assert _install_record._changed_file(folder, wanted) is None  # hashed, then kept by stat
+    assert _install_record._changed_file(folder, wanted) is None
+    assert hashed == ["a.py", "b.py"]
+    # the same size, the modification time set back: the change time still moved
+    target = folder / "venv" / "b.py"
+    st = target.stat()
+    time.sleep(0.05)  # past the file clock's grain (a few ms), which the real check waits out with its 2 s
+    target.write_bytes(b"BETA\n")
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    hashed.clear()
+    assert _install_record._changed_file(folder, wanted) == target
+    assert hashed == ["b.py"]
