@@ -45,7 +45,7 @@ from pathlib import Path
 from graders._env_info import EnvInfo
 from graders.host import untracked_files
 
-__all__ = ["PYCACHE_VAR", "PrivatePycache", "env_pycache", "remove_stray_bytecode"]
+__all__ = ["PYCACHE_VAR", "PrivatePycache", "env_pycache", "forget_env_pycache", "remove_stray_bytecode"]
 
 PYCACHE_VAR = "PYTHONPYCACHEPREFIX"
 _BYTECODE_SUFFIXES = (".pyc", ".pyo")
@@ -164,9 +164,21 @@ def env_pycache(env: EnvInfo) -> Path | None:
         shutil.rmtree(empty, ignore_errors=True)
 
 
+def forget_env_pycache(env: EnvInfo) -> None:
+    """Remove the environment's bytecode cache, made again at its next use: the venv's
+    modules changed in place (an install's record put back from another slot, its path
+    written over), and what was compiled from them before no longer stands for them."""
+    shutil.rmtree(env.path / ENV_PYCACHE, ignore_errors=True)
+
+
+# 2: made again once, as a record put back from another slot could have left one that
+# no longer stands for the venv's modules (`forget_env_pycache`)
+_PYCACHE_FORMAT = 2
+
+
 def _made_for(env: EnvInfo) -> str:
     """What an environment's bytecode cache holds paths of: its venv and its interpreter."""
-    return f"{os.fspath(env.venv)}\n{os.path.realpath(env.python)}\n"
+    return f"{os.fspath(env.venv)}\n{os.path.realpath(env.python)}\nformat {_PYCACHE_FORMAT}\n"
 
 
 def _link_compiled(root: Path, prefix: Path, *, skip: Collection[str] = (), copy: bool = True) -> None:

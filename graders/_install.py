@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graders._build_settings import build_settings, build_settings_environment
+from graders._bytecode import forget_env_pycache
 from graders._env_info import FILES, EnvInfo, record_env_files
 from graders._era_deps import project_requirements, self_install_extras
 from graders._install_record import install_key, record_install, restore_install, switch_install, tracked_state
@@ -356,6 +357,8 @@ def _put_back(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str, fingerpr
     if restored is None:
         return None, recording, note
     record_env_files(env)
+    if restored.moved_from:
+        forget_env_pycache(env)
     _write_state(env, spec, worktree, commit, fingerprint, ok=True, products=restored.products, restored=key,
                  record=key)
     made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(restored.made_at))

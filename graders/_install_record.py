@@ -357,7 +357,14 @@ def _copy_relocated(source: str, target: str, old: bytes, new: bytes) -> str | N
     with open(target, "wb") as dst:
         dst.write(changed)
     _same_mode_and_time(source, target)
-    return hashlib.sha256(changed).hexdigest() if changed != data else None
+    if changed == data:
+        return None
+    # Other bytes, the same size: kept at the record's time, a module's bytecode cached
+    # beside it or in the environment's own cache (graders._bytecode) would still be taken
+    # for it (Python checks a source's time and size), and astropy's editable finder then
+    # mapped the package to the slot the record was made in, which the sandbox hides
+    os.utime(target, ns=(time.time_ns(), time.time_ns()))
+    return hashlib.sha256(changed).hexdigest()
 
 
 def _meta(env: EnvInfo, key: str) -> dict | None:

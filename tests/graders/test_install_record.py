@@ -90,3 +90,31 @@ def test_a_records_files_are_hashed_once_then_known_by_their_stat(tmp_path: Path
     hashed.clear()
     assert _install_record._changed_file(folder, wanted) == target
     assert hashed == ["b.py"]
+
+
+def test_a_file_written_over_for_another_slot_is_never_read_from_bytecode_of_the_first(tmp_path: Path) -> None:
+    """A record made in slot 0 put back in slot 1: astropy's editable finder is rewritten
+    with slot 1's path, same size. Kept at the record's time, the environment's bytecode
+    cache compiled from the slot-0 text still passed Python's check (a source's time and
+    size), the finder mapped astropy to slot 0, which the sandbox hides, and no test ran."""
+    import subprocess
+    import sys
+
+    venv, record, prefix = tmp_path / "venv", tmp_path / "record", tmp_path / "pycache"
+    venv.mkdir()
+    record.mkdir()
+    for place in (venv, record):  # the module as the record holds it, and as put back in slot 0 before
+        (place / "finder.py").write_text("WHERE = '/cache/worktrees/slot-0'\n")
+        os.utime(place / "finder.py", (1_700_000_000, 1_700_000_000))
+    run = [sys.executable, "-c", "import finder; print(finder.WHERE)"]
+    env = {**os.environ, "PYTHONPATH": os.fspath(venv), "PYTHONPYCACHEPREFIX": os.fspath(prefix)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    assert subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout.strip() == \
+        "/cache/worktrees/slot-0"
+    assert list(prefix.rglob("finder.*.pyc"))  # compiled from the slot-0 text
+    os.unlink(venv / "finder.py")
+    digest = _install_record._copy_relocated(os.fspath(record / "finder.py"), os.fspath(venv / "finder.py"),
+                                             b"/cache/worktrees/slot-0", b"/cache/worktrees/slot-1")
+    assert digest == hashlib.sha256(b"WHERE = '/cache/worktrees/slot-1'\n").hexdigest()
+    assert subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout.strip() == \
+        "/cache/worktrees/slot-1"
