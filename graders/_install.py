@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graders._build_settings import build_settings, build_settings_environment
+from graders._compiler_cache import compiler_cache_environment
 from graders._bytecode import forget_env_pycache
 from graders._env_info import FILES, EnvInfo, record_env_files
 from graders._era_deps import project_requirements, self_install_extras
@@ -72,8 +73,16 @@ def install_environment(env: EnvInfo, extra: Mapping[str, str] = ()) -> dict[str
     out["VIRTUAL_ENV"] = os.fspath(env.venv)
     # what the spec implies for a source build here (matplotlib: Debian's FreeType and Qhull)
     out.update(build_settings_environment(env.repo, env.path))
+    # compiles of sources another install compiled already come from ccache's cache
+    out.update(compiler_cache_environment(_cache_root(env), out["PATH"]))
     out.update(dict(extra))
     return out
+
+
+def _cache_root(env: EnvInfo) -> Path | None:
+    """swecl's cache that holds the env (`<cache>/envs/OWNER__NAME/<version>/<key>`)."""
+    parents = env.path.parents
+    return parents[3] if len(parents) > 3 and parents[2].name == "envs" else None
 
 
 _MANIFEST_NAMES = frozenset({"setup.py", "setup.cfg", "pyproject.toml"})
@@ -377,9 +386,12 @@ def _run_install(env: EnvInfo, install: str, worktree: Path, head: str, *, era_r
     before = _frozen(env.python) if era_ran else None
     results: list[LineResult] = []
     variables: dict[str, str] = {}
+    variables_of_install = install_environment(env, extra_env)
+    if "CCACHE_DIR" in variables_of_install:  # graders._compiler_cache
+        head += f"[swecl] C and C++ compiles through ccache (cache {variables_of_install['CCACHE_DIR']})\n"
     for line in [install]:  # `a; b` lines are split by run_line itself
         results.append(
-            run_line(line, cwd=worktree, env=install_environment(env, extra_env), python=env.python,
+            run_line(line, cwd=worktree, env=variables_of_install, python=env.python,
                      bin_dir=env.bin_dir, variables=variables, timeout_s=timeout_s)
         )
     ok = all(r.status == "ok" for r in results)

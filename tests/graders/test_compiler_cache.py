@@ -1,0 +1,86 @@
+"""ccache under an install (graders._compiler_cache): a compile of the same source in
+another worktree slot comes from the cache, and gives the object the compiler makes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from graders._env_info import EnvInfo
+from graders._install import install_environment
+from tests.debian import apt_install
+
+SOURCE = '#include "mod.h"\nint twice(int x) { return x * FACTOR; }\n'
+
+
+@pytest.fixture(scope="module")
+def ccache() -> str:
+    found, why = apt_install(["ccache"], lambda: shutil.which("ccache"), "swecl-tests-ccache.lock")
+    if not found:
+        pytest.skip(f"ccache not available: {why}")
+    if shutil.which("gcc") is None:
+        pytest.skip("no gcc on PATH to compile with")
+    return found
+
+
+def _env(cache: Path) -> EnvInfo:
+    path = cache / "envs" / "o__n" / "1.0" / "py3.11-0123456789ab"
+    (path / "venv" / "bin").mkdir(parents=True)
+    return EnvInfo(key="o__n/1.0/py3.11-0123456789ab", repo="o/n", version="1.0", spec_hash="0" * 12,
+                   python_version="3.11", path=path, complete=True)
+
+
+def _slot(cache: Path, n: int) -> Path:
+    slot = cache / "worktrees" / "o__n" / f"slot-{n}"
+    (slot / "include").mkdir(parents=True)
+    (slot / "include" / "mod.h").write_text("#define FACTOR 2\n")
+    (slot / "mod.c").write_text(SOURCE)
+    return slot
+
+
+def _compile(slot: Path, env: dict[str, str]) -> bytes:
+    # as setuptools calls it: an absolute include folder inside the worktree
+    subprocess.run(["gcc", "-O2", "-I", os.fspath(slot / "include"), "-c", "mod.c", "-o", "mod.o"],
+                   cwd=slot, env=env, check=True)
+    return (slot / "mod.o").read_bytes()
+
+
+def _stats(env: dict[str, str]) -> dict[str, int]:
+    out = subprocess.run(["ccache", "--print-stats"], env=env, capture_output=True, text=True, check=True).stdout
+    return {k: int(v) for k, v in (line.split("\t") for line in out.splitlines() if "\t" in line)}
+
+
+def test_another_slots_compile_of_the_same_source_comes_from_the_cache(ccache: str, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    variables = install_environment(_env(cache))
+    assert variables["CCACHE_DIR"] == os.fspath(cache / "ccache" / "store")
+    links = cache / "ccache" / "bin"
+    assert variables["PATH"].split(os.pathsep)[0] == os.fspath(links)
+    assert os.readlink(links / "gcc") == os.fspath(Path(ccache).resolve())
+
+    first = _compile(_slot(cache, 0), variables)
+    second = _compile(_slot(cache, 1), variables)
+    stats = _stats(variables)
+    assert stats.get("direct_cache_hit", 0) + stats.get("preprocessed_cache_hit", 0) == 1
+    assert stats.get("cache_miss", 0) == 1
+
+    plain = {**os.environ, "PATH": os.environ["PATH"]}
+    assert first == second == _compile(_slot(tmp_path / "bare", 0), plain)
+
+
+def test_turned_off_or_without_ccache_the_install_calls_the_compiler_itself(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    env = _env(tmp_path / "cache")
+    monkeypatch.setenv("SWECL_CCACHE", "0")
+    assert "CCACHE_DIR" not in install_environment(env)
+    monkeypatch.delenv("SWECL_CCACHE")
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", os.fspath(empty))  # no ccache, no compiler
+    variables = install_environment(env)
+    assert "CCACHE_DIR" not in variables
+    assert not (tmp_path / "cache" / "ccache").exists()
