@@ -1,5 +1,6 @@
-"""Debian packages the tests need (chromium for the browser tests, nodejs and npm for the
-`claude` CLI), installed with apt-get when missing and we are root, as the README says."""
+"""Debian packages the tests need (chromium for the browser tests, ccache for the compiler
+cache's, nodejs and npm for the `claude` CLI), installed with apt-get when missing and we
+are root, as the README says."""
 
 from __future__ import annotations
 
