@@ -45,7 +45,7 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -274,6 +274,27 @@ def _clear(target: Path) -> None:
         os.unlink(target)
 
 
+def _remove_emptied(venv: Path, removed: Iterable[str]) -> None:
+    """The folders of removed files that hold nothing now (or only bytecode caches), and
+    their parents, removed up to the venv: a package's folder left behind reads as a
+    distribution without metadata (an empty `iniconfig-2.1.0.dist-info/`: pip's next
+    install of the repository failed on it, uv would not uninstall it, importlib.metadata
+    lists it) or, holding only `__pycache__`, imports as a namespace package."""
+    for folder in sorted({(venv / rel).parent for rel in removed}, key=lambda p: len(p.parts), reverse=True):
+        while folder != venv and folder.is_relative_to(venv):
+            try:
+                entries = list(os.scandir(folder))
+            except FileNotFoundError:
+                folder = folder.parent
+                continue
+            if any(e.name != "__pycache__" or not e.is_dir(follow_symlinks=False) for e in entries):
+                break
+            for e in entries:
+                shutil.rmtree(e.path)
+            folder.rmdir()
+            folder = folder.parent
+
+
 def _copy_checked(source: str, target: str) -> None:
     """Copy a record's file (or symlink) checked before, with its mode and times (the
     kernel copies: `shutil.copyfile`)."""
@@ -321,6 +342,7 @@ def restore_install(env: EnvInfo, key: str, worktree: Path, before: Manifest) ->
         target = env.venv / rel
         if target.is_symlink() or target.is_file():
             target.unlink()
+    _remove_emptied(env.venv, removed)
     git(["clean", "-ffdx", "--quiet"], cwd=worktree)
     relocated: dict[str, list] = {}
     for parent in sorted({target.parent for _source, target, _expected in wanted}):
@@ -423,6 +445,7 @@ def switch_install(env: EnvInfo, current: str, key: str, worktree: Path, venv_no
         return None  # the long way says which, and removes it
     for rel in [*undo, *new_removed]:
         _clear(env.venv / rel)
+    _remove_emptied(env.venv, [*undo, *new_removed])
     git(["clean", "-ffdx", "--quiet"], cwd=worktree)
     for parent in sorted({target.parent for _source, target, _expected in wanted}):
         parent.mkdir(parents=True, exist_ok=True)

@@ -140,11 +140,14 @@ def _sizes(cache: Path) -> dict:
 
 
 def _contents(cache: Path) -> dict:
-    """The venv's files now: name -> SHA-256 (or link target), bytecode caches aside."""
+    """The venv's files and folders now: name -> SHA-256 (or link target, or "folder"),
+    bytecode caches aside. Folders count: one left behind empty by a put-back (a removed
+    package's `NAME.dist-info/`) is a distribution without metadata to pip and uv."""
     [venv] = list((cache / "envs").rglob("venv/bin/python"))
     root = venv.parent.parent
-    return {os.fspath(p.relative_to(root)): os.readlink(p) if p.is_symlink() else hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in root.rglob("*") if (p.is_file() or p.is_symlink()) and "__pycache__" not in p.parts}
+    return {os.fspath(p.relative_to(root)): os.readlink(p) if p.is_symlink() else "folder" if p.is_dir()
+            else hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*") if "__pycache__" not in p.parts}
 
 
 def _calc_version(cache: Path) -> str:
@@ -193,6 +196,42 @@ def test_an_install_made_before_is_put_back_not_run_again(tmp_path: Path) -> Non
     status, log = _grade(grader, second, GOLD_PATCH, first, spec)
     status, log = _grade(grader, first, GOLD_PATCH, first, spec)  # recorded again by the install above
     assert status == "resolved" and "install: restored (ok)" in log, log
+
+
+def test_a_record_put_over_another_leaves_no_folder_of_what_only_the_other_installed(tmp_path: Path) -> None:
+    """pytest 5.4's era step brought iniconfig and toml at one commit and not at the next:
+    putting the next task's record over the first's removed their files but left their
+    folders, and the install after failed on `iniconfig-2.1.0.dist-info` without METADATA.
+    Here each commit's install brings a helper package of its own name."""
+    spec = msgspec.structs.replace(SPEC, install="python -m pip install --no-build-isolation --no-deps -e . ./helper")
+    src, _ = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
+    helper = 'from setuptools import setup\n\nsetup(name="{0}", version="1.0", packages=["{0}"])\n'
+    write(src, "helper/pyproject.toml", '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
+    write(src, "helper/setup.py", helper.format("helper_a"))
+    write(src, "helper/helper_a/__init__.py", "")
+    first = commit_at(src, "helper a", "2024-03-01T13:00:00Z")
+    subprocess.run(["git", "rm", "-rq", "helper/helper_a"], cwd=src, check=True)
+    write(src, "setup.py", SETUP_PY.format(version="0.2"))
+    write(src, "helper/setup.py", helper.format("helper_b"))
+    write(src, "helper/helper_b/__init__.py", "")
+    second = commit_at(src, "helper b", "2024-03-02T12:00:00Z")
+    cache = tmp_path / "cache"
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120)
+    seen: dict[str, dict] = {}
+    for commit, how, mine, other in [(first, "ran", "helper_a", "helper_b"), (second, "ran", "helper_b", "helper_a"),
+                                     (first, "restored", "helper_a", "helper_b"),
+                                     (second, "restored", "helper_b", "helper_a")]:
+        status, log = _grade(grader, commit, GOLD_PATCH, first, spec)
+        assert status == "resolved" and f"install: {how} (ok)" in log, log
+        if how == "restored":
+            assert "over the record" in log, log
+        [python] = list((cache / "envs").rglob("venv/bin/python"))
+        [site] = list(python.parent.parent.glob("lib/python*/site-packages"))
+        # (a helper's build keeps the other's module in its build folder, a product: only
+        # the distributions tell which install this is)
+        names = sorted(p.name for p in site.iterdir() if p.name.startswith("helper"))
+        assert f"{mine}-1.0.dist-info" in names and not [n for n in names if n.startswith(f"{other}-")], (how, names)
+        assert seen.setdefault(commit, _contents(cache)) == _contents(cache)
 
 
 def test_a_record_is_keyed_by_the_manifests_as_pre_install_left_them_not_every_tracked_file(tmp_path: Path) -> None:
