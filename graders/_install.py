@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import tempfile
 import time
@@ -502,9 +503,20 @@ def _back_to_built(env: EnvInfo, *, timeout_s: float) -> tuple[str, bool]:
     built = env.path / BUILT
     if not built.is_file():
         return "", False
+    _remove_hollow_distributions(env.venv)
     text = _uv_install_log(["pip", "sync", "--python", os.fspath(env.python), os.fspath(built)], timeout_s=timeout_s,
                            failed="the env's packages could not be put back to its build's")
     return text, text.rstrip().endswith("[ok]")
+
+
+def _remove_hollow_distributions(venv: Path) -> None:
+    """Metadata folders without METADATA removed: what an earlier swecl's put-back could
+    leave (a removed distribution's files gone, its folder not); uv cannot uninstall
+    them and pip's next install fails on them."""
+    for site in venv.glob("lib/python*/site-packages"):
+        for folder in site.glob("*.dist-info"):
+            if folder.is_dir() and not folder.is_symlink() and not (folder / "METADATA").exists():
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def _uv_install_log(args: list[str], *, timeout_s: float, failed: str, cwd: Path | None = None) -> str:
