@@ -510,13 +510,25 @@ def _back_to_built(env: EnvInfo, *, timeout_s: float) -> tuple[str, bool]:
 
 
 def _remove_hollow_distributions(venv: Path) -> None:
-    """Metadata folders without METADATA removed: what an earlier swecl's put-back could
-    leave (a removed distribution's files gone, its folder not); uv cannot uninstall
-    them and pip's next install fails on them."""
+    """What an earlier swecl's put-back could leave (a removed distribution's files gone,
+    its folders not) removed: metadata folders without METADATA (uv cannot uninstall them
+    and pip's next install fails on them) and folders without a file (an empty `toml/`
+    imports as a namespace package)."""
     for site in venv.glob("lib/python*/site-packages"):
-        for folder in site.glob("*.dist-info"):
-            if folder.is_dir() and not folder.is_symlink() and not (folder / "METADATA").exists():
+        for folder in site.iterdir():
+            if not folder.is_dir() or folder.is_symlink():
+                continue
+            if (folder.suffix == ".dist-info" and not (folder / "METADATA").exists()) or not _holds_a_file(folder):
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def _holds_a_file(folder: Path) -> bool:
+    """Whether `folder` holds a file (or link) anywhere below it outside `__pycache__`."""
+    for _root, dirs, files in os.walk(folder):
+        if files:
+            return True
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+    return False
 
 
 def _uv_install_log(args: list[str], *, timeout_s: float, failed: str, cwd: Path | None = None) -> str:

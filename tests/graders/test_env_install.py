@@ -233,12 +233,13 @@ def test_a_record_put_over_another_leaves_no_folder_of_what_only_the_other_insta
         assert f"{mine}-1.0.dist-info" in names and not [n for n in names if n.startswith(f"{other}-")], (how, names)
         assert seen.setdefault(commit, _contents(cache)) == _contents(cache)
 
-    # such a folder left by an earlier swecl is removed before the venv goes back to its build
+    # such folders left by an earlier swecl are removed before the venv goes back to its build
     (site / "iniconfig-2.1.0.dist-info" / "licenses").mkdir(parents=True)
+    (site / "toml" / "__pycache__").mkdir(parents=True)
     write(src, "setup.py", SETUP_PY.format(version="0.3"))
     status, log = _grade(grader, commit_at(src, "version 0.3", "2024-03-03T12:00:00Z"), GOLD_PATCH, first, spec)
     assert status == "resolved" and "install: ran (ok)" in log, log
-    assert not (site / "iniconfig-2.1.0.dist-info").exists()
+    assert not (site / "iniconfig-2.1.0.dist-info").exists() and not (site / "toml").exists()
 
 
 def test_a_record_is_keyed_by_the_manifests_as_pre_install_left_them_not_every_tracked_file(tmp_path: Path) -> None:
