@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graders._build_settings import build_settings, build_settings_environment
-from graders._compiler_cache import compiler_cache_environment
 from graders._bytecode import forget_env_pycache
+from graders._compiler_cache import compiler_cache_environment
 from graders._env_info import FILES, EnvInfo, record_env_files
 from graders._era_deps import project_requirements, self_install_extras
 from graders._install_record import install_key, record_install, restore_install, switch_install, tracked_state
