@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import tempfile
 import time
@@ -26,7 +25,8 @@ from graders._bytecode import forget_env_pycache
 from graders._compiler_cache import compiler_cache_environment
 from graders._env_info import FILES, EnvInfo, record_env_files
 from graders._era_deps import project_requirements, self_install_extras
-from graders._install_record import install_key, record_install, restore_install, switch_install, tracked_state
+from graders._install_record import (Restored, install_key, record_install, remove_hollow_distributions,
+                                     restore_install, switch_install, tracked_state)
 from graders._integrity import Manifest, load_manifest, products_manifest, venv_manifest
 from graders._interpreters import uv_bin
 from graders.host import RepoCache, Worktree, git, untracked_files
@@ -252,26 +252,26 @@ def ensure_repo_installed(
         if recording.why:
             era_note += f"[swecl] {recording.why}\n"
     era_text, era_ran = _era_dependencies(env, spec.install, worktree, timeout_s=timeout_s, fingerprint=fingerprint)
-    ok, text, notes = _run_install(env, spec.install, worktree, era_note + era_text, era_ran=era_ran,
-                                   timeout_s=timeout_s, extra_env=extra_env)
+    ok, text, notes, settled = _run_install(env, spec.install, worktree, era_note + era_text, era_ran=era_ran,
+                                            timeout_s=timeout_s, extra_env=extra_env)
     products: dict = {}
     if (worktree / ".git").exists():
         products = products_manifest(worktree, untracked_files(worktree))
     # installing writes into the venv too (the editable finder, scripts): the harness's own act
     record_env_files(env)
-    if ok and recording.key and recording.before is not None:
+    if settled and recording.key and recording.before is not None:
         try:
             said = "[swecl] " + record_install(env, recording.key, worktree, recording.before, venv_manifest(env.venv),
-                                               products, tracked=recording.tracked, log=text, notes=notes)
+                                               products, tracked=recording.tracked, log=text, notes=notes, ok=ok)
         except OSError as exc:
             said = f"[swecl] install not recorded: {exc}"
         text += said + "\n"
         notes = (*notes, said)
         recorded = said.startswith("[swecl] install recorded")
     _write_state(env, spec, worktree, commit, fingerprint, ok=ok, products=products,
-                 **({"record": recording.key} if ok and recorded else {}),
+                 **({"record": recording.key} if recorded else {}),
                  # a failure's account, for the grades that take it as it was (`_kept_install`)
-                 **({} if ok else {"log": text[-20000:], "notes": list(notes)}))
+                 **({} if ok else {"log": text[-20000:], "notes": list(notes), "settled": settled}))
     if recording.why:  # why a record of this install was not put back
         notes = (f"[swecl] {recording.why}", *notes)
     return InstallResult(ran=True, ok=ok, log=text, notes=notes)
@@ -291,12 +291,13 @@ def _kept_install(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str,
     if same_place and state.get("ok") is True and not state.get("products_gone"):
         return InstallResult(ran=False, ok=True, log=f"(repo already installed from {worktree} at {state.get('commit')})\n")
     if (same_place and state.get("ok") is False and state.get("products") == {} and isinstance(state.get("log"), str)
-            and (worktree / ".git").exists()):
+            and state.get("settled") is not False and (worktree / ".git").exists()):
         # The same install in the same environment and slot, with the same manifests, fails
         # the same way (sympy 1.1's era setuptools cannot run on Python 3.9): run again it
         # costs a uv sync and a pip run per grade and changes nothing. Only a failure that
         # left no file in the worktree is taken as it was: the slot is cleaned whole before
-        # each grade, so the tests see what they saw after the failed install.
+        # each grade, so the tests see what they saw after the failed install (one that left
+        # files is put back from its record, `_switched`). Not a timeout or a kill.
         return InstallResult(ran=False, ok=False, log=state["log"], notes=tuple(state.get("notes") or ()))
     return None
 
@@ -328,7 +329,7 @@ def _switched(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str,
     or put back (`record` in installed.json), else None and nothing touched."""
     state = _install_state(env)
     current = state.get("record")
-    if (state.get("ok") is not True or not isinstance(current, str) or state.get("worktree") != os.fspath(worktree)
+    if (not isinstance(current, str) or state.get("worktree") != os.fspath(worktree)
             or state.get("recipe") != INSTALL_RECIPE):
         return None
     key = _record_key(env, spec, worktree, commit, fingerprint)
@@ -336,14 +337,13 @@ def _switched(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str,
     if restored is None:
         return None
     record_env_files(env)
-    _write_state(env, spec, worktree, commit, fingerprint, ok=True, products=restored.products, restored=key,
-                 record=key)
+    _write_put_back(env, spec, worktree, commit, fingerprint, key, restored)
     made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(restored.made_at))
     what = ("the venv held it still: its products put back" if current == key else
             f"over the record {current} the venv held: the files the two differ in, each checked")
-    said = (f"[swecl] install put back from its record {key} of {made} (graders._install_record) {what}, "
+    said = (f"[swecl] {_what_put_back(restored)} from its record {key} of {made} (graders._install_record) {what}, "
             f"{len(restored.products)} product(s) in the worktree")
-    return InstallResult(ran=False, ok=True, restored=True, notes=(said, *restored.notes),
+    return InstallResult(ran=False, ok=restored.ok, restored=True, notes=(said, *restored.notes),
                          log=said + "; the recorded install's log:\n" + restored.log)
 
 
@@ -369,21 +369,22 @@ def _put_back(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str, fingerpr
     record_env_files(env)
     if restored.moved_from:
         forget_env_pycache(env)
-    _write_state(env, spec, worktree, commit, fingerprint, ok=True, products=restored.products, restored=key,
-                 record=key)
+    _write_put_back(env, spec, worktree, commit, fingerprint, key, restored)
     made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(restored.made_at))
-    said = (f"[swecl] install put back from its record {key} of {made} (graders._install_record): "
+    said = (f"[swecl] {_what_put_back(restored)} from its record {key} of {made} (graders._install_record): "
             f"{len(restored.products)} product(s) in the worktree and the venv's files, each checked"
             + (f"; made in {restored.moved_from}, its path written over with this slot's"
                if restored.moved_from else ""))
-    return (InstallResult(ran=False, ok=True, restored=True, notes=(said, *restored.notes),
+    return (InstallResult(ran=False, ok=restored.ok, restored=True, notes=(said, *restored.notes),
                           log=note + said + "; the recorded install's log:\n" + restored.log), recording, note)
 
 
 def _run_install(env: EnvInfo, install: str, worktree: Path, head: str, *, era_ran: bool, timeout_s: float,
-                 extra_env: Mapping[str, str]) -> tuple[bool, str, tuple[str, ...]]:
-    """The install line run (after `head`, the log so far): whether it worked, its log, and
-    a warning when pip installed past the era step."""
+                 extra_env: Mapping[str, str]) -> tuple[bool, str, tuple[str, ...], bool]:
+    """The install line run (after `head`, the log so far): whether it worked, its log, a
+    warning when pip installed past the era step, and whether its outcome is its own (it
+    worked, or exited with a status of its own: not timed out (124), killed by a signal or
+    not started), which the same inputs give again."""
     before = _frozen(env.python) if era_ran else None
     results: list[LineResult] = []
     variables: dict[str, str] = {}
@@ -396,6 +397,7 @@ def _run_install(env: EnvInfo, install: str, worktree: Path, head: str, *, era_r
                      bin_dir=env.bin_dir, variables=variables, timeout_s=timeout_s)
         )
     ok = all(r.status == "ok" for r in results)
+    settled = all(r.status == "ok" or (r.exit_code is not None and 0 < r.exit_code < 124) for r in results)
     text = head + "".join(f"$ {r.line}\n{r.output}[{r.status}{': ' + r.reason if r.reason else ''}]\n" for r in results)
     notes: tuple[str, ...] = ()
     if before is not None and (after := _frozen(env.python)) is not None:
@@ -405,7 +407,7 @@ def _run_install(env: EnvInfo, install: str, worktree: Path, head: str, *, era_r
             notes = (f"[swecl] WARNING pip installed past the era step (as of today, not {env.exclude_newer}): "
                      + ", ".join(past),)
             text += "".join(n + "\n" for n in notes)
-    return ok, text, notes
+    return ok, text, notes, settled
 
 
 def _write_state(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str, fingerprint: str | None, *, ok: bool,
@@ -414,6 +416,18 @@ def _write_state(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str, finge
     _save_state(env, {"worktree": os.fspath(worktree), "commit": commit, "install": spec.install, "ok": ok,
                       "recipe": INSTALL_RECIPE, "settings": _settings_text(env), "fingerprint": fingerprint,
                       "products": products, "at": time.time(), **more})
+
+
+def _what_put_back(restored: Restored) -> str:
+    return "install put back" if restored.ok else "failed install put back (it failed by itself: it would again)"
+
+
+def _write_put_back(env: EnvInfo, spec: EnvSpec, worktree: Path, commit: str, fingerprint: str | None, key: str,
+                    restored: Restored) -> None:
+    # a failure's account too, as when it ran (`_kept_install` takes it as it was)
+    _write_state(env, spec, worktree, commit, fingerprint, ok=restored.ok, products=restored.products,
+                 restored=key, record=key,
+                 **({} if restored.ok else {"log": restored.log[-20000:], "notes": list(restored.notes)}))
 
 
 def _save_state(env: EnvInfo, state: Mapping[str, object]) -> None:
@@ -503,32 +517,10 @@ def _back_to_built(env: EnvInfo, *, timeout_s: float) -> tuple[str, bool]:
     built = env.path / BUILT
     if not built.is_file():
         return "", False
-    _remove_hollow_distributions(env.venv)
+    remove_hollow_distributions(env.venv)
     text = _uv_install_log(["pip", "sync", "--python", os.fspath(env.python), os.fspath(built)], timeout_s=timeout_s,
                            failed="the env's packages could not be put back to its build's")
     return text, text.rstrip().endswith("[ok]")
-
-
-def _remove_hollow_distributions(venv: Path) -> None:
-    """What an earlier swecl's put-back could leave (a removed distribution's files gone,
-    its folders not) removed: metadata folders without METADATA (uv cannot uninstall them
-    and pip's next install fails on them) and folders without a file (an empty `toml/`
-    imports as a namespace package)."""
-    for site in venv.glob("lib/python*/site-packages"):
-        for folder in site.iterdir():
-            if not folder.is_dir() or folder.is_symlink():
-                continue
-            if (folder.suffix == ".dist-info" and not (folder / "METADATA").exists()) or not _holds_a_file(folder):
-                shutil.rmtree(folder, ignore_errors=True)
-
-
-def _holds_a_file(folder: Path) -> bool:
-    """Whether `folder` holds a file (or link) anywhere below it outside `__pycache__`."""
-    for _root, dirs, files in os.walk(folder):
-        if files:
-            return True
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
-    return False
 
 
 def _uv_install_log(args: list[str], *, timeout_s: float, failed: str, cwd: Path | None = None) -> str:

@@ -6,8 +6,8 @@ slot's last one was for other dependency manifests or, for a compiled repository
 each task, 88 to 133 s here, and a validation does it again in each pass. What an install
 leaves is files: its products in the worktree (untracked; installed.json keeps their
 SHA-256) and its changes to the venv (the editable finder or egg-link, `.pth` files,
-dist-info, scripts, the era step's packages). After an install that worked, both are
-recorded under the environment (`installs/<key>/`), keyed by everything the install
+dist-info, scripts, the era step's packages). After an install, both are recorded under
+the environment (one that failed by itself too, put back as a failure) (`installs/<key>/`), keyed by everything the install
 depends on: the venv (its path is written into the scripts), the install line, the install recipe, the build settings, the build's packages
 (`built.txt`), the dependency manifests as the spec's `pre_install` lines left them
 (`manifest_edits`: sphinx's also edit tox.ini, which no install reads), and the
@@ -53,8 +53,8 @@ from graders._env_info import EnvInfo
 from graders._integrity import Manifest, diff_manifests, file_sha256
 from graders.host import git
 
-__all__ = ["INSTALLS", "Restored", "install_key", "record_install", "restore_install", "switch_install",
-           "tracked_state", "venv_listing"]
+__all__ = ["INSTALLS", "Restored", "install_key", "record_install", "remove_hollow_distributions", "restore_install",
+           "switch_install", "tracked_state", "venv_listing"]
 
 INSTALLS = "installs"  # beside the environment's venv
 # records kept per environment, the least recently used dropped first (astropy's products
@@ -80,6 +80,7 @@ class Restored:
     notes: tuple[str, ...]
     made_at: float
     moved_from: str | None = None  # the slot the record was made in, when another
+    ok: bool = True  # False: the record of an install that failed by itself (`record_install`)
 
 
 def install_key(env: EnvInfo, parts: Mapping[str, object]) -> str:
@@ -158,10 +159,15 @@ def tracked_state(worktree: Path) -> str | None:
 
 
 def record_install(env: EnvInfo, key: str, worktree: Path, before: Manifest, after: Manifest,
-                   products: Mapping[str, list], *, tracked: str | None, log: str, notes: tuple[str, ...]) -> str:
-    """Record an install that worked (`before`/`after`: the venv's manifests around it;
-    `products`: the worktree's, as installed.json keeps them; `tracked`: `tracked_state`
-    before it). Returns a line for the log."""
+                   products: Mapping[str, list], *, tracked: str | None, log: str, notes: tuple[str, ...],
+                   ok: bool = True) -> str:
+    """Record an install (`before`/`after`: the venv's manifests around it; `products`:
+    the worktree's, as installed.json keeps them; `tracked`: `tracked_state` before it).
+    `ok=False`: an install that failed by itself (an exit status of its own, not a timeout
+    or a signal), recorded the same way: the same inputs fail the same way, and put back
+    it leaves what the failure left, without running again in another slot (sympy 1.1's
+    era setuptools cannot run on Python 3.9: 3 s per grade of each slot, for nothing).
+    Returns a line for the log."""
     if tracked is None or tracked_state(worktree) != tracked:
         return "install not recorded: it changed tracked files of the checkout"
     root = env.path / INSTALLS
@@ -189,7 +195,7 @@ def record_install(env: EnvInfo, key: str, worktree: Path, before: Manifest, aft
                 "before": venv_listing(before, [*venv_files, *diff.removed]),
                 "before_files": _listed(before, [*venv_files, *diff.removed]),
                 "venv_files": venv_files, "venv_removed": diff.removed, "products": dict(products),
-                "log": log[-20000:], "notes": list(notes)}
+                "log": log[-20000:], "notes": list(notes), "ok": ok}
         (work / _META).write_text(json.dumps(meta) + "\n", encoding="utf-8")
         final = root / key
         if final.exists():
@@ -199,7 +205,8 @@ def record_install(env: EnvInfo, key: str, worktree: Path, before: Manifest, aft
         shutil.rmtree(work, ignore_errors=True)
     _drop_oldest(root)
     size = len(venv_files) + len(kept)
-    return f"install recorded ({len(venv_files)} venv file(s), {len(kept)} product(s); {size} in all) as {key}"
+    return (f"install recorded ({len(venv_files)} venv file(s), {len(kept)} product(s); {size} in all) as {key}"
+            + ("" if ok else ": a failure, put back as one"))
 
 
 def _drop_oldest(root: Path) -> None:
@@ -274,25 +281,42 @@ def _clear(target: Path) -> None:
         os.unlink(target)
 
 
+def _hollow(folder: str | os.PathLike[str]) -> bool:
+    """Whether `folder` holds nothing but folders and bytecode caches, at any depth."""
+    for entry in os.scandir(folder):
+        if not entry.is_dir(follow_symlinks=False) or (entry.name != "__pycache__" and not _hollow(entry.path)):
+            return False
+    return True
+
+
 def _remove_emptied(venv: Path, removed: Iterable[str]) -> None:
-    """The folders of removed files that hold nothing now (or only bytecode caches), and
-    their parents, removed up to the venv: a package's folder left behind reads as a
-    distribution without metadata (an empty `iniconfig-2.1.0.dist-info/`: pip's next
-    install of the repository failed on it, uv would not uninstall it, importlib.metadata
-    lists it) or, holding only `__pycache__`, imports as a namespace package."""
+    """The folders of removed files that hold nothing now (`_hollow`), and their parents,
+    removed up to the venv: a package's folder left behind reads as a distribution
+    without metadata (an empty `iniconfig-2.1.0.dist-info/`: pip's next install of the
+    repository failed on it, uv would not uninstall it, importlib.metadata lists it) or,
+    holding only `__pycache__`, imports as a namespace package."""
     for folder in sorted({(venv / rel).parent for rel in removed}, key=lambda p: len(p.parts), reverse=True):
         while folder != venv and folder.is_relative_to(venv):
             try:
-                entries = list(os.scandir(folder))
+                if not _hollow(folder):
+                    break
+                shutil.rmtree(folder)
             except FileNotFoundError:
-                folder = folder.parent
-                continue
-            if any(e.name != "__pycache__" or not e.is_dir(follow_symlinks=False) for e in entries):
-                break
-            for e in entries:
-                shutil.rmtree(e.path)
-            folder.rmdir()
+                pass
             folder = folder.parent
+
+
+def remove_hollow_distributions(venv: Path) -> None:
+    """What an earlier swecl's put-back could leave (a removed distribution's files gone,
+    its folders not) removed: metadata folders without METADATA (uv cannot uninstall them
+    and pip's next install fails on them) and `_hollow` folders (an empty `toml/` imports
+    as a namespace package)."""
+    for site in venv.glob("lib/python*/site-packages"):
+        for folder in site.iterdir():
+            if not folder.is_dir() or folder.is_symlink():
+                continue
+            if (folder.suffix == ".dist-info" and not (folder / "METADATA").exists()) or _hollow(folder):
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def _copy_checked(source: str, target: str) -> None:
@@ -358,7 +382,8 @@ def restore_install(env: EnvInfo, key: str, worktree: Path, before: Manifest) ->
     os.utime(folder / _META)  # recently used: kept longest
     return Restored(products={**products, **relocated}, log=str(meta.get("log") or ""),
                     notes=tuple(meta.get("notes") or ()), made_at=float(meta.get("made_at") or 0),
-                    moved_from=made_in.decode("utf-8", "surrogateescape") if moved else None), ""
+                    moved_from=made_in.decode("utf-8", "surrogateescape") if moved else None,
+                    ok=meta.get("ok") is not False), ""
 
 
 def _copy_relocated(source: str, target: str, old: bytes, new: bytes) -> str | None:
@@ -457,4 +482,4 @@ def switch_install(env: EnvInfo, current: str, key: str, worktree: Path, venv_no
         _copy_checked(os.fspath(source), os.fspath(target))
     os.utime(env.path / INSTALLS / key / _META)
     return Restored(products=dict(products), log=str(meta.get("log") or ""), notes=tuple(meta.get("notes") or ()),
-                    made_at=float(meta.get("made_at") or 0))
+                    made_at=float(meta.get("made_at") or 0), ok=meta.get("ok") is not False)

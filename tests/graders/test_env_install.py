@@ -354,6 +354,49 @@ def test_a_record_made_in_one_slot_is_put_back_in_another_with_its_path(tmp_path
     assert status == "unresolved" and "install: reused (ok)" in log and "(slot 1)" in log, log
 
 
+def test_a_failed_install_is_recorded_and_put_back_as_failed_in_any_slot(tmp_path: Path) -> None:
+    """sympy 1.1's era setuptools cannot run on Python 3.9: its install fails, by itself,
+    the same way every time. Recorded as a failure, it is put back as one in the other slot
+    (with what it left, the grade still says the install failed) and never runs again; a
+    failure that is not the install's own (killed by a signal, timed out) is not recorded."""
+    from graders.host import RepoCache, preferred_slot
+
+    runs = tmp_path / "runs.txt"
+    count = f"p = __import__('pathlib').Path({str(runs)!r}); p.write_text(p.read_text() + 'x' if p.exists() else 'x')"
+    src, setup = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
+    cache = tmp_path / "cache"
+    grader = SwebenchGrader(cache_dir=cache, repo_sources={PKG: str(src)}, timeout_s=120)
+
+    def grade(spec: EnvSpec, slot: int | None = None) -> str:
+        if slot is None:
+            status, log = _grade(grader, setup, GOLD_PATCH, setup, spec)
+        else:
+            with RepoCache(cache, {PKG: str(src)}).worktree(PKG, setup, slot=1 - slot), preferred_slot(1 - slot):
+                status, log = _grade(grader, setup, GOLD_PATCH, setup, spec)
+            assert f"(slot {slot})" in log, log
+        assert status == "resolved", log  # the tests import calc from the checkout
+        return log
+
+    failing = msgspec.structs.replace(SPEC, install=f'python -c "{count}; open(\'partial.txt\', \'w\'); '
+                                                  'raise SystemExit(3)"')
+    log = grade(failing, 0)
+    assert "install: ran (FAILED)" in log and "install recorded" in log and "a failure, put back as one" in log, log
+    for slot in (1, 0, 1):
+        log = grade(failing, slot)
+        assert "install: restored (FAILED)" in log and "failed install put back" in log, log
+        assert "SystemExit" not in log or "recorded install's log" in log
+        assert _state(cache)["products"].keys() == {"partial.txt"}  # what the failure left, put back
+    assert runs.read_text() == "x"
+
+    runs.unlink()
+    killed = msgspec.structs.replace(SPEC, install=f'python -c "{count}; import os, signal; '
+                                                 'os.kill(os.getpid(), signal.SIGKILL)"')
+    for _ in range(2):  # in the same slot: a failure that is not its own is not taken as it was either
+        log = grade(killed)
+        assert "install: ran (FAILED)" in log and "install recorded" not in log, log
+    assert runs.read_text() == "xx"
+
+
 def test_the_repositorys_own_requirements_resolve_as_of_the_era(tmp_path: Path) -> None:
     """pip knows no cut-off: sphinx 3.0's `docutils>=0.12` became docutils 0.21 (no
     `docutils.utils.roman`) and every sphinx 3.x run died on import. The requirements of
