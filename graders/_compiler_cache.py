@@ -9,19 +9,26 @@ preprocessed source, options and compiler, and is built to give exactly what the
 compiler would (its manual: "the only way you should be able to tell that you are using
 ccache is the speed"), so no verdict depends on whether a compile was cached.
 
-How: ccache masquerades as the compilers: a folder of links named `cc`, `gcc`, `g++`, ...
-to ccache, first on the install's PATH (only for the names the host has). The build's
+How: a folder of small scripts named `cc`, `gcc`, `g++`, ... (only the names the host has),
+first on the install's PATH, each running ccache with the real compiler. The build's
 commands stay what the interpreter's sysconfig says, word for word (setting `CC` instead
-would drop sysconfig's flags); ccache runs the real compiler further down PATH. Its cache
-lives in swecl's cache (`ccache/`): an empty swecl cache is a cold one, and nothing comes
-from outside it. `CCACHE_BASEDIR` is swecl's cache, so paths in a worktree are hashed
-relative to the build's directory and a slot's compile serves the other slot's;
-`CCACHE_NOHASHDIR`: the build's directory is left out of the hash (the debug information
-of an object may name the slot that compiled it first: only a debugger reads it).
+would drop sysconfig's flags). ccache's cache lives in swecl's cache (`ccache/`): an empty
+swecl cache is a cold one, and nothing comes from outside it. `CCACHE_BASEDIR` is swecl's
+cache, so paths in a worktree are hashed relative to the build's directory and a slot's
+compile serves the other slot's; `CCACHE_NOHASHDIR`: the build's directory is left out of
+the hash (the debug information of an object may name the slot that compiled it first:
+only a debugger reads it).
 
-Limit: a source that includes numpy's headers from pip's isolated build environment (a new
-random folder at each install) hashes that folder's path, so Cython's modules compile at
-every install.
+pip's isolated build environment is a new random folder at each install
+(`$TMPDIR/pip-build-env-XXXXXXXX`), and every source that includes numpy's headers from
+it named that folder in its command line and its preprocessed text: astropy's Cython
+modules missed the cache at every install (about 40 s of a 73 s astropy 5.1 install).
+So the install's TMPDIR is a folder of its environment's own (`<env>/build-tmp`: one
+install at a time under the environment's lock), and the scripts name pip's folder by a
+link there that points at it (`build-tmp/build-env`): the same headers at the same path
+from install to install. The compiler reads the same files through the link, so the
+object is the one it would make (only the paths written into debug information and line
+markers name the link instead). A command line naming no such folder goes through as is.
 
 Off with `SWECL_CCACHE=0`, or when ccache is not on PATH (`apt-get install ccache`).
 """
@@ -29,6 +36,7 @@ Off with `SWECL_CCACHE=0`, or when ccache is not on PATH (`apt-get install ccach
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from pathlib import Path
 
@@ -39,41 +47,71 @@ COMPILER_NAMES = ("cc", "gcc", "c++", "g++", "clang", "clang++",
                   "x86_64-linux-gnu-gcc", "x86_64-linux-gnu-g++", "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-g++")
 
 
-def compiler_cache_environment(cache_root: Path | None, path: str) -> dict[str, str]:
+def compiler_cache_environment(cache_root: Path | None, path: str, tmp: Path | None = None) -> dict[str, str]:
     """The variables that send an install's compiles through ccache (PATH first, given
-    the PATH the install would have), or {} when there is no ccache or it is turned off."""
+    the PATH the install would have; `tmp`: the install's own TMPDIR, see the module
+    doc), or {} when there is no ccache or it is turned off."""
     if cache_root is None or os.environ.get("SWECL_CCACHE", "1").strip().lower() in ("0", "no", "false", "off"):
         return {}
     ccache = shutil.which("ccache", path=path)
     if ccache is None:
         return {}
-    links = cache_root / "ccache" / "bin"
-    found = [name for name in COMPILER_NAMES if shutil.which(name, path=path)]
+    scripts = cache_root / "ccache" / "bin"
+    found = {name: compiler for name in COMPILER_NAMES if (compiler := shutil.which(name, path=path))}
     if not found:
         return {}
-    _link_compilers(links, Path(ccache).resolve(), found)
-    return {
-        "PATH": os.pathsep.join([os.fspath(links), path]),
+    _write_scripts(scripts, ccache, found)
+    out = {
+        "PATH": os.pathsep.join([os.fspath(scripts), path]),
         "CCACHE_DIR": os.fspath(cache_root / "ccache" / "store"),
         "CCACHE_BASEDIR": os.fspath(cache_root.resolve()),
         "CCACHE_NOHASHDIR": "1",
     }
+    if tmp is not None:
+        tmp.mkdir(parents=True, exist_ok=True)
+        out["TMPDIR"] = os.fspath(tmp)
+    return out
 
 
-def _link_compilers(links: Path, ccache: Path, names: list[str]) -> None:
-    """`links/NAME` -> ccache for each name, made again if it points elsewhere (ccache moved)."""
-    links.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        link = links / name
+# POSIX sh: an argument naming `$TMPDIR/pip-build-env-XXXX` names `$TMPDIR/build-env`
+# instead, a link to that folder made (atomically: two compiles at once) when it points
+# elsewhere
+_SCRIPT = """#!/bin/sh
+# made by swecl (graders/_compiler_cache.py): @COMPILER@ through ccache, pip's build
+# environment named by a stable link
+prefix="$TMPDIR/pip-build-env-"
+link="$TMPDIR/build-env"
+for a do
+  shift
+  case $a in
+    *"$prefix"*)
+      head=${a%%"$prefix"*}; rest=${a#*"$prefix"}; name=${rest%%/*}; rest=${rest#"$name"}
+      if [ -n "$TMPDIR" ]; then
+        [ "$(readlink "$link")" = "pip-build-env-$name" ] ||
+          { ln -s "pip-build-env-$name" "$link.$$" && mv -Tf "$link.$$" "$link"; }
+        # named by the link only when it points there (else as it came: a miss, not an error)
+        [ "$(readlink "$link")" = "pip-build-env-$name" ] && a="$head$link$rest"
+      fi 2>/dev/null;;
+  esac
+  set -- "$@" "$a"
+done
+exec @CCACHE@ @COMPILER@ "$@"
+"""
+
+
+def _write_scripts(folder: Path, ccache: str, compilers: dict[str, str]) -> None:
+    """`folder/NAME` for each compiler, written again when it says otherwise (ccache or the
+    compiler moved, an earlier swecl's link)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, compiler in compilers.items():
+        text = _SCRIPT.replace("@CCACHE@", shlex.quote(ccache)).replace("@COMPILER@", shlex.quote(compiler))
+        script = folder / name
         try:
-            if Path(os.readlink(link)) == ccache:
+            if not script.is_symlink() and script.read_text(encoding="utf-8") == text:
                 continue
-            link.unlink()
-        except FileNotFoundError:
+        except OSError:
             pass
-        except OSError:  # not a link: a file someone put there
-            link.unlink()
-        tmp = links / f".{name}.{os.getpid()}"
-        tmp.unlink(missing_ok=True)
-        tmp.symlink_to(ccache)
-        os.replace(tmp, link)  # two grades at once: each link appears whole
+        tmp = folder / f".{name}.{os.getpid()}"
+        tmp.write_text(text, encoding="utf-8")
+        tmp.chmod(0o755)
+        os.replace(tmp, script)  # two grades at once: each script appears whole

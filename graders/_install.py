@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import tempfile
 import time
@@ -75,7 +76,7 @@ def install_environment(env: EnvInfo, extra: Mapping[str, str] = ()) -> dict[str
     # what the spec implies for a source build here (matplotlib: Debian's FreeType and Qhull)
     out.update(build_settings_environment(env.repo, env.path))
     # compiles of sources another install compiled already come from ccache's cache
-    out.update(compiler_cache_environment(_cache_root(env), out["PATH"]))
+    out.update(compiler_cache_environment(_cache_root(env), out["PATH"], env.path / "build-tmp"))
     out.update(dict(extra))
     return out
 
@@ -396,6 +397,8 @@ def _run_install(env: EnvInfo, install: str, worktree: Path, head: str, *, era_r
             run_line(line, cwd=worktree, env=variables_of_install, python=env.python,
                      bin_dir=env.bin_dir, variables=variables, timeout_s=timeout_s)
         )
+    if "TMPDIR" in variables_of_install:  # the install's own (graders._compiler_cache): what a kill left
+        shutil.rmtree(variables_of_install["TMPDIR"], ignore_errors=True)
     ok = all(r.status == "ok" for r in results)
     settled = all(r.status == "ok" or (r.exit_code is not None and 0 < r.exit_code < 124) for r in results)
     text = head + "".join(f"$ {r.line}\n{r.output}[{r.status}{': ' + r.reason if r.reason else ''}]\n" for r in results)

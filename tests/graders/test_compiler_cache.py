@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -42,11 +43,20 @@ def _slot(cache: Path, n: int) -> Path:
     return slot
 
 
-def _compile(slot: Path, env: dict[str, str]) -> bytes:
+def _compile(slot: Path, env: dict[str, str], *more: str) -> bytes:
     # as setuptools calls it: an absolute include folder inside the worktree
-    subprocess.run(["gcc", "-O2", "-I", os.fspath(slot / "include"), "-c", "mod.c", "-o", "mod.o"],
+    subprocess.run(["gcc", "-O2", *more, "-I", os.fspath(slot / "include"), "-c", "mod.c", "-o", "mod.o"],
                    cwd=slot, env=env, check=True)
     return (slot / "mod.o").read_bytes()
+
+
+def _pip_build_env(tmp: Path) -> Path:
+    """A folder as pip's isolated build environment is: a new random name in TMPDIR at each
+    install, holding the same headers (numpy's)."""
+    folder = Path(tempfile.mkdtemp(prefix="pip-build-env-", dir=tmp)) / "overlay" / "include"
+    folder.mkdir(parents=True)
+    (folder / "numpyish.h").write_text("#define SCALE 3\n")
+    return folder
 
 
 def _stats(env: dict[str, str]) -> dict[str, int]:
@@ -60,7 +70,7 @@ def test_another_slots_compile_of_the_same_source_comes_from_the_cache(ccache: s
     assert variables["CCACHE_DIR"] == os.fspath(cache / "ccache" / "store")
     links = cache / "ccache" / "bin"
     assert variables["PATH"].split(os.pathsep)[0] == os.fspath(links)
-    assert os.readlink(links / "gcc") == os.fspath(Path(ccache).resolve())
+    assert f"exec {ccache} {shutil.which('gcc')} " in (links / "gcc").read_text()
 
     first = _compile(_slot(cache, 0), variables)
     second = _compile(_slot(cache, 1), variables)
@@ -70,6 +80,29 @@ def test_another_slots_compile_of_the_same_source_comes_from_the_cache(ccache: s
 
     # the compiler itself, without ccache's links on PATH
     assert first == second == _compile(_slot(tmp_path / "bare", 0), dict(os.environ))
+
+
+def test_pips_random_build_environment_folder_does_not_make_every_install_a_miss(ccache: str, tmp_path: Path) -> None:
+    """astropy's Cython modules include numpy's headers from pip's build environment, a
+    new random folder at each install: named through the install's own link, the second
+    install's compile is a hit, and the object is the compiler's own."""
+    cache = tmp_path / "cache"
+    env = _env(cache)
+    variables = install_environment(env)
+    tmp = Path(variables["TMPDIR"])
+    assert tmp == env.path / "build-tmp" and tmp.is_dir()
+    objects = []
+    for n in (0, 1):
+        headers = _pip_build_env(tmp)
+        objects.append(_compile(_slot(cache, n), variables, "-include", "numpyish.h", "-I", os.fspath(headers)))
+        assert os.readlink(tmp / "build-env") == headers.parent.parent.name  # the link follows pip's folder
+        shutil.rmtree(headers.parent.parent)  # pip removes it after the build
+    stats = _stats(variables)
+    assert stats.get("direct_cache_hit", 0) + stats.get("preprocessed_cache_hit", 0) == 1, stats
+    assert stats.get("cache_miss", 0) == 1, stats
+    bare = _pip_build_env(tmp_path)
+    assert objects[0] == objects[1] == _compile(_slot(tmp_path / "bare", 0), dict(os.environ), "-include",
+                                                "numpyish.h", "-I", os.fspath(bare))
 
 
 def test_turned_off_or_without_ccache_the_install_calls_the_compiler_itself(tmp_path: Path,
