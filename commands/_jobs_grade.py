@@ -276,6 +276,7 @@ class GradeJobs(ExperimentFolder):
         """Which tasks this host can grade (SWE-bench's validation step), recorded as one
         tasks.validated event: gold, no-op and empty patch graded as runs `{slug}-{kind}`."""
         # lazy: validation loads the benchmark loaders and the run machinery (about 0.2 s)
+        from ._envs_ahead import EnvsAhead
         from ._validate import check_slug, validate
         from .run import BudgetOptions, ExecutionOptions, RunOptions, SandboxOptions, open_benchmark
 
@@ -303,7 +304,10 @@ class GradeJobs(ExperimentFolder):
             )
             return self._grading_run(opts, progress, kind=kind)
 
-        outcome = validate(self.results, complete, grade, slug=slug, incomplete=incomplete)
+        # the environments built on one more thread while the tasks are graded (commands._envs_ahead)
+        with EnvsAhead(complete, cache_dir=cache, repo_sources=dict(repo_sources or {}),
+                       python_paths=dict(python_paths or {})):
+            outcome = validate(self.results, complete, grade, slug=slug, incomplete=incomplete)
         return ValidateReport(slug=slug, outcome=outcome, repo_of={t.instance_id: t.repo for t in tasks})
 
     def _next_validation(self) -> str:

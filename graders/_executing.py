@@ -32,7 +32,7 @@ from graders._apply import (
 from graders._bytecode import PrivatePycache, env_pycache, remove_stray_bytecode
 from graders._decide import Decision, blame, decide
 from graders._env_info import EnvBuildError, EnvInfo
-from graders._envs import build_env, env_lock, env_path, era_for, guard_env, touch_used
+from graders._envs import Era, build_env, env_lock, env_path, era_for, guard_env, touch_used
 from graders._install import (
     ensure_repo_installed,
     install_environment,
@@ -41,7 +41,7 @@ from graders._install import (
     prepare_worktree,
     slot_claims,
 )
-from graders._interpreters import PythonNotFound, find_python
+from graders._interpreters import Interpreter, PythonNotFound, find_python
 from graders._manifests import pre_install_plan
 from graders._parsers import parse_log, parser_for_repo
 from graders.host import (
@@ -386,11 +386,27 @@ class SwebenchGrader(_ExecutingGrader):
         # unconfined tests can write into the venv: check it before each grade (graders._envs.guard_env)
         self.check_env_integrity = check_env_integrity
 
-    def _grade(self, req: GradeRequest, notes: _Notes, start: float) -> GradeOutcome:
+    def _env_inputs(self, req: GradeRequest) -> tuple[EnvSpec, Interpreter, Era]:
         spec = spec_for(req.repo, req.version, req.environment)
-        notes.phase("checkout")
         interp = find_python(spec.python, explicit=self.python_paths)
-        era = era_for(self.repos, req.repo, req.base_commit, req.environment_setup_commit)
+        return spec, interp, era_for(self.repos, req.repo, req.base_commit, req.environment_setup_commit)
+
+    def build_env_ahead(self, req: GradeRequest) -> bool:
+        """Build the environment a grade of `req` takes before the grade, by the grade's own
+        call, so the grade finds it complete (`swecl validate` builds the next ones while
+        tasks are graded: a cold environment is mostly downloads and source builds, minutes
+        for xarray's). False, nothing built, when its requirement files would come from the
+        grade's checkout (no setup commit in the mirror): the grade builds it."""
+        spec, interp, era = self._env_inputs(req)
+        if era.read_file is None:
+            return False
+        build_env(req.repo, str(req.version), spec, cache_dir=self.cache_dir, interpreter=interp,
+                  exclude_newer=era.cutoff, read_file=era.read_file, files_origin=f"commit {era.commit}")
+        return True
+
+    def _grade(self, req: GradeRequest, notes: _Notes, start: float) -> GradeOutcome:
+        notes.phase("checkout")
+        spec, interp, era = self._env_inputs(req)
         # The slot the environment's install was made in, tried first: another slot means
         # installing the repository again (tens of seconds for pytest), and which worker
         # grades a task, so which slot it would prefer, changes from task to task.
