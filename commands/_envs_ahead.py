@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from graders.host import parallel_runs
+
 from .inputs import Task
 from .run import environment_spec
 
@@ -43,6 +45,13 @@ class EnvsAhead:
         self.built: list[str] = []  # instance ids whose environment this thread built or found built
 
     def __enter__(self) -> EnvsAhead:
+        # Its uv and git carry no run's marker: a run's clean-up kills every new process
+        # but those of runs in flight and, while runs are in parallel, unmarked ones
+        # (graders.host._reaper). Without this, under `--jobs 1` the first test run's
+        # clean-up killed the thread's uv mid-build, and the reaper's wait took its exit
+        # status: uv "exited 0", and an environment with no package was taken as built.
+        self._parallel = parallel_runs()
+        self._parallel.__enter__()
         self._thread.start()
         return self
 
@@ -54,6 +63,7 @@ class EnvsAhead:
         self._stop.set()
         if kind is None:  # done: the build under way is one no grade needed; interrupted: not waited for
             self._thread.join()
+        self._parallel.__exit__(None, None, None)
 
     def _run(self) -> None:
         from graders import GradeRequest, get_grader  # lazy: the graders load when grading does

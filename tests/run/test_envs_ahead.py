@@ -59,3 +59,23 @@ def test_a_task_whose_environment_cannot_be_built_ahead_is_left_to_its_grade(tmp
         building.wait()
     assert building.built == []
     assert not list((tmp_path / "cache").rglob("env.json"))
+
+
+def test_a_runs_clean_up_spares_the_processes_of_the_builds_ahead(tmp_path: Path) -> None:
+    """A run's clean-up kills the new processes it does not own; the builds ahead carry no
+    run's marker. Under `--jobs 1` the first test run's clean-up killed their uv mid-build,
+    and the environment, with no package, was taken as built."""
+    import subprocess
+
+    from graders.host import descendants
+    from graders.host._reaper import kill_new_descendants
+
+    before = descendants()
+    with EnvsAhead([], cache_dir=tmp_path / "cache", repo_sources={}, python_paths={}):
+        building = subprocess.Popen(["sleep", "60"])  # as the thread's uv: started with no run's marker
+        try:
+            kill_new_descendants(before, "a-test-run")  # another run's clean-up, as it ends
+            assert building.poll() is None
+        finally:
+            building.kill()
+            building.wait()
