@@ -16,6 +16,7 @@ its processes), so it takes what the grades leave rather than slow their tests.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -41,6 +42,7 @@ class EnvsAhead:
         self._tasks = list(tasks)
         self._args = {"cache_dir": cache_dir, "repo_sources": dict(repo_sources), "python": dict(python_paths)}
         self._stop = threading.Event()
+        self._held = contextlib.ExitStack()
         self._thread = threading.Thread(target=self._run, name="swecl-envs-ahead", daemon=True)
         self.built: list[str] = []  # instance ids whose environment this thread built or found built
 
@@ -50,8 +52,7 @@ class EnvsAhead:
         # (graders.host._reaper). Without this, under `--jobs 1` the first test run's
         # clean-up killed the thread's uv mid-build, and the reaper's wait took its exit
         # status: uv "exited 0", and an environment with no package was taken as built.
-        self._parallel = parallel_runs()
-        self._parallel.__enter__()
+        self._held.enter_context(parallel_runs())
         self._thread.start()
         return self
 
@@ -63,7 +64,7 @@ class EnvsAhead:
         self._stop.set()
         if kind is None:  # done: the build under way is one no grade needed; interrupted: not waited for
             self._thread.join()
-        self._parallel.__exit__(None, None, None)
+        self._held.close()
 
     def _run(self) -> None:
         from graders import GradeRequest, get_grader  # lazy: the graders load when grading does

@@ -32,7 +32,7 @@ from graders._apply import (
 from graders._bytecode import PrivatePycache, env_pycache, remove_stray_bytecode
 from graders._decide import Decision, blame, decide
 from graders._env_info import EnvBuildError, EnvInfo
-from graders._envs import Era, build_env, env_lock, env_path, era_for, guard_env, touch_used
+from graders._envs import Era, EnvBuild, build_env, env_lock, env_path, era_for, guard_env, touch_used
 from graders._install import (
     ensure_repo_installed,
     install_environment,
@@ -400,9 +400,18 @@ class SwebenchGrader(_ExecutingGrader):
         spec, interp, era = self._env_inputs(req)
         if era.read_file is None:
             return False
-        build_env(req.repo, str(req.version), spec, cache_dir=self.cache_dir, interpreter=interp,
-                  exclude_newer=era.cutoff, read_file=era.read_file, files_origin=f"commit {era.commit}")
+        self._env_maker(req, spec, interp, era)()
         return True
+
+    def _env_maker(self, req: GradeRequest, spec: EnvSpec, interp: Interpreter, era: Era,
+                   worktree: Path | None = None) -> functools.partial[EnvBuild]:
+        """The one call that builds (or reuses) a task's environment, for the grade and for
+        `build_env_ahead` alike (`worktree` is read only when the era has no files)."""
+        return functools.partial(
+            build_env, req.repo, str(req.version), spec, cache_dir=self.cache_dir, worktree=worktree,
+            interpreter=interp, exclude_newer=era.cutoff, read_file=era.read_file,
+            files_origin=f"commit {era.commit}" if era.read_file else None,
+        )
 
     def _grade(self, req: GradeRequest, notes: _Notes, start: float) -> GradeOutcome:
         notes.phase("checkout")
@@ -421,11 +430,7 @@ class SwebenchGrader(_ExecutingGrader):
             notes.phase(None)
             for note in era.notes:
                 notes.add(f"[swecl] {note}")
-            make = functools.partial(
-                build_env, req.repo, str(req.version), spec, cache_dir=self.cache_dir, worktree=wt.path,
-                interpreter=interp, exclude_newer=era.cutoff, read_file=era.read_file,
-                files_origin=f"commit {era.commit}" if era.read_file else None,
-            )
+            make = self._env_maker(req, spec, interp, era, wt.path)
             with notes.timed("env"):
                 build = make()
             notes.env_built = build.built
