@@ -31,7 +31,9 @@ when no clean-up looks at it: a validation of 153 tasks left 258. `reap_zombies`
 every exited child of this process outside its own process group, except the children
 swecl's threads started themselves as leaders of their own session (`starting`): a
 `Popen` that lost its child's exit to another thread would report exit code 0. The
-children that share swecl's group (`subprocess.run` of git or uv) are never touched.
+processes that share swecl's group (`subprocess.run` of git or uv, and their children) are
+never touched, by that nor by a run's clean-up: a run leads a session of its own, so none
+of its processes can be in that group.
 
 That state (subreaper or not, the runs in flight, the cache, the leaders) belongs to the
 process, so one `Reaper` holds it; the module's functions are that one instance's methods.
@@ -62,6 +64,11 @@ def _stat_fields(pid: int) -> list[bytes]:
         return []
     # the command name may hold spaces and parentheses: fields start after the last ')'
     return stat[stat.rfind(b")") + 2 :].split()
+
+
+def _group_of(pid: int) -> int | None:
+    fields = _stat_fields(pid)  # state, ppid, pgrp, ...
+    return int(fields[2]) if len(fields) > 2 else None
 
 
 # How many times a scan of /proc looks again for what a re-forking process left behind:
@@ -250,12 +257,19 @@ class Reaper:
         # Again until a look finds nothing new: a process killed in one pass may have
         # forked a child after its parent's entry was read (a daemon re-forking).
         handled = set(before)
+        group = os.getpgrp()
         for _ in range(LOOKS):
             found = descendants() - handled
             if not found:
                 return
             handled |= found
             for pid in found:
+                if _group_of(pid) == group:
+                    # swecl's own `subprocess.run` (another thread's uv or git, and theirs):
+                    # a run leads a session of its own, so nothing it started is in this
+                    # group. Killed and waited for here, the Popen that runs it would get
+                    # no exit status and report 0 (an environment with no package "built").
+                    continue
                 theirs = _marker_of(pid)
                 if theirs != marker and self._spared(theirs):
                     continue

@@ -198,3 +198,29 @@ def test_an_orphan_that_dies_after_its_run_is_reaped_and_no_popen_loses_its_exit
     assert not orphans & _zombie_children()
     assert held.wait() == 7 and own_group.wait() == 5
     _reaper.session_leader_reaped(held.pid)
+
+
+def test_a_runs_clean_up_kills_what_it_left_and_never_a_process_of_swecls_own_group(tmp_path: Path) -> None:
+    """Outside `parallel_runs` (`--jobs 1`) a run's clean-up kills every new process it
+    does not own, but not swecl's own `subprocess.run` of another thread (the uv of an
+    environment built ahead): killed and waited for there, its Popen got no exit status and
+    reported 0, and an environment with no package was taken as built."""
+    from graders.host import run_in_session
+
+    token = f"swecl-left-{os.getpid()}-{time.monotonic_ns()}"
+    started = tmp_path / "run-started"
+    own_group: list[subprocess.Popen] = []
+
+    def another_thread() -> None:  # starts its uv while the run is in flight
+        _until(started.exists, "the run started")
+        own_group.append(subprocess.Popen(["sh", "-c", "sleep 2; exit 3"]))
+
+    thread = threading.Thread(target=another_thread)
+    thread.start()
+    quiet = dict(cwd=tmp_path, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout_s=60)
+    line = f"setsid sh -c 'exec sleep 60 # {token}' & touch {started}; sleep 1"
+    done = run_in_session(["sh", "-c", line], **quiet)
+    thread.join()
+    assert done.returncode == 0
+    assert not any(_has_token(pid, token.encode()) for pid in _reaper.proc_pids())  # the run's leftover: ended
+    assert own_group[0].wait(timeout=30) == 3  # swecl's own: ran to its end, its status its own
