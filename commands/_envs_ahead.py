@@ -16,15 +16,12 @@ its processes), so it takes what the grades leave rather than slow their tests.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
-
-from graders.host import parallel_runs
 
 from .inputs import Task
 from .run import environment_spec
@@ -42,17 +39,10 @@ class EnvsAhead:
         self._tasks = list(tasks)
         self._args = {"cache_dir": cache_dir, "repo_sources": dict(repo_sources), "python": dict(python_paths)}
         self._stop = threading.Event()
-        self._held = contextlib.ExitStack()
         self._thread = threading.Thread(target=self._run, name="swecl-envs-ahead", daemon=True)
         self.built: list[str] = []  # instance ids whose environment this thread built or found built
 
     def __enter__(self) -> EnvsAhead:
-        # Its uv and git carry no run's marker: a run's clean-up kills every new process
-        # but those of runs in flight and, while runs are in parallel, unmarked ones
-        # (graders.host._reaper). Without this, under `--jobs 1` the first test run's
-        # clean-up killed the thread's uv mid-build, and the reaper's wait took its exit
-        # status: uv "exited 0", and an environment with no package was taken as built.
-        self._held.enter_context(parallel_runs())
         self._thread.start()
         return self
 
@@ -64,7 +54,6 @@ class EnvsAhead:
         self._stop.set()
         if kind is None:  # done: the build under way is one no grade needed; interrupted: not waited for
             self._thread.join()
-        self._held.close()
 
     def _run(self) -> None:
         from graders import GradeRequest, get_grader  # lazy: the graders load when grading does
