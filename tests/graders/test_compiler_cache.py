@@ -117,3 +117,38 @@ def test_turned_off_or_without_ccache_the_install_calls_the_compiler_itself(tmp_
     variables = install_environment(env)
     assert "CCACHE_DIR" not in variables
     assert not (tmp_path / "cache" / "ccache").exists()
+
+
+def _section(obj: bytes, name: str, tmp: Path) -> bytes | None:
+    """The bytes of one section of an object file (None: it has no such section)."""
+    (tmp / "in.o").write_bytes(obj)
+    listing = subprocess.run(["objdump", "-h", os.fspath(tmp / "in.o")], capture_output=True, text=True,
+                             check=True).stdout
+    if f" {name} " not in listing:
+        return None
+    subprocess.run(["objcopy", "-O", "binary", f"--only-section={name}", os.fspath(tmp / "in.o"),
+                    os.fspath(tmp / "out.bin")], check=True)
+    return (tmp / "out.bin").read_bytes()
+
+
+def test_a_compile_asking_for_debug_information_gets_the_same_code_without_it(ccache: str, tmp_path: Path) -> None:
+    """sysconfig's `-g -O3`: through the install's compilers the object holds no DWARF and
+    the same machine code as the compiler's own `-g` object; a link is left as it is."""
+    if shutil.which("objdump") is None or shutil.which("objcopy") is None:
+        pytest.skip("no binutils (objdump, objcopy) to read the objects with")
+    cache = tmp_path / "cache"
+    variables = install_environment(_env(cache))
+    ours = _compile(_slot(cache, 0), variables, "-g", "-O3")
+    bare = _compile(_slot(tmp_path / "bare", 0), dict(os.environ), "-g", "-O3")
+    assert _section(bare, ".debug_info", tmp_path) is not None  # the compiler's own writes it
+    assert _section(ours, ".debug_info", tmp_path) is None
+    assert _section(ours, ".text", tmp_path) == _section(bare, ".text", tmp_path) != b""
+
+    # a link (no -c) goes through with its own arguments only
+    slot = cache / "worktrees" / "o__n" / "slot-0"
+    (slot / "main.c").write_text("int twice(int);\nint main(void) { return twice(1) - 2; }\n")
+    subprocess.run(["gcc", "-g", "-c", "main.c", "-o", "main.o"], cwd=slot, env=variables, check=True)
+    linked = subprocess.run(["gcc", "-v", "main.o", "mod.o", "-o", "prog"], cwd=slot, env=variables,
+                            capture_output=True, text=True, check=True)
+    assert "-g0" not in linked.stderr
+    assert subprocess.run([os.fspath(slot / "prog")]).returncode == 0
