@@ -23,6 +23,11 @@ marker; the clean-up after one run then kills only the new processes that carry 
 marker: without that, the first test run to end would kill every other thread's test
 run, and the uv or git another thread is running. A process that wiped its environment
 and left its group is then not found (in the sandbox it dies with the PID namespace).
+Nor is a marker all there is: a process of the session another run in flight leads
+(`leads`, told by `run_in_session`) is that run's, marker or not. /proc shows no
+environment for a process in the middle of its exec, and the clean-up of a test run under
+`--jobs 1` (no `parallel_runs`) killed such a process of the environment build running
+beside it in a session of its own (`commands._envs_ahead`).
 
 A subreaper must also wait for the orphans that die: each stays a zombie (holding its
 pid) until it is reaped. bwrap's inner process leads a session of its own and outlives the
@@ -64,11 +69,6 @@ def _stat_fields(pid: int) -> list[bytes]:
         return []
     # the command name may hold spaces and parentheses: fields start after the last ')'
     return stat[stat.rfind(b")") + 2 :].split()
-
-
-def _group_of(pid: int) -> int | None:
-    fields = _stat_fields(pid)  # state, ppid, pgrp, ...
-    return int(fields[2]) if len(fields) > 2 else None
 
 
 # How many times a scan of /proc looks again for what a re-forking process left behind:
@@ -164,11 +164,13 @@ class Reaper:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._subreaper = False
-        self._in_flight: set[str] = set()
+        # the markers of the runs in flight, each with the session its leader leads (once known)
+        self._in_flight: dict[str, int | None] = {}
         self._parallel = 0  # > 0 inside parallel_runs()
         self._scope = ""  # the cache this swecl works on (`reap_orphans` sets it), in owner tokens
         # the leaders of their own session this process started and has not reaped yet
-        # (`starting`); held while they start, so no zombie is reaped in between
+        # (`starting`); held while they start, so no zombie is reaped and no run's clean-up
+        # looks in between
         self._leaders_lock = threading.Lock()
         self._leaders: set[int] = set()
 
@@ -228,12 +230,19 @@ class Reaper:
         in flight until the block ends."""
         marker = uuid.uuid4().hex
         with self._lock:
-            self._in_flight.add(marker)
+            self._in_flight[marker] = None
         try:
             yield marker
         finally:
             with self._lock:
-                self._in_flight.discard(marker)
+                self._in_flight.pop(marker, None)
+
+    def leads(self, marker: str, leader: int) -> None:
+        """The run of `marker` leads the session `leader` (its leader's pid): a process of
+        that session is the run's, marker or not (see `kill_new_descendants`)."""
+        with self._lock:
+            if marker in self._in_flight:
+                self._in_flight[marker] = leader
 
     @contextmanager
     def owned_processes(self, env: Mapping[str, str]) -> Iterator[tuple[dict[str, str], Callable[[], None]]]:
@@ -247,8 +256,10 @@ class Reaper:
             yield ({**env, OWNER_VAR: self.owner_token(), RUN_VAR: marker},
                    lambda: self.kill_new_descendants(before, marker))
 
-    def _spared(self, theirs: str | None) -> bool:
+    def _spared(self, theirs: str | None, session: int, marker: str | None) -> bool:
         with self._lock:
+            if theirs is None and any(m != marker and s == session for m, s in self._in_flight.items()):
+                return True  # another run's, in the session it leads (module doc)
             return (theirs is not None and theirs in self._in_flight) or (theirs is None and self._parallel > 0)
 
     def kill_new_descendants(self, before: set[int], marker: str | None = None) -> None:
@@ -258,20 +269,29 @@ class Reaper:
         # forked a child after its parent's entry was read (a daemon re-forking).
         handled = set(before)
         group = os.getpgrp()
+        # No run starts meanwhile: between its fork and its exec a run's leader has neither
+        # its marker nor its session known (`starting`), and would be taken for a leftover.
+        with self._leaders_lock:
+            self._kill_new(handled, group, marker)
+
+    def _kill_new(self, handled: set[int], group: int, marker: str | None) -> None:
         for _ in range(LOOKS):
             found = descendants() - handled
             if not found:
                 return
             handled |= found
             for pid in found:
-                if _group_of(pid) == group:
+                fields = _stat_fields(pid)  # state, ppid, pgrp, session, ...
+                if len(fields) < 4:
+                    continue  # gone
+                if int(fields[2]) == group:
                     # swecl's own `subprocess.run` (another thread's uv or git, and theirs):
                     # a run leads a session of its own, so nothing it started is in this
                     # group. Killed and waited for here, the Popen that runs it would get
                     # no exit status and report 0 (an environment with no package "built").
                     continue
                 theirs = _marker_of(pid)
-                if theirs != marker and self._spared(theirs):
+                if theirs != marker and self._spared(theirs, int(fields[3]), marker):
                     continue
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -362,4 +382,5 @@ owner_token = REAPER.owner_token
 reap_orphans = REAPER.reap_orphans
 starting_session_leader = REAPER.starting
 session_leader_reaped = REAPER.reaped
+run_leads = REAPER.leads
 reap_zombies = REAPER.reap_zombies

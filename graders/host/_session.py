@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from ._reaper import owned_processes, reap_zombies, session_leader_reaped, starting_session_leader, wait_for_exit
+from ._reaper import (RUN_VAR, owned_processes, reap_zombies, run_leads, session_leader_reaped,
+                      starting_session_leader, wait_for_exit)
 
 __all__ = ["ProcessOutcome", "Wrap", "kill_group", "run_in_session"]
 
@@ -77,6 +78,7 @@ def run_in_session(
                 start_new_session=True,
             )
             leader(proc.pid)
+            run_leads(run_env[RUN_VAR], proc.pid)  # its session is the run's, marked or not
         feeder = None
         if stdin is not None:
             feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)

@@ -224,3 +224,25 @@ def test_a_runs_clean_up_kills_what_it_left_and_never_a_process_of_swecls_own_gr
     assert done.returncode == 0
     assert not any(_has_token(pid, token.encode()) for pid in _reaper.proc_pids())  # the run's leftover: ended
     assert own_group[0].wait(timeout=30) == 3  # swecl's own: ran to its end, its status its own
+
+
+def test_another_runs_clean_up_spares_a_process_of_a_run_in_flight_that_carries_no_marker(tmp_path: Path) -> None:
+    """A run's processes are found by their marker and by the session the run leads: /proc
+    shows no environment for a process in the middle of its exec, nor any for one that
+    wiped it. Outside `parallel_runs` another run's clean-up took such a process of the
+    environment build beside it for a leftover and killed it."""
+    from graders.host import run_in_session
+
+    started = tmp_path / "started"
+    outcome: list[int | None] = []
+    quiet = dict(cwd=tmp_path, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout_s=60)
+    before = _reaper.descendants()
+    # no marker in its environment, in the session its run leads
+    line = f"touch {started}; sleep 2; exit 5"
+    thread = threading.Thread(target=lambda: outcome.append(
+        run_in_session(["env", "-i", "/bin/sh", "-c", line], **quiet).returncode))
+    thread.start()
+    _until(started.exists, "the run started")
+    _reaper.kill_new_descendants(before, "another-run")  # another run's clean-up, as it ends
+    thread.join()
+    assert outcome == [5]  # ran to its end

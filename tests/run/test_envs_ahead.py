@@ -4,6 +4,8 @@ grade alone would have built."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import msgspec
@@ -61,21 +63,39 @@ def test_a_task_whose_environment_cannot_be_built_ahead_is_left_to_its_grade(tmp
     assert not list((tmp_path / "cache").rglob("env.json"))
 
 
-def test_a_runs_clean_up_spares_the_processes_of_the_builds_ahead(tmp_path: Path) -> None:
-    """A run's clean-up kills the new processes it does not own; the builds ahead carry no
-    run's marker. Under `--jobs 1` the first test run's clean-up killed their uv mid-build,
+def test_a_build_ahead_runs_in_a_session_of_its_own_at_the_lowest_priority_and_clean_ups_spare_it(
+        tmp_path: Path) -> None:
+    """The build is a process of its own leading its own session (Linux autogroups: a nice
+    value orders only the processes of one session, and each test run leads one), at nice
+    19 for its session's group; another run's clean-up, ending all through the build, kills
+    nothing of it. Under `--jobs 1` such a clean-up once killed the build's uv mid-build,
     and the environment, with no package, was taken as built."""
-    import subprocess
-
     from graders.host import descendants
     from graders.host._reaper import kill_new_descendants
 
+    src, setup = make_calc_package(tmp_path / "src", "2024-03-01T12:00:00Z")
+    task = Task(instance_id="acme__calcpkg-1", repo=PKG, base_commit=setup, order=1, difficulty=1, version="0.1",
+                environment=msgspec.to_builtins(SPEC), environment_setup_commit=setup)
     before = descendants()
-    with EnvsAhead([], cache_dir=tmp_path / "cache", repo_sources={}, python_paths={}):
-        building = subprocess.Popen(["sleep", "60"])  # as the thread's uv: started with no run's marker
-        try:
-            kill_new_descendants(before, "a-test-run")  # another run's clean-up, as it ends
-            assert building.poll() is None
-        finally:
-            building.kill()
-            building.wait()
+    seen: dict[int, tuple[int, str]] = {}  # the builder's pid: its session, its autogroup
+    with EnvsAhead([task], cache_dir=tmp_path / "cache", repo_sources={PKG: str(src)},
+                   python_paths={}) as building:
+        while building._thread.is_alive():
+            kill_new_descendants(before, "another-run")  # another run's clean-up, as it ends
+            for pid in descendants() - before:
+                try:
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                    if b"commands._envs_ahead" in cmdline:
+                        seen[pid] = (os.getsid(pid), Path(f"/proc/{pid}/autogroup").read_text().strip())
+                except OSError:  # gone, or no autogroups
+                    pass
+            time.sleep(0.02)
+    assert building.built == ["acme__calcpkg-1"]  # spared: built whole
+    log = _grade(tmp_path / "cache", src, task)
+    assert ": reused (" in log, log
+    # (a fork of the builder holds its command line until it execs: in its session too)
+    leaders = {pid: group for pid, (session, group) in seen.items() if session == pid}
+    assert leaders, f"no build process seen leading its session: {seen}"
+    assert {session for session, _ in seen.values()} == set(leaders) and os.getsid(0) not in leaders
+    if Path("/proc/self/autogroup").exists():
+        assert all(group.endswith("nice 19") for group in leaders.values()), leaders
