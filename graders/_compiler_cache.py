@@ -1,4 +1,5 @@
-"""A compiler cache for installs that compile: ccache, when the host has it.
+"""A compiler cache for installs and environment builds that compile: ccache, when the
+host has it.
 
 Why: a compiled repository is installed again at every base commit (`install_per_task`:
 astropy builds its C extensions in place), and most of what it compiles is the same from
@@ -36,6 +37,12 @@ writing DWARF for astropy's Cython modules is about a quarter of each compile (c
 9.9 s with `-g`, 7.2 s without). GCC and clang give the same machine code with and
 without `-g` (what GCC's `-fcompare-debug` checks); only a debugger reads the rest, and no
 test does. `tests/graders/test_compiler_cache.py` compares the code.
+
+The environment builds' uv calls go through the same scripts (`graders._uv._Log.env`):
+their fallbacks build an sdist again after a failed attempt (xarray 0.12's build compiled
+numcodecs' c-blosc in the isolated attempt, without isolation, then as of SWE-bench's
+images), and environments of one repository build the same sdists (sphinx 3.x's typed-ast
+1.4.1): every compile after the first of a source is a hit.
 
 Off with `SWECL_CCACHE=0`, or when ccache is not on PATH (`apt-get install ccache`).
 """

@@ -87,6 +87,7 @@ from pathlib import Path
 
 import msgspec
 
+from graders._compiler_cache import compiler_cache_environment
 from graders._env_info import FILES, EnvBuildError, EnvInfo, record_env_files
 from graders._install import BUILT, LOCK, _record_built, record_lock
 from graders._integrity import diff_manifests, drop_added_caches, load_manifest, save_manifest, venv_manifest
@@ -289,7 +290,7 @@ def build_env(
     with nullcontext() if locked else file_lock(lock):
         if not force and (reused := _reused(final)) is not None:
             return reused
-        _build_in_place(final, repo, version, spec, interp, read_file, files_origin or "", exclude_newer)
+        _build_in_place(final, repo, version, spec, interp, read_file, files_origin or "", exclude_newer, cache)
     info = _read_info(final)
     assert info is not None
     return EnvBuild(info, built=True, warnings=list(info.warnings), log_path=final / "build.log")
@@ -306,12 +307,15 @@ def _reused(final: Path) -> EnvBuild | None:
 
 
 def _build_in_place(final: Path, repo: str, version: str, spec: EnvSpec, interp: Interpreter,
-                    read_file: FileReader | None, files_origin: str, exclude_newer: str | None) -> None:
+                    read_file: FileReader | None, files_origin: str, exclude_newer: str | None, cache: Path) -> None:
     """Build the environment in a temporary dir beside `final`, the marker written last,
     then renamed over it (module doc: atomic). A failed build leaves only its log, as
     `NAME.failed.log`."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
-    log = _Log(tmp / "build.log")
+    # the sdists it compiles through the cache's ccache, as installs do: a fallback that
+    # builds the same sdist again (numcodecs' c-blosc, three times in xarray 0.12's build)
+    # and the next environment's build of it find the objects made the first time
+    log = _Log(tmp / "build.log", compiler_cache_environment(cache, os.environ.get("PATH", "")))
     try:
         cutoff = _Cutoff(exclude_newer)
         warnings = _build_into(tmp, repo, version, spec, interp, read_file, files_origin, cutoff, log)

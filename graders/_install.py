@@ -573,7 +573,8 @@ def _era_dependencies(env: EnvInfo, install: str, worktree: Path, *, timeout_s: 
     # does not run on Python 3.9) comes as of SWE-bench's images, never as of today, which
     # is what pip would take for whatever is left unsatisfied.
     with tempfile.TemporaryDirectory(prefix="swecl-era-deps-") as tmp:
-        log = _Log(Path(tmp) / "install.log")
+        # compiles through the cache's ccache, as the environment builds' (`graders._envs`)
+        log = _Log(Path(tmp) / "install.log", compiler_cache_environment(_cache_root(env), os.environ.get("PATH", "")))
         try:
             warnings = _uv_install(env.python, reqs, log, "requirements", _Cutoff(env.exclude_newer))
         finally:

@@ -22,8 +22,14 @@ __all__ = ["BUILD_BACKEND_FLOOR", "HISTORY_LOST", "IMAGE_ERA", "exact_pins"]
 
 
 class _Log:
-    def __init__(self, path: Path) -> None:
+    """A build's log, and what its uv calls run with beyond `_uv_env()` (`env`: the
+    compiler cache, `graders._compiler_cache.compiler_cache_environment`, so that a
+    source the build compiles again, in a fallback or in another environment's build,
+    comes from ccache's cache)."""
+
+    def __init__(self, path: Path, env: Mapping[str, str] | None = None) -> None:
         self.path = path
+        self.env = dict(env or {})
         self.fh = open(path, "a", encoding="utf-8")
 
     def write(self, text: str) -> None:
@@ -70,7 +76,8 @@ def _uv_run(args: list[str], log: _Log, *, timeout_s: float = 3600) -> tuple[boo
     argv = [uv_bin(), *args]
     log.write("$ " + shlex.join(argv))
     try:
-        done = subprocess.run(argv, capture_output=True, env=_uv_env(), stdin=subprocess.DEVNULL, timeout=timeout_s)
+        done = subprocess.run(argv, capture_output=True, env={**_uv_env(), **log.env}, stdin=subprocess.DEVNULL,
+                              timeout=timeout_s)
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.write(f"failed to run: {exc}")
         return False, str(exc)

@@ -152,3 +152,39 @@ def test_a_compile_asking_for_debug_information_gets_the_same_code_without_it(cc
                             capture_output=True, text=True, check=True)
     assert "-g0" not in linked.stderr
     assert subprocess.run([os.fspath(slot / "prog")]).returncode == 0
+
+
+def test_an_environment_builds_fallback_compiles_again_from_the_cache(ccache: str, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """xarray 0.12's build compiled numcodecs' c-blosc in its first attempt (isolated) and
+    again in the fallback without isolation: the environment build's compiles go through
+    the cache's ccache as the installs' do, so the second compile of the same source is a
+    hit, and the package installs."""
+    from graders._envs import build_env
+    from graders._specs import EnvSpec
+    from tests.graders.env_support import installed_version, make_sdist, make_wheel
+    from tests.graders.exec_support import REPO
+
+    links = tmp_path / "links"
+    make_wheel(links, "swecltest_helper", "1.0")
+    # compiles as a build does (the compiler by its name on PATH), then needs what only the
+    # venv has: the isolated attempt fails after its compile, the fallback compiles again
+    setup = ("import subprocess\n"
+             "open('part.c', 'w').write('int part(int x) { return 3 * x; }\\n')\n"
+             "subprocess.check_call(['gcc', '-O2', '-c', 'part.c', '-o', 'part.o'])\n"
+             "import swecltest_helper\n"
+             "from setuptools import setup\n"
+             "setup(name='swecltest_compiled', version='1.0', py_modules=['swecltest_compiled'])\n")
+    make_sdist(links, "swecltest_compiled", "1.0", setup)
+    monkeypatch.setenv("UV_FIND_LINKS", os.fspath(links))
+    cache = tmp_path / "cache"
+    spec = EnvSpec(python=None, packages="swecltest_helper", pip_packages=["swecltest_compiled==1.0"])
+    build = build_env(REPO, "compiled", spec, cache_dir=cache)
+    log = build.log_path.read_text() if build.log_path else ""
+    assert build.warnings == [], log
+    assert installed_version(build.env.python, "swecltest_compiled") == "1.0"
+    assert "--no-build-isolation swecltest_compiled==1.0" in log  # it did compile twice
+    stats = _stats({**os.environ, "CCACHE_DIR": os.fspath(cache / "ccache" / "store")})
+    # compiled once; every later run of setup.py (uv asks it for metadata, then a wheel) hits
+    assert stats.get("cache_miss", 0) == 1, stats
+    assert stats.get("direct_cache_hit", 0) + stats.get("preprocessed_cache_hit", 0) >= 1, stats
