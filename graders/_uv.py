@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 import subprocess
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,7 @@ def _uv_env() -> dict[str, str]:
 def _uv_run(args: list[str], log: _Log, *, timeout_s: float = 3600) -> tuple[bool, str]:
     argv = [uv_bin(), *args]
     log.write("$ " + shlex.join(argv))
+    started = time.monotonic()
     try:
         done = subprocess.run(argv, capture_output=True, env={**_uv_env(), **log.env}, stdin=subprocess.DEVNULL,
                               timeout=timeout_s)
@@ -82,7 +84,8 @@ def _uv_run(args: list[str], log: _Log, *, timeout_s: float = 3600) -> tuple[boo
         log.write(f"failed to run: {exc}")
         return False, str(exc)
     text = (done.stdout + done.stderr).decode("utf-8", "replace").rstrip()
-    log.write(text + f"\n[exit {done.returncode}]")
+    # the seconds say which attempt or fallback a slow build spent its time in
+    log.write(text + f"\n[exit {done.returncode}, {time.monotonic() - started:.1f} s]")
     return done.returncode == 0, text
 
 

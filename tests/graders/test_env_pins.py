@@ -4,6 +4,7 @@ gets the no-build-isolation path instead of a broken set."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,9 @@ def test_a_pin_newer_than_the_era_still_installs(tmp_path: Path) -> None:
     assert installed_version(build.env.python, "six") == "1.16.0"  # released May 2021
     assert installed_version(build.env.python, "docutils") == "0.16"  # 0.17 came out in 2021
     assert "--exclude-newer-package six=false" in log and "docutils=false" not in log
+    # each uv call says how it ended and how long it took: where a slow build spent its time
+    calls = len(re.findall(r"^\$ \S+ (?:venv|pip install) ", log, re.MULTILINE))
+    assert calls and len(re.findall(r"^\[exit \d+, \d+\.\d s\]$", log, re.MULTILINE)) == calls, log
 
 
 def test_a_pin_whose_dependencies_are_newer_than_the_era_resolves_as_of_the_images(tmp_path: Path) -> None:
