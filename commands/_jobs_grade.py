@@ -156,6 +156,7 @@ class ValidateReport:
                       for r in self.outcome.rows],
             "repositories": {repo: asdict(counts) for repo, counts in self.table.items()},
             "installs": self.outcome.installs,
+            "costs": {kind: cost.document() for kind, cost in self.outcome.costs.items()},
         }
 
 

@@ -35,7 +35,7 @@ from graders import (
 )
 from ledger import StreamRange, SweclError
 from ledger.events import GradeCorrected, GradeFinished, TasksValidated, TaskValidity
-from projections import Results, grade_reasons, pass_statuses, verdicts_in_force
+from projections import GradingCost, Results, grade_reasons, grading_cost, pass_statuses, verdicts_in_force
 
 from ._regrade import regrade
 from .inputs import Task
@@ -207,6 +207,8 @@ class Validation:
     rows: list[TaskValidity] = field(default_factory=list)
     # per patch kind (pass): how its installs went (`installs_of`)
     installs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # per patch kind (pass): what its run cost in time (`projections.grading_cost`)
+    costs: dict[str, GradingCost] = field(default_factory=dict)
 
     def by_repo(self, repo_of: dict[str, str]) -> dict[str, RepoCounts]:
         """Per repository: tasks, gold resolved, no-op resolved, and failures by cause."""
@@ -290,6 +292,9 @@ def validate(
                                                 empty="ungraded", reason=why))
         ledger.append(f"validation/{slug}", [TasksValidated(runs=versions, tasks=validation.rows)], durable=True)
         validation.installs = {kind: installs_of(ledger, version) for kind, version in versions.items()}
+        for kind, version in versions.items():
+            if cost := grading_cost(ledger, version):
+                validation.costs[kind] = cost
     return validation
 
 

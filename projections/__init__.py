@@ -77,6 +77,9 @@ _EXPORTS = {
     "PlannedRun": "_estimate",
     "estimate_plan": "_estimate",
     "recorded_rates": "_estimate",
+    "GradingCost": "_grading_cost",
+    "PhaseSeconds": "_grading_cost",
+    "grading_cost": "_grading_cost",
     "resolve_task_name": "_task_names",
     "sequence_short_names": "_task_names",
     "task_heading": "_task_names",
@@ -145,6 +148,7 @@ __all__ += sorted(_EXPORTS)
 if TYPE_CHECKING:
     from .leaderboard import BoardEntry, Leaderboard, build_leaderboard, write_leaderboard
     from ._estimate import Basis, Estimate, PlannedPass, PlannedRun, estimate_plan, recorded_rates
+    from ._grading_cost import GradingCost, PhaseSeconds, grading_cost
     from ._spend import (
         RunCost,
         RunSpend,

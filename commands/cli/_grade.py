@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,6 +16,9 @@ from graders.host import SANDBOX_MODES
 
 from ._common import echo_json_line, experiment_of, parse_python_paths, parse_repo_sources, results_option, run_version
 from ._run import warn_if_unconfined
+
+if TYPE_CHECKING:
+    from projections import GradingCost
 
 
 @click.command("verdict")
@@ -186,5 +189,17 @@ def validate_cmd(ctx: click.Context, dataset: str | None, rows: str | None, inst
                        f"a record, {counts.get('reused', 0)} kept from the task before")
             for iid, why in sorted(went["why_ran"].items()):
                 click.echo(f"  ran: {iid}: {why}")
+    for kind, cost in report.outcome.costs.items():
+        if cost.grades:
+            click.echo(_cost_line(kind, cost))
     click.echo(f"validation {report.slug}: {report.gradeable} of {len(report.outcome.rows)} task(s) gradeable on "
                f"this host (runs {', '.join(report.outcome.runs.values()) or 'none'})")
+
+
+def _cost_line(kind: str, cost: GradingCost) -> str:
+    """One pass's time: the figure docs/validation.md compares (worker-seconds a task),
+    then where the grades spent theirs."""
+    mean = cost.phases.per_grade()
+    return (f"{kind} pass: {cost.grades} grade(s) in {cost.wall_s / 60:.1f} min on {cost.workers} worker(s), "
+            f"{cost.worker_s_per_grade:.1f} worker-s a task (a grade: environment build {mean['env_s']:.1f} s, "
+            f"install {mean['install_s']:.1f}, test command {mean['tests_s']:.1f}, the rest {mean['other_s']:.1f})")

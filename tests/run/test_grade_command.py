@@ -145,6 +145,18 @@ def test_validate_records_what_this_host_cannot_grade_and_metrics_honour_it(tmp_
     assert doc["runs"] == {k: f"validate-1-{k}" for k in ("gold", "noop", "empty")}
     assert doc["repositories"]["swecl-demo/spans"]["gradeable"] == 1
     assert not (results / ".validate").exists() or not any((results / ".validate").rglob("*.jsonl"))  # answers gone
+    # what each pass cost, read from its run's events (projections.grading_cost)
+    for kind in ("gold", "noop", "empty"):
+        cost = doc["costs"][kind]
+        assert (cost["version"], cost["grades"], cost["workers"], cost["finished"]) == (
+            f"validate-1-{kind}", 2, 1, True)
+        assert cost["by_repo"] == {"swecl-demo/spans": {"grades": 2, **cost["per_grade"]}}
+    gold = doc["costs"]["gold"]
+    per = gold["per_grade"]
+    assert per["tests_s"] > 0 and per["busy_s"] >= per["tests_s"]
+    assert abs(per["busy_s"] - (per["env_s"] + per["install_s"] + per["tests_s"] + per["other_s"])) <= 0.3, per
+    # one worker grades one task at a time: its wall time holds every grade's busy time
+    assert gold["worker_s_per_grade"] >= per["busy_s"] - 0.1 and gold["wall_s"] > 0, gold
 
     # an agent's run over both tasks: the broken task is missing, with the reason, not a 0
     predictions = _gold(tmp_path, write_demo_curriculum(tmp_path / "again.json"), good, broken)
@@ -258,9 +270,14 @@ def test_validate_leaves_out_pass_to_pass_tests_this_host_fails_either_way(tmp_p
     before = json.loads(swecl(early, "grade", "--dataset", str(dataset), "--predictions", str(predictions),
                               "--version", "before", "--json", cache=cache).stdout)
     assert before["statuses"] == {online: "unresolved"}
-    said = swecl(early, "validate", "--dataset", str(dataset), "--instance", online, cache=cache).stderr
+    validated = swecl(early, "validate", "--dataset", str(dataset), "--instance", online, cache=cache)
+    said = validated.stderr
     # a named run's progress lines show its name as it is (once "vvalidate-1-gold")
     assert re.search(r"^validate-\d+-gold \S+ initial 1/1: ", said, re.M) and "vvalidate" not in said, said
+    # and each pass's time: worker-seconds a task, then where a grade spent them
+    assert re.search(r"^gold pass: 1 grade\(s\) in \d+\.\d min on 1 worker\(s\), \d+\.\d worker-s a task "
+                     r"\(a grade: environment build \d+\.\d s, install \d+\.\d, test command \d+\.\d, "
+                     r"the rest \d+\.\d\)$", validated.stdout, re.M), validated.stdout
     regraded = swecl(early, "regrade", "before", cache=cache).stdout
     assert f"{online}  initial: unresolved -> resolved" in regraded
     (run,) = [r for r in swecl_json(early, "runs", cache=cache) if r["version"] == "before"]
