@@ -154,7 +154,8 @@ def test_validate_records_what_this_host_cannot_grade_and_metrics_honour_it(tmp_
     gold = doc["costs"]["gold"]
     per = gold["per_grade"]
     assert per["tests_s"] > 0 and per["busy_s"] >= per["tests_s"]
-    assert abs(per["busy_s"] - (per["env_s"] + per["install_s"] + per["tests_s"] + per["other_s"])) <= 0.3, per
+    # the named phases are parts of a grade's time (timed apart, so within a few tenths)
+    assert per["other_s"] >= 0 and per["env_s"] + per["install_s"] + per["tests_s"] <= per["busy_s"] + 0.5, per
     # one worker grades one task at a time: its wall time holds every grade's busy time
     assert gold["worker_s_per_grade"] >= per["busy_s"] - 0.1 and gold["wall_s"] > 0, gold
 
