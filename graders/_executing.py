@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from graders._apply import (
     snapshot,
 )
 from graders._bytecode import PrivatePycache, env_pycache, remove_stray_bytecode
+from graders._sandbox_home import sandbox_home
 from graders._decide import Decision, blame, decide
 from graders._env_info import EnvBuildError, EnvInfo
 from graders._envs import Era, EnvBuild, build_env, env_lock, env_path, era_for, guard_env, touch_used
@@ -139,7 +140,8 @@ class _ExecutingGrader:
             notes.phase(None)
             with notes.timed("tests"):
                 run = run_process(tests.cmd.argv, cwd=wt.path, env=tests.env, timeout_s=self.timeout_s,
-                                  writable=tests.writable, sandbox=self.sandbox, readable=tests.readable)
+                                  writable=tests.writable, sandbox=self.sandbox, readable=tests.readable,
+                                  home=tests.home)
             notes.phase("parse")
             return self._judge(grading, patched, tests, run, prepared)
         finally:
@@ -185,10 +187,13 @@ class _ExecutingGrader:
         _tox_launchers(cmd.argv, wt.path, env, notes)
         # the private cache read-only: nothing can be planted there either
         tests = _Tests(cmd, run_env, readable=[*([env.path] if env else []), *channel.paths(), *pycache.paths()],
-                       writable=channel.paths())
+                       writable=channel.paths(),
+                       # matplotlib's font list, made once for the environment: not rebuilt in every run
+                       home=sandbox_home(env) if env is not None and self.sandbox.confined else {})
         if self.sandbox.confined:  # exactly what this grade's test process could see
             notes.add("[swecl] the test sandbox shows: " + plan_lines(self.sandbox.plan(
-                cmd.argv, cwd=wt.path, env=run_env, writable=tests.writable, readable=tests.readable)))
+                cmd.argv, cwd=wt.path, env=run_env, writable=tests.writable, readable=tests.readable,
+                home=tests.home)))
         return tests
 
     def _judge(self, grading: _Grading, patched: _Patched, tests: _Tests, run: ProcessResult,
@@ -228,7 +233,7 @@ class _ExecutingGrader:
             notes.phase(None)  # the control run's test command counts as tests
             blamed = self._control_run(
                 req, grading.wt.path, prepared, grading.model_paths, tests.cmd.argv, tests.env, parser, notes,
-                decision, readable=tests.readable, writable=tests.writable, env=grading.env,
+                decision, readable=tests.readable, writable=tests.writable, home=tests.home, env=grading.env,
             )
             notes.phase("parse")
             status, error = blamed.status, blamed.error
@@ -248,6 +253,7 @@ class _ExecutingGrader:
         *,
         readable: list[Path],
         writable: list[Path],
+        home: dict[str, str] | None = None,
         env: EnvInfo | None = None,
     ) -> Decision:
         """Whose failure is a test run with no usable results, the patch's or ours: the
@@ -260,7 +266,7 @@ class _ExecutingGrader:
         _tox_launchers(argv, worktree, env, None)
         with notes.timed("tests"):
             control = run_process(argv, cwd=worktree, env=run_env, timeout_s=self.timeout_s, sandbox=self.sandbox,
-                                  readable=readable, writable=writable)
+                                  readable=readable, writable=writable, home=home)
         control_out = control.output.decode("utf-8", "replace")
         control_statuses = parse_log(control_out, parser) if not control.error else {}
         verdict = decide(control_statuses, req.fail_to_pass, req.pass_to_pass, test_exit_code=control.exit_code,
@@ -320,6 +326,7 @@ class _Tests:
     env: dict[str, str]
     readable: list[Path]
     writable: list[Path]
+    home: dict[str, str] = field(default_factory=dict)  # files shown in the sandbox's home (graders._sandbox_home)
 
 
 def _install(grading: _Grading, install_cache: PrivatePycache) -> None:

@@ -105,17 +105,19 @@ def run_process(
     sandbox: Sandbox | None = None,
     writable: Sequence[Path] = (),
     readable: Sequence[Path] = (),
+    home: Mapping[str, str] | None = None,
 ) -> ProcessResult:
     """Run argv in its own session; on timeout kill the whole group at once (a test run has
     nothing to flush). Output: stdout+stderr, through a file (see the module doc). The
     session, the kill and the reaping are `graders.host`'s, shared with the agents.
 
     With a confined `sandbox` the command runs inside it, `cwd` and `writable` read-write,
-    `readable` read-only, nothing else writable, no network (see `_sandbox`)."""
+    `readable` read-only, nothing else writable, no network, `home`'s files read-only in
+    its home (see `_sandbox`, `graders._sandbox_home`)."""
 
     def confine(argv: Sequence[str], env: dict[str, str]) -> tuple[Sequence[str], Mapping[str, str]]:
         if sandbox is not None and sandbox.confined:
-            return sandbox.wrap(argv, cwd=cwd, env=env, writable=writable, readable=readable)
+            return sandbox.wrap(argv, cwd=cwd, env=env, writable=writable, readable=readable, home=home)
         return argv, env
 
     start = time.monotonic()

@@ -124,11 +124,14 @@ class Sandbox:
         readable: Iterable[str | os.PathLike[str]] = (),
         programs: Iterable[str] = (),
         exposed: bool = False,
+        home: Mapping[str, str] | None = None,
     ) -> list[Mount]:
         """Every path the process sees, in the order the sandbox makes them: the system,
         the install of `argv[0]` and of each of `programs` (found on `env`'s PATH), the
         `exposed` paths when asked for, `readable` read-only, `cwd` and `writable`
-        read-write, and what is hidden inside any of them."""
+        read-write, what is hidden inside any of them, and `home`'s files ({path under the
+        home: file}) read-only in the home (graders._sandbox_home), whose folders stay
+        writable."""
         hidden = self.hidden
         mounts = system_mounts()
         path_env = env.get("PATH")
@@ -167,6 +170,8 @@ class Sandbox:
             if m.mode == "link" and m.path not in seen and not any(under(m.path, b) for b in bound):
                 seen.add(m.path)
                 mounts.append(m)
+        for rel, source in sorted((home or {}).items()):
+            mounts.append(Mount(f"{SANDBOX_HOME}/{rel}", "ro", "in the home: made for the environment", source))
         return mounts
 
     def wrap(
@@ -180,9 +185,10 @@ class Sandbox:
         network: bool = False,
         programs: Iterable[str] = (),
         exposed: bool = False,
+        home: Mapping[str, str] | None = None,
     ) -> tuple[list[str], dict[str, str]]:
         """The command line and environment that run `argv` inside the sandbox (`plan`
-        says what it sees). Unconfined: `argv` as is."""
+        says what it sees). Unconfined: `argv` as is (and its own home)."""
         env_out = dict(env)
         if not self.confined:
             return list(argv), env_out
@@ -192,7 +198,7 @@ class Sandbox:
         if not network:
             out.append("--unshare-net")
         plan = self.plan(argv, cwd=cwd, env=env, writable=writable, readable=readable, programs=programs,
-                         exposed=exposed)
+                         exposed=exposed, home=home)
         for m in plan:
             out += _bwrap_args(m)
         # A bytecode cache the sandbox does not show would make Python compile every import
