@@ -69,12 +69,12 @@ def sandbox_home(env: EnvInfo) -> dict[str, str]:
         environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.fspath(home), "PYTHONNOUSERSITE": "1",
                    "VIRTUAL_ENV": os.fspath(env.venv), "MPLBACKEND": "agg"}
         try:
-            subprocess.run([os.fspath(env.python), "-c", _WARM], cwd=home, env=environ, capture_output=True,
-                           stdin=subprocess.DEVNULL, timeout=_WARM_TIMEOUT_S)
+            ok = subprocess.run([os.fspath(env.python), "-c", _WARM], cwd=home, env=environ, capture_output=True,
+                                stdin=subprocess.DEVNULL, timeout=_WARM_TIMEOUT_S).returncode == 0
         except (OSError, subprocess.TimeoutExpired):
-            return {}
-        for path in sorted(home.rglob("*"), reverse=True):  # only the font lists stay
-            if path.is_file() and not _is_font_list(path.relative_to(home)):
+            ok = False  # nothing to show (a list cut short is no list), and recorded so: not tried at every grade
+        for path in sorted(home.rglob("*"), reverse=True):  # only the font lists of a warm-up that ended well stay
+            if path.is_file() and not (ok and _is_font_list(path.relative_to(home))):
                 path.unlink()
             elif path.is_dir() and not any(path.iterdir()):
                 path.rmdir()
