@@ -12,13 +12,14 @@ with an empty home, as the sandbox gives (no user fonts), kept beside the venv
 home (`.cache/matplotlib/fontlist-vNNN.json`); the folder around it stays writable, so
 matplotlib takes it for its cache. A list made for another matplotlib is passed over and
 built in the run, as before, never written over. It is made again when the system's
-fonts change (the list of their files is part of what it was made for).
+fonts change (the list of their files, read once a process, is part of what it was made for).
 
 Unconfined a test run has the user's own home; nothing is seeded there.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -101,6 +102,13 @@ def _files(target: Path) -> dict[str, str]:
 
 def _made_for(env: EnvInfo) -> str:
     """The venv and interpreter it was made with, and the system's font files."""
+    return (f"{os.fspath(env.venv)}\n{os.path.realpath(env.python)}\nfonts {_fonts_digest()}\n"
+            f"format {_FORMAT}\n")
+
+
+@functools.lru_cache(maxsize=1)
+def _fonts_digest() -> str:
+    """The system's font files (paths and sizes), read once a process: every grade asks."""
     fonts = hashlib.sha256()
     for place in _FONT_PLACES:
         for dirpath, dirs, files in os.walk(place):
@@ -111,5 +119,4 @@ def _made_for(env: EnvInfo) -> str:
                 except OSError:
                     continue
                 fonts.update(f"{dirpath}/{name} {size}\n".encode("utf-8", "surrogateescape"))
-    return (f"{os.fspath(env.venv)}\n{os.path.realpath(env.python)}\nfonts {fonts.hexdigest()}\n"
-            f"format {_FORMAT}\n")
+    return fonts.hexdigest()
